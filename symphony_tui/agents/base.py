@@ -1,0 +1,161 @@
+"""The agent-backend contract: what the scheduler needs from Codex, OpenHands and OpenCode.
+
+The scheduler hands a backend a :class:`SessionHost` (its side of the conversation) and gets
+back an :class:`AgentSession`. Protocol framing, reconnects and wire quirks stay inside the
+backend; the scheduler sees only normalized :class:`~symphony_tui.domain.AgentEvent` values
+(DESIGN.md "agents"; spec §10).
+
+Event conventions every backend follows:
+
+* ``TOKEN_USAGE`` events carry ``data["usage"]``: a ``TokenUsage.model_dump()`` of the
+  **absolute** totals of the backend session (codex thread, OpenHands conversation, OpenCode
+  session). The scheduler adds only the growth since the previous report (spec §13.5).
+* ``RATE_LIMITS`` events carry ``data["rate_limits"]``: a ``RateLimits.model_dump()``.
+* ``SESSION_STARTED`` carries ``data["thread_id"]`` / ``data["session_id"]`` when known.
+* Agent text goes into ``message`` raw; the console sanitizes on display.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from symphony_tui.domain import AgentEvent, ApprovalAnswer, ApprovalRequest, Issue
+
+
+class AgentError(Exception):
+    """A backend failed to start or lost its transport. ``code`` is a short category
+    (``launch_failed``, ``handshake_failed``, ``read_timeout``, ``process_exited``,
+    ``transport_error``, ``protocol_error``)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A client-side tool advertised to the agent (codex ``dynamicTools``; spec §10.5)."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """Result of a client-side tool call; ``text`` is what the agent reads back."""
+
+    success: bool
+    text: str
+
+
+class TurnStatus(StrEnum):
+    COMPLETED = "completed"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+    INPUT_REQUIRED = "input_required"
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    """How one turn ended. ``error`` is a one-line reason for anything but COMPLETED."""
+
+    status: TurnStatus
+    turn_id: str | None = None
+    error: str | None = None
+
+
+@runtime_checkable
+class SessionHost(Protocol):
+    """The scheduler's side of one agent session (one issue, one run attempt)."""
+
+    @property
+    def issue(self) -> Issue: ...
+
+    @property
+    def workspace(self) -> Path: ...
+
+    @property
+    def attempt(self) -> int | None: ...
+
+    @property
+    def tools(self) -> tuple[ToolSpec, ...]: ...
+
+    @property
+    def resume(self) -> dict[str, Any]:
+        """What the workspace manifest recorded of the previous session
+        (e.g. ``thread_id``, ``conversation_id``, ``server_url``); empty when none."""
+        ...
+
+    def emit(self, event: AgentEvent) -> None:
+        """Report an event. Never blocks; issue/session ids are filled in by the host."""
+        ...
+
+    async def request_approval(self, request: ApprovalRequest) -> ApprovalAnswer:
+        """Ask for a decision. Resolves per ``agent.approvals`` (operator / auto / deny);
+        an operator request unanswered for ``agent.approval_timeout_ms`` resolves as a
+        decline with ``timed_out=True``, after which the attempt fails."""
+        ...
+
+    async def call_tool(self, name: str, arguments: Any) -> ToolResult:
+        """Run a client-side tool. Unknown tools give ``success=False`` (never raise)."""
+        ...
+
+    def record_session(self, **fields: Any) -> None:
+        """Persist backend session facts (``thread_id``, ``conversation_id``,
+        ``server_url``...) in the workspace manifest so a restart can resume."""
+        ...
+
+
+class AgentSession(Protocol):
+    """A live session. ``run_turn`` may be called up to ``agent.max_turns`` times."""
+
+    @property
+    def session_id(self) -> str | None: ...
+
+    @property
+    def thread_id(self) -> str | None: ...
+
+    @property
+    def pid(self) -> int | None: ...
+
+    async def run_turn(self, prompt: str, *, continuation: bool = False) -> TurnResult:
+        """Send one turn and wait for it to end. Raises :class:`AgentError` when the
+        transport dies. Cancelling the awaiting task abandons the turn (the caller then
+        calls :meth:`close`)."""
+        ...
+
+    async def interrupt(self) -> None:
+        """Ask the backend to stop the current turn; ``run_turn`` then returns
+        ``INTERRUPTED``. Idempotent; bounded in time."""
+        ...
+
+    async def close(self) -> None:
+        """End the session and whatever process it started (the whole process group)."""
+        ...
+
+
+class AgentBackend(Protocol):
+    """A factory of sessions for one backend kind (``codex``, ``openhands``, ``opencode``)."""
+
+    name: str
+
+    async def start_session(self, host: SessionHost) -> AgentSession:
+        """Launch / connect and do the handshake. Raises :class:`AgentError`."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release backend-wide resources (a managed server, HTTP clients)."""
+        ...
+
+
+@dataclass
+class ProcessInfo:
+    """Diagnostics for a child process: pid and a bounded stderr tail."""
+
+    pid: int | None = None
+    stderr_tail: list[str] = field(default_factory=list)

@@ -1,0 +1,229 @@
+"""Typed settings from WORKFLOW.md front matter, with the spec's defaults (spec §5.3, §6).
+
+Unknown keys are ignored so that workflow files written for the reference implementation
+load unchanged. ``$VAR`` indirection and ``~`` expansion happen in :func:`resolve_settings`.
+Validation errors are raised as :class:`pydantic.ValidationError`; the loader turns them
+into one-line :class:`~symphony_tui.config.errors.WorkflowError` messages.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+LINEAR_ENDPOINT = "https://api.linear.app/graphql"
+DEFAULT_ACTIVE_STATES = ("Todo", "In Progress")
+DEFAULT_TERMINAL_STATES = ("Closed", "Cancelled", "Canceled", "Duplicate", "Done")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+def _states(value: Any) -> Any:
+    # Accept a comma-separated string as well as a list (spec §5.3.1).
+    if isinstance(value, str):
+        return tuple(s.strip() for s in value.split(",") if s.strip())
+    return value
+
+
+class TrackerSettings(_Section):
+    kind: str | None = None
+    endpoint: str = LINEAR_ENDPOINT
+    api_key: str | None = None
+    project_slug: str | None = None
+    assignee: str | None = None
+    path: str | None = None
+    active_states: tuple[str, ...] = DEFAULT_ACTIVE_STATES
+    terminal_states: tuple[str, ...] = DEFAULT_TERMINAL_STATES
+    timeout_ms: int = Field(default=30_000, gt=0)
+
+    _split = field_validator("active_states", "terminal_states", mode="before")(_states)
+
+    def is_active(self, state: str) -> bool:
+        s = state.strip().lower()
+        return any(s == a.lower() for a in self.active_states)
+
+    def is_terminal(self, state: str) -> bool:
+        s = state.strip().lower()
+        return any(s == t.lower() for t in self.terminal_states)
+
+
+class PollingSettings(_Section):
+    interval_ms: int = Field(default=30_000, gt=0)
+
+
+def default_workspace_root() -> str:
+    return str(Path(tempfile.gettempdir()) / "symphony_workspaces")
+
+
+class WorkspaceSettings(_Section):
+    root: str = Field(default_factory=default_workspace_root)
+
+
+class HooksSettings(_Section):
+    after_create: str | None = None
+    before_run: str | None = None
+    after_run: str | None = None
+    before_remove: str | None = None
+    timeout_ms: int = Field(default=60_000, gt=0)
+
+
+class AgentSettings(_Section):
+    backend: Literal["codex", "openhands", "opencode"] = "codex"
+    max_concurrent_agents: int = Field(default=10, gt=0)
+    max_turns: int = Field(default=20, gt=0)
+    max_retry_backoff_ms: int = Field(default=300_000, gt=0)
+    max_concurrent_agents_by_state: dict[str, int] = Field(default_factory=dict)
+    approvals: Literal["operator", "auto", "deny"] = "operator"
+    approval_timeout_ms: int = Field(default=1_800_000, gt=0)
+    continuation_prompt: str | None = None
+
+    @field_validator("max_concurrent_agents_by_state", mode="before")
+    @classmethod
+    def _normalize_state_limits(cls, value: Any) -> Any:
+        # Spec §5.3.5: keys are normalized (trim + lowercase); invalid entries are ignored.
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise ValueError("must be a map of state name to positive integer")
+        out: dict[str, int] = {}
+        for k, v in value.items():
+            name = str(k).strip().lower()
+            if name and isinstance(v, int) and not isinstance(v, bool) and v > 0:
+                out[name] = v
+        return out
+
+    def limit_for_state(self, state: str) -> int | None:
+        return self.max_concurrent_agents_by_state.get(state.strip().lower())
+
+
+class CodexSettings(_Section):
+    command: str = "codex app-server"
+    approval_policy: str | dict[str, Any] = "on-request"
+    thread_sandbox: str = "workspace-write"
+    turn_sandbox_policy: dict[str, Any] | None = None
+    model: str | None = None
+    turn_timeout_ms: int = Field(default=3_600_000, gt=0)
+    read_timeout_ms: int = Field(default=5_000, gt=0)
+    stall_timeout_ms: int = 300_000
+    env: dict[str, str] = Field(default_factory=dict)
+
+
+class OpenHandsSettings(_Section):
+    base_url: str | None = None
+    command: str | None = None
+    session_api_key_env: str | None = None
+    ws_auth: Literal["first_frame", "query", "header", "none"] = "first_frame"
+    confirmation_policy: Literal["AlwaysConfirm", "NeverConfirm", "ConfirmRisky"] = "AlwaysConfirm"
+    llm: dict[str, Any] = Field(default_factory=dict)
+    startup_timeout_ms: int = Field(default=60_000, gt=0)
+    read_timeout_ms: int = Field(default=30_000, gt=0)
+
+
+class OpenCodeSettings(_Section):
+    base_url: str | None = None
+    command: str | None = None
+    model: str | None = None
+    password_env: str | None = None
+    startup_timeout_ms: int = Field(default=60_000, gt=0)
+
+
+class ServerSettings(_Section):
+    port: int | None = Field(default=None, ge=0)
+    host: str = "127.0.0.1"
+
+
+class Settings(_Section):
+    """All settings of one WORKFLOW.md, resolved. ``workflow_dir`` anchors relative paths."""
+
+    tracker: TrackerSettings = Field(default_factory=TrackerSettings)
+    polling: PollingSettings = Field(default_factory=PollingSettings)
+    workspace: WorkspaceSettings = Field(default_factory=WorkspaceSettings)
+    hooks: HooksSettings = Field(default_factory=HooksSettings)
+    agent: AgentSettings = Field(default_factory=AgentSettings)
+    codex: CodexSettings = Field(default_factory=CodexSettings)
+    openhands: OpenHandsSettings = Field(default_factory=OpenHandsSettings)
+    opencode: OpenCodeSettings = Field(default_factory=OpenCodeSettings)
+    server: ServerSettings = Field(default_factory=ServerSettings)
+    workflow_dir: str = "."
+
+    @field_validator(
+        "tracker",
+        "polling",
+        "workspace",
+        "hooks",
+        "agent",
+        "codex",
+        "openhands",
+        "opencode",
+        "server",
+        mode="before",
+    )
+    @classmethod
+    def _none_is_default(cls, value: Any) -> Any:
+        # `codex:` with nothing under it parses as None in YAML: treat it as empty.
+        return {} if value is None else value
+
+    @property
+    def workspace_root(self) -> Path:
+        return Path(self.workspace.root)
+
+
+def resolve_env(value: str | None, env: dict[str, str] | None = None) -> str | None:
+    """``$NAME`` -> the environment value; an empty or unset variable means missing (None).
+
+    Spec §5.3.1 / §6.1: only a whole-value ``$VAR`` is indirection; other strings are kept.
+    """
+    if value is None:
+        return None
+    env = os.environ if env is None else env
+    if value.startswith("$") and value[1:].replace("_", "a").isalnum() and value[1:2] != "":
+        got = env.get(value[1:], "")
+        return got or None
+    return value or None
+
+
+def resolve_path(value: str, base: Path, env: dict[str, str] | None = None) -> str:
+    """Resolve ``$VAR`` and ``~`` in a path setting; relative paths are relative to ``base``."""
+    env = os.environ if env is None else env
+    if value.startswith("$"):
+        value = resolve_env(value, env) or ""
+    if not value:
+        return default_workspace_root()
+    p = Path(os.path.expanduser(value))
+    if not p.is_absolute():
+        p = base / p
+    return str(p.resolve(strict=False))
+
+
+def resolve_settings(
+    raw: dict[str, Any], workflow_dir: Path, env: dict[str, str] | None = None
+) -> Settings:
+    """Build :class:`Settings` from front matter, resolving secrets and paths.
+
+    ``tracker.api_key`` falls back to ``$LINEAR_API_KEY`` for the linear tracker.
+    Raises :class:`pydantic.ValidationError` on bad types or values.
+    """
+    env = dict(os.environ) if env is None else env
+    s = Settings.model_validate({**raw, "workflow_dir": str(workflow_dir)})
+    tracker = s.tracker
+    api_key = resolve_env(tracker.api_key, env)
+    if api_key is None and tracker.api_key is None and (tracker.kind or "linear") == "linear":
+        api_key = env.get("LINEAR_API_KEY") or None
+    tracker = tracker.model_copy(
+        update={
+            "api_key": api_key,
+            "project_slug": resolve_env(tracker.project_slug, env),
+            "assignee": resolve_env(tracker.assignee, env),
+            "path": resolve_path(tracker.path, workflow_dir, env) if tracker.path else None,
+        }
+    )
+    workspace = s.workspace.model_copy(
+        update={"root": resolve_path(s.workspace.root, workflow_dir, env)}
+    )
+    return s.model_copy(update={"tracker": tracker, "workspace": workspace})

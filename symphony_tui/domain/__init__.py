@@ -1,0 +1,75 @@
+"""Plain pydantic models shared by every layer. No I/O, no Textual, no HTTP clients.
+
+See ``../shared/DESIGN.md`` (domain layer) and the Symphony spec §4 (domain model).
+"""
+
+from symphony_tui.domain.approvals import (
+    ApprovalAnswer,
+    ApprovalDecision,
+    ApprovalKind,
+    ApprovalRequest,
+    Question,
+    QuestionOption,
+)
+from symphony_tui.domain.commands import (
+    Answer,
+    Approve,
+    Command,
+    Deny,
+    Interrupt,
+    MoveIssue,
+    PauseDispatch,
+    Refresh,
+    Rerun,
+    Stop,
+)
+from symphony_tui.domain.events import AgentEvent, EventKind
+from symphony_tui.domain.issue import BlockerRef, Issue
+from symphony_tui.domain.run import (
+    ClaimState,
+    LiveSession,
+    RecoveredWorkspace,
+    RetryEntry,
+    RunAttempt,
+    RunOutcome,
+    RunStatus,
+)
+from symphony_tui.domain.snapshot import IssueRow, RetryRow, RunningRow, Snapshot
+from symphony_tui.domain.tokens import RateLimits, RateLimitWindow, TokenUsage
+
+__all__ = [
+    "AgentEvent",
+    "Answer",
+    "ApprovalAnswer",
+    "ApprovalDecision",
+    "ApprovalKind",
+    "ApprovalRequest",
+    "Approve",
+    "BlockerRef",
+    "ClaimState",
+    "Command",
+    "Deny",
+    "EventKind",
+    "Interrupt",
+    "Issue",
+    "IssueRow",
+    "LiveSession",
+    "MoveIssue",
+    "PauseDispatch",
+    "Question",
+    "QuestionOption",
+    "RateLimitWindow",
+    "RateLimits",
+    "RecoveredWorkspace",
+    "Refresh",
+    "Rerun",
+    "RetryEntry",
+    "RetryRow",
+    "RunAttempt",
+    "RunOutcome",
+    "RunStatus",
+    "RunningRow",
+    "Snapshot",
+    "Stop",
+    "TokenUsage",
+]

@@ -1,0 +1,99 @@
+"""Requests an agent makes of the operator, and the operator's answers.
+
+Covers codex server requests (command / file-change / permissions approvals,
+``item/tool/requestUserInput``, MCP elicitation), OpenHands confirmations and OpenCode
+permissions (PROTOCOLS.md cross-backend map).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ApprovalKind(StrEnum):
+    COMMAND = "command"
+    FILE_CHANGE = "file_change"
+    PERMISSIONS = "permissions"
+    USER_INPUT = "user_input"
+    ELICITATION = "elicitation"
+    CONFIRMATION = "confirmation"
+
+
+class ApprovalDecision(StrEnum):
+    ACCEPT = "accept"
+    ACCEPT_FOR_SESSION = "accept_for_session"
+    DECLINE = "decline"
+    CANCEL = "cancel"
+
+
+class QuestionOption(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    label: str
+    description: str | None = None
+
+
+class Question(BaseModel):
+    """One question of a user-input request. ``options`` empty means free text."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    header: str = ""
+    question: str = ""
+    options: tuple[QuestionOption, ...] = ()
+
+
+class ApprovalRequest(BaseModel):
+    """A pending request, as the operator sees it.
+
+    ``id`` is unique within the process (assigned by the backend, e.g.
+    ``"<issue_id>:<rpc id>"``). ``deadline_at`` is when it is declined unanswered
+    (``agent.approval_timeout_ms``); ``None`` while not queued for an operator.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    issue_id: str
+    issue_identifier: str = ""
+    backend: str = ""
+    kind: ApprovalKind
+    summary: str = ""
+    command: str | None = None
+    cwd: str | None = None
+    files: tuple[str, ...] = ()
+    reason: str | None = None
+    permissions: dict[str, Any] | None = None
+    questions: tuple[Question, ...] = ()
+    available: tuple[ApprovalDecision, ...] = (
+        ApprovalDecision.ACCEPT,
+        ApprovalDecision.ACCEPT_FOR_SESSION,
+        ApprovalDecision.DECLINE,
+        ApprovalDecision.CANCEL,
+    )
+    created_at: datetime | None = None
+    deadline_at: datetime | None = None
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class ApprovalAnswer(BaseModel):
+    """The answer to an :class:`ApprovalRequest`.
+
+    ``message`` is a reason given with a denial. ``answers`` maps question id to the
+    chosen labels or typed text (user-input requests). ``timed_out`` marks an automatic
+    decline after ``agent.approval_timeout_ms``; ``by`` says who answered
+    (``operator`` | ``auto`` | ``policy`` | ``timeout`` | ``shutdown``).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    decision: ApprovalDecision
+    message: str | None = None
+    answers: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    timed_out: bool = False
+    by: str = "operator"

@@ -1,0 +1,87 @@
+"""Operator commands: what the console, the CLI and the HTTP API send to the scheduler.
+
+The scheduler is the only place that acts on them (DESIGN.md "Operator commands").
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Cmd(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class Refresh(_Cmd):
+    """Poll and reconcile now (spec §13.7 ``POST /api/v1/refresh``)."""
+
+    type: Literal["refresh"] = "refresh"
+
+
+class Interrupt(_Cmd):
+    """Interrupt the running turn of ``issue_id``; the run ends as cancelled."""
+
+    type: Literal["interrupt"] = "interrupt"
+    issue_id: str
+
+
+class Stop(_Cmd):
+    """End the worker of ``issue_id``, keep its workspace, release the claim."""
+
+    type: Literal["stop"] = "stop"
+    issue_id: str
+
+
+class Approve(_Cmd):
+    """Accept a pending approval (once, or for the rest of the session)."""
+
+    type: Literal["approve"] = "approve"
+    approval_id: str
+    for_session: bool = False
+
+
+class Deny(_Cmd):
+    """Decline a pending approval; ``cancel`` also ends the turn; ``message`` is a reason."""
+
+    type: Literal["deny"] = "deny"
+    approval_id: str
+    message: str | None = None
+    cancel: bool = False
+
+
+class Answer(_Cmd):
+    """Answer a user-input question: question id -> chosen labels or typed text."""
+
+    type: Literal["answer"] = "answer"
+    approval_id: str
+    answers: dict[str, tuple[str, ...]]
+
+
+class Rerun(_Cmd):
+    """Clear any backoff for ``issue_id`` and dispatch it now if it is eligible."""
+
+    type: Literal["rerun"] = "rerun"
+    issue_id: str
+
+
+class PauseDispatch(_Cmd):
+    """Drain: let running work finish but start nothing new (``paused=False`` resumes)."""
+
+    type: Literal["pause_dispatch"] = "pause_dispatch"
+    paused: bool = True
+
+
+class MoveIssue(_Cmd):
+    """Move an issue to another tracker state (trackers that support writes)."""
+
+    type: Literal["move_issue"] = "move_issue"
+    issue_id: str
+    state: str
+
+
+Command = Annotated[
+    Refresh | Interrupt | Stop | Approve | Deny | Answer | Rerun | PauseDispatch | MoveIssue,
+    Field(discriminator="type"),
+]

@@ -1,0 +1,63 @@
+"""The normalized tracker issue (spec §4.1.1)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class BlockerRef(BaseModel):
+    """An issue that blocks another one (spec §4.1.1 ``blocked_by``).
+
+    Any field may be unknown (``None``): a Linear relation can point at an issue the
+    token cannot read.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str | None = None
+    identifier: str | None = None
+    state: str | None = None
+
+
+class Issue(BaseModel):
+    """One tracker issue, normalized across trackers (spec §4.1.1).
+
+    ``priority`` is an integer where lower is more urgent (Linear: 1 urgent .. 4 low; 0 or
+    ``None`` means no priority and sorts last). ``labels`` are lowercase. Timestamps are
+    timezone-aware when the tracker gives an offset.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    identifier: str
+    title: str
+    description: str | None = None
+    priority: int | None = None
+    state: str
+    branch_name: str | None = None
+    url: str | None = None
+    labels: tuple[str, ...] = ()
+    blocked_by: tuple[BlockerRef, ...] = ()
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+    def template_view(self) -> dict:
+        """The ``issue`` object given to the prompt template (spec §5.4): plain, JSON-like."""
+        data = self.model_dump(mode="json")
+        data["labels"] = list(self.labels)
+        data["blocked_by"] = [b.model_dump(mode="json") for b in self.blocked_by]
+        return data
+
+
+class IssueStateChange(BaseModel):
+    """Result of a tracker state move: the issue as it is after the change."""
+
+    model_config = ConfigDict(frozen=True)
+
+    issue_id: str
+    from_state: str | None = None
+    to_state: str
+    note: str = Field(default="")

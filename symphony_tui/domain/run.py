@@ -1,0 +1,118 @@
+"""Run-state models (spec §4.1.5-§4.1.8, §7)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from symphony_tui.domain.tokens import TokenUsage
+
+
+class ClaimState(StrEnum):
+    """Orchestrator claim state of an issue (spec §7.1)."""
+
+    UNCLAIMED = "unclaimed"
+    RUNNING = "running"
+    RETRY_QUEUED = "retry_queued"
+    RELEASED = "released"
+
+
+class RunStatus(StrEnum):
+    """Phase of a live run attempt (spec §7.2)."""
+
+    PREPARING_WORKSPACE = "preparing_workspace"
+    BUILDING_PROMPT = "building_prompt"
+    LAUNCHING_AGENT = "launching_agent"
+    INITIALIZING_SESSION = "initializing_session"
+    STREAMING_TURN = "streaming_turn"
+    WAITING_FOR_OPERATOR = "waiting_for_operator"
+    FINISHING = "finishing"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    TIMED_OUT = "timed_out"
+    STALLED = "stalled"
+    CANCELED_BY_RECONCILIATION = "canceled_by_reconciliation"
+    INTERRUPTED = "interrupted"
+    STOPPED = "stopped"
+
+
+class RunOutcome(StrEnum):
+    """How a worker ended. ``normal`` schedules a continuation retry, ``failed`` a backoff
+    retry; ``cancelled`` / ``stopped`` / ``reconciled`` schedule nothing."""
+
+    NORMAL = "normal"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    STOPPED = "stopped"
+    RECONCILED = "reconciled"
+
+
+class LiveSession(BaseModel):
+    """Live agent-session metadata of a running issue (spec §4.1.6)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    session_id: str | None = None
+    thread_id: str | None = None
+    turn_id: str | None = None
+    agent_pid: int | None = None
+    last_event: str | None = None
+    last_event_at: datetime | None = None
+    last_message: str | None = None
+    turn_count: int = 0
+    tokens: TokenUsage = Field(default_factory=TokenUsage)
+
+
+class RunAttempt(BaseModel):
+    """One execution attempt for one issue (spec §4.1.5)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    issue_id: str
+    issue_identifier: str
+    attempt: int | None = None
+    workspace_path: str = ""
+    started_at: datetime | None = None
+    status: RunStatus = RunStatus.PREPARING_WORKSPACE
+    error: str | None = None
+
+
+class RetryEntry(BaseModel):
+    """Scheduled retry state for an issue (spec §4.1.7). ``due_at`` is wall-clock time."""
+
+    model_config = ConfigDict(frozen=True)
+
+    issue_id: str
+    identifier: str
+    attempt: int
+    due_at: datetime
+    error: str | None = None
+    continuation: bool = False
+
+
+class RecoveredWorkspace(BaseModel):
+    """What a workspace's manifests say about its last run (our extension, SPEC-NOTES §9)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key: str
+    path: str
+    issue_id: str | None = None
+    issue_identifier: str | None = None
+    issue_title: str | None = None
+    issue_state: str | None = None
+    backend: str | None = None
+    session_id: str | None = None
+    thread_id: str | None = None
+    conversation_id: str | None = None
+    server_url: str | None = None
+    attempt: int | None = None
+    status: str | None = None
+    error: str | None = None
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    tokens: TokenUsage = Field(default_factory=TokenUsage)
+    hooks: dict[str, str] = Field(default_factory=dict)
+    last_event: str | None = None

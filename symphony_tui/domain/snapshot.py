@@ -1,0 +1,147 @@
+"""Immutable snapshots of scheduler state, published after every change (spec §13.3, §13.7).
+
+The console renders these; the HTTP API serializes them (``Snapshot.state_payload`` is the
+spec's ``/api/v1/state`` shape).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from symphony_tui.domain.approvals import ApprovalRequest
+from symphony_tui.domain.run import ClaimState, RecoveredWorkspace, RunStatus
+from symphony_tui.domain.tokens import RateLimits, TokenUsage
+
+
+class IssueRow(BaseModel):
+    """An issue the scheduler knows of: last seen candidate, running or retrying."""
+
+    model_config = ConfigDict(frozen=True)
+
+    issue_id: str
+    identifier: str
+    title: str
+    state: str
+    claim: ClaimState = ClaimState.UNCLAIMED
+    priority: int | None = None
+    url: str | None = None
+    blocked: bool = False
+    note: str = ""
+
+
+class RunningRow(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    issue_id: str
+    issue_identifier: str
+    state: str
+    backend: str = ""
+    status: RunStatus = RunStatus.PREPARING_WORKSPACE
+    attempt: int | None = None
+    session_id: str | None = None
+    thread_id: str | None = None
+    turn_count: int = 0
+    started_at: datetime | None = None
+    last_event: str | None = None
+    last_message: str | None = None
+    last_event_at: datetime | None = None
+    tokens: TokenUsage = Field(default_factory=TokenUsage)
+    workspace_path: str = ""
+    pending_approvals: int = 0
+
+
+class RetryRow(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    issue_id: str
+    issue_identifier: str
+    attempt: int
+    due_at: datetime
+    error: str | None = None
+
+
+class Snapshot(BaseModel):
+    """Everything the console shows, at one instant ``generated_at``.
+
+    ``totals`` include ended sessions; ``seconds_running`` = ended sessions + live elapsed
+    (spec §13.5). ``token_rate_per_min`` is total tokens over the last minute.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    generated_at: datetime
+    started_at: datetime | None = None
+    workflow_path: str = ""
+    tracker_kind: str = ""
+    backend: str = ""
+    issues: tuple[IssueRow, ...] = ()
+    running: tuple[RunningRow, ...] = ()
+    retrying: tuple[RetryRow, ...] = ()
+    approvals: tuple[ApprovalRequest, ...] = ()
+    completed: tuple[str, ...] = ()
+    totals: TokenUsage = Field(default_factory=TokenUsage)
+    seconds_running: float = 0.0
+    token_rate_per_min: float = 0.0
+    token_history: tuple[int, ...] = ()
+    rate_limits: RateLimits | None = None
+    recovered: tuple[RecoveredWorkspace, ...] = ()
+    dispatch_paused: bool = False
+    config_error: str | None = None
+    tracker_error: str | None = None
+    tracker_paused_until: datetime | None = None
+    last_poll_at: datetime | None = None
+    next_poll_at: datetime | None = None
+    max_concurrent_agents: int = 0
+
+    def state_payload(self) -> dict:
+        """The spec's ``GET /api/v1/state`` body (§13.7.2) plus ``completed``."""
+
+        def iso(dt: datetime | None) -> str | None:
+            return dt.isoformat() if dt else None
+
+        def tok(t: TokenUsage) -> dict:
+            return {
+                "input_tokens": t.input_tokens,
+                "output_tokens": t.output_tokens,
+                "total_tokens": t.total_tokens,
+            }
+
+        return {
+            "generated_at": iso(self.generated_at),
+            "counts": {"running": len(self.running), "retrying": len(self.retrying)},
+            "running": [
+                {
+                    "issue_id": r.issue_id,
+                    "issue_identifier": r.issue_identifier,
+                    "state": r.state,
+                    "session_id": r.session_id,
+                    "turn_count": r.turn_count,
+                    "last_event": r.last_event,
+                    "last_message": r.last_message,
+                    "started_at": iso(r.started_at),
+                    "last_event_at": iso(r.last_event_at),
+                    "tokens": tok(r.tokens),
+                }
+                for r in self.running
+            ],
+            "retrying": [
+                {
+                    "issue_id": r.issue_id,
+                    "issue_identifier": r.issue_identifier,
+                    "attempt": r.attempt,
+                    "due_at": iso(r.due_at),
+                    "error": r.error,
+                }
+                for r in self.retrying
+            ],
+            "codex_totals": {
+                **tok(self.totals),
+                "cached_input_tokens": self.totals.cached_input_tokens,
+                "reasoning_tokens": self.totals.reasoning_tokens,
+                "seconds_running": round(self.seconds_running, 3),
+            },
+            "rate_limits": self.rate_limits.raw if self.rate_limits else None,
+            "completed": list(self.completed),
+        }
