@@ -1,0 +1,9 @@
+"""The built-in demo: a simulated coding agent speaking the codex app-server protocol.
+
+``python -m symphony_tui.demo.agent`` is a small, real program (stdlib only, no network) that
+the scheduler launches through its codex backend exactly like ``codex app-server``. It reads
+``[demo: ...]`` directives from the turn prompt (:mod:`~symphony_tui.demo.directives`), really
+runs commands and writes files in the workspace, asks for approvals and moves its issue with
+the ``symphony_set_issue_state`` tool. :mod:`~symphony_tui.demo.assets` prepares a runnable
+copy of ``assets/demo`` (WORKFLOW.md + issues.yaml) for ``symphony-tui demo``.
+"""
