@@ -1,0 +1,40 @@
+"""Typed workflow errors (spec §5.5) with one-line messages."""
+
+from __future__ import annotations
+
+from pydantic import ValidationError
+
+#: Error codes of :class:`WorkflowError` (spec §5.5, plus ``invalid_settings``).
+WORKFLOW_ERROR_CODES = (
+    "missing_workflow_file",
+    "workflow_parse_error",
+    "workflow_front_matter_not_a_map",
+    "invalid_settings",
+    "template_parse_error",
+    "template_render_error",
+)
+
+
+class WorkflowError(Exception):
+    """Loading or rendering ``WORKFLOW.md`` failed. ``str(err)`` is ``"<code>: <message>"``
+    on one line; ``code`` is one of :data:`WORKFLOW_ERROR_CODES`."""
+
+    def __init__(self, code: str, message: str) -> None:
+        self.code = code
+        self.message = one_line(message)
+        super().__init__(f"{code}: {self.message}")
+
+
+def one_line(text: str) -> str:
+    """Collapse whitespace runs (newlines included) so a message fits one log/status line."""
+    return " ".join(str(text).split())
+
+
+def flatten_validation_error(err: ValidationError) -> str:
+    """``polling.interval_ms: Input should be a valid integer; ...`` from pydantic errors."""
+    parts = []
+    for item in err.errors(include_url=False):
+        loc = ".".join(str(p) for p in item.get("loc", ()) if p != "__root__")
+        msg = item.get("msg", "invalid value")
+        parts.append(f"{loc}: {msg}" if loc else msg)
+    return "; ".join(parts) or str(err)

@@ -1,0 +1,132 @@
+"""Load ``WORKFLOW.md``: optional YAML front matter + prompt template (spec §5.1-§5.5, §6.1).
+
+The file is read once; the front matter (between a first line ``---`` and the next line
+``---``) must decode to a map; the rest, trimmed, is the prompt template. Unknown keys are
+ignored so files written for the reference implementation load unchanged. The template is
+compiled here, so a syntax error or an unknown filter fails the load, not the first run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from symphony_tui.config.errors import WorkflowError, flatten_validation_error
+from symphony_tui.config.prompt import compile_template
+from symphony_tui.config.settings import Settings, resolve_settings
+from symphony_tui.observability.redact import register_secret
+
+#: Used when the prompt body is empty (spec §5.4 allows a minimal default).
+DEFAULT_PROMPT = (
+    "You are working on issue {{ issue.identifier }}: {{ issue.title }}.\n"
+    "{% if issue.description %}\n{{ issue.description }}\n{% endif %}"
+)
+
+_FENCE = "---"
+
+
+@dataclass(frozen=True)
+class Workflow:
+    """One successfully loaded ``WORKFLOW.md``.
+
+    ``raw`` is the front matter as parsed (``{}`` without front matter), ``settings`` the
+    typed, resolved view of it, ``prompt_template`` the trimmed body (or
+    :data:`DEFAULT_PROMPT`), ``fingerprint`` the SHA-256 of the file's bytes.
+    """
+
+    path: Path
+    settings: Settings
+    prompt_template: str
+    raw: dict
+    fingerprint: str
+
+
+def split_front_matter(text: str) -> tuple[str | None, str]:
+    """``(front_matter_or_None, body)``. Raises ``workflow_parse_error`` when the opening
+    fence has no closing fence."""
+    lines = text.splitlines(keepends=True)
+    if not lines or lines[0].strip() != _FENCE:
+        return None, text
+    for i in range(1, len(lines)):
+        if lines[i].strip() == _FENCE:
+            return "".join(lines[1:i]), "".join(lines[i + 1 :])
+    raise WorkflowError(
+        "workflow_parse_error", "front matter starts with '---' but has no closing '---' line"
+    )
+
+
+def _parse_yaml(front: str) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(front)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        problem = getattr(err, "problem", None) or str(err)
+        # +2: the opening fence is line 1 and PyYAML counts from 0.
+        where = f" at line {mark.line + 2}, column {mark.column + 1}" if mark else ""
+        raise WorkflowError(
+            "workflow_parse_error", f"invalid YAML front matter{where}: {problem}"
+        ) from err
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise WorkflowError(
+            "workflow_front_matter_not_a_map",
+            f"front matter must be a map of settings, got {type(data).__name__}",
+        )
+    return data
+
+
+def parse_workflow(path: Path, data: bytes, env: dict[str, str] | None = None) -> Workflow:
+    """Build a :class:`Workflow` from the bytes of ``path`` (see :func:`load_workflow`)."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise WorkflowError("workflow_parse_error", f"{path} is not UTF-8 text: {err}") from err
+    front, body = split_front_matter(text)
+    raw = _parse_yaml(front) if front is not None else {}
+    try:
+        settings = resolve_settings(raw, path.parent, env)
+    except ValidationError as err:
+        raise WorkflowError("invalid_settings", flatten_validation_error(err)) from err
+    except (TypeError, ValueError) as err:
+        raise WorkflowError("invalid_settings", str(err)) from err
+    register_secret(settings.tracker.api_key)
+    prompt = body.strip() or DEFAULT_PROMPT
+    compile_template(prompt)
+    return Workflow(
+        path=path,
+        settings=settings,
+        prompt_template=prompt,
+        raw=raw,
+        fingerprint=hashlib.sha256(data).hexdigest(),
+    )
+
+
+def resolve_workflow_path(explicit: str | Path | None) -> Path:
+    """The workflow file to use (spec §5.1): the explicit path when given, else
+    ``WORKFLOW.md`` in the current working directory."""
+    if explicit:
+        return Path(explicit).expanduser()
+    return Path.cwd() / "WORKFLOW.md"
+
+
+def load_workflow(path: Path, env: dict[str, str] | None = None) -> Workflow:
+    """Read and parse ``WORKFLOW.md`` at ``path``.
+
+    ``env`` replaces ``os.environ`` for ``$VAR`` indirection (tests). Relative paths in the
+    settings are relative to the file's folder. Raises :class:`WorkflowError`
+    (``missing_workflow_file``, ``workflow_parse_error``, ``workflow_front_matter_not_a_map``,
+    ``invalid_settings``, ``template_parse_error``).
+    """
+    path = Path(path).expanduser().absolute()
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        reason = err.strerror or type(err).__name__
+        raise WorkflowError("missing_workflow_file", f"cannot read {path}: {reason}") from err
+    return parse_workflow(path, data, env)

@@ -1,0 +1,94 @@
+"""Mask secrets in text before it reaches a log sink (spec §13: never print secrets).
+
+Two layers: values registered at run time (a resolved ``tracker.api_key``, a session key
+read from the environment) are masked wherever they appear, and common token shapes are
+masked even when nobody registered them (``lin_api_...``, ``sk-...``, ``Bearer ...``,
+``api_key=...``). The mask is ``***``; the shape's prefix is kept so a reader can still
+tell which kind of credential was there.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+
+MASK = "***"
+# Shorter values are too likely to be ordinary words; masking them would garble logs.
+MIN_SECRET_LENGTH = 4
+
+_SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\b(lin_(?:api|oauth)_)[A-Za-z0-9]{8,}"), r"\1" + MASK),
+    (re.compile(r"\b(sk-(?:[A-Za-z0-9]+-)?)[A-Za-z0-9_\-]{12,}"), r"\1" + MASK),
+    (re.compile(r"\b(gh[pousr]_|github_pat_)[A-Za-z0-9_]{16,}"), r"\1" + MASK),
+    (
+        re.compile(r"\b(Bearer|Basic|Token)(\s+)[A-Za-z0-9._~+/=\-]{4,}", re.IGNORECASE),
+        r"\1\2" + MASK,
+    ),
+    (
+        re.compile(
+            r"""(?ix)
+            \b((?:[a-z0-9]+[_-])*(?:api[_-]?key|token|secret|password|passwd|authorization))
+            (["']?\s*[:=]\s*["']?)
+            (?!\*\*\*)([^\s"'&,;}]+)
+            """
+        ),
+        r"\1\2" + MASK,
+    ),
+)
+
+
+class Redactor:
+    """Masks registered secrets and known token shapes. Thread-safe; registration is rare,
+    redaction is hot, so the combined pattern is rebuilt on registration only."""
+
+    def __init__(self) -> None:
+        self._secrets: set[str] = set()
+        self._pattern: re.Pattern[str] | None = None
+        self._lock = threading.Lock()
+
+    def register(self, value: str | None) -> None:
+        """Mask ``value`` from now on. ``None``, blanks and very short values are ignored."""
+        if not value:
+            return
+        value = value.strip()
+        if len(value) < MIN_SECRET_LENGTH:
+            return
+        with self._lock:
+            if value in self._secrets:
+                return
+            self._secrets.add(value)
+            # Longest first so a secret that contains another is masked whole.
+            ordered = sorted(self._secrets, key=len, reverse=True)
+            self._pattern = re.compile("|".join(re.escape(s) for s in ordered))
+
+    def redact(self, text: str) -> str:
+        """``text`` with every registered secret and known token shape replaced by ``***``."""
+        pattern = self._pattern
+        if pattern is not None:
+            text = pattern.sub(MASK, text)
+        for shape, replacement in _SHAPES:
+            text = shape.sub(replacement, text)
+        return text
+
+    def clear(self) -> None:
+        """Forget registered secrets (tests)."""
+        with self._lock:
+            self._secrets.clear()
+            self._pattern = None
+
+
+_DEFAULT = Redactor()
+
+
+def register_secret(value: str | None) -> None:
+    """Register ``value`` with the process-wide redactor used by every log line."""
+    _DEFAULT.register(value)
+
+
+def redact(text: str) -> str:
+    """Apply the process-wide redactor to ``text``."""
+    return _DEFAULT.redact(text)
+
+
+def default_redactor() -> Redactor:
+    return _DEFAULT
