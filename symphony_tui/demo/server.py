@@ -194,6 +194,7 @@ class DemoAppServer:
             thread.preview = prompt[:200]
         turn = TurnRecord(id=new_id())
         thread.turns.append(turn)
+        self._save(thread)  # a process killed mid-turn resumes with this turn interrupted
         self.t.respond(rid, {"turn": turn.to_wire()})
         script = TurnScript(self.t, thread, turn, prompt, thread.directives, self.speed)
         task = asyncio.get_running_loop().create_task(self._run_turn(script))
