@@ -1,0 +1,30 @@
+"""Backend construction by name (``agent.backend``). Imports are lazy so that a console
+running codex never imports the OpenHands or OpenCode transports."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from symphony_tui.agents.base import AgentBackend
+from symphony_tui.config.settings import Settings
+
+BACKENDS = ("codex", "openhands", "opencode")
+
+
+class UnknownBackendError(ValueError):
+    pass
+
+
+def create_backend(
+    name: str, settings: Callable[[], Settings], *, env: Mapping[str, str] | None = None
+) -> AgentBackend:
+    """Build the backend ``name``. Raises :class:`UnknownBackendError` for other names."""
+    if name == "codex":
+        from symphony_tui.agents.codex import CodexBackend
+
+        return CodexBackend(settings, env=env)
+    if name == "openhands":
+        from symphony_tui.agents.openhands import OpenHandsBackend
+
+        return OpenHandsBackend(settings, env=env)
+    raise UnknownBackendError(f"agent.backend {name!r} is not available (known: codex, openhands)")

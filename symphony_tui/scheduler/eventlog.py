@@ -1,0 +1,95 @@
+"""The scheduler's event history: a bounded ring for the console, per-issue transcripts for
+worker detail, and an optional JSONL file with the full history (STYLE.md practice 5)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import deque
+from pathlib import Path
+from typing import IO
+
+from symphony_tui.domain import AgentEvent, EventKind
+
+log = logging.getLogger(__name__)
+
+# Streaming fragments go to transcripts only: the live log shows whole messages, and a flood
+# of deltas must not push everything else out of the ring.
+FRAGMENT_KINDS = frozenset({EventKind.MESSAGE_DELTA, EventKind.COMMAND_OUTPUT})
+MAX_MESSAGE_CHARS = 16_384
+
+
+class EventLog:
+    """Stamps ``seq`` on events and keeps them. Memory is bounded by ``ring_size`` plus
+    ``transcript_size`` per issue (transcripts of issues no longer known are dropped by
+    :meth:`forget`)."""
+
+    def __init__(
+        self,
+        *,
+        ring_size: int = 5_000,
+        transcript_size: int = 2_000,
+        jsonl_path: Path | None = None,
+    ) -> None:
+        self._seq = 0
+        self._ring: deque[AgentEvent] = deque(maxlen=ring_size)
+        self._transcripts: dict[str, deque[AgentEvent]] = {}
+        self._transcript_size = transcript_size
+        self._jsonl: IO[str] | None = None
+        self.jsonl_path = jsonl_path
+        if jsonl_path is not None:
+            try:
+                jsonl_path.parent.mkdir(parents=True, exist_ok=True)
+                self._jsonl = jsonl_path.open("a", encoding="utf-8")
+            except OSError as exc:
+                log.warning("event file unavailable: %s", exc)
+
+    @property
+    def last_seq(self) -> int:
+        return self._seq
+
+    def append(self, event: AgentEvent) -> AgentEvent:
+        self._seq += 1
+        message = event.message
+        if len(message) > MAX_MESSAGE_CHARS:
+            cut = len(message) - MAX_MESSAGE_CHARS
+            message = message[:MAX_MESSAGE_CHARS] + f"… [{cut} more chars]"
+        event = event.model_copy(update={"seq": self._seq, "message": message})
+        if event.issue_id is not None:
+            t = self._transcripts.get(event.issue_id)
+            if t is None:
+                t = self._transcripts[event.issue_id] = deque(maxlen=self._transcript_size)
+            t.append(event)
+        if event.kind not in FRAGMENT_KINDS:
+            self._ring.append(event)
+            if self._jsonl is not None:
+                try:
+                    self._jsonl.write(event.model_dump_json() + "\n")
+                    self._jsonl.flush()
+                except (OSError, ValueError) as exc:
+                    log.warning("event file write failed: %s", exc)
+                    self._jsonl = None
+        return event
+
+    def since(
+        self, seq: int, *, limit: int = 2_000, issue_id: str | None = None
+    ) -> list[AgentEvent]:
+        source = self._transcripts.get(issue_id, ()) if issue_id is not None else self._ring
+        out = [e for e in reversed(source) if e.seq > seq]
+        out = out[:limit]
+        out.reverse()
+        return out
+
+    def forget(self, keep_issue_ids: set[str]) -> None:
+        for issue_id in list(self._transcripts):
+            if issue_id not in keep_issue_ids:
+                del self._transcripts[issue_id]
+
+    def close(self) -> None:
+        if self._jsonl is not None:
+            self._jsonl.close()
+            self._jsonl = None
+
+
+def event_json(event: AgentEvent) -> str:
+    return json.dumps(event.model_dump(mode="json"))

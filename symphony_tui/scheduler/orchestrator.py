@@ -1,0 +1,1421 @@
+"""The orchestrator: the single authority over run state (spec §7, §8, §16; DESIGN.md).
+
+Everything that mutates ``running``, retry entries, holds, totals or rate limits happens in
+this class, on the event loop thread, in synchronous sections between awaits, so no two
+mutations interleave. Workers (one asyncio task per running issue) and operator commands
+call into it; front ends read :meth:`snapshot` and :meth:`events_since` and call
+:meth:`send` (``SchedulerPort``).
+
+Tick (§8.1): reconcile running issues -> re-check the workflow -> validate -> fetch
+candidates -> sort -> dispatch while slots are free. Poll ticks never overlap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import logging
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from symphony_tui.agents.base import (
+    AgentBackend,
+    AgentError,
+    AgentSession,
+    ToolResult,
+    ToolSpec,
+    TurnResult,
+    TurnStatus,
+)
+from symphony_tui.config.errors import WorkflowError
+from symphony_tui.config.prompt import render_prompt
+from symphony_tui.config.settings import Settings
+from symphony_tui.config.store import WorkflowStore
+from symphony_tui.config.validate import validate_dispatch
+from symphony_tui.domain import (
+    AgentEvent,
+    ApprovalAnswer,
+    ApprovalDecision,
+    ApprovalKind,
+    ApprovalRequest,
+    ClaimState,
+    EventKind,
+    Issue,
+    IssueRow,
+    RateLimits,
+    RecoveredWorkspace,
+    RetryEntry,
+    RetryRow,
+    RunningRow,
+    RunOutcome,
+    RunStatus,
+    Snapshot,
+    TokenUsage,
+)
+from symphony_tui.domain.commands import (
+    Answer,
+    Approve,
+    Command,
+    Deny,
+    Interrupt,
+    MoveIssue,
+    PauseDispatch,
+    Refresh,
+    Rerun,
+    Stop,
+)
+from symphony_tui.observability.logs import log_kv
+from symphony_tui.scheduler import policy
+from symphony_tui.scheduler.clock import Clock, RealClock, TimerHandle
+from symphony_tui.scheduler.eventlog import FRAGMENT_KINDS, EventLog
+from symphony_tui.scheduler.host import RunHost
+from symphony_tui.scheduler.port import CommandResult
+from symphony_tui.scheduler.run import PendingApproval, Run
+from symphony_tui.scheduler.tokens import TokenLedger
+from symphony_tui.trackers.base import Tracker, TrackerError
+from symphony_tui.workspaces.errors import WorkspaceError
+from symphony_tui.workspaces.manager import WorkspaceManager
+from symphony_tui.workspaces.manifest import read_manifest, update_manifest
+
+log = logging.getLogger("symphony_tui.scheduler")
+
+SET_STATE_TOOL = ToolSpec(
+    name="symphony_set_issue_state",
+    description=(
+        "Move the issue you are working on to another tracker state (for example Done or "
+        "Human Review). Call it when your work on the issue is finished."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {"state": {"type": "string", "description": "Target state name"}},
+        "required": ["state"],
+        "additionalProperties": False,
+    },
+)
+
+DEFAULT_CONTINUATION = (
+    "Continue working on {identifier}. The issue is still in state '{state}'. This is turn "
+    "{turn} of at most {max_turns} in this session; pick up where you left off, and when the "
+    "work is done move the issue to its next state."
+)
+
+INTERRUPT_GRACE_S = 10.0
+SESSION_CLOSE_TIMEOUT_S = 10.0
+SHUTDOWN_TIMEOUT_S = 20.0
+MAX_COMPLETED = 500
+
+BackendFactory = Callable[[str], AgentBackend]
+
+
+class StartupError(Exception):
+    """Start-up validation failed (spec §6.3): the service must not start."""
+
+
+@dataclass
+class _Retry:
+    entry: RetryEntry
+    issue: Issue
+    token: int
+    timer: TimerHandle
+
+
+class Orchestrator:
+    """Polls, dispatches, retries and reconciles. Implements ``SchedulerPort``.
+
+    ``backends`` maps a backend name (``agent.backend``) to a backend instance; it is
+    called once per name. ``clock`` defaults to the event loop's clock.
+    """
+
+    def __init__(
+        self,
+        store: WorkflowStore,
+        tracker: Tracker,
+        workspaces: WorkspaceManager,
+        backends: BackendFactory,
+        *,
+        clock: Clock | None = None,
+        event_log: EventLog | None = None,
+        watch_workflow: bool = True,
+    ) -> None:
+        self.store = store
+        self.tracker = tracker
+        self.workspaces = workspaces
+        self._backend_factory = backends
+        self._backends: dict[str, AgentBackend] = {}
+        self.clock: Clock = clock or RealClock()
+        self.events = event_log or EventLog()
+        self._watch_workflow = watch_workflow
+
+        self.running: dict[str, Run] = {}
+        self.retrying: dict[str, _Retry] = {}
+        self.held: dict[str, datetime | None] = {}
+        self.completed: list[str] = []
+        self.known: dict[str, Issue] = {}
+        self.ledger = TokenLedger()
+        self.rate_limits: RateLimits | None = None
+        self.recovered: tuple[RecoveredWorkspace, ...] = ()
+        self.dispatch_paused = False
+        self.config_error: str | None = None
+        self.tracker_error: str | None = None
+        self.tracker_paused_until: datetime | None = None
+        self.started_at: datetime | None = None
+        self.last_poll_at: datetime | None = None
+        self.next_poll_at: datetime | None = None
+
+        self._ended_seconds = 0.0
+        self._retry_tokens = itertools.count(1)
+        self._tick_timer: TimerHandle | None = None
+        self._tick_lock = asyncio.Lock()
+        self._tick_again = False
+        self._tasks: set[asyncio.Task] = set()
+        self._stopping = False
+        self._stopped = asyncio.Event()
+        self._snapshot: Snapshot | None = None
+        self._dirty = True
+        self._snapshot_mono = -1.0
+        self._last_change_mono = 0.0
+        self._last_tick_done_mono = -1.0
+        self._last_tick_eligible = 0
+        self.ticks = 0
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def settings(self) -> Settings:
+        return self.store.current.settings
+
+    @property
+    def idle(self) -> bool:
+        """Nothing running or retrying, and the newest finished tick came after the last
+        change and found nothing to dispatch (``--exit-when-idle``)."""
+        return (
+            not self.running
+            and not self.retrying
+            and self._last_tick_done_mono > self._last_change_mono
+            and self._last_tick_eligible == 0
+            and self.ticks > 0
+        )
+
+    @property
+    def needs_tick_for_idle(self) -> bool:
+        """True when idleness cannot be decided until another tick runs."""
+        return (
+            not self.running
+            and not self.retrying
+            and self._last_tick_done_mono <= self._last_change_mono
+            and not self._tick_lock.locked()
+        )
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        """Validate, sweep terminal workspaces, start watching the workflow, tick now.
+
+        Raises :class:`StartupError` when dispatch validation fails (spec §6.3, §16.1).
+        """
+        errors = validate_dispatch(self.settings)
+        if errors:
+            raise StartupError("; ".join(errors))
+        self.started_at = self.clock.now()
+        self._log("info", "scheduler starting", workflow=str(self.store.current.path))
+        await self._startup_sweep()
+        self._refresh_recovered()
+        if self._watch_workflow:
+            self._spawn(self.store.watch(self._on_workflow_changed), name="workflow-watch")
+        self._spawn(self.tick(), name="tick")
+
+    async def run(self) -> None:
+        """Start and keep running until :meth:`shutdown` (the console's runner)."""
+        await self.start()
+        await self._stopped.wait()
+
+    async def shutdown(self) -> None:
+        """Stop every worker (process groups killed), cancel timers, close clients."""
+        if self._stopping:
+            await self._stopped.wait()
+            return
+        self._stopping = True
+        self._log("info", "scheduler stopping", running=len(self.running))
+        if self._tick_timer is not None:
+            self._tick_timer.cancel()
+        for retry in self.retrying.values():
+            retry.timer.cancel()
+        self.retrying.clear()
+        workers = []
+        for run in list(self.running.values()):
+            self._end_run_early(run, RunOutcome.STOPPED, RunStatus.STOPPED, "scheduler shutdown")
+            if run.task is not None:
+                run.task.cancel()
+                workers.append(run.task)
+        if workers:
+            await asyncio.wait(workers, timeout=SHUTDOWN_TIMEOUT_S)
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(task, timeout=2)
+        for backend in self._backends.values():
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(backend.aclose(), timeout=SESSION_CLOSE_TIMEOUT_S)
+        with contextlib.suppress(Exception):
+            await self.tracker.aclose()
+        self.events.close()
+        self._dirty = True
+        self._stopped.set()
+
+    async def _startup_sweep(self) -> None:
+        """Remove workspaces of issues already in terminal states (§8.6). Failures are
+        logged; start-up goes on."""
+        try:
+            terminal = await self.tracker.fetch_issues_by_states(
+                list(self.settings.tracker.terminal_states)
+            )
+        except TrackerError as exc:
+            self._log("warning", "startup terminal sweep skipped", error=str(exc))
+            return
+        for issue in terminal:
+            try:
+                path = self.workspaces.path_for(issue.identifier)
+            except WorkspaceError:
+                continue
+            if path.exists():
+                try:
+                    await self.workspaces.remove(issue.identifier)
+                    self._emit_system(
+                        EventKind.RECONCILE, "removed workspace of terminal issue", issue=issue
+                    )
+                except Exception as exc:  # a sweep failure never blocks start-up
+                    self._log("warning", "workspace sweep failed", error=str(exc))
+
+    # ------------------------------------------------------------------ ticks
+
+    def request_refresh(self) -> None:
+        """Poll and reconcile as soon as possible (coalesced with a running tick)."""
+        if self._stopping:
+            return
+        if self._tick_timer is not None:
+            self._tick_timer.cancel()
+            self._tick_timer = None
+        self._spawn(self.tick(), name="tick")
+
+    def _schedule_next_tick(self) -> None:
+        if self._stopping:
+            return
+        if self._tick_timer is not None:
+            self._tick_timer.cancel()
+        delay = self.settings.polling.interval_ms / 1000
+        self.next_poll_at = self.clock.now() + timedelta(seconds=delay)
+        self._tick_timer = self.clock.call_later(delay, self.request_refresh)
+
+    async def tick(self) -> None:
+        """One poll-and-dispatch cycle (§8.1). Never raises."""
+        if self._tick_lock.locked():
+            self._tick_again = True
+            return
+        async with self._tick_lock:
+            try:
+                await self._tick_once()
+            except Exception as exc:  # a tick must never kill the scheduler
+                log.exception("tick failed")
+                self._emit_system(EventKind.ERROR, f"tick failed: {exc}")
+            finally:
+                self.ticks += 1
+                self._last_tick_done_mono = self.clock.monotonic()
+                self._dirty = True
+                self._schedule_next_tick()
+        if self._tick_again and not self._stopping:
+            self._tick_again = False
+            self.request_refresh()
+
+    async def _tick_once(self) -> None:
+        tick_started = self.clock.monotonic()
+        self.last_poll_at = self.clock.now()
+        await self._reconcile()
+        if self.store.reload_if_changed():
+            self._on_workflow_reloaded()
+        settings = self.settings
+        errors = validate_dispatch(settings)
+        self.config_error = "; ".join(errors) if errors else self.store.error
+        if errors:
+            self._log("error", "dispatch validation failed", error=self.config_error)
+            self._last_tick_eligible = 1  # not idle: an operator must fix the workflow
+            return
+        if self.tracker_paused_until is not None:
+            if self.clock.now() < self.tracker_paused_until:
+                self._last_tick_eligible = 1
+                return
+            self.tracker_paused_until = None
+        try:
+            candidates = await self.tracker.fetch_candidate_issues()
+        except TrackerError as exc:
+            self._on_tracker_error(exc, "candidate fetch failed")
+            self._last_tick_eligible = 1
+            return
+        self.tracker_error = None
+        self._remember_candidates(candidates)
+        eligible_left = 0
+        for issue in policy.sort_for_dispatch(candidates):
+            if not self._is_eligible(issue, settings):
+                continue
+            if self.dispatch_paused or not self._slots_free(issue, settings):
+                eligible_left += 1
+                continue
+            self._dispatch(issue, attempt=None)
+        self._last_tick_eligible = eligible_left
+        if self._last_change_mono > tick_started:
+            # Something ended during this tick: its outcome was not seen by this tick.
+            self._last_tick_eligible = max(self._last_tick_eligible, 1)
+
+    def _on_tracker_error(self, exc: TrackerError, what: str) -> None:
+        self.tracker_error = str(exc)
+        if exc.retry_at is not None:
+            self.tracker_paused_until = exc.retry_at
+            self._emit_system(
+                EventKind.TRACKER,
+                f"tracker rate limited; polling paused until {exc.retry_at.isoformat()}",
+            )
+        else:
+            self._emit_system(EventKind.TRACKER, f"{what}: {exc}")
+        self._log("warning", what, error=str(exc))
+
+    def _remember_candidates(self, candidates: list[Issue]) -> None:
+        keep: dict[str, Issue] = {}
+        for issue in candidates:
+            keep[issue.id] = issue
+        for issue_id in list(self.running) + list(self.retrying):
+            if issue_id not in keep and issue_id in self.known:
+                keep[issue_id] = self.known[issue_id]
+        for issue in self.known.values():
+            if issue.identifier in self.completed and issue.id not in keep:
+                keep[issue.id] = issue
+        for issue_id, stamp in list(self.held.items()):
+            fresh = keep.get(issue_id)
+            if fresh is None:
+                self.held.pop(issue_id, None)
+            elif stamp is not None and fresh.updated_at is not None and fresh.updated_at != stamp:
+                # Someone changed the issue in the tracker: the operator's hold has served.
+                self.held.pop(issue_id, None)
+        for issue_id, issue in keep.items():
+            if issue_id not in self.known or self.known[issue_id] != issue:
+                self._dirty = True
+        self.known = keep
+        self.events.forget(set(keep) | set(self.running))
+
+    # ------------------------------------------------------------------ eligibility
+
+    def _is_eligible(self, issue: Issue, settings: Settings, *, for_retry: bool = False) -> bool:
+        """Spec §8.2 candidate selection, plus operator holds."""
+        if not policy.has_required_fields(issue):
+            return False
+        tracker = settings.tracker
+        if not tracker.is_active(issue.state) or tracker.is_terminal(issue.state):
+            return False
+        if issue.id in self.running:
+            return False
+        if not for_retry and issue.id in self.retrying:
+            return False
+        if issue.id in self.held:
+            return False
+        return not policy.blocked_by_open_issue(issue, settings)
+
+    def _slots_free(self, issue: Issue, settings: Settings) -> bool:
+        if len(self.running) >= settings.agent.max_concurrent_agents:
+            return False
+        by_state: dict[str, int] = {}
+        for run in self.running.values():
+            key = run.issue.state.strip().lower()
+            by_state[key] = by_state.get(key, 0) + 1
+        return policy.state_slots_free(issue, settings, by_state)
+
+    # ------------------------------------------------------------------ dispatch
+
+    def _dispatch(self, issue: Issue, attempt: int | None) -> Run:
+        """Claim ``issue`` and start its worker (§16.4)."""
+        retry = self.retrying.pop(issue.id, None)
+        if retry is not None:
+            retry.timer.cancel()
+        now_mono = self.clock.monotonic()
+        run = Run(
+            issue=issue,
+            attempt=attempt,
+            backend=self.settings.agent.backend,
+            started_at=self.clock.now(),
+            started_mono=now_mono,
+            last_event_mono=now_mono,
+        )
+        self.running[issue.id] = run
+        self.known[issue.id] = issue
+        self._dirty = True
+        run.task = self._spawn(self._worker(run), name=f"worker-{issue.identifier}", track=False)
+        self._emit_system(
+            EventKind.DISPATCH,
+            f"dispatched {issue.identifier}" + (f" (attempt {attempt})" if attempt else ""),
+            issue=issue,
+            attempt=attempt,
+        )
+        self._log("info", "dispatch", **_issue_fields(issue), attempt=attempt)
+        return run
+
+    def _backend(self, name: str) -> AgentBackend:
+        backend = self._backends.get(name)
+        if backend is None:
+            backend = self._backends[name] = self._backend_factory(name)
+        return backend
+
+    def _tools_for_session(self) -> tuple[ToolSpec, ...]:
+        tools = [SET_STATE_TOOL]
+        if self.tracker.kind == "linear":
+            from symphony_tui.trackers.linear.tool import LINEAR_GRAPHQL_TOOL
+
+            tools.append(LINEAR_GRAPHQL_TOOL)
+        return tuple(tools)
+
+    # ------------------------------------------------------------------ worker
+
+    async def _worker(self, run: Run) -> None:
+        outcome, status, error = RunOutcome.FAILED, RunStatus.FAILED, None
+        try:
+            outcome, status, error = await self._attempt(run)
+        except asyncio.CancelledError:
+            outcome = run.end_reason or RunOutcome.STOPPED
+            status = run.end_status or RunStatus.STOPPED
+            error = run.end_error
+        except Exception as exc:
+            log.exception("worker crashed")
+            outcome, status, error = RunOutcome.FAILED, RunStatus.FAILED, f"worker error: {exc}"
+        try:
+            await self._cleanup_attempt(run, status, error)
+        except asyncio.CancelledError:
+            pass
+        except Exception:
+            log.exception("worker cleanup failed")
+        finally:
+            self._finish(run, outcome, status, error)
+
+    async def _attempt(self, run: Run) -> tuple[RunOutcome, RunStatus, str | None]:
+        settings = self.settings
+        issue = run.issue
+        try:
+            path, created = await self.workspaces.ensure(issue)
+        except WorkspaceError as exc:
+            if getattr(exc, "hook", None) is not None:
+                self._emit_hook(run, exc.hook)
+            return RunOutcome.FAILED, RunStatus.FAILED, f"workspace: {exc}"
+        run.workspace = path
+        if created:
+            self._emit_system(EventKind.HOOK, f"workspace created at {path}", issue=issue)
+        previous = read_manifest(path)
+        session_facts = previous.get("session", {}) if isinstance(previous, dict) else {}
+        if isinstance(session_facts, dict) and session_facts.get("backend") in (None, run.backend):
+            run.resume = dict(session_facts)
+        update_manifest(
+            path,
+            "run",
+            attempt=run.attempt,
+            status="running",
+            started_at=run.started_at.isoformat(),
+            ended_at=None,
+            error=None,
+            backend=run.backend,
+        )
+        hook = await self.workspaces.run_hook("before_run", path, issue)
+        if hook is not None:
+            self._emit_hook(run, hook)
+            if not hook.ok:
+                return RunOutcome.FAILED, RunStatus.FAILED, _hook_error(hook)
+        run.status = RunStatus.BUILDING_PROMPT
+        try:
+            prompt = render_prompt(self.store.current.prompt_template, issue, run.attempt)
+        except WorkflowError as exc:
+            return RunOutcome.FAILED, RunStatus.FAILED, str(exc)
+        run.status = RunStatus.LAUNCHING_AGENT
+        self._dirty = True
+        host = RunHost(self, run, self._tools_for_session())
+        try:
+            session = await self._backend(run.backend).start_session(host)
+        except AgentError as exc:
+            return RunOutcome.FAILED, RunStatus.FAILED, str(exc)
+        run.session = session
+        if run.end_reason is not None:
+            return run.end_reason, run.end_status or RunStatus.STOPPED, run.end_error
+        max_turns = settings.agent.max_turns
+        turn = 0
+        while True:
+            turn += 1
+            run.status = RunStatus.STREAMING_TURN
+            self._dirty = True
+            text = prompt if turn == 1 else self._continuation_prompt(run, turn, max_turns)
+            result = await self._run_turn(run, session, text, continuation=turn > 1)
+            run.turn_count = turn
+            self._persist_session_tokens(run)
+            if run.end_reason is not None:
+                return run.end_reason, run.end_status or RunStatus.STOPPED, run.end_error
+            if run.approval_timed_out:
+                return RunOutcome.FAILED, RunStatus.FAILED, run.approval_timed_out
+            if result.status is TurnStatus.INTERRUPTED:
+                return RunOutcome.CANCELLED, RunStatus.INTERRUPTED, result.error or "interrupted"
+            if result.status is not TurnStatus.COMPLETED:
+                return RunOutcome.FAILED, RunStatus.FAILED, result.error or result.status.value
+            try:
+                fresh = await self.tracker.fetch_issue_states_by_ids([issue.id])
+            except TrackerError as exc:
+                return RunOutcome.FAILED, RunStatus.FAILED, f"issue state refresh failed: {exc}"
+            if not fresh:
+                return RunOutcome.NORMAL, RunStatus.SUCCEEDED, None
+            run.issue = fresh[0]
+            self.known[issue.id] = fresh[0]
+            self._dirty = True
+            if not self.settings.tracker.is_active(run.issue.state):
+                break
+            if turn >= max_turns:
+                break
+        return RunOutcome.NORMAL, RunStatus.SUCCEEDED, None
+
+    def _continuation_prompt(self, run: Run, turn: int, max_turns: int) -> str:
+        template = self.settings.agent.continuation_prompt or DEFAULT_CONTINUATION
+        try:
+            return template.format(
+                identifier=run.issue.identifier,
+                title=run.issue.title,
+                state=run.issue.state,
+                turn=turn,
+                max_turns=max_turns,
+            )
+        except (KeyError, IndexError, ValueError):
+            return template
+
+    async def _run_turn(
+        self, run: Run, session: AgentSession, text: str, *, continuation: bool
+    ) -> TurnResult:
+        """One turn under ``codex.turn_timeout_ms`` (the deadline applies to every backend)."""
+        turn_task = asyncio.ensure_future(session.run_turn(text, continuation=continuation))
+        timeout_s = self.settings.codex.turn_timeout_ms / 1000
+
+        def on_deadline() -> None:
+            if not turn_task.done():
+                self._end_run_early(
+                    run,
+                    RunOutcome.FAILED,
+                    RunStatus.TIMED_OUT,
+                    f"turn timed out after {timeout_s:g}s",
+                )
+                turn_task.cancel()
+
+        timer = self.clock.call_later(timeout_s, on_deadline)
+        try:
+            return await turn_task
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise
+            return TurnResult(TurnStatus.FAILED, error=run.end_error or "turn cancelled")
+        except AgentError as exc:
+            return TurnResult(TurnStatus.FAILED, error=str(exc))
+        finally:
+            timer.cancel()
+
+    async def _cleanup_attempt(self, run: Run, status: RunStatus, error: str | None) -> None:
+        for pending in list(run.pending.values()):
+            if not pending.future.done():
+                pending.future.set_result(
+                    ApprovalAnswer(decision=ApprovalDecision.CANCEL, by="shutdown")
+                )
+        if run.session is not None:
+            try:
+                await asyncio.wait_for(run.session.close(), timeout=SESSION_CLOSE_TIMEOUT_S)
+            except (TimeoutError, Exception) as exc:
+                self._log(
+                    "warning", "session close failed", error=str(exc), **_issue_fields(run.issue)
+                )
+        if run.workspace is None:
+            return
+        hook = await self.workspaces.run_hook("after_run", run.workspace, run.issue)
+        if hook is not None:
+            self._emit_hook(run, hook)
+        self._persist_session_tokens(run)
+        try:
+            update_manifest(
+                run.workspace,
+                "run",
+                attempt=run.attempt,
+                status=status.value,
+                ended_at=self.clock.now().isoformat(),
+                error=error,
+                turn_count=run.turn_count,
+                tokens=run.tokens.model_dump(),
+                last_event=run.last_event,
+                issue_state=run.issue.state,
+            )
+        except OSError as exc:
+            self._log("warning", "manifest write failed", error=str(exc))
+        if run.cleanup_workspace:
+            try:
+                await self.workspaces.remove(run.issue.identifier)
+            except Exception as exc:
+                self._log("warning", "workspace removal failed", error=str(exc))
+
+    def _persist_session_tokens(self, run: Run) -> None:
+        if run.workspace is None or run.thread_id is None:
+            return
+        baseline = self.ledger.baseline(self._session_key(run))
+        if baseline is None:
+            return
+        with contextlib.suppress(OSError):
+            update_manifest(run.workspace, "session", thread_tokens=baseline.model_dump())
+
+    def _finish(self, run: Run, outcome: RunOutcome, status: RunStatus, error: str | None) -> None:
+        """Bookkeeping when a worker ends (§16.6): retry, release or hold."""
+        issue = run.issue
+        if self.running.get(issue.id) is run:
+            del self.running[issue.id]
+        self._ended_seconds += max(0.0, self.clock.monotonic() - run.started_mono)
+        self._last_change_mono = self.clock.monotonic()
+        self._dirty = True
+        self._emit_system(
+            EventKind.RUN_ENDED,
+            f"{issue.identifier} ended: {status.value}" + (f" ({error})" if error else ""),
+            issue=issue,
+            outcome=outcome.value,
+            status=status.value,
+            error=error,
+        )
+        self._log(
+            "info" if outcome is RunOutcome.NORMAL else "warning",
+            "run ended",
+            **_issue_fields(issue),
+            session_id=run.session_id,
+            outcome=outcome.value,
+            status=status.value,
+            error=error,
+        )
+        if not self._stopping:
+            if outcome is RunOutcome.NORMAL:
+                if issue.identifier not in self.completed:
+                    self.completed.append(issue.identifier)
+                    del self.completed[:-MAX_COMPLETED]
+                self._schedule_retry(
+                    issue, 1, policy.CONTINUATION_RETRY_MS, error=None, continuation=True
+                )
+            elif outcome is RunOutcome.FAILED:
+                attempt = (run.attempt or 0) + 1
+                delay = policy.failure_backoff_ms(attempt, self.settings.agent.max_retry_backoff_ms)
+                self._schedule_retry(issue, attempt, delay, error=error)
+            elif outcome in (RunOutcome.CANCELLED, RunOutcome.STOPPED):
+                # The operator ended it: hold the issue until they rerun it or the tracker
+                # shows a change, so it is not re-dispatched on the next tick.
+                self.held[issue.id] = issue.updated_at
+        self._refresh_recovered()
+
+    # ------------------------------------------------------------------ retries
+
+    def _schedule_retry(
+        self,
+        issue: Issue,
+        attempt: int,
+        delay_ms: int,
+        *,
+        error: str | None,
+        continuation: bool = False,
+    ) -> None:
+        old = self.retrying.pop(issue.id, None)
+        if old is not None:
+            old.timer.cancel()
+        token = next(self._retry_tokens)
+        due = self.clock.now() + timedelta(milliseconds=delay_ms)
+        entry = RetryEntry(
+            issue_id=issue.id,
+            identifier=issue.identifier,
+            attempt=attempt,
+            due_at=due,
+            error=error,
+            continuation=continuation,
+        )
+        timer = self.clock.call_later(
+            delay_ms / 1000,
+            lambda: self._spawn(self._on_retry_timer(issue.id, token), name="retry"),
+        )
+        self.retrying[issue.id] = _Retry(entry=entry, issue=issue, token=token, timer=timer)
+        self._dirty = True
+        if not continuation:
+            self._emit_system(
+                EventKind.RETRY_SCHEDULED,
+                f"retry {attempt} of {issue.identifier} in {delay_ms / 1000:g}s"
+                + (f": {error}" if error else ""),
+                issue=issue,
+                attempt=attempt,
+                delay_ms=delay_ms,
+            )
+
+    async def _on_retry_timer(self, issue_id: str, token: int) -> None:
+        """Retry timer fired (§8.4, §16.6). A stale token means the entry was replaced."""
+        retry = self.retrying.get(issue_id)
+        if retry is None or retry.token != token or self._stopping:
+            return
+        del self.retrying[issue_id]
+        self._dirty = True
+        try:
+            candidates = await self.tracker.fetch_candidate_issues()
+        except TrackerError as exc:
+            self._on_tracker_error(exc, "retry poll failed")
+            delay = policy.failure_backoff_ms(
+                retry.entry.attempt + 1, self.settings.agent.max_retry_backoff_ms
+            )
+            self._schedule_retry(
+                retry.issue, retry.entry.attempt + 1, delay, error="retry poll failed"
+            )
+            return
+        if self.retrying.get(issue_id) is not None or issue_id in self.running:
+            return  # something else claimed it while we were fetching
+        issue = next((i for i in candidates if i.id == issue_id), None)
+        settings = self.settings
+        if issue is None or not self._is_eligible(issue, settings, for_retry=True):
+            self._release(issue_id, "no longer eligible")
+            return
+        if self.dispatch_paused or not self._slots_free(issue, settings):
+            delay = policy.failure_backoff_ms(
+                retry.entry.attempt + 1, settings.agent.max_retry_backoff_ms
+            )
+            self._schedule_retry(issue, retry.entry.attempt + 1, delay, error=policy.NO_SLOTS_ERROR)
+            return
+        self._dispatch(issue, attempt=retry.entry.attempt)
+
+    def _release(self, issue_id: str, why: str) -> None:
+        retry = self.retrying.pop(issue_id, None)
+        if retry is not None:
+            retry.timer.cancel()
+        self._last_change_mono = self.clock.monotonic()
+        self._dirty = True
+        issue = self.known.get(issue_id)
+        self._log("info", "claim released", issue_id=issue_id, reason=why)
+        if issue is not None and issue.identifier not in self.completed:
+            self._emit_system(
+                EventKind.RECONCILE, f"released {issue.identifier}: {why}", issue=issue
+            )
+
+    # ------------------------------------------------------------------ reconcile
+
+    async def _reconcile(self) -> None:
+        """Stall detection, then tracker-state refresh of running issues (§8.5)."""
+        settings = self.settings
+        stall_ms = settings.codex.stall_timeout_ms
+        now = self.clock.monotonic()
+        if stall_ms > 0:
+            for run in list(self.running.values()):
+                if run.waiting_for_operator or run.end_reason is not None:
+                    continue
+                idle_s = now - run.last_event_mono
+                if idle_s * 1000 > stall_ms:
+                    self._stop_run(
+                        run,
+                        RunOutcome.FAILED,
+                        RunStatus.STALLED,
+                        f"stalled: no agent event for {idle_s:.0f}s",
+                    )
+        ids = [i for i, r in self.running.items() if r.end_reason is None]
+        if not ids:
+            return
+        try:
+            fresh = await self.tracker.fetch_issue_states_by_ids(ids)
+        except TrackerError as exc:
+            self._on_tracker_error(exc, "running-issue refresh failed; workers kept")
+            return
+        by_id = {i.id: i for i in fresh}
+        for issue_id in ids:
+            run = self.running.get(issue_id)
+            if run is None or run.end_reason is not None:
+                continue
+            issue = by_id.get(issue_id)
+            if issue is None:
+                self._stop_run(
+                    run,
+                    RunOutcome.RECONCILED,
+                    RunStatus.CANCELED_BY_RECONCILIATION,
+                    "issue no longer returned by the tracker",
+                )
+            elif settings.tracker.is_terminal(issue.state):
+                run.issue = issue
+                run.cleanup_workspace = True
+                self._stop_run(
+                    run,
+                    RunOutcome.RECONCILED,
+                    RunStatus.CANCELED_BY_RECONCILIATION,
+                    f"issue moved to terminal state {issue.state}",
+                )
+            elif not settings.tracker.is_active(issue.state):
+                run.issue = issue
+                self._stop_run(
+                    run,
+                    RunOutcome.RECONCILED,
+                    RunStatus.CANCELED_BY_RECONCILIATION,
+                    f"issue moved to non-active state {issue.state}",
+                )
+            else:
+                run.issue = issue
+                self.known[issue_id] = issue
+        self._dirty = True
+
+    def _end_run_early(
+        self, run: Run, outcome: RunOutcome, status: RunStatus, error: str | None
+    ) -> None:
+        if run.end_reason is None:
+            run.end_reason, run.end_status, run.end_error = outcome, status, error
+
+    def _stop_run(self, run: Run, outcome: RunOutcome, status: RunStatus, error: str) -> None:
+        """End a worker now: its task is cancelled and its session closed (process group
+        killed) by the worker's cleanup."""
+        self._end_run_early(run, outcome, status, error)
+        self._emit_system(
+            EventKind.RECONCILE, f"stopping {run.identifier}: {error}", issue=run.issue
+        )
+        if run.task is not None and not run.task.done():
+            run.task.cancel()
+
+    # ------------------------------------------------------------------ agent callbacks
+
+    def _session_key(self, run: Run) -> str:
+        return f"{run.backend}:{run.thread_id or run.issue.id + ':' + str(run.started_mono)}"
+
+    def _on_agent_event(self, run: Run, event: AgentEvent) -> None:
+        now_mono = self.clock.monotonic()
+        now = self.clock.now()
+        data = event.data or {}
+        if event.kind is EventKind.SESSION_STARTED:
+            thread = data.get("thread_id")
+            if thread:
+                self._set_thread(run, str(thread))
+            if data.get("session_id"):
+                run.session_id = str(data["session_id"])
+        elif event.kind is EventKind.TURN_STARTED:
+            turn = data.get("turn_id")
+            if turn:
+                run.turn_id = str(turn)
+                run.session_id = f"{run.thread_id}-{turn}" if run.thread_id else str(turn)
+        if data.get("session_id") and event.kind is not EventKind.SESSION_STARTED:
+            run.session_id = str(data["session_id"])
+        event = event.model_copy(
+            update={
+                "issue_id": run.issue.id,
+                "issue_identifier": run.issue.identifier,
+                "session_id": event.session_id or run.session_id,
+                "at": event.at or now,
+            }
+        )
+        run.last_event_mono = now_mono
+        run.last_event_at = now
+        run.last_event = event.kind.value
+        if event.kind is EventKind.MESSAGE_DELTA:
+            run.delta_buffer = (run.delta_buffer + event.message)[-400:]
+            run.last_message = run.delta_buffer
+        elif event.kind in (
+            EventKind.MESSAGE,
+            EventKind.REASONING,
+            EventKind.COMMAND_STARTED,
+            EventKind.COMMAND_COMPLETED,
+            EventKind.FILE_CHANGE,
+            EventKind.ERROR,
+            EventKind.TURN_FAILED,
+            EventKind.WARNING,
+            EventKind.TOOL_CALL,
+        ):
+            if event.kind is EventKind.MESSAGE:
+                run.delta_buffer = ""
+            if event.message:
+                run.last_message = event.message[-400:]
+        elif event.kind is EventKind.TOKEN_USAGE:
+            usage = data.get("usage")
+            if isinstance(usage, dict):
+                try:
+                    absolute = TokenUsage.model_validate(usage)
+                except ValueError:
+                    absolute = None
+                if absolute is not None:
+                    growth = self.ledger.report(self._session_key(run), absolute, now_mono)
+                    run.tokens = run.tokens + growth
+        elif event.kind is EventKind.RATE_LIMITS:
+            raw = data.get("rate_limits")
+            if isinstance(raw, dict):
+                with contextlib.suppress(ValueError):
+                    self.rate_limits = RateLimits.model_validate(raw)
+        self.events.append(event)
+        self._dirty = True
+        if event.kind not in FRAGMENT_KINDS and event.kind is not EventKind.TOKEN_USAGE:
+            self._log(
+                "debug" if event.kind is EventKind.MESSAGE_DELTA else "info",
+                event.kind.value,
+                **_issue_fields(run.issue),
+                session_id=event.session_id,
+                message=event.message[:500],
+            )
+
+    def _set_thread(self, run: Run, thread_id: str) -> None:
+        if run.thread_id == thread_id:
+            return
+        run.thread_id = thread_id
+        key = self._session_key(run)
+        if self.ledger.baseline(key) is None and run.resume.get("thread_id") == thread_id:
+            recorded = run.resume.get("thread_tokens")
+            if isinstance(recorded, dict):
+                with contextlib.suppress(ValueError):
+                    self.ledger.seed(key, TokenUsage.model_validate(recorded))
+
+    def _record_session(self, run: Run, fields: dict[str, Any]) -> None:
+        thread = fields.get("thread_id")
+        if thread:
+            self._set_thread(run, str(thread))
+        if fields.get("session_id"):
+            run.session_id = str(fields["session_id"])
+        if run.workspace is not None:
+            try:
+                update_manifest(run.workspace, "session", backend=run.backend, **fields)
+            except (OSError, TypeError, ValueError) as exc:
+                self._log("warning", "session manifest write failed", error=str(exc))
+        self._dirty = True
+
+    async def _request_approval(self, run: Run, request: ApprovalRequest) -> ApprovalAnswer:
+        settings = self.settings
+        mode = settings.agent.approvals
+        now = self.clock.now()
+        request = request.model_copy(
+            update={
+                "issue_id": run.issue.id,
+                "issue_identifier": run.issue.identifier,
+                "backend": request.backend or run.backend,
+                "created_at": request.created_at or now,
+            }
+        )
+        run.last_event_mono = self.clock.monotonic()
+        if mode != "operator":
+            answer = _policy_answer(request, mode)
+            self._emit_approval(run, request, answer)
+            return answer
+        timeout_s = settings.agent.approval_timeout_ms / 1000
+        request = request.model_copy(update={"deadline_at": now + timedelta(seconds=timeout_s)})
+        future: asyncio.Future[ApprovalAnswer] = asyncio.get_running_loop().create_future()
+        pending = PendingApproval(request=request, future=future)
+        pending.timer = self.clock.call_later(
+            timeout_s, lambda: self._approval_timed_out(run, request.id, timeout_s)
+        )
+        run.pending[request.id] = pending
+        run.status = RunStatus.WAITING_FOR_OPERATOR
+        self._dirty = True
+        self._on_agent_event(
+            run,
+            AgentEvent(
+                kind=EventKind.APPROVAL_REQUESTED,
+                message=f"{request.kind.value}: {request.summary or request.command or ''}".strip(),
+                data={"approval_id": request.id, "kind": request.kind.value},
+            ),
+        )
+        try:
+            answer = await future
+        finally:
+            if pending.timer is not None:
+                pending.timer.cancel()
+            run.pending.pop(request.id, None)
+            if not run.pending and run.status is RunStatus.WAITING_FOR_OPERATOR:
+                run.status = RunStatus.STREAMING_TURN
+            run.last_event_mono = self.clock.monotonic()
+            self._dirty = True
+        self._emit_approval(run, request, answer)
+        return answer
+
+    def _emit_approval(self, run: Run, request: ApprovalRequest, answer: ApprovalAnswer) -> None:
+        self._on_agent_event(
+            run,
+            AgentEvent(
+                kind=EventKind.APPROVAL_RESOLVED,
+                message=f"{request.kind.value} {answer.decision.value} by {answer.by}"
+                + (f": {answer.message}" if answer.message else ""),
+                data={
+                    "approval_id": request.id,
+                    "decision": answer.decision.value,
+                    "by": answer.by,
+                    "timed_out": answer.timed_out,
+                },
+            ),
+        )
+
+    def _approval_timed_out(self, run: Run, approval_id: str, timeout_s: float) -> None:
+        pending = run.pending.get(approval_id)
+        if pending is None or pending.future.done():
+            return
+        reason = f"{pending.request.kind.value} approval unanswered for {timeout_s:g}s: declined"
+        run.approval_timed_out = reason
+        pending.future.set_result(
+            ApprovalAnswer(
+                decision=ApprovalDecision.DECLINE, message=reason, timed_out=True, by="timeout"
+            )
+        )
+
+    async def _call_tool(self, run: Run, name: str, arguments: Any) -> ToolResult:
+        """Client-side tools (spec §10.5). Never raises; unknown tools fail cleanly."""
+        self._on_agent_event(
+            run,
+            AgentEvent(kind=EventKind.TOOL_CALL, message=f"{name} {_short_json(arguments)}"),
+        )
+        if name == SET_STATE_TOOL.name:
+            state = arguments.get("state") if isinstance(arguments, dict) else None
+            if not isinstance(state, str) or not state.strip():
+                return ToolResult(
+                    False, json.dumps({"error": "`state` must be a non-empty string"})
+                )
+            try:
+                moved = await self.tracker.move_issue(run.issue.id, state.strip())
+            except TrackerError as exc:
+                return ToolResult(False, json.dumps({"error": str(exc)}))
+            run.issue = moved
+            self.known[moved.id] = moved
+            self._dirty = True
+            self._emit_system(
+                EventKind.TRACKER,
+                f"{moved.identifier} moved to {moved.state} by the agent",
+                issue=moved,
+            )
+            return ToolResult(True, json.dumps({"issue": moved.identifier, "state": moved.state}))
+        if name == "linear_graphql" and self.tracker.kind == "linear":
+            from symphony_tui.trackers.linear.tool import call_linear_graphql
+
+            try:
+                return await call_linear_graphql(self.tracker, arguments)
+            except Exception as exc:
+                return ToolResult(False, json.dumps({"error": f"linear_graphql failed: {exc}"}))
+        return ToolResult(False, json.dumps({"error": f"unsupported tool: {name}"}))
+
+    def _emit_hook(self, run: Run, hook: Any) -> None:
+        state = "ok" if hook.ok else ("timed out" if hook.timed_out else f"exit {hook.exit_code}")
+        self._emit_system(
+            EventKind.HOOK,
+            f"hook {hook.name}: {state} in {hook.duration_ms} ms",
+            issue=run.issue,
+            hook=hook.name,
+            ok=hook.ok,
+            exit_code=hook.exit_code,
+            output=hook.output[-2000:],
+        )
+        if run.workspace is not None:
+            with contextlib.suppress(OSError):
+                update_manifest(run.workspace, "run", **{f"hook_{hook.name}": state})
+
+    # ------------------------------------------------------------------ commands
+
+    async def send(self, command: Command) -> CommandResult:
+        """Apply an operator command (DESIGN.md "Operator commands")."""
+        self._emit_system(EventKind.OPERATOR, f"operator: {command.type}", command=command.type)
+        match command:
+            case Refresh():
+                self.request_refresh()
+                self._refresh_recovered()
+                return CommandResult(True, "refresh requested")
+            case Interrupt(issue_id=issue_id):
+                return await self._interrupt(issue_id)
+            case Stop(issue_id=issue_id):
+                run = self.running.get(issue_id)
+                if run is None:
+                    return CommandResult(False, "no running worker for that issue")
+                self._stop_run(run, RunOutcome.STOPPED, RunStatus.STOPPED, "stopped by operator")
+                return CommandResult(True, f"stopping {run.identifier}")
+            case Approve(approval_id=aid, for_session=for_session):
+                decision = (
+                    ApprovalDecision.ACCEPT_FOR_SESSION if for_session else ApprovalDecision.ACCEPT
+                )
+                return self._answer(aid, ApprovalAnswer(decision=decision))
+            case Deny(approval_id=aid, message=message, cancel=cancel):
+                decision = ApprovalDecision.CANCEL if cancel else ApprovalDecision.DECLINE
+                return self._answer(aid, ApprovalAnswer(decision=decision, message=message))
+            case Answer(approval_id=aid, answers=answers):
+                return self._answer(
+                    aid, ApprovalAnswer(decision=ApprovalDecision.ACCEPT, answers=answers)
+                )
+            case Rerun(issue_id=issue_id):
+                return self._rerun(issue_id)
+            case PauseDispatch(paused=paused):
+                self.dispatch_paused = paused
+                self._dirty = True
+                if not paused:
+                    self.request_refresh()
+                return CommandResult(True, "dispatch paused" if paused else "dispatch resumed")
+            case MoveIssue(issue_id=issue_id, state=state):
+                try:
+                    moved = await self.tracker.move_issue(issue_id, state)
+                except TrackerError as exc:
+                    return CommandResult(False, str(exc))
+                self.known[moved.id] = moved
+                self._dirty = True
+                self.request_refresh()
+                return CommandResult(True, f"{moved.identifier} moved to {moved.state}")
+        return CommandResult(False, f"unknown command {command!r}")
+
+    async def _interrupt(self, issue_id: str) -> CommandResult:
+        run = self.running.get(issue_id)
+        if run is None:
+            return CommandResult(False, "no running worker for that issue")
+        self._end_run_early(
+            run, RunOutcome.CANCELLED, RunStatus.INTERRUPTED, "interrupted by operator"
+        )
+        session = run.session
+        if session is None or (run.turn_count == 0 and run.status is not RunStatus.STREAMING_TURN):
+            if run.task is not None:
+                run.task.cancel()
+            return CommandResult(True, f"{run.identifier} cancelled before its turn started")
+        task = run.task
+
+        def force() -> None:
+            if task is not None and not task.done():
+                task.cancel()
+
+        self.clock.call_later(INTERRUPT_GRACE_S, force)
+        try:
+            await asyncio.wait_for(session.interrupt(), timeout=INTERRUPT_GRACE_S)
+        except (TimeoutError, Exception) as exc:
+            force()
+            return CommandResult(
+                True, f"{run.identifier}: interrupt failed ({exc}); worker stopped"
+            )
+        return CommandResult(True, f"interrupt sent to {run.identifier}")
+
+    def _answer(self, approval_id: str, answer: ApprovalAnswer) -> CommandResult:
+        for run in self.running.values():
+            pending = run.pending.get(approval_id)
+            if pending is None:
+                continue
+            if pending.future.done():
+                return CommandResult(False, "that approval was already answered")
+            if pending.request.kind is ApprovalKind.USER_INPUT and (
+                answer.decision is ApprovalDecision.ACCEPT and not answer.answers
+            ):
+                return CommandResult(False, "this is a question: answer it with text or a choice")
+            pending.future.set_result(answer)
+            return CommandResult(True, f"{answer.decision.value} sent for {run.identifier}")
+        return CommandResult(False, "no pending approval with that id")
+
+    def _rerun(self, issue_id: str) -> CommandResult:
+        if issue_id in self.running:
+            return CommandResult(False, "already running")
+        self.held.pop(issue_id, None)
+        retry = self.retrying.pop(issue_id, None)
+        if retry is not None:
+            retry.timer.cancel()
+        issue = retry.issue if retry is not None else self.known.get(issue_id)
+        if issue is None:
+            self.request_refresh()
+            return CommandResult(True, "hold cleared; the next poll decides")
+        settings = self.settings
+        attempt = retry.entry.attempt if retry is not None else None
+        if not self._is_eligible(issue, settings) or self.dispatch_paused:
+            self.request_refresh()
+            return CommandResult(True, f"{issue.identifier} is not eligible now; will poll")
+        if not self._slots_free(issue, settings):
+            self._schedule_retry(
+                issue, attempt or 1, policy.CONTINUATION_RETRY_MS, error=policy.NO_SLOTS_ERROR
+            )
+            return CommandResult(True, f"{issue.identifier} queued: no free slot")
+        self._dispatch(issue, attempt=attempt)
+        return CommandResult(True, f"{issue.identifier} dispatched")
+
+    # ------------------------------------------------------------------ front-end port
+
+    def snapshot(self) -> Snapshot:
+        now_mono = self.clock.monotonic()
+        if self._snapshot is None or self._dirty or now_mono - self._snapshot_mono >= 0.5:
+            self._snapshot = self._build_snapshot()
+            self._snapshot_mono = now_mono
+            self._dirty = False
+        return self._snapshot
+
+    def events_since(
+        self, seq: int, *, limit: int = 2000, issue_id: str | None = None
+    ) -> list[AgentEvent]:
+        return self.events.since(seq, limit=limit, issue_id=issue_id)
+
+    def _build_snapshot(self) -> Snapshot:
+        now = self.clock.now()
+        now_mono = self.clock.monotonic()
+        settings = self.settings
+        live_seconds = sum(max(0.0, now_mono - r.started_mono) for r in self.running.values())
+        rows = []
+        for issue in policy.sort_for_dispatch(self.known.values()):
+            if issue.id in self.running:
+                claim = ClaimState.RUNNING
+            elif issue.id in self.retrying:
+                claim = ClaimState.RETRY_QUEUED
+            elif issue.id in self.held:
+                claim = ClaimState.RELEASED
+            else:
+                claim = ClaimState.UNCLAIMED
+            note = ""
+            if issue.id in self.held:
+                note = "held by operator"
+            elif issue.identifier in self.completed and claim is ClaimState.UNCLAIMED:
+                note = "completed"
+            rows.append(
+                IssueRow(
+                    issue_id=issue.id,
+                    identifier=issue.identifier,
+                    title=issue.title,
+                    state=issue.state,
+                    claim=claim,
+                    priority=issue.priority,
+                    url=issue.url,
+                    blocked=policy.blocked_by_open_issue(issue, settings),
+                    note=note,
+                )
+            )
+        running = tuple(
+            RunningRow(
+                issue_id=r.issue.id,
+                issue_identifier=r.issue.identifier,
+                state=r.issue.state,
+                backend=r.backend,
+                status=r.status,
+                attempt=r.attempt,
+                session_id=r.session_id,
+                thread_id=r.thread_id,
+                turn_count=r.turn_count,
+                started_at=r.started_at,
+                last_event=r.last_event,
+                last_message=r.last_message,
+                last_event_at=r.last_event_at,
+                tokens=r.tokens,
+                workspace_path=str(r.workspace or ""),
+                pending_approvals=len(r.pending),
+            )
+            for r in sorted(self.running.values(), key=lambda r: r.started_mono)
+        )
+        retrying = tuple(
+            RetryRow(
+                issue_id=r.entry.issue_id,
+                issue_identifier=r.entry.identifier,
+                attempt=r.entry.attempt,
+                due_at=r.entry.due_at,
+                error=r.entry.error,
+            )
+            for r in sorted(self.retrying.values(), key=lambda r: r.entry.due_at)
+        )
+        approvals = tuple(
+            sorted(
+                (p.request for r in self.running.values() for p in r.pending.values()),
+                key=lambda a: (a.created_at or now, a.id),
+            )
+        )
+        return Snapshot(
+            generated_at=now,
+            started_at=self.started_at,
+            workflow_path=str(self.store.current.path),
+            tracker_kind=settings.tracker.kind or "",
+            backend=settings.agent.backend,
+            issues=tuple(rows),
+            running=running,
+            retrying=retrying,
+            approvals=approvals,
+            completed=tuple(self.completed),
+            totals=self.ledger.totals,
+            seconds_running=self._ended_seconds + live_seconds,
+            token_rate_per_min=self.ledger.rate_per_min(now_mono),
+            token_history=self.ledger.history(now_mono),
+            rate_limits=self.rate_limits,
+            recovered=self.recovered,
+            dispatch_paused=self.dispatch_paused,
+            config_error=self.config_error,
+            tracker_error=self.tracker_error,
+            tracker_paused_until=self.tracker_paused_until,
+            last_poll_at=self.last_poll_at,
+            next_poll_at=self.next_poll_at,
+            max_concurrent_agents=settings.agent.max_concurrent_agents,
+        )
+
+    # ------------------------------------------------------------------ helpers
+
+    def _refresh_recovered(self) -> None:
+        try:
+            self.recovered = tuple(self.workspaces.recover())
+        except Exception as exc:
+            self._log("warning", "workspace recovery scan failed", error=str(exc))
+        self._dirty = True
+
+    def _on_workflow_changed(self) -> None:
+        self._on_workflow_reloaded()
+
+    def _on_workflow_reloaded(self) -> None:
+        error = self.store.error
+        self.config_error = error
+        if error:
+            self._emit_system(
+                EventKind.CONFIG, f"WORKFLOW.md reload failed, keeping last good: {error}"
+            )
+        else:
+            self._emit_system(EventKind.CONFIG, "WORKFLOW.md reloaded")
+            self._schedule_next_tick()
+        self._dirty = True
+
+    def _emit_system(
+        self, kind: EventKind, message: str, *, issue: Issue | None = None, **data: Any
+    ) -> None:
+        self.events.append(
+            AgentEvent(
+                kind=kind,
+                message=message,
+                issue_id=issue.id if issue else None,
+                issue_identifier=issue.identifier if issue else None,
+                at=self.clock.now(),
+                data={k: v for k, v in data.items() if v is not None},
+            )
+        )
+        self._dirty = True
+
+    def _log(self, level: str, msg: str, **fields: Any) -> None:
+        log_kv(log, level, msg, **fields)
+
+    def _spawn(
+        self, coro: Coroutine[Any, Any, Any], *, name: str, track: bool = True
+    ) -> asyncio.Task:
+        task = asyncio.get_running_loop().create_task(coro, name=name)
+        if track:
+            self._tasks.add(task)
+            task.add_done_callback(self._task_done)
+        return task
+
+    def _task_done(self, task: asyncio.Task) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            exc = task.exception()
+            log.error("background task %s failed: %s", task.get_name(), exc, exc_info=exc)
+            self._emit_system(EventKind.ERROR, f"{task.get_name()} failed: {exc}")
+
+
+def _issue_fields(issue: Issue) -> dict[str, str]:
+    return {"issue_id": issue.id, "issue_identifier": issue.identifier}
+
+
+def _hook_error(hook: Any) -> str:
+    why = "timed out" if hook.timed_out else f"exit code {hook.exit_code}"
+    return f"hook {hook.name} failed ({why})"
+
+
+def _short_json(value: Any, limit: int = 200) -> str:
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _policy_answer(request: ApprovalRequest, mode: str) -> ApprovalAnswer:
+    """Answer without an operator (``agent.approvals: auto | deny``)."""
+    if mode == "auto":
+        if request.kind is ApprovalKind.USER_INPUT:
+            answers = {q.id: (q.options[0].label,) for q in request.questions if q.options}
+            if len(answers) == len(request.questions) and answers:
+                return ApprovalAnswer(decision=ApprovalDecision.ACCEPT, answers=answers, by="auto")
+            return ApprovalAnswer(
+                decision=ApprovalDecision.DECLINE,
+                message="no operator available to answer",
+                by="auto",
+            )
+        return ApprovalAnswer(decision=ApprovalDecision.ACCEPT, by="auto")
+    return ApprovalAnswer(
+        decision=ApprovalDecision.DECLINE, message="approvals are denied by policy", by="policy"
+    )

@@ -1,0 +1,58 @@
+"""Pure scheduling rules: eligibility, dispatch order, retry delays (spec §8, SPEC-NOTES)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+
+from symphony_tui.config.settings import Settings
+from symphony_tui.domain import Issue
+
+CONTINUATION_RETRY_MS = 1_000
+FAILURE_BASE_MS = 10_000
+NO_SLOTS_ERROR = "no available orchestrator slots"
+
+_FAR_FUTURE = datetime.max.replace(tzinfo=UTC)
+
+
+def sort_key(issue: Issue) -> tuple:
+    """Priority ascending (null/0 last), then oldest ``created_at``, then identifier (§8.2)."""
+    prio = issue.priority if issue.priority is not None and issue.priority > 0 else 1_000_000
+    created = issue.created_at or _FAR_FUTURE
+    if created.tzinfo is None:
+        created = created.replace(tzinfo=UTC)
+    return (prio, created, issue.identifier)
+
+
+def sort_for_dispatch(issues: Iterable[Issue]) -> list[Issue]:
+    return sorted(issues, key=sort_key)
+
+
+def has_required_fields(issue: Issue) -> bool:
+    return bool(issue.id and issue.identifier and issue.title and issue.state)
+
+
+def blocked_by_open_issue(issue: Issue, settings: Settings) -> bool:
+    """The ``Todo`` blocker rule (§8.2): a Todo issue with any non-terminal blocker waits.
+
+    A blocker whose state is unknown counts as non-terminal (we cannot prove it is done).
+    """
+    if issue.state.strip().lower() != "todo":
+        return False
+    return any(
+        b.state is None or not settings.tracker.is_terminal(b.state) for b in issue.blocked_by
+    )
+
+
+def state_slots_free(issue: Issue, settings: Settings, running_states: Mapping[str, int]) -> bool:
+    """Per-state concurrency (§8.3): ``running_states`` maps lowercase state -> running count."""
+    limit = settings.agent.limit_for_state(issue.state)
+    if limit is None:
+        return True
+    return running_states.get(issue.state.strip().lower(), 0) < limit
+
+
+def failure_backoff_ms(attempt: int, max_backoff_ms: int) -> int:
+    """``min(10000 * 2^(attempt-1), max_retry_backoff_ms)`` for attempt >= 1 (§8.4)."""
+    attempt = max(1, attempt)
+    return min(FAILURE_BASE_MS * (2 ** min(attempt - 1, 30)), max_backoff_ms)

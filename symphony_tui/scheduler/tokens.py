@@ -1,0 +1,59 @@
+"""Token accounting across sessions (spec §13.5; PROTOCOLS.md token sections).
+
+Backends report **absolute** session totals; the ledger adds only the growth since the last
+report of the same session, so continuation turns, retries and resumed threads never double
+count. It also keeps 10-second buckets for the tokens-per-minute rate and sparkline.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from symphony_tui.domain import TokenUsage
+
+BUCKET_S = 10.0
+BUCKETS = 60  # ten minutes of history
+
+
+class TokenLedger:
+    def __init__(self) -> None:
+        self.totals = TokenUsage()
+        self._baselines: dict[str, TokenUsage] = {}
+        self._buckets: deque[tuple[int, int]] = deque(maxlen=BUCKETS)
+
+    def baseline(self, session_key: str) -> TokenUsage | None:
+        return self._baselines.get(session_key)
+
+    def seed(self, session_key: str, usage: TokenUsage) -> None:
+        """Start counting ``session_key`` from ``usage`` (a resumed thread's last totals)."""
+        self._baselines[session_key] = usage
+
+    def report(self, session_key: str, absolute: TokenUsage, now_s: float) -> TokenUsage:
+        """Record an absolute total for a session; returns the growth that was added."""
+        before = self._baselines.get(session_key, TokenUsage())
+        growth = absolute.growth_since(before)
+        self._baselines[session_key] = absolute
+        if not growth.is_zero or growth.cost_usd:
+            self.totals = self.totals + growth
+            self._add_to_bucket(growth.total_tokens, now_s)
+        return growth
+
+    def forget(self, session_key: str) -> None:
+        self._baselines.pop(session_key, None)
+
+    def _add_to_bucket(self, tokens: int, now_s: float) -> None:
+        index = int(now_s // BUCKET_S)
+        if self._buckets and self._buckets[-1][0] == index:
+            self._buckets[-1] = (index, self._buckets[-1][1] + tokens)
+        else:
+            self._buckets.append((index, tokens))
+
+    def history(self, now_s: float, buckets: int = 30) -> tuple[int, ...]:
+        """Tokens per bucket for the last ``buckets`` buckets, oldest first (zeros filled)."""
+        current = int(now_s // BUCKET_S)
+        by_index = dict(self._buckets)
+        return tuple(by_index.get(i, 0) for i in range(current - buckets + 1, current + 1))
+
+    def rate_per_min(self, now_s: float) -> float:
+        """Tokens over the last 60 seconds (six buckets, the current one partial)."""
+        return float(sum(self.history(now_s, buckets=6)))

@@ -1,0 +1,376 @@
+"""Spec §17.4: orchestrator dispatch, reconciliation and retry (plus our extensions)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from symphony_tui.agents.base import TurnResult, TurnStatus
+from symphony_tui.domain import BlockerRef, ClaimState, RunStatus
+from symphony_tui.domain.commands import Interrupt, Rerun, Stop
+from symphony_tui.scheduler import policy
+
+from .conftest import make_issue
+
+
+async def hang(session, prompt, turn):
+    return await session.wait_interrupt()
+
+
+def test_dispatch_sort_order_is_priority_then_oldest_creation_time():
+    issues = [
+        make_issue(1, priority=None, created_minutes=0),
+        make_issue(2, priority=2, created_minutes=50),
+        make_issue(3, priority=1, created_minutes=90),
+        make_issue(4, priority=2, created_minutes=10),
+        make_issue(5, priority=0, created_minutes=5),
+    ]
+    order = [i.identifier for i in policy.sort_for_dispatch(issues)]
+    assert order == ["ABC-3", "ABC-4", "ABC-2", "ABC-1", "ABC-5"]
+
+
+async def test_todo_issue_with_non_terminal_blockers_is_not_eligible(make_harness):
+    blocked = make_issue(
+        2, blocked_by=(BlockerRef(id="id-9", identifier="ABC-9", state="In Progress"),)
+    )
+    h = make_harness([blocked], script=hang)
+    await h.start()
+    assert not h.orch.running
+    row = h.orch.snapshot().issues[0]
+    assert row.blocked and row.claim is ClaimState.UNCLAIMED
+
+
+async def test_issue_with_terminal_blockers_is_eligible(make_harness):
+    issue = make_issue(2, blocked_by=(BlockerRef(id="id-9", identifier="ABC-9", state="Done"),))
+    h = make_harness([issue], script=hang)
+    await h.start()
+    assert "id-2" in h.orch.running
+
+
+async def test_global_concurrency_limit_is_respected(make_harness):
+    h = make_harness(
+        [make_issue(n) for n in range(1, 6)],
+        script=hang,
+        front="agent:\n  max_concurrent_agents: 2\n",
+    )
+    await h.start()
+    assert sorted(h.orch.running) == ["id-1", "id-2"]
+
+
+async def test_per_state_concurrency_limit_normalizes_state_names(make_harness):
+    issues = [make_issue(1), make_issue(2), make_issue(3, state="In Progress")]
+    h = make_harness(
+        issues, script=hang, front="agent:\n  max_concurrent_agents_by_state:\n    TODO: 1\n"
+    )
+    await h.start()
+    assert sorted(h.orch.running) == ["id-1", "id-3"]
+
+
+async def test_active_state_issue_refresh_updates_running_entry_state(make_harness):
+    h = make_harness([make_issue(1)], script=hang)
+    await h.start()
+    h.tracker.set_state("id-1", "In Progress")
+    await h.orch.tick()
+    assert h.orch.running["id-1"].issue.state == "In Progress"
+    assert h.orch.snapshot().running[0].state == "In Progress"
+
+
+async def test_non_active_state_stops_running_agent_without_workspace_cleanup(make_harness):
+    h = make_harness([make_issue(1)], script=hang)
+    await h.start()
+    await h.settle()
+    assert h.ws("ABC-1").is_dir()
+    h.tracker.set_state("id-1", "Backlog")
+    await h.orch.tick()
+    await h.settle()
+    assert not h.orch.running
+    assert h.backend.sessions[0].closed
+    assert h.ws("ABC-1").is_dir()
+    assert "id-1" not in h.orch.retrying
+
+
+async def test_terminal_state_stops_running_agent_and_cleans_workspace(make_harness):
+    h = make_harness([make_issue(1)], script=hang)
+    await h.start()
+    await h.settle()
+    h.tracker.set_state("id-1", "Done")
+    await h.orch.tick()
+    await h.settle()
+    assert not h.orch.running
+    assert not h.ws("ABC-1").exists()
+
+
+async def test_issue_missing_from_tracker_is_stopped_not_left_running(make_harness):
+    h = make_harness([make_issue(1)], script=hang)
+    await h.start()
+    await h.settle()
+    h.tracker.delete("id-1")
+    await h.orch.tick()
+    await h.settle()
+    assert not h.orch.running
+    assert h.backend.sessions[0].closed
+
+
+async def test_reconciliation_with_no_running_issues_is_a_noop(make_harness):
+    h = make_harness([])
+    await h.start()
+    calls_before = list(h.tracker.calls)
+    await h.orch._reconcile()
+    assert h.tracker.calls == calls_before
+
+
+async def test_reconcile_refresh_failure_keeps_workers(make_harness):
+    h = make_harness([make_issue(1)], script=hang)
+    await h.start()
+    await h.settle()
+    h.tracker.fail_next("linear_api_status", count=2)
+    await h.orch.tick()
+    await h.settle()
+    assert "id-1" in h.orch.running
+    assert h.orch.snapshot().tracker_error
+
+
+async def test_normal_worker_exit_schedules_a_short_continuation_retry_attempt_1(make_harness):
+    h = make_harness([make_issue(1)])
+    await h.start()
+    await h.settle()
+    assert not h.orch.running
+    retry = h.orch.retrying["id-1"]
+    assert retry.entry.attempt == 1 and retry.entry.continuation
+    assert (retry.entry.due_at - h.clock.now()).total_seconds() == 1.0
+    assert h.orch.completed == ["ABC-1"]
+    # The issue is still active: the continuation dispatches it again with attempt 1.
+    await h.advance(1.0)
+    await h.settle()
+    assert len(h.backend.sessions) == 2
+
+
+async def test_continuation_turns_run_on_the_same_session_up_to_max_turns(make_harness):
+    h = make_harness([make_issue(1)], front="agent:\n  max_turns: 3\n")
+    await h.start()
+    await h.settle()
+    session = h.backend.sessions[0]
+    assert session.turns == 3
+    assert session.prompts[0] == "Work on ABC-1"
+    assert "Continue working on ABC-1" in session.prompts[1]
+
+
+async def test_worker_stops_turning_when_the_issue_leaves_active_states(make_harness):
+    async def finish(session, prompt, turn):
+        await session.host.call_tool("symphony_set_issue_state", {"state": "Done"})
+        return TurnResult(TurnStatus.COMPLETED)
+
+    h = make_harness([make_issue(1)], script=finish)
+    await h.start()
+    await h.settle()
+    assert h.backend.sessions[0].turns == 1
+    assert h.tracker.issues["id-1"].state == "Done"
+    await h.advance(1.0)
+    await h.settle()
+    assert "id-1" not in h.orch.retrying  # released: no longer a candidate
+    assert len(h.backend.sessions) == 1
+
+
+async def test_abnormal_worker_exit_increments_retries_with_10s_exponential_backoff(make_harness):
+    async def fail(session, prompt, turn):
+        return TurnResult(TurnStatus.FAILED, error="boom")
+
+    h = make_harness([make_issue(1)], script=fail)
+    await h.start()
+    await h.settle()
+    delays = []
+    for expected_attempt in (1, 2, 3):
+        retry = h.orch.retrying["id-1"]
+        assert retry.entry.attempt == expected_attempt
+        assert retry.entry.error == "boom"
+        delay = (retry.entry.due_at - h.clock.now()).total_seconds()
+        delays.append(delay)
+        await h.advance(delay)
+        await h.settle()
+    assert delays == [10.0, 20.0, 40.0]
+
+
+async def test_retry_backoff_cap_uses_configured_max_retry_backoff_ms(make_harness):
+    assert policy.failure_backoff_ms(10, 300_000) == 300_000
+    assert policy.failure_backoff_ms(2, 15_000) == 15_000
+    assert policy.failure_backoff_ms(1, 300_000) == 10_000
+
+
+async def test_retry_queue_entries_include_attempt_due_time_identifier_and_error(make_harness):
+    async def fail(session, prompt, turn):
+        return TurnResult(TurnStatus.FAILED, error="kaput")
+
+    h = make_harness([make_issue(7)], script=fail)
+    await h.start()
+    await h.settle()
+    row = h.orch.snapshot().retrying[0]
+    assert (row.issue_identifier, row.attempt, row.error) == ("ABC-7", 1, "kaput")
+    assert row.due_at > h.clock.now()
+
+
+async def test_stall_detection_kills_stalled_sessions_and_schedules_retry(make_harness):
+    h = make_harness([make_issue(1)], script=hang, front="codex:\n  stall_timeout_ms: 60000\n")
+    await h.start()
+    await h.settle()
+    await h.advance(61)
+    await h.orch.tick()
+    await h.settle()
+    assert not h.orch.running
+    assert h.backend.sessions[0].closed
+    retry = h.orch.retrying["id-1"]
+    assert retry.entry.error.startswith("stalled")
+
+
+async def test_stall_counts_from_the_last_agent_event_not_the_start(make_harness):
+    async def chatty(session, prompt, turn):
+        for _ in range(5):
+            await asyncio.sleep(0)
+        return await session.wait_interrupt()
+
+    h = make_harness([make_issue(1)], script=chatty, front="codex:\n  stall_timeout_ms: 60000\n")
+    await h.start()
+    await h.settle()
+    await h.advance(50)
+    session = h.backend.sessions[0]
+    session.usage(10)  # an event at t=50 resets the stall clock
+    await h.advance(30)
+    await h.orch.tick()
+    await h.settle()
+    assert "id-1" in h.orch.running
+
+
+async def test_slot_exhaustion_requeues_retries_with_explicit_error_reason(make_harness):
+    async def fail_first(session, prompt, turn):
+        if session.host.issue.id == "id-1":
+            return TurnResult(TurnStatus.FAILED, error="first fails")
+        return await session.wait_interrupt()
+
+    h = make_harness(
+        [make_issue(1)], script=fail_first, front="agent:\n  max_concurrent_agents: 1\n"
+    )
+    await h.start()
+    await h.settle()
+    assert "id-1" in h.orch.retrying
+    h.tracker.put(make_issue(2))
+    await h.orch.tick()
+    await h.settle()
+    assert "id-2" in h.orch.running
+    await h.advance(10)
+    await h.settle()
+    retry = h.orch.retrying["id-1"]
+    assert retry.entry.error == "no available orchestrator slots"
+    assert retry.entry.attempt == 2
+
+
+async def test_stale_retry_timer_never_dispatches(make_harness):
+    async def fail(session, prompt, turn):
+        return TurnResult(TurnStatus.FAILED, error="x")
+
+    h = make_harness([make_issue(1)], script=fail)
+    await h.start()
+    await h.settle()
+    old = h.orch.retrying["id-1"]
+    # Replace the entry (as a rerun would): the old timer's token is now stale.
+    h.orch._schedule_retry(old.issue, 5, 100_000, error="newer")
+    old_timer_fn_token = old.token
+    await h.orch._on_retry_timer("id-1", old_timer_fn_token)
+    assert h.orch.retrying["id-1"].entry.attempt == 5
+    assert len(h.backend.sessions) == 1
+
+
+async def test_snapshot_returns_running_rows_retry_rows_token_totals_and_rate_limits(make_harness):
+    h = make_harness([make_issue(1), make_issue(2)], script=hang)
+    await h.start()
+    await h.settle()
+    h.backend.sessions[0].usage(500, output=50)
+    snap = h.orch.snapshot()
+    assert {r.issue_identifier for r in snap.running} == {"ABC-1", "ABC-2"}
+    assert snap.totals.total_tokens == 500
+    payload = snap.state_payload()
+    assert payload["counts"] == {"running": 2, "retrying": 0}
+    assert payload["codex_totals"]["total_tokens"] == 500
+    assert "rate_limits" in payload
+
+
+async def test_prompt_render_error_releases_claim_via_retry_not_blocking(make_harness):
+    h = make_harness([make_issue(1)], prompt="{{ issue.nope }}")
+    await h.start()
+    await h.settle()
+    assert not h.orch.running
+    retry = h.orch.retrying["id-1"]
+    assert "template_render_error" in retry.entry.error
+    assert h.backend.sessions == []
+
+
+async def test_launch_failure_is_retried_with_backoff(make_harness):
+    h = make_harness([make_issue(1)])
+    h.backend.fail_start = 1
+    await h.start()
+    await h.settle()
+    assert "launch_failed" in h.orch.retrying["id-1"].entry.error
+    await h.advance(10)
+    await h.settle()
+    assert len(h.backend.sessions) >= 1
+
+
+async def test_before_run_hook_failure_aborts_the_attempt(make_harness):
+    h = make_harness([make_issue(1)], front="hooks:\n  before_run: exit 3\n")
+    await h.start()
+    await h.until(lambda: "id-1" in h.orch.retrying)
+    assert h.backend.sessions == []
+    assert "before_run" in h.orch.retrying["id-1"].entry.error
+
+
+async def test_turn_timeout_fails_the_attempt(make_harness):
+    h = make_harness([make_issue(1)], script=hang, front="codex:\n  turn_timeout_ms: 5000\n")
+    await h.start()
+    await h.settle()
+    await h.advance(5)
+    await h.settle()
+    assert not h.orch.running
+    assert "timed out" in h.orch.retrying["id-1"].entry.error
+
+
+async def test_interrupt_ends_the_run_as_cancelled_and_holds_the_issue(make_harness):
+    h = make_harness([make_issue(1)], script=hang)
+    await h.start()
+    await h.settle()
+    result = await h.orch.send(Interrupt(issue_id="id-1"))
+    await h.settle()
+    assert result.ok
+    assert not h.orch.running
+    assert "id-1" not in h.orch.retrying
+    assert h.orch.snapshot().issues[0].note == "held by operator"
+    await h.orch.tick()
+    await h.settle()
+    assert not h.orch.running  # held: not re-dispatched
+    await h.orch.send(Rerun(issue_id="id-1"))
+    await h.settle()
+    assert "id-1" in h.orch.running
+
+
+async def test_stop_ends_the_worker_keeps_workspace_and_releases(make_harness):
+    h = make_harness([make_issue(1)], script=hang)
+    await h.start()
+    await h.settle()
+    assert (await h.orch.send(Stop(issue_id="id-1"))).ok
+    await h.settle()
+    assert not h.orch.running and h.backend.sessions[0].closed
+    assert h.ws("ABC-1").is_dir()
+    assert "id-1" not in h.orch.retrying
+
+
+async def test_rerun_clears_backoff_and_dispatches_now(make_harness):
+    async def fail_once(session, prompt, turn):
+        if len(h.backend.sessions) == 1:
+            return TurnResult(TurnStatus.FAILED, error="once")
+        return await session.wait_interrupt()
+
+    h = make_harness([make_issue(1)], script=fail_once)
+    await h.start()
+    await h.settle()
+    assert "id-1" in h.orch.retrying
+    res = await h.orch.send(Rerun(issue_id="id-1"))
+    await h.settle()
+    assert res.ok and "id-1" in h.orch.running
+    assert h.orch.running["id-1"].attempt == 1
+    assert h.orch.running["id-1"].status is RunStatus.STREAMING_TURN
