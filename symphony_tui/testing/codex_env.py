@@ -19,8 +19,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 CODEX_VERSION = "0.171.0"
 CODEX_CACHE_BIN = (
@@ -86,3 +88,91 @@ def make_codex_home(dir: Path, model_url: str, trusted: Iterable[Path] = ()) -> 
         "NO_PROXY": "127.0.0.1,localhost",
         "no_proxy": "127.0.0.1,localhost",
     }
+
+
+def generate_schema(codex_bin: Path, out: Path) -> Path:
+    """Run ``codex app-server generate-json-schema --experimental --out out``; returns ``out``.
+
+    ``--experimental`` is needed: ``dynamicTools`` and ``capabilities.experimentalApi``-gated
+    fields are missing from the default bundle. Raises ``RuntimeError`` on failure.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(
+        [str(codex_bin), "app-server", "generate-json-schema", "--experimental", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "CODEX_HOME": str(out / ".codex-home")},
+    )
+    if proc.returncode != 0 or not (out / "ClientRequest.json").is_file():
+        raise RuntimeError(f"generate-json-schema failed ({proc.returncode}): {proc.stderr[-500:]}")
+    return out
+
+
+class CodexSchema:
+    """Validates messages a client sends against the schema bundle of the pinned binary.
+
+    Requests are checked against their method's variant of ``ClientRequest.json``, and
+    their top-level ``params`` keys must be declared (the bundle allows unknown keys, so
+    a misspelt field would otherwise pass). Notifications use ``ClientNotification.json``.
+    Responses to server requests must match one of the ``*Response.json`` of the methods
+    in ``ServerRequest.json``. Needs ``jsonschema`` (a dev dependency).
+    """
+
+    def __init__(self, directory: Path) -> None:
+        import jsonschema  # dev dependency: only tests build a CodexSchema
+
+        self._js = jsonschema
+        self._dir = directory
+        self._requests = self._variants("ClientRequest.json")
+        self._notifications = self._variants("ClientNotification.json")
+        self._responses: list[dict[str, Any]] = []
+        server = json.loads((directory / "ServerRequest.json").read_text())
+        for v in server["oneOf"]:
+            ref = (v["properties"].get("params") or {}).get("$ref", "")
+            name = ref.rsplit("/", 1)[-1].removesuffix("Params") + "Response.json"
+            if (directory / name).is_file():
+                self._responses.append(json.loads((directory / name).read_text()))
+
+    def _variants(self, name: str) -> dict[str, dict[str, Any]]:
+        bundle = json.loads((self._dir / name).read_text())
+        defs = bundle.get("definitions", {})
+        out = {}
+        for v in bundle["oneOf"]:
+            for method in v["properties"]["method"].get("enum", []):
+                out[method] = {"definitions": defs, **v}
+        return out
+
+    def validate(self, msg: dict[str, Any]) -> None:
+        """Raise ``AssertionError`` / ``jsonschema.ValidationError`` when ``msg`` is invalid."""
+        if "method" in msg and "id" in msg:
+            schema = self._requests.get(msg["method"])
+            assert schema is not None, f"unknown client request method {msg['method']!r}"
+            self._js.validate(msg, schema)
+            ref = (schema["properties"].get("params") or {}).get("$ref", "")
+            params_def = schema["definitions"].get(ref.rsplit("/", 1)[-1], {})
+            declared = set(params_def.get("properties", {}))
+            if declared and isinstance(msg.get("params"), dict):
+                unknown = set(msg["params"]) - declared
+                assert not unknown, f"{msg['method']}: undeclared params {sorted(unknown)}"
+        elif "method" in msg:
+            schema = self._notifications.get(msg["method"])
+            assert schema is not None, f"unknown client notification {msg['method']!r}"
+            self._js.validate(msg, schema)
+        elif "error" in msg:
+            assert isinstance(msg["error"].get("code"), int), msg
+            assert isinstance(msg["error"].get("message"), str), msg
+        else:
+            result = msg.get("result")
+            for schema in self._responses:
+                if self._js.Draft7Validator(schema).is_valid(result):
+                    return
+            raise AssertionError(f"response fits no server-request response schema: {msg}")
+
+    def validate_all(self, messages: Iterable[dict[str, Any]]) -> int:
+        """Validate each message; returns how many were checked."""
+        n = 0
+        for m in messages:
+            self.validate(m)
+            n += 1
+        return n

@@ -1,0 +1,64 @@
+"""The codex backend: a factory of :class:`CodexSession` (one app-server per session).
+
+Environment of the child: ``os.environ``, overlaid by the constructor's ``env``, overlaid by
+``codex.env`` from WORKFLOW.md. Settings are read afresh for every new session, so a
+reloaded workflow applies to the next dispatch (spec §6.2).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from symphony_tui.agents.base import SessionHost
+from symphony_tui.agents.codex.session import CodexSession
+from symphony_tui.config.settings import Settings
+
+
+class CodexBackend:
+    """:class:`~symphony_tui.agents.base.AgentBackend` for ``codex app-server`` (stdio).
+
+    ``sent``: when given, every JSON-RPC message any session writes is appended to it
+    (tests validate them against the binary's schema).
+    """
+
+    name = "codex"
+
+    def __init__(
+        self,
+        settings: Callable[[], Settings],
+        *,
+        env: Mapping[str, str] | None = None,
+        sent: list[dict[str, Any]] | None = None,
+    ) -> None:
+        self._settings = settings
+        self._env = dict(env or {})
+        self._sent = sent
+        self._sessions: set[CodexSession] = set()
+
+    def child_env(self, settings: Settings) -> dict[str, str]:
+        """The environment a new app-server is launched with."""
+        return {**os.environ, **self._env, **settings.codex.env}
+
+    async def start_session(self, host: SessionHost) -> CodexSession:
+        """Launch codex in ``host.workspace`` and start or resume its thread.
+
+        Raises ``AgentError`` (``launch_failed``, ``read_timeout``, ``handshake_failed``).
+        """
+        settings = self._settings()
+        session = CodexSession(
+            host,
+            settings.codex,
+            self.child_env(settings),
+            sent=self._sent,
+            on_close=self._sessions.discard,  # the set object never changes
+        )
+        self._sessions.add(session)
+        await session.open()  # closes itself (and leaves the set) on failure
+        return session
+
+    async def aclose(self) -> None:
+        """Close every session this backend started and did not see closed."""
+        for s in list(self._sessions):
+            await s.close()

@@ -1,0 +1,209 @@
+"""Codex v2 notifications and thread items -> normalized :class:`AgentEvent` values.
+
+Pure functions (no I/O). Shapes follow the 0.171 schema (``codex app-server
+generate-json-schema``) and PROTOCOLS.md "Codex app-server". Agent text stays raw (the
+console sanitizes) but every text field is capped at :data:`MAX_TEXT` characters.
+
+Item events carry ``data["item_id"]`` and ``data["status"]`` so a consumer can pair a start
+with its end; :func:`item_closed_event` synthesizes the end of an item the server never
+closed (an interrupted turn).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from symphony_tui.domain import AgentEvent, EventKind, RateLimits, RateLimitWindow, TokenUsage
+
+MAX_TEXT = 64 * 1024
+
+
+def cap(text: Any, limit: int = MAX_TEXT) -> str:
+    """``text`` as a string of at most ``limit`` characters plus a truncation marker."""
+    s = text if isinstance(text, str) else ("" if text is None else str(text))
+    if len(s) <= limit:
+        return s
+    return s[:limit] + f"\n[... truncated {len(s) - limit} characters]"
+
+
+def _int(v: Any) -> int:
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else 0
+
+
+def token_usage(b: dict[str, Any] | None) -> TokenUsage:
+    """A codex ``TokenUsageBreakdown`` (camelCase) -> :class:`TokenUsage`."""
+    b = b or {}
+    return TokenUsage(
+        input_tokens=_int(b.get("inputTokens")),
+        cached_input_tokens=_int(b.get("cachedInputTokens")),
+        output_tokens=_int(b.get("outputTokens")),
+        reasoning_tokens=_int(b.get("reasoningOutputTokens")),
+        total_tokens=_int(b.get("totalTokens")),
+    )
+
+
+def _window(w: Any) -> RateLimitWindow | None:
+    if not isinstance(w, dict):
+        return None
+    resets = w.get("resetsAt")
+    at = None
+    if isinstance(resets, int | float) and not isinstance(resets, bool):
+        # resetsAt is epoch seconds (milliseconds when implausibly large).
+        at = datetime.fromtimestamp(resets / 1000 if resets > 1e11 else resets, tz=UTC)
+    used = w.get("usedPercent")
+    mins = w.get("windowDurationMins")
+    return RateLimitWindow(
+        used_percent=float(used) if isinstance(used, int | float) else None,
+        window_minutes=int(mins) if isinstance(mins, int | float) else None,
+        resets_at=at,
+    )
+
+
+def rate_limits(r: dict[str, Any] | None) -> RateLimits:
+    """``account/rateLimits/updated`` ``rateLimits`` (v2 camelCase) -> :class:`RateLimits`."""
+    r = r or {}
+    credits = r.get("credits") if isinstance(r.get("credits"), dict) else {}
+    balance = credits.get("balance")
+    return RateLimits(
+        source="codex",
+        limit_id=r.get("limitId"),
+        limit_name=r.get("limitName"),
+        primary=_window(r.get("primary")),
+        secondary=_window(r.get("secondary")),
+        credits_balance=None if balance is None else str(balance),
+        has_credits=credits.get("hasCredits"),
+        unlimited=credits.get("unlimited"),
+        plan_type=r.get("planType"),
+        raw=r,
+    )
+
+
+def _changes(item: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for c in item.get("changes") or []:
+        if not isinstance(c, dict):
+            continue
+        kind = c.get("kind")
+        out.append(
+            {
+                "path": str(c.get("path") or ""),
+                "kind": kind.get("type") if isinstance(kind, dict) else kind,
+                "diff": cap(c.get("diff"), 16 * 1024),
+            }
+        )
+    return out
+
+
+def _tool_text(item: dict[str, Any]) -> str:
+    parts = []
+    for c in item.get("contentItems") or []:
+        if isinstance(c, dict) and c.get("text"):
+            parts.append(str(c["text"]))
+    return "\n".join(parts)
+
+
+def item_event(item: dict[str, Any], phase: str) -> AgentEvent | None:
+    """The event for ``item/started`` (``phase="started"``) or ``item/completed``.
+
+    None for items with nothing to show (user messages, a message that only started).
+    """
+    typ = item.get("type")
+    iid = item.get("id")
+    status = item.get("status") or ("inProgress" if phase == "started" else "completed")
+    base: dict[str, Any] = {"item_id": iid, "item_type": typ, "status": status}
+    if typ == "commandExecution":
+        command = cap(item.get("command"), 8192)
+        base.update(command=command, cwd=item.get("cwd"))
+        if phase == "started":
+            return AgentEvent(kind=EventKind.COMMAND_STARTED, message=command, data=base)
+        code = item.get("exitCode")
+        base.update(
+            exit_code=code,
+            duration_ms=item.get("durationMs"),
+            output=cap(item.get("aggregatedOutput") or ""),
+        )
+        tail = f"exit {code}" if code is not None else status
+        return AgentEvent(
+            kind=EventKind.COMMAND_COMPLETED, message=f"{command} ({tail})", data=base
+        )
+    if typ == "fileChange":
+        changes = _changes(item)
+        paths = [c["path"] for c in changes]
+        base.update(paths=paths, changes=changes)
+        verb = "editing" if phase == "started" else f"edit {status}:"
+        return AgentEvent(
+            kind=EventKind.FILE_CHANGE, message=f"{verb} {', '.join(paths)}", data=base
+        )
+    if typ in ("mcpToolCall", "dynamicToolCall"):
+        tool = str(item.get("tool") or "")
+        if item.get("server"):
+            tool = f"{item['server']}.{tool}"
+        base.update(tool=tool, arguments=item.get("arguments"))
+        if phase == "completed":
+            base.update(success=item.get("success"), result=cap(_tool_text(item), 8192))
+            if item.get("error"):
+                base["error"] = cap(item.get("error"), 2048)
+        return AgentEvent(kind=EventKind.TOOL_CALL, message=f"{tool} {status}", data=base)
+    if phase == "started":
+        return None
+    if typ == "agentMessage":
+        return AgentEvent(kind=EventKind.MESSAGE, message=cap(item.get("text")), data=base)
+    if typ == "reasoning":
+        parts = [str(s) for s in (item.get("summary") or item.get("content") or [])]
+        return AgentEvent(kind=EventKind.REASONING, message=cap("\n".join(parts)), data=base)
+    if typ == "plan":
+        return AgentEvent(kind=EventKind.PLAN, message=cap(item.get("text")), data=base)
+    if typ in ("userMessage", "hookPrompt", "functionCallOutput"):
+        return None
+    return AgentEvent(kind=EventKind.NOTIFICATION, message=f"{typ} {status}", data=base)
+
+
+_CLOSE_KIND = {
+    "commandExecution": EventKind.COMMAND_COMPLETED,
+    "fileChange": EventKind.FILE_CHANGE,
+    "mcpToolCall": EventKind.TOOL_CALL,
+    "dynamicToolCall": EventKind.TOOL_CALL,
+    "agentMessage": EventKind.MESSAGE,
+    "reasoning": EventKind.REASONING,
+    "plan": EventKind.PLAN,
+}
+
+
+def item_closed_event(item: dict[str, Any], status: str) -> AgentEvent:
+    """A synthetic end for an item the server left open (``status``: e.g. ``interrupted``)."""
+    typ = str(item.get("type") or "item")
+    kind = _CLOSE_KIND.get(typ, EventKind.NOTIFICATION)
+    data: dict[str, Any] = {
+        "item_id": item.get("id"),
+        "item_type": typ,
+        "status": status,
+        "synthetic": True,
+    }
+    label = item.get("command") or item.get("tool") or typ
+    if typ == "commandExecution":
+        data.update(command=item.get("command"), exit_code=None)
+    return AgentEvent(kind=kind, message=f"{cap(label, 200)} ({status})", data=data)
+
+
+def plan_event(params: dict[str, Any]) -> AgentEvent:
+    """``turn/plan/updated {explanation?, plan:[{step, status}]}`` -> PLAN."""
+    steps = [
+        {"step": str(s.get("step") or ""), "status": s.get("status")}
+        for s in params.get("plan") or []
+        if isinstance(s, dict)
+    ]
+    lines = [f"[{s['status']}] {s['step']}" for s in steps]
+    msg = "\n".join(([str(params["explanation"])] if params.get("explanation") else []) + lines)
+    return AgentEvent(kind=EventKind.PLAN, message=cap(msg), data={"plan": steps})
+
+
+def error_text(err: Any) -> str:
+    """One line from a codex ``TurnError`` / ``error`` payload."""
+    if isinstance(err, dict):
+        msg = str(err.get("message") or "")
+        extra = err.get("additionalDetails")
+        if extra:
+            msg = f"{msg} ({extra})"
+        return cap(msg.replace("\n", " "), 2000) or "unknown error"
+    return cap(str(err), 2000) if err else "unknown error"

@@ -1,0 +1,119 @@
+"""Launch the app-server as ``bash -lc <command>`` in its own process group, and end it.
+
+The child runs with ``start_new_session=True`` so that it, the node wrapper, the native
+codex binary and every command codex spawns share one process group that
+:func:`kill_group` can end at once: no orphan app-server or grandchildren (spec §10.1).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections import deque
+from collections.abc import Mapping
+from pathlib import Path
+
+from symphony_tui.agents.base import AgentError
+
+STDERR_TAIL_LINES = 40
+KILL_GRACE_S = 2.0
+
+
+async def launch(command: str, cwd: Path, env: Mapping[str, str]) -> asyncio.subprocess.Process:
+    """Start ``bash -lc command`` in ``cwd`` with pipes on stdin/stdout/stderr.
+
+    Raises ``AgentError("launch_failed")`` when the workspace is missing or bash cannot start.
+    """
+    if not cwd.is_dir():
+        raise AgentError("launch_failed", f"workspace {cwd} is not a directory")
+    try:
+        return await asyncio.create_subprocess_exec(
+            "bash",
+            "-lc",
+            command,
+            cwd=str(cwd),
+            env=dict(env),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError as e:
+        raise AgentError("launch_failed", f"cannot start bash -lc {command!r}: {e}") from e
+
+
+def _signal_group(pgid: int, sig: int) -> bool:
+    """Send ``sig`` to the group; False when no process of the group is left."""
+    try:
+        os.killpg(pgid, sig)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
+def _group_alive(pgid: int) -> bool:
+    return _signal_group(pgid, 0)
+
+
+async def kill_group(proc: asyncio.subprocess.Process, grace_s: float = KILL_GRACE_S) -> None:
+    """SIGTERM the whole process group, wait up to ``grace_s``, then SIGKILL it.
+
+    Also reaps the leader. Safe to call twice and after the leader has exited (members of
+    the group may outlive it).
+    """
+    pgid = proc.pid  # the leader of a new session is its group's id
+    if proc.stdin is not None:
+        with contextlib.suppress(Exception):
+            proc.stdin.close()
+    if _signal_group(pgid, signal.SIGTERM):
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + grace_s
+        while loop.time() < deadline:
+            if proc.returncode is None:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(proc.wait(), 0.05)
+            else:
+                await asyncio.sleep(0.05)
+            if proc.returncode is not None and not _group_alive(pgid):
+                break
+        _signal_group(pgid, signal.SIGKILL)
+    if proc.returncode is None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(proc.wait(), grace_s)
+
+
+class StderrTail:
+    """Drains a child's stderr into a bounded tail of lines (diagnostics only, never parsed)."""
+
+    def __init__(self, limit: int = STDERR_TAIL_LINES) -> None:
+        self.lines: deque[str] = deque(maxlen=limit)
+
+    async def drain(self, stream: asyncio.StreamReader) -> None:
+        partial = b""
+        while True:
+            try:
+                chunk = await stream.read(65536)
+            except Exception:
+                return
+            if not chunk:
+                break
+            partial += chunk
+            *whole, partial = partial.split(b"\n")
+            for line in whole:
+                self._add(line)
+            if len(partial) > 8192:  # a runaway line: keep only its head
+                self._add(partial[:8192])
+                partial = b""
+        if partial:
+            self._add(partial)
+
+    def _add(self, raw: bytes) -> None:
+        line = raw.decode("utf-8", "replace").rstrip("\r")
+        if line.strip():
+            self.lines.append(line[:2000])
+
+    def summary(self, n: int = 5) -> str:
+        """The last ``n`` non-empty lines joined with `` | `` (one line for errors)."""
+        return " | ".join(list(self.lines)[-n:])

@@ -1,0 +1,257 @@
+"""JSON-RPC over newline-delimited JSON on a child's stdio (codex app-server framing).
+
+PROTOCOLS.md "Codex app-server": one JSON object per line, JSON-RPC 2.0 shapes without the
+``jsonrpc`` field. Both sides send requests; ids are per sender. This module knows nothing
+of codex methods: it frames lines, matches responses to client requests, and hands server
+requests and notifications to callbacks.
+
+Robustness (spec §10.1, COMMON.md): partial lines are buffered; a line longer than
+``line_limit`` bytes (10 MB) is skipped with one ``on_malformed`` report; undecodable or
+non-object lines are reported and skipped; a callback that raises is reported, never fatal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from symphony_tui.agents.base import AgentError
+
+LINE_LIMIT = 10 * 1024 * 1024
+_CHUNK = 65536
+
+RequestId = int | str
+
+
+class RpcError(Exception):
+    """An error response to one of our requests: ``code``, ``message``, optional ``data``."""
+
+    def __init__(self, method: str, code: int, message: str, data: Any = None) -> None:
+        super().__init__(f"{method} failed ({code}): {message}")
+        self.method = method
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+class RpcConnection:
+    """One JSON-RPC peer on a (reader, writer) pair.
+
+    Callbacks (called on the event loop, must not block):
+
+    * ``on_notification(method, params)``
+    * ``on_request(id, method, params)`` - the owner must answer with :meth:`respond` or
+      :meth:`respond_error`;
+    * ``on_malformed(reason)`` - a one-line description of a skipped line;
+    * ``on_eof()`` - awaited once when stdout ends; returns the one-line reason used to fail
+      pending requests (``AgentError("process_exited", reason)``).
+
+    ``sent``: when a list is given, every message written is appended to it (tests validate
+    them against the app-server's JSON schema).
+    """
+
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        *,
+        on_notification: Callable[[str, dict[str, Any]], None],
+        on_request: Callable[[RequestId, str, dict[str, Any]], None],
+        on_malformed: Callable[[str], None],
+        on_eof: Callable[[], Awaitable[str]] | None = None,
+        line_limit: int = LINE_LIMIT,
+        sent: list[dict[str, Any]] | None = None,
+    ) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._on_notification = on_notification
+        self._on_request = on_request
+        self._on_malformed = on_malformed
+        self._on_eof = on_eof
+        self._line_limit = line_limit
+        self.sent = sent
+        self._ids = itertools.count(1)
+        self._pending: dict[RequestId, tuple[str, asyncio.Future[Any]]] = {}
+        self._write_lock = asyncio.Lock()
+        self._task: asyncio.Task[None] | None = None
+        self.closed: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+
+    # -- lifecycle
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._read_loop(), name="codex-rpc-reader")
+
+    @property
+    def is_closed(self) -> bool:
+        return self.closed.done()
+
+    def close_reason(self) -> str:
+        return self.closed.result() if self.closed.done() else ""
+
+    async def aclose(self) -> None:
+        """Stop reading (the process is being killed) and fail what is still pending."""
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+        self._finish("connection closed")
+
+    # -- sending
+    async def _write(self, msg: dict[str, Any]) -> None:
+        if self.is_closed:
+            raise AgentError("process_exited", self.close_reason())
+        data = (json.dumps(msg, separators=(",", ":")) + "\n").encode()
+        if self.sent is not None:
+            self.sent.append(msg)
+        try:
+            async with self._write_lock:
+                self._writer.write(data)
+                await self._writer.drain()
+        except (ConnectionError, RuntimeError, OSError) as e:
+            raise AgentError("process_exited", f"cannot write to app-server: {e}") from e
+
+    async def request(self, method: str, params: Any, timeout_s: float) -> Any:
+        """Send a request and await its result.
+
+        Raises :class:`RpcError` on an error response, ``AgentError("read_timeout")`` after
+        ``timeout_s`` without a response, ``AgentError("process_exited")`` when the peer ends.
+        """
+        rid = next(self._ids)
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[rid] = (method, fut)
+        try:
+            await self._write({"id": rid, "method": method, "params": params})
+            return await asyncio.wait_for(asyncio.shield(fut), timeout_s)
+        except TimeoutError:
+            raise AgentError(
+                "read_timeout", f"{method} got no response within {int(timeout_s * 1000)} ms"
+            ) from None
+        finally:
+            self._pending.pop(rid, None)
+            if not fut.done():
+                fut.cancel()
+
+    async def notify(self, method: str, params: Any = None) -> None:
+        msg: dict[str, Any] = {"method": method}
+        if params is not None:
+            msg["params"] = params
+        await self._write(msg)
+
+    async def respond(self, rid: RequestId, result: Any) -> None:
+        await self._write({"id": rid, "result": result})
+
+    async def respond_error(self, rid: RequestId, code: int, message: str) -> None:
+        await self._write({"id": rid, "error": {"code": code, "message": message}})
+
+    # -- reading
+    async def _read_loop(self) -> None:
+        buf = bytearray()
+        skipping = False  # inside a line that exceeded the limit
+        try:
+            while True:
+                chunk = await self._reader.read(_CHUNK)
+                if not chunk:
+                    break
+                start = 0
+                while True:
+                    nl = chunk.find(b"\n", start)
+                    piece = chunk[start:] if nl < 0 else chunk[start:nl]
+                    if not skipping:
+                        buf += piece
+                        if len(buf) > self._line_limit:
+                            self._report(
+                                f"line longer than {self._line_limit} bytes skipped "
+                                f"(starts {bytes(buf[:80])!r})"
+                            )
+                            buf.clear()
+                            skipping = True
+                    if nl < 0:
+                        break
+                    if skipping:
+                        skipping = False
+                    else:
+                        self._line(bytes(buf))
+                    buf.clear()
+                    start = nl + 1
+            if buf.strip() and not skipping:
+                self._line(bytes(buf))
+        except (ConnectionError, OSError) as e:
+            self._report(f"stdout read failed: {e}")
+        reason = "app-server closed its stdout"
+        if self._on_eof is not None:
+            try:
+                reason = await self._on_eof()
+            except Exception as e:
+                reason = f"app-server ended ({e})"
+        self._finish(reason)
+
+    def _finish(self, reason: str) -> None:
+        if not self.closed.done():
+            self.closed.set_result(reason)
+        err = AgentError("process_exited", self.closed.result())
+        for _method, fut in list(self._pending.values()):
+            if not fut.done():
+                fut.set_exception(err)
+                fut.exception()  # mark retrieved: the awaiting side may already be gone
+        self._pending.clear()
+
+    def _report(self, reason: str) -> None:
+        try:
+            self._on_malformed(reason)
+        except Exception:
+            pass
+
+    def _line(self, raw: bytes) -> None:
+        text = raw.strip()
+        if not text:
+            return
+        try:
+            msg = json.loads(text)
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            self._report(f"invalid JSON ({e.__class__.__name__}: {e}): {text[:120]!r}")
+            return
+        if not isinstance(msg, dict):
+            self._report(f"not a JSON object: {text[:120]!r}")
+            return
+        method = msg.get("method")
+        try:
+            if isinstance(method, str):
+                params = msg.get("params")
+                params = params if isinstance(params, dict) else {}
+                if "id" in msg and msg["id"] is not None:
+                    self._on_request(msg["id"], method, params)
+                else:
+                    self._on_notification(method, params)
+            elif "id" in msg and ("result" in msg or "error" in msg):
+                self._response(msg)
+            else:
+                self._report(f"not a JSON-RPC message: {text[:120]!r}")
+        except Exception as e:  # a handler bug must not stop the reader
+            self._report(f"error handling {method or 'response'}: {e.__class__.__name__}: {e}")
+
+    def _response(self, msg: dict[str, Any]) -> None:
+        entry = self._pending.get(msg["id"])
+        if entry is None:
+            self._report(f"response to unknown request id {msg['id']!r}")
+            return
+        method, fut = entry
+        if fut.done():
+            return
+        err = msg.get("error")
+        if err is not None:
+            if not isinstance(err, dict):
+                err = {"code": -32603, "message": str(err)}
+            fut.set_exception(
+                RpcError(
+                    method,
+                    int(err.get("code") or 0),
+                    str(err.get("message") or ""),
+                    err.get("data"),
+                )
+            )
+        else:
+            fut.set_result(msg.get("result"))

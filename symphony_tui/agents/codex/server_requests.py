@@ -1,0 +1,239 @@
+"""Answers to the app-server's own requests (approvals, user input, elicitation, tool calls).
+
+PROTOCOLS.md "Codex app-server" / Approvals. Every request gets an answer: a result for the
+methods below, JSON-RPC ``-32601`` for anything else. Host failures never leave a request
+hanging: an approval the host cannot answer is declined, a tool call that raises returns
+``success=false``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from symphony_tui.agents.base import SessionHost
+from symphony_tui.domain import (
+    ApprovalAnswer,
+    ApprovalDecision,
+    ApprovalKind,
+    ApprovalRequest,
+    Question,
+    QuestionOption,
+)
+
+METHOD_NOT_FOUND = -32601
+
+# our decision -> codex v2 ``CommandExecutionApprovalDecision`` / ``FileChangeApprovalDecision``
+V2_DECISION = {
+    ApprovalDecision.ACCEPT: "accept",
+    ApprovalDecision.ACCEPT_FOR_SESSION: "acceptForSession",
+    ApprovalDecision.DECLINE: "decline",
+    ApprovalDecision.CANCEL: "cancel",
+}
+_FROM_V2 = {v: k for k, v in V2_DECISION.items()}
+# legacy v1 ``ReviewDecision`` (execCommandApproval / applyPatchApproval)
+V1_DECISION = {
+    ApprovalDecision.ACCEPT: "approved",
+    ApprovalDecision.ACCEPT_FOR_SESSION: "approved_for_session",
+    ApprovalDecision.DECLINE: "denied",
+    ApprovalDecision.CANCEL: "abort",
+}
+_ALL = tuple(ApprovalDecision)
+
+
+class Unsupported(Exception):
+    """The method is not one we answer; reply ``-32601``."""
+
+
+def _available(raw: Any) -> tuple[ApprovalDecision, ...]:
+    """``availableDecisions`` -> ours (unknown and object-shaped choices are dropped)."""
+    if not isinstance(raw, list):
+        return _ALL
+    out = tuple(_FROM_V2[d] for d in raw if isinstance(d, str) and d in _FROM_V2)
+    return out or _ALL
+
+
+def _command_text(cmd: Any) -> str:
+    if isinstance(cmd, list):
+        return " ".join(str(c) for c in cmd)
+    return "" if cmd is None else str(cmd)
+
+
+class ServerRequests:
+    """Turns codex server requests into :class:`SessionHost` calls and builds the results.
+
+    ``files_of(item_id)`` gives the paths of a file-change item seen in ``item/started``
+    (the approval request itself carries only the item id).
+    """
+
+    def __init__(self, host: SessionHost, files_of: Callable[[str], tuple[str, ...]]) -> None:
+        self._host = host
+        self._files_of = files_of
+
+    def request_id(self, rid: Any) -> str:
+        return f"{self._host.issue.id}:{rid}"
+
+    def _base(self, rid: Any, kind: ApprovalKind, params: dict[str, Any]) -> dict[str, Any]:
+        issue = self._host.issue
+        return {
+            "id": self.request_id(rid),
+            "issue_id": issue.id,
+            "issue_identifier": issue.identifier,
+            "backend": "codex",
+            "kind": kind,
+            "reason": params.get("reason"),
+            "details": {k: params.get(k) for k in ("threadId", "turnId", "itemId") if k in params},
+        }
+
+    async def _ask(self, request: ApprovalRequest) -> ApprovalAnswer:
+        try:
+            return await self._host.request_approval(request)
+        except Exception as e:  # never leave codex waiting because the host failed
+            return ApprovalAnswer(
+                decision=ApprovalDecision.DECLINE, message=f"host error: {e}", by="policy"
+            )
+
+    async def handle(self, rid: Any, method: str, params: dict[str, Any]) -> Any:
+        """The result for one server request; raises :class:`Unsupported` for others."""
+        if method == "item/commandExecution/requestApproval":
+            return await self._command(rid, params)
+        if method == "item/fileChange/requestApproval":
+            return await self._file_change(rid, params)
+        if method == "item/permissions/requestApproval":
+            return await self._permissions(rid, params)
+        if method == "item/tool/requestUserInput":
+            return await self._user_input(rid, params)
+        if method == "mcpServer/elicitation/request":
+            return await self._elicitation(rid, params)
+        if method == "item/tool/call":
+            return await self._tool_call(params)
+        if method in ("execCommandApproval", "applyPatchApproval"):
+            return await self._legacy(rid, method, params)
+        raise Unsupported(method)
+
+    async def _command(self, rid: Any, params: dict[str, Any]) -> dict[str, Any]:
+        command = _command_text(params.get("command"))
+        base = self._base(rid, ApprovalKind.COMMAND, params)
+        base["details"].update(
+            commandActions=params.get("commandActions"),
+            proposedExecpolicyAmendment=params.get("proposedExecpolicyAmendment"),
+            additionalPermissions=params.get("additionalPermissions"),
+            approvalId=params.get("approvalId"),
+        )
+        req = ApprovalRequest(
+            **base,
+            summary=f"run: {command}"[:500],
+            command=command,
+            cwd=params.get("cwd"),
+            available=_available(params.get("availableDecisions")),
+        )
+        answer = await self._ask(req)
+        return {"decision": V2_DECISION[answer.decision]}
+
+    async def _file_change(self, rid: Any, params: dict[str, Any]) -> dict[str, Any]:
+        files = self._files_of(str(params.get("itemId") or ""))
+        base = self._base(rid, ApprovalKind.FILE_CHANGE, params)
+        base["details"]["grantRoot"] = params.get("grantRoot")
+        req = ApprovalRequest(
+            **base,
+            summary=("edit: " + ", ".join(files))[:500] if files else "apply file changes",
+            files=files,
+        )
+        answer = await self._ask(req)
+        return {"decision": V2_DECISION[answer.decision]}
+
+    async def _permissions(self, rid: Any, params: dict[str, Any]) -> dict[str, Any]:
+        wanted = params.get("permissions") if isinstance(params.get("permissions"), dict) else {}
+        req = ApprovalRequest(
+            **self._base(rid, ApprovalKind.PERMISSIONS, params),
+            summary=f"grant permissions: {json.dumps(wanted)[:400]}",
+            cwd=params.get("cwd"),
+            permissions=wanted,
+        )
+        answer = await self._ask(req)
+        if answer.decision == ApprovalDecision.ACCEPT:
+            return {"permissions": wanted, "scope": "turn"}
+        if answer.decision == ApprovalDecision.ACCEPT_FOR_SESSION:
+            return {"permissions": wanted, "scope": "session"}
+        return {"permissions": {}, "scope": "turn"}
+
+    async def _user_input(self, rid: Any, params: dict[str, Any]) -> dict[str, Any]:
+        questions = []
+        for q in params.get("questions") or []:
+            if not isinstance(q, dict) or not q.get("id"):
+                continue
+            opts = tuple(
+                QuestionOption(label=str(o.get("label") or ""), description=o.get("description"))
+                for o in q.get("options") or []
+                if isinstance(o, dict)
+            )
+            questions.append(
+                Question(
+                    id=str(q["id"]),
+                    header=str(q.get("header") or ""),
+                    question=str(q.get("question") or ""),
+                    options=opts,
+                )
+            )
+        summary = questions[0].question if questions else "the agent asks for input"
+        req = ApprovalRequest(
+            **self._base(rid, ApprovalKind.USER_INPUT, params),
+            summary=summary[:500],
+            questions=tuple(questions),
+            available=(ApprovalDecision.ACCEPT, ApprovalDecision.DECLINE),
+        )
+        answer = await self._ask(req)
+        if answer.decision not in (ApprovalDecision.ACCEPT, ApprovalDecision.ACCEPT_FOR_SESSION):
+            return {"answers": {}}
+        return {"answers": {qid: {"answers": list(a)} for qid, a in answer.answers.items()}}
+
+    async def _elicitation(self, rid: Any, params: dict[str, Any]) -> dict[str, Any]:
+        msg = str(params.get("message") or params.get("description") or "")
+        base = self._base(rid, ApprovalKind.ELICITATION, params)
+        base["details"].update(
+            serverName=params.get("serverName"),
+            mode=params.get("mode"),
+            url=params.get("url"),
+            requestedSchema=params.get("requestedSchema"),
+        )
+        req = ApprovalRequest(
+            **base,
+            summary=f"{params.get('serverName') or 'MCP server'}: {msg}"[:500],
+            available=(ApprovalDecision.ACCEPT, ApprovalDecision.DECLINE, ApprovalDecision.CANCEL),
+        )
+        answer = await self._ask(req)
+        if answer.decision in (ApprovalDecision.ACCEPT, ApprovalDecision.ACCEPT_FOR_SESSION):
+            content = {k: (v[0] if len(v) == 1 else list(v)) for k, v in answer.answers.items()}
+            return {"action": "accept", "content": content}
+        action = "cancel" if answer.decision == ApprovalDecision.CANCEL else "decline"
+        return {"action": action, "content": None}
+
+    async def _tool_call(self, params: dict[str, Any]) -> dict[str, Any]:
+        name = str(params.get("tool") or "")
+        try:
+            result = await self._host.call_tool(name, params.get("arguments"))
+            success, text = bool(result.success), str(result.text)
+        except Exception as e:  # the model gets a failure, the turn goes on
+            success, text = False, f"tool {name} failed: {e.__class__.__name__}: {e}"
+        return {"contentItems": [{"type": "inputText", "text": text}], "success": success}
+
+    async def _legacy(self, rid: Any, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        if method == "execCommandApproval":
+            command = _command_text(params.get("command"))
+            req = ApprovalRequest(
+                **self._base(rid, ApprovalKind.COMMAND, params),
+                summary=f"run: {command}"[:500],
+                command=command,
+                cwd=params.get("cwd"),
+            )
+        else:
+            changes = params.get("fileChanges")
+            files = tuple(str(p) for p in changes) if isinstance(changes, dict) else ()
+            req = ApprovalRequest(
+                **self._base(rid, ApprovalKind.FILE_CHANGE, params),
+                summary=("edit: " + ", ".join(files))[:500],
+                files=files,
+            )
+        answer = await self._ask(req)
+        return {"decision": V1_DECISION[answer.decision]}

@@ -1,0 +1,225 @@
+"""The codex backend against the real codex app-server (0.171.0) and the fake model server.
+
+Skips only when codex is missing and ``CI`` is unset (COMMON.md). Every message the backend
+sends is validated against the schema the same binary generates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from symphony_tui.agents.base import TurnStatus
+from symphony_tui.agents.codex import CodexBackend, CodexSession
+from symphony_tui.config.settings import Settings
+from symphony_tui.domain import ApprovalDecision, ApprovalKind, EventKind, TokenUsage
+from symphony_tui.testing.codex_env import (
+    CodexSchema,
+    find_codex_bin,
+    generate_schema,
+    make_codex_home,
+)
+from symphony_tui.testing.fake_model import FakeModelServer
+from symphony_tui.testing.session_host import RecordingSessionHost
+
+pytestmark = pytest.mark.real_codex
+
+
+@pytest.fixture(scope="session")
+def codex_bin() -> Path:
+    found = find_codex_bin()
+    if found is None:
+        if os.environ.get("CI"):
+            pytest.fail("codex is not installed (set SYMPHONY_CODEX_BIN) and CI is set")
+        pytest.skip("codex binary not found (SYMPHONY_CODEX_BIN / cache / PATH)")
+    return found
+
+
+@pytest.fixture(scope="session")
+def codex_schema(codex_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> CodexSchema:
+    return CodexSchema(generate_schema(codex_bin, tmp_path_factory.mktemp("codex-schema")))
+
+
+@pytest.fixture
+def fake() -> FakeModelServer:
+    with FakeModelServer(slow_delay=0.05) as srv:
+        yield srv
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "workspaces" / "TEST-1"
+    ws.mkdir(parents=True)
+    return ws
+
+
+@pytest.fixture
+def sent(codex_schema: CodexSchema) -> list[dict]:
+    messages: list[dict] = []
+    yield messages
+    assert codex_schema.validate_all(messages) > 0
+
+
+@pytest.fixture
+async def backend(codex_bin, fake, tmp_path, sent):
+    env = make_codex_home(tmp_path / "codex-home", fake.url)
+    settings = Settings.model_validate(
+        {"codex": {"command": f"'{codex_bin}' app-server", "read_timeout_ms": 20_000}}
+    )
+    b = CodexBackend(lambda: settings, env=env, sent=sent)
+    yield b
+    await b.aclose()
+
+
+def _usage(host: RecordingSessionHost) -> TokenUsage:
+    return TokenUsage(**host.of_kind(EventKind.TOKEN_USAGE)[-1].data["usage"])
+
+
+async def test_text_turn_reports_the_fake_models_token_totals(backend, fake, workspace):
+    host = RecordingSessionHost(workspace)
+    session = await backend.start_session(host)
+    result = await session.run_turn("hello there")
+
+    assert result.status == TurnStatus.COMPLETED
+    assert host.recorded == {"thread_id": session.thread_id, "backend": "codex"}
+    assert session.session_id == f"{session.thread_id}-{result.turn_id}"
+    messages = host.of_kind(EventKind.MESSAGE)
+    assert "Hello from the fake model. You said: hello there" in messages[-1].message
+    assert host.of_kind(EventKind.MESSAGE_DELTA)
+    assert _usage(host) == fake.usage_total
+    assert _usage(host).cached_input_tokens > 0
+    assert host.kinds()[-1] == EventKind.TURN_COMPLETED
+    assert host.of_kind(EventKind.RATE_LIMITS)[-1].data["rate_limits"]["source"] == "codex"
+
+
+async def test_escalated_command_accepted_runs(backend, fake, workspace):
+    host = RecordingSessionHost(workspace, approve=ApprovalDecision.ACCEPT)
+    session = await backend.start_session(host)
+    result = await session.run_turn("ESCALATE SHELL: echo approved > out.txt")
+
+    assert result.status == TurnStatus.COMPLETED
+    (req,) = host.approvals
+    assert req.kind == ApprovalKind.COMMAND
+    assert req.id.startswith(f"{host.issue.id}:")
+    assert "echo approved > out.txt" in (req.command or "")
+    assert req.reason and "outside the sandbox" in req.reason
+    done = host.of_kind(EventKind.COMMAND_COMPLETED)[-1]
+    assert done.data["exit_code"] == 0 and done.data["status"] == "completed"
+    assert (workspace / "out.txt").read_text().strip() == "approved"
+    assert _usage(host) == fake.usage_total
+
+
+async def test_escalated_command_declined_turn_goes_on(backend, fake, workspace):
+    host = RecordingSessionHost(workspace, approve=ApprovalDecision.DECLINE)
+    session = await backend.start_session(host)
+    result = await session.run_turn("ESCALATE SHELL: echo nope > out.txt")
+
+    assert result.status == TurnStatus.COMPLETED
+    assert len(host.approvals) == 1
+    done = host.of_kind(EventKind.COMMAND_COMPLETED)[-1]
+    assert done.data["status"] == "declined"
+    assert not (workspace / "out.txt").exists()
+    assert fake.decisions() == ["shell", "text"]  # the model saw the refusal and answered
+
+
+async def test_dynamic_tool_call_reaches_the_host(backend, fake, workspace):
+    host = RecordingSessionHost(workspace)
+    session = await backend.start_session(host)
+    result = await session.run_turn('TOOL: symphony_set_issue_state {"state": "Done"}')
+
+    assert result.status == TurnStatus.COMPLETED
+    assert host.tool_calls == [("symphony_set_issue_state", {"state": "Done"})]
+    assert host.state_changes == ["Done"]
+    call = [e for e in host.of_kind(EventKind.TOOL_CALL) if e.data["status"] == "completed"]
+    assert call and call[-1].data["success"] is True
+    assert "moved to Done" in host.of_kind(EventKind.MESSAGE)[-1].message
+
+
+async def test_interrupt_during_a_slow_answer(backend, fake, workspace):
+    host = RecordingSessionHost(workspace)
+    session = await backend.start_session(host)
+    task = asyncio.create_task(session.run_turn("SLOW200"))
+    await host.wait_for(EventKind.MESSAGE_DELTA)
+    started = time.monotonic()
+    await session.interrupt()
+    result = await asyncio.wait_for(task, 10)
+    elapsed = time.monotonic() - started
+
+    assert result.status == TurnStatus.INTERRUPTED
+    assert elapsed < 2.0, f"interrupt took {elapsed:.2f}s"
+    assert host.kinds()[-1] == EventKind.TURN_CANCELLED
+    await session.interrupt()  # idempotent once the turn is over
+    # the session stays usable
+    again = await session.run_turn("after the interrupt")
+    assert again.status == TurnStatus.COMPLETED
+
+
+async def test_continuation_turn_on_the_same_thread(backend, fake, workspace):
+    host = RecordingSessionHost(workspace)
+    session = await backend.start_session(host)
+    first = await session.run_turn("first")
+    second = await session.run_turn("second", continuation=True)
+
+    assert first.status == second.status == TurnStatus.COMPLETED
+    assert first.turn_id != second.turn_id
+    started = host.of_kind(EventKind.TURN_STARTED)
+    assert [e.data["continuation"] for e in started] == [False, True]
+    assert {e.data["thread_id"] for e in started} == {session.thread_id}
+    # the second request carried the first exchange as history
+    assert len(fake.requests[1]["body"]["input"]) > len(fake.requests[0]["body"]["input"])
+    assert _usage(host) == fake.usage_total
+
+
+async def test_resume_after_the_process_is_gone(backend, fake, workspace):
+    host1 = RecordingSessionHost(workspace)
+    s1 = await backend.start_session(host1)
+    assert (await s1.run_turn("remember me")).status == TurnStatus.COMPLETED
+    pid = s1.pid
+    await s1.close()
+    with pytest.raises(ProcessLookupError):
+        os.killpg(pid, 0)
+
+    host2 = RecordingSessionHost(workspace, resume=dict(host1.recorded))
+    s2: CodexSession = await backend.start_session(host2)
+    assert s2.thread_id == s1.thread_id
+    assert host2.of_kind(EventKind.SESSION_STARTED)[0].data["resumed"] is True
+    assert (await s2.run_turn("and now?")).status == TurnStatus.COMPLETED
+    history = fake.requests[-1]["body"]["input"]
+    assert any("remember me" in str(item) for item in history)
+    assert _usage(host2) == fake.usage_total
+
+
+async def test_unknown_thread_falls_back_to_a_new_thread(backend, fake, workspace):
+    host = RecordingSessionHost(
+        workspace, resume={"thread_id": "00000000-0000-0000-0000-000000000000"}
+    )
+    session = await backend.start_session(host)
+    assert session.thread_id != "00000000-0000-0000-0000-000000000000"
+    warnings = [e.message for e in host.of_kind(EventKind.WARNING)]
+    assert any(w.startswith("cannot resume thread") for w in warnings), warnings
+    assert (await session.run_turn("hi")).status == TurnStatus.COMPLETED
+
+
+async def test_model_error_fails_the_turn_with_its_reason(backend, fake, workspace):
+    host = RecordingSessionHost(workspace)
+    session = await backend.start_session(host)
+    fake.fail_next(status=400)
+    result = await session.run_turn("this one fails")
+
+    assert result.status == TurnStatus.FAILED
+    assert result.error and "400" in result.error or "fake failure" in (result.error or "")
+    assert host.kinds()[-1] == EventKind.TURN_FAILED
+
+
+async def test_close_kills_the_whole_process_group(backend, fake, workspace):
+    host = RecordingSessionHost(workspace)
+    session = await backend.start_session(host)
+    pid = session.pid
+    os.killpg(pid, 0)  # alive
+    await session.close()
+    with pytest.raises(ProcessLookupError):
+        os.killpg(pid, 0)
