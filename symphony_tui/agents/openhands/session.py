@@ -1,0 +1,403 @@
+"""One issue's OpenHands conversation, driven turn by turn (PROTOCOLS.md "OpenHands").
+
+A turn is a user message sent with ``run: true``; it ends on the conversation's
+``execution_status`` (see :func:`outcome`). A turn is *armed* once the server reports
+``running`` or ``waiting_for_confirmation`` after the message, so the previous turn's
+``finished`` (or the ``idle`` the server emits when a finished conversation gets a new
+message) never ends the new one. If the conversation is already running or waiting for a
+confirmation when a turn starts (a re-attach after a console restart), the turn adopts that
+run instead of sending a message: a user message would implicitly approve pending actions.
+
+Confirmations: on ``waiting_for_confirmation`` each pending ``ActionEvent`` (one without an
+observation, rejection or error) becomes an :class:`ApprovalRequest` of kind
+``CONFIRMATION`` with the stable id ``<issue_id>:<action event id>``, asked one at a time
+through :meth:`SessionHost.request_approval`. The server answers all pending actions at
+once, so the first decline rejects the batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from datetime import UTC, datetime
+from typing import Any
+
+from symphony_tui.agents.base import AgentError, SessionHost, TurnResult, TurnStatus
+from symphony_tui.agents.openhands.client import OpenHandsClient
+from symphony_tui.agents.openhands.reconcile import WireEvent, order_key
+from symphony_tui.agents.openhands.stream import EventStream, StreamOptions, WsAuth
+from symphony_tui.agents.openhands.translate import action_command, state_update, translate
+from symphony_tui.domain import (
+    AgentEvent,
+    ApprovalDecision,
+    ApprovalKind,
+    ApprovalRequest,
+    EventKind,
+    TokenUsage,
+)
+
+WAITING = "waiting_for_confirmation"
+ACTIVE = ("running", WAITING)
+REJECTED_OUTCOME = "rejected_by_operator"
+_RESOLVING = ("ObservationEvent", "UserRejectObservation")
+
+
+class OpenHandsSession:
+    """A live session on one conversation. Built by ``OpenHandsBackend.start_session``."""
+
+    def __init__(
+        self,
+        host: SessionHost,
+        client: OpenHandsClient,
+        conversation_id: str,
+        *,
+        ws_auth: WsAuth,
+        stream_options: StreamOptions | None = None,
+        pid: int | None = None,
+        request_timeout_s: float = 30.0,
+    ) -> None:
+        self.host = host
+        self.client = client
+        self.conversation_id = conversation_id
+        self._pid = pid
+        self._request_timeout_s = request_timeout_s
+        self.stream = EventStream(
+            client,
+            conversation_id,
+            ws_auth=ws_auth,
+            on_event=self._on_event,
+            on_notice=self._on_notice,
+            on_failed=self._on_failed,
+            options=stream_options,
+        )
+        self.status: str | None = None
+        self.policy: str | None = None
+        self.usage: TokenUsage | None = None
+        self.last_error: str | None = None
+        self._statuses: list[str] = []
+        self._actions: dict[str, WireEvent] = {}
+        self._answered: set[str] = set()
+        self._failed: AgentError | None = None
+        self._wake = asyncio.Event()
+        self._turn_lock = asyncio.Lock()
+        self._approval_task: asyncio.Task[None] | None = None
+        self._interrupted = False
+        self._rejection: str | None = None
+        self._cancelled = False
+        self._closed = False
+
+    # ------------------------------------------------------------ AgentSession
+
+    @property
+    def session_id(self) -> str | None:
+        return self.conversation_id
+
+    @property
+    def thread_id(self) -> str | None:
+        return self.conversation_id
+
+    @property
+    def pid(self) -> int | None:
+        return self._pid
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def pending_actions(self) -> list[WireEvent]:
+        """Action events still waiting for a decision, oldest first."""
+        return sorted(
+            (a for i, a in self._actions.items() if i not in self._answered), key=order_key
+        )
+
+    async def attach(self) -> None:
+        """Connect the event stream and fold in the history. Raises :class:`AgentError`."""
+        await self.stream.attach()
+
+    def report_attached_usage(self) -> None:
+        """Emit the conversation's token totals found on attach (``data["attached"]``), so
+        a re-attached conversation's earlier usage is a known baseline, not new growth."""
+        if self.usage is not None and not self.usage.is_zero:
+            self._emit_usage(attached=True)
+
+    async def run_turn(self, prompt: str, *, continuation: bool = False) -> TurnResult:
+        async with self._turn_lock:
+            self._raise_if_failed()
+            self._interrupted = self._cancelled = False
+            self._rejection = None
+            adopt = self.status in ACTIVE
+            if adopt:
+                # Start from the current status so a pending confirmation is asked again.
+                idx = max(len(self._statuses) - 1, 0)
+            else:
+                idx = len(self._statuses)
+                await self.client.send_message(self.conversation_id, prompt, run=True)
+            self._emit(
+                EventKind.TURN_STARTED,
+                "adopted the conversation's current run" if adopt else "message sent",
+                adopted=adopt,
+                continuation=continuation,
+            )
+            try:
+                result = await self._follow(idx, armed=adopt)
+            finally:
+                await self._stop_approvals()
+            self._emit_turn_end(result)
+            return result
+
+    async def interrupt(self) -> None:
+        """Stop the current run. ``/interrupt`` does not touch a run that waits for a
+        confirmation (measured on 1.58.2), so pending actions are rejected instead."""
+        self._interrupted = True
+        self._wake.set()
+        try:
+            async with asyncio.timeout(self._request_timeout_s):
+                if self.status == WAITING:
+                    await self._stop_approvals()
+                    await self.client.respond_to_confirmation(
+                        self.conversation_id, accept=False, reason="interrupted by the operator"
+                    )
+                else:
+                    await self.client.interrupt(self.conversation_id)
+        except (AgentError, TimeoutError) as e:
+            self._emit(EventKind.WARNING, f"interrupt failed: {e}")
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        await self._stop_approvals()
+        await self.stream.aclose()
+        self._wake.set()
+
+    # ------------------------------------------------------------ turn loop
+
+    async def _follow(self, idx: int, *, armed: bool) -> TurnResult:
+        while True:
+            self._raise_if_failed()
+            while idx < len(self._statuses):
+                status = self._statuses[idx]
+                idx += 1
+                if status in ACTIVE:
+                    armed = True
+                if not armed:
+                    continue
+                if status != WAITING:
+                    await self._stop_approvals()
+                result = self._outcome(status)
+                if result is not None:
+                    return result
+            if self._cancelled and self.status != WAITING:
+                return TurnResult(TurnStatus.INTERRUPTED, self.conversation_id, "cancelled")
+            if armed and self.status == WAITING:
+                self._maybe_ask()
+            self._wake.clear()
+            await self._wake.wait()
+
+    def _outcome(self, status: str) -> TurnResult | None:
+        """How ``status`` ends an armed turn, or ``None`` while it goes on.
+
+        finished -> completed; error / stuck -> failed; paused -> interrupted; idle after
+        an operator rejection -> failed with the rejection as the reason (the operator's
+        decision); idle after an interrupt or a cancel -> interrupted.
+        """
+        cid = self.conversation_id
+        if status == "finished":
+            return TurnResult(TurnStatus.COMPLETED, cid)
+        if status in ("error", "stuck"):
+            detail = f": {self.last_error}" if self.last_error else ""
+            return TurnResult(TurnStatus.FAILED, cid, f"execution_status {status}{detail}")
+        if status == "paused":
+            why = "interrupted by the operator" if self._interrupted else "conversation paused"
+            return TurnResult(TurnStatus.INTERRUPTED, cid, why)
+        if status == "idle":
+            if self._interrupted or self._cancelled:
+                return TurnResult(TurnStatus.INTERRUPTED, cid, "interrupted by the operator")
+            if self._rejection is not None:
+                why = f"rejected by operator: {self._rejection}"
+                return TurnResult(TurnStatus.FAILED, cid, why)
+            return TurnResult(TurnStatus.FAILED, cid, "conversation went idle without finishing")
+        return None
+
+    # ------------------------------------------------------------ approvals
+
+    def _maybe_ask(self) -> None:
+        if self._approval_task is not None and not self._approval_task.done():
+            return
+        self._approval_task = None
+        if self.pending_actions:
+            self._approval_task = asyncio.create_task(self._ask(), name="openhands-approval")
+            self._approval_task.add_done_callback(lambda _t: self._wake.set())
+
+    async def _ask(self) -> None:
+        try:
+            await self._ask_each(self.pending_actions)
+        except asyncio.CancelledError:
+            raise
+        except AgentError as e:
+            self._failed = e
+        except Exception as e:  # a host failure must end the turn, not re-ask forever
+            self._failed = AgentError("protocol_error", f"approval request failed: {e!r}")
+
+    async def _ask_each(self, pending: list[WireEvent]) -> None:
+        ids = [a["id"] for a in pending]
+        for action in pending:
+            answer = await self.host.request_approval(self._request(action))
+            decision = answer.decision
+            if decision == ApprovalDecision.ACCEPT:
+                continue
+            if decision == ApprovalDecision.ACCEPT_FOR_SESSION:
+                await self.client.set_confirmation_policy(self.conversation_id, "NeverConfirm")
+                self.host.record_session(confirmation_policy="NeverConfirm")
+                break
+            self._answered.update(ids)
+            if decision == ApprovalDecision.CANCEL:
+                self._cancelled = True
+                reason = answer.message or "cancelled by the operator"
+            elif answer.timed_out:
+                reason = answer.message or "approval timed out"
+                self._rejection = reason
+            else:
+                reason = answer.message or "rejected by the operator"
+                self._rejection = reason
+            await self.client.respond_to_confirmation(
+                self.conversation_id, accept=False, reason=reason
+            )
+            return
+        # Every action was accepted, one by one or for the rest of the session.
+        self._answered.update(ids)
+        await self.client.respond_to_confirmation(self.conversation_id, accept=True)
+
+    def _request(self, action: WireEvent) -> ApprovalRequest:
+        issue = self.host.issue
+        command = action_command(action)
+        thought = _thought(action)
+        return ApprovalRequest(
+            id=f"{issue.id}:{action['id']}",
+            issue_id=issue.id,
+            issue_identifier=issue.identifier,
+            backend="openhands",
+            kind=ApprovalKind.CONFIRMATION,
+            summary=f"{action.get('tool_name') or 'action'}: {command}",
+            command=command,
+            cwd=str(self.host.workspace),
+            reason=thought or None,
+            available=(
+                ApprovalDecision.ACCEPT,
+                ApprovalDecision.ACCEPT_FOR_SESSION,
+                ApprovalDecision.DECLINE,
+                ApprovalDecision.CANCEL,
+            ),
+            created_at=datetime.now(UTC),
+            details={
+                "conversation_id": self.conversation_id,
+                "action_id": action["id"],
+                "tool": action.get("tool_name"),
+                "tool_call_id": action.get("tool_call_id"),
+                "security_risk": action.get("security_risk"),
+            },
+        )
+
+    async def _stop_approvals(self) -> None:
+        task, self._approval_task = self._approval_task, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    # ------------------------------------------------------------ stream callbacks
+
+    def _on_event(self, event: WireEvent, replay: bool) -> None:
+        kind = event.get("kind")
+        if kind == "ActionEvent" and event.get("action") is not None:
+            self._actions[event["id"]] = event
+        elif kind in _RESOLVING:
+            self._actions.pop(str(event.get("action_id")), None)
+        if kind in _RESOLVING or kind == "AgentErrorEvent":
+            call = event.get("tool_call_id")
+            if call:
+                for aid in [i for i, a in self._actions.items() if a.get("tool_call_id") == call]:
+                    del self._actions[aid]
+        if kind == "AgentErrorEvent":
+            self.last_error = str(event.get("error") or "")[:500]
+        elif kind == "ConversationErrorEvent":
+            self.last_error = f"{event.get('code') or 'error'}: {event.get('detail') or ''}"[:500]
+        status, usage, policy = state_update(event)
+        if policy:
+            self.policy = policy
+        if usage is not None and usage != self.usage:
+            self.usage = usage
+            if not replay:
+                self._emit_usage()
+        if status and status != self.status:
+            self.status = status
+            self._statuses.append(status)
+            if not replay:
+                self._emit(EventKind.NOTIFICATION, f"execution_status: {status}", status=status)
+        if not replay:
+            normalized = translate(event)
+            if normalized is not None:
+                self.host.emit(normalized)
+        self._wake.set()
+
+    def _on_notice(self, kind: str, message: str) -> None:
+        level = EventKind.MALFORMED if kind == "malformed" else EventKind.WARNING
+        self._emit(level, message, notice=kind, malformed_total=self.stream.log.malformed)
+
+    def _on_failed(self, error: AgentError) -> None:
+        self._failed = error
+        self._emit(EventKind.ERROR, f"event stream failed: {error}")
+        self._wake.set()
+
+    # ------------------------------------------------------------ helpers
+
+    def _raise_if_failed(self) -> None:
+        if self._closed:
+            raise AgentError("transport_error", "session closed")
+        if self._failed is not None:
+            raise self._failed
+
+    def _emit(self, kind: EventKind, message: str, **data: Any) -> None:
+        self.host.emit(
+            AgentEvent(
+                kind=kind,
+                message=message,
+                session_id=self.conversation_id,
+                data={"conversation_id": self.conversation_id, **data},
+            )
+        )
+
+    def _emit_usage(self, *, attached: bool = False) -> None:
+        assert self.usage is not None
+        data: dict[str, Any] = {"usage": self.usage.model_dump()}
+        if attached:
+            data["attached"] = True
+        u = self.usage
+        self._emit(
+            EventKind.TOKEN_USAGE,
+            f"tokens in {u.input_tokens} out {u.output_tokens} total {u.total_tokens}",
+            **data,
+        )
+
+    def _emit_turn_end(self, result: TurnResult) -> None:
+        if result.status == TurnStatus.COMPLETED:
+            self._emit(EventKind.TURN_COMPLETED, "finished", outcome="finished")
+        elif result.status == TurnStatus.INTERRUPTED:
+            self._emit(EventKind.TURN_CANCELLED, result.error or "cancelled", outcome="cancelled")
+        else:
+            rejected = self._rejection is not None and self.status == "idle"
+            self._emit(
+                EventKind.TURN_FAILED,
+                result.error or "failed",
+                outcome=REJECTED_OUTCOME if rejected else (self.status or "failed"),
+                reason=self._rejection,
+            )
+
+
+def _thought(action: WireEvent) -> str:
+    parts = action.get("thought")
+    if isinstance(parts, list):
+        text = " ".join(str(p.get("text") or "") for p in parts if isinstance(p, dict))
+        return " ".join(text.split())[:500]
+    return ""

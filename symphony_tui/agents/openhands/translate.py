@@ -1,0 +1,186 @@
+"""OpenHands wire events -> normalized :class:`~symphony_tui.domain.AgentEvent` values.
+
+Source: PROTOCOLS.md "OpenHands agent-server" and the server's ``/openapi.json`` (1.58.2).
+Every produced event carries ``data["event_id"]`` (the OpenHands event id) and
+``data["oh_kind"]``. Token totals come from ``stats.usage_to_metrics`` summed over usage ids
+(the top-level ``metrics`` is null on this server and is ignored).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from symphony_tui.agents.openhands.reconcile import WireEvent
+from symphony_tui.domain import AgentEvent, EventKind, TokenUsage
+
+MAX_TEXT = 4000  # characters of agent text or command output kept per event
+TERMINAL_TOOLS = ("terminal", "execute_bash", "bash")
+FILE_TOOLS = ("file_editor", "str_replace_editor")
+
+
+def usage_from_stats(stats: Any) -> TokenUsage | None:
+    """Sum ``stats.usage_to_metrics.<usage_id>`` into absolute conversation totals.
+
+    ``prompt_tokens`` -> input (cache reads are a subset), ``completion_tokens`` -> output,
+    ``reasoning_tokens`` -> reasoning, ``accumulated_cost`` (USD) -> ``cost_usd``. ``None``
+    when ``stats`` has no usable ``usage_to_metrics`` map.
+    """
+    if not isinstance(stats, dict) or not isinstance(stats.get("usage_to_metrics"), dict):
+        return None
+    inp = cached = out = reasoning = 0
+    cost = 0.0
+    for metrics in stats["usage_to_metrics"].values():
+        if not isinstance(metrics, dict):
+            continue
+        acc = metrics.get("accumulated_token_usage") or {}
+        if isinstance(acc, dict):
+            inp += _int(acc.get("prompt_tokens"))
+            cached += _int(acc.get("cache_read_tokens"))
+            out += _int(acc.get("completion_tokens"))
+            reasoning += _int(acc.get("reasoning_tokens"))
+        c = metrics.get("accumulated_cost")
+        if isinstance(c, int | float) and not isinstance(c, bool) and c > 0:
+            cost += float(c)
+    return TokenUsage(
+        input_tokens=inp,
+        cached_input_tokens=min(cached, inp),
+        output_tokens=out,
+        reasoning_tokens=min(reasoning, out),
+        total_tokens=inp + out,
+        cost_usd=cost,
+    )
+
+
+def state_update(event: WireEvent) -> tuple[str | None, TokenUsage | None, str | None]:
+    """From a ``ConversationStateUpdateEvent``: ``(execution_status, usage, policy kind)``.
+
+    ``key == "full_state"`` carries the whole state in ``value``; other keys carry one field.
+    """
+    if event.get("kind") != "ConversationStateUpdateEvent":
+        return None, None, None
+    key, value = event.get("key"), event.get("value")
+    if key == "full_state" and isinstance(value, dict):
+        status = value.get("execution_status")
+        policy = value.get("confirmation_policy")
+        return (
+            status if isinstance(status, str) else None,
+            usage_from_stats(value.get("stats")),
+            policy.get("kind") if isinstance(policy, dict) else None,
+        )
+    if key == "execution_status" and isinstance(value, str):
+        return value, None, None
+    if key == "stats":
+        return None, usage_from_stats(value), None
+    if key == "confirmation_policy" and isinstance(value, dict):
+        kind = value.get("kind")
+        return None, None, kind if isinstance(kind, str) else None
+    return None, None, None
+
+
+def action_command(event: WireEvent) -> str:
+    """A one-line description of an ``ActionEvent``'s action (the command for ``terminal``)."""
+    action = event.get("action") if isinstance(event.get("action"), dict) else {}
+    tool = str(event.get("tool_name") or action.get("kind") or "action")
+    if isinstance(action.get("command"), str) and tool in TERMINAL_TOOLS:
+        return action["command"]
+    if tool in FILE_TOOLS:
+        return f"{action.get('command', 'edit')} {action.get('path', '')}".strip()
+    summary = event.get("summary")
+    if isinstance(summary, str) and summary:
+        return summary
+    return tool
+
+
+def message_text(event: WireEvent) -> str:
+    msg = event.get("llm_message")
+    if not isinstance(msg, dict):
+        return ""
+    return _clip(_content_text(msg.get("content")))
+
+
+def translate(event: WireEvent) -> AgentEvent | None:
+    """The normalized event for one wire event, or ``None`` for bookkeeping-only kinds.
+
+    ``ConversationStateUpdateEvent`` is handled by the session (status, tokens), not here.
+    """
+    kind = event.get("kind")
+    base: dict[str, Any] = {"event_id": event.get("id"), "oh_kind": kind}
+    if kind == "MessageEvent":
+        if event.get("source") != "agent":
+            return None
+        return AgentEvent(kind=EventKind.MESSAGE, message=message_text(event), data=base)
+    if kind == "ActionEvent":
+        if event.get("action") is None:
+            return None  # a tool call the SDK could not parse; an AgentErrorEvent follows
+        tool = str(event.get("tool_name") or "")
+        data = {
+            **base,
+            "item_id": event.get("id"),
+            "tool": tool,
+            "command": action_command(event),
+            "security_risk": event.get("security_risk"),
+        }
+        if tool in TERMINAL_TOOLS:
+            return AgentEvent(kind=EventKind.COMMAND_STARTED, message=data["command"], data=data)
+        if tool in FILE_TOOLS:
+            action = event["action"] if isinstance(event["action"], dict) else {}
+            data["files"] = [action["path"]] if isinstance(action.get("path"), str) else []
+            return AgentEvent(kind=EventKind.FILE_CHANGE, message=data["command"], data=data)
+        if tool == "finish":
+            action = event["action"] if isinstance(event["action"], dict) else {}
+            text = action.get("message") if isinstance(action.get("message"), str) else ""
+            return AgentEvent(kind=EventKind.MESSAGE, message=_clip(text), data=data)
+        return AgentEvent(kind=EventKind.TOOL_CALL, message=data["command"], data=data)
+    if kind == "ObservationEvent":
+        obs = event.get("observation") if isinstance(event.get("observation"), dict) else {}
+        tool = str(event.get("tool_name") or "")
+        text = _clip(_content_text(obs.get("content")))
+        data = {**base, "item_id": event.get("action_id"), "tool": tool, "output": text}
+        if tool in TERMINAL_TOOLS:
+            data["exit_code"] = obs.get("exit_code")
+            data["command"] = obs.get("command")
+            line = text or f"exit code {obs.get('exit_code')}"
+            return AgentEvent(kind=EventKind.COMMAND_COMPLETED, message=line, data=data)
+        return AgentEvent(kind=EventKind.TOOL_CALL, message=f"{tool} result: {text}", data=data)
+    if kind == "UserRejectObservation":
+        reason = str(event.get("rejection_reason") or "")
+        data = {**base, "item_id": event.get("action_id"), "reason": reason}
+        return AgentEvent(kind=EventKind.WARNING, message=f"action rejected: {reason}", data=data)
+    if kind == "AgentErrorEvent":
+        err = _clip(str(event.get("error") or "agent error"))
+        return AgentEvent(kind=EventKind.ERROR, message=err, data=base)
+    if kind == "ConversationErrorEvent":
+        err = _clip(f"{event.get('code') or 'error'}: {event.get('detail') or ''}")
+        return AgentEvent(kind=EventKind.ERROR, message=err, data=base)
+    if kind in ("PauseEvent", "InterruptEvent"):
+        word = "paused" if kind == "PauseEvent" else "interrupted"
+        return AgentEvent(kind=EventKind.NOTIFICATION, message=f"conversation {word}", data=base)
+    if kind == "StreamingDeltaEvent":
+        delta = event.get("content") or event.get("delta") or ""
+        return AgentEvent(kind=EventKind.MESSAGE_DELTA, message=str(delta), data=base)
+    if kind in (
+        "ConversationStateUpdateEvent",
+        "SystemPromptEvent",
+        "TokenEvent",
+        "LLMCompletionLogEvent",
+    ):
+        return None
+    return AgentEvent(kind=EventKind.NOTIFICATION, message=str(kind), data=base)
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            str(p.get("text") or "") for p in content if isinstance(p, dict) and "text" in p
+        )
+    return ""
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + "..."
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
