@@ -131,6 +131,15 @@ class AgentClient:
         )
         assert {"userAgent", "codexHome", "platformFamily", "platformOs"} <= init.keys()
         await self.send({"method": "initialized"})
+        return await self.handshake_thread(cwd, tools, policy)
+
+    async def handshake_thread(
+        self,
+        cwd: Path,
+        tools: list[dict[str, Any]] | None = None,
+        policy: Any = "on-request",
+    ) -> str:
+        """``thread/start`` (after the handshake); returns the thread id."""
         result = await self.request(
             "thread/start",
             {
@@ -141,8 +150,11 @@ class AgentClient:
             },
         )
         thread_id = result["thread"]["id"]
-        (started,) = await self.until(lambda m: m.get("method") == "thread/started")
-        assert started["params"]["thread"]["id"] == thread_id
+        await self.until(
+            lambda m: (
+                m.get("method") == "thread/started" and m["params"]["thread"]["id"] == thread_id
+            )
+        )
         return thread_id
 
     async def turn(
