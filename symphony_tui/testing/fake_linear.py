@@ -42,7 +42,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from graphql import GraphQLError, GraphQLSchema, build_schema, graphql_sync
+from graphql import GraphQLError, GraphQLSchema, build_schema, execute_sync, parse, validate
 
 SCHEMA_PATH = Path(__file__).parent / "data" / "linear_schema.graphql"
 
@@ -140,7 +140,7 @@ class FakeLinear:
         viewer["email"] = "bot@example.invalid"
         self._store = _Store(clock=self._clock, viewer=viewer)
         self._store.users[viewer["id"]] = viewer
-        self._failures: list[_Failure] = []
+        self._failures: list[_Failure | None] = []  # None: let one request through
         self._limited_until: datetime | None = None
         self._requests_limit = 5000
         self.requests: list[FakeRequest] = []
@@ -159,8 +159,9 @@ class FakeLinear:
         handler = _make_handler(self)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
+        # A short poll interval keeps stop() fast (shutdown waits for one poll).
         self._thread = threading.Thread(
-            target=self._server.serve_forever, name="fake-linear", daemon=True
+            target=self._server.serve_forever, args=(0.05,), name="fake-linear", daemon=True
         )
         self._thread.start()
         return self
@@ -365,12 +366,17 @@ class FakeLinear:
         count: int = 1,
         headers: dict[str, str] | None = None,
         body: Any = None,
+        *,
+        after: int = 0,
     ) -> None:
-        """Answer the next ``count`` requests with ``status``, ``headers`` and ``body`` (JSON;
-        default: a GraphQL error body; ``str`` bodies are sent as they are)."""
+        """Answer ``count`` requests with ``status``, ``headers`` and ``body`` (JSON; default:
+        a GraphQL error body, with ``RATELIMITED`` for 429; ``str`` bodies are sent as they
+        are), after letting ``after`` requests through normally."""
         if body is None:
-            body = {"errors": [{"message": f"fake failure (HTTP {status})"}]}
+            code = "RATELIMITED" if status == 429 else "FAKE_FAILURE"
+            body = _errors(f"fake failure (HTTP {status})", code)
         with self._lock:
+            self._failures.extend([None] * after)
             self._failures.extend(_Failure(status, dict(headers or {}), body) for _ in range(count))
 
     def rate_limit(self, reset_at: datetime) -> None:
@@ -422,8 +428,8 @@ class FakeLinear:
             parsed = json.loads(raw or b"null")
         except ValueError:
             parsed = None
-        if self._failures:
-            failure = self._failures.pop(0)
+        failure = self._failures.pop(0) if self._failures else None
+        if failure is not None:
             body = failure.body.encode() if isinstance(failure.body, str) else failure.body
             return failure.status, failure.headers, body, parsed
         if headers.get("authorization") != self.api_key:
@@ -447,19 +453,27 @@ class FakeLinear:
         variables = parsed.get("variables")
         if variables is not None and not isinstance(variables, dict):
             return 400, {}, _errors("variables must be an object", "BAD_REQUEST"), parsed
-        result = graphql_sync(
-            linear_schema(),
-            parsed["query"],
+        schema = linear_schema()
+        # Like Linear (Apollo): a document that does not parse or validate is HTTP 400; errors
+        # raised while executing come back with HTTP 200 next to whatever data there is.
+        try:
+            document = parse(parsed["query"])
+        except GraphQLError as exc:
+            return 400, {}, {"errors": [exc.formatted]}, parsed
+        problems = validate(schema, document)
+        if problems:
+            return 400, {}, {"errors": [e.formatted for e in problems]}, parsed
+        result = execute_sync(
+            schema,
+            document,
             variable_values=variables,
             operation_name=parsed.get("operationName"),
             context_value=self._store,
         )
-        body: dict[str, Any] = {}
+        body: dict[str, Any] = {"data": result.data}
         if result.errors:
             body["errors"] = [e.formatted for e in result.errors]
-        if result.data is not None:
-            body["data"] = result.data
-        status = 200 if result.data is not None else 400
+        status = 200 if result.data is not None or not _is_input_error(result.errors) else 400
         return status, self._budget_headers(now), body, parsed
 
     def _budget_headers(self, now: datetime) -> dict[str, str]:
@@ -840,6 +854,12 @@ def _compare(value: Any, cond: dict[str, Any]) -> bool:
         if not check(operand):
             return False
     return True
+
+
+def _is_input_error(errors: list[GraphQLError] | None) -> bool:
+    # Variable coercion failures (wrong type for $ids, missing required variable) are request
+    # errors: no field ran, so there is no path.
+    return bool(errors) and all(e.path is None for e in errors)
 
 
 def _errors(message: str, code: str) -> dict[str, Any]:
