@@ -1,0 +1,20 @@
+"""Workspace errors (spec §9)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from symphony_tui.workspaces.hooks import HookResult
+
+
+class WorkspaceError(Exception):
+    """A workspace could not be prepared, used or removed. ``str(err)`` is
+    ``"<code>: <message>"`` on one line. ``hook`` carries the failed hook's result when a
+    hook caused it (``after_create``)."""
+
+    def __init__(self, code: str, message: str, hook: HookResult | None = None) -> None:
+        self.code = code
+        self.message = " ".join(str(message).split())
+        self.hook = hook
+        super().__init__(f"{code}: {self.message}")

@@ -1,0 +1,317 @@
+"""Per-issue workspaces: create, reuse, hooks, removal and recovery (spec §9, SPEC-NOTES).
+
+Settings come from a provider so a reloaded ``WORKFLOW.md`` (new root, new hooks, new
+timeout) applies to the next call without rebuilding the manager (spec §6.2).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shutil
+import stat
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from symphony_tui.config.settings import Settings
+from symphony_tui.domain import Issue, RecoveredWorkspace
+from symphony_tui.observability.logs import log_kv
+from symphony_tui.workspaces.errors import WorkspaceError
+from symphony_tui.workspaces.hooks import HookResult, run_hook
+from symphony_tui.workspaces.manifest import (
+    manifest_dir,
+    manifest_mtime,
+    read_manifest,
+    read_section,
+    update_manifest,
+)
+from symphony_tui.workspaces.paths import ensure_inside_root, workspace_key, workspace_path
+
+log = logging.getLogger(__name__)
+
+HOOK_NAMES = ("after_create", "before_run", "after_run", "before_remove")
+#: Left-over scratch folders removed from a workspace when it is prepared (spec §17.2
+#: "temporary artifacts (tmp, .elixir_ls) are removed during prep").
+TEMP_ARTIFACTS = ("tmp", ".elixir_ls")
+
+# RecoveredWorkspace fields read from the session section first, then from the run section.
+_SESSION_FIRST = (
+    "backend",
+    "session_id",
+    "thread_id",
+    "conversation_id",
+    "server_url",
+    "tokens",
+    "last_event",
+)
+_RUN_ONLY = ("attempt", "status", "error", "started_at", "ended_at", "hooks")
+_ISSUE_FIELDS = {
+    "issue_id": "id",
+    "issue_identifier": "identifier",
+    "issue_title": "title",
+    "issue_state": "state",
+}
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _rmtree(path: Path) -> None:
+    """``shutil.rmtree`` that also removes read-only entries (Go module caches, git packs)."""
+
+    def make_writable_and_retry(func: Callable[..., Any], p: str, _exc: object) -> None:
+        parent = os.path.dirname(p)
+        with contextlib.suppress(OSError):
+            os.chmod(parent, os.stat(parent).st_mode | stat.S_IWUSR | stat.S_IXUSR)
+        with contextlib.suppress(OSError):
+            os.chmod(p, os.lstat(p).st_mode | stat.S_IWUSR)
+        func(p)
+
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(path, onexc=make_writable_and_retry)
+    else:
+        shutil.rmtree(path, onerror=make_writable_and_retry)
+
+
+def _rmtree_quiet(path: Path) -> None:
+    try:
+        _rmtree(path)
+    except OSError as err:
+        log_kv(log, "WARNING", "could not remove workspace", path=str(path), error=str(err))
+
+
+class WorkspaceManager:
+    """Owns the workspace folders under ``settings().workspace.root``.
+
+    All methods validate containment (spec §9.5); calls for the same workspace key are
+    serialized so a removal cannot race a creation.
+    """
+
+    def __init__(self, settings: Callable[[], Settings]) -> None:
+        self._settings = settings
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    @property
+    def root(self) -> Path:
+        return Path(self._settings().workspace.root).expanduser().resolve()
+
+    def path_for(self, identifier: str) -> Path:
+        """The workspace path of ``identifier`` (raises ``WorkspaceError`` when it would
+        leave the root)."""
+        return workspace_path(self.root, identifier)
+
+    def _lock(self, identifier: str) -> asyncio.Lock:
+        key = workspace_key(identifier)
+        lock = self._locks.get(key)
+        if lock is None:
+            lock = self._locks[key] = asyncio.Lock()
+        return lock
+
+    async def ensure(self, issue: Issue) -> tuple[Path, bool]:
+        """Create the issue's workspace if missing; returns ``(path, created)``.
+
+        A new workspace runs ``after_create``; when it fails (or times out) the folder is
+        removed and ``WorkspaceError("after_create_failed")`` is raised with ``.hook`` set.
+        A non-folder at the path raises ``WorkspaceError("workspace_not_a_directory")``.
+        A reused workspace has its :data:`TEMP_ARTIFACTS` removed. The ``issue`` manifest
+        section is written after the hook so ``after_create`` sees an empty folder (a
+        ``git clone .`` there must work).
+        """
+        async with self._lock(issue.identifier):
+            root = self.root
+            try:
+                root.mkdir(parents=True, exist_ok=True)
+            except OSError as err:
+                raise WorkspaceError(
+                    "workspace_root_unavailable", f"cannot create {root}: {err}"
+                ) from err
+            path = self.path_for(issue.identifier)
+            created = False
+            if path.exists() or path.is_symlink():
+                if not path.is_dir():
+                    raise WorkspaceError(
+                        "workspace_not_a_directory",
+                        f"{path} exists and is not a directory; move it away",
+                    )
+                self._remove_temp_artifacts(path)
+            else:
+                try:
+                    path.mkdir()
+                except OSError as err:
+                    raise WorkspaceError(
+                        "workspace_create_failed", f"cannot create {path}: {err}"
+                    ) from err
+                created = True
+                await self._after_create(path, issue)
+            now = _now()
+            fields: dict[str, Any] = {
+                "id": issue.id,
+                "identifier": issue.identifier,
+                "title": issue.title,
+                "state": issue.state,
+                "url": issue.url,
+                "workspace_key": path.name,
+                "updated_at": now,
+            }
+            if created or not read_section(path, "issue").get("created_at"):
+                fields["created_at"] = now
+            update_manifest(path, "issue", **fields)
+            log_kv(
+                log,
+                "INFO",
+                "workspace ready",
+                issue_id=issue.id,
+                issue_identifier=issue.identifier,
+                path=str(path),
+                created=created,
+            )
+            return path, created
+
+    async def _after_create(self, path: Path, issue: Issue) -> None:
+        try:
+            result = await self.run_hook("after_create", path, issue)
+        except BaseException:
+            # Cancelled or crashed mid-hook: no awaiting here, just clean up and go.
+            _rmtree_quiet(path)
+            raise
+        if result is not None and not result.ok:
+            await asyncio.to_thread(_rmtree_quiet, path)
+            raise WorkspaceError(
+                "after_create_failed",
+                f"after_create hook for {issue.identifier} {result.summary()}; workspace removed",
+                hook=result,
+            )
+
+    def _remove_temp_artifacts(self, path: Path) -> None:
+        for name in TEMP_ARTIFACTS:
+            target = path / name
+            try:
+                if target.is_symlink() or target.is_file():
+                    target.unlink()
+                elif target.is_dir():
+                    _rmtree(target)
+            except OSError as err:
+                log_kv(
+                    log,
+                    "WARNING",
+                    "could not remove temp artifact",
+                    path=str(target),
+                    error=str(err),
+                )
+
+    async def run_hook(
+        self, name: str, path: Path, issue: Issue | None = None
+    ) -> HookResult | None:
+        """Run hook ``name`` (one of :data:`HOOK_NAMES`) in ``path``; None when the hook is
+        not configured. The result is recorded under ``run.hooks`` in the manifest. The
+        caller applies the failure policy (spec §9.4): ``before_run`` failure aborts the
+        attempt; ``after_run`` / ``before_remove`` failures are only logged (here)."""
+        if name not in HOOK_NAMES:
+            raise ValueError(f"unknown hook {name!r} (use one of {HOOK_NAMES})")
+        settings = self._settings()
+        script = getattr(settings.hooks, name)
+        if not script or not script.strip():
+            return None
+        path = ensure_inside_root(self.root, path)
+        if not path.is_dir():
+            return HookResult(name, False, None, False, f"workspace {path} does not exist", 0)
+        env = {"SYMPHONY_WORKSPACE": str(path), "SYMPHONY_HOOK": name}
+        if issue is not None:
+            env["SYMPHONY_ISSUE_ID"] = issue.id
+            env["SYMPHONY_ISSUE_IDENTIFIER"] = issue.identifier
+        result = await run_hook(name, script, path, settings.hooks.timeout_ms, env)
+        if path.is_dir():
+            hooks = read_section(path, "run").get("hooks")
+            hooks = dict(hooks) if isinstance(hooks, dict) else {}
+            hooks[name] = result.summary()
+            update_manifest(path, "run", hooks=hooks)
+        return result
+
+    async def remove(self, identifier: str) -> HookResult | None:
+        """Delete the workspace of ``identifier`` (no-op when missing). ``before_remove``
+        runs first; its failure is logged and ignored (spec §9.4). A symlink at the path is
+        unlinked, never followed. Raises ``WorkspaceError("workspace_remove_failed")`` when
+        the folder cannot be deleted."""
+        async with self._lock(identifier):
+            path = self.path_for(identifier)
+            if path.is_symlink():
+                path.unlink()
+                return None
+            if not path.exists():
+                return None
+            if not path.is_dir():
+                log_kv(log, "WARNING", "removing a non-directory workspace entry", path=str(path))
+                path.unlink()
+                return None
+            result = await self.run_hook("before_remove", path)
+            try:
+                await asyncio.to_thread(_rmtree, path)
+            except OSError as err:
+                raise WorkspaceError(
+                    "workspace_remove_failed", f"cannot remove {path}: {err}"
+                ) from err
+            log_kv(log, "INFO", "workspace removed", issue_identifier=identifier, path=str(path))
+            return result
+
+    def recover(self) -> list[RecoveredWorkspace]:
+        """Every workspace folder under the root that has manifests, newest first (by the
+        latest manifest write). Unreadable folders and bad manifest values are skipped."""
+        root = self.root
+        found: list[tuple[float, RecoveredWorkspace]] = []
+        try:
+            entries = list(os.scandir(root))
+        except OSError:
+            return []
+        for entry in entries:
+            try:
+                if not entry.is_dir(follow_symlinks=False):
+                    continue
+            except OSError:
+                continue
+            ws = Path(entry.path)
+            if not manifest_dir(ws).is_dir():
+                continue
+            recovered = _recovered_from(ws, read_manifest(ws))
+            if recovered is not None:
+                found.append((manifest_mtime(ws), recovered))
+        found.sort(key=lambda item: (item[0], item[1].key), reverse=True)
+        return [r for _, r in found]
+
+
+_ADAPTERS = {
+    name: TypeAdapter(field.annotation) for name, field in RecoveredWorkspace.model_fields.items()
+}
+
+
+def _recovered_from(ws: Path, manifest: dict[str, dict[str, Any]]) -> RecoveredWorkspace | None:
+    if not manifest:
+        return None
+    issue = manifest.get("issue", {})
+    run = manifest.get("run", {})
+    session = manifest.get("session", {})
+    raw: dict[str, Any] = {}
+    for field, key in _ISSUE_FIELDS.items():
+        raw[field] = issue.get(key)
+    for field in _SESSION_FIRST:
+        raw[field] = session.get(field, run.get(field))
+    for field in _RUN_ONLY:
+        raw[field] = run.get(field)
+    if isinstance(raw.get("hooks"), dict):
+        raw["hooks"] = {str(k): str(v) for k, v in raw["hooks"].items()}
+    values: dict[str, Any] = {"key": ws.name, "path": str(ws)}
+    for field, value in raw.items():
+        if value is None:
+            continue
+        try:
+            values[field] = _ADAPTERS[field].validate_python(value)
+        except ValidationError:
+            log_kv(log, "WARNING", "ignoring bad manifest value", path=str(ws), field=field)
+    return RecoveredWorkspace(**values)
