@@ -1,0 +1,487 @@
+"""The Textual operator console.
+
+It reads immutable snapshots and events through a
+:class:`~symphony_tui.scheduler.port.SchedulerPort` and sends commands; it never touches
+scheduler objects (STYLE.md practice 2). The scheduler's main coroutine runs on the same
+asyncio loop, in a worker of group ``scheduler``.
+
+Rendering is driven by one steady timer (``REFRESH_HZ``), not by events, so a flood of
+agent events costs one repaint per tick (STYLE.md practice 3).
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from rich.text import Text
+from textual import work
+from textual.app import App
+from textual.screen import Screen
+from textual.worker import Worker, WorkerState
+
+from symphony_tui.console.keymap import default_keymap_path, load_keymap
+from symphony_tui.console.palette import ConsoleCommands
+from symphony_tui.console.registry import (
+    APP_BY_ACTION,
+    ConsoleCommand,
+    bindings_for,
+    display_key,
+)
+from symphony_tui.console.sanitize import inert, one_line
+from symphony_tui.console.screens.approvals import ApprovalsScreen
+from symphony_tui.console.screens.help import HelpScreen
+from symphony_tui.console.screens.main import MainScreen
+from symphony_tui.console.screens.modals import AskText, Choose, Confirm
+from symphony_tui.console.screens.recovered import RecoveredScreen
+from symphony_tui.console.screens.worker import WorkerScreen
+from symphony_tui.console.selection import Selection
+from symphony_tui.console.tones import Tones
+from symphony_tui.domain import (
+    Answer,
+    ApprovalDecision,
+    ApprovalRequest,
+    Approve,
+    Deny,
+    Interrupt,
+    MoveIssue,
+    PauseDispatch,
+    Refresh,
+    Rerun,
+    Snapshot,
+    Stop,
+)
+from symphony_tui.domain.commands import Command
+from symphony_tui.scheduler.port import CommandResult, SchedulerPort
+
+REFRESH_HZ = 4.0
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class SymphonyApp(App[None]):
+    """The console. ``runner`` is the scheduler's main coroutine (started on mount);
+    ``shutdown`` is awaited once before exit (quit, SIGHUP, scheduler failure).
+
+    ``clock`` supplies "now" for ages and countdowns (tests freeze it);
+    ``cursor_blink=False`` makes text inputs deterministic for screenshots. Exit code:
+    0 on quit / hangup, 1 when the scheduler fails or ``shutdown`` raises.
+    """
+
+    CSS_PATH = "console.tcss"
+    BINDINGS = bindings_for("app")
+    COMMANDS = App.COMMANDS | {ConsoleCommands}
+    ENABLE_COMMAND_PALETTE = True
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
+
+    def __init__(
+        self,
+        port: SchedulerPort,
+        *,
+        runner: Callable[[], Awaitable[None]] | None = None,
+        shutdown: Callable[[], Awaitable[None]] | None = None,
+        title: str = "symphony",
+        keymap_path: Path | None = None,
+        clock: Callable[[], datetime] = _utc_now,
+        cursor_blink: bool = True,
+        refresh_hz: float = REFRESH_HZ,
+    ) -> None:
+        super().__init__()
+        self.port = port
+        self.title = title
+        self.clock = clock
+        self.cursor_blink = cursor_blink
+        self._runner_fn = runner
+        self._shutdown_fn = shutdown
+        self._keymap_path = keymap_path if keymap_path is not None else default_keymap_path()
+        self._user_keymap: dict[str, str] = {}
+        self._refresh_hz = refresh_hz
+        self._snapshot: Snapshot | None = None
+        self._render_keys: dict[int, tuple] = {}
+        self._tones: tuple[str, Tones] | None = None
+        self._port_error: str | None = None
+        self._stopping = False
+        self._enabled_signature: tuple = ()
+        self._sighup_installed = False
+        self.scheduler_stopped = False
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    def get_default_screen(self) -> Screen:
+        return MainScreen()
+
+    def on_mount(self) -> None:
+        loaded = load_keymap(self._keymap_path)
+        self._user_keymap = loaded.keymap
+        if loaded.keymap:
+            self.set_keymap(loaded.keymap)
+        for error in loaded.errors:
+            self.notify(error, severity="warning", markup=False)
+        self._install_sighup()
+        if self._runner_fn is not None:
+            self.run_worker(
+                self._run_scheduler(), name="scheduler", group="scheduler", exit_on_error=False
+            )
+        self.set_interval(1.0 / self._refresh_hz, self.tick, name="refresh")
+        self.call_after_refresh(self.tick)
+
+    def on_unmount(self) -> None:
+        if self._sighup_installed:
+            try:
+                self._event_loop().remove_signal_handler(signal.SIGHUP)
+            except (NotImplementedError, RuntimeError, ValueError):
+                pass
+
+    def _event_loop(self):
+        import asyncio
+
+        return asyncio.get_running_loop()
+
+    def _install_sighup(self) -> None:
+        # A dropped SSH session sends SIGHUP: stop workers and leave, never spin.
+        try:
+            self._event_loop().add_signal_handler(signal.SIGHUP, self._on_sighup)
+            self._sighup_installed = True
+        except (NotImplementedError, RuntimeError, ValueError, AttributeError):
+            self._sighup_installed = False
+
+    def _on_sighup(self) -> None:
+        self.run_worker(
+            self.shutdown_and_exit(0, "hangup: workers stopped"),
+            group="lifecycle",
+            exit_on_error=False,
+        )
+
+    async def _run_scheduler(self) -> None:
+        assert self._runner_fn is not None
+        await self._runner_fn()
+
+    async def shutdown_and_exit(self, return_code: int = 0, message: str | None = None) -> None:
+        """Await ``shutdown`` once, then exit. A second call while stopping forces the
+        exit (a hung shutdown must not trap the operator)."""
+        if self._stopping:
+            self.exit(return_code=1, message="forced quit while stopping workers")
+            return
+        self._stopping = True
+        if self._shutdown_fn is not None:
+            self.notify("stopping workers…", timeout=30)
+            try:
+                await self._shutdown_fn()
+            except Exception as exc:
+                return_code = 1
+                message = f"shutdown failed: {one_line(exc, 200)}"
+        self.exit(return_code=return_code, message=message)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """The one place worker outcomes are routed (harlequin style)."""
+        worker = event.worker
+        if event.state == WorkerState.ERROR:
+            error = worker.error
+            text = one_line(f"{type(error).__name__}: {error}", 300)
+            if worker.group == "scheduler":
+                self.run_worker(
+                    self.shutdown_and_exit(1, f"scheduler failed: {text}"),
+                    group="lifecycle",
+                    exit_on_error=False,
+                )
+            else:
+                self.notify(text, title=f"{worker.group} failed", severity="error", markup=False)
+        elif (
+            event.state == WorkerState.SUCCESS
+            and worker.group == "scheduler"
+            and not self._stopping
+        ):
+            self.scheduler_stopped = True
+            self.notify("the scheduler stopped", severity="warning", timeout=30)
+
+    # -- rendering ------------------------------------------------------------------
+
+    @property
+    def tones(self) -> Tones:
+        if self._tones is None or self._tones[0] != self.theme:
+            self._tones = (self.theme, Tones.from_variables(self.get_css_variables()))
+        return self._tones[1]
+
+    @property
+    def snapshot(self) -> Snapshot | None:
+        """The snapshot shown last (``None`` before the first tick)."""
+        return self._snapshot
+
+    def tick(self) -> None:
+        """Read the port and repaint what is visible: the top screen and, through modal
+        dialogs, the screens under them. Unchanged input skips the repaint."""
+        try:
+            snapshot = self.port.snapshot()
+        except Exception as exc:
+            text = one_line(f"{type(exc).__name__}: {exc}", 300)
+            if text != self._port_error:
+                self._port_error = text
+                self.notify(text, title="snapshot failed", severity="error", markup=False)
+            return
+        self._port_error = None
+        self._snapshot = snapshot
+        now = self.clock()
+        tones = self.tones
+        key = (id(snapshot), snapshot.generated_at, int(now.timestamp()), self.theme)
+        for screen in reversed(self.screen_stack):
+            show = getattr(screen, "show", None)
+            if show is not None:
+                if self._render_keys.get(id(screen)) != key:
+                    self._render_keys[id(screen)] = key
+                    try:
+                        show(snapshot, now, tones)
+                    except Exception as exc:  # a bad value must not kill the console
+                        self.notify(
+                            one_line(f"render failed: {type(exc).__name__}: {exc}", 300),
+                            severity="error",
+                            markup=False,
+                        )
+                else:
+                    pull = getattr(screen, "pull", None)
+                    if pull is not None:
+                        pull(tones)
+            if not screen.is_modal:
+                break
+        self._refresh_bindings_if_changed()
+
+    def _refresh_bindings_if_changed(self) -> None:
+        signature = tuple(self.check_action(name, ()) for name in APP_BY_ACTION)
+        if signature != self._enabled_signature:
+            self._enabled_signature = signature
+            self.refresh_bindings()
+
+    # -- selection and enablement --------------------------------------------------
+
+    def _selection(self) -> Selection | None:
+        screen = self.screen
+        return screen if isinstance(screen, Selection) else None
+
+    def _selected_issue(self) -> str | None:
+        sel = self._selection()
+        return sel.selected_issue_id() if sel else None
+
+    def _selected_approval(self) -> ApprovalRequest | None:
+        sel = self._selection()
+        return sel.selected_approval() if sel else None
+
+    def _running_ids(self) -> set[str]:
+        return {r.issue_id for r in self._snapshot.running} if self._snapshot else set()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        cmd = APP_BY_ACTION.get(action)
+        if cmd is None or cmd.requires is None:
+            return True
+        if self._selection() is None:
+            return False
+        requires = cmd.requires
+        if requires in ("issue", "running", "rerun"):
+            issue = self._selected_issue()
+            if issue is None:
+                return None
+            if requires == "running":
+                return True if issue in self._running_ids() else None
+            if requires == "rerun":
+                return True if issue not in self._running_ids() else None
+            return True
+        # approval commands hide when nothing applies, keeping the footer short
+        approval = self._selected_approval()
+        if approval is None:
+            return False
+        if requires == "question":
+            return bool(approval.questions)
+        if approval.questions:
+            return requires == "decline"
+        if requires == "accept":
+            wanted = (
+                ApprovalDecision.ACCEPT_FOR_SESSION
+                if action == "approve_session"
+                else ApprovalDecision.ACCEPT
+            )
+            return wanted in approval.available
+        return bool({ApprovalDecision.DECLINE, ApprovalDecision.CANCEL} & set(approval.available))
+
+    def key_for(self, cmd: ConsoleCommand) -> str:
+        """The key(s) that run ``cmd`` now, after keymap remapping, for display."""
+        return display_key(self._user_keymap.get(cmd.id, cmd.key))
+
+    # -- sending --------------------------------------------------------------------
+
+    def send(self, command: Command) -> None:
+        """Send ``command`` in a worker; its result becomes a notification."""
+        self.run_worker(self._send(command), group="commands", exit_on_error=False)
+
+    async def _send(self, command: Command) -> CommandResult:
+        result = await self.port.send(command)
+        message = (
+            one_line(result.message, 300) or f"{command.type}: {'ok' if result.ok else 'failed'}"
+        )
+        self.notify(
+            message,
+            title=command.type.replace("_", " "),
+            severity="information" if result.ok else "error",
+            markup=False,
+        )
+        return result
+
+    def _ident(self, issue_id: str) -> str:
+        if self._snapshot is not None:
+            for r in self._snapshot.running:
+                if r.issue_id == issue_id:
+                    return r.issue_identifier
+            for i in self._snapshot.issues:
+                if i.issue_id == issue_id:
+                    return i.identifier
+        return issue_id
+
+    # -- actions ------------------------------------------------------------------------
+
+    def _confirm_then(self, title: str, body: Text, command: Command, yes: str) -> None:
+        def decided(ok: bool | None) -> None:
+            if ok:
+                self.send(command)
+
+        self.push_screen(Confirm(title, body, yes=yes), decided)
+
+    def action_interrupt(self) -> None:
+        issue = self._selected_issue()
+        if issue is None or issue not in self._running_ids():
+            return
+        body = Text("Interrupt the running turn of ", end="")
+        body.append_text(inert(self._ident(issue), "bold"))
+        body.append("? The run ends as cancelled.")
+        self._confirm_then("Interrupt worker", body, Interrupt(issue_id=issue), "Interrupt")
+
+    def action_stop(self) -> None:
+        issue = self._selected_issue()
+        if issue is None or issue not in self._running_ids():
+            return
+        body = Text("Stop the worker of ", end="")
+        body.append_text(inert(self._ident(issue), "bold"))
+        body.append("? Its workspace is kept and the claim released.")
+        self._confirm_then("Stop worker", body, Stop(issue_id=issue), "Stop")
+
+    def action_approve(self) -> None:
+        approval = self._selected_approval()
+        if approval is not None:
+            self.send(Approve(approval_id=approval.id))
+
+    def action_approve_session(self) -> None:
+        approval = self._selected_approval()
+        if approval is not None:
+            self.send(Approve(approval_id=approval.id, for_session=True))
+
+    def action_deny(self) -> None:
+        approval = self._selected_approval()
+        if approval is not None:
+            self.send(Deny(approval_id=approval.id))
+
+    def action_deny_message(self) -> None:
+        approval = self._selected_approval()
+        if approval is None:
+            return
+        body = Text("Deny ", end="")
+        body.append_text(
+            inert(approval.summary or approval.command or approval.kind.value, limit=80)
+        )
+        body.append("\nwith this message to the agent:")
+
+        def entered(message: str | None) -> None:
+            if message is not None:
+                self.send(Deny(approval_id=approval.id, message=message))
+
+        self.push_screen(AskText("Deny with a message", body, placeholder="reason"), entered)
+
+    def action_answer(self) -> None:
+        approval = self._selected_approval()
+        if approval is not None and approval.questions:
+            self._ask_questions(approval)
+
+    @work(group="dialogs", exclusive=True, exit_on_error=False)
+    async def _ask_questions(self, approval: ApprovalRequest) -> None:
+        answers: dict[str, tuple[str, ...]] = {}
+        for n, q in enumerate(approval.questions, 1):
+            title = f"Question {n}/{len(approval.questions)}"
+            body = inert(q.header, "bold") if q.header else Text("", end="")
+            if q.question:
+                if body.plain:
+                    body.append("\n")
+                body.append_text(inert(q.question, multiline=True))
+            if q.options:
+                choices = [(o.label, o.description) for o in q.options]
+                value = await self.push_screen_wait(Choose(title, body, choices, allow_text=True))
+            else:
+                value = await self.push_screen_wait(AskText(title, body, placeholder="answer"))
+            if value is None:
+                self.notify("answer cancelled", severity="warning")
+                return
+            answers[q.id] = (value,)
+        self.send(Answer(approval_id=approval.id, answers=answers))
+
+    def action_rerun(self) -> None:
+        issue = self._selected_issue()
+        if issue is not None:
+            self.send(Rerun(issue_id=issue))
+
+    def action_move(self) -> None:
+        issue = self._selected_issue()
+        if issue is None:
+            return
+        states = sorted({i.state for i in self._snapshot.issues}) if self._snapshot else []
+        body = Text("Move ", end="")
+        body.append_text(inert(self._ident(issue), "bold"))
+        body.append(" to tracker state:")
+        if states:
+            body.append(f"\nknown: {one_line(', '.join(states), 200)}", style="dim")
+
+        def entered(state: str | None) -> None:
+            if state:
+                self.send(MoveIssue(issue_id=issue, state=state))
+
+        self.push_screen(
+            AskText("Move issue", body, placeholder="state", suggestions=states), entered
+        )
+
+    def action_refresh(self) -> None:
+        self.send(Refresh())
+
+    def action_toggle_pause(self) -> None:
+        paused = bool(self._snapshot and self._snapshot.dispatch_paused)
+        self.send(PauseDispatch(paused=not paused))
+
+    def action_show_approvals(self) -> None:
+        if not isinstance(self.screen, ApprovalsScreen):
+            self.push_screen(ApprovalsScreen())
+            self.call_after_refresh(self.tick)
+
+    def action_show_recovered(self) -> None:
+        if not isinstance(self.screen, RecoveredScreen):
+            self.push_screen(RecoveredScreen())
+            self.call_after_refresh(self.tick)
+
+    def open_worker(self, issue_id: str) -> None:
+        """Push the worker detail screen of ``issue_id``."""
+        self.push_screen(WorkerScreen(issue_id))
+        self.call_after_refresh(self.tick)
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen(self.key_for))
+
+    async def action_quit(self) -> None:
+        if self._stopping:
+            await self.shutdown_and_exit(1)
+            return
+        running = self._snapshot.running if self._snapshot else ()
+        if not running:
+            await self.shutdown_and_exit(0)
+            return
+        body = Text(f"{len(running)} worker(s) running. Quit and stop them?", end="")
+
+        def decided(ok: bool | None) -> None:
+            if ok:
+                self.run_worker(self.shutdown_and_exit(0), group="lifecycle", exit_on_error=False)
+
+        self.push_screen(Confirm("Quit", body, yes="Quit"), decided)

@@ -1,0 +1,220 @@
+"""Every console command, defined once.
+
+One :class:`ConsoleCommand` produces the ``Binding`` (with ``id=`` so a keymap can remap
+it), the footer text, the command-palette entry and the help-screen line (STYLE.md
+practice 7, after hike / textual-enhanced). Screens ask :func:`bindings_for` for their
+scope; the help screen and the palette read :data:`COMMANDS`.
+
+Scopes: ``app`` commands act on "the selected issue / approval" of whatever screen is
+active (each screen answers :class:`~symphony_tui.console.selection.Selection`); the other
+scopes belong to one screen.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from textual.binding import Binding
+
+Scope = Literal["app", "main", "worker", "approvals", "recovered"]
+Requires = Literal["issue", "running", "approval", "accept", "decline", "question", "rerun"]
+
+SCOPE_TITLES: dict[Scope, str] = {
+    "app": "Everywhere",
+    "main": "Main screen",
+    "worker": "Worker detail",
+    "approvals": "Approvals",
+    "recovered": "Recovered workspaces",
+}
+
+
+@dataclass(frozen=True)
+class ConsoleCommand:
+    """One command.
+
+    ``id`` is the binding id (keymap files map it to keys), ``key`` the default key(s)
+    (comma separated, Textual key names), ``action`` the action string run on the
+    scope's owner, ``label`` the short footer text, ``help`` the help / palette line.
+    ``requires`` names what must be selected for the command to apply (checked by
+    ``check_action``); ``show`` puts it in the footer; ``confirm`` marks commands that
+    ask first.
+    """
+
+    id: str
+    key: str
+    action: str
+    label: str
+    help: str
+    scope: Scope = "app"
+    requires: Requires | None = None
+    show: bool = True
+    palette: bool = True
+    confirm: bool = False
+    key_display: str | None = None
+
+    @property
+    def action_name(self) -> str:
+        """The action method name without namespace or arguments (``approve``)."""
+        return self.action.split("(", 1)[0].rsplit(".", 1)[-1]
+
+    def binding(self) -> Binding:
+        return Binding(
+            self.key,
+            self.action,
+            self.label,
+            show=self.show,
+            key_display=self.key_display,
+            tooltip=self.help,
+            id=self.id,
+        )
+
+
+COMMANDS: tuple[ConsoleCommand, ...] = (
+    # -- acting on the selected worker / issue / approval (every non-modal screen)
+    ConsoleCommand(
+        "interrupt", "i", "interrupt", "Interrupt",
+        "Interrupt the selected worker's turn (asks first)",
+        requires="running", confirm=True,
+    ),
+    ConsoleCommand(
+        "approve", "a", "approve", "Approve",
+        "Approve the selected pending approval once",
+        requires="accept",
+    ),
+    ConsoleCommand(
+        "approve_session", "A", "approve_session", "Approve all",
+        "Approve the selected pending approval for the rest of the session",
+        requires="accept", show=False,
+    ),
+    ConsoleCommand(
+        "deny", "d", "deny", "Deny",
+        "Deny the selected pending approval",
+        requires="decline",
+    ),
+    ConsoleCommand(
+        "deny_message", "D", "deny_message", "Deny+msg",
+        "Deny the selected pending approval with a message for the agent",
+        requires="decline", show=False,
+    ),
+    ConsoleCommand(
+        "answer", "t", "answer", "Answer",
+        "Answer the selected agent question (text or a choice)",
+        requires="question",
+    ),
+    ConsoleCommand(
+        "rerun", "r", "rerun", "Rerun",
+        "Rerun the selected issue now (clears any retry backoff)",
+        requires="rerun", show=False,
+    ),
+    ConsoleCommand(
+        "stop", "s", "stop", "Stop",
+        "Stop the selected worker, keep its workspace (asks first)",
+        requires="running", confirm=True,
+    ),
+    ConsoleCommand(
+        "move", "m", "move", "Move",
+        "Move the selected issue to another tracker state",
+        requires="issue", show=False,
+    ),
+    ConsoleCommand(
+        "refresh", "R", "refresh", "Refresh",
+        "Poll the tracker and reconcile now",
+        show=False,
+    ),
+    ConsoleCommand(
+        "pause", "p", "toggle_pause", "Pause",
+        "Pause or resume dispatching new work (running work goes on)",
+        show=False,
+    ),
+    ConsoleCommand(
+        "approvals", "v", "show_approvals", "Approvals",
+        "Open the approvals screen (all pending, oldest first)",
+    ),
+    ConsoleCommand(
+        "recovered", "w", "show_recovered", "Workspaces",
+        "Open the recovered workspaces screen",
+        show=False,
+    ),
+    ConsoleCommand(
+        "help", "question_mark", "help", "Help", "Show every key",
+        key_display="?",
+    ),
+    ConsoleCommand(
+        "quit", "q", "quit", "Quit",
+        "Quit (asks first while workers run; stops them)",
+        confirm=True,
+    ),
+    # -- main screen
+    ConsoleCommand(
+        "focus_issues", "1", "focus_pane('issues')", "Issues",
+        "Focus the issues pane", scope="main", show=False, palette=False,
+    ),
+    ConsoleCommand(
+        "focus_workers", "2", "focus_pane('workers')", "Workers",
+        "Focus the active workers pane", scope="main", show=False, palette=False,
+    ),
+    ConsoleCommand(
+        "focus_log", "3", "focus_pane('log')", "Log",
+        "Focus the event log", scope="main", show=False, palette=False,
+    ),
+    ConsoleCommand(
+        "focus_tokens", "4", "focus_pane('tokens')", "Tokens",
+        "Focus the token usage pane", scope="main", show=False, palette=False,
+    ),
+    ConsoleCommand(
+        "next_pane", "tab", "app.focus_next", "Next pane",
+        "Cycle focus through the panes", scope="main", show=False, palette=False,
+    ),
+    ConsoleCommand(
+        "filter", "slash", "filter_log", "Filter",
+        "Filter the event log (issue identifier and/or words)",
+        scope="main", key_display="/",
+    ),
+    ConsoleCommand(
+        "open_worker", "enter", "open_worker", "Detail",
+        "Open the selected worker's detail (transcript)", scope="main", show=False,
+        requires="issue",
+    ),
+    ConsoleCommand(
+        "clear_filter", "escape", "clear_filter", "Clear filter",
+        "Clear the event log filter", scope="main", show=False, palette=False,
+    ),
+    # -- sub screens
+    ConsoleCommand(
+        "worker_back", "escape", "app.pop_screen", "Back",
+        "Back to the main screen", scope="worker", palette=False,
+    ),
+    ConsoleCommand(
+        "approvals_back", "escape", "app.pop_screen", "Back",
+        "Back to the main screen", scope="approvals", palette=False,
+    ),
+    ConsoleCommand(
+        "recovered_back", "escape", "app.pop_screen", "Back",
+        "Back to the main screen", scope="recovered", palette=False,
+    ),
+)  # fmt: skip
+
+BY_ID: dict[str, ConsoleCommand] = {c.id: c for c in COMMANDS}
+APP_BY_ACTION: dict[str, ConsoleCommand] = {c.action_name: c for c in COMMANDS if c.scope == "app"}
+
+
+def bindings_for(scope: Scope) -> list[Binding]:
+    """The ``BINDINGS`` list of the owner of ``scope``."""
+    return [c.binding() for c in COMMANDS if c.scope == scope]
+
+
+def commands_for(scope: Scope) -> tuple[ConsoleCommand, ...]:
+    return tuple(c for c in COMMANDS if c.scope == scope)
+
+
+def display_key(key: str) -> str:
+    """Human form of a Textual key list (``question_mark`` -> ``?``)."""
+    names = {
+        "question_mark": "?",
+        "slash": "/",
+        "escape": "esc",
+        "enter": "enter",
+        "tab": "tab",
+    }
+    return ", ".join(names.get(k.strip(), k.strip()) for k in key.split(","))

@@ -1,0 +1,110 @@
+"""All pending approvals across workers, oldest first, with the selected one in full."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.screen import Screen
+from textual.widgets import DataTable, Static
+
+from symphony_tui.console import fmt
+from symphony_tui.console.approval_text import KIND_LABELS, approval_detail, asked
+from symphony_tui.console.registry import bindings_for
+from symphony_tui.console.sanitize import inert
+from symphony_tui.console.selection import approvals_oldest_first
+from symphony_tui.console.tones import Tones
+from symphony_tui.console.widgets.footer import ConsoleFooter
+from symphony_tui.console.widgets.keyed_table import KeyedTable, Row
+from symphony_tui.domain import ApprovalRequest, Snapshot
+
+COLUMNS = (
+    ("issue", "Issue", 10),
+    ("backend", "Backend", 9),
+    ("kind", "Kind", 14),
+    ("asked", "What is asked", 20),
+    ("age", "Age", 6),
+    ("left", "Left", 6),
+)
+
+
+def approval_rows(snapshot: Snapshot, now: datetime, tones: Tones) -> list[tuple[str, Row]]:
+    rows: list[tuple[str, Row]] = []
+    for a in approvals_oldest_first(snapshot):
+        left = fmt.until(a.deadline_at, now)
+        rows.append(
+            (
+                a.id,
+                (
+                    inert(a.issue_identifier or a.issue_id, tones.bold, limit=10),
+                    inert(a.backend or "-", limit=9),
+                    Text(KIND_LABELS.get(a.kind, a.kind.value), style=tones.warning, end=""),
+                    Text(asked(a, 120), end=""),
+                    Text(fmt.age(a.created_at, now), end=""),
+                    Text(left, style=tones.error if left == "due" else "", end=""),
+                ),
+            )
+        )
+    return rows
+
+
+class ApprovalsScreen(Screen[None]):
+    CONSOLE_SCOPE = "approvals"
+    BINDINGS = bindings_for("approvals")
+
+    def __init__(self) -> None:
+        super().__init__(classes="approvals-screen")
+        self._snapshot: Snapshot | None = None
+        self._now: datetime | None = None
+
+    def compose(self) -> ComposeResult:
+        yield KeyedTable(COLUMNS, flex="asked", id="approvals", classes="pane")
+        yield Static(id="approval-detail", classes="pane")
+        yield ConsoleFooter()
+
+    def on_mount(self) -> None:
+        self.query_one("#approvals").border_title = "Pending approvals (oldest first)"
+        self.query_one("#approval-detail").border_title = "Selected"
+        self.query_one("#approvals").focus()
+
+    def show(self, snapshot: Snapshot, now: datetime, tones: Tones) -> None:
+        self._snapshot, self._now = snapshot, now
+        table = self.query_one("#approvals", KeyedTable)
+        table.sync(approval_rows(snapshot, now, tones))
+        table.border_title = f"Pending approvals ({len(snapshot.approvals)}, oldest first)"
+        self._show_detail(tones)
+
+    def _show_detail(self, tones: Tones) -> None:
+        detail = self.query_one("#approval-detail", Static)
+        approval = self.selected_approval()
+        if approval is None or self._now is None:
+            detail.update(Text("nothing pending", style=tones.muted))
+        else:
+            detail.update(approval_detail(approval, self._now, tones))
+
+    @on(DataTable.RowHighlighted)
+    def _moved(self) -> None:
+        self._show_detail(self.app.tones)  # type: ignore[attr-defined]
+        self.app.refresh_bindings()
+
+    @on(DataTable.RowSelected)
+    def _selected(self, event: DataTable.RowSelected) -> None:
+        # enter answers a question, and otherwise approves once (a common habit)
+        event.stop()
+        approval = self.selected_approval()
+        if approval is None:
+            return
+        action = "answer" if approval.questions else "approve"
+        self.app.run_action(action)
+
+    def selected_approval(self) -> ApprovalRequest | None:
+        if self._snapshot is None:
+            return None
+        key = self.query_one("#approvals", KeyedTable).selected_key
+        return next((a for a in self._snapshot.approvals if a.id == key), None)
+
+    def selected_issue_id(self) -> str | None:
+        approval = self.selected_approval()
+        return approval.issue_id if approval else None

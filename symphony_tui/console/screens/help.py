@@ -1,0 +1,60 @@
+"""The help screen, generated from the command registry (with the user's key remaps)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from symphony_tui.console.registry import COMMANDS, SCOPE_TITLES, ConsoleCommand
+
+
+def help_table(key_for: Callable[[ConsoleCommand], str]) -> Table:
+    """Every command grouped by scope: key, help line, and whether it asks first."""
+    table = Table(box=None, show_header=False, padding=(0, 1), expand=True)
+    table.add_column("key", style="bold", width=12, no_wrap=True)
+    table.add_column("what")
+    seen_scope = None
+    for cmd in COMMANDS:
+        if cmd.scope != seen_scope:
+            seen_scope = cmd.scope
+            if table.row_count:
+                table.add_row("", "")
+            table.add_row(Text(SCOPE_TITLES[cmd.scope], style="bold underline"), "")
+        line = Text(cmd.help)
+        if cmd.confirm:
+            line.append("  (asks first)", style="dim")
+        table.add_row(key_for(cmd), line)
+    table.add_row("", "")
+    table.add_row(Text("Anywhere", style="bold underline"), "")
+    table.add_row("ctrl+p", "Command palette (only the commands that apply now)")
+    table.add_row(
+        "", Text('Remap keys in keymap.toml: binding_id = "key" (ids below)', style="dim")
+    )
+    table.add_row("", Text(", ".join(c.id for c in COMMANDS), style="dim"))
+    return table
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [
+        Binding("escape,q,question_mark", "dismiss_help", "Close", id="help_close"),
+    ]
+
+    def __init__(self, key_for: Callable[[ConsoleCommand], str]) -> None:
+        super().__init__(classes="dialog")
+        self._key_for = key_for
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help") as box:
+            box.border_title = "Keys"
+            box.border_subtitle = "esc to close"
+            yield Static(help_table(self._key_for), id="help-body")
+
+    def action_dismiss_help(self) -> None:
+        self.dismiss(None)

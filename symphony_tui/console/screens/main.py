@@ -1,0 +1,173 @@
+"""The main screen: issues, active workers, live event log, token usage (four panes)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.events import DescendantFocus
+from textual.screen import Screen
+from textual.widgets import DataTable, Input, Static
+
+from symphony_tui.console.registry import bindings_for
+from symphony_tui.console.sanitize import one_line
+from symphony_tui.console.selection import oldest_approval
+from symphony_tui.console.tones import Tones
+from symphony_tui.console.widgets.event_log import EventLog, LogFilter
+from symphony_tui.console.widgets.footer import ConsoleFooter
+from symphony_tui.console.widgets.issues import IssuesTable
+from symphony_tui.console.widgets.status import alert_text, status_text
+from symphony_tui.console.widgets.tokens import TokenPane
+from symphony_tui.console.widgets.workers import WorkersTable
+from symphony_tui.domain import ApprovalRequest, Snapshot
+
+if TYPE_CHECKING:
+    from symphony_tui.console.app import SymphonyApp
+
+PANES = {"issues": "#issues", "workers": "#workers", "log": "#log", "tokens": "#tokens"}
+
+
+class FilterInput(Input):
+    BINDINGS = [Binding("escape", "cancel", "Cancel", show=False, id="filter_cancel")]
+
+    def action_cancel(self) -> None:
+        self.screen.hide_filter()  # type: ignore[attr-defined]
+
+
+class MainScreen(Screen[None]):
+    CONSOLE_SCOPE = "main"
+    BINDINGS = bindings_for("main")
+
+    def __init__(self) -> None:
+        super().__init__(id="main")
+        self._last_table = "workers"
+        self._snapshot: Snapshot | None = None
+
+    @property
+    def console(self) -> SymphonyApp:
+        return self.app  # type: ignore[return-value]
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="status-line")
+        yield Static(id="alert-line")
+        with Vertical(id="tables"):
+            yield IssuesTable(id="issues", classes="pane")
+            yield WorkersTable(id="workers", classes="pane")
+        with Horizontal(id="bottom"):
+            with Vertical(id="log-pane", classes="pane"):
+                yield EventLog(id="log")
+                yield FilterInput(placeholder="filter: issue id and/or words", id="log-filter")
+            yield TokenPane(id="tokens", classes="pane")
+        yield ConsoleFooter()
+
+    def on_mount(self) -> None:
+        self.query_one("#issues").border_title = "1 Issues"
+        self.query_one("#workers").border_title = "2 Workers"
+        self.query_one("#log-pane").border_title = "3 Events"
+        self.query_one("#tokens").border_title = "4 Tokens"
+        self.query_one("#log-filter").cursor_blink = self.console.cursor_blink
+        self.query_one("#workers").focus()
+
+    # -- rendering -------------------------------------------------------------------
+
+    def show(self, snapshot: Snapshot, now: datetime, tones: Tones) -> None:
+        """Render ``snapshot`` (called by the app's refresh tick while visible)."""
+        self._snapshot = snapshot
+        with self.app.batch_update():
+            self.query_one("#status-line", Static).update(status_text(snapshot, now, tones))
+            alert = alert_text(snapshot, now, tones)
+            alert_line = self.query_one("#alert-line", Static)
+            alert_line.display = alert is not None
+            if alert is not None:
+                alert_line.update(alert)
+            issues = self.query_one(IssuesTable)
+            issues.show(snapshot, now, tones)
+            issues.border_title = f"1 Issues ({len(snapshot.issues)})"
+            workers = self.query_one(WorkersTable)
+            workers.show(snapshot, now, tones)
+            workers.border_title = f"2 Workers ({len(snapshot.running)})"
+            pending = len(snapshot.approvals)
+            workers.border_subtitle = f"⚑ {pending} pending · v approvals" if pending else ""
+            self.query_one(EventLog).pull(self.console.port, tones)
+            self.query_one(TokenPane).show(snapshot, now, tones)
+
+    # -- selection ------------------------------------------------------------------
+
+    @on(DescendantFocus)
+    def _remember_table(self, event: DescendantFocus) -> None:
+        if isinstance(event.widget, IssuesTable):
+            self._last_table = "issues"
+        elif isinstance(event.widget, WorkersTable):
+            self._last_table = "workers"
+        self.app.refresh_bindings()
+
+    @on(DataTable.RowHighlighted)
+    def _selection_moved(self) -> None:
+        self.app.refresh_bindings()
+
+    def selected_issue_id(self) -> str | None:
+        table = self.query_one(IssuesTable if self._last_table == "issues" else WorkersTable)
+        return table.selected_key
+
+    def selected_approval(self) -> ApprovalRequest | None:
+        if self._snapshot is None:
+            return None
+        return oldest_approval(self._snapshot, self.selected_issue_id())
+
+    # -- actions ----------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "open_worker":
+            return True if self.selected_issue_id() else None
+        if action == "clear_filter":
+            return bool(self.query_one(EventLog).filter.text) or None
+        return True
+
+    def action_focus_pane(self, name: str) -> None:
+        self.query_one(PANES[name]).focus()
+
+    @on(DataTable.RowSelected)
+    def _row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_open_worker()
+
+    def action_open_worker(self) -> None:
+        issue_id = self.selected_issue_id()
+        if issue_id:
+            self.console.open_worker(issue_id)
+
+    def action_filter_log(self) -> None:
+        box = self.query_one("#log-filter", FilterInput)
+        box.value = self.query_one(EventLog).filter.text
+        box.display = True
+        box.focus()
+
+    def hide_filter(self) -> None:
+        box = self.query_one("#log-filter", FilterInput)
+        box.display = False
+        self.query_one(EventLog).focus()
+
+    @on(Input.Submitted, "#log-filter")
+    def _filter_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.apply_filter(event.value)
+        self.hide_filter()
+
+    def apply_filter(self, text: str) -> None:
+        log = self.query_one(EventLog)
+        snapshot = self._snapshot or self.console.port.snapshot()
+        log_filter = LogFilter.parse(text, snapshot)
+        log.set_filter(log_filter, self.console.port, self.console.tones)
+        title = Text("3 Events", end="")
+        if log_filter.text:
+            title.append(f" · filter: {one_line(log_filter.text, 40)}")
+        self.query_one("#log-pane").border_title = title
+        self.refresh_bindings()
+
+    def action_clear_filter(self) -> None:
+        self.apply_filter("")

@@ -1,0 +1,161 @@
+"""Small modal dialogs: confirm, free text, and choose-or-type.
+
+Each returns its answer through ``dismiss`` (``push_screen(..., callback)``): ``True`` /
+``False`` for :class:`Confirm`, the text or ``None`` (cancelled) for the others. Prompts may
+quote agent or tracker text, so they take ``rich.text.Text`` built by the caller.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.suggester import SuggestFromList
+from textual.widgets import Button, Input, Label, OptionList, Static
+from textual.widgets.option_list import Option
+
+from symphony_tui.console.sanitize import one_line
+
+
+class Confirm(ModalScreen[bool]):
+    """Yes / no. ``y`` or ``enter`` on Yes confirms; ``n`` / ``esc`` cancels."""
+
+    BINDINGS = [
+        Binding("y", "answer(True)", "Yes", id="confirm_yes"),
+        Binding("n,escape", "answer(False)", "No", id="confirm_no"),
+    ]
+
+    def __init__(self, title: str, body: Text, *, yes: str = "Yes", danger: bool = True) -> None:
+        super().__init__(classes="dialog")
+        self._title = title
+        self._body = body
+        self._yes = yes
+        self._danger = danger
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog") as box:
+            box.border_title = self._title
+            yield Static(self._body, id="dialog-body")
+            with Horizontal(id="dialog-buttons"):
+                yield Button(
+                    f"{self._yes} (y)", id="yes", variant="error" if self._danger else "primary"
+                )
+                yield Button("Cancel (n)", id="no")
+
+    def on_mount(self) -> None:
+        self.query_one("#no", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.dismiss(event.button.id == "yes")
+
+    def action_answer(self, value: bool) -> None:
+        self.dismiss(value)
+
+
+class AskText(ModalScreen[str | None]):
+    """One line of text. ``enter`` submits (empty allowed only if ``allow_empty``),
+    ``esc`` cancels. ``suggestions`` complete as you type."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="ask_cancel")]
+
+    def __init__(
+        self,
+        title: str,
+        body: Text,
+        *,
+        placeholder: str = "",
+        suggestions: list[str] | None = None,
+        allow_empty: bool = False,
+    ) -> None:
+        super().__init__(classes="dialog")
+        self._title = title
+        self._body = body
+        self._placeholder = placeholder
+        self._suggestions = suggestions or []
+        self._allow_empty = allow_empty
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog") as box:
+            box.border_title = self._title
+            yield Static(self._body, id="dialog-body")
+            suggester = (
+                SuggestFromList(self._suggestions, case_sensitive=False)
+                if self._suggestions
+                else None
+            )
+            yield Input(
+                placeholder=self._placeholder,
+                suggester=suggester,
+                id="dialog-input",
+                select_on_focus=False,
+            )
+            yield Label("enter: submit · esc: cancel", id="dialog-hint")
+
+    def on_mount(self) -> None:
+        self.query_one(Input).cursor_blink = self.app.cursor_blink  # type: ignore[attr-defined]
+        self.query_one(Input).focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        value = event.value.strip()
+        if value or self._allow_empty:
+            self.dismiss(value)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class Choose(ModalScreen[str | None]):
+    """Pick one of ``choices`` (``enter``), or type free text when ``allow_text``."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="choose_cancel")]
+
+    def __init__(
+        self,
+        title: str,
+        body: Text,
+        choices: list[tuple[str, str | None]],
+        *,
+        allow_text: bool = False,
+    ) -> None:
+        super().__init__(classes="dialog")
+        self._title = title
+        self._body = body
+        self._choices = choices
+        self._allow_text = allow_text
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog") as box:
+            box.border_title = self._title
+            yield Static(self._body, id="dialog-body")
+            options = []
+            for i, (label, description) in enumerate(self._choices):
+                # display cleaned text; the original label is what gets answered
+                prompt = Text(one_line(label, 60), style="bold", end="")
+                if description:
+                    prompt.append(f"  {one_line(description, 80)}", style="dim")
+                options.append(Option(prompt, id=str(i)))
+            yield OptionList(*options, id="dialog-options")
+            if self._allow_text:
+                yield Input(placeholder="or type an answer", id="dialog-input")
+            yield Label("enter: choose · esc: cancel", id="dialog-hint")
+
+    def on_mount(self) -> None:
+        if self._allow_text:
+            self.query_one(Input).cursor_blink = self.app.cursor_blink  # type: ignore[attr-defined]
+        self.query_one(OptionList).focus()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.dismiss(self._choices[int(event.option.id or 0)][0])
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        if event.value.strip():
+            self.dismiss(event.value.strip())
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,124 @@
+"""A DataTable kept in sync with keyed rows by diffing (dolphie style).
+
+Only changed cells are updated (``update_width=False``: columns have fixed widths, so a
+long value never triggers a relayout on the hot path); rows are added and removed by key.
+When the order of surviving rows changes the table is rebuilt once, keeping the cursor on
+the same key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.text import Text
+from textual.widgets import DataTable
+
+Row = tuple[Text, ...]
+
+
+def _same(a: Text, b: Text) -> bool:
+    # Text.__eq__ ignores the base style; a tone change must still repaint.
+    return a.plain == b.plain and a.style == b.style and a.spans == b.spans
+
+
+def _same_row(a: Row, b: Row) -> bool:
+    return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+
+
+class KeyedTable(DataTable):
+    """``columns``: (key, label, width) triples; ``flex`` names the one column that takes
+    the width left over (at least its given width), recomputed only on resize. Feed it
+    with :meth:`sync`."""
+
+    def __init__(
+        self, columns: Sequence[tuple[str, str, int]], *, flex: str | None = None, **kwargs
+    ) -> None:
+        super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)
+        self._column_spec = tuple(columns)
+        self._flex = flex
+        self._widths: tuple[int, ...] = ()
+        self._rows: dict[str, Row] = {}
+        self._order: list[str] = []
+
+    def on_mount(self) -> None:
+        self._set_columns(self._column_widths(0))
+
+    def on_resize(self) -> None:
+        widths = self._column_widths(self.scrollable_content_region.width)
+        if widths != self._widths:
+            self._set_columns(widths)
+            self._rebuild([(k, self._rows[k]) for k in self._order])
+
+    def _column_widths(self, available: int) -> tuple[int, ...]:
+        widths = [w for _, _, w in self._column_spec]
+        if self._flex is None or available <= 0:
+            return tuple(widths)
+        index = [c[0] for c in self._column_spec].index(self._flex)
+        padding = 2 * self.cell_padding * len(widths)
+        fixed = sum(w for i, w in enumerate(widths) if i != index)
+        widths[index] = max(available - fixed - padding - 1, 8)
+        return tuple(widths)
+
+    def _set_columns(self, widths: tuple[int, ...]) -> None:
+        self._widths = widths
+        self.clear(columns=True)
+        for (key, label, _), width in zip(self._column_spec, widths, strict=True):
+            self.add_column(label, width=width, key=key)
+
+    @property
+    def selected_key(self) -> str | None:
+        """Key of the row under the cursor, or ``None`` when empty."""
+        if not self._order or self.cursor_row < 0 or self.cursor_row >= len(self._order):
+            return None
+        return self._order[self.cursor_row]
+
+    def select_key(self, key: str) -> bool:
+        if key not in self._rows:
+            return False
+        self.move_cursor(row=self._order.index(key))
+        return True
+
+    def sync(self, rows: Sequence[tuple[str, Row]]) -> bool:
+        """Make the table show ``rows`` (key, cells) in that order. Returns True when
+        anything changed."""
+        wanted = {k: cells for k, cells in rows}
+        order = [k for k, _ in rows]
+        if order == self._order and all(_same_row(self._rows[k], wanted[k]) for k in order):
+            return False
+        survivors = [k for k in self._order if k in wanted]
+        new_keys = [k for k in order if k not in self._rows]
+        if survivors != [k for k in order if k in self._rows] or (
+            new_keys and order[len(survivors) :] != new_keys
+        ):
+            self._rebuild(rows)
+            return True
+        selected = self.selected_key
+        for key in self._order:
+            if key not in wanted:
+                self.remove_row(key)
+        col_keys = [c[0] for c in self._column_spec]
+        for key in survivors:
+            old, new = self._rows[key], wanted[key]
+            for col, before, after in zip(col_keys, old, new, strict=True):
+                if not _same(before, after):
+                    self.update_cell(key, col, after)
+        for key in new_keys:
+            self.add_row(*wanted[key], key=key)
+        self._rows = dict(wanted)
+        self._order = order
+        if selected in wanted and self.selected_key != selected:
+            self.move_cursor(row=order.index(selected), animate=False)
+        return True
+
+    def _rebuild(self, rows: Sequence[tuple[str, Row]]) -> None:
+        selected = self.selected_key
+        cursor = self.cursor_row
+        self.clear()
+        for key, cells in rows:
+            self.add_row(*cells, key=key)
+        self._rows = {k: c for k, c in rows}
+        self._order = [k for k, _ in rows]
+        if selected in self._rows:
+            self.move_cursor(row=self._order.index(selected), animate=False)
+        elif self._order:
+            self.move_cursor(row=min(cursor, len(self._order) - 1), animate=False)

@@ -1,0 +1,62 @@
+"""The header line: where we are, counts, next poll, and anything the operator must see."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from rich.text import Text
+
+from symphony_tui.console import fmt
+from symphony_tui.console.sanitize import one_line
+from symphony_tui.console.tones import Tones
+from symphony_tui.domain import Snapshot
+
+
+def status_text(snapshot: Snapshot, now: datetime, tones: Tones) -> Text:
+    """One line: workflow, tracker, backend, counts, next poll, approvals, paused."""
+    s = snapshot
+    text = Text(end="", no_wrap=True, overflow="ellipsis")
+    # most urgent first: a narrow terminal cuts the end of the line
+    cap = f"/{s.max_concurrent_agents}" if s.max_concurrent_agents else ""
+    text.append(f"● {len(s.running)}{cap} running", style=tones.success if s.running else "")
+    text.append(" · ")
+    text.append(f"↻ {len(s.retrying)} retry", style=tones.warning if s.retrying else "")
+    text.append(" · ")
+    text.append(f"✓ {len(s.completed)} done")
+    if s.approvals:
+        text.append(" │ ")
+        text.append(f"⚑ {len(s.approvals)} approval{'s' * (len(s.approvals) != 1)}",
+                    style=tones.warning + tones.bold)  # fmt: skip
+    text.append(" │ ")
+    if s.dispatch_paused:
+        text.append("⏸ DISPATCH PAUSED", style=tones.warning + tones.bold)
+    elif s.next_poll_at is not None:
+        text.append(f"next poll {fmt.until(s.next_poll_at, now)}", style=tones.muted)
+    else:
+        text.append("next poll -", style=tones.muted)
+    text.append(" │ ")
+    text.append(f"{one_line(s.tracker_kind or '-', 12)} · {one_line(s.backend or '-', 12)}")
+    text.append(" │ ")
+    text.append(one_line(s.workflow_path or "-", 60), style=tones.muted)
+    return text
+
+
+def alert_text(snapshot: Snapshot, now: datetime, tones: Tones) -> Text | None:
+    """Config / tracker problems, or ``None`` when all is well."""
+    s = snapshot
+    text = Text(end="", no_wrap=True, overflow="ellipsis")
+    parts: list[tuple[str, str]] = []
+    if s.config_error:
+        parts.append(("✗ config error: ", one_line(s.config_error, 200)))
+    if s.tracker_error:
+        parts.append(("✗ tracker error: ", one_line(s.tracker_error, 200)))
+    if s.tracker_paused_until is not None and s.tracker_paused_until > now:
+        parts.append(("⏸ tracker paused: ", f"resumes in {fmt.until(s.tracker_paused_until, now)}"))
+    if not parts:
+        return None
+    for i, (label, value) in enumerate(parts):
+        if i:
+            text.append("  ")
+        text.append(label, style=tones.error + tones.bold if "✗" in label else tones.warning)
+        text.append(value)
+    return text

@@ -1,0 +1,121 @@
+"""Pane 4: token usage, rate, rate limits and cost."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Sparkline, Static
+
+from symphony_tui.console import fmt
+from symphony_tui.console.sanitize import one_line
+from symphony_tui.console.tones import Tones
+from symphony_tui.domain import RateLimits, RateLimitWindow, Snapshot, TokenUsage
+
+
+def _pair(text: Text, label: str, value: str, tones: Tones, width: int = 10) -> None:
+    text.append(f"{label:<{width}}", style=tones.muted)
+    text.append(value)
+
+
+def totals_text(snapshot: Snapshot, tones: Tones) -> Text:
+    """Totals, rate and runtime (spec §13.5): one labelled value a line."""
+    t: TokenUsage = snapshot.totals
+    text = Text(end="")
+    rows = [
+        ("input", fmt.grouped(t.input_tokens)),
+        ("cached", fmt.grouped(t.cached_input_tokens)),
+        ("output", fmt.grouped(t.output_tokens)),
+        ("reasoning", fmt.grouped(t.reasoning_tokens)),
+        ("total", fmt.grouped(t.total_tokens)),
+    ]
+    for label, value in rows:
+        _pair(text, label, value, tones)
+        text.append("\n")
+    _pair(text, "rate", f"{fmt.compact(snapshot.token_rate_per_min)}/min", tones)
+    text.append("\n")
+    _pair(text, "runtime", fmt.duration(snapshot.seconds_running), tones)
+    if t.cost_usd is not None:
+        text.append("\n")
+        _pair(text, "cost", f"${t.cost_usd:,.2f}", tones)
+    return text
+
+
+def _window(text: Text, name: str, w: RateLimitWindow, now: datetime, tones: Tones) -> None:
+    used = "-" if w.used_percent is None else f"{w.used_percent:.0f}%"
+    tone = tones.muted
+    if w.used_percent is not None:
+        tone = (
+            tones.error
+            if w.used_percent >= 90
+            else (tones.warning if w.used_percent >= 70 else tones.success)
+        )
+    span = "" if w.window_minutes is None else f" /{fmt.duration(w.window_minutes * 60)}"
+    text.append(f"{name:<10}", style=tones.muted)
+    text.append(used, style=tone)
+    text.append(span)
+    if w.resets_at is not None:
+        text.append(f" resets {fmt.until(w.resets_at, now)}", style=tones.muted)
+
+
+def limits_text(limits: RateLimits | None, now: datetime, tones: Tones) -> Text:
+    """Rate-limit windows (used %, window length, time to reset) and credits."""
+    text = Text(end="")
+    if limits is None:
+        text.append("rate limits: none reported", style=tones.muted)
+        return text
+    title = one_line(limits.limit_name or limits.limit_id or limits.source or "limits", 30)
+    text.append(f"{title}\n", style=tones.bold)
+    parts = [("primary", limits.primary), ("secondary", limits.secondary)]
+    shown = [(n, w) for n, w in parts if w is not None]
+    for i, (name, w) in enumerate(shown):
+        _window(text, name, w, now, tones)
+        if i < len(shown) - 1:
+            text.append("\n")
+    if limits.credits_balance is not None:
+        text.append("\n")
+        _pair(text, "credits", one_line(limits.credits_balance, 20), tones)
+    if not shown and limits.credits_balance is None:
+        text.append("no windows", style=tones.muted)
+    return text
+
+
+def per_worker_text(snapshot: Snapshot, tones: Tones) -> Text:
+    text = Text(end="")
+    if not snapshot.running:
+        text.append("no active workers", style=tones.muted)
+        return text
+    for i, r in enumerate(snapshot.running):
+        text.append(f"{one_line(r.issue_identifier, 10):<10}", style=tones.bold)
+        text.append(
+            f"{fmt.compact(r.tokens.total_tokens):>7} "
+            f"in {fmt.compact(r.tokens.input_tokens)} out {fmt.compact(r.tokens.output_tokens)}"
+        )
+        if r.tokens.cost_usd is not None:
+            text.append(f" ${r.tokens.cost_usd:.2f}")
+        if i < len(snapshot.running) - 1:
+            text.append("\n")
+    return text
+
+
+class TokenPane(VerticalScroll, can_focus=True):
+    """Scrollable when the pane is short (80x24)."""
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="token-totals")
+        yield Sparkline([], id="token-spark")
+        yield Static(id="token-limits")
+        yield Static(id="token-workers")
+
+    def show(self, snapshot: Snapshot, now: datetime, tones: Tones) -> None:
+        self.query_one("#token-totals", Static).update(totals_text(snapshot, tones))
+        spark = self.query_one("#token-spark", Sparkline)
+        history = list(snapshot.token_history)
+        if spark.data != history:
+            spark.data = history
+        self.query_one("#token-limits", Static).update(
+            limits_text(snapshot.rate_limits, now, tones)
+        )
+        self.query_one("#token-workers", Static).update(per_worker_text(snapshot, tones))

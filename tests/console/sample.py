@@ -1,0 +1,237 @@
+"""Fixed sample data for console tests and screenshots (all datetimes fixed, UTC)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from symphony_tui.domain import (
+    ApprovalKind,
+    ApprovalRequest,
+    ClaimState,
+    EventKind,
+    IssueRow,
+    Question,
+    QuestionOption,
+    RateLimits,
+    RateLimitWindow,
+    RecoveredWorkspace,
+    RetryRow,
+    RunningRow,
+    RunStatus,
+    Snapshot,
+    TokenUsage,
+)
+from tests.console.fake_port import FakePort
+
+NOW = datetime(2026, 11, 2, 10, 0, 0, tzinfo=UTC)
+
+
+def ago(seconds: float) -> datetime:
+    return NOW - timedelta(seconds=seconds)
+
+
+def later(seconds: float) -> datetime:
+    return NOW + timedelta(seconds=seconds)
+
+
+COMMAND_APPROVAL = ApprovalRequest(
+    id="demo-1:7",
+    issue_id="demo-1",
+    issue_identifier="DEMO-1",
+    backend="codex",
+    kind=ApprovalKind.COMMAND,
+    summary="run the test suite",
+    command="pytest -q tests/",
+    cwd="/ws/DEMO-1",
+    reason="needs network for fixtures",
+    created_at=ago(95),
+    deadline_at=later(1705),
+)
+
+QUESTION_APPROVAL = ApprovalRequest(
+    id="demo-3:2",
+    issue_id="demo-3",
+    issue_identifier="DEMO-3",
+    backend="codex",
+    kind=ApprovalKind.USER_INPUT,
+    summary="which database?",
+    questions=(
+        Question(
+            id="db",
+            header="Database",
+            question="Which database should the cache use?",
+            options=(QuestionOption(label="sqlite"), QuestionOption(label="postgres")),
+        ),
+    ),
+    created_at=ago(30),
+    deadline_at=later(1770),
+)
+
+
+def sample_snapshot() -> Snapshot:
+    return Snapshot(
+        generated_at=NOW,
+        started_at=ago(3600),
+        workflow_path="/work/project/WORKFLOW.md",
+        tracker_kind="local",
+        backend="codex",
+        issues=(
+            IssueRow(
+                issue_id="demo-1",
+                identifier="DEMO-1",
+                title="Write the README",
+                state="In Progress",
+                claim=ClaimState.RUNNING,
+                priority=2,
+            ),
+            IssueRow(
+                issue_id="demo-3",
+                identifier="DEMO-3",
+                title="Add a cache layer \x1b[31m[bold]red[/bold]\x1b[0m",
+                state="In Progress",
+                claim=ClaimState.RUNNING,
+                priority=1,
+            ),
+            IssueRow(
+                issue_id="demo-2",
+                identifier="DEMO-2",
+                title="Fix flaky login test",
+                state="Todo",
+                claim=ClaimState.RETRY_QUEUED,
+                priority=3,
+            ),
+            IssueRow(
+                issue_id="demo-4",
+                identifier="DEMO-4",
+                title="Migrate settings page",
+                state="Todo",
+                blocked=True,
+                priority=4,
+            ),
+            IssueRow(
+                issue_id="demo-5",
+                identifier="DEMO-5",
+                title="Tidy the changelog",
+                state="Todo",
+            ),
+        ),
+        running=(
+            RunningRow(
+                issue_id="demo-1",
+                issue_identifier="DEMO-1",
+                state="In Progress",
+                backend="codex",
+                status=RunStatus.WAITING_FOR_OPERATOR,
+                attempt=None,
+                session_id="thr-1-turn-3",
+                thread_id="thr-1",
+                turn_count=3,
+                started_at=ago(754),
+                last_event="approval_requested",
+                last_message="run the test suite",
+                last_event_at=ago(95),
+                tokens=TokenUsage(
+                    input_tokens=42_000,
+                    cached_input_tokens=30_000,
+                    output_tokens=5_100,
+                    reasoning_tokens=1_200,
+                    total_tokens=47_100,
+                ),
+                workspace_path="/ws/DEMO-1",
+                pending_approvals=1,
+            ),
+            RunningRow(
+                issue_id="demo-3",
+                issue_identifier="DEMO-3",
+                state="In Progress",
+                backend="codex",
+                status=RunStatus.STREAMING_TURN,
+                attempt=2,
+                session_id="thr-3-turn-1",
+                thread_id="thr-3",
+                turn_count=1,
+                started_at=ago(65),
+                last_event="message",
+                last_message="Looking at \x1b]52;c;ZXZpbA==\x07the cache [red]module[/red]",
+                last_event_at=ago(2),
+                tokens=TokenUsage(input_tokens=8_000, output_tokens=900, total_tokens=8_900),
+                workspace_path="/ws/DEMO-3",
+                pending_approvals=1,
+            ),
+        ),
+        retrying=(
+            RetryRow(
+                issue_id="demo-2",
+                issue_identifier="DEMO-2",
+                attempt=3,
+                due_at=later(40),
+                error="turn_failed: tests failed",
+            ),
+        ),
+        approvals=(QUESTION_APPROVAL, COMMAND_APPROVAL),
+        completed=("demo-0",),
+        totals=TokenUsage(
+            input_tokens=120_500,
+            cached_input_tokens=80_000,
+            output_tokens=15_250,
+            reasoning_tokens=4_000,
+            total_tokens=135_750,
+        ),
+        seconds_running=2_710.0,
+        token_rate_per_min=3_450.0,
+        token_history=(0, 200, 900, 1500, 800, 3000, 4200, 2500, 3450, 1200, 600, 2800),
+        rate_limits=RateLimits(
+            source="codex",
+            limit_name="codex",
+            primary=RateLimitWindow(used_percent=42.0, window_minutes=300, resets_at=later(5400)),
+            secondary=RateLimitWindow(
+                used_percent=91.0, window_minutes=10080, resets_at=later(86400 * 2)
+            ),
+        ),
+        recovered=(
+            RecoveredWorkspace(
+                key="DEMO-9",
+                path="/ws/DEMO-9",
+                issue_id="demo-9",
+                issue_identifier="DEMO-9",
+                issue_title="Old crashed run",
+                issue_state="In Progress",
+                backend="codex",
+                thread_id="thr-9",
+                attempt=2,
+                status="failed",
+                error="process_exited: codex exited with 1",
+                started_at=ago(86400),
+                ended_at=ago(86000),
+                tokens=TokenUsage(total_tokens=12_000),
+            ),
+        ),
+        last_poll_at=ago(10),
+        next_poll_at=later(20),
+        max_concurrent_agents=4,
+    )
+
+
+def sample_port() -> FakePort:
+    port = FakePort(sample_snapshot())
+    port.add_event(EventKind.DISPATCH, "dispatched", issue_id="demo-1", identifier="DEMO-1",
+                   at=ago(754))  # fmt: skip
+    port.add_event(EventKind.SESSION_STARTED, "session thr-1", issue_id="demo-1",
+                   identifier="DEMO-1", at=ago(750))  # fmt: skip
+    port.add_event(EventKind.COMMAND_STARTED, "ls -la", issue_id="demo-1", identifier="DEMO-1",
+                   at=ago(700), command="ls -la", item_id="c1")  # fmt: skip
+    port.add_event(EventKind.COMMAND_COMPLETED, "ls -la", issue_id="demo-1",
+                   identifier="DEMO-1", at=ago(699), command="ls -la", exit_code=0,
+                   item_id="c1", output="README.md\nsrc\ntests\n")  # fmt: skip
+    port.add_event(EventKind.MESSAGE, "I will write the README now.", issue_id="demo-1",
+                   identifier="DEMO-1", at=ago(600))  # fmt: skip
+    port.add_event(EventKind.FILE_CHANGE, "README.md", issue_id="demo-1", identifier="DEMO-1",
+                   at=ago(300), files=["README.md"])  # fmt: skip
+    port.add_event(EventKind.APPROVAL_REQUESTED, "run the test suite", issue_id="demo-1",
+                   identifier="DEMO-1", at=ago(95))  # fmt: skip
+    port.add_event(EventKind.DISPATCH, "dispatched (attempt 2)", issue_id="demo-3",
+                   identifier="DEMO-3", at=ago(65))  # fmt: skip
+    port.add_event(EventKind.MESSAGE, "Evil \x1b[2J\x1b]52;c;ZXZpbA==\x07[bold]markup[/bold]",
+                   issue_id="demo-3", identifier="DEMO-3", at=ago(2))  # fmt: skip
+    port.add_event(EventKind.ERROR, "tracker timeout", at=ago(1))
+    return port
