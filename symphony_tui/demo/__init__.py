@@ -4,6 +4,6 @@
 the scheduler launches through its codex backend exactly like ``codex app-server``. It reads
 ``[demo: ...]`` directives from the turn prompt (:mod:`~symphony_tui.demo.directives`), really
 runs commands and writes files in the workspace, asks for approvals and moves its issue with
-the ``symphony_set_issue_state`` tool. :mod:`~symphony_tui.demo.assets` prepares a runnable
-copy of ``assets/demo`` (WORKFLOW.md + issues.yaml) for ``symphony-tui demo``.
+the ``symphony_set_issue_state`` tool. The demo workflow and issues live in ``assets/demo``,
+which ``symphony-tui demo`` copies to a fresh temporary folder.
 """
