@@ -24,7 +24,10 @@ Usage::
 
     with FakeLinear(api_key="lin_api_test") as linear:
         linear.add_issues(3, state="Todo")
-        settings.tracker.endpoint = linear.url; settings.tracker.project_slug = linear.project_slug
+        settings = Settings.model_validate({"tracker": {
+            "kind": "linear", "endpoint": linear.url, "api_key": "lin_api_test",
+            "project_slug": linear.project_slug}})
+        issues = await LinearTracker(lambda: settings).fetch_candidate_issues()
 
 Needs ``graphql-core`` (a dev dependency of symphony-tui).
 """
@@ -513,7 +516,15 @@ def _make_handler(fake: FakeLinear) -> type[BaseHTTPRequestHandler]:
             if self.path.split("?")[0] != "/graphql":
                 self._send(404, {}, json.dumps(_errors("Not found", "NOT_FOUND")).encode())
                 return
-            length = int(self.headers.get("Content-Length") or 0)
+            try:
+                length = int(self.headers.get("Content-Length") or 0)
+            except ValueError:
+                length = -1
+            if length < 0 or length > 10_000_000:
+                self._send(
+                    400, {}, json.dumps(_errors("Bad Content-Length", "BAD_REQUEST")).encode()
+                )
+                return
             raw = self.rfile.read(length) if length > 0 else b""
             headers = {k.lower(): v for k, v in self.headers.items()}
             status, out_headers, body = fake.handle(raw, headers)
@@ -678,6 +689,8 @@ def _connection(store: _Store, kind: str, items: Iterable[dict], args: dict[str,
         if args.get(unsupported) is not None:
             raise GraphQLError(f"FakeLinear does not implement `{unsupported}` pagination")
     flt = args.get("filter")
+    if flt:
+        _check_filter(kind, flt)
     rows = [r for r in items if not flt or _matches(store, kind, r, flt)]
     first = args.get("first")
     first = 50 if first is None else first
@@ -777,6 +790,58 @@ _FILTERS: dict[str, dict[str, tuple]] = {
     "IssueLabel": {"id": _field("id"), "name": _field("name")},
     "IssueRelation": {"id": _field("id"), "type": _field("type")},
 }
+
+
+_COMPARATORS = frozenset(
+    [
+        "eq",
+        "neq",
+        "in",
+        "nin",
+        "eqIgnoreCase",
+        "neqIgnoreCase",
+        "contains",
+        "notContains",
+        "containsIgnoreCase",
+        "startsWith",
+        "endsWith",
+        "lt",
+        "lte",
+        "gt",
+        "gte",
+        "null",
+    ]
+)
+
+
+def _check_filter(kind: str, flt: dict[str, Any]) -> None:
+    """Reject unsupported filter keys up front, whether or not any row reaches them."""
+    for key, cond in flt.items():
+        if cond is None or key == "null":
+            continue
+        if key in ("and", "or"):
+            for sub in cond:
+                _check_filter(kind, sub)
+            continue
+        spec = _FILTERS.get(kind, {}).get(key)
+        if spec is None:
+            raise GraphQLError(f"FakeLinear does not implement the {kind} filter `{key}`")
+        if spec[0] == "value":
+            unknown = sorted(set(cond) - _COMPARATORS)
+            if unknown:
+                raise GraphQLError(f"FakeLinear does not implement the comparator `{unknown[0]}`")
+        elif spec[0] == "relation":
+            _check_filter(spec[1], cond)
+        else:
+            for sub_key, sub in cond.items():
+                if sub is None:
+                    continue
+                if sub_key in ("some", "every"):
+                    _check_filter(spec[1], sub)
+                elif sub_key == "length":
+                    _check_filter("IssueLabel", {"id": sub})  # comparator check only
+                else:
+                    _check_filter(spec[1], {sub_key: sub})
 
 
 def _matches(store: _Store, kind: str, record: dict | None, flt: dict[str, Any]) -> bool:
