@@ -102,7 +102,8 @@ class ApprovalsScreen(Screen[None]):
     def selected_approval(self) -> ApprovalRequest | None:
         if self._snapshot is None:
             return None
-        key = self.query_one("#approvals", KeyedTable).selected_key
+        tables = self.query("#approvals").results(KeyedTable)
+        key = next((t.selected_key for t in tables), None)
         return next((a for a in self._snapshot.approvals if a.id == key), None)
 
     def selected_issue_id(self) -> str | None:

@@ -10,6 +10,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.events import DescendantFocus
 from textual.screen import Screen
 from textual.widgets import DataTable, Input, Static
@@ -111,7 +112,10 @@ class MainScreen(Screen[None]):
         self.app.refresh_bindings()
 
     def selected_issue_id(self) -> str | None:
-        table = self.query_one(IssuesTable if self._last_table == "issues" else WorkersTable)
+        try:
+            table = self.query_one(IssuesTable if self._last_table == "issues" else WorkersTable)
+        except NoMatches:  # asked while the screen is being built or torn down
+            return None
         return table.selected_key
 
     def selected_approval(self) -> ApprovalRequest | None:
@@ -125,7 +129,8 @@ class MainScreen(Screen[None]):
         if action == "open_worker":
             return True if self.selected_issue_id() else None
         if action == "clear_filter":
-            return bool(self.query_one(EventLog).filter.text) or None
+            logs = self.query(EventLog)
+            return (bool(logs) and bool(logs.first().filter.text)) or None
         return True
 
     def action_focus_pane(self, name: str) -> None:

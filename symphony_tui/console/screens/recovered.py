@@ -99,7 +99,8 @@ class RecoveredScreen(Screen[None]):
     def _selected(self) -> RecoveredWorkspace | None:
         if self._snapshot is None:
             return None
-        key = self.query_one("#recovered", KeyedTable).selected_key
+        tables = self.query("#recovered").results(KeyedTable)
+        key = next((t.selected_key for t in tables), None)
         return next((w for w in self._snapshot.recovered if w.key == key), None)
 
     def _show_detail(self, tones: Tones) -> None:

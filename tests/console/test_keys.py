@@ -1,0 +1,321 @@
+"""Every operator key against the fake port: the right command, confirmations, and
+``check_action`` disabling what does not apply."""
+
+from __future__ import annotations
+
+from symphony_tui.console.screens.help import HelpScreen
+from symphony_tui.console.screens.modals import AskText, Choose, Confirm
+from symphony_tui.console.widgets.issues import IssuesTable
+from symphony_tui.console.widgets.workers import WorkersTable
+from symphony_tui.domain import (
+    Answer,
+    Approve,
+    Deny,
+    Interrupt,
+    MoveIssue,
+    PauseDispatch,
+    Refresh,
+    Rerun,
+    Stop,
+)
+from symphony_tui.scheduler.port import CommandResult
+from tests.console.helpers import SIZE, done, notifications, settle
+
+
+async def select_worker(pilot, identifier: str) -> None:
+    await pilot.press("2")
+    table = pilot.app.screen.query_one(WorkersTable)
+    key = next(r.issue_id for r in pilot.app.snapshot.running if r.issue_identifier == identifier)
+    assert table.select_key(key)
+    await pilot.pause()
+
+
+async def select_issue(pilot, identifier: str) -> None:
+    await pilot.press("1")
+    table = pilot.app.screen.query_one(IssuesTable)
+    key = next(i.issue_id for i in pilot.app.snapshot.issues if i.identifier == identifier)
+    assert table.select_key(key)
+    await pilot.pause()
+
+
+async def test_interrupt_asks_first_then_sends(port, make_app):
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_worker(pilot, "DEMO-3")
+        await pilot.press("i")
+        assert isinstance(app.screen, Confirm)
+        assert port.sent == []
+        await pilot.press("y")
+        await done(pilot)
+        assert port.sent == [Interrupt(issue_id="demo-3")]
+        assert ("interrupt accepted", "information") in notifications(app)
+
+
+async def test_interrupt_cancelled_sends_nothing(port, make_app):
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_worker(pilot, "DEMO-1")
+        await pilot.press("i")
+        assert isinstance(app.screen, Confirm)
+        await pilot.press("n")
+        await done(pilot)
+        assert not isinstance(app.screen, Confirm)
+        assert port.sent == []
+
+
+async def test_stop_asks_first(port, make_app):
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_worker(pilot, "DEMO-1")
+        await pilot.press("s")
+        assert isinstance(app.screen, Confirm)
+        await pilot.press("y")
+        await done(pilot)
+        assert port.sent == [Stop(issue_id="demo-1")]
+
+
+async def test_interrupt_and_stop_disabled_without_running_worker(port, make_app):
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_issue(pilot, "DEMO-2")  # retry-queued, not running
+        assert app.check_action("interrupt", ()) is None
+        assert app.check_action("stop", ()) is None
+        await pilot.press("i", "s")
+        await done(pilot)
+        assert not isinstance(app.screen, Confirm)
+        assert port.sent == []
+
+
+async def test_approve_once_for_session_and_deny(port, make_app):
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_worker(pilot, "DEMO-1")
+        await pilot.press("a", "A", "d")
+        await done(pilot)
+        assert port.sent == [
+            Approve(approval_id="demo-1:7"),
+            Approve(approval_id="demo-1:7", for_session=True),
+            Deny(approval_id="demo-1:7"),
+        ]
+
+
+async def test_oldest_pending_approval_of_worker_is_answered(port, make_app):
+    from tests.console.sample import COMMAND_APPROVAL, ago
+
+    newer = COMMAND_APPROVAL.model_copy(update={"id": "demo-1:9", "created_at": ago(5)})
+    port.update(approvals=(newer, *port.current.approvals))
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_worker(pilot, "DEMO-1")
+        await pilot.press("a")
+        await done(pilot)
+        assert port.sent == [Approve(approval_id="demo-1:7")]
+
+
+async def test_deny_with_message(port, make_app):
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_worker(pilot, "DEMO-1")
+        await pilot.press("D")
+        assert isinstance(app.screen, AskText)
+        await pilot.press(*"no network")
+        await pilot.press("enter")
+        await done(pilot)
+        assert port.sent == [Deny(approval_id="demo-1:7", message="no network")]
+
+
+async def test_approve_keys_disabled_without_pending_approval(port, make_app):
+    port.update(approvals=())
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_worker(pilot, "DEMO-1")
+        for action in ("approve", "approve_session", "deny", "deny_message", "answer"):
+            assert app.check_action(action, ()) is False
+        await pilot.press("a", "A", "d", "D", "t")
+        await done(pilot)
+        assert port.sent == []
+        footer_actions = {b.binding.action for b in app.screen.active_bindings.values()}
+        assert "approve" not in footer_actions  # hidden from the footer
+        assert "interrupt" in footer_actions
+
+
+async def test_question_is_answered_with_a_choice_not_approved(port, make_app):
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_worker(pilot, "DEMO-3")
+        assert app.check_action("approve", ()) is False
+        assert app.check_action("answer", ()) is True
+        await pilot.press("a")
+        await pilot.pause()
+        assert port.sent == []
+        await pilot.press("t")
+        await pilot.pause()
+        assert isinstance(app.screen, Choose)
+        await pilot.press("down", "enter")
+        await done(pilot)
+        assert port.sent == [Answer(approval_id="demo-3:2", answers={"db": ("postgres",)})]
+
+
+async def test_question_answered_with_typed_text(port, make_app):
+    from tests.console.sample import QUESTION_APPROVAL
+
+    free = QUESTION_APPROVAL.model_copy(
+        update={"questions": (QUESTION_APPROVAL.questions[0].model_copy(update={"options": ()}),)}
+    )
+    port.update(approvals=(free,))
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_worker(pilot, "DEMO-3")
+        await pilot.press("t")
+        await pilot.pause()
+        assert isinstance(app.screen, AskText)
+        await pilot.press(*"redis", "enter")
+        await done(pilot)
+        assert port.sent == [Answer(approval_id="demo-3:2", answers={"db": ("redis",)})]
+
+
+async def test_rerun_refresh_pause_resume(port, make_app):
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_issue(pilot, "DEMO-2")
+        await pilot.press("r", "R", "p")
+        await done(pilot)
+        port.update(dispatch_paused=True)
+        await settle(pilot)
+        await pilot.press("p")
+        await done(pilot)
+        assert port.sent == [
+            Rerun(issue_id="demo-2"),
+            Refresh(),
+            PauseDispatch(paused=True),
+            PauseDispatch(paused=False),
+        ]
+
+
+async def test_rerun_disabled_for_running_issue(port, make_app):
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_worker(pilot, "DEMO-1")
+        assert app.check_action("rerun", ()) is None
+        await pilot.press("r")
+        await done(pilot)
+        assert port.sent == []
+
+
+async def test_move_issue_asks_for_state(port, make_app):
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_issue(pilot, "DEMO-5")
+        await pilot.press("m")
+        assert isinstance(app.screen, AskText)
+        await pilot.press(*"Done", "enter")
+        await done(pilot)
+        assert port.sent == [MoveIssue(issue_id="demo-5", state="Done")]
+
+
+async def test_move_cancelled_with_escape(port, make_app):
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_issue(pilot, "DEMO-5")
+        await pilot.press("m", "escape")
+        await done(pilot)
+        assert port.sent == []
+        assert not isinstance(app.screen, AskText)
+
+
+async def test_failed_result_and_raising_port_become_notifications(port, make_app):
+    def reply(command):
+        if command.type == "refresh":
+            raise RuntimeError("tracker down\x1b[31m")
+        return CommandResult(False, "no such issue [bold]x[/bold]")
+
+    port.reply = reply
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_issue(pilot, "DEMO-2")
+        await pilot.press("r", "R")
+        await done(pilot)
+        notes = notifications(app)
+        assert ("no such issue [bold]x[/bold]", "error") in notes
+        assert any("tracker down" in m and s == "error" and "\x1b" not in m for m, s in notes)
+        assert app.is_running
+
+
+async def test_help_lists_every_command_and_closes(port, make_app):
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_focus_keys_and_tab(port, make_app):
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for key, wid in (("1", "issues"), ("2", "workers"), ("3", "log"), ("4", "tokens")):
+            await pilot.press(key)
+            assert app.focused is not None and app.focused.id == wid
+        await pilot.press("1", "tab")
+        assert app.focused.id == "workers"
+
+
+async def test_keymap_file_remaps_binding(port, make_app, tmp_path):
+    keymap = tmp_path / "keymap.toml"
+    keymap.write_text('interrupt = "x"\n')
+    app = make_app(port, keymap_path=keymap)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_worker(pilot, "DEMO-1")
+        await pilot.press("i")
+        await pilot.pause()
+        assert not isinstance(app.screen, Confirm)
+        await pilot.press("x")
+        assert isinstance(app.screen, Confirm)
+        await pilot.press("y")
+        await done(pilot)
+        assert port.sent == [Interrupt(issue_id="demo-1")]
+
+
+async def test_bad_keymap_is_a_notification(port, make_app, tmp_path):
+    keymap = tmp_path / "keymap.toml"
+    keymap.write_text("[[[")
+    app = make_app(port, keymap_path=keymap)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert any("keymap" in m and s == "warning" for m, s in notifications(app))
+
+
+async def test_palette_offers_only_applicable_commands(port, make_app):
+    from symphony_tui.console.palette import ConsoleCommands
+
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_worker(pilot, "DEMO-1")
+        provider = ConsoleCommands(app.screen)
+        titles = [h.text for h in [hit async for hit in provider.discover()]]
+        assert any(t.startswith("Approve (a)") for t in titles)
+        assert not any(t.startswith("Answer") for t in titles)
+        assert any(t.startswith("Filter") for t in titles)
+        await select_worker(pilot, "DEMO-3")
+        titles = [h.text for h in [hit async for hit in provider.discover()]]
+        assert any(t.startswith("Answer (t)") for t in titles)
+        assert not any(t.startswith("Approve (a)") for t in titles)
