@@ -1,0 +1,136 @@
+"""One scheduler per project: an exclusive lock file per tracker project.
+
+Two schedulers polling the same project would dispatch the same issues twice. The lock is
+``flock`` on a file named by a hash of the project key, so the kernel releases it when the
+owner dies (no stale-lock cleanup, no pid guessing); the file's JSON content
+(``{host, pid, started_at, key}``) only serves the error message. The descriptor is
+close-on-exec, so agent processes started by the scheduler never inherit the lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import socket
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import platformdirs
+
+from symphony_tui.config.settings import Settings
+
+
+class ProjectLockedError(Exception):
+    """Another live process holds the project's lock. ``owner`` is its recorded JSON
+    (may be empty when it could not be read)."""
+
+    def __init__(self, key: str, owner: dict[str, Any], path: Path) -> None:
+        self.key = key
+        self.owner = owner
+        self.path = path
+        host = owner.get("host") or "unknown host"
+        pid = owner.get("pid") or "unknown pid"
+        since = f" since {owner['started_at']}" if owner.get("started_at") else ""
+        super().__init__(
+            f"project_locked: another scheduler (pid {pid} on {host}{since}) already runs "
+            f"{key}; stop it first (lock file {path})"
+        )
+
+
+def default_lock_dir() -> Path:
+    return Path(platformdirs.user_state_dir("symphony-tui")) / "locks"
+
+
+def project_key_for(settings: Settings) -> str:
+    """The identity of the tracker project a workflow dispatches from: ``linear:<endpoint>
+    #<project_slug>``, ``local:<resolved file path>``, else ``<kind>:<workflow folder>``."""
+    tracker = settings.tracker
+    kind = (tracker.kind or "linear").strip().lower()
+    if kind == "linear":
+        return f"linear:{tracker.endpoint.rstrip('/')}#{tracker.project_slug or ''}"
+    if kind == "local" and tracker.path:
+        return f"local:{os.path.realpath(tracker.path)}"
+    return f"{kind}:{os.path.realpath(settings.workflow_dir)}"
+
+
+class ProjectLock:
+    """A held project lock; release it with :meth:`release` or a ``with`` block."""
+
+    def __init__(self, key: str, path: Path, fd: int) -> None:
+        self.key = key
+        self.path = path
+        self._fd: int | None = fd
+
+    @classmethod
+    def acquire(cls, project_key: str, state_dir: Path | None = None) -> ProjectLock:
+        """Take the lock for ``project_key`` or raise :class:`ProjectLockedError` naming the
+        live owner. ``state_dir`` defaults to ``<user_state_dir>/locks``. Raises
+        ``OSError`` when the lock folder cannot be created."""
+        directory = Path(state_dir) if state_dir is not None else default_lock_dir()
+        directory.mkdir(parents=True, exist_ok=True)
+        digest = hashlib.sha256(project_key.encode("utf-8")).hexdigest()[:32]
+        path = directory / f"{digest}.lock"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            owner = _read_owner(fd)
+            os.close(fd)
+            raise ProjectLockedError(project_key, owner, path) from None
+        except BaseException:
+            os.close(fd)
+            raise
+        info = {
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "started_at": datetime.now(UTC).isoformat(),
+            "key": project_key,
+        }
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(info).encode("utf-8") + b"\n", 0)
+        return cls(project_key, path, fd)
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def release(self) -> None:
+        """Give the lock up (idempotent). The file stays: unlinking it could let two
+        processes lock two different inodes under one name."""
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+    def __enter__(self) -> ProjectLock:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.release()
+
+
+def _read_owner(fd: int) -> dict[str, Any]:
+    try:
+        data = os.pread(fd, 4096, 0)
+        owner = json.loads(data.decode("utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return owner if isinstance(owner, dict) else {}

@@ -1,0 +1,119 @@
+"""One scheduler per project: ProjectLock (flock; dead owners are taken over)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from symphony_tui.config.settings import resolve_settings
+from symphony_tui.scheduler.project_lock import (
+    ProjectLock,
+    ProjectLockedError,
+    project_key_for,
+)
+
+HOLDER = (
+    "import sys, time\n"
+    "from pathlib import Path\n"
+    "from symphony_tui.scheduler.project_lock import ProjectLock\n"
+    "lock = ProjectLock.acquire(sys.argv[1], Path(sys.argv[2]))\n"
+    "print('locked', flush=True)\n"
+    "sys.stdin.read()\n"
+)
+
+
+def spawn_holder(key: str, state_dir: Path) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, key, str(state_dir)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "locked"
+    return proc
+
+
+def test_acquire_records_the_owner_and_release_frees_it(tmp_path: Path) -> None:
+    lock = ProjectLock.acquire("linear:x#p", tmp_path)
+    assert lock.held and lock.path.parent == tmp_path
+    with pytest.raises(ProjectLockedError):  # a second holder, even in the same process
+        ProjectLock.acquire("linear:x#p", tmp_path)
+    lock.release()
+    lock.release()  # idempotent
+    with ProjectLock.acquire("linear:x#p", tmp_path) as again:
+        assert again.held
+    assert not again.held
+
+
+def test_different_projects_do_not_conflict(tmp_path: Path) -> None:
+    with ProjectLock.acquire("a", tmp_path), ProjectLock.acquire("b", tmp_path):
+        pass
+
+
+def test_a_live_owner_is_named_in_the_error(tmp_path: Path) -> None:
+    proc = spawn_holder("local:/x/issues.yaml", tmp_path)
+    try:
+        with pytest.raises(ProjectLockedError) as info:
+            ProjectLock.acquire("local:/x/issues.yaml", tmp_path)
+        message = str(info.value)
+        assert f"pid {proc.pid}" in message and socket.gethostname() in message
+        assert "local:/x/issues.yaml" in message and "\n" not in message
+        assert info.value.owner["key"] == "local:/x/issues.yaml"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_the_lock_of_a_dead_process_is_taken_over(tmp_path: Path) -> None:
+    proc = spawn_holder("k", tmp_path)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    with ProjectLock.acquire("k", tmp_path) as lock:
+        assert lock.held
+
+
+def test_child_processes_do_not_inherit_the_lock(tmp_path: Path) -> None:
+    # The owner starts a long-lived child (as it starts agents), then dies: the child must
+    # not keep the project locked.
+    script = HOLDER.replace(
+        "print('locked', flush=True)\n",
+        "import subprocess\n"
+        "child = subprocess.Popen(['sleep', '60'], close_fds=False)\n"
+        "print('locked', child.pid, flush=True)\n",
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script, "k", str(tmp_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    word, child_pid = proc.stdout.readline().split()
+    assert word == "locked"
+    try:
+        with pytest.raises(ProjectLockedError):
+            ProjectLock.acquire("k", tmp_path)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        with ProjectLock.acquire("k", tmp_path) as lock:
+            assert lock.held
+    finally:
+        os.kill(int(child_pid), signal.SIGKILL)
+
+
+def test_project_key_for_linear_and_local(tmp_path: Path) -> None:
+    linear = resolve_settings(
+        {"tracker": {"kind": "linear", "project_slug": "proj", "endpoint": "https://e/graphql/"}},
+        tmp_path,
+        {},
+    )
+    assert project_key_for(linear) == "linear:https://e/graphql#proj"
+    local = resolve_settings({"tracker": {"kind": "local", "path": "i.yaml"}}, tmp_path, {})
+    assert project_key_for(local) == f"local:{os.path.realpath(tmp_path / 'i.yaml')}"
