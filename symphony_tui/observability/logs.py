@@ -106,6 +106,18 @@ class _QuietRotatingFileHandler(logging.handlers.RotatingFileHandler):
         # The default prints a traceback to stderr, which would tear the console's screen.
         self.failures += 1
 
+    def flush(self) -> None:
+        try:
+            super().flush()
+        except (OSError, ValueError):
+            self.failures += 1
+
+    def close(self) -> None:
+        try:
+            super().close()
+        except (OSError, ValueError):
+            self.failures += 1
+
 
 def log_kv(logger: logging.Logger, level: int | str, msg: str, **fields: Any) -> None:
     """Log ``msg`` with ``fields`` as ``key=value`` pairs (spec §13.1 context fields such as
