@@ -53,8 +53,33 @@ def _signal_group(pgid: int, sig: int) -> bool:
         return False
 
 
+def group_members(pgid: int) -> list[int] | None:
+    """Live (non-zombie) pids of process group ``pgid`` from ``/proc``; None without /proc.
+
+    Zombies are excluded: in a container whose init does not reap, re-parented children of
+    a dead app-server stay zombies forever and would make ``killpg(pgid, 0)`` succeed.
+    """
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return None
+    out = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # "pid (comm) state ppid pgrp ..." - comm may contain spaces and parentheses
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) > 2 and fields[0] not in ("Z", "X") and int(fields[2]) == pgid:
+            out.append(int(entry.name))
+    return out
+
+
 def _group_alive(pgid: int) -> bool:
-    return _signal_group(pgid, 0)
+    members = group_members(pgid)
+    return _signal_group(pgid, 0) if members is None else bool(members)
 
 
 async def kill_group(proc: asyncio.subprocess.Process, grace_s: float = KILL_GRACE_S) -> None:
