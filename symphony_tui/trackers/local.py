@@ -43,6 +43,8 @@ from symphony_tui.trackers.base import TrackerError
 
 CATEGORY = "local_tracker_file"
 _REQUIRED = ("id", "identifier", "title", "state")
+# libyaml when available: the file is parsed several times per move and on every change.
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _PLAIN_SAFE = re.compile(r"[A-Za-z][A-Za-z0-9 _.()/-]*")
 
 
@@ -70,7 +72,7 @@ def _entry_name(index: int, entry: Any) -> str:
 
 def _load_yaml(path: Path, text: str) -> Any:
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         problem = getattr(err, "problem", None) or str(err)
@@ -359,7 +361,7 @@ def _rewrite_state(path: Path, text: str, issue_id: str, state: str) -> str:
     if entry is None or state_node is None:
         raise _fail(f"{path}: cannot locate the state of issue {issue_id!r} in the file")
 
-    before = yaml.safe_load(text)
+    before = yaml.load(text, Loader=_Loader)
     expected = copy.deepcopy(before)
     stamp = datetime.now(UTC).replace(microsecond=0)
     edits: list[tuple[yaml.Node, list[str]]] = [(state_node, _scalar_forms(state))]
@@ -379,7 +381,7 @@ def _rewrite_state(path: Path, text: str, issue_id: str, state: str) -> str:
         for (node, _), form in zip(edits, forms, strict=True):
             candidate = _splice(candidate, node, form)
         try:
-            if yaml.safe_load(candidate) == expected:
+            if yaml.load(candidate, Loader=_Loader) == expected:
                 return candidate
         except yaml.YAMLError:
             continue
