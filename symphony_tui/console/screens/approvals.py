@@ -90,14 +90,14 @@ class ApprovalsScreen(Screen[None]):
         self.app.refresh_bindings()
 
     @on(DataTable.RowSelected)
-    def _selected(self, event: DataTable.RowSelected) -> None:
+    async def _selected(self, event: DataTable.RowSelected) -> None:
         # enter answers a question, and otherwise approves once (a common habit)
         event.stop()
         approval = self.selected_approval()
         if approval is None:
             return
         action = "answer" if approval.questions else "approve"
-        self.app.run_action(action)
+        await self.app.run_action(action)
 
     def selected_approval(self) -> ApprovalRequest | None:
         if self._snapshot is None:

@@ -97,6 +97,10 @@ class MainScreen(Screen[None]):
             self.query_one(EventLog).pull(self.console.port, tones)
             self.query_one(TokenPane).show(snapshot, now, tones)
 
+    def pull(self, tones: Tones) -> None:
+        """New events only (the snapshot did not change since the last paint)."""
+        self.query_one(EventLog).pull(self.console.port, tones)
+
     # -- selection ------------------------------------------------------------------
 
     @on(DescendantFocus)

@@ -114,11 +114,15 @@ class WorkerScreen(Screen[None]):
 
     def show(self, snapshot: Snapshot, now: datetime, tones: Tones) -> None:
         self._snapshot = snapshot
-        if self._transcript is None or self._transcript.tones != tones:
-            self._transcript = Transcript(tones)
         self.query_one("#worker-header", Static).update(
             worker_header(snapshot, self.issue_id, now, tones)
         )
+        self.pull(tones)
+
+    def pull(self, tones: Tones) -> None:
+        """Append this issue's new events to the transcript."""
+        if self._transcript is None or self._transcript.tones != tones:
+            self._transcript = Transcript(tones)
         events = self.console.port.events_since(self.last_seq, limit=BATCH, issue_id=self.issue_id)
         if events:
             self.last_seq = max(self.last_seq, events[-1].seq)
