@@ -46,6 +46,18 @@ def find_openhands_venv() -> Path | None:
     return None
 
 
+def isolated_env(home: Path, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``base`` (default ``os.environ``) with ``HOME`` set to an empty directory.
+
+    The agent's terminal is an interactive bash that reads ``~/.bashrc``. A slow rc file
+    (``eval "$(pyenv init -)"`` on a busy machine) races the tool's own prompt setup and the
+    first command then hangs for the tool's 30 s no-output timeout and returns the setup
+    text instead of its output (measured on 1.58.2). A clean home makes tests deterministic.
+    """
+    home.mkdir(parents=True, exist_ok=True)
+    return {**(os.environ if base is None else base), "HOME": str(home)}
+
+
 def server_command(venv: Path) -> str:
     """The ``openhands.command`` that launches the server from ``venv``."""
     return f"{venv / 'bin' / 'python'} -m openhands.agent_server"
@@ -75,9 +87,11 @@ async def openhands_server(
     """Start the real server (state in ``state_dir``), yield it, stop its process group.
 
     Raises ``FileNotFoundError`` when no venv is found and ``AgentError("launch_failed")``
-    when the server does not become healthy.
+    when the server does not become healthy. ``env`` defaults to :func:`isolated_env`
+    with a home under ``state_dir``.
     """
     venv = venv or find_openhands_venv()
+    env = isolated_env(state_dir / "home") if env is None else env
     if venv is None:
         raise FileNotFoundError("no OpenHands agent-server venv (set SYMPHONY_OPENHANDS_VENV)")
     server = ManagedServer(
@@ -107,6 +121,7 @@ def openhands_settings(
     ws_auth: str = "first_frame",
     confirmation_policy: str = "AlwaysConfirm",
     read_timeout_ms: int = 30_000,
+    startup_timeout_ms: int = 120_000,
 ) -> Settings:
     """Settings with ``agent.backend: openhands`` and the fake model as LLM."""
     oh = OpenHandsSettings(
@@ -117,6 +132,7 @@ def openhands_settings(
         confirmation_policy=confirmation_policy,  # type: ignore[arg-type]
         llm=fake_llm(model_url),
         read_timeout_ms=read_timeout_ms,
+        startup_timeout_ms=startup_timeout_ms,
     )
     return Settings.model_validate({"agent": {"backend": "openhands"}}).model_copy(
         update={"openhands": oh}
