@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import yaml
 from pydantic import ValidationError
 
 #: Error codes of :class:`WorkflowError` (spec §5.5, plus ``invalid_settings``).
@@ -38,3 +39,13 @@ def flatten_validation_error(err: ValidationError) -> str:
         msg = item.get("msg", "invalid value")
         parts.append(f"{loc}: {msg}" if loc else msg)
     return "; ".join(parts) or str(err)
+
+
+def describe_yaml_error(err: yaml.YAMLError, first_line: int = 1) -> str:
+    """``at line L, column C: <problem>`` for a PyYAML error; ``first_line`` is the file
+    line where the parsed text starts (front matter starts on line 2)."""
+    mark = getattr(err, "problem_mark", None)
+    problem = getattr(err, "problem", None) or str(err)
+    if mark is None:
+        return one_line(problem)
+    return one_line(f"at line {mark.line + first_line}, column {mark.column + 1}: {problem}")

@@ -16,7 +16,11 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from symphony_tui.config.errors import WorkflowError, flatten_validation_error
+from symphony_tui.config.errors import (
+    WorkflowError,
+    describe_yaml_error,
+    flatten_validation_error,
+)
 from symphony_tui.config.prompt import compile_template
 from symphony_tui.config.settings import Settings, resolve_settings
 from symphony_tui.observability.redact import register_secret
@@ -64,13 +68,9 @@ def _parse_yaml(front: str) -> dict[str, Any]:
     try:
         data = yaml.safe_load(front)
     except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        problem = getattr(err, "problem", None) or str(err)
-        # +2: the opening fence is line 1 and PyYAML counts from 0.
-        where = f" at line {mark.line + 2}, column {mark.column + 1}" if mark else ""
-        raise WorkflowError(
-            "workflow_parse_error", f"invalid YAML front matter{where}: {problem}"
-        ) from err
+        # The opening fence is line 1, so the YAML text starts on line 2.
+        where = describe_yaml_error(err, first_line=2)
+        raise WorkflowError("workflow_parse_error", f"invalid YAML front matter {where}") from err
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -28,7 +28,6 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,9 +36,11 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from symphony_tui.config.errors import describe_yaml_error, flatten_validation_error, one_line
 from symphony_tui.config.settings import Settings
 from symphony_tui.domain import BlockerRef, Issue
 from symphony_tui.trackers.base import TrackerError
+from symphony_tui.workspaces.atomic import atomic_write_bytes
 
 CATEGORY = "local_tracker_file"
 _REQUIRED = ("id", "identifier", "title", "state")
@@ -49,7 +50,7 @@ _PLAIN_SAFE = re.compile(r"[A-Za-z][A-Za-z0-9 _.()/-]*")
 
 
 def _fail(message: str) -> TrackerError:
-    return TrackerError(CATEGORY, " ".join(message.split()))
+    return TrackerError(CATEGORY, one_line(message))
 
 
 def _scalar_text(value: Any) -> str | None:
@@ -74,10 +75,7 @@ def _load_yaml(path: Path, text: str) -> Any:
     try:
         return yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        problem = getattr(err, "problem", None) or str(err)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise _fail(f"{path}: invalid YAML{where}: {problem}") from err
+        raise _fail(f"{path}: invalid YAML {describe_yaml_error(err)}") from err
 
 
 def _entries(path: Path, data: Any) -> list[Any]:
@@ -169,11 +167,7 @@ def parse_issues(path: Path, text: str) -> list[Issue]:
         try:
             issues.append(Issue(**fields, blocked_by=tuple(blockers)))
         except ValidationError as err:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
-                for e in err.errors(include_url=False)
-            )
-            raise _fail(f"{path}: {name}: {problems}") from err
+            raise _fail(f"{path}: {name}: {flatten_validation_error(err)}") from err
     return issues
 
 
@@ -270,7 +264,7 @@ class LocalTracker:
             new_text = _rewrite_state(path, text, issue_id, state)
             if new_text == text:
                 return
-            _atomic_write(target, new_text.encode("utf-8"), os.stat(target).st_mode)
+            atomic_write_bytes(target, new_text.encode("utf-8"), os.stat(target).st_mode)
 
     async def aclose(self) -> None:
         self._cache = None
@@ -288,21 +282,6 @@ def _folder_lock(folder: Path) -> Iterator[None]:
         with contextlib.suppress(OSError):
             fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
-
-
-def _atomic_write(target: Path, data: bytes, mode: int) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode & 0o7777)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def _find_entry(root: yaml.Node, issue_id: str) -> yaml.MappingNode | None:

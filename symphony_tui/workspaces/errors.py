@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from symphony_tui.config.errors import one_line
+
 if TYPE_CHECKING:
     from symphony_tui.workspaces.hooks import HookResult
 
@@ -15,6 +17,6 @@ class WorkspaceError(Exception):
 
     def __init__(self, code: str, message: str, hook: HookResult | None = None) -> None:
         self.code = code
-        self.message = " ".join(str(message).split())
+        self.message = one_line(message)
         self.hook = hook
         super().__init__(f"{code}: {self.message}")

@@ -23,8 +23,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
-import tempfile
 from datetime import date, datetime
 from enum import Enum
 from pathlib import Path, PurePath
@@ -33,6 +31,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from symphony_tui.observability.logs import log_kv
+from symphony_tui.workspaces.atomic import atomic_write_bytes
 
 log = logging.getLogger(__name__)
 
@@ -104,20 +103,13 @@ def update_manifest(ws: Path, section: str, **fields: Any) -> bool:
         raise ValueError(f"unknown manifest section {section!r} (use one of {SECTIONS})")
     directory = manifest_dir(ws)
     merged = {**read_section(ws, section), **fields}
-    tmp_name: str | None = None
+    payload = json.dumps(merged, default=_json_default, indent=2, sort_keys=True) + "\n"
     try:
         directory.mkdir(exist_ok=True)
         ignore = directory / ".gitignore"
         if not ignore.exists():
             ignore.write_text(_GITIGNORE, encoding="utf-8")
-        payload = json.dumps(merged, default=_json_default, indent=2, sort_keys=True)
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{section}.", suffix=".tmp", dir=directory)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(payload + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, directory / f"{section}.json")
-        tmp_name = None
+        atomic_write_bytes(directory / f"{section}.json", payload.encode("utf-8"), 0o644)
         return True
     except OSError as err:
         log_kv(
@@ -129,10 +121,6 @@ def update_manifest(ws: Path, section: str, **fields: Any) -> bool:
             error=str(err),
         )
         return False
-    finally:
-        if tmp_name is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp_name)
 
 
 def manifest_mtime(ws: Path) -> float:

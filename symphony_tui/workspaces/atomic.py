@@ -1,0 +1,28 @@
+"""Atomic file replacement: readers see the old bytes or the new bytes, never a mix."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+
+def atomic_write_bytes(target: Path, data: bytes, mode: int | None = None) -> None:
+    """Write ``data`` to a temp file in ``target``'s folder, fsync it, then ``os.replace``
+    it over ``target``. ``mode`` (permission bits) is applied to the new file; by default
+    ``mkstemp``'s 0600. Raises ``OSError``; the temp file never outlives a failure."""
+    target = Path(target)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode & 0o7777)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
