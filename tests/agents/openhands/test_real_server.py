@@ -269,3 +269,24 @@ async def test_console_restart_reattaches_and_asks_again(
     assert result.status == TurnStatus.COMPLETED, result
     assert (work / "r.txt").read_text() == "after-restart\n"
     assert "not sent" not in str([r["body"] for r in fake_model.requests])
+
+
+async def test_interrupt_while_waiting_for_confirmation_rejects_and_cancels(
+    oh_server: ManagedServer, fake_model: FakeModelServer, tmp_path: Path
+) -> None:
+    """``/interrupt`` leaves a waiting conversation waiting, so the backend rejects instead."""
+    backend = backend_for(oh_server, fake_model)
+    parked: asyncio.Future[ApprovalAnswer] = asyncio.get_running_loop().create_future()
+    host = RecordingSessionHost(tmp_path, issue=make_issue("OH-8"), approve=lambda _r: parked)
+    try:
+        session = await backend.start_session(host)
+        turn = asyncio.create_task(session.run_turn("SHELL: echo never > n.txt"))
+        await host.wait_for(EventKind.APPROVAL_REQUESTED)
+        await session.interrupt()
+        result = await asyncio.wait_for(turn, 30)
+        status = await server_status(oh_server, session.conversation_id)
+    finally:
+        await backend.aclose()
+    assert result.status == TurnStatus.INTERRUPTED
+    assert status == "idle"
+    assert not (tmp_path / "n.txt").exists()

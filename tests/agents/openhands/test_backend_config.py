@@ -1,0 +1,112 @@
+"""Backend set-up errors, managed-server launch failures and token arithmetic (no server)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from symphony_tui.agents.base import AgentError
+from symphony_tui.agents.openhands import OpenHandsBackend
+from symphony_tui.agents.openhands.server import ManagedServer
+from symphony_tui.agents.openhands.translate import state_update, translate, usage_from_stats
+from symphony_tui.config.settings import OpenHandsSettings, Settings
+from symphony_tui.domain import EventKind
+from symphony_tui.testing.session_host import RecordingSessionHost
+
+
+def settings_with(**oh: object) -> Settings:
+    return Settings().model_copy(update={"openhands": OpenHandsSettings(**oh)})
+
+
+async def start(settings: Settings, tmp_path: Path, env: dict[str, str] | None = None) -> str:
+    backend = OpenHandsBackend(lambda: settings, env=env or {}, state_dir=tmp_path / "state")
+    try:
+        with pytest.raises(AgentError) as info:
+            await backend.start_session(RecordingSessionHost(tmp_path))
+    finally:
+        await backend.aclose()
+    return str(info.value)
+
+
+async def test_neither_base_url_nor_command(tmp_path: Path) -> None:
+    assert "set base_url" in await start(settings_with(), tmp_path)
+
+
+async def test_missing_session_key_env(tmp_path: Path) -> None:
+    s = settings_with(base_url="http://127.0.0.1:9", session_api_key_env="OH_KEY")
+    assert "$OH_KEY is unset" in await start(s, tmp_path)
+
+
+async def test_launch_failures_are_one_line_errors(tmp_path: Path) -> None:
+    missing = await start(settings_with(command="/nonexistent/oh-server"), tmp_path)
+    assert missing.startswith("launch_failed: /nonexistent/oh-server")
+    code = f"{sys.executable} -c 'import sys; print(\"boom\"); sys.exit(3)'"
+    exited = await start(settings_with(command=code), tmp_path)
+    assert exited.startswith("launch_failed: agent-server exited with 3") and "boom" in exited
+    assert "\n" not in exited
+
+
+async def test_unhealthy_server_times_out_and_is_stopped(tmp_path: Path) -> None:
+    server = ManagedServer(
+        f"{sys.executable} -c 'import time; time.sleep(60)'", tmp_path, startup_timeout_s=0.5
+    )
+    with pytest.raises(AgentError, match=r"not healthy after 0\.5s"):
+        await server.start()
+    assert not server.running
+
+
+def test_usage_is_summed_over_usage_ids() -> None:
+    def metrics(p: int, c: int, cached: int, r: int, cost: float) -> dict:
+        return {
+            "accumulated_cost": cost,
+            "accumulated_token_usage": {
+                "prompt_tokens": p,
+                "completion_tokens": c,
+                "cache_read_tokens": cached,
+                "reasoning_tokens": r,
+            },
+        }
+
+    stats = {
+        "usage_to_metrics": {
+            "agent": metrics(300, 40, 20, 5, 0.25),
+            "condenser": metrics(100, 10, 0, 0, 0.05),
+            "broken": "x",
+        }
+    }
+    u = usage_from_stats(stats)
+    assert u is not None
+    assert (u.input_tokens, u.output_tokens, u.total_tokens) == (400, 50, 450)
+    assert (u.cached_input_tokens, u.reasoning_tokens) == (20, 5)
+    assert u.cost_usd == pytest.approx(0.30)
+    assert usage_from_stats({"metrics": None}) is None
+    full = {"kind": "ConversationStateUpdateEvent", "key": "full_state", "id": "s"}
+    full["value"] = {"execution_status": "running", "stats": stats, "confirmation_policy": {}}
+    status, usage, policy = state_update(full)
+    assert (status, usage, policy) == ("running", u, None)
+
+
+def test_translation_of_terminal_action_and_observation() -> None:
+    action = {
+        "id": "a1",
+        "kind": "ActionEvent",
+        "tool_name": "terminal",
+        "action": {"command": "ls -la", "kind": "TerminalAction"},
+    }
+    obs = {
+        "id": "o1",
+        "kind": "ObservationEvent",
+        "tool_name": "terminal",
+        "action_id": "a1",
+        "observation": {"content": [{"type": "text", "text": "total 0"}], "exit_code": 0},
+    }
+    started, done = translate(action), translate(obs)
+    assert started is not None and started.kind == EventKind.COMMAND_STARTED
+    assert started.message == "ls -la" and started.data["event_id"] == "a1"
+    assert done is not None and done.kind == EventKind.COMMAND_COMPLETED
+    assert (done.message, done.data["exit_code"], done.data["item_id"]) == ("total 0", 0, "a1")
+    assert translate({"id": "u", "kind": "MessageEvent", "source": "user"}) is None
+    unknown = translate({"id": "z", "kind": "SomethingNew"})
+    assert unknown is not None and unknown.kind == EventKind.NOTIFICATION
