@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from symphony_tui.observability.logs import log_kv
+from symphony_tui.observability.redact import redact
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +126,12 @@ async def run_hook(
     def elapsed_ms() -> int:
         return int((time.monotonic() - started) * 1000)
 
-    log_kv(log, "INFO", "hook started", hook=name, cwd=str(cwd), timeout_ms=timeout_ms)
+    env = env or {}
+    context = {
+        "issue_id": env.get("SYMPHONY_ISSUE_ID"),
+        "issue_identifier": env.get("SYMPHONY_ISSUE_IDENTIFIER"),
+    }
+    log_kv(log, "INFO", "hook started", hook=name, cwd=str(cwd), timeout_ms=timeout_ms, **context)
     tail = _Tail(OUTPUT_LIMIT)
     protocol = _HookProtocol(tail)
     loop = asyncio.get_running_loop()
@@ -136,7 +142,7 @@ async def run_hook(
             "-lc",
             script,
             cwd=str(cwd),
-            env={**os.environ, **(env or {})},
+            env={**os.environ, **env},
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
@@ -144,7 +150,7 @@ async def run_hook(
         )
     except OSError as err:
         result = HookResult(name, False, None, False, f"cannot start hook: {err}", elapsed_ms())
-        _log_result(result)
+        _log_result(result, context)
         return result
 
     pid = transport.get_pid()
@@ -173,14 +179,15 @@ async def run_hook(
         ok=not timed_out and exit_code == 0,
         exit_code=exit_code,
         timed_out=timed_out,
-        output=tail.text(),
+        # Hook output reaches the console and manifests: mask credentials it printed.
+        output=redact(tail.text()),
         duration_ms=elapsed_ms(),
     )
-    _log_result(result)
+    _log_result(result, context)
     return result
 
 
-def _log_result(result: HookResult) -> None:
+def _log_result(result: HookResult, context: dict[str, str | None]) -> None:
     level = "INFO" if result.ok else "WARNING"
     log_kv(
         log,
@@ -190,4 +197,5 @@ def _log_result(result: HookResult) -> None:
         status=result.summary(),
         duration_ms=result.duration_ms,
         output=result.output[-1024:] if not result.ok else None,
+        **context,
     )

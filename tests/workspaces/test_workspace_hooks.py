@@ -110,3 +110,14 @@ async def test_cancelling_the_caller_kills_the_hook(tmp_path: Path) -> None:
 async def test_invalid_utf8_output_is_replaced(tmp_path: Path) -> None:
     result = await run_hook("after_run", "printf 'ok\\xff\\xfe\\n'", tmp_path, 10_000)
     assert result.ok and result.output.startswith("ok\ufffd")
+
+
+async def test_registered_secrets_are_masked_in_hook_output(tmp_path: Path) -> None:
+    from symphony_tui.observability.redact import default_redactor, register_secret
+
+    register_secret("hook-secret-value-991")
+    try:
+        result = await run_hook("after_run", "echo token hook-secret-value-991", tmp_path, 10_000)
+    finally:
+        default_redactor().clear()
+    assert "hook-secret-value-991" not in result.output and "***" in result.output
