@@ -30,8 +30,10 @@ compare an agent's reported totals with it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -241,6 +243,7 @@ class FakeModelServer:
         self.usage_log: list[TokenUsage] = []
         self._lock = threading.Lock()
         self._fail: list[int] = []  # statuses of the next failing requests
+        self._conns: set[socket.socket] = set()  # open client connections (keep-alive too)
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._port: int | None = None
@@ -267,6 +270,13 @@ class FakeModelServer:
             return
         httpd.shutdown()
         httpd.server_close()
+        # A keep-alive connection would otherwise go on being served: drop them all so
+        # "the model server is down" holds for clients with connection pools too.
+        with self._lock:
+            conns, self._conns = list(self._conns), set()
+        for c in conns:
+            with contextlib.suppress(OSError):
+                c.shutdown(socket.SHUT_RDWR)
         if self._thread is not None:
             self._thread.join(timeout=5)
 
@@ -333,6 +343,17 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
+
+    def setup(self) -> None:
+        super().setup()
+        with self.owner._lock:
+            self.owner._conns.add(self.connection)
+
+    def finish(self) -> None:
+        with self.owner._lock:
+            self.owner._conns.discard(self.connection)
+        with contextlib.suppress(OSError):
+            super().finish()
 
     # -- plumbing
     def _json(self, obj: Any, status: int = 200) -> None:

@@ -67,13 +67,21 @@ def sent(codex_schema: CodexSchema) -> list[dict]:
 
 @pytest.fixture
 async def backend(codex_bin, fake, tmp_path, sent):
-    env = make_codex_home(tmp_path / "codex-home", fake.url)
+    env = _env(tmp_path, fake)
     settings = Settings.model_validate(
         {"codex": {"command": f"'{codex_bin}' app-server", "read_timeout_ms": 20_000}}
     )
     b = CodexBackend(lambda: settings, env=env, sent=sent)
     yield b
     await b.aclose()
+
+
+def _env(tmp_path: Path, fake: FakeModelServer) -> dict[str, str]:
+    # A private HOME: `bash -lc` then skips the machine's login profile (pyenv rehash takes
+    # a global lock that a killed shell can leave behind, stalling every later login shell).
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    return {**make_codex_home(tmp_path / "codex-home", fake.url), "HOME": str(home)}
 
 
 def _usage(host: RecordingSessionHost) -> TokenUsage:
@@ -211,7 +219,32 @@ async def test_model_error_fails_the_turn_with_its_reason(backend, fake, workspa
     result = await session.run_turn("this one fails")
 
     assert result.status == TurnStatus.FAILED
-    assert (result.error and "400" in result.error) or "fake failure" in (result.error or "")
+    assert "fake failure 400" in (result.error or "")
+    assert host.kinds()[-1] == EventKind.TURN_FAILED
+    # the session is still usable after a failed turn
+    assert (await session.run_turn("and again")).status == TurnStatus.COMPLETED
+
+
+async def test_model_server_down_ends_by_turn_timeout(codex_bin, fake, tmp_path, workspace, sent):
+    settings = Settings.model_validate(
+        {
+            "codex": {
+                "command": f"'{codex_bin}' app-server",
+                "read_timeout_ms": 20_000,
+                "turn_timeout_ms": 3_000,
+            }
+        }
+    )
+    backend = CodexBackend(lambda: settings, env=_env(tmp_path, fake), sent=sent)
+    host = RecordingSessionHost(workspace)
+    try:
+        session = await backend.start_session(host)
+        fake.stop()  # the port now refuses: codex retries forever ("Reconnecting...")
+        result = await session.run_turn("anyone there?")
+    finally:
+        await backend.aclose()
+    assert result.status == TurnStatus.FAILED and "turn_timeout" in (result.error or "")
+    assert any(e.data.get("will_retry") for e in host.of_kind(EventKind.ERROR))
     assert host.kinds()[-1] == EventKind.TURN_FAILED
 
 

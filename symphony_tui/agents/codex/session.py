@@ -49,6 +49,7 @@ class _Turn:
     started_emitted: bool = False
     open_items: dict[str, dict[str, Any]] = field(default_factory=dict)
     id_known: asyncio.Event = field(default_factory=asyncio.Event)
+    timeout_error: str | None = None  # set when turn_timeout_ms expired
 
 
 class CodexSession:
@@ -274,14 +275,15 @@ class CodexSession:
             reason = rpc.closed.result()
             self._end_turn(turn, TurnStatus.FAILED, f"process_exited: {reason}")
             raise AgentError("process_exited", f"mid-turn: {reason}")
-        # turn_timeout_ms (spec §10.6): stop the turn, report failure.
+        # turn_timeout_ms (spec §10.6): stop the turn and report it failed; the
+        # interrupted end that codex then sends is reported as this failure.
+        turn.timeout_error = (
+            f"turn_timeout: no turn/completed within {self._cfg.turn_timeout_ms} ms"
+        )
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.interrupt(), self._timeout_s + INTERRUPT_GRACE_S)
-        if turn.done.done() and turn.done.result().status == TurnStatus.COMPLETED:
-            return turn.done.result()
-        error = f"turn_timeout: no turn/completed within {self._cfg.turn_timeout_ms} ms"
-        self._end_turn(turn, TurnStatus.FAILED, error)
-        return TurnResult(TurnStatus.FAILED, turn.turn_id, error)
+        self._end_turn(turn, TurnStatus.FAILED, turn.timeout_error)
+        return turn.done.result()
 
     def _set_turn_id(self, turn: _Turn, turn_id: str, continuation: bool = False) -> None:
         turn.turn_id = turn_id
@@ -305,6 +307,8 @@ class CodexSession:
         """Close what the server left open, emit the end event, resolve the waiter."""
         if turn.done.done():
             return
+        if turn.timeout_error and status == TurnStatus.INTERRUPTED:
+            status, error = TurnStatus.FAILED, turn.timeout_error
         close_as = "completed" if status == TurnStatus.COMPLETED else status.value
         for item in list(turn.open_items.values()):
             self._emit(ev.item_closed_event(item, close_as))

@@ -95,7 +95,11 @@ async def fake_codex(tmp_path: Path):
             {"codex": {"command": cmd, "read_timeout_ms": 5_000, **codex}}
         )
         sent: list[dict[str, Any]] = []
-        backend = CodexBackend(lambda: settings, sent=sent)
+        # A private HOME keeps `bash -lc` from running the machine's login profile (pyenv
+        # rehash takes a global lock; a shell killed mid-rehash would stall every later one).
+        home = tmp_path / "home"
+        home.mkdir(exist_ok=True)
+        backend = CodexBackend(lambda: settings, env={"HOME": str(home)}, sent=sent)
         made.append(backend)
         return FakeRun(backend, log, sent)
 
