@@ -161,6 +161,9 @@ async def test_interrupt_during_a_slow_answer(backend, fake, workspace):
     assert result.status == TurnStatus.INTERRUPTED
     assert elapsed < 2.0, f"interrupt took {elapsed:.2f}s"
     assert host.kinds()[-1] == EventKind.TURN_CANCELLED
+    # the streaming message was left open by codex: it is closed for the UI
+    closed = [e for e in host.of_kind(EventKind.MESSAGE) if e.data.get("synthetic")]
+    assert closed and closed[-1].data["status"] == "interrupted"
     await session.interrupt()  # idempotent once the turn is over
     # the session stays usable
     again = await session.run_turn("after the interrupt")
@@ -198,7 +201,11 @@ async def test_resume_after_the_process_is_gone(backend, fake, workspace):
     assert (await s2.run_turn("and now?")).status == TurnStatus.COMPLETED
     history = fake.requests[-1]["body"]["input"]
     assert any("remember me" in str(item) for item in history)
-    assert _usage(host2) == fake.usage_total
+    assert _usage(host2) == fake.usage_total  # thread totals survive the restart
+    # the dynamic tool advertised at thread/start is still there after thread/resume
+    tool_turn = await s2.run_turn('TOOL: symphony_set_issue_state {"state": "Done"}')
+    assert tool_turn.status == TurnStatus.COMPLETED
+    assert host2.state_changes == ["Done"]
 
 
 async def test_unknown_thread_falls_back_to_a_new_thread(backend, fake, workspace):
@@ -255,3 +262,41 @@ async def test_close_kills_the_whole_process_group(backend, fake, workspace):
     assert pid in group_members(pid)
     await session.close()
     assert group_members(pid) == []
+
+
+async def test_interrupt_while_an_approval_is_pending(backend, fake, workspace):
+    asked = asyncio.Event()
+    withdrawn = asyncio.Event()
+
+    async def never_answer(request):
+        asked.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            withdrawn.set()
+            raise
+
+    host = RecordingSessionHost(workspace, approve=never_answer)
+    session = await backend.start_session(host)
+    task = asyncio.create_task(session.run_turn("ESCALATE SHELL: echo never > out.txt"))
+    await asyncio.wait_for(asked.wait(), 30)
+    await session.interrupt()
+    result = await asyncio.wait_for(task, 10)
+
+    assert result.status == TurnStatus.INTERRUPTED
+    await asyncio.wait_for(withdrawn.wait(), 5)  # the host stopped waiting for an answer
+    started = {e.data["item_id"] for e in host.of_kind(EventKind.COMMAND_STARTED)}
+    ended = {e.data["item_id"] for e in host.of_kind(EventKind.COMMAND_COMPLETED)}
+    assert started and started <= ended
+    assert not (workspace / "out.txt").exists()
+    assert (await session.run_turn("still there?")).status == TurnStatus.COMPLETED
+
+
+async def test_accept_for_session_is_not_asked_again(backend, fake, workspace):
+    host = RecordingSessionHost(workspace, approve=ApprovalDecision.ACCEPT_FOR_SESSION)
+    session = await backend.start_session(host)
+    for _ in range(2):
+        result = await session.run_turn("ESCALATE SHELL: echo again >> out.txt")
+        assert result.status == TurnStatus.COMPLETED
+    assert len(host.approvals) == 1
+    assert (workspace / "out.txt").read_text().split() == ["again", "again"]

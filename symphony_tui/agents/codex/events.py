@@ -11,6 +11,7 @@ closed (an interrupted turn).
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -95,6 +96,15 @@ def _changes(item: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def _small(value: Any, limit: int = 8192) -> Any:
+    """``value`` itself when its JSON form is small, else a capped JSON string."""
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = str(value)
+    return value if len(text) <= limit else cap(text, limit)
+
+
 def _tool_text(item: dict[str, Any]) -> str:
     parts = []
     for c in item.get("contentItems") or []:
@@ -139,7 +149,7 @@ def item_event(item: dict[str, Any], phase: str) -> AgentEvent | None:
         tool = str(item.get("tool") or "")
         if item.get("server"):
             tool = f"{item['server']}.{tool}"
-        base.update(tool=tool, arguments=item.get("arguments"))
+        base.update(tool=tool, arguments=_small(item.get("arguments")))
         if phase == "completed":
             base.update(success=item.get("success"), result=cap(_tool_text(item), 8192))
             if item.get("error"):

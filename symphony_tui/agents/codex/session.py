@@ -50,6 +50,7 @@ class _Turn:
     open_items: dict[str, dict[str, Any]] = field(default_factory=dict)
     id_known: asyncio.Event = field(default_factory=asyncio.Event)
     timeout_error: str | None = None  # set when turn_timeout_ms expired
+    continuation: bool = False
 
 
 class CodexSession:
@@ -235,7 +236,7 @@ class CodexSession:
         rpc = self._live_rpc()
         if self._turn is not None and not self._turn.done.done():
             raise AgentError("protocol_error", "a turn is already running on this session")
-        turn = _Turn(done=asyncio.get_running_loop().create_future())
+        turn = _Turn(done=asyncio.get_running_loop().create_future(), continuation=continuation)
         self._turn = turn
         params: dict[str, Any] = {
             "threadId": self._thread_id,
@@ -257,7 +258,7 @@ class CodexSession:
             raise
         tid = (res or {}).get("turn", {}).get("id") if isinstance(res, dict) else None
         if tid and turn.turn_id is None:
-            self._set_turn_id(turn, str(tid), continuation)
+            self._set_turn_id(turn, str(tid))
         return await self._await_turn(turn, rpc)
 
     async def _await_turn(self, turn: _Turn, rpc: RpcConnection) -> TurnResult:
@@ -285,7 +286,7 @@ class CodexSession:
         self._end_turn(turn, TurnStatus.FAILED, turn.timeout_error)
         return turn.done.result()
 
-    def _set_turn_id(self, turn: _Turn, turn_id: str, continuation: bool = False) -> None:
+    def _set_turn_id(self, turn: _Turn, turn_id: str) -> None:
         turn.turn_id = turn_id
         turn.id_known.set()
         self._session_id = f"{self._thread_id}-{turn_id}"
@@ -298,7 +299,7 @@ class CodexSession:
                     data={
                         "thread_id": self._thread_id,
                         "turn_id": turn_id,
-                        "continuation": continuation,
+                        "continuation": turn.continuation,
                     },
                 )
             )

@@ -13,6 +13,7 @@ import pytest
 
 from symphony_tui.agents.codex import CodexBackend
 from symphony_tui.config.settings import Settings
+from symphony_tui.testing.codex_env import CodexSchema, find_codex_bin, generate_schema
 from symphony_tui.testing.session_host import RecordingSessionHost
 
 FAKE_APP_SERVER = Path(__file__).with_name("fake_app_server.py")
@@ -80,10 +81,22 @@ def host(workspace: Path) -> RecordingSessionHost:
     return RecordingSessionHost(workspace)
 
 
+@pytest.fixture(scope="session")
+def codex_schema(tmp_path_factory: pytest.TempPathFactory) -> CodexSchema | None:
+    """The pinned binary's schema when codex is installed (else these unit tests only skip
+    the extra schema check; the real-codex tests insist on it)."""
+    found = find_codex_bin()
+    if found is None:
+        return None
+    return CodexSchema(generate_schema(found, tmp_path_factory.mktemp("codex-schema")))
+
+
 @pytest.fixture
-async def fake_codex(tmp_path: Path):
-    """``make(steps, **codex_settings) -> FakeRun``; backends are closed at teardown."""
+async def fake_codex(tmp_path: Path, codex_schema: CodexSchema | None):
+    """``make(steps, **codex_settings) -> FakeRun``; backends are closed at teardown and
+    everything they sent is validated against the codex schema when it is available."""
     made: list[CodexBackend] = []
+    runs: list[FakeRun] = []
 
     def make(steps: list[dict[str, Any]], **codex: Any) -> FakeRun:
         n = len(made)
@@ -101,8 +114,12 @@ async def fake_codex(tmp_path: Path):
         home.mkdir(exist_ok=True)
         backend = CodexBackend(lambda: settings, env={"HOME": str(home)}, sent=sent)
         made.append(backend)
-        return FakeRun(backend, log, sent)
+        runs.append(FakeRun(backend, log, sent))
+        return runs[-1]
 
     yield make
     for b in made:
         await b.aclose()
+    if codex_schema is not None:
+        for run in runs:
+            codex_schema.validate_all(run.sent)
