@@ -103,7 +103,11 @@ async def kill_group(proc: asyncio.subprocess.Process, grace_s: float = KILL_GRA
                 await asyncio.sleep(0.05)
             if proc.returncode is not None and not _group_alive(pgid):
                 break
-        _signal_group(pgid, signal.SIGKILL)
+        if _signal_group(pgid, signal.SIGKILL):
+            # SIGKILL is not instant: let the kernel finish so callers see an empty group.
+            deadline = loop.time() + 1.0
+            while _group_alive(pgid) and loop.time() < deadline:
+                await asyncio.sleep(0.02)
     if proc.returncode is None:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(proc.wait(), grace_s)

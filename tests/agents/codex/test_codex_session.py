@@ -260,6 +260,21 @@ async def test_close_kills_the_process_group_with_grandchildren(fake_codex, host
     await session.close()  # idempotent
 
 
+async def test_close_sigkills_a_grandchild_that_ignores_sigterm(fake_codex, host, tmp_path):
+    pid_file = tmp_path / "stubborn.pid"
+    run = fake_codex(
+        [*HANDSHAKE, {"spawn": "trap '' TERM; exec sleep 300", "pid_file": str(pid_file)}]
+    )
+    session = await run.backend.start_session(host)
+    for _ in range(100):
+        if pid_file.exists() and pid_file.read_text():
+            break
+        await asyncio.sleep(0.05)
+    assert int(pid_file.read_text()) in group_members(session.pid)
+    await session.close()
+    assert group_members(session.pid) == []
+
+
 def _state(pid: int) -> str:
     stat = Path(f"/proc/{pid}/stat").read_text()
     return stat[stat.rfind(")") + 2 :].split()[0]
