@@ -829,6 +829,15 @@ class Orchestrator:
             if run is None or run.end_reason is not None:
                 continue
             issue = by_id.get(issue_id)
+            if (
+                issue is not None
+                and run.agent_moved_state is not None
+                and issue.state.strip().lower() == run.agent_moved_state.strip().lower()
+            ):
+                # The agent moved its own issue: the worker sees it when the turn ends.
+                run.issue = issue
+                self.known[issue_id] = issue
+                continue
             if issue is None:
                 self._stop_run(
                     run,
@@ -970,7 +979,7 @@ class Orchestrator:
             run.session_id = str(fields["session_id"])
         if run.workspace is not None:
             try:
-                update_manifest(run.workspace, "session", backend=run.backend, **fields)
+                update_manifest(run.workspace, "session", **{"backend": run.backend, **fields})
             except (OSError, TypeError, ValueError) as exc:
                 self._log("warning", "session manifest write failed", error=str(exc))
         self._dirty = True
@@ -1068,6 +1077,7 @@ class Orchestrator:
             except TrackerError as exc:
                 return ToolResult(False, json.dumps({"error": str(exc)}))
             run.issue = moved
+            run.agent_moved_state = moved.state
             self.known[moved.id] = moved
             self._dirty = True
             self._emit_system(

@@ -56,6 +56,9 @@ class Run:
     end_error: str | None = None
     approval_timed_out: str | None = None
     cleanup_workspace: bool = False
+    # The state this run's agent moved its own issue to (tracker tool): reconciliation lets
+    # the turn finish instead of killing the agent for its own last act.
+    agent_moved_state: str | None = None
     resume: dict = field(default_factory=dict)
 
     @property

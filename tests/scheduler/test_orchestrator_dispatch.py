@@ -374,3 +374,23 @@ async def test_rerun_clears_backoff_and_dispatches_now(make_harness):
     assert res.ok and "id-1" in h.orch.running
     assert h.orch.running["id-1"].attempt == 1
     assert h.orch.running["id-1"].status is RunStatus.STREAMING_TURN
+
+
+async def test_agent_moving_its_own_issue_is_not_killed_by_reconciliation(make_harness):
+    gate = asyncio.Event()
+
+    async def finish_slowly(session, prompt, turn):
+        await session.host.call_tool("symphony_set_issue_state", {"state": "Done"})
+        await gate.wait()
+        return TurnResult(TurnStatus.COMPLETED)
+
+    h = make_harness([make_issue(1)], script=finish_slowly)
+    await h.start()
+    await h.settle()
+    await h.orch.tick()  # reconcile sees Done, set by the agent itself
+    await h.settle()
+    assert "id-1" in h.orch.running
+    gate.set()
+    await h.until(lambda: not h.orch.running)
+    assert h.orch.completed == ["ABC-1"]
+    assert h.ws("ABC-1").is_dir()

@@ -1,0 +1,170 @@
+"""``symphony-tui`` command line (spec §17.7).
+
+    symphony-tui [WORKFLOW] [--headless [--exit-when-idle]] [--port N]
+    symphony-tui demo [--headless [--exit-when-idle]]
+    symphony-tui doctor [WORKFLOW]
+
+Exit codes: 0 normal quit (or idle exit), 1 start-up failure, 2 usage error.
+Errors are printed as one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from symphony_tui import __version__
+
+
+def _fail(message: str, code: int = 1) -> int:
+    print(f"symphony-tui: {message}", file=sys.stderr)
+    return code
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--headless", action="store_true", help="run without the console")
+    parser.add_argument(
+        "--exit-when-idle",
+        action="store_true",
+        help="(headless) exit 0 once nothing is running, retrying or eligible; print state JSON",
+    )
+    parser.add_argument("--log-dir", type=Path, default=None, help="folder for symphony.log")
+    parser.add_argument("--log-level", default="INFO")
+
+
+def _main_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="symphony-tui",
+        description="Symphony scheduler for coding agents with a terminal operator console. "
+        "Subcommands: `demo` (built-in example, no account needed), `doctor` (start-up checks).",
+    )
+    p.add_argument(
+        "workflow", nargs="?", default=None, help="path to WORKFLOW.md (default ./WORKFLOW.md)"
+    )
+    p.add_argument("--port", type=int, default=None, help="HTTP API port (overrides server.port)")
+    p.add_argument("--no-lock", action="store_true", help="skip the one-scheduler-per-project lock")
+    p.add_argument("--version", action="version", version=f"symphony-tui {__version__}")
+    _common(p)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list and args_list[0] == "demo":
+        return _demo(args_list[1:])
+    if args_list and args_list[0] == "doctor":
+        from symphony_tui.doctor import run_doctor
+
+        p = argparse.ArgumentParser(prog="symphony-tui doctor")
+        p.add_argument("workflow", nargs="?", default=None)
+        a = p.parse_args(args_list[1:])
+        return run_doctor(a.workflow)
+    args = _main_parser().parse_args(args_list)
+    from symphony_tui.config.workflow import resolve_workflow_path
+
+    path = resolve_workflow_path(args.workflow)
+    if not path.is_file():
+        return _fail(f"missing_workflow_file: {path} does not exist")
+    return _run(path, args, lock=not args.no_lock)
+
+
+def _run(
+    path: Path, args: argparse.Namespace, *, lock: bool = True, title: str = "symphony"
+) -> int:
+    from symphony_tui.config.errors import WorkflowError
+    from symphony_tui.observability.logs import configure_logging
+    from symphony_tui.runtime import build_runtime
+    from symphony_tui.scheduler.orchestrator import StartupError
+    from symphony_tui.scheduler.project_lock import ProjectLockedError
+
+    log_file = configure_logging(args.log_dir, args.log_level)
+    try:
+        runtime = build_runtime(path, lock=lock)
+    except (WorkflowError, ProjectLockedError) as exc:
+        return _fail(str(exc))
+    port = getattr(args, "port", None)
+    if args.headless:
+        try:
+            return asyncio.run(_headless(runtime, args.exit_when_idle, port))
+        except StartupError as exc:
+            return _fail(f"startup failed: {exc}")
+    from symphony_tui.console.app import SymphonyApp
+
+    app = SymphonyApp(
+        runtime.orchestrator,
+        runner=runtime.orchestrator.run,
+        shutdown=runtime.close,
+        title=title,
+    )
+    code = app.run()
+    rc = app.return_code if app.return_code is not None else (code if isinstance(code, int) else 0)
+    if rc:
+        print(f"symphony-tui: exited with an error; log: {log_file}", file=sys.stderr)
+    return rc
+
+
+async def _headless(runtime, exit_when_idle: bool, port: int | None) -> int:
+    from symphony_tui.headless import run_headless
+
+    return await run_headless(runtime, exit_when_idle=exit_when_idle)
+
+
+def demo_assets() -> Path:
+    """The bundled demo folder: inside the installed package, or ``assets/demo`` in a checkout."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "_assets" / "demo", here.parent / "assets" / "demo"):
+        if (candidate / "WORKFLOW.md").is_file():
+            return candidate
+    raise FileNotFoundError("demo assets not found (assets/demo)")
+
+
+DEMO_FILES = ("WORKFLOW.md", "issues.yaml", "README.md")
+
+
+def prepare_demo(target: Path | None = None, *, approvals: str | None = None) -> Path:
+    """Copy the demo into a fresh temporary folder; returns its WORKFLOW.md path.
+
+    ``approvals`` replaces ``agent.approvals`` in the copy (headless runs have no operator,
+    so ``demo --headless`` approves automatically).
+    """
+    folder = target or Path(tempfile.mkdtemp(prefix="symphony-demo-"))
+    source = demo_assets()
+    for name in DEMO_FILES:
+        if (source / name).is_file():
+            shutil.copy2(source / name, folder / name)
+    workflow = folder / "WORKFLOW.md"
+    if approvals is not None:
+        text = workflow.read_text(encoding="utf-8")
+        marker = "  approvals: operator\n"
+        if marker not in text:
+            raise FileNotFoundError("demo WORKFLOW.md has no `approvals: operator` line")
+        workflow.write_text(text.replace(marker, f"  approvals: {approvals}\n"), encoding="utf-8")
+    os.environ["SYMPHONY_PYTHON"] = sys.executable
+    return workflow
+
+
+def _demo(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(
+        prog="symphony-tui demo",
+        description="Run the console on a built-in example: a local tracker and a simulated "
+        "agent speaking the Codex app-server protocol. No network, no account.",
+    )
+    _common(p)
+    args = p.parse_args(argv)
+    try:
+        workflow = prepare_demo(approvals="auto" if args.headless else None)
+    except (OSError, FileNotFoundError) as exc:
+        return _fail(f"demo: {exc}")
+    if not args.headless:
+        print(f"demo workspace: {workflow.parent}", file=sys.stderr)
+    return _run(workflow, args, lock=False, title="symphony demo")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

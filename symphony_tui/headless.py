@@ -1,0 +1,57 @@
+"""Run the scheduler without the console (``--headless``).
+
+With ``exit_when_idle`` the process ends once nothing is running, retrying or eligible and
+prints the final state as one JSON line shaped like the spec's ``/api/v1/state`` (§13.7.2)
+plus ``completed``. Approvals follow ``agent.approvals``; with ``operator`` they wait for
+an operator on the HTTP API (or time out after ``agent.approval_timeout_ms``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+from typing import TextIO
+
+from symphony_tui.runtime import Runtime
+
+IDLE_POLL_S = 0.2
+
+
+async def run_headless(
+    runtime: Runtime, *, exit_when_idle: bool = False, out: TextIO | None = None
+) -> int:
+    """Returns the process exit code: 0 after a normal stop or when idle."""
+    orch = runtime.orchestrator
+    out = out or sys.stdout
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except (NotImplementedError, RuntimeError):
+            pass
+    try:
+        await orch.start()
+        while not stop.is_set():
+            if exit_when_idle:
+                if orch.idle:
+                    break
+                if orch.needs_tick_for_idle:
+                    orch.request_refresh()
+            try:
+                await asyncio.wait_for(stop.wait(), timeout=IDLE_POLL_S)
+            except TimeoutError:
+                pass
+    finally:
+        snapshot = orch.snapshot()
+        await runtime.close()
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            try:
+                loop.remove_signal_handler(sig)
+            except (NotImplementedError, RuntimeError):
+                pass
+    out.write(json.dumps(snapshot.state_payload()) + "\n")
+    out.flush()
+    return 0

@@ -1,0 +1,85 @@
+"""Composition root: build a running scheduler from a WORKFLOW.md path.
+
+Used by the CLI for the console, headless mode and the demo. Nothing here imports Textual.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+
+from symphony_tui.agents.registry import create_backend
+from symphony_tui.config.store import WorkflowStore
+from symphony_tui.observability.redact import register_secret
+from symphony_tui.scheduler.eventlog import EventLog
+from symphony_tui.scheduler.orchestrator import Orchestrator
+from symphony_tui.scheduler.project_lock import ProjectLock, project_key_for
+from symphony_tui.trackers.base import Tracker, TrackerError
+from symphony_tui.workspaces.manager import WorkspaceManager
+
+
+@dataclass
+class Runtime:
+    orchestrator: Orchestrator
+    store: WorkflowStore
+    lock: ProjectLock | None
+
+    async def close(self) -> None:
+        await self.orchestrator.shutdown()
+        if self.lock is not None:
+            self.lock.release()
+
+
+def create_tracker(store: WorkflowStore) -> Tracker:
+    """Tracker for ``tracker.kind`` (spec §11). Raises TrackerError for unknown kinds."""
+    kind = store.current.settings.tracker.kind
+    provider = lambda: store.current.settings  # noqa: E731 - settings may be reloaded
+    if kind == "local":
+        from symphony_tui.trackers.local import LocalTracker
+
+        return LocalTracker(provider)
+    if kind == "linear":
+        from symphony_tui.trackers.linear import LinearTracker
+
+        return LinearTracker(provider)
+    raise TrackerError("unsupported_tracker_kind", f"tracker.kind {kind!r} is not supported")
+
+
+def events_file(state_dir: Path | None = None) -> Path:
+    base = state_dir or Path(platformdirs.user_state_dir("symphony-tui"))
+    return base / "events.jsonl"
+
+
+def build_runtime(
+    workflow_path: Path,
+    *,
+    env: Mapping[str, str] | None = None,
+    lock: bool = True,
+    events_path: Path | None = None,
+) -> Runtime:
+    """Load the workflow (raises ``WorkflowError``), take the project lock (raises
+    ``ProjectLockedError``), and wire tracker, workspaces, backends and orchestrator."""
+    store = WorkflowStore(workflow_path, env=dict(env) if env is not None else None)
+    workflow = store.load_initial()
+    register_secret(workflow.settings.tracker.api_key)
+    project_lock = ProjectLock.acquire(project_key_for(workflow.settings)) if lock else None
+    try:
+        tracker = create_tracker(store)
+        workspaces = WorkspaceManager(lambda: store.current.settings)
+        child_env = dict(env) if env is not None else dict(os.environ)
+        orchestrator = Orchestrator(
+            store,
+            tracker,
+            workspaces,
+            lambda name: create_backend(name, lambda: store.current.settings, env=child_env),
+            event_log=EventLog(jsonl_path=events_path or events_file()),
+        )
+    except BaseException:
+        if project_lock is not None:
+            project_lock.release()
+        raise
+    return Runtime(orchestrator=orchestrator, store=store, lock=project_lock)
