@@ -329,6 +329,13 @@ class FakeModelServer:
         with self._lock:
             self.usage_log.append(usage)
 
+    def _undelivered(self, usage: TokenUsage) -> None:
+        with self._lock:
+            for i in range(len(self.usage_log) - 1, -1, -1):
+                if self.usage_log[i] is usage:
+                    del self.usage_log[i]
+                    break
+
 
 def _handler_for(server: FakeModelServer) -> type[BaseHTTPRequestHandler]:
     class Handler(_Handler):
@@ -416,6 +423,17 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (an interrupt); nothing was delivered
 
+    def _final(self, usage: TokenUsage, write: Any) -> None:
+        """Count ``usage`` as delivered, then write the message that carries it. Counting
+        first means a client that reads the answer always sees it in ``usage_total``; a
+        write that fails takes it back."""
+        self.owner._delivered(usage)
+        try:
+            write()
+        except (BrokenPipeError, ConnectionResetError):
+            self.owner._undelivered(usage)
+            raise
+
     def _fail(self, status: int) -> None:
         self._json({"error": {"message": f"fake failure {status}", "type": "server_error"}}, status)
 
@@ -484,17 +502,15 @@ class _Handler(BaseHTTPRequestHandler):
             words = list(self._words(d))
             if words:
                 output.append(_message_item(f"msg_{n}", "".join(words)))
-            self._json(
-                {
-                    "id": rid,
-                    "object": "response",
-                    "status": "completed",
-                    "model": body.get("model"),
-                    "output": output,
-                    "usage": wire_usage,
-                }
-            )
-            self.owner._delivered(usage)
+            reply = {
+                "id": rid,
+                "object": "response",
+                "status": "completed",
+                "model": body.get("model"),
+                "output": output,
+                "usage": wire_usage,
+            }
+            self._final(usage, lambda: self._json(reply))
             return
         self._start_sse()
         seq = 0
@@ -554,9 +570,8 @@ class _Handler(BaseHTTPRequestHandler):
                     ev({"type": "response.function_call_arguments.done", **base, "arguments": args})
                 ev({"type": "response.output_item.done", "output_index": i, "item": item})
         done = dict(resp, status="completed", output=output, usage=wire_usage)
-        ev({"type": "response.completed", "response": done})
+        self._final(usage, lambda: ev({"type": "response.completed", "response": done}))
         self._end_chunks()
-        self.owner._delivered(usage)
 
     def _words(self, d: Decision, stream: bool = False) -> Iterator[str]:
         """The text pieces of a text/slow answer (sleeping between slow words)."""
@@ -617,23 +632,21 @@ class _Handler(BaseHTTPRequestHandler):
             msg: dict[str, Any] = {"role": "assistant", "content": None if tool_call else text}
             if tool_call:
                 msg["tool_calls"] = [tool_call]
-            self._json(
-                {
-                    "id": cid,
-                    "object": "chat.completion",
-                    "created": created,
-                    "model": model,
-                    "choices": [
-                        {
-                            "index": 0,
-                            "message": msg,
-                            "finish_reason": "tool_calls" if tool_call else "stop",
-                        }
-                    ],
-                    "usage": wire_usage,
-                }
-            )
-            self.owner._delivered(usage)
+            reply = {
+                "id": cid,
+                "object": "chat.completion",
+                "created": created,
+                "model": model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": msg,
+                        "finish_reason": "tool_calls" if tool_call else "stop",
+                    }
+                ],
+                "usage": wire_usage,
+            }
+            self._final(usage, lambda: self._json(reply))
             return
         self._start_sse()
         head = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model}
@@ -664,8 +677,8 @@ class _Handler(BaseHTTPRequestHandler):
                 chunk({"content": w})
             chunk({}, "stop")
         if (body.get("stream_options") or {}).get("include_usage"):
-            self._chunk(f"data: {json.dumps(dict(head, choices=[], usage=wire_usage))}\n\n")
-            self.owner._delivered(usage)
+            last = f"data: {json.dumps(dict(head, choices=[], usage=wire_usage))}\n\n"
+            self._final(usage, lambda: self._chunk(last))
         self._chunk("data: [DONE]\n\n")
         self._end_chunks()
 
