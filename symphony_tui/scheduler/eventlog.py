@@ -16,6 +16,9 @@ log = logging.getLogger(__name__)
 # Streaming fragments go to transcripts only: the live log shows whole messages, and a flood
 # of deltas must not push everything else out of the ring.
 FRAGMENT_KINDS = frozenset({EventKind.MESSAGE_DELTA, EventKind.COMMAND_OUTPUT})
+# Accounting updates: kept in transcripts and the JSONL file, but not in the live ring (the
+# token pane shows them) and not as a worker's "last event".
+QUIET_KINDS = frozenset({EventKind.TOKEN_USAGE, EventKind.RATE_LIMITS})
 MAX_MESSAGE_CHARS = 16_384
 
 
@@ -61,7 +64,8 @@ class EventLog:
                 t = self._transcripts[event.issue_id] = deque(maxlen=self._transcript_size)
             t.append(event)
         if event.kind not in FRAGMENT_KINDS:
-            self._ring.append(event)
+            if event.kind not in QUIET_KINDS:
+                self._ring.append(event)
             if self._jsonl is not None:
                 try:
                     self._jsonl.write(event.model_dump_json() + "\n")

@@ -71,7 +71,7 @@ from symphony_tui.domain.commands import (
 from symphony_tui.observability.logs import log_kv
 from symphony_tui.scheduler import policy
 from symphony_tui.scheduler.clock import Clock, RealClock, TimerHandle
-from symphony_tui.scheduler.eventlog import FRAGMENT_KINDS, EventLog
+from symphony_tui.scheduler.eventlog import FRAGMENT_KINDS, QUIET_KINDS, EventLog
 from symphony_tui.scheduler.host import RunHost
 from symphony_tui.scheduler.port import CommandResult
 from symphony_tui.scheduler.run import PendingApproval, Run
@@ -546,11 +546,11 @@ class Orchestrator:
         turn = 0
         while True:
             turn += 1
+            run.turn_count = turn
             run.status = RunStatus.STREAMING_TURN
             self._dirty = True
             text = prompt if turn == 1 else self._continuation_prompt(run, turn, max_turns)
             result = await self._run_turn(run, session, text, continuation=turn > 1)
-            run.turn_count = turn
             self._persist_session_tokens(run)
             if run.end_reason is not None:
                 return run.end_reason, run.end_status or RunStatus.STOPPED, run.end_error
@@ -914,8 +914,9 @@ class Orchestrator:
             }
         )
         run.last_event_mono = now_mono
-        run.last_event_at = now
-        run.last_event = event.kind.value
+        if event.kind not in QUIET_KINDS:
+            run.last_event_at = now
+            run.last_event = event.kind.value
         if event.kind is EventKind.MESSAGE_DELTA:
             run.delta_buffer = (run.delta_buffer + event.message)[-400:]
             run.last_message = run.delta_buffer
