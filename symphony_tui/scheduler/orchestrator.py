@@ -648,8 +648,8 @@ class Orchestrator:
                 turn_count=run.turn_count,
                 tokens=run.tokens.model_dump(),
                 last_event=run.last_event,
-                issue_state=run.issue.state,
             )
+            update_manifest(run.workspace, "issue", state=run.issue.state)
         except OSError as exc:
             self._log("warning", "manifest write failed", error=str(exc))
         if run.cleanup_workspace:
@@ -697,9 +697,12 @@ class Orchestrator:
                 if issue.identifier not in self.completed:
                     self.completed.append(issue.identifier)
                     del self.completed[:-MAX_COMPLETED]
-                self._schedule_retry(
-                    issue, 1, policy.CONTINUATION_RETRY_MS, error=None, continuation=True
-                )
+                if self.settings.tracker.is_active(issue.state):
+                    self._schedule_retry(
+                        issue, 1, policy.CONTINUATION_RETRY_MS, error=None, continuation=True
+                    )
+                # else: the worker saw the issue leave its active states after the last turn;
+                # a continuation retry would only re-fetch candidates to release the claim.
             elif outcome is RunOutcome.FAILED:
                 attempt = (run.attempt or 0) + 1
                 delay = policy.failure_backoff_ms(attempt, self.settings.agent.max_retry_backoff_ms)
@@ -942,8 +945,17 @@ class Orchestrator:
                     absolute = TokenUsage.model_validate(usage)
                 except ValueError:
                     absolute = None
-                if absolute is not None:
-                    growth = self.ledger.report(self._session_key(run), absolute, now_mono)
+                key = self._session_key(run)
+                if (
+                    absolute is not None
+                    and data.get("attached")
+                    and self.ledger.baseline(key) is None
+                ):
+                    # Totals of a re-attached session, reported before any new work: the
+                    # starting point, not new usage (it was counted by whoever ran it).
+                    self.ledger.seed(key, absolute)
+                elif absolute is not None:
+                    growth = self.ledger.report(key, absolute, now_mono)
                     run.tokens = run.tokens + growth
         elif event.kind is EventKind.RATE_LIMITS:
             raw = data.get("rate_limits")

@@ -223,3 +223,23 @@ async def test_events_are_bounded_and_seq_ordered(make_harness):
     per_issue = h.orch.events_since(0, issue_id="id-1")
     assert all(e.issue_id == "id-1" for e in per_issue)
     await asyncio.sleep(0)
+
+
+async def test_reattached_session_totals_are_a_baseline_not_new_usage(make_harness):
+    from symphony_tui.domain import AgentEvent, TokenUsage
+
+    async def script(session, prompt, turn):
+        attached = TokenUsage(input_tokens=900, output_tokens=100, total_tokens=1000)
+        session.host.emit(
+            AgentEvent(
+                kind=EventKind.TOKEN_USAGE,
+                data={"usage": attached.model_dump(), "attached": True},
+            )
+        )
+        session.usage(1250, output=150)
+        return TurnResult(TurnStatus.COMPLETED)
+
+    h = make_harness([make_issue(1)], script=script, front="agent:\n  max_turns: 1\n")
+    await h.start()
+    await h.settle()
+    assert h.orch.snapshot().totals.total_tokens == 250

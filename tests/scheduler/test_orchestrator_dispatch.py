@@ -164,9 +164,11 @@ async def test_worker_stops_turning_when_the_issue_leaves_active_states(make_har
     await h.settle()
     assert h.backend.sessions[0].turns == 1
     assert h.tracker.issues["id-1"].state == "Done"
+    # The worker saw Done after the turn: the claim is released without a continuation.
+    assert "id-1" not in h.orch.retrying and not h.orch.running
+    assert h.orch.completed == ["ABC-1"]
     await h.advance(1.0)
     await h.settle()
-    assert "id-1" not in h.orch.retrying  # released: no longer a candidate
     assert len(h.backend.sessions) == 1
 
 
