@@ -3,6 +3,7 @@
     symphony-tui [WORKFLOW] [--headless [--exit-when-idle]] [--port N]
     symphony-tui demo [--headless [--exit-when-idle]]
     symphony-tui doctor [WORKFLOW]
+    symphony-tui attach URL
 
 Exit codes: 0 normal quit (or idle exit), 1 start-up failure, 2 usage error.
 Errors are printed as one line on stderr.
@@ -34,6 +35,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="(headless) exit 0 once nothing is running, retrying or eligible; print state JSON",
     )
+    parser.add_argument(
+        "--port", type=int, default=None, help="serve the HTTP API on this port (beats server.port)"
+    )
     parser.add_argument("--log-dir", type=Path, default=None, help="folder for symphony.log")
     parser.add_argument("--log-level", default="INFO")
 
@@ -42,12 +46,12 @@ def _main_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="symphony-tui",
         description="Symphony scheduler for coding agents with a terminal operator console. "
-        "Subcommands: `demo` (built-in example, no account needed), `doctor` (start-up checks).",
+        "Subcommands: `demo` (built-in example, no account needed), `doctor` (start-up checks), "
+        "`attach URL` (console for a headless scheduler's HTTP API).",
     )
     p.add_argument(
         "workflow", nargs="?", default=None, help="path to WORKFLOW.md (default ./WORKFLOW.md)"
     )
-    p.add_argument("--port", type=int, default=None, help="HTTP API port (overrides server.port)")
     p.add_argument("--no-lock", action="store_true", help="skip the one-scheduler-per-project lock")
     p.add_argument("--version", action="version", version=f"symphony-tui {__version__}")
     _common(p)
@@ -58,6 +62,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list and args_list[0] == "demo":
         return _demo(args_list[1:])
+    if args_list and args_list[0] == "attach":
+        return _attach(args_list[1:])
     if args_list and args_list[0] == "doctor":
         from symphony_tui.doctor import run_doctor
 
@@ -88,20 +94,27 @@ def _run(
         runtime = build_runtime(path, lock=lock)
     except (WorkflowError, ProjectLockedError) as exc:
         return _fail(str(exc))
-    port = getattr(args, "port", None)
+    api = _api_server(runtime, getattr(args, "port", None))
     if args.headless:
         try:
-            return asyncio.run(_headless(runtime, args.exit_when_idle, port))
+            return asyncio.run(_headless(runtime, args.exit_when_idle, api))
         except StartupError as exc:
             return _fail(f"startup failed: {exc}")
+        except OSError as exc:
+            return _fail(f"cannot start the HTTP API: {exc}")
     from symphony_tui.console.app import SymphonyApp
 
-    app = SymphonyApp(
-        runtime.orchestrator,
-        runner=runtime.orchestrator.run,
-        shutdown=runtime.close,
-        title=title,
-    )
+    async def runner() -> None:
+        if api is not None:
+            await api.start()
+        await runtime.orchestrator.run()
+
+    async def shutdown() -> None:
+        if api is not None:
+            await api.stop()
+        await runtime.close()
+
+    app = SymphonyApp(runtime.orchestrator, runner=runner, shutdown=shutdown, title=title)
     code = app.run()
     rc = app.return_code if app.return_code is not None else (code if isinstance(code, int) else 0)
     if rc:
@@ -109,10 +122,62 @@ def _run(
     return rc
 
 
-async def _headless(runtime, exit_when_idle: bool, port: int | None) -> int:
+def _api_server(runtime, cli_port: int | None):
+    """The HTTP API when ``--port`` or ``server.port`` asks for one (``--port`` wins)."""
+    server = runtime.store.current.settings.server
+    port = cli_port if cli_port is not None else server.port
+    if port is None:
+        return None
+    from symphony_tui.api.server import ApiServer
+
+    return ApiServer(runtime.orchestrator, host=server.host, bind_port=port)
+
+
+async def _headless(runtime, exit_when_idle: bool, api) -> int:
     from symphony_tui.headless import run_headless
 
-    return await run_headless(runtime, exit_when_idle=exit_when_idle)
+    if api is not None:
+        try:
+            await api.start()
+        except OSError:
+            await runtime.close()
+            raise
+        print(f"symphony-tui: HTTP API on {api.url}", file=sys.stderr, flush=True)
+    try:
+        return await run_headless(runtime, exit_when_idle=exit_when_idle)
+    finally:
+        if api is not None:
+            await api.stop()
+
+
+def _attach(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(
+        prog="symphony-tui attach",
+        description="Open the console on a scheduler started elsewhere with --headless --port N.",
+    )
+    p.add_argument("url", help="the scheduler's API, e.g. http://127.0.0.1:8080")
+    args = p.parse_args(argv)
+    from symphony_tui.api.client import RemoteError, RemotePort
+
+    async def probe() -> None:
+        remote = RemotePort(args.url)
+        try:
+            await remote.refresh_once()
+        finally:
+            await remote.close()
+
+    try:
+        asyncio.run(probe())
+    except RemoteError as exc:
+        return _fail(f"attach: {exc}")
+    from symphony_tui.console.app import SymphonyApp
+
+    remote = RemotePort(args.url)
+    app = SymphonyApp(
+        remote, runner=remote.run, shutdown=remote.close, title=f"symphony @ {args.url}"
+    )
+    app.run()
+    return app.return_code or 0
 
 
 def demo_assets() -> Path:

@@ -1,0 +1,186 @@
+"""HTTP API over a :class:`~symphony_tui.scheduler.port.SchedulerPort` (spec §13.7, extension).
+
+Endpoints (JSON; errors are ``{"error": {"code", "message"}}``; a wrong method is 405):
+
+* ``GET  /api/v1/state`` — the spec's state summary (``Snapshot.state_payload``).
+* ``GET  /api/v1/<identifier>`` — one issue: running / retry / tracker rows, recent events;
+  404 ``issue_not_found`` when the scheduler does not know it.
+* ``POST /api/v1/refresh`` — queue a poll + reconcile; 202 ``{queued, coalesced,
+  requested_at, operations}``.
+* ``GET  /api/v1/snapshot`` — the whole :class:`Snapshot` (what the console renders).
+* ``GET  /api/v1/events?since=N&issue_id=&limit=`` — events after ``seq`` N.
+* ``POST /api/v1/commands`` — a command body (``{"type": "approve", "approval_id": ...}``, the
+  ``Command`` union) -> ``{ok, message}``; 400 ``invalid_command`` on a bad body.
+
+The server binds 127.0.0.1 unless told otherwise (``server.host``); ``--port`` beats
+``server.port``; port 0 picks a free port (see :attr:`ApiServer.port`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from aiohttp import web
+from pydantic import TypeAdapter, ValidationError
+
+from symphony_tui.domain.commands import Command, Refresh
+from symphony_tui.scheduler.port import SchedulerPort
+
+_COMMAND = TypeAdapter(Command)
+RECENT_EVENTS = 50
+
+
+def _error(status: int, code: str, message: str) -> web.Response:
+    return web.json_response({"error": {"code": code, "message": message}}, status=status)
+
+
+def _issue_payload(port: SchedulerPort, identifier: str) -> dict[str, Any] | None:
+    snap = port.snapshot()
+    row = next((r for r in snap.issues if r.identifier == identifier), None)
+    running = next((r for r in snap.running if r.issue_identifier == identifier), None)
+    retry = next((r for r in snap.retrying if r.issue_identifier == identifier), None)
+    recovered = next((w for w in snap.recovered if w.issue_identifier == identifier), None)
+    if row is None and running is None and retry is None and recovered is None:
+        return None
+    issue_id = (
+        (row.issue_id if row else None)
+        or (running.issue_id if running else None)
+        or (retry.issue_id if retry else None)
+        or (recovered.issue_id if recovered else None)
+    )
+    status = "running" if running else "retrying" if retry else (row.claim.value if row else "idle")
+    events = port.events_since(0, limit=RECENT_EVENTS, issue_id=issue_id) if issue_id else []
+    return {
+        "issue_identifier": identifier,
+        "issue_id": issue_id,
+        "status": status,
+        "issue": row.model_dump(mode="json") if row else None,
+        "workspace": {
+            "path": running.workspace_path if running else (recovered.path if recovered else None)
+        },
+        "running": running.model_dump(mode="json") if running else None,
+        "retry": retry.model_dump(mode="json") if retry else None,
+        "last_run": recovered.model_dump(mode="json") if recovered else None,
+        "approvals": [
+            a.model_dump(mode="json") for a in snap.approvals if a.issue_identifier == identifier
+        ],
+        "recent_events": [
+            {"at": e.at.isoformat() if e.at else None, "event": e.kind.value, "message": e.message}
+            for e in events
+            if e.kind.value not in ("message_delta", "command_output")
+        ][-RECENT_EVENTS:],
+        "last_error": retry.error if retry else None,
+    }
+
+
+def create_app(port: SchedulerPort) -> web.Application:
+    """The aiohttp application; also usable with aiohttp's test client."""
+
+    routes = web.RouteTableDef()
+
+    def only(*methods: str) -> Callable:
+        def wrap(handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> Callable:
+            async def guarded(request: web.Request) -> web.StreamResponse:
+                if request.method not in methods:
+                    return _error(
+                        405, "method_not_allowed", f"{request.method} is not allowed here"
+                    )
+                return await handler(request)
+
+            return guarded
+
+        return wrap
+
+    @routes.route("*", "/api/v1/state")
+    @only("GET")
+    async def state(request: web.Request) -> web.Response:
+        return web.json_response(port.snapshot().state_payload())
+
+    @routes.route("*", "/api/v1/snapshot")
+    @only("GET")
+    async def snapshot(request: web.Request) -> web.Response:
+        return web.Response(text=port.snapshot().model_dump_json(), content_type="application/json")
+
+    @routes.route("*", "/api/v1/events")
+    @only("GET")
+    async def events(request: web.Request) -> web.Response:
+        try:
+            since = int(request.query.get("since", "0"))
+            limit = max(1, min(int(request.query.get("limit", "2000")), 10_000))
+        except ValueError:
+            return _error(400, "invalid_query", "since and limit must be integers")
+        issue_id = request.query.get("issue_id") or None
+        found = port.events_since(since, limit=limit, issue_id=issue_id)
+        body = "[" + ",".join(e.model_dump_json() for e in found) + "]"
+        return web.Response(text=body, content_type="application/json")
+
+    @routes.route("*", "/api/v1/refresh")
+    @only("POST")
+    async def refresh(request: web.Request) -> web.Response:
+        result = await port.send(Refresh())
+        return web.json_response(
+            {
+                "queued": result.ok,
+                "coalesced": False,
+                "requested_at": datetime.now(UTC).isoformat(),
+                "operations": ["poll", "reconcile"],
+            },
+            status=202,
+        )
+
+    @routes.route("*", "/api/v1/commands")
+    @only("POST")
+    async def commands(request: web.Request) -> web.Response:
+        try:
+            raw = await request.text()
+            command = _COMMAND.validate_python(json.loads(raw))
+        except (ValueError, ValidationError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else "bad body"
+            return _error(400, "invalid_command", first)
+        result = await port.send(command)
+        return web.json_response({"ok": result.ok, "message": result.message})
+
+    @routes.route("*", "/api/v1/{identifier}")
+    @only("GET")
+    async def issue(request: web.Request) -> web.Response:
+        identifier = request.match_info["identifier"]
+        payload = _issue_payload(port, identifier)
+        if payload is None:
+            return _error(404, "issue_not_found", f"unknown issue {identifier}")
+        return web.json_response(payload)
+
+    app = web.Application()
+    app.add_routes(routes)
+    return app
+
+
+class ApiServer:
+    """Runs :func:`create_app` on the current event loop until :meth:`stop`."""
+
+    def __init__(self, port: SchedulerPort, *, host: str = "127.0.0.1", bind_port: int = 0) -> None:
+        self._port = port
+        self.host = host
+        self._bind_port = bind_port
+        self._runner: web.AppRunner | None = None
+        self.port: int | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    async def start(self) -> None:
+        """Bind and serve. Raises ``OSError`` when the address is taken."""
+        self._runner = web.AppRunner(create_app(self._port), access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self._bind_port)
+        await site.start()
+        addresses = self._runner.addresses
+        self.port = int(addresses[0][1]) if addresses else self._bind_port
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None

@@ -1,0 +1,137 @@
+"""The HTTP API (spec §13.7 extension) and the remote port the console attaches with."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from symphony_tui.agents.base import TurnResult, TurnStatus
+from symphony_tui.api.client import RemoteError, RemotePort
+from symphony_tui.api.server import ApiServer
+from symphony_tui.domain import ApprovalKind, ApprovalRequest
+from symphony_tui.domain.commands import Approve
+from tests.scheduler.conftest import make_issue
+
+
+async def asking(session, prompt, turn):
+    await session.host.request_approval(
+        ApprovalRequest(id="ap-1", issue_id="", kind=ApprovalKind.COMMAND, command="make deploy")
+    )
+    return TurnResult(TurnStatus.COMPLETED)
+
+
+@pytest.fixture
+async def served(make_harness):
+    h = make_harness(
+        [make_issue(1), make_issue(2, state="Backlog")],
+        script=asking,
+        front="agent:\n  max_turns: 1\n",
+    )
+    await h.start()
+    await h.settle()
+    api = ApiServer(h.orch, bind_port=0)
+    await api.start()
+    async with httpx.AsyncClient(base_url=api.url) as client:
+        yield h, api, client
+    await api.stop()
+
+
+async def test_api_binds_loopback_and_serves_state(served):
+    _h, api, client = served
+    assert api.host == "127.0.0.1" and api.port
+    r = await client.get("/api/v1/state")
+    assert r.status_code == 200
+    body = r.json()
+    assert body["counts"] == {"running": 1, "retrying": 0}
+    assert body["running"][0]["issue_identifier"] == "ABC-1"
+    assert set(body) >= {
+        "generated_at",
+        "counts",
+        "running",
+        "retrying",
+        "codex_totals",
+        "rate_limits",
+    }
+
+
+async def test_issue_endpoint_and_404_envelope(served):
+    _h, _api, client = served
+    r = await client.get("/api/v1/ABC-1")
+    assert r.status_code == 200
+    body = r.json()
+    assert body["status"] == "running" and body["running"]["issue_identifier"] == "ABC-1"
+    assert body["approvals"][0]["command"] == "make deploy"
+    assert any(e["event"] == "dispatch" for e in body["recent_events"])
+    missing = await client.get("/api/v1/NOPE-9")
+    assert missing.status_code == 404
+    assert missing.json() == {
+        "error": {"code": "issue_not_found", "message": "unknown issue NOPE-9"}
+    }
+
+
+async def test_refresh_is_202_and_wrong_methods_are_405(served):
+    _h, _api, client = served
+    r = await client.post("/api/v1/refresh")
+    assert r.status_code == 202
+    assert r.json()["queued"] is True and r.json()["operations"] == ["poll", "reconcile"]
+    assert (await client.post("/api/v1/state")).status_code == 405
+    assert (await client.get("/api/v1/refresh")).status_code == 405
+    assert (await client.delete("/api/v1/ABC-1")).json()["error"]["code"] == "method_not_allowed"
+
+
+async def test_commands_endpoint_answers_an_approval(served):
+    h, _api, client = served
+    r = await client.post("/api/v1/commands", json=Approve(approval_id="ap-1").model_dump())
+    assert r.status_code == 200 and r.json()["ok"] is True
+    await h.settle()
+    assert "ABC-1" in h.orch.completed
+    bad = await client.post("/api/v1/commands", json={"type": "launch_missiles"})
+    assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_command"
+    junk = await client.post("/api/v1/commands", content=b"{not json")
+    assert junk.status_code == 400
+
+
+async def test_remote_port_mirrors_snapshot_events_and_sends_commands(served):
+    h, api, _client = served
+    remote = RemotePort(api.url)
+    try:
+        await remote.refresh_once()
+        assert remote.snapshot().running[0].issue_identifier == "ABC-1"
+        assert remote.snapshot().approvals[0].id == "ap-1"
+        assert remote.events_since(0) and remote.events_since(0)[-1].seq == h.orch.events.last_seq
+        assert remote.events_since(0, issue_id="id-1") == []  # asked for: fetched next round
+        await remote.refresh_once()
+        assert [e.seq for e in remote.events_since(0, issue_id="id-1")] == [
+            e.seq for e in h.orch.events_since(0, issue_id="id-1")
+        ]
+        result = await remote.send(Approve(approval_id="ap-1"))
+        assert result.ok
+        again = await remote.send(Approve(approval_id="ap-1"))
+        assert not again.ok
+    finally:
+        await remote.close()
+
+
+async def test_remote_port_reports_an_unreachable_scheduler():
+    remote = RemotePort("http://127.0.0.1:9")
+    with pytest.raises(RemoteError):
+        await remote.refresh_once()
+    result = await remote.send(Approve(approval_id="x"))
+    assert not result.ok and "unreachable" in result.message
+    await remote.close()
+
+
+def test_cli_port_beats_server_port(tmp_path):
+    from symphony_tui.cli import _api_server
+    from symphony_tui.runtime import build_runtime
+    from tests.scheduler.conftest import write_workflow
+
+    path = write_workflow(tmp_path, "server:\n  port: 4567\n")
+    runtime = build_runtime(path, lock=False, events_path=tmp_path / "e.jsonl")
+    assert _api_server(runtime, None)._bind_port == 4567
+    assert _api_server(runtime, 0)._bind_port == 0
+    plain = write_workflow(tmp_path, "")
+    assert (
+        _api_server(build_runtime(plain, lock=False, events_path=tmp_path / "f.jsonl"), None)
+        is None
+    )
