@@ -108,6 +108,9 @@ class CodexSettings(_Section):
     thread_sandbox: str = "workspace-write"
     turn_sandbox_policy: dict[str, Any] | None = None
     model: str | None = None
+    # Sent as turn/start ``collaborationMode`` (EXPERIMENTAL in 0.171): ``plan`` gives the
+    # model the ``request_user_input`` tool (item/tool/requestUserInput); None omits it.
+    collaboration_mode: Literal["plan", "default"] | None = None
     turn_timeout_ms: int = Field(default=3_600_000, gt=0)
     read_timeout_ms: int = Field(default=5_000, gt=0)
     stall_timeout_ms: int = 300_000

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -88,6 +88,10 @@ class ApprovalAnswer(BaseModel):
     chosen labels or typed text (user-input requests). ``timed_out`` marks an automatic
     decline after ``agent.approval_timeout_ms``; ``by`` says who answered
     (``operator`` | ``auto`` | ``policy`` | ``timeout`` | ``shutdown``).
+
+    Permissions requests only: ``permissions`` is the granted subset of the request's
+    ``permissions`` (same shape; ``None`` grants everything asked), ``scope`` how long the
+    grant lasts (``None``: ``session`` for ACCEPT_FOR_SESSION, else ``turn``).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -97,3 +101,5 @@ class ApprovalAnswer(BaseModel):
     answers: dict[str, tuple[str, ...]] = Field(default_factory=dict)
     timed_out: bool = False
     by: str = "operator"
+    permissions: dict[str, Any] | None = None
+    scope: Literal["turn", "session"] | None = None

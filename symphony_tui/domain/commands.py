@@ -5,7 +5,7 @@ The scheduler is the only place that acts on them (DESIGN.md "Operator commands"
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -35,11 +35,16 @@ class Stop(_Cmd):
 
 
 class Approve(_Cmd):
-    """Accept a pending approval (once, or for the rest of the session)."""
+    """Accept a pending approval (once, or for the rest of the session).
+
+    ``permissions``: for a permissions request, the granted subset of what was asked
+    (same shape as ``ApprovalRequest.permissions``); ``None`` grants all of it.
+    """
 
     type: Literal["approve"] = "approve"
     approval_id: str
     for_session: bool = False
+    permissions: dict[str, Any] | None = None
 
 
 class Deny(_Cmd):

@@ -1141,11 +1141,11 @@ class Orchestrator:
                     return CommandResult(False, "no running worker for that issue")
                 self._stop_run(run, RunOutcome.STOPPED, RunStatus.STOPPED, "stopped by operator")
                 return CommandResult(True, f"stopping {run.identifier}")
-            case Approve(approval_id=aid, for_session=for_session):
+            case Approve(approval_id=aid, for_session=for_session, permissions=granted):
                 decision = (
                     ApprovalDecision.ACCEPT_FOR_SESSION if for_session else ApprovalDecision.ACCEPT
                 )
-                return self._answer(aid, ApprovalAnswer(decision=decision))
+                return self._answer(aid, ApprovalAnswer(decision=decision, permissions=granted))
             case Deny(approval_id=aid, message=message, cancel=cancel):
                 decision = ApprovalDecision.CANCEL if cancel else ApprovalDecision.DECLINE
                 return self._answer(aid, ApprovalAnswer(decision=decision, message=message))

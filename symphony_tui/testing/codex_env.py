@@ -48,9 +48,18 @@ def _toml_str(value: str) -> str:
 
 
 def codex_config_toml(
-    model_url: str, trusted: Iterable[Path] = (), *, model: str = "fake-model"
+    model_url: str,
+    trusted: Iterable[Path] = (),
+    *,
+    model: str = "fake-model",
+    features: Iterable[str] = (),
 ) -> str:
-    """The ``config.toml`` text for a fake provider at ``model_url`` (``.../v1``)."""
+    """The ``config.toml`` text for a fake provider at ``model_url`` (``.../v1``).
+
+    ``features``: codex feature flags to switch on (``[features] <name> = true``), e.g.
+    ``request_permissions_tool``, which gives the model the tool that makes codex send
+    ``item/permissions/requestApproval``.
+    """
     lines = [
         f"model = {_toml_str(model)}",
         'model_provider = "fake"',
@@ -66,17 +75,22 @@ def codex_config_toml(
     ]
     for p in trusted:
         lines += ["", f"[projects.{_toml_str(str(Path(p).resolve()))}]", 'trust_level = "trusted"']
+    names = list(features)
+    if names:
+        lines += ["", "[features]"] + [f"{name} = true" for name in names]
     return "\n".join(lines) + "\n"
 
 
-def make_codex_home(dir: Path, model_url: str, trusted: Iterable[Path] = ()) -> dict[str, str]:
+def make_codex_home(
+    dir: Path, model_url: str, trusted: Iterable[Path] = (), *, features: Iterable[str] = ()
+) -> dict[str, str]:
     """Write ``dir/config.toml`` and return the env overlay to launch codex with.
 
     The overlay holds ``CODEX_HOME``, ``FAKE_API_KEY`` and proxy settings that send any
     stray outbound call to a closed loopback port (PROTOCOLS.md: keep traffic on loopback).
     """
     dir.mkdir(parents=True, exist_ok=True)
-    (dir / "config.toml").write_text(codex_config_toml(model_url, trusted))
+    (dir / "config.toml").write_text(codex_config_toml(model_url, trusted, features=features))
     proxy = "http://127.0.0.1:9"
     return {
         "CODEX_HOME": str(dir),

@@ -17,6 +17,8 @@ The answer is scripted from the text of the LAST user message:
   ``ESCALATE`` also in the text, codex's ``sandbox_permissions=require_escalated`` +
   ``justification`` are set so that codex asks for a real approval;
 * ``SLOW<n>`` - stream ``n`` words, ``slow_delay`` seconds apart (interrupt tests);
+* ``THINK<n>`` (with a text or slow answer, Responses API streaming only) - first stream a
+  reasoning item whose summary is ``n`` words (``response.reasoning_summary_text.delta``);
 * anything else - a short text answer quoting the message.
 
 When the last input item is a tool result the answer is text quoting that result, so a
@@ -73,9 +75,12 @@ class Decision:
     escalate: bool = False
     tool: str = ""
     arguments: dict[str, Any] = field(default_factory=dict)
+    think: list[str] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind}
+        if self.think:
+            out["think"] = len(self.think)
         if self.kind == "shell":
             out.update(command=self.command, escalate=self.escalate)
         elif self.kind == "tool":
@@ -97,14 +102,18 @@ def decide(last_user: str, tool_result: str | None) -> Decision:
         except json.JSONDecodeError:
             args = {"input": raw}
         return Decision("tool", tool=m.group(1), arguments=args if isinstance(args, dict) else {})
+    m = re.search(r"THINK(\d+)", last_user)
+    think = [f"thought{i} " for i in range(int(m.group(1)))] if m else []
     m = re.search(r"SLOW(\d+)", last_user)
     if m:
-        return Decision("slow", words=[f"word{i} " for i in range(int(m.group(1)))])
+        return Decision("slow", words=[f"word{i} " for i in range(int(m.group(1)))], think=think)
     if "SHELL" in last_user:
         m = re.search(r"SHELL:\s*(.+)", last_user)
         cmd = m.group(1).strip().splitlines()[0] if m else "echo hi"
         return Decision("shell", command=cmd, escalate="ESCALATE" in last_user)
-    return Decision("text", text=f"Hello from the fake model. You said: {last_user.strip()[:80]}")
+    return Decision(
+        "text", text=f"Hello from the fake model. You said: {last_user.strip()[:80]}", think=think
+    )
 
 
 def usage_for(n: int, items: int) -> TokenUsage:
@@ -532,10 +541,14 @@ class _Handler(BaseHTTPRequestHandler):
         ev({"type": "response.in_progress", "response": resp})
         if call is None:
             mid = f"msg_{n}"
+            at = 0
+            if d.think:
+                output.append(self._stream_reasoning(ev, f"rs_{n}", d.think))
+                at = 1
             ev(
                 {
                     "type": "response.output_item.added",
-                    "output_index": 0,
+                    "output_index": at,
                     "item": {
                         "type": "message",
                         "id": mid,
@@ -546,7 +559,7 @@ class _Handler(BaseHTTPRequestHandler):
                 }
             )
             part = {"type": "output_text", "text": "", "annotations": []}
-            base = {"item_id": mid, "output_index": 0, "content_index": 0}
+            base = {"item_id": mid, "output_index": at, "content_index": 0}
             ev({"type": "response.content_part.added", **base, "part": part})
             full = ""
             for w in self._words(d, stream=True):
@@ -555,7 +568,7 @@ class _Handler(BaseHTTPRequestHandler):
             ev({"type": "response.output_text.done", **base, "text": full})
             ev({"type": "response.content_part.done", **base, "part": dict(part, text=full)})
             item = _message_item(mid, full)
-            ev({"type": "response.output_item.done", "output_index": 0, "item": item})
+            ev({"type": "response.output_item.done", "output_index": at, "item": item})
             output.append(item)
         else:
             for i, item in enumerate(output):
@@ -572,6 +585,28 @@ class _Handler(BaseHTTPRequestHandler):
         done = dict(resp, status="completed", output=output, usage=wire_usage)
         self._final(usage, lambda: ev({"type": "response.completed", "response": done}))
         self._end_chunks()
+
+    def _stream_reasoning(self, ev: Any, rid: str, words: list[str]) -> dict[str, Any]:
+        """Stream a reasoning item (output index 0) whose one summary part is ``words``."""
+        ev(
+            {
+                "type": "response.output_item.added",
+                "output_index": 0,
+                "item": {"type": "reasoning", "id": rid, "summary": []},
+            }
+        )
+        base = {"item_id": rid, "output_index": 0, "summary_index": 0}
+        part = {"type": "summary_text", "text": ""}
+        ev({"type": "response.reasoning_summary_part.added", **base, "part": part})
+        text = ""
+        for w in words:
+            text += w
+            ev({"type": "response.reasoning_summary_text.delta", **base, "delta": w})
+        ev({"type": "response.reasoning_summary_text.done", **base, "text": text})
+        ev({"type": "response.reasoning_summary_part.done", **base, "part": dict(part, text=text)})
+        item = {"type": "reasoning", "id": rid, "summary": [{"type": "summary_text", "text": text}]}
+        ev({"type": "response.output_item.done", "output_index": 0, "item": item})
+        return item
 
     def _words(self, d: Decision, stream: bool = False) -> Iterator[str]:
         """The text pieces of a text/slow answer (sleeping between slow words)."""

@@ -17,6 +17,7 @@ import contextlib
 import itertools
 import json
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from symphony_tui.agents.base import AgentError
@@ -25,6 +26,16 @@ LINE_LIMIT = 10 * 1024 * 1024
 _CHUNK = 65536
 
 RequestId = int | str
+
+
+def _emitted_at(ms: Any) -> datetime | None:
+    """``emittedAtMs`` (epoch milliseconds) -> aware UTC datetime; None when unusable."""
+    if not isinstance(ms, int | float) or isinstance(ms, bool) or ms <= 0:
+        return None
+    try:
+        return datetime.fromtimestamp(ms / 1000, tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
 
 
 class RpcError(Exception):
@@ -52,6 +63,9 @@ class RpcConnection:
 
     ``sent``: when a list is given, every message written is appended to it (tests validate
     them against the app-server's JSON schema).
+
+    ``emitted_at``: while ``on_notification`` runs, the notification's ``emittedAtMs`` as an
+    aware UTC datetime (None outside the callback or when absent / not a number).
     """
 
     def __init__(
@@ -79,6 +93,7 @@ class RpcConnection:
         self._write_lock = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
         self.closed: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self.emitted_at: datetime | None = None
 
     # -- lifecycle
     def start(self) -> None:
@@ -225,7 +240,11 @@ class RpcConnection:
                 if "id" in msg and msg["id"] is not None:
                     self._on_request(msg["id"], method, params)
                 else:
-                    self._on_notification(method, params)
+                    self.emitted_at = _emitted_at(msg.get("emittedAtMs"))
+                    try:
+                        self._on_notification(method, params)
+                    finally:
+                        self.emitted_at = None
             elif "id" in msg and ("result" in msg or "error" in msg):
                 self._response(msg)
             else:

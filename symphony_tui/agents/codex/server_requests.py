@@ -54,6 +54,34 @@ def _available(raw: Any) -> tuple[ApprovalDecision, ...]:
     return out or _ALL
 
 
+def granted_subset(wanted: dict[str, Any], chosen: dict[str, Any]) -> dict[str, Any]:
+    """The part of ``chosen`` that was asked for: a ``GrantedPermissionProfile``.
+
+    Only the request's top-level kinds (``network``, ``fileSystem``) can be granted; within
+    ``fileSystem`` only the paths / entries the request named. Anything else is dropped, so
+    an operator's answer can narrow a request but never widen it.
+    """
+    out: dict[str, Any] = {}
+    for kind, value in chosen.items():
+        asked = wanted.get(kind)
+        if not isinstance(asked, dict) or not isinstance(value, dict):
+            continue
+        if kind == "fileSystem":
+            fs: dict[str, Any] = {}
+            for key in ("read", "write", "entries"):
+                allowed = asked.get(key) or []
+                picked = [x for x in value.get(key) or [] if x in allowed]
+                if picked:
+                    fs[key] = picked
+            if fs:
+                out[kind] = fs
+        else:
+            same = {k: v for k, v in value.items() if k in asked and asked[k] == v}
+            if same:
+                out[kind] = same
+    return out
+
+
 def _command_text(cmd: Any) -> str:
     if isinstance(cmd, list):
         return " ".join(str(c) for c in cmd)
@@ -152,11 +180,15 @@ class ServerRequests:
             permissions=wanted,
         )
         answer = await self._ask(req)
-        if answer.decision == ApprovalDecision.ACCEPT:
-            return {"permissions": wanted, "scope": "turn"}
-        if answer.decision == ApprovalDecision.ACCEPT_FOR_SESSION:
-            return {"permissions": wanted, "scope": "session"}
-        return {"permissions": {}, "scope": "turn"}
+        if answer.decision not in (ApprovalDecision.ACCEPT, ApprovalDecision.ACCEPT_FOR_SESSION):
+            return {"permissions": {}, "scope": "turn"}
+        granted = (
+            wanted if answer.permissions is None else granted_subset(wanted, answer.permissions)
+        )
+        scope = answer.scope or (
+            "session" if answer.decision == ApprovalDecision.ACCEPT_FOR_SESSION else "turn"
+        )
+        return {"permissions": granted, "scope": scope}
 
     async def _user_input(self, rid: Any, params: dict[str, Any]) -> dict[str, Any]:
         questions = []

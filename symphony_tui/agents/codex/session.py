@@ -80,6 +80,7 @@ class CodexSession:
         self._stderr = StderrTail()
         self._stderr_task: asyncio.Task[None] | None = None
         self._thread_id: str | None = None
+        self._model: str | None = settings.model  # the thread's model, for collaborationMode
         self._session_id: str | None = None
         self._turn: _Turn | None = None
         self._requests = ServerRequests(host, self._files_of)
@@ -174,6 +175,7 @@ class CodexSession:
                     self._timeout_s,
                 )
                 self._emit_session(res["thread"], resumed=True)
+                self._note_model(res)
                 return res["thread"]
             except (RpcError, KeyError, TypeError) as e:
                 self._emit(
@@ -198,12 +200,17 @@ class CodexSession:
         try:
             res = await self._rpc.request("thread/start", params, self._timeout_s)
             thread = res["thread"]
+            self._note_model(res)
         except RpcError as e:
             raise AgentError("handshake_failed", f"thread/start rejected: {e.message}") from None
         except (KeyError, TypeError) as e:
             raise AgentError("protocol_error", f"thread/start result without thread: {e}") from e
         self._emit_session(thread, resumed=False)
         return thread
+
+    def _note_model(self, res: Any) -> None:
+        if self._model is None and isinstance(res, dict) and isinstance(res.get("model"), str):
+            self._model = res["model"]
 
     def _emit_session(self, thread: dict[str, Any], *, resumed: bool) -> None:
         tid = str(thread.get("id"))
@@ -248,6 +255,13 @@ class CodexSession:
             params["sandboxPolicy"] = self._cfg.turn_sandbox_policy
         if self._cfg.model:
             params["model"] = self._cfg.model
+        mode = self._cfg.collaboration_mode
+        if mode and self._model:
+            # null developer_instructions = codex's built-in instructions for the mode
+            params["collaborationMode"] = {
+                "mode": mode,
+                "settings": {"model": self._model, "developer_instructions": None},
+            }
         try:
             res = await rpc.request("turn/start", params, self._timeout_s)
         except RpcError as e:
@@ -434,8 +448,14 @@ class CodexSession:
         return task
 
     def _emit(self, event: AgentEvent) -> None:
+        update: dict[str, Any] = {}
         if self._session_id and event.session_id is None:
-            event = event.model_copy(update={"session_id": self._session_id})
+            update["session_id"] = self._session_id
+        emitted = self._rpc.emitted_at if self._rpc is not None else None
+        if event.at is None and emitted is not None:
+            update["at"] = emitted  # the server's clock for what it notified
+        if update:
+            event = event.model_copy(update=update)
         with contextlib.suppress(Exception):
             self._host.emit(event)
 
@@ -495,6 +515,20 @@ class CodexSession:
                     kind=EventKind.MESSAGE_DELTA,
                     message=ev.cap(p.get("delta")),
                     data={"item_id": p.get("itemId")},
+                )
+            )
+        elif method in ("item/reasoning/summaryTextDelta", "item/reasoning/textDelta"):
+            # A MESSAGE_DELTA flagged ``reasoning``: keeps a long think from looking
+            # stalled and lets the console show it; the completed item is REASONING.
+            self._emit(
+                AgentEvent(
+                    kind=EventKind.MESSAGE_DELTA,
+                    message=ev.cap(p.get("delta")),
+                    data={
+                        "item_id": p.get("itemId"),
+                        "reasoning": True,
+                        "summary": method.endswith("summaryTextDelta"),
+                    },
                 )
             )
         elif method == "item/commandExecution/outputDelta":

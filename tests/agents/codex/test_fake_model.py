@@ -177,3 +177,24 @@ def test_fail_next_and_stop(srv):
 def test_bad_json_is_a_400(srv):
     r = HTTP.post(f"{srv.url}/responses", content=b"{nope")
     assert r.status_code == 400 and "bad json" in r.json()["error"]["message"]
+
+
+def test_responses_stream_think_streams_a_reasoning_summary_first(srv):
+    body = {
+        "model": "fake-model",
+        "stream": True,
+        "input": [{"type": "message", "role": "user", "content": "THINK3 then answer"}],
+    }
+    events = _sse(HTTP.post(f"{srv.url}/responses", json=body).text)
+    deltas = [e["delta"] for e in events if e["type"] == "response.reasoning_summary_text.delta"]
+    assert deltas == ["thought0 ", "thought1 ", "thought2 "]
+    done = [e for e in events if e["type"] == "response.output_item.done"]
+    assert [(d["output_index"], d["item"]["type"]) for d in done] == [
+        (0, "reasoning"),
+        (1, "message"),
+    ]
+    assert done[0]["item"]["summary"] == [
+        {"type": "summary_text", "text": "thought0 thought1 thought2 "}
+    ]
+    assert srv.requests[0]["decision"] == {"kind": "text", "think": 3}
+    assert decide("THINK2 SLOW4", None).summary() == {"kind": "slow", "think": 2, "words": 4}
