@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 LINEAR_ENDPOINT = "https://api.linear.app/graphql"
 DEFAULT_ACTIVE_STATES = ("Todo", "In Progress")
 DEFAULT_TERMINAL_STATES = ("Closed", "Cancelled", "Canceled", "Duplicate", "Done")
+DEFAULT_HOOK_TIMEOUT_MS = 60_000
 
 
 class _Section(BaseModel):
@@ -70,7 +71,22 @@ class HooksSettings(_Section):
     before_run: str | None = None
     after_run: str | None = None
     before_remove: str | None = None
-    timeout_ms: int = Field(default=60_000, gt=0)
+    timeout_ms: int = Field(default=DEFAULT_HOOK_TIMEOUT_MS, gt=0)
+
+    @field_validator("timeout_ms", mode="before")
+    @classmethod
+    def _non_positive_is_default(cls, value: Any) -> Any:
+        # Spec §5.3.4: a non-positive hook timeout is invalid and falls back to the default
+        # (it is not a load error, so a reference-implementation workflow still loads).
+        if value is None:
+            return DEFAULT_HOOK_TIMEOUT_MS
+        try:
+            number = int(value)
+        except (TypeError, ValueError):
+            return value  # not a number: let validation report it
+        if isinstance(value, bool) or (isinstance(value, float) and value != number):
+            return value
+        return DEFAULT_HOOK_TIMEOUT_MS if number <= 0 else value
 
 
 class AgentSettings(_Section):
@@ -126,6 +142,8 @@ class OpenHandsSettings(_Section):
     llm: dict[str, Any] = Field(default_factory=dict)
     startup_timeout_ms: int = Field(default=60_000, gt=0)
     read_timeout_ms: int = Field(default=30_000, gt=0)
+    # Extra environment of a managed server (``$VAR`` values resolved by the backend).
+    env: dict[str, str] = Field(default_factory=dict)
 
 
 class OpenCodeSettings(_Section):

@@ -8,7 +8,19 @@ Two ways to reach a server, from the ``openhands:`` block of WORKFLOW.md:
 * ``command`` - a managed local server (e.g. ``<venv>/bin/python -m openhands.agent_server``)
   started on first use on a free loopback port, probed with ``GET /health`` and stopped by
   :meth:`OpenHandsBackend.aclose`. Its state (conversations, secret key, log) lives under
-  ``state_dir`` so conversations survive a console restart.
+  ``state_dir`` so conversations survive a console restart: the next console starts a new
+  server on the same state and re-attaches to the recorded conversation.
+
+  The managed server runs with ``HOME=<state_dir>/home`` (an empty folder) by default. The
+  agent's terminal is an interactive bash that reads ``~/.bashrc``; a slow rc file (pyenv,
+  nvm, conda init on a busy machine) races the tool's prompt setup and the first command
+  then hangs for the tool's 30 s no-output timeout (measured on 1.58.2). ``openhands.env``
+  is laid over that environment (``$VAR`` values resolved), so ``env: {HOME: $HOME}``
+  restores the user's home (git identity, credentials) when its rc files are fast.
+
+The session's client-side tools (``SessionHost.tools``, e.g. ``symphony_set_issue_state``)
+are registered as the conversation's ``client_tools`` (1.58.2 ``ClientToolSpec``); see
+:mod:`~symphony_tui.agents.openhands.session` for how calls are executed.
 
 ``openhands.llm`` is passed as ``agent_settings.llm`` (``$VAR`` values resolved; ``model``
 required; ``usage_id`` defaults to ``agent``). One conversation per issue: its id, server URL
@@ -182,7 +194,7 @@ class OpenHandsBackend:
                     server = ManagedServer(
                         cfg.command,
                         self.state_dir,
-                        env=self._env,
+                        env=self.server_env(cfg),
                         startup_timeout_s=cfg.startup_timeout_ms / 1000,
                     )
                     self._server = None
@@ -210,6 +222,20 @@ class OpenHandsBackend:
         self._endpoint = _Endpoint(url, key, ws_auth, client, pid)
         return self._endpoint
 
+    def server_env(self, cfg: OpenHandsSettings) -> dict[str, str]:
+        """The managed server's base environment: the backend's, with a clean ``HOME``
+        under the state dir, overlaid by ``openhands.env`` (``$VAR`` values resolved)."""
+        home = self.state_dir / "home"
+        home.mkdir(parents=True, exist_ok=True)
+        env = {**self._env, "HOME": str(home)}
+        for key, value in cfg.env.items():
+            resolved = self._resolve(str(value))
+            if resolved is None:
+                env.pop(key, None)
+            else:
+                env[key] = str(resolved)
+        return env
+
     def _sessions_use(self, client: OpenHandsClient) -> bool:
         self._sessions = {s for s in self._sessions if not s.closed}
         return any(s.client is client for s in self._sessions)
@@ -227,6 +253,13 @@ class OpenHandsBackend:
             "confirmation_policy": {"kind": cfg.confirmation_policy},
             "autotitle": False,
         }
+        tools = [
+            {"name": t.name, "description": t.description, "parameters": t.input_schema}
+            for t in host.tools
+            if isinstance(t.input_schema, dict) and t.input_schema.get("type") == "object"
+        ]
+        if tools:
+            body["client_tools"] = tools
         if conversation_id:
             body["conversation_id"] = conversation_id
         return body

@@ -12,7 +12,20 @@ Confirmations: on ``waiting_for_confirmation`` each pending ``ActionEvent`` (one
 observation, rejection or error) becomes an :class:`ApprovalRequest` of kind
 ``CONFIRMATION`` with the stable id ``<issue_id>:<action event id>``, asked one at a time
 through :meth:`SessionHost.request_approval`. The server answers all pending actions at
-once, so the first decline rejects the batch.
+once, so the first decline rejects the batch. An operator rejection leaves the conversation
+``idle``: the turn ends FAILED with ``rejected by operator: <reason>`` and is reported as
+``TURN_CANCELLED`` with ``outcome: rejected_by_operator`` (the operator's decision, not a
+crash); the scheduler's failure backoff then decides when the agent gets another go.
+
+Client-side tools (``SessionHost.tools``, registered as the conversation's ``client_tools``):
+the server only acknowledges a call to the agent ("Tool call dispatched to client.") and
+emits the ``ActionEvent``; the scheduler runs it through :meth:`SessionHost.call_tool` once
+its ``ClientToolObservation`` arrives live (so a rejected call never runs, and history
+replayed on attach is not run again). Their confirmations are accepted without asking the
+operator, as codex runs dynamic tools without an approval; a batch that also holds other
+actions is asked about those. A turn returns only after its tool calls have finished, so the
+scheduler's tracker refresh sees their effect. The agent never sees the tool's own result
+(1.58.2 has no way to hand it back); a failed call is reported as a ``WARNING``.
 """
 
 from __future__ import annotations
@@ -85,6 +98,9 @@ class OpenHandsSession:
         self._rejection: str | None = None
         self._cancelled = False
         self._closed = False
+        self._client_tools = {t.name for t in host.tools}
+        self._tool_actions: dict[str, WireEvent] = {}
+        self._tool_tasks: set[asyncio.Task[None]] = set()
 
     # ------------------------------------------------------------ AgentSession
 
@@ -143,6 +159,7 @@ class OpenHandsSession:
                 result = await self._follow(idx, armed=adopt)
             finally:
                 await self._stop_approvals()
+            await self._finish_tool_calls()
             self._emit_turn_end(result)
             return result
 
@@ -168,6 +185,8 @@ class OpenHandsSession:
             return
         self._closed = True
         await self._stop_approvals()
+        for task in list(self._tool_tasks):
+            task.cancel()
         await self.stream.aclose()
         self._wake.set()
 
@@ -242,7 +261,8 @@ class OpenHandsSession:
 
     async def _ask_each(self, pending: list[WireEvent]) -> None:
         ids = [a["id"] for a in pending]
-        for action in pending:
+        # The scheduler's own tools run without an operator decision (see module doc).
+        for action in [a for a in pending if a.get("tool_name") not in self._client_tools]:
             answer = await self.host.request_approval(self._request(action))
             decision = answer.decision
             if decision == ApprovalDecision.ACCEPT:
@@ -268,6 +288,35 @@ class OpenHandsSession:
         # Every action was accepted, one by one or for the rest of the session.
         self._answered.update(ids)
         await self.client.respond_to_confirmation(self.conversation_id, accept=True)
+
+    # ------------------------------------------------------------ client tools
+
+    def _start_tool_call(self, observation: WireEvent) -> None:
+        action = self._tool_actions.pop(str(observation.get("action_id")), None)
+        name = str(observation.get("tool_name") or "")
+        raw = action.get("action") if action is not None else None
+        args = {k: v for k, v in raw.items() if k != "kind"} if isinstance(raw, dict) else {}
+        task = asyncio.create_task(self._call_tool(name, args), name=f"openhands-tool-{name}")
+        self._tool_tasks.add(task)
+        task.add_done_callback(self._tool_tasks.discard)
+
+    async def _call_tool(self, name: str, args: dict[str, Any]) -> None:
+        try:
+            result = await self.host.call_tool(name, args)
+        except Exception as e:  # call_tool never raises by contract; keep the turn alive
+            self._emit(EventKind.WARNING, f"{name} failed: {e!r}", tool=name)
+            return
+        if not result.success:
+            self._emit(EventKind.WARNING, f"{name} failed: {result.text[:300]}", tool=name)
+
+    async def _finish_tool_calls(self) -> None:
+        """Wait (bounded) for client-tool calls started during the turn."""
+        if not self._tool_tasks:
+            return
+        _done, late = await asyncio.wait(list(self._tool_tasks), timeout=self._request_timeout_s)
+        for task in late:
+            task.cancel()
+            self._emit(EventKind.WARNING, f"client tool call {task.get_name()} timed out")
 
     def _request(self, action: WireEvent) -> ApprovalRequest:
         issue = self.host.issue
@@ -312,8 +361,14 @@ class OpenHandsSession:
         kind = event.get("kind")
         if kind == "ActionEvent" and event.get("action") is not None:
             self._actions[event["id"]] = event
+            if event.get("tool_name") in self._client_tools:
+                self._tool_actions[event["id"]] = event
         elif kind in _RESOLVING:
             self._actions.pop(str(event.get("action_id")), None)
+            if _is_client_tool_result(event, self._client_tools) and not replay:
+                self._start_tool_call(event)
+            else:
+                self._tool_actions.pop(str(event.get("action_id")), None)
         if kind in _RESOLVING or kind == "AgentErrorEvent":
             call = event.get("tool_call_id")
             if call:
@@ -385,14 +440,30 @@ class OpenHandsSession:
             self._emit(EventKind.TURN_COMPLETED, "finished", outcome="finished")
         elif result.status == TurnStatus.INTERRUPTED:
             self._emit(EventKind.TURN_CANCELLED, result.error or "cancelled", outcome="cancelled")
+        elif self._rejection is not None and self.status == "idle":
+            # The operator's decision: reported like a stop, not as a crash.
+            self._emit(
+                EventKind.TURN_CANCELLED,
+                result.error or "rejected by operator",
+                outcome=REJECTED_OUTCOME,
+                reason=self._rejection,
+            )
         else:
-            rejected = self._rejection is not None and self.status == "idle"
             self._emit(
                 EventKind.TURN_FAILED,
                 result.error or "failed",
-                outcome=REJECTED_OUTCOME if rejected else (self.status or "failed"),
-                reason=self._rejection,
+                outcome=self.status or "failed",
             )
+
+
+def _is_client_tool_result(event: WireEvent, names: set[str]) -> bool:
+    obs = event.get("observation")
+    return (
+        event.get("kind") == "ObservationEvent"
+        and event.get("tool_name") in names
+        and isinstance(obs, dict)
+        and obs.get("kind") == "ClientToolObservation"
+    )
 
 
 def _thought(action: WireEvent) -> str:

@@ -139,7 +139,7 @@ async def test_reject_with_reason_ends_as_the_operators_decision(
         await backend.aclose()
     assert result.status == TurnStatus.FAILED
     assert result.error == "rejected by operator: not in this repo"
-    assert host.of_kind(EventKind.TURN_FAILED)[-1].data["outcome"] == "rejected_by_operator"
+    assert host.of_kind(EventKind.TURN_CANCELLED)[-1].data["outcome"] == "rejected_by_operator"
     assert not (tmp_path / "r.txt").exists()
     (reject,) = [e for e in events if e["kind"] == "UserRejectObservation"]
     assert reject["rejection_reason"] == "not in this repo"
@@ -290,3 +290,25 @@ async def test_interrupt_while_waiting_for_confirmation_rejects_and_cancels(
     assert result.status == TurnStatus.INTERRUPTED
     assert status == "idle"
     assert not (tmp_path / "n.txt").exists()
+
+
+async def test_client_tool_runs_through_the_host_without_asking_the_operator(
+    oh_server: ManagedServer, fake_model: FakeModelServer, tmp_path: Path
+) -> None:
+    """``symphony_set_issue_state`` is a conversation ``client_tool``: the agent's call is
+    confirmed by the backend itself (AlwaysConfirm) and runs through ``host.call_tool``
+    before the turn returns."""
+    backend = backend_for(oh_server, fake_model)
+    parked: asyncio.Future[ApprovalAnswer] = asyncio.get_running_loop().create_future()
+    host = RecordingSessionHost(tmp_path, issue=make_issue("OH-9"), approve=lambda _r: parked)
+    try:
+        session = await backend.start_session(host)
+        result = await session.run_turn('TOOL: symphony_set_issue_state {"state": "Done"}')
+        events = await server_events(oh_server, session.conversation_id)
+    finally:
+        await backend.aclose()
+    assert result.status == TurnStatus.COMPLETED, result
+    assert host.approvals == []
+    assert host.tool_calls == [("symphony_set_issue_state", {"state": "Done"})]
+    (obs,) = [e for e in events if e["kind"] == "ObservationEvent"]
+    assert obs["observation"]["kind"] == "ClientToolObservation"
