@@ -19,6 +19,7 @@ from pathlib import Path
 from rich.text import Text
 from textual import work
 from textual.app import App
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
@@ -214,6 +215,8 @@ class SymphonyApp(App[None]):
     def tick(self) -> None:
         """Read the port and repaint what is visible: the top screen and, through modal
         dialogs, the screens under them. Unchanged input skips the repaint."""
+        if self._exit or not self.is_running:
+            return
         try:
             snapshot = self.port.snapshot()
         except Exception as exc:
@@ -228,25 +231,29 @@ class SymphonyApp(App[None]):
         tones = self.tones
         key = (id(snapshot), snapshot.generated_at, int(now.timestamp()), self.theme)
         for screen in reversed(self.screen_stack):
-            show = getattr(screen, "show", None)
-            if show is not None:
-                if self._render_keys.get(id(screen)) != key:
-                    self._render_keys[id(screen)] = key
-                    try:
-                        show(snapshot, now, tones)
-                    except Exception as exc:  # a bad value must not kill the console
-                        self.notify(
-                            one_line(f"render failed: {type(exc).__name__}: {exc}", 300),
-                            severity="error",
-                            markup=False,
-                        )
-                else:
-                    pull = getattr(screen, "pull", None)
-                    if pull is not None:
-                        pull(tones)
+            self._paint(screen, snapshot, now, tones, key)
             if not screen.is_modal:
                 break
         self._refresh_bindings_if_changed()
+
+    def _paint(self, screen: Screen, snapshot: Snapshot, now: datetime, tones: Tones, key) -> None:
+        show = getattr(screen, "show", None)
+        if show is None or not screen.is_mounted:
+            return  # a screen still composing is painted by the next tick
+        try:
+            if self._render_keys.get(id(screen)) != key:
+                show(snapshot, now, tones)
+                self._render_keys[id(screen)] = key
+            elif (pull := getattr(screen, "pull", None)) is not None:
+                pull(tones)
+        except NoMatches:
+            pass  # widgets come and go while a screen is built or torn down
+        except Exception as exc:  # a bad value must not kill the console
+            self.notify(
+                one_line(f"render failed: {type(exc).__name__}: {exc}", 300),
+                severity="error",
+                markup=False,
+            )
 
     def _refresh_bindings_if_changed(self) -> None:
         signature = tuple(self.check_action(name, ()) for name in APP_BY_ACTION)

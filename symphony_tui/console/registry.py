@@ -74,7 +74,7 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
     # -- acting on the selected worker / issue / approval (every non-modal screen)
     ConsoleCommand(
         "interrupt", "i", "interrupt", "Interrupt",
-        "Interrupt the selected worker's turn (asks first)",
+        "Interrupt the selected worker's turn",
         requires="running", confirm=True,
     ),
     ConsoleCommand(
@@ -109,7 +109,7 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
     ),
     ConsoleCommand(
         "stop", "s", "stop", "Stop",
-        "Stop the selected worker, keep its workspace (asks first)",
+        "Stop the selected worker, keep its workspace",
         requires="running", confirm=True,
     ),
     ConsoleCommand(
@@ -142,7 +142,7 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
     ),
     ConsoleCommand(
         "quit", "q", "quit", "Quit",
-        "Quit (asks first while workers run; stops them)",
+        "Quit: stops the workers (asks first while they run)",
         confirm=True,
     ),
     # -- main screen

@@ -8,6 +8,7 @@ kept per item so a completed command can show its tail.
 
 from __future__ import annotations
 
+from rich.table import Table
 from rich.text import Text
 
 from symphony_tui.console import fmt
@@ -37,7 +38,19 @@ class Transcript:
         self.tones = tones
         self._output: dict[str, str] = {}
 
-    def block(self, event: AgentEvent) -> Text | None:
+    def block(self, event: AgentEvent) -> Table | None:
+        """The block for ``event`` as a two-column grid (time, body) so wrapped and
+        multi-line bodies stay indented; ``None`` when folded into a later block."""
+        body = self.body(event)
+        if body is None:
+            return None
+        grid = Table.grid(padding=(0, 1), expand=True)
+        grid.add_column(width=8, no_wrap=True)
+        grid.add_column(ratio=1)
+        grid.add_row(Text(fmt.clock_time(event.at), style=self.tones.muted), body)
+        return grid
+
+    def body(self, event: AgentEvent) -> Text | None:
         """The block for ``event``, or ``None`` when it is folded into a later one."""
         t = self.tones
         kind = event.kind
@@ -51,8 +64,6 @@ class Transcript:
             self._output[item] = kept[-_OUTPUT_KEEP:]
             return None
         head = Text(end="")
-        head.append(fmt.clock_time(event.at), style=t.muted)
-        head.append(" ")
         if kind == EventKind.MESSAGE:
             head.append("agent\n", style=t.primary + t.bold)
             head.append_text(inert(event.message, multiline=True))

@@ -60,13 +60,15 @@ class ApprovalsScreen(Screen[None]):
         self._now: datetime | None = None
 
     def compose(self) -> ComposeResult:
-        yield KeyedTable(COLUMNS, flex="asked", id="approvals", classes="pane")
-        yield Static(id="approval-detail", classes="pane")
+        table = KeyedTable(COLUMNS, flex="asked", id="approvals", classes="pane")
+        table.border_title = "Pending approvals (oldest first)"
+        yield table
+        detail = Static(id="approval-detail", classes="pane")
+        detail.border_title = "Selected"
+        yield detail
         yield ConsoleFooter()
 
     def on_mount(self) -> None:
-        self.query_one("#approvals").border_title = "Pending approvals (oldest first)"
-        self.query_one("#approval-detail").border_title = "Selected"
         self.query_one("#approvals").focus()
 
     def show(self, snapshot: Snapshot, now: datetime, tones: Tones) -> None:

@@ -18,7 +18,7 @@ from symphony_tui.console.registry import COMMANDS, SCOPE_TITLES, ConsoleCommand
 def help_table(key_for: Callable[[ConsoleCommand], str]) -> Table:
     """Every command grouped by scope: key, help line, and whether it asks first."""
     table = Table(box=None, show_header=False, padding=(0, 1), expand=True)
-    table.add_column("key", style="bold", width=12, no_wrap=True)
+    table.add_column("key", style="bold", width=8, no_wrap=True)
     table.add_column("what")
     seen_scope = None
     for cmd in COMMANDS:
@@ -28,7 +28,7 @@ def help_table(key_for: Callable[[ConsoleCommand], str]) -> Table:
                 table.add_row("", "")
             table.add_row(Text(SCOPE_TITLES[cmd.scope], style="bold underline"), "")
         line = Text(cmd.help)
-        if cmd.confirm:
+        if cmd.confirm and cmd.id != "quit":
             line.append("  (asks first)", style="dim")
         table.add_row(key_for(cmd), line)
     table.add_row("", "")

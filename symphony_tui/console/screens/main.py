@@ -56,21 +56,25 @@ class MainScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static(id="status-line")
         yield Static(id="alert-line")
+        # titles set here, not in on_mount, so a paint that lands first is not overwritten
         with Vertical(id="tables"):
-            yield IssuesTable(id="issues", classes="pane")
-            yield WorkersTable(id="workers", classes="pane")
+            issues = IssuesTable(id="issues", classes="pane")
+            issues.border_title = "1 Issues"
+            yield issues
+            workers = WorkersTable(id="workers", classes="pane")
+            workers.border_title = "2 Workers"
+            yield workers
         with Horizontal(id="bottom"):
-            with Vertical(id="log-pane", classes="pane"):
+            with Vertical(id="log-pane", classes="pane") as log_pane:
+                log_pane.border_title = "3 Events"
                 yield EventLog(id="log")
                 yield FilterInput(placeholder="filter: issue id and/or words", id="log-filter")
-            yield TokenPane(id="tokens", classes="pane")
+            tokens = TokenPane(id="tokens", classes="pane")
+            tokens.border_title = "4 Tokens"
+            yield tokens
         yield ConsoleFooter()
 
     def on_mount(self) -> None:
-        self.query_one("#issues").border_title = "1 Issues"
-        self.query_one("#workers").border_title = "2 Workers"
-        self.query_one("#log-pane").border_title = "3 Events"
-        self.query_one("#tokens").border_title = "4 Tokens"
         self.query_one("#log-filter").cursor_blink = self.console.cursor_blink
         self.query_one("#workers").focus()
 

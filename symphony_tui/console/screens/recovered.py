@@ -81,12 +81,15 @@ class RecoveredScreen(Screen[None]):
         self._snapshot: Snapshot | None = None
 
     def compose(self) -> ComposeResult:
-        yield KeyedTable(COLUMNS, flex="title", id="recovered", classes="pane")
-        yield Static(id="recovered-detail", classes="pane")
+        table = KeyedTable(COLUMNS, flex="title", id="recovered", classes="pane")
+        table.border_title = "Recovered workspaces"
+        yield table
+        detail = Static(id="recovered-detail", classes="pane")
+        detail.border_title = "Selected"
+        yield detail
         yield ConsoleFooter()
 
     def on_mount(self) -> None:
-        self.query_one("#recovered-detail").border_title = "Selected"
         self.query_one("#recovered").focus()
 
     def show(self, snapshot: Snapshot, now: datetime, tones: Tones) -> None:

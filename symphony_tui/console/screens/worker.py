@@ -96,20 +96,23 @@ class WorkerScreen(Screen[None]):
         return self.app  # type: ignore[return-value]
 
     def compose(self) -> ComposeResult:
-        yield Static(id="worker-header", classes="pane")
-        yield RichLog(
+        header = Static(id="worker-header", classes="pane")
+        header.border_title = "Worker"
+        yield header
+        transcript = RichLog(
             max_lines=TRANSCRIPT_LINES,
             markup=False,
             highlight=False,
             wrap=True,
+            min_width=20,
             id="transcript",
             classes="pane",
         )
+        transcript.border_title = "Transcript"
+        yield transcript
         yield ConsoleFooter()
 
     def on_mount(self) -> None:
-        self.query_one("#worker-header").border_title = "Worker"
-        self.query_one("#transcript").border_title = "Transcript"
         self.query_one("#transcript").focus()
 
     def show(self, snapshot: Snapshot, now: datetime, tones: Tones) -> None:

@@ -42,9 +42,9 @@ def status_text(snapshot: Snapshot, now: datetime, tones: Tones) -> Text:
 
 
 def alert_text(snapshot: Snapshot, now: datetime, tones: Tones) -> Text | None:
-    """Config / tracker problems, or ``None`` when all is well."""
+    """Config / tracker problems, one a line, or ``None`` when all is well."""
     s = snapshot
-    text = Text(end="", no_wrap=True, overflow="ellipsis")
+    text = Text(end="")
     parts: list[tuple[str, str]] = []
     if s.config_error:
         parts.append(("✗ config error: ", one_line(s.config_error, 200)))
@@ -56,7 +56,7 @@ def alert_text(snapshot: Snapshot, now: datetime, tones: Tones) -> Text | None:
         return None
     for i, (label, value) in enumerate(parts):
         if i:
-            text.append("  ")
+            text.append("\n")
         text.append(label, style=tones.error + tones.bold if "✗" in label else tones.warning)
         text.append(value)
     return text

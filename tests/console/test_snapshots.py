@@ -1,0 +1,89 @@
+"""SVG screenshots of every screen at 80x24 and 120x36, compared with syrupy.
+
+Deterministic: fixed sample data and datetimes, a frozen clock, UTC, no cursor blink.
+Update after an intended change with ``pytest tests/console --snapshot-update`` and
+review the .svg diff (STYLE.md practice 12).
+"""
+
+from __future__ import annotations
+
+import pytest
+from syrupy.extensions.image import SVGImageSnapshotExtension
+
+from tests.console.helpers import settle
+
+SIZES = [(80, 24), (120, 36)]
+
+
+@pytest.fixture
+def svg_snapshot(snapshot):
+    return snapshot.use_extension(SVGImageSnapshotExtension)
+
+
+async def shoot(app, size, keys=(), before=None) -> str:
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        if before is not None:
+            await before(pilot)
+        for key in keys:
+            await pilot.press(key)
+            await settle(pilot)
+        await settle(pilot)
+        return app.export_screenshot(title="symphony")
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_main_screen(port, make_app, svg_snapshot, size):
+    assert await shoot(make_app(port), size) == svg_snapshot
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_main_screen_with_alerts_and_pause(port, make_app, svg_snapshot, size):
+    from tests.console.sample import later
+
+    port.update(
+        config_error="template_parse_error: unknown filter 'shout'",
+        tracker_error="linear: 429 rate limited",
+        tracker_paused_until=later(75),
+        dispatch_paused=True,
+    )
+    assert await shoot(make_app(port), size) == svg_snapshot
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_worker_detail(port, make_app, svg_snapshot, size):
+    assert await shoot(make_app(port), size, keys=("2", "enter")) == svg_snapshot
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_approvals_screen(port, make_app, svg_snapshot, size):
+    assert await shoot(make_app(port), size, keys=("v",)) == svg_snapshot
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_recovered_screen(port, make_app, svg_snapshot, size):
+    assert await shoot(make_app(port), size, keys=("w",)) == svg_snapshot
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_help_screen(port, make_app, svg_snapshot, size):
+    assert await shoot(make_app(port), size, keys=("question_mark",)) == svg_snapshot
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_interrupt_confirmation(port, make_app, svg_snapshot, size):
+    assert await shoot(make_app(port), size, keys=("2", "i")) == svg_snapshot
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_question_dialog(port, make_app, svg_snapshot, size):
+    assert await shoot(make_app(port), size, keys=("2", "down", "t")) == svg_snapshot
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_log_filter_applied(port, make_app, svg_snapshot, size):
+    async def filter_demo1(pilot):
+        await pilot.press("slash", *"demo-1 cmd", "enter")
+
+    app = make_app(port)
+    assert await shoot(app, size, before=filter_demo1) == svg_snapshot
