@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import IO
 
 from symphony_tui.domain import AgentEvent, EventKind
+from symphony_tui.observability.redact import redact
 
 log = logging.getLogger(__name__)
 
@@ -51,13 +52,24 @@ class EventLog:
     def last_seq(self) -> int:
         return self._seq
 
-    def append(self, event: AgentEvent) -> AgentEvent:
+    def append(self, event: AgentEvent, **updates: object) -> AgentEvent:
+        """Stamp ``seq`` (plus any ``updates``, in the same copy) and keep the event.
+
+        Secrets are masked here, the one door every event passes (spec §15.3): an agent
+        that prints its environment must not put an API key on the operator's screen or
+        in the JSONL file."""
         self._seq += 1
-        message = event.message
-        if len(message) > MAX_MESSAGE_CHARS:
+        updates["seq"] = self._seq
+        message = updates.get("message", event.message)
+        if isinstance(message, str) and message:
+            message = updates["message"] = redact(message)
+        data = updates.get("data", event.data)
+        if data and any(isinstance(v, str) for v in data.values()):
+            updates["data"] = {k: redact(v) if isinstance(v, str) else v for k, v in data.items()}
+        if isinstance(message, str) and len(message) > MAX_MESSAGE_CHARS:
             cut = len(message) - MAX_MESSAGE_CHARS
-            message = message[:MAX_MESSAGE_CHARS] + f"… [{cut} more chars]"
-        event = event.model_copy(update={"seq": self._seq, "message": message})
+            updates["message"] = message[:MAX_MESSAGE_CHARS] + f"… [{cut} more chars]"
+        event = event.model_copy(update=updates)
         if event.issue_id is not None:
             t = self._transcripts.get(event.issue_id)
             if t is None:

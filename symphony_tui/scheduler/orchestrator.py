@@ -69,6 +69,7 @@ from symphony_tui.domain.commands import (
     Stop,
 )
 from symphony_tui.observability.logs import log_kv
+from symphony_tui.observability.redact import redact
 from symphony_tui.scheduler import policy
 from symphony_tui.scheduler.clock import Clock, RealClock, TimerHandle
 from symphony_tui.scheduler.eventlog import FRAGMENT_KINDS, QUIET_KINDS, EventLog
@@ -335,8 +336,7 @@ class Orchestrator:
         tick_started = self.clock.monotonic()
         self.last_poll_at = self.clock.now()
         await self._reconcile()
-        if self.store.reload_if_changed():
-            self._on_workflow_reloaded()
+        self._recheck_workflow()
         settings = self.settings
         errors = validate_dispatch(settings)
         self.config_error = "; ".join(errors) if errors else self.store.error
@@ -760,6 +760,7 @@ class Orchestrator:
             return
         del self.retrying[issue_id]
         self._dirty = True
+        self._recheck_workflow()  # a retry is a dispatch too (spec §6.2: re-check before it)
         try:
             candidates = await self.tracker.fetch_candidate_issues()
         except TrackerError as exc:
@@ -908,21 +909,19 @@ class Orchestrator:
                 run.session_id = f"{run.thread_id}-{turn}" if run.thread_id else str(turn)
         if data.get("session_id") and event.kind is not EventKind.SESSION_STARTED:
             run.session_id = str(data["session_id"])
-        event = event.model_copy(
-            update={
-                "issue_id": run.issue.id,
-                "issue_identifier": run.issue.identifier,
-                "session_id": event.session_id or run.session_id,
-                "at": event.at or now,
-            }
-        )
+        stamp = {
+            "issue_id": run.issue.id,
+            "issue_identifier": run.issue.identifier,
+            "session_id": event.session_id or run.session_id,
+            "at": event.at or now,
+        }
         run.last_event_mono = now_mono
         if event.kind not in QUIET_KINDS:
             run.last_event_at = now
             run.last_event = event.kind.value
         if event.kind is EventKind.MESSAGE_DELTA:
             run.delta_buffer = (run.delta_buffer + event.message)[-400:]
-            run.last_message = run.delta_buffer
+            run.last_message = redact(run.delta_buffer)
         elif event.kind in (
             EventKind.MESSAGE,
             EventKind.REASONING,
@@ -937,7 +936,7 @@ class Orchestrator:
             if event.kind is EventKind.MESSAGE:
                 run.delta_buffer = ""
             if event.message:
-                run.last_message = event.message[-400:]
+                run.last_message = redact(event.message[-400:])
         elif event.kind is EventKind.TOKEN_USAGE:
             usage = data.get("usage")
             if isinstance(usage, dict):
@@ -962,9 +961,9 @@ class Orchestrator:
             if isinstance(raw, dict):
                 with contextlib.suppress(ValueError):
                     self.rate_limits = RateLimits.model_validate(raw)
-        self.events.append(event)
+        event = self.events.append(event, **stamp)
         self._dirty = True
-        if event.kind not in FRAGMENT_KINDS and event.kind is not EventKind.TOKEN_USAGE:
+        if event.kind not in FRAGMENT_KINDS and event.kind not in QUIET_KINDS:
             self._log(
                 "debug" if event.kind is EventKind.MESSAGE_DELTA else "info",
                 event.kind.value,
@@ -1007,6 +1006,10 @@ class Orchestrator:
                 "issue_identifier": run.issue.identifier,
                 "backend": request.backend or run.backend,
                 "created_at": request.created_at or now,
+                # What the operator reads: secrets masked (the backend keeps the original).
+                "summary": redact(request.summary),
+                "command": redact(request.command) if request.command else request.command,
+                "reason": redact(request.reason) if request.reason else request.reason,
             }
         )
         run.last_event_mono = self.clock.monotonic()
@@ -1361,6 +1364,13 @@ class Orchestrator:
 
     def _on_workflow_changed(self) -> None:
         self._on_workflow_reloaded()
+
+    def _recheck_workflow(self) -> None:
+        """Re-read WORKFLOW.md before dispatching, in case a watch event was missed
+        (spec §6.2). A new good version or a new error is announced like a watched change."""
+        before = self.store.error
+        if self.store.reload_if_changed() or self.store.error != before:
+            self._on_workflow_reloaded()
 
     def _on_workflow_reloaded(self) -> None:
         error = self.store.error
