@@ -19,7 +19,12 @@ The answer is scripted from the text of the LAST user message:
 * ``SLOW<n>`` - stream ``n`` words, ``slow_delay`` seconds apart (interrupt tests);
 * ``THINK<n>`` (with a text or slow answer, Responses API streaming only) - first stream a
   reasoning item whose summary is ``n`` words (``response.reasoning_summary_text.delta``);
+* ``GODOWN`` (with any other script) - the server goes down once this answer is delivered:
+  it stops listening, so the next request is refused (codex then retries for ever);
 * anything else - a short text answer quoting the message.
+
+``aliases`` (constructor) replace words of the last user message before it is scripted,
+so one WORKFLOW.md continuation prompt such as ``STEP{turn}`` can drive different turns.
 
 When the last input item is a tool result the answer is text quoting that result, so a
 tool turn ends after one round trip.
@@ -64,7 +69,7 @@ _TOOL_RESULT_TYPES = ("function_call_output", "local_shell_call_output", "custom
 class Decision:
     """What the fake model does for one request.
 
-    ``kind``: ``text`` | ``slow`` | ``shell`` | ``tool``. ``tool``/``arguments`` are set for
+    ``kind``: ``text`` | ``slow`` | ``shell`` | ``tool``; ``down``: stop serving after it. ``tool``/``arguments`` are set for
     ``tool``; ``command``/``escalate`` for ``shell``; ``words`` for ``slow``.
     """
 
@@ -76,9 +81,12 @@ class Decision:
     tool: str = ""
     arguments: dict[str, Any] = field(default_factory=dict)
     think: list[str] = field(default_factory=list)
+    down: bool = False
 
     def summary(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind}
+        if self.down:
+            out["down"] = True
         if self.think:
             out["think"] = len(self.think)
         if self.kind == "shell":
@@ -92,6 +100,12 @@ class Decision:
 
 def decide(last_user: str, tool_result: str | None) -> Decision:
     """Pick the scripted answer. ``tool_result`` is not None when the last item is a result."""
+    d = _decide(last_user, tool_result)
+    d.down = tool_result is None and "GODOWN" in last_user
+    return d
+
+
+def _decide(last_user: str, tool_result: str | None) -> Decision:
     if tool_result is not None:
         return Decision("text", text=f"Tool finished. Output was: {tool_result.strip()[:200]}")
     m = re.search(r"TOOL:\s*(\S+)\s*(.*)", last_user, re.S)
@@ -243,8 +257,10 @@ class FakeModelServer:
         *,
         slow_delay: float = 0.05,
         model: str = "fake-model",
+        aliases: dict[str, str] | None = None,
     ) -> None:
         self.host = host
+        self.aliases = dict(aliases or {})
         self._want_port = port
         self.slow_delay = slow_delay
         self.model = model
@@ -261,7 +277,9 @@ class FakeModelServer:
     def start(self) -> FakeModelServer:
         if self._httpd is not None:
             return self
-        httpd = ThreadingHTTPServer((self.host, self._want_port), _handler_for(self))
+        # After a stop, start again on the same port (the model server "comes back").
+        port = self._port if self._port is not None else self._want_port
+        httpd = ThreadingHTTPServer((self.host, port), _handler_for(self))
         httpd.daemon_threads = True
         self._httpd = httpd
         self._port = httpd.server_address[1]
@@ -273,7 +291,8 @@ class FakeModelServer:
         return self
 
     def stop(self) -> None:
-        """Stop serving and close the socket, so connections are refused afterwards."""
+        """Stop serving and close the socket, so connections are refused afterwards.
+        :meth:`start` serves again on the same port; the request and usage logs go on."""
         httpd, self._httpd = self._httpd, None
         if httpd is None:
             return
@@ -313,6 +332,12 @@ class FakeModelServer:
             for u in self.usage_log:
                 total = total + u
             return total
+
+    def expand(self, text: str) -> str:
+        """``text`` with every alias word replaced by its script (longest alias first)."""
+        for word in sorted(self.aliases, key=len, reverse=True):
+            text = re.sub(rf"\b{re.escape(word)}\b", lambda _m, w=word: self.aliases[w], text)
+        return text
 
     def fail_next(self, status: int = 500, count: int = 1) -> None:
         """Make the next ``count`` model requests answer HTTP ``status`` with an error body."""
@@ -356,6 +381,7 @@ def _handler_for(server: FakeModelServer) -> type[BaseHTTPRequestHandler]:
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     owner: FakeModelServer
+    down_after = False
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -423,6 +449,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._json({"error": {"message": f"bad json: {e}"}}, 400)
             return
         try:
+            self.down_after = False
             if p.endswith("/responses"):
                 self._responses(p, body)
             elif p.endswith("/chat/completions"):
@@ -431,6 +458,9 @@ class _Handler(BaseHTTPRequestHandler):
                 self._json({"error": {"message": f"not found: {p}"}}, 404)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (an interrupt); nothing was delivered
+        if self.down_after:
+            self.close_connection = True
+            self.owner.stop()  # GODOWN: the answer is out; refuse whatever comes next
 
     def _final(self, usage: TokenUsage, write: Any) -> None:
         """Count ``usage`` as delivered, then write the message that carries it. Counting
@@ -457,7 +487,7 @@ class _Handler(BaseHTTPRequestHandler):
                 last_user = _text_of(it.get("content"))
         last = items[-1] if items else {}
         result = _text_of(last.get("output")) if last.get("type") in _TOOL_RESULT_TYPES else None
-        d = decide(last_user, result)
+        d = decide(self.owner.expand(last_user), result)
         plan = (
             _plan_call(d, _tools_by_name(body.get("tools"), "responses"))
             if d.kind
@@ -475,6 +505,7 @@ class _Handler(BaseHTTPRequestHandler):
         if fail:
             self._fail(fail)
             return
+        self.down_after = d.down
         usage = usage_for(n, len(items))
         wire_usage = {
             "input_tokens": usage.input_tokens,
@@ -626,7 +657,7 @@ class _Handler(BaseHTTPRequestHandler):
                 last_user = _text_of(m.get("content"))
         last = msgs[-1] if msgs else {}
         result = _text_of(last.get("content")) if last.get("role") == "tool" else None
-        d = decide(last_user, result)
+        d = decide(self.owner.expand(last_user), result)
         plan = (
             _plan_call(d, _tools_by_name(body.get("tools"), "chat"))
             if d.kind
@@ -644,6 +675,7 @@ class _Handler(BaseHTTPRequestHandler):
         if fail:
             self._fail(fail)
             return
+        self.down_after = d.down
         usage = usage_for(n, len(msgs))
         wire_usage = {
             "prompt_tokens": usage.input_tokens,
