@@ -88,12 +88,17 @@ def _run(
     from symphony_tui.runtime import build_runtime
     from symphony_tui.scheduler.orchestrator import StartupError
     from symphony_tui.scheduler.project_lock import ProjectLockedError
+    from symphony_tui.trackers.base import TrackerError
 
     log_file = configure_logging(args.log_dir, args.log_level)
     try:
         runtime = build_runtime(path, lock=lock)
-    except (WorkflowError, ProjectLockedError) as exc:
+    except StartupError as exc:
+        return _fail(f"startup failed: {exc}")
+    except (WorkflowError, ProjectLockedError, TrackerError) as exc:
         return _fail(str(exc))
+    except OSError as exc:  # the lock folder or the event file cannot be created
+        return _fail(f"startup failed: {exc}")
     api = _api_server(runtime, getattr(args, "port", None))
     if args.headless:
         try:
@@ -102,6 +107,8 @@ def _run(
             return _fail(f"startup failed: {exc}")
         except OSError as exc:
             return _fail(f"cannot start the HTTP API: {exc}")
+        except Exception as exc:  # the host failed abnormally: one line, non-zero (§17.7)
+            return _fail(f"scheduler failed: {type(exc).__name__}: {exc}; log: {log_file}")
     from symphony_tui.console.app import SymphonyApp
 
     async def runner() -> None:
@@ -143,6 +150,15 @@ async def _headless(runtime, exit_when_idle: bool, api) -> int:
             await runtime.close()
             raise
         print(f"symphony-tui: HTTP API on {api.url}", file=sys.stderr, flush=True)
+    settings = runtime.store.current.settings
+    if api is None and settings.agent.approvals == "operator":
+        print(
+            "symphony-tui: agent.approvals is 'operator' but no --port is set: approval "
+            f"requests will be declined after {settings.agent.approval_timeout_ms // 1000}s "
+            "(set agent.approvals, or serve the API and answer with `symphony-tui attach`)",
+            file=sys.stderr,
+            flush=True,
+        )
     try:
         return await run_headless(runtime, exit_when_idle=exit_when_idle)
     finally:
