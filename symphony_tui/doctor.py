@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shlex
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -36,6 +37,26 @@ def _check_workspace_root(root: Path) -> Check:
     return Check("workspace root", True, f"{root} is writable")
 
 
+# ``${NAME:-default}`` / ``${NAME-default}``: shell parameter defaults, which
+# ``os.path.expandvars`` leaves alone (the demo's command starts with one).
+_DEFAULTED = re.compile(r"\$\{(\w+)(:?)-([^}]*)\}")
+
+
+def _expand_word(word: str, env: Mapping[str, str] | None = None) -> str:
+    """The program word of a command as ``bash`` would expand it, without running anything:
+    ``${NAME:-default}``, ``${NAME-default}``, ``$NAME``, ``${NAME}`` and a leading ``~``."""
+    env = os.environ if env is None else env
+
+    def default(match: re.Match[str]) -> str:
+        name, colon, fallback = match.groups()
+        value = env.get(name)
+        if value is None or (colon and not value):
+            return fallback
+        return value
+
+    return os.path.expanduser(os.path.expandvars(_DEFAULTED.sub(default, word)))
+
+
 def _check_agent_command(settings) -> Check:
     backend = settings.agent.backend
     if backend == "codex":
@@ -56,7 +77,7 @@ def _check_agent_command(settings) -> Check:
         return Check("agent command", False, f"cannot parse {command!r}: {exc}")
     if not words:
         return Check("agent command", False, f"{backend}: no command configured")
-    exe = os.path.expandvars(words[0])
+    exe = _expand_word(words[0])
     found = shutil.which(exe) if "/" not in exe else (exe if os.access(exe, os.X_OK) else None)
     if found is None:
         return Check("agent command", False, f"{exe!r} not found on PATH (from {command!r})")

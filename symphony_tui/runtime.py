@@ -14,9 +14,10 @@ import platformdirs
 
 from symphony_tui.agents.registry import create_backend
 from symphony_tui.config.store import WorkflowStore
+from symphony_tui.config.validate import validate_dispatch
 from symphony_tui.observability.redact import register_secret
 from symphony_tui.scheduler.eventlog import EventLog
-from symphony_tui.scheduler.orchestrator import Orchestrator
+from symphony_tui.scheduler.orchestrator import Orchestrator, StartupError
 from symphony_tui.scheduler.project_lock import ProjectLock, project_key_for
 from symphony_tui.trackers.base import Tracker, TrackerError
 from symphony_tui.workspaces.manager import WorkspaceManager
@@ -61,11 +62,17 @@ def build_runtime(
     lock: bool = True,
     events_path: Path | None = None,
 ) -> Runtime:
-    """Load the workflow (raises ``WorkflowError``), take the project lock (raises
-    ``ProjectLockedError``), and wire tracker, workspaces, backends and orchestrator."""
+    """Load the workflow (raises ``WorkflowError``), validate it for dispatch (raises
+    ``StartupError``, spec §6.3), take the project lock (raises ``ProjectLockedError``), and
+    wire tracker, workspaces, backends and orchestrator."""
     store = WorkflowStore(workflow_path, env=dict(env) if env is not None else None)
     workflow = store.load_initial()
     register_secret(workflow.settings.tracker.api_key)
+    # Validate before anything is built: an unsupported tracker kind must be a one-line
+    # start-up failure, not an error from the tracker factory (spec §16.1 order).
+    problems = validate_dispatch(workflow.settings)
+    if problems:
+        raise StartupError("; ".join(problems))
     project_lock = ProjectLock.acquire(project_key_for(workflow.settings)) if lock else None
     try:
         tracker = create_tracker(store)
