@@ -150,6 +150,9 @@ class Orchestrator:
         self.clock: Clock = clock or RealClock()
         self.events = event_log or EventLog()
         self._watch_workflow = watch_workflow
+        #: Set once the WORKFLOW.md watcher is armed (edits before that are caught by the
+        #: check at arming time and by the re-check before each dispatch).
+        self.watch_ready = asyncio.Event()
 
         self.running: dict[str, Run] = {}
         self.retrying: dict[str, _Retry] = {}
@@ -226,7 +229,10 @@ class Orchestrator:
         await self._startup_sweep()
         self._refresh_recovered()
         if self._watch_workflow:
-            self._spawn(self.store.watch(self._on_workflow_changed), name="workflow-watch")
+            self._spawn(
+                self.store.watch(self._on_workflow_changed, ready=self.watch_ready),
+                name="workflow-watch",
+            )
         self._spawn(self.tick(), name="tick")
 
     async def run(self) -> None:
