@@ -227,6 +227,16 @@ class WorkspaceManager:
         if issue is not None:
             env["SYMPHONY_ISSUE_ID"] = issue.id
             env["SYMPHONY_ISSUE_IDENTIFIER"] = issue.identifier
+        else:
+            # before_remove runs from an identifier only (start-up sweep, reconciliation):
+            # the manifest still knows the issue, so every hook sees the same variables.
+            known = read_section(path, "issue")
+            for var, key in (
+                ("SYMPHONY_ISSUE_ID", "id"),
+                ("SYMPHONY_ISSUE_IDENTIFIER", "identifier"),
+            ):
+                if isinstance(known.get(key), str):
+                    env[var] = known[key]
         result = await run_hook(name, script, path, settings.hooks.timeout_ms, env)
         if path.is_dir():
             hooks = read_section(path, "run").get("hooks")

@@ -1,0 +1,259 @@
+"""Scheduler conformance beyond the §17.4 suite in ``tests/scheduler``: claims on every
+path, population errors, hook policy as the scheduler applies it, validation failures,
+reconciliation of more than 50 running issues on the local tracker, and containment at
+agent launch. Fake clock, scripted backend, real workspaces and hooks."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import yaml
+
+from symphony_tui.agents.base import TurnResult, TurnStatus
+from symphony_tui.config.store import WorkflowStore
+from symphony_tui.domain import ClaimState, EventKind, RunStatus
+from symphony_tui.scheduler import policy
+from symphony_tui.scheduler.clock import FakeClock
+from symphony_tui.scheduler.orchestrator import Orchestrator
+from symphony_tui.testing.scripted_backend import ScriptedBackend
+from symphony_tui.trackers.local import LocalTracker
+from symphony_tui.workspaces.manager import WorkspaceManager
+from tests.scheduler.conftest import T0, make_issue, write_workflow
+
+
+async def hang(session, prompt, turn):
+    return await session.wait_interrupt()
+
+
+def claimed(orch: Orchestrator, issue_id: str) -> bool:
+    return issue_id in orch.running or issue_id in orch.retrying
+
+
+def test_dispatch_sort_breaks_ties_by_identifier():
+    same = {"priority": 2, "created_minutes": 5}
+    issues = [make_issue(30, **same), make_issue(4, **same), make_issue(12, **same)]
+    assert [i.identifier for i in policy.sort_for_dispatch(issues)] == [
+        "ABC-12",
+        "ABC-30",
+        "ABC-4",
+    ]
+
+
+async def test_workspace_population_errors_are_surfaced(make_harness):
+    h = make_harness(
+        [make_issue(1)], front="hooks:\n  after_create: echo clone failed >&2; exit 7\n"
+    )
+    await h.start()
+    await h.until(lambda: "id-1" in h.orch.retrying)
+    error = h.orch.retrying["id-1"].entry.error
+    assert "after_create" in error and "exit 7" in error
+    assert h.orch.snapshot().retrying[0].error == error
+    hook_events = [e for e in h.orch.events_since(0) if e.kind is EventKind.HOOK]
+    assert any("clone failed" in e.data.get("output", "") for e in hook_events)
+    assert not h.ws("ABC-1").exists()  # the half-prepared new workspace is removed
+    assert h.backend.sessions == []
+
+
+async def test_after_run_hook_failure_is_logged_and_ignored_by_the_scheduler(make_harness, caplog):
+    caplog.set_level(logging.INFO)
+    h = make_harness([make_issue(1)], front="hooks:\n  after_run: exit 9\n")
+    await h.start()
+    await h.until(lambda: "id-1" in h.orch.retrying)
+    retry = h.orch.retrying["id-1"].entry
+    assert retry.continuation and retry.error is None and retry.attempt == 1  # a normal exit
+    assert any(
+        r.getMessage() == "hook failed"
+        and getattr(r, "_symphony_kv", {}).get("hook") == "after_run"
+        for r in caplog.records
+    )
+
+
+async def test_hooks_get_the_issue_and_workspace_in_their_environment(make_harness):
+    dump = (
+        'echo "$SYMPHONY_HOOK $SYMPHONY_ISSUE_ID $SYMPHONY_ISSUE_IDENTIFIER $PWD" >> ../hooks.log'
+    )
+    front = "hooks:\n" + "".join(
+        f"  {name}: '{dump}'\n"
+        for name in ("after_create", "before_run", "after_run", "before_remove")
+    )
+
+    async def finish(session, prompt, turn):
+        await session.host.call_tool("symphony_set_issue_state", {"state": "Done"})
+        return TurnResult(TurnStatus.COMPLETED)
+
+    h = make_harness([make_issue(1)], script=finish, front=front)
+    await h.start()
+    await h.until(lambda: not h.orch.running and h.backend.sessions)
+    await h.orch.workspaces.remove("ABC-1")  # as the terminal sweep / reconciliation does
+    ws = os.path.realpath(h.ws("ABC-1"))
+    lines = (h.root / "ws" / "hooks.log").read_text().splitlines()
+    assert lines == [
+        f"after_create id-1 ABC-1 {ws}",
+        f"before_run id-1 ABC-1 {ws}",
+        f"after_run id-1 ABC-1 {ws}",
+        f"before_remove id-1 ABC-1 {ws}",
+    ]
+
+
+async def test_every_path_without_a_retry_releases_the_claim(make_harness):
+    async def finish(session, prompt, turn):
+        if session.host.issue.id == "id-1":
+            await session.host.call_tool("symphony_set_issue_state", {"state": "Human Review"})
+            return TurnResult(TurnStatus.COMPLETED)
+        if session.host.issue.id == "id-2":
+            return TurnResult(TurnStatus.FAILED, error="boom")
+        return await session.wait_interrupt()
+
+    h = make_harness([make_issue(1), make_issue(2), make_issue(3)], script=finish)
+    await h.start()
+    await h.settle()
+    # Normal exit into a non-active state: no retry, and the claim is gone.
+    assert not claimed(h.orch, "id-1")
+    # A retry timer that finds the issue gone releases the claim instead of re-queueing.
+    assert "id-2" in h.orch.retrying
+    h.tracker.delete("id-2")
+    await h.advance(10)
+    await h.settle()
+    assert not claimed(h.orch, "id-2")
+    # Reconciliation to a terminal state stops and releases (no retry, no hold).
+    h.tracker.set_state("id-3", "Done")
+    await h.orch.tick()
+    await h.settle()
+    assert not claimed(h.orch, "id-3") and "id-3" not in h.orch.held
+    rows = {r.issue_id: r.claim for r in h.orch.snapshot().issues}
+    assert rows.get("id-1") in (None, ClaimState.UNCLAIMED)
+    # Back to an active state: each one is dispatched again (nothing blocked until restart).
+    h.tracker.set_state("id-1", "Todo")
+    h.tracker.set_state("id-3", "Todo")
+    await h.orch.tick()
+    await h.settle()
+    assert "id-3" in h.orch.running
+    assert len([s for s in h.backend.sessions if s.host.issue.id == "id-1"]) == 2
+
+
+async def test_prompt_render_error_is_retried_and_recovers_once_the_template_is_fixed(
+    make_harness,
+):
+    h = make_harness([make_issue(1)], script=hang, prompt="{{ issue.nope }}")
+    await h.start()
+    await h.settle()
+    assert "template_render_error" in h.orch.retrying["id-1"].entry.error
+    path = h.store.path
+    path.write_text(path.read_text().replace("{{ issue.nope }}", "{{ issue.title }}"))
+    await h.advance(10)
+    await h.settle()
+    assert "id-1" in h.orch.running
+    assert h.backend.sessions[0].prompts == ["Issue 1"]
+
+
+async def test_validation_failures_are_operator_visible_and_reconciliation_continues(
+    make_harness, caplog
+):
+    caplog.set_level(logging.INFO)
+    h = make_harness([make_issue(1)], script=hang)
+    await h.start()
+    await h.settle()
+    path = h.store.path
+    path.write_text(path.read_text().replace("---\nWork", 'codex:\n  command: "  "\n---\nWork'))
+    h.tracker.put(make_issue(2))
+    h.tracker.set_state("id-1", "Done")
+    await h.orch.tick()
+    await h.settle()
+    snap = h.orch.snapshot()
+    assert "codex.command is empty" in snap.config_error
+    assert not h.orch.running  # reconciliation still stopped the Done issue ...
+    assert "id-2" not in h.orch.running  # ... but nothing new was dispatched
+    assert any(r.getMessage() == "dispatch validation failed" for r in caplog.records)
+    assert not h.orch.idle  # an operator must fix the workflow
+
+
+async def test_agent_launch_uses_the_workspace_as_cwd_and_rejects_out_of_root_paths(
+    make_harness, tmp_path
+):
+    seen = []
+
+    async def record(session, prompt, turn):
+        seen.append(session.host.workspace)
+        return await session.wait_interrupt()
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    h = make_harness([make_issue(1), make_issue(2)], script=record)
+    (h.root / "ws").mkdir()
+    (h.root / "ws" / "ABC-2").symlink_to(outside)  # a key that escapes the root
+    await h.start()
+    await h.settle()
+    assert seen == [h.ws("ABC-1")]
+    assert h.ws("ABC-1").is_dir()
+    assert "workspace_outside_root" in h.orch.retrying["id-2"].entry.error
+    assert len(h.backend.sessions) == 1
+    assert list(outside.iterdir()) == []
+
+
+async def test_state_refresh_of_more_than_50_running_issues_on_the_local_tracker(tmp_path):
+    path = write_workflow(tmp_path, "agent:\n  max_concurrent_agents: 70\n")
+    issues_file = tmp_path / "issues.yaml"
+    entries = [
+        {"id": f"id-{n}", "identifier": f"ABC-{n}", "title": f"Issue {n}", "state": "Todo"}
+        for n in range(1, 61)
+    ]
+    issues_file.write_text(yaml.safe_dump({"issues": entries}))
+    store = WorkflowStore(path)
+    store.load_initial()
+    backend = ScriptedBackend(hang)
+    clock = FakeClock(T0)
+    tracker = LocalTracker(lambda: store.current.settings)
+    orch = Orchestrator(
+        store,
+        tracker,
+        WorkspaceManager(lambda: store.current.settings),
+        lambda name: backend,
+        clock=clock,
+        watch_workflow=False,
+    )
+    try:
+        await orch.start()
+        await clock.settle(50)
+        assert len(orch.running) == 60
+        refreshed = await tracker.fetch_issue_states_by_ids(list(orch.running))
+        assert len(refreshed) == 60
+        entries[4]["state"] = "Done"  # id-5: terminal -> stop and clean
+        entries[9]["state"] = "Backlog"  # id-10: non-active -> stop, keep the workspace
+        entries[14]["state"] = "In Progress"  # id-15: still active -> the row follows
+        del entries[59]  # id-60: no longer returned -> stopped, not a zombie
+        issues_file.write_text(yaml.safe_dump({"issues": entries}))
+        await orch.tick()
+        await clock.settle(50)
+        for _ in range(50):
+            if len(orch.running) == 57:
+                break
+            await clock.settle(50)
+        assert sorted(set(f"id-{n}" for n in range(1, 61)) - set(orch.running)) == [
+            "id-10",
+            "id-5",
+            "id-60",
+        ]
+        assert orch.running["id-15"].issue.state == "In Progress"
+        assert all(s.closed for s in backend.sessions if s.host.issue.id in ("id-5", "id-10"))
+    finally:
+        await orch.shutdown()
+
+
+async def test_waiting_for_an_operator_shows_as_waiting_in_the_snapshot(make_harness):
+    from symphony_tui.domain import ApprovalKind, ApprovalRequest
+
+    async def ask(session, prompt, turn):
+        await session.host.request_approval(
+            ApprovalRequest(id="ap-1", issue_id="", kind=ApprovalKind.COMMAND, command="make")
+        )
+        return await session.wait_interrupt()
+
+    h = make_harness([make_issue(1)], script=ask, front="codex:\n  stall_timeout_ms: 1000\n")
+    await h.start()
+    await h.settle()
+    await h.advance(3600)
+    await h.orch.tick()
+    await h.settle()
+    row = h.orch.snapshot().running[0]
+    assert row.status is RunStatus.WAITING_FOR_OPERATOR and row.pending_approvals == 1
