@@ -83,6 +83,7 @@ class CodexSession:
         self._model: str | None = settings.model  # the thread's model, for collaborationMode
         self._session_id: str | None = None
         self._turn: _Turn | None = None
+        self._early_tokens: dict[str, Any] | None = None  # totals seen before the thread id
         self._requests = ServerRequests(host, self._files_of)
         self._serving: dict[RequestId, asyncio.Task[None]] = {}
         self._file_items: dict[str, tuple[str, ...]] = {}
@@ -155,6 +156,9 @@ class CodexSession:
         await self._rpc.notify("initialized")
         thread = await self._start_thread()
         self._thread_id = str(thread["id"])
+        early, self._early_tokens = self._early_tokens, None
+        if early is not None and early.get("threadId") in (None, self._thread_id):
+            self._on_tokens(early)
         self._host.record_session(thread_id=self._thread_id, backend="codex")
 
     async def _start_thread(self) -> dict[str, Any]:
@@ -589,19 +593,29 @@ class CodexSession:
             self._emit(event)
 
     def _on_tokens(self, p: dict[str, Any]) -> None:
+        """Absolute thread totals -> TOKEN_USAGE. Totals reported before this session's
+        first turn are the restored totals of a resumed thread (``attached``: a baseline,
+        not new usage). codex sends them before its ``thread/resume`` answer, so they are
+        held until the thread is known and emitted after SESSION_STARTED."""
+        if self._thread_id is None:
+            self._early_tokens = p
+            return
         usage = p.get("tokenUsage") or {}
         total = ev.token_usage(usage.get("total"))
         last = ev.token_usage(usage.get("last"))
+        data = {
+            "usage": total.model_dump(),
+            "last": last.model_dump(),
+            "model_context_window": usage.get("modelContextWindow"),
+            "turn_id": p.get("turnId"),
+        }
+        if self._turn is None:
+            data["attached"] = True
         self._emit(
             AgentEvent(
                 kind=EventKind.TOKEN_USAGE,
                 message=f"tokens: {total.total_tokens} total ({last.total_tokens} last)",
-                data={
-                    "usage": total.model_dump(),
-                    "last": last.model_dump(),
-                    "model_context_window": usage.get("modelContextWindow"),
-                    "turn_id": p.get("turnId"),
-                },
+                data=data,
             )
         )
 

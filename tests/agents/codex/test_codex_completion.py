@@ -153,3 +153,42 @@ async def test_reasoning_deltas_and_emitted_at(fake_codex, host):
     assert deltas[1].at is None  # no emittedAtMs: the scheduler stamps it on arrival
     (reasoning,) = host.of_kind(EventKind.REASONING)
     assert reasoning.message == "thinking hard" and reasoning.at is None
+
+
+def _tokens(total: int, turn: str | None = None) -> dict:
+    b = {"totalTokens": total, "inputTokens": total, "outputTokens": 0}
+    return note(
+        "thread/tokenUsage/updated",
+        threadId="th-old",
+        turnId=turn,
+        tokenUsage={"total": b, "last": b},
+    )
+
+
+async def test_restored_totals_of_a_resumed_thread_are_a_baseline(fake_codex, workspace):
+    # codex reports the restored totals BEFORE it answers thread/resume (seen with 0.171)
+    run = fake_codex(
+        [
+            HANDSHAKE[0],
+            HANDSHAKE[1],
+            {"expect": "thread/resume", "no_reply": True},
+            _tokens(500),
+            {"send": {"id": 2, "result": {"thread": {"id": "th-old"}}}},
+            turn_start(),
+            _tokens(650, "tu-1"),
+            note(
+                "turn/completed",
+                threadId="th-old",
+                turn={"id": "tu-1", "status": "completed", "error": None},
+            ),
+        ]
+    )
+    host = RecordingSessionHost(workspace, resume={"thread_id": "th-old"})
+    session = await run.backend.start_session(host)
+    await session.run_turn("go on")
+
+    kinds = host.kinds()
+    assert kinds.index(EventKind.SESSION_STARTED) < kinds.index(EventKind.TOKEN_USAGE)
+    restored, grown = host.of_kind(EventKind.TOKEN_USAGE)
+    assert restored.data["attached"] is True and restored.data["usage"]["total_tokens"] == 500
+    assert "attached" not in grown.data and grown.data["usage"]["total_tokens"] == 650

@@ -1,0 +1,44 @@
+"""``agent.approvals: auto`` and ``deny`` on the real codex, through the scheduler: the
+escalated command codex asks about is accepted (it runs) or declined (the turn goes on and
+the model sees the refusal); either way the run completes and the issue reaches Done."""
+
+from __future__ import annotations
+
+import pytest
+
+from symphony_tui.domain import EventKind
+
+from .codex_e2e import DONE, codex_schema, events_of, fake, project_factory, run_ends, wait_for
+
+pytestmark = pytest.mark.real_codex
+__all__ = ["codex_schema", "fake", "project_factory"]
+
+
+@pytest.mark.parametrize(
+    ("mode", "wire", "by", "proof"),
+    [("auto", "accept", "auto", "ran\n"), ("deny", "decline", "policy", None)],
+)
+async def test_approval_policy_answers_without_an_operator(
+    project_factory, fake, mode, wire, by, proof
+):
+    fake.aliases["STEP2"] = DONE
+    project = project_factory(
+        fake, issues=[("E2E-1", "ESCALATE SHELL: echo ran > proof.txt")], approvals=mode
+    )
+    rt = project.runtime()
+    await rt.orchestrator.start()
+    ends = await wait_for(lambda: run_ends(rt))
+
+    assert ends[0]["outcome"] == "normal", ends
+    (resolved,) = events_of(rt, EventKind.APPROVAL_RESOLVED)
+    assert resolved.data["decision"] == wire and resolved.data["by"] == by
+    assert not rt.orchestrator.snapshot().approvals  # nothing ever queued for an operator
+    assert [
+        r["result"]["decision"] for r in project.responses() if "decision" in r.get("result", {})
+    ] == [wire]
+    out = project.workspaces / "E2E-1" / "proof.txt"
+    assert (out.read_text() if out.exists() else None) == proof
+    # declined or not, the turn went on: the model answered, then turn 2 moved the issue
+    assert fake.decisions() == ["shell", "text", "tool", "text"]
+    assert "state: Done" in project.issues_file.read_text()
+    assert rt.orchestrator.snapshot().totals == fake.usage_total
