@@ -20,6 +20,7 @@ from symphony_tui.domain.commands import (
     MoveIssue,
     PauseDispatch,
     Refresh,
+    RemoveWorkspace,
     Rerun,
     Stop,
 )
@@ -62,6 +63,7 @@ __all__ = [
     "RateLimits",
     "RecoveredWorkspace",
     "Refresh",
+    "RemoveWorkspace",
     "Rerun",
     "RetryEntry",
     "RetryRow",

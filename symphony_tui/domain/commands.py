@@ -86,7 +86,25 @@ class MoveIssue(_Cmd):
     state: str
 
 
+class RemoveWorkspace(_Cmd):
+    """Delete the workspace folder of ``issue_identifier`` (``before_remove`` runs first;
+    spec §9.4). The workspace key (the folder name, the identifier's sanitized form) works
+    too. Refused while the issue runs or waits for a retry."""
+
+    type: Literal["remove_workspace"] = "remove_workspace"
+    issue_identifier: str
+
+
 Command = Annotated[
-    Refresh | Interrupt | Stop | Approve | Deny | Answer | Rerun | PauseDispatch | MoveIssue,
+    Refresh
+    | Interrupt
+    | Stop
+    | Approve
+    | Deny
+    | Answer
+    | Rerun
+    | PauseDispatch
+    | MoveIssue
+    | RemoveWorkspace,
     Field(discriminator="type"),
 ]

@@ -65,6 +65,7 @@ from symphony_tui.domain.commands import (
     MoveIssue,
     PauseDispatch,
     Refresh,
+    RemoveWorkspace,
     Rerun,
     Stop,
 )
@@ -81,6 +82,7 @@ from symphony_tui.trackers.base import Tracker, TrackerError
 from symphony_tui.workspaces.errors import WorkspaceError
 from symphony_tui.workspaces.manager import WorkspaceManager
 from symphony_tui.workspaces.manifest import read_manifest, update_manifest
+from symphony_tui.workspaces.paths import workspace_key
 
 log = logging.getLogger("symphony_tui.scheduler")
 
@@ -1179,6 +1181,8 @@ class Orchestrator:
                 self._dirty = True
                 self.request_refresh()
                 return CommandResult(True, f"{moved.identifier} moved to {moved.state}")
+            case RemoveWorkspace(issue_identifier=identifier):
+                return await self._remove_workspace(identifier)
         return CommandResult(False, f"unknown command {command!r}")
 
     async def _interrupt(self, issue_id: str) -> CommandResult:
@@ -1247,6 +1251,30 @@ class Orchestrator:
             return CommandResult(True, f"{issue.identifier} queued: no free slot")
         self._dispatch(issue, attempt=attempt)
         return CommandResult(True, f"{issue.identifier} dispatched")
+
+    async def _remove_workspace(self, identifier: str) -> CommandResult:
+        """Operator removal of a (recovered) workspace: refused while its issue is claimed
+        (running or waiting for a retry), otherwise ``before_remove`` then delete."""
+        key = workspace_key(identifier)
+        claimed = [r.issue for r in self.running.values()]
+        claimed += [r.issue for r in self.retrying.values()]
+        if any(workspace_key(i.identifier) == key for i in claimed):
+            return CommandResult(False, f"{identifier} is running or retrying; stop it first")
+        try:
+            exists = self.workspaces.path_for(identifier).exists()
+            hook = await self.workspaces.remove(identifier) if exists else None
+        except WorkspaceError as exc:
+            return CommandResult(False, str(exc))
+        finally:
+            self._refresh_recovered()
+        if not exists:
+            return CommandResult(False, f"no workspace for {identifier}")
+        note = ""
+        if hook is not None and not hook.ok:
+            note = f" (before_remove failed: {hook.summary()})"
+        known = next((i for i in self.known.values() if workspace_key(i.identifier) == key), None)
+        self._emit_system(EventKind.HOOK, f"workspace {key} removed by operator{note}", issue=known)
+        return CommandResult(True, f"workspace {key} removed{note}")
 
     # ------------------------------------------------------------------ front-end port
 
