@@ -257,3 +257,49 @@ async def test_waiting_for_an_operator_shows_as_waiting_in_the_snapshot(make_har
     await h.settle()
     row = h.orch.snapshot().running[0]
     assert row.status is RunStatus.WAITING_FOR_OPERATOR and row.pending_approvals == 1
+
+
+async def test_retry_backoff_cap_applies_to_the_retries_the_scheduler_queues(make_harness):
+    async def fail(session, prompt, turn):
+        return TurnResult(TurnStatus.FAILED, error="boom")
+
+    h = make_harness([make_issue(1)], script=fail, front="agent:\n  max_retry_backoff_ms: 15000\n")
+    await h.start()
+    await h.settle()
+    delays = []
+    for _ in range(3):
+        retry = h.orch.retrying["id-1"].entry
+        delay = (retry.due_at - h.clock.now()).total_seconds()
+        delays.append(delay)
+        await h.advance(delay)
+        await h.settle()
+    assert delays == [10.0, 15.0, 15.0]
+
+
+async def test_token_and_rate_limit_aggregation_stays_correct_across_repeated_updates(
+    make_harness,
+):
+    from symphony_tui.domain import AgentEvent
+
+    async def report(session, prompt, turn):
+        host = session.host
+        for total in (100, 100, 250, 250, 400, 400):  # absolute totals, repeated
+            session.usage(total, output=total // 10)
+        for used in (10, 35):
+            host.emit(
+                AgentEvent(
+                    kind=EventKind.RATE_LIMITS,
+                    data={"rate_limits": {"primary": {"usedPercent": used}}},
+                )
+            )
+        return await session.wait_interrupt()
+
+    h = make_harness([make_issue(1), make_issue(2)], script=report)
+    await h.start()
+    await h.settle()
+    snap = h.orch.snapshot()
+    # Two threads, each reporting absolute totals up to 400: counted once each.
+    assert snap.totals.total_tokens == 800
+    assert snap.totals.output_tokens == 80
+    assert {r.tokens.total_tokens for r in snap.running} == {400}
+    assert snap.rate_limits.primary.used_percent == 35
