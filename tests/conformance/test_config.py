@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from symphony_tui.config.settings import DEFAULT_HOOK_TIMEOUT_MS
-from symphony_tui.config.workflow import load_workflow
 from symphony_tui.config.validate import validate_dispatch
+from symphony_tui.config.workflow import load_workflow
 
 
 def load(tmp_path: Path, front: str):

@@ -289,7 +289,7 @@ async def test_token_and_rate_limit_aggregation_stays_correct_across_repeated_up
             host.emit(
                 AgentEvent(
                     kind=EventKind.RATE_LIMITS,
-                    data={"rate_limits": {"primary": {"usedPercent": used}}},
+                    data={"rate_limits": {"primary": {"used_percent": used}}},
                 )
             )
         return await session.wait_interrupt()
