@@ -258,9 +258,14 @@ class FakeModelServer:
         slow_delay: float = 0.05,
         model: str = "fake-model",
         aliases: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
     ) -> None:
         self.host = host
         self.aliases = dict(aliases or {})
+        # Extra HTTP headers on every model answer, e.g. codex's rate-limit headers
+        # (``x-codex-primary-used-percent``...), which codex turns into
+        # ``account/rateLimits/updated`` for any provider.
+        self.headers = dict(headers or {})
         self._want_port = port
         self.slow_delay = slow_delay
         self.model = model
@@ -293,11 +298,7 @@ class FakeModelServer:
     def stop(self) -> None:
         """Stop serving and close the socket, so connections are refused afterwards.
         :meth:`start` serves again on the same port; the request and usage logs go on."""
-        httpd, self._httpd = self._httpd, None
-        if httpd is None:
-            return
-        httpd.shutdown()
-        httpd.server_close()
+        self._stop_listening()
         # A keep-alive connection would otherwise go on being served: drop them all so
         # "the model server is down" holds for clients with connection pools too.
         with self._lock:
@@ -305,8 +306,16 @@ class FakeModelServer:
         for c in conns:
             with contextlib.suppress(OSError):
                 c.shutdown(socket.SHUT_RDWR)
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        thread, self._thread = self._thread, None
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=5)
+
+    def _stop_listening(self) -> None:
+        """Close the listening socket; connections already accepted are not touched."""
+        httpd, self._httpd = self._httpd, None
+        if httpd is not None:
+            httpd.shutdown()
+            httpd.server_close()
 
     def __enter__(self) -> FakeModelServer:
         return self.start()
@@ -401,13 +410,20 @@ class _Handler(BaseHTTPRequestHandler):
     def _json(self, obj: Any, status: int = 200) -> None:
         data = json.dumps(obj).encode()
         self.send_response(status)
+        if status == 200:
+            self._extra_headers()
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
 
+    def _extra_headers(self) -> None:
+        for name, value in self.owner.headers.items():
+            self.send_header(name, value)
+
     def _start_sse(self) -> None:
         self.send_response(200)
+        self._extra_headers()
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
@@ -460,7 +476,7 @@ class _Handler(BaseHTTPRequestHandler):
             pass  # the client gave up (an interrupt); nothing was delivered
         if self.down_after:
             self.close_connection = True
-            self.owner.stop()  # GODOWN: the answer is out; refuse whatever comes next
+            self.owner.stop()  # GODOWN: the answer is out; drop what is left
 
     def _final(self, usage: TokenUsage, write: Any) -> None:
         """Count ``usage`` as delivered, then write the message that carries it. Counting
@@ -506,6 +522,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._fail(fail)
             return
         self.down_after = d.down
+        if d.down:
+            # Refuse new connections before the answer is out: a client that asks again
+            # at once must already meet a closed port.
+            self.owner._stop_listening()
         usage = usage_for(n, len(items))
         wire_usage = {
             "input_tokens": usage.input_tokens,
@@ -676,6 +696,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._fail(fail)
             return
         self.down_after = d.down
+        if d.down:
+            self.owner._stop_listening()
         usage = usage_for(n, len(msgs))
         wire_usage = {
             "prompt_tokens": usage.input_tokens,

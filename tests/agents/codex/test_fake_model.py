@@ -198,3 +198,32 @@ def test_responses_stream_think_streams_a_reasoning_summary_first(srv):
     ]
     assert srv.requests[0]["decision"] == {"kind": "text", "think": 3}
     assert decide("THINK2 SLOW4", None).summary() == {"kind": "slow", "think": 2, "words": 4}
+
+
+def test_extra_headers_on_every_successful_answer():
+    with FakeModelServer(headers={"x-codex-primary-used-percent": "42"}) as s:
+        body = {"model": "m", "stream": True, "input": "hi"}
+        r = HTTP.post(f"{s.url}/responses", json=body)
+        assert r.headers["x-codex-primary-used-percent"] == "42"
+        r = HTTP.post(
+            f"{s.url}/chat/completions", json={"messages": [{"role": "user", "content": "x"}]}
+        )
+        assert r.headers["x-codex-primary-used-percent"] == "42"
+        s.fail_next(500)
+        r = HTTP.post(f"{s.url}/responses", json=body)
+        assert r.status_code == 500 and "x-codex-primary-used-percent" not in r.headers
+
+
+def test_godown_stops_listening_after_the_answer_and_start_comes_back(srv):
+    body = {"model": "m", "stream": True, "input": "hello GODOWN"}
+    r = HTTP.post(f"{srv.url}/responses", json=body)
+    assert "Hello from the fake model" in r.text and srv.requests[0]["decision"]["down"] is True
+    with pytest.raises(httpx.ConnectError):
+        HTTP.post(f"{srv.url}/responses", json={"model": "m", "input": "again"})
+    port = srv.port
+    srv.aliases["again"] = "SLOW2"
+    srv.start()
+    assert srv.port == port
+    r = HTTP.post(f"{srv.url}/responses", json={"model": "m", "input": "again"})
+    assert r.json()["output"][0]["content"][0]["text"] == "word0 word1 "
+    assert srv.usage_total == srv.usage_log[0] + srv.usage_log[1]
