@@ -96,6 +96,7 @@ class OpenHandsSession:
         self._approval_task: asyncio.Task[None] | None = None
         self._interrupted = False
         self._rejection: str | None = None
+        self._rejected_by = "operator"  # who declined: operator | timeout | policy | auto
         self._cancelled = False
         self._closed = False
         self._client_tools = {t.name for t in host.tools}
@@ -141,7 +142,7 @@ class OpenHandsSession:
         async with self._turn_lock:
             self._raise_if_failed()
             self._interrupted = self._cancelled = False
-            self._rejection = None
+            self._rejection, self._rejected_by = None, "operator"
             adopt = self.status in ACTIVE
             if adopt:
                 # Start from the current status so a pending confirmation is asked again.
@@ -234,7 +235,8 @@ class OpenHandsSession:
             if self._interrupted or self._cancelled:
                 return TurnResult(TurnStatus.INTERRUPTED, cid, "interrupted by the operator")
             if self._rejection is not None:
-                why = f"rejected by operator: {self._rejection}"
+                who = "operator" if self._by_operator() else self._rejected_by
+                why = f"rejected by {who}: {self._rejection}"
                 return TurnResult(TurnStatus.FAILED, cid, why)
             return TurnResult(TurnStatus.FAILED, cid, "conversation went idle without finishing")
         return None
@@ -277,10 +279,10 @@ class OpenHandsSession:
                 reason = answer.message or "cancelled by the operator"
             elif answer.timed_out:
                 reason = answer.message or "approval timed out"
-                self._rejection = reason
+                self._rejection, self._rejected_by = reason, "timeout"
             else:
-                reason = answer.message or "rejected by the operator"
-                self._rejection = reason
+                reason = answer.message or f"rejected by the {answer.by}"
+                self._rejection, self._rejected_by = reason, answer.by
             await self.client.respond_to_confirmation(
                 self.conversation_id, accept=False, reason=reason
             )
@@ -423,6 +425,9 @@ class OpenHandsSession:
             )
         )
 
+    def _by_operator(self) -> bool:
+        return self._rejected_by == "operator"
+
     def _emit_usage(self, *, attached: bool = False) -> None:
         assert self.usage is not None
         data: dict[str, Any] = {"usage": self.usage.model_dump()}
@@ -440,7 +445,7 @@ class OpenHandsSession:
             self._emit(EventKind.TURN_COMPLETED, "finished", outcome="finished")
         elif result.status == TurnStatus.INTERRUPTED:
             self._emit(EventKind.TURN_CANCELLED, result.error or "cancelled", outcome="cancelled")
-        elif self._rejection is not None and self.status == "idle":
+        elif self._rejection is not None and self.status == "idle" and self._by_operator():
             # The operator's decision: reported like a stop, not as a crash.
             self._emit(
                 EventKind.TURN_CANCELLED,
@@ -452,7 +457,8 @@ class OpenHandsSession:
             self._emit(
                 EventKind.TURN_FAILED,
                 result.error or "failed",
-                outcome=self.status or "failed",
+                outcome="declined" if self._rejection is not None else (self.status or "failed"),
+                reason=self._rejection,
             )
 
 

@@ -57,6 +57,27 @@ async def test_unhealthy_server_times_out_and_is_stopped(tmp_path: Path) -> None
     assert not server.running
 
 
+def test_managed_server_gets_a_clean_home_unless_openhands_env_says_otherwise(
+    tmp_path: Path,
+) -> None:
+    base = {"HOME": "/home/someone", "PATH": "/bin", "REAL_HOME": "/home/real"}
+    backend = OpenHandsBackend(lambda: Settings(), env=base, state_dir=tmp_path / "state")
+    env = backend.server_env(OpenHandsSettings())
+    assert env["HOME"] == str(tmp_path / "state" / "home")
+    assert (tmp_path / "state" / "home").is_dir() and env["PATH"] == "/bin"
+    custom = OpenHandsSettings(env={"HOME": "$REAL_HOME", "EXTRA": "1", "PATH": "$UNSET_VAR"})
+    env = backend.server_env(custom)
+    assert env["HOME"] == "/home/real" and env["EXTRA"] == "1"
+    assert "PATH" not in env  # an unset $VAR removes the variable
+
+
+async def test_launch_uses_the_clean_home(tmp_path: Path) -> None:
+    code = f"{sys.executable} -c 'import os, sys; print(os.environ[\"HOME\"]); sys.exit(4)'"
+    exited = await start(settings_with(command=code), tmp_path, env={"HOME": "/nope"})
+    assert exited.startswith("launch_failed: agent-server exited with 4")
+    assert str(tmp_path / "state" / "home") in exited
+
+
 def test_usage_is_summed_over_usage_ids() -> None:
     def metrics(p: int, c: int, cached: int, r: int, cost: float) -> dict:
         return {

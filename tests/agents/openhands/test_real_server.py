@@ -312,3 +312,23 @@ async def test_client_tool_runs_through_the_host_without_asking_the_operator(
     assert host.tool_calls == [("symphony_set_issue_state", {"state": "Done"})]
     (obs,) = [e for e in events if e["kind"] == "ObservationEvent"]
     assert obs["observation"]["kind"] == "ClientToolObservation"
+
+
+async def test_a_policy_decline_is_not_reported_as_the_operators_decision(
+    oh_server: ManagedServer, fake_model: FakeModelServer, tmp_path: Path
+) -> None:
+    backend = backend_for(oh_server, fake_model)
+    answer = ApprovalAnswer(
+        decision=ApprovalDecision.DECLINE, message="approvals are denied by policy", by="policy"
+    )
+    host = RecordingSessionHost(tmp_path, issue=make_issue("OH-10"), approve=answer)
+    try:
+        session = await backend.start_session(host)
+        result = await session.run_turn("SHELL: echo denied > d.txt")
+    finally:
+        await backend.aclose()
+    assert result.status == TurnStatus.FAILED
+    assert result.error == "rejected by policy: approvals are denied by policy"
+    assert not host.of_kind(EventKind.TURN_CANCELLED)
+    assert host.of_kind(EventKind.TURN_FAILED)[-1].data["outcome"] == "declined"
+    assert not (tmp_path / "d.txt").exists()
