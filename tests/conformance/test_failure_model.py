@@ -1,0 +1,230 @@
+"""Spec §14 (failure model and recovery), §8.6 (start-up terminal cleanup) and §16.5/§16.6
+(worker attempt and retry-timer failures): every failure class ends in a retry, a skipped
+tick or a logged warning, never in a dead scheduler. Fake clock, scripted backend."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from symphony_tui.agents.base import TurnResult, TurnStatus
+from symphony_tui.domain import EventKind
+from symphony_tui.domain.commands import MoveIssue, PauseDispatch, Refresh
+from symphony_tui.scheduler.orchestrator import StartupError
+from tests.scheduler.conftest import make_issue
+
+
+async def hang(session, prompt, turn):
+    return await session.wait_interrupt()
+
+
+def messages(h, kind: EventKind) -> list[str]:
+    return [e.message for e in h.orch.events_since(0) if e.kind is kind]
+
+
+async def test_startup_validation_failure_refuses_to_start(make_harness):
+    h = make_harness([make_issue(1)], front='codex:\n  command: ""\n')
+    with pytest.raises(StartupError, match=r"codex\.command is empty"):
+        await h.orch.start()
+    assert h.tracker.calls == [] and not h.orch.running
+
+
+async def test_startup_terminal_cleanup_removes_workspaces_of_terminal_issues(make_harness):
+    h = make_harness(
+        [make_issue(1, state="Done"), make_issue(2)],
+        script=hang,
+        front="hooks:\n  before_remove: echo removing > ../removed.txt\n",
+    )
+    for key in ("ABC-1", "ABC-2"):
+        h.ws(key).mkdir(parents=True)
+    await h.start()
+    await h.settle()
+    assert not h.ws("ABC-1").exists()
+    assert h.ws("ABC-2").is_dir() and "id-2" in h.orch.running
+    assert (h.root / "ws" / "removed.txt").read_text().strip() == "removing"
+    assert h.tracker.calls[0] == ("by_states", tuple(h.orch.settings.tracker.terminal_states))
+    assert "removed workspace of terminal issue" in messages(h, EventKind.RECONCILE)
+
+
+async def test_startup_continues_when_the_terminal_issue_fetch_fails(make_harness):
+    h = make_harness([make_issue(1, state="Done"), make_issue(2)], script=hang)
+    h.ws("ABC-1").mkdir(parents=True)
+    h.tracker.fail_next("linear_api_request")
+    await h.start()
+    await h.settle()
+    assert h.ws("ABC-1").is_dir()  # kept; the next start-up sweeps it
+    assert "id-2" in h.orch.running
+
+
+async def test_candidate_fetch_failure_skips_the_tick_and_the_next_tick_recovers(make_harness):
+    h = make_harness([make_issue(1)], script=hang)
+    h.tracker.fail_next("linear_api_status", count=2)  # start-up sweep, then candidates
+    await h.start()
+    await h.settle()
+    assert not h.orch.running
+    assert h.orch.snapshot().tracker_error
+    assert any("candidate fetch failed" in m for m in messages(h, EventKind.TRACKER))
+    await h.advance(30)  # the next poll
+    await h.settle()
+    assert "id-1" in h.orch.running and h.orch.snapshot().tracker_error is None
+
+
+async def test_retry_poll_failure_requeues_with_the_next_backoff(make_harness):
+    async def fail(session, prompt, turn):
+        return TurnResult(TurnStatus.FAILED, error="boom")
+
+    h = make_harness([make_issue(1)], script=fail)
+    await h.start()
+    await h.settle()
+    assert h.orch.retrying["id-1"].entry.attempt == 1
+    h.tracker.fail_next("linear_api_request")
+    await h.advance(10)
+    await h.settle()
+    retry = h.orch.retrying["id-1"].entry
+    assert (retry.attempt, retry.error) == (2, "retry poll failed")
+    assert (retry.due_at - h.clock.now()).total_seconds() == 20.0
+    assert len(h.backend.sessions) == 1
+
+
+async def test_issue_state_refresh_failure_after_a_turn_fails_the_attempt(make_harness):
+    h = make_harness([make_issue(1)])
+
+    async def refresh_fails(session, prompt, turn):
+        h.tracker.fail_next("linear_api_request")
+        return TurnResult(TurnStatus.COMPLETED, session.turn_id)
+
+    h.backend.script = refresh_fails
+    await h.start()
+    await h.settle()
+    retry = h.orch.retrying["id-1"].entry
+    assert retry.error.startswith("issue state refresh failed") and not retry.continuation
+
+
+async def test_an_issue_gone_after_its_turn_ends_the_worker_normally(make_harness):
+    h = make_harness([make_issue(1)])
+
+    async def vanish(session, prompt, turn):
+        h.tracker.delete("id-1")
+        return TurnResult(TurnStatus.COMPLETED, session.turn_id)
+
+    h.backend.script = vanish
+    await h.start()
+    await h.settle()
+    assert h.backend.sessions[0].turns == 1 and h.orch.completed == ["ABC-1"]
+
+
+async def test_a_crashing_worker_becomes_a_retry_not_a_dead_scheduler(make_harness):
+    async def crash(session, prompt, turn):
+        raise RuntimeError("backend bug")
+
+    h = make_harness([make_issue(1)], script=crash)
+    await h.start()
+    await h.settle()
+    retry = h.orch.retrying["id-1"].entry
+    assert retry.error == "worker error: backend bug" and retry.attempt == 1
+    await h.orch.tick()  # the scheduler still ticks
+    assert h.orch.ticks >= 2
+
+
+async def test_session_close_failure_is_logged_and_the_run_still_ends(make_harness):
+    h = make_harness([make_issue(1)])
+    original = h.backend.start_session
+
+    async def start(host):
+        session = await original(host)
+
+        async def broken_close():
+            raise OSError("pipe already closed")
+
+        session.close = broken_close
+        return session
+
+    h.backend.start_session = start
+    await h.start()
+    await h.settle()
+    assert not h.orch.running and h.orch.retrying["id-1"].entry.continuation
+
+
+async def test_a_failing_tick_never_kills_the_scheduler(make_harness):
+    h = make_harness([make_issue(1)], script=hang)
+
+    async def broken():
+        raise RuntimeError("tracker client bug")
+
+    h.tracker.fetch_candidate_issues = broken
+    await h.start()
+    await h.settle()
+    assert any("tick failed: tracker client bug" in m for m in messages(h, EventKind.ERROR))
+    assert h.orch.next_poll_at is not None  # the next tick is scheduled
+    del h.tracker.fetch_candidate_issues
+    await h.advance(30)
+    await h.settle()
+    assert "id-1" in h.orch.running
+
+
+async def test_overlapping_refresh_requests_coalesce_into_one_more_tick(make_harness):
+    h = make_harness([make_issue(1)], script=hang)
+    await h.start()
+    await h.settle()
+    before = h.orch.ticks
+    gate = asyncio.Event()
+    original = h.tracker.fetch_candidate_issues
+
+    async def slow():
+        await gate.wait()
+        return await original()
+
+    h.tracker.fetch_candidate_issues = slow
+    for _ in range(3):
+        await h.orch.send(Refresh())
+    await h.settle()
+    gate.set()
+    await h.settle()
+    await h.settle()
+    assert h.orch.ticks == before + 2  # the running tick, then one coalesced follow-up
+
+
+async def test_shutdown_stops_workers_cancels_retries_and_is_idempotent(make_harness):
+    async def fail_second(session, prompt, turn):
+        if session.host.issue.id == "id-2":
+            return TurnResult(TurnStatus.FAILED, error="boom")
+        return await session.wait_interrupt()
+
+    h = make_harness([make_issue(1), make_issue(2)], script=fail_second)
+    await h.start()
+    await h.settle()
+    assert "id-1" in h.orch.running and "id-2" in h.orch.retrying
+    await asyncio.gather(h.orch.shutdown(), h.orch.shutdown())
+    assert not h.orch.running and not h.orch.retrying
+    assert all(s.closed for s in h.backend.sessions)
+    assert h.backend.closed and h.tracker.closed
+    h.orch.request_refresh()  # ignored after shutdown
+    await h.advance(60)
+    assert len(h.backend.sessions) == 2
+
+
+async def test_paused_dispatch_keeps_new_work_waiting_and_resume_polls_at_once(make_harness):
+    h = make_harness([], script=hang)
+    await h.start()
+    result = await h.orch.send(PauseDispatch(paused=True))
+    assert result.ok and h.orch.snapshot().dispatch_paused
+    h.tracker.put(make_issue(1))
+    await h.orch.tick()
+    await h.settle()
+    assert not h.orch.running and not h.orch.idle
+    await h.orch.send(PauseDispatch(paused=False))
+    await h.settle()
+    assert "id-1" in h.orch.running
+
+
+async def test_operator_move_issue_changes_the_tracker_and_polls(make_harness):
+    h = make_harness([make_issue(1, state="Backlog")], script=hang)
+    await h.start()
+    await h.settle()
+    result = await h.orch.send(MoveIssue(issue_id="id-1", state="Todo"))
+    assert result.ok and h.tracker.issues["id-1"].state == "Todo"
+    await h.settle()
+    assert "id-1" in h.orch.running
+    failed = await h.orch.send(MoveIssue(issue_id="nope", state="Todo"))
+    assert not failed.ok and "unknown issue" in failed.message
