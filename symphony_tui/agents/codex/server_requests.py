@@ -47,11 +47,17 @@ class Unsupported(Exception):
 
 
 def _available(raw: Any) -> tuple[ApprovalDecision, ...]:
-    """``availableDecisions`` -> ours (unknown and object-shaped choices are dropped)."""
-    if not isinstance(raw, list):
-        return _ALL
-    out = tuple(_FROM_V2[d] for d in raw if isinstance(d, str) and d in _FROM_V2)
-    return out or _ALL
+    """``availableDecisions`` -> ours: the server's choices first, then the rest of the four.
+
+    The list is only what "the client may present" (schema): for an escalated command 0.171
+    sends ``["accept", {"acceptWithExecpolicyAmendment": ...}, "cancel"]``, yet it honours
+    ``acceptForSession`` (not asked again in the session) and ``decline`` (the turn goes on)
+    as the protocol defines them, so the operator is always offered all four. Object-shaped
+    choices stay in the request's ``details``.
+    """
+    hinted = raw if isinstance(raw, list) else []
+    first = [_FROM_V2[d] for d in hinted if isinstance(d, str) and d in _FROM_V2]
+    return tuple(dict.fromkeys([*first, *_ALL]))
 
 
 def granted_subset(wanted: dict[str, Any], chosen: dict[str, Any]) -> dict[str, Any]:
@@ -148,6 +154,7 @@ class ServerRequests:
             proposedExecpolicyAmendment=params.get("proposedExecpolicyAmendment"),
             additionalPermissions=params.get("additionalPermissions"),
             approvalId=params.get("approvalId"),
+            availableDecisions=params.get("availableDecisions"),
         )
         req = ApprovalRequest(
             **base,

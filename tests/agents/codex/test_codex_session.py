@@ -297,7 +297,7 @@ async def test_command_approval_declined(fake_codex, workspace):
                 command="rm -rf /",
                 cwd="/w",
                 reason="needs root",
-                availableDecisions=["accept", "decline"],
+                availableDecisions=["cancel", {"acceptWithExecpolicyAmendment": {}}, "decline"],
             ),
             {"expect_response": 0},
             note("serverRequest/resolved", threadId="th-1", requestId=0),
@@ -310,7 +310,14 @@ async def test_command_approval_declined(fake_codex, workspace):
     (req,) = host.approvals
     assert req.kind == ApprovalKind.COMMAND and req.id == f"{host.issue.id}:0"
     assert req.command == "rm -rf /" and req.cwd == "/w" and req.reason == "needs root"
-    assert req.available == (ApprovalDecision.ACCEPT, ApprovalDecision.DECLINE)
+    # the server's hint first, then the rest: codex honours all four decisions
+    assert req.available == (
+        ApprovalDecision.CANCEL,
+        ApprovalDecision.DECLINE,
+        ApprovalDecision.ACCEPT,
+        ApprovalDecision.ACCEPT_FOR_SESSION,
+    )
+    assert req.details["availableDecisions"][1] == {"acceptWithExecpolicyAmendment": {}}
     assert run.responses()[0]["result"] == {"decision": "decline"}
     assert host.of_kind(EventKind.COMMAND_COMPLETED)[0].data["status"] == "declined"
 
