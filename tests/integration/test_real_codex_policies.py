@@ -42,3 +42,32 @@ async def test_approval_policy_answers_without_an_operator(
     assert fake.decisions() == ["shell", "text", "tool", "text"]
     assert "state: Done" in project.issues_file.read_text()
     assert rt.orchestrator.snapshot().totals == fake.usage_total
+
+
+async def test_unanswered_approval_is_declined_at_the_timeout_and_the_attempt_fails(
+    project_factory, fake
+):
+    fake.aliases["STEP2"] = DONE
+    project = project_factory(
+        fake,
+        issues=[("E2E-1", "ESCALATE SHELL: echo late > proof.txt")],
+        agent={"approval_timeout_ms": 1_500},
+    )
+    rt = project.runtime()
+    orch = rt.orchestrator
+    await orch.start()
+    asked = (await wait_for(lambda: orch.snapshot().approvals))[0]
+    assert asked.deadline_at is not None and asked.created_at is not None
+    assert (asked.deadline_at - asked.created_at).total_seconds() == 1.5
+    ends = await wait_for(lambda: run_ends(rt))
+
+    assert ends[0]["outcome"] == "failed", ends
+    assert ends[0]["error"] == "command approval unanswered for 1.5s: declined"
+    (resolved,) = events_of(rt, EventKind.APPROVAL_RESOLVED)
+    assert resolved.data["by"] == "timeout" and resolved.data["timed_out"] is True
+    assert [
+        r["result"]["decision"] for r in project.responses() if "decision" in r.get("result", {})
+    ] == ["decline"]
+    assert not (project.workspaces / "E2E-1" / "proof.txt").exists()
+    retrying = await wait_for(lambda: orch.snapshot().retrying)
+    assert retrying[0].error == ends[0]["error"]  # retried with backoff like any failure
