@@ -81,6 +81,7 @@ def make_e2e_project(
     codex: dict[str, Any] | None = None,
     agent: dict[str, Any] | None = None,
     features: Iterable[str] = (),
+    polling_ms: int = 60_000,
 ) -> E2EProject:
     """A project whose issues are ``(identifier, description)`` pairs in state Todo."""
     codex_bin = require_codex()
@@ -106,7 +107,7 @@ def make_e2e_project(
     front = {
         "tracker": {"kind": "local", "path": "issues.yaml"},
         "workspace": {"root": "ws"},
-        "polling": {"interval_ms": 60_000},
+        "polling": {"interval_ms": polling_ms},
         "agent": {
             "max_turns": max_turns,
             "approvals": approvals,

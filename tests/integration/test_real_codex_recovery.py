@@ -109,3 +109,20 @@ async def test_restart_mid_run_resumes_the_recorded_thread(project_factory, fake
     second_totals = rt2.orchestrator.snapshot().totals
     assert second_totals == _minus(fake.usage_total, first_totals)
     assert second_totals.total_tokens > 0
+
+
+async def test_a_silent_model_is_a_stall_and_the_attempt_is_retried(project_factory, fake):
+    fake.slow_delay = 5.0  # one word, then five seconds of silence
+    # stall detection runs on each poll tick (spec §8.5): poll often
+    project = project_factory(
+        fake, issues=[("E2E-1", "SLOW3")], codex={"stall_timeout_ms": 1_000}, polling_ms=200
+    )
+    rt = project.runtime()
+    orch = rt.orchestrator
+    await orch.start()
+    ends = await wait_for(lambda: run_ends(rt), timeout=30)
+
+    assert ends[0]["outcome"] == "failed" and ends[0]["status"] == "stalled", ends
+    assert ends[0]["error"].startswith("stalled: no agent event for")
+    retrying = await wait_for(lambda: orch.snapshot().retrying)
+    assert retrying[0].error == ends[0]["error"]
