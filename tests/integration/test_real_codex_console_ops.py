@@ -79,6 +79,10 @@ async def test_accept_for_session_is_not_asked_again_in_a_later_turn(project_fac
 
     assert ends[0]["outcome"] == "normal", ends
     assert turns == 3
+    # one thread; continuation turns carry the continuation guidance only
+    starts = project.sent("turn/start")
+    assert [t["input"][0]["text"].strip() for t in starts] == [command, "STEP2", "STEP3"]
+    assert len({t["threadId"] for t in starts}) == 1
     assert len(requested) == 1  # turn 2 ran the same command without asking
     assert decisions_sent(project) == ["acceptForSession"]
     assert (project.workspaces / "E2E-1" / "out.txt").read_text().split() == ["again", "again"]
@@ -87,7 +91,12 @@ async def test_accept_for_session_is_not_asked_again_in_a_later_turn(project_fac
 
 async def test_decline_from_the_console_and_the_turn_goes_on(project_factory, fake):
     fake.aliases["STEP2"] = DONE
-    project = project_factory(fake, issues=[("E2E-1", "ESCALATE SHELL: echo no > proof.txt")])
+    sandbox = {"type": "workspaceWrite", "networkAccess": False, "writableRoots": []}
+    project = project_factory(
+        fake,
+        issues=[("E2E-1", "ESCALATE SHELL: echo no > proof.txt")],
+        codex={"approval_policy": "untrusted", "turn_sandbox_policy": sandbox},
+    )
     rt = project.runtime()
     orch = rt.orchestrator
     app = console(rt)
@@ -101,6 +110,9 @@ async def test_decline_from_the_console_and_the_turn_goes_on(project_factory, fa
         await quit_console(pilot, app)
 
     assert ends[0]["outcome"] == "normal", ends
+    (thread,) = project.sent("thread/start")
+    assert thread["approvalPolicy"] == "untrusted" and thread["sandbox"] == "workspace-write"
+    assert all(t["sandboxPolicy"] == sandbox for t in project.sent("turn/start"))
     assert decisions_sent(project) == ["decline"]
     assert completed == ["declined"]
     assert not (project.workspaces / "E2E-1" / "proof.txt").exists()
