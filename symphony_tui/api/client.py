@@ -29,6 +29,9 @@ class RemoteError(Exception):
 
 
 class RemotePort:
+    # The scheduler runs elsewhere: a console on this port only detaches when it quits.
+    detach_only = True
+
     def __init__(self, base_url: str, *, client: httpx.AsyncClient | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         self._client = client or httpx.AsyncClient(base_url=self.base_url, timeout=10.0)

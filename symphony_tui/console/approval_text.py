@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from typing import Any
 
 from rich.text import Text
 
@@ -79,3 +80,23 @@ def approval_detail(a: ApprovalRequest, now: datetime, tones: Tones) -> Text:
     field("time left", fmt.until(a.deadline_at, now))
     field("choices", ", ".join(d.value for d in a.available) or "-")
     return text
+
+
+def permission_choices(a: ApprovalRequest) -> list[tuple[str, dict[str, Any]]]:
+    """The parts of a permissions request one can grant alone, as (label, grant) pairs.
+
+    ``grant`` has the request's own shape (codex ``GrantedPermissionProfile``): network
+    access, then each file-system path asked for read or write. Empty for other kinds.
+    """
+    perms = a.permissions or {}
+    out: list[tuple[str, dict[str, Any]]] = []
+    network = perms.get("network")
+    if isinstance(network, dict) and network.get("enabled"):
+        out.append(("network access", {"network": dict(network)}))
+    fs = perms.get("fileSystem")
+    if isinstance(fs, dict):
+        for mode in ("write", "read"):
+            for path in fs.get(mode) or []:
+                if isinstance(path, str):
+                    out.append((f"{mode} {path}", {"fileSystem": {mode: [path]}}))
+    return out

@@ -17,9 +17,60 @@ from symphony_tui.console.tones import Tones
 from symphony_tui.domain import AgentEvent, EventKind
 
 OUTPUT_TAIL_LINES = 8
+DIFF_LINES = 40  # per file change; the rest is counted, the workspace has it all
 _OUTPUT_KEEP = 64 * 1024  # chars of streamed output kept per command item
 
 HIDDEN = frozenset({EventKind.MESSAGE_DELTA, EventKind.TOKEN_USAGE, EventKind.RATE_LIMITS})
+
+
+PLAN_GLYPHS = {"completed": "✓", "inprogress": "▸", "in_progress": "▸", "pending": "○"}
+
+
+def plan_steps(data: dict) -> list[tuple[str, str]]:
+    """``(status, step)`` pairs from a PLAN event's ``data["plan"]`` (codex
+    ``turn/plan/updated``: ``[{step, status}]``); ``[]`` when absent or malformed."""
+    steps = data.get("plan")
+    if not isinstance(steps, list):
+        return []
+    out = []
+    for s in steps:
+        if isinstance(s, dict) and s.get("step"):
+            out.append((str(s.get("status") or "pending"), str(s["step"])))
+    return out
+
+
+def plan_progress(steps: list[tuple[str, str]]) -> tuple[int, str | None]:
+    """How many steps are done, and the step in progress (or the next pending one)."""
+    done = sum(1 for status, _ in steps if status.lower() == "completed")
+    current = next(
+        (step for status, step in steps if status.lower() in ("inprogress", "in_progress")),
+        next((step for status, step in steps if status.lower() != "completed"), None),
+    )
+    return done, current
+
+
+def diff_text(diff: str, tones: Tones, limit: int = DIFF_LINES) -> Text:
+    """A unified diff, inert, coloured by line type (``+`` / ``-`` / ``@@``); at most
+    ``limit`` lines, then a count of the rest."""
+    lines = clean(diff, multiline=True).rstrip("\n").split("\n")
+    text = Text(end="")
+    for i, line in enumerate(lines[:limit]):
+        if i:
+            text.append("\n")
+        if line.startswith(("+++", "---")):
+            style = tones.bold
+        elif line.startswith("+"):
+            style = tones.success
+        elif line.startswith("-"):
+            style = tones.error
+        elif line.startswith("@@"):
+            style = tones.primary
+        else:
+            style = tones.muted
+        text.append(line, style=style)
+    if len(lines) > limit:
+        text.append(f"\n… {len(lines) - limit} more diff lines", style=tones.muted)
+    return text
 
 
 def tail(text: str, lines: int = OUTPUT_TAIL_LINES) -> str:
@@ -88,16 +139,34 @@ class Transcript:
                 head.append("\n")
                 head.append_text(inert(tail(output), t.muted, multiline=True))
         elif kind == EventKind.FILE_CHANGE:
-            head.append("± ", style=t.warning + t.bold)
-            files = data.get("files") or data.get("paths") or []
-            changes = data.get("changes") or []
-            names = [str(f) for f in files] + [
-                str(c.get("path")) for c in changes if isinstance(c, dict) and c.get("path")
-            ]
-            head.append_text(inert(", ".join(names) if names else event.message, limit=300))
+            self._file_change(head, event)
         elif kind == EventKind.PLAN:
-            head.append("plan\n", style=t.primary + t.bold)
-            head.append_text(inert(event.message, multiline=True))
+            head.append("plan", style=t.primary + t.bold)
+            steps = plan_steps(data)
+            if not steps:
+                head.append("\n")
+                head.append_text(inert(event.message, multiline=True))
+            else:
+                lines = clean(event.message, multiline=True).split("\n")
+                if len(lines) > len(steps) and lines[0].strip():  # codex's explanation
+                    head.append(" ")
+                    head.append_text(inert(lines[0], t.muted, limit=300))
+                done, _ = plan_progress(steps)
+                head.append(f"  {done}/{len(steps)} done", style=t.muted)
+                for status, step in steps:
+                    key = status.lower()
+                    glyph = PLAN_GLYPHS.get(key, "○")
+                    tone = t.success if key == "completed" else (t.bold if glyph == "▸" else "")
+                    head.append(f"\n{glyph} ", style=tone)
+                    head.append_text(inert(step, tone, limit=300))
+        elif kind == EventKind.HOOK:
+            ok = data.get("ok")
+            head.append("⚙ ", style=t.muted if ok is not False else t.error)
+            head.append_text(inert(event.message, "" if ok is not False else t.error, limit=300))
+            output = data.get("output")
+            if ok is False and isinstance(output, str) and output.strip():
+                head.append("\n")
+                head.append_text(inert(tail(output), t.muted, multiline=True))
         elif kind in (EventKind.ERROR, EventKind.TURN_FAILED, EventKind.MALFORMED):
             head.append(f"{kind.value} ", style=t.error + t.bold)
             head.append_text(inert(event.message, multiline=True))
@@ -111,6 +180,48 @@ class Transcript:
             head.append(f"{kind.value} ", style=t.muted)
             head.append_text(inert(event.message, limit=300))
         return head
+
+    def _file_change(self, head: Text, event: AgentEvent) -> None:
+        """``± path (kind)`` per file; the diff once the change completed (codex sends the
+        item at start too, with the same diff: shown once, at the end)."""
+        t = self.tones
+        data = event.data or {}
+        status = str(data.get("status") or "")
+        changes = [c for c in data.get("changes") or [] if isinstance(c, dict)]
+        names = _file_names(data)
+        if not changes:
+            head.append("± ", style=t.warning + t.bold)
+            head.append_text(inert(", ".join(names) if names else event.message, limit=300))
+            return
+        final = status.lower() not in ("inprogress", "in_progress", "started")
+        for i, change in enumerate(changes):
+            if i:
+                head.append("\n")
+            head.append("± ", style=t.warning + t.bold)
+            head.append_text(inert(change.get("path") or "?", t.bold, limit=300))
+            kind = change.get("kind")
+            state = kind if isinstance(kind, str) else ""
+            if status and status.lower() != "completed":
+                state = f"{state} · {status}" if state else status
+            if state:
+                head.append(f"  {one_line(state, 40)}", style=t.muted)
+            diff = change.get("diff")
+            if final and isinstance(diff, str) and diff.strip():
+                head.append("\n")
+                head.append_text(diff_text(diff, t))
+
+
+def _file_names(data: dict) -> list[str]:
+    files = data.get("files") or data.get("paths") or []
+    changes = data.get("changes") or []
+    names = [str(f) for f in files if f] if isinstance(files, list) else []
+    if isinstance(changes, list):
+        names += [
+            str(c.get("path"))
+            for c in changes
+            if isinstance(c, dict) and c.get("path") and str(c.get("path")) not in names
+        ]
+    return names
 
 
 def describe_ids(values: dict[str, str | None]) -> Text:

@@ -204,6 +204,35 @@ def sample_snapshot() -> Snapshot:
                 started_at=ago(86400),
                 ended_at=ago(86000),
                 tokens=TokenUsage(total_tokens=12_000),
+                hooks={"after_create": "ok", "before_run": "exit 3"},
+            ),
+            RecoveredWorkspace(
+                key="DEMO-2",
+                path="/ws/DEMO-2",
+                issue_id="demo-2",
+                issue_identifier="DEMO-2",
+                issue_title="Fix flaky login test",
+                issue_state="Todo",
+                backend="codex",
+                thread_id="thr-2",
+                attempt=3,
+                status="failed",
+                error="turn_failed: tests failed",
+                started_at=ago(400),
+                ended_at=ago(300),
+                tokens=TokenUsage(total_tokens=3_400),
+                hooks={"after_create": "ok", "before_run": "ok"},
+            ),
+            RecoveredWorkspace(
+                key="DEMO-5",
+                path="/ws/DEMO-5",
+                issue_id="demo-5",
+                issue_identifier="DEMO-5",
+                issue_title="Tidy the changelog",
+                issue_state="Todo",
+                status="succeeded",
+                attempt=1,
+                ended_at=ago(7200),
             ),
         ),
         last_poll_at=ago(10),
@@ -216,8 +245,20 @@ def sample_port() -> FakePort:
     port = FakePort(sample_snapshot())
     port.add_event(EventKind.DISPATCH, "dispatched", issue_id="demo-1", identifier="DEMO-1",
                    at=ago(754))  # fmt: skip
+    port.add_event(EventKind.HOOK, "hook after_create: ok in 40 ms", issue_id="demo-1",
+                   identifier="DEMO-1", at=ago(753), hook="after_create", ok=True,
+                   exit_code=0, output="")  # fmt: skip
+    port.add_event(EventKind.HOOK, "hook before_run: ok in 12 ms", issue_id="demo-1",
+                   identifier="DEMO-1", at=ago(752), hook="before_run", ok=True,
+                   exit_code=0, output="")  # fmt: skip
     port.add_event(EventKind.SESSION_STARTED, "session thr-1", issue_id="demo-1",
                    identifier="DEMO-1", at=ago(750))  # fmt: skip
+    port.add_event(EventKind.PLAN, "Write the README\n[completed] Read the code\n"
+                   "[inProgress] Draft README.md\n[pending] Run the tests", issue_id="demo-1",
+                   identifier="DEMO-1", at=ago(720),
+                   plan=[{"step": "Read the code", "status": "completed"},
+                         {"step": "Draft README.md", "status": "inProgress"},
+                         {"step": "Run the tests", "status": "pending"}])  # fmt: skip
     port.add_event(EventKind.COMMAND_STARTED, "ls -la", issue_id="demo-1", identifier="DEMO-1",
                    at=ago(700), command="ls -la", item_id="c1")  # fmt: skip
     port.add_event(EventKind.COMMAND_COMPLETED, "ls -la", issue_id="demo-1",
@@ -225,8 +266,11 @@ def sample_port() -> FakePort:
                    item_id="c1", output="README.md\nsrc\ntests\n")  # fmt: skip
     port.add_event(EventKind.MESSAGE, "I will write the README now.", issue_id="demo-1",
                    identifier="DEMO-1", at=ago(600))  # fmt: skip
-    port.add_event(EventKind.FILE_CHANGE, "README.md", issue_id="demo-1", identifier="DEMO-1",
-                   at=ago(300), files=["README.md"])  # fmt: skip
+    port.add_event(EventKind.FILE_CHANGE, "edit completed: README.md", issue_id="demo-1",
+                   identifier="DEMO-1", at=ago(300), status="completed", paths=["README.md"],
+                   changes=[{"path": "README.md", "kind": "add",
+                             "diff": "@@ -0,0 +1,3 @@\n+# Demo\n+\n+Run `make` \x1b[31mred\x1b[0m"}],
+                   )  # fmt: skip
     port.add_event(EventKind.APPROVAL_REQUESTED, "run the test suite", issue_id="demo-1",
                    identifier="DEMO-1", at=ago(95))  # fmt: skip
     port.add_event(EventKind.DISPATCH, "dispatched (attempt 2)", issue_id="demo-3",

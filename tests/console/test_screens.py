@@ -10,13 +10,12 @@ from rich.text import Text
 from symphony_tui.console.screens.approvals import ApprovalsScreen
 from symphony_tui.console.screens.main import MainScreen
 from symphony_tui.console.screens.modals import Choose
-from symphony_tui.console.screens.recovered import RecoveredScreen
 from symphony_tui.console.screens.worker import WorkerScreen
 from symphony_tui.console.widgets.event_log import MAX_LINES, EventLog
 from symphony_tui.console.widgets.issues import IssuesTable
 from symphony_tui.console.widgets.keyed_table import KeyedTable
 from symphony_tui.console.widgets.workers import WorkersTable
-from symphony_tui.domain import Approve, Deny, EventKind, IssueRow, Rerun
+from symphony_tui.domain import Approve, Deny, EventKind, IssueRow
 from tests.console.helpers import SIZE, done, settle
 from tests.console.sample import NOW, ago, later
 
@@ -26,6 +25,8 @@ def strip_text(strip) -> str:
 
 
 def log_lines(log) -> list[str]:
+    if isinstance(log, EventLog):
+        return [line.rstrip() for line in log.plain_lines()]
     return [strip_text(line).rstrip() for line in log.lines]
 
 
@@ -118,20 +119,6 @@ async def test_approvals_screen_oldest_first_and_keys(port, make_app):
         assert isinstance(app.screen, MainScreen)
 
 
-async def test_recovered_screen_rerun(port, make_app):
-    app = make_app(port)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("w")
-        await settle(pilot)
-        assert isinstance(app.screen, RecoveredScreen)
-        detail = plain(app.screen.query_one("#recovered-detail").render())
-        assert "process_exited" in detail and "/ws/DEMO-9" in detail
-        await pilot.press("r")
-        await done(pilot)
-        assert port.sent == [Rerun(issue_id="demo-9")]
-
-
 async def test_event_log_lines_and_filter(port, make_app):
     app = make_app(port)
     async with app.run_test(size=SIZE) as pilot:
@@ -200,7 +187,7 @@ async def test_flood_is_bounded_and_coalesced(port, make_app):
         before = len(port.queries)
         await settle(pilot)
         log = app.screen.query_one(EventLog)
-        assert len(log.lines) <= MAX_LINES
+        assert log.line_count <= MAX_LINES
         assert log_lines(log)[-1].endswith("chunk 1499")
         assert len(port.queries) - before <= 3  # a few ticks, not one query per event
 

@@ -12,13 +12,13 @@ from textual.widgets import DataTable, Static
 
 from symphony_tui.console import fmt
 from symphony_tui.console.approval_text import KIND_LABELS, approval_detail, asked
-from symphony_tui.console.registry import bindings_for
+from symphony_tui.console.registry import BY_ID, bindings_for
 from symphony_tui.console.sanitize import inert
 from symphony_tui.console.selection import approvals_oldest_first
 from symphony_tui.console.tones import Tones
 from symphony_tui.console.widgets.footer import ConsoleFooter
 from symphony_tui.console.widgets.keyed_table import KeyedTable, Row
-from symphony_tui.domain import ApprovalRequest, Snapshot
+from symphony_tui.domain import ApprovalDecision, ApprovalRequest, Snapshot
 
 COLUMNS = (
     ("issue", "Issue", 10),
@@ -48,6 +48,25 @@ def approval_rows(snapshot: Snapshot, now: datetime, tones: Tones) -> list[tuple
             )
         )
     return rows
+
+
+def approval_keys(a: ApprovalRequest) -> list[str]:
+    """Command ids that answer ``a``, in the order the keys are shown: only what the
+    request offers (``available``) — a question is answered, not approved."""
+    offered = set(a.available)
+    ids: list[str] = []
+    if a.questions:
+        ids.append("answer")
+    else:
+        if ApprovalDecision.ACCEPT in offered:
+            ids.append("approve")
+        if ApprovalDecision.ACCEPT_FOR_SESSION in offered:
+            ids.append("approve_session")
+    if offered & {ApprovalDecision.DECLINE, ApprovalDecision.CANCEL}:
+        ids += ["deny", "deny_message"]
+    if ApprovalDecision.CANCEL in offered:
+        ids.append("cancel_turn")
+    return ids
 
 
 class ApprovalsScreen(Screen[None]):
@@ -83,8 +102,18 @@ class ApprovalsScreen(Screen[None]):
         approval = self.selected_approval()
         if approval is None or self._now is None:
             detail.update(Text("nothing pending", style=tones.muted))
-        else:
-            detail.update(approval_detail(approval, self._now, tones))
+            return
+        text = approval_detail(approval, self._now, tones)
+        text.append("\n")
+        text.append(f"{'keys':<11}", style=tones.muted)
+        key_for = self.app.key_for  # type: ignore[attr-defined]
+        for i, cid in enumerate(approval_keys(approval)):
+            cmd = BY_ID[cid]
+            if i:
+                text.append(" · ", style=tones.muted)
+            text.append(key_for(cmd), style=tones.bold)
+            text.append(f" {cmd.label.lower()}")
+        detail.update(text)
 
     @on(DataTable.RowHighlighted)
     def _moved(self) -> None:

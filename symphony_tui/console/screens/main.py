@@ -68,7 +68,7 @@ class MainScreen(Screen[None]):
             with Vertical(id="log-pane", classes="pane") as log_pane:
                 log_pane.border_title = "3 Events"
                 yield EventLog(id="log")
-                yield FilterInput(placeholder="filter: issue id and/or words", id="log-filter")
+                yield FilterInput(placeholder="filter: issue id, kind:NAME, words", id="log-filter")
             tokens = TokenPane(id="tokens", classes="pane")
             tokens.border_title = "4 Tokens"
             yield tokens
@@ -98,12 +98,28 @@ class MainScreen(Screen[None]):
             workers.border_title = f"2 Workers ({len(snapshot.running)})"
             pending = len(snapshot.approvals)
             workers.border_subtitle = f"⚑ {pending} pending · v approvals" if pending else ""
-            self.query_one(EventLog).pull(self.console.port, tones)
+            self.pull(tones)
             self.query_one(TokenPane).show(snapshot, now, tones)
 
     def pull(self, tones: Tones) -> None:
-        """New events only (the snapshot did not change since the last paint)."""
-        self.query_one(EventLog).pull(self.console.port, tones)
+        """New events (also called alone when the snapshot did not change)."""
+        log = self.query_one(EventLog)
+        missed = log.missed
+        log.pull(self.console.port, tones)
+        if log.paused and log.missed != missed:
+            self._show_log_title()
+
+    def _show_log_title(self) -> None:
+        """``3 Events`` plus the filter, ``follow off`` and the paused badge."""
+        log = self.query_one(EventLog)
+        title = Text("3 Events", end="")
+        if log.filter.text:
+            title.append(f" · filter: {one_line(log.filter.text, 40)}")
+        if not log.follow:
+            title.append(" · follow off")
+        pane = self.query_one("#log-pane")
+        pane.border_title = title
+        pane.border_subtitle = f"⏸ paused, {log.missed} new · space resumes" if log.paused else ""
 
     # -- selection ------------------------------------------------------------------
 
@@ -176,11 +192,22 @@ class MainScreen(Screen[None]):
         snapshot = self._snapshot or self.console.port.snapshot()
         log_filter = LogFilter.parse(text, snapshot)
         log.set_filter(log_filter, self.console.port, self.console.tones)
-        title = Text("3 Events", end="")
-        if log_filter.text:
-            title.append(f" · filter: {one_line(log_filter.text, 40)}")
-        self.query_one("#log-pane").border_title = title
+        for problem in log_filter.problems:
+            self.notify(problem, title="filter", severity="warning", markup=False)
+        self._show_log_title()
         self.refresh_bindings()
 
     def action_clear_filter(self) -> None:
         self.apply_filter("")
+
+    def action_follow_log(self) -> None:
+        log = self.query_one(EventLog)
+        log.set_follow(not log.follow)
+        self._show_log_title()
+
+    def action_pause_log(self) -> None:
+        log = self.query_one(EventLog)
+        log.set_paused(not log.paused)
+        if not log.paused:
+            log.pull(self.console.port, self.console.tones)
+        self._show_log_title()

@@ -1,8 +1,12 @@
-"""Workspaces found on disk with what their manifests say about the last run."""
+"""Workspaces found on disk with what their manifests say about the last run, also for
+issues the tracker no longer returns. Actions: re-attach / rerun, remove (asks first),
+copy the path."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on
@@ -16,17 +20,78 @@ from symphony_tui.console.sanitize import inert, one_line
 from symphony_tui.console.tones import Tones
 from symphony_tui.console.widgets.footer import ConsoleFooter
 from symphony_tui.console.widgets.keyed_table import KeyedTable, Row
-from symphony_tui.domain import ApprovalRequest, RecoveredWorkspace, Snapshot
+from symphony_tui.domain import (
+    ApprovalRequest,
+    RecoveredWorkspace,
+    RemoveWorkspace,
+    Rerun,
+    Snapshot,
+)
+
+if TYPE_CHECKING:
+    from symphony_tui.console.app import SymphonyApp
 
 COLUMNS = (
     ("issue", "Issue", 10),
     ("title", "Title", 16),
     ("state", "State", 12),
     ("backend", "Backend", 9),
-    ("status", "Last run", 12),
+    ("status", "Last run", 11),
+    ("attempt", "Try", 3),
     ("ended", "Ended", 7),
     ("tokens", "Tokens", 7),
 )
+
+
+@dataclass(frozen=True)
+class RerunPlan:
+    """What ``r`` would do for a recovered workspace.
+
+    ``mode``: ``reattach`` (rerun resuming the recorded thread / conversation),
+    ``rerun`` (a new session), ``running`` (already running: nothing to do) or
+    ``unknown`` (the scheduler does not know the issue: nothing to dispatch).
+    ``why``: one line for the operator.
+    """
+
+    mode: str
+    why: str
+
+    @property
+    def allowed(self) -> bool:
+        return self.mode in ("reattach", "rerun")
+
+
+def rerun_plan(w: RecoveredWorkspace, snapshot: Snapshot) -> RerunPlan:
+    """Decide honestly whether a rerun re-attaches. The scheduler passes the manifest's
+    session facts to the backend (``host.resume``) when the backend matches; codex resumes
+    ``thread_id``, OpenHands ``conversation_id``, each falling back to a new session when
+    the program no longer has it."""
+    ident = one_line(w.issue_identifier or w.key, 20)
+    if w.issue_id is None:
+        return RerunPlan("unknown", "no issue id recorded: nothing to rerun")
+    if any(r.issue_id == w.issue_id for r in snapshot.running):
+        return RerunPlan("running", f"{ident} is running now")
+    known = {i.issue_id for i in snapshot.issues} | {r.issue_id for r in snapshot.retrying}
+    if w.issue_id not in known:
+        return RerunPlan(
+            "unknown",
+            f"{ident} is not among the tracker's active issues (done, moved or deleted): "
+            "nothing to rerun",
+        )
+    session = w.thread_id or w.conversation_id
+    if not session:
+        return RerunPlan("rerun", "no session recorded: a rerun starts a new one")
+    if w.backend and snapshot.backend and w.backend != snapshot.backend:
+        return RerunPlan(
+            "rerun",
+            f"the recorded session is {one_line(w.backend, 12)}'s; the workflow now uses "
+            f"{one_line(snapshot.backend, 12)}: a rerun starts a new one",
+        )
+    name = "thread" if w.thread_id else "conversation"
+    return RerunPlan(
+        "reattach",
+        f"rerun resumes {name} {one_line(session, 40)} (a new one if the backend lost it)",
+    )
 
 
 def recovered_rows(snapshot: Snapshot, now: datetime, tones: Tones) -> list[tuple[str, Row]]:
@@ -41,7 +106,12 @@ def recovered_rows(snapshot: Snapshot, now: datetime, tones: Tones) -> list[tupl
                     inert(w.issue_title or "-", limit=120),
                     inert(w.issue_state or "-", limit=12),
                     inert(w.backend or "-", limit=9),
-                    inert(w.status or "-", tones.error if failed else "", limit=12),
+                    inert(
+                        ("✗ " if failed else "") + (w.status or "-"),
+                        tones.error if failed else "",
+                        limit=11,
+                    ),
+                    Text("-" if w.attempt is None else str(w.attempt), end=""),
                     Text(fmt.age(w.ended_at, now), end=""),
                     Text(fmt.compact(w.tokens.total_tokens), end=""),
                 ),
@@ -50,8 +120,17 @@ def recovered_rows(snapshot: Snapshot, now: datetime, tones: Tones) -> list[tupl
     return rows
 
 
-def recovered_detail(w: RecoveredWorkspace, tones: Tones) -> Text:
+def recovered_detail(w: RecoveredWorkspace, tones: Tones, plan: RerunPlan | None = None) -> Text:
+    """The manifest's facts (path, ids, attempt, error, tokens, hooks) and what ``r``
+    would do."""
     text = Text(end="")
+    tok = w.tokens
+    tokens = (
+        f"in {fmt.grouped(tok.input_tokens)} (cached {fmt.grouped(tok.cached_input_tokens)})"
+        f"  out {fmt.grouped(tok.output_tokens)}  total {fmt.grouped(tok.total_tokens)}"
+        if tok.total_tokens
+        else None
+    )
     pairs = [
         ("path", w.path),
         ("issue id", w.issue_id),
@@ -61,6 +140,7 @@ def recovered_detail(w: RecoveredWorkspace, tones: Tones) -> Text:
         ("server", w.server_url),
         ("attempt", None if w.attempt is None else str(w.attempt)),
         ("last event", w.last_event),
+        ("tokens", tokens),
         ("error", w.error),
     ]
     pairs += [(f"hook {k}", v) for k, v in sorted(w.hooks.items())]
@@ -68,7 +148,14 @@ def recovered_detail(w: RecoveredWorkspace, tones: Tones) -> Text:
         if i:
             text.append("\n")
         text.append(f"{name:<13}", style=tones.muted)
-        text.append(one_line(value, 200), style=tones.error if name == "error" else "")
+        bad = name == "error" or (name.startswith("hook ") and value != "ok")
+        text.append(one_line(value, 200), style=tones.error if bad else "")
+    if plan is not None:
+        text.append("\n")
+        label = {"reattach": "↺ re-attach", "rerun": "▶ rerun"}.get(plan.mode, "· rerun")
+        text.append(f"{'r':<13}", style=tones.muted)
+        text.append(label, style=tones.bold if plan.allowed else tones.muted)
+        text.append(f": {plan.why}", style="" if plan.allowed else tones.muted)
     return text
 
 
@@ -79,6 +166,10 @@ class RecoveredScreen(Screen[None]):
     def __init__(self) -> None:
         super().__init__(classes="recovered-screen")
         self._snapshot: Snapshot | None = None
+
+    @property
+    def console(self) -> SymphonyApp:
+        return self.app  # type: ignore[return-value]
 
     def compose(self) -> ComposeResult:
         table = KeyedTable(COLUMNS, flex="title", id="recovered", classes="pane")
@@ -99,27 +190,95 @@ class RecoveredScreen(Screen[None]):
         table.border_title = f"Recovered workspaces ({len(snapshot.recovered)})"
         self._show_detail(tones)
 
-    def _selected(self) -> RecoveredWorkspace | None:
+    def selected_workspace(self) -> RecoveredWorkspace | None:
         if self._snapshot is None:
             return None
         tables = self.query("#recovered").results(KeyedTable)
         key = next((t.selected_key for t in tables), None)
         return next((w for w in self._snapshot.recovered if w.key == key), None)
 
+    def _plan(self) -> RerunPlan | None:
+        w = self.selected_workspace()
+        if w is None or self._snapshot is None:
+            return None
+        return rerun_plan(w, self._snapshot)
+
     def _show_detail(self, tones: Tones) -> None:
-        w = self._selected()
+        w = self.selected_workspace()
         self.query_one("#recovered-detail", Static).update(
-            recovered_detail(w, tones) if w else Text("no recovered workspaces", style=tones.muted)
+            recovered_detail(w, tones, self._plan())
+            if w
+            else Text("no recovered workspaces", style=tones.muted)
         )
 
     @on(DataTable.RowHighlighted)
     def _moved(self) -> None:
-        self._show_detail(self.app.tones)  # type: ignore[attr-defined]
+        self._show_detail(self.console.tones)
         self.app.refresh_bindings()
 
+    @on(DataTable.RowSelected)
+    def _row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()  # enter on a row: nothing more to open; the detail is below
+
     def selected_issue_id(self) -> str | None:
-        w = self._selected()
+        w = self.selected_workspace()
         return w.issue_id if w else None
 
     def selected_approval(self) -> ApprovalRequest | None:
         return None
+
+    # -- actions ----------------------------------------------------------------------
+
+    def _claimed(self, w: RecoveredWorkspace) -> bool:
+        s = self._snapshot
+        if s is None or w.issue_id is None:
+            return False
+        return any(r.issue_id == w.issue_id for r in (*s.running, *s.retrying))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        plan = self._plan()
+        w = self.selected_workspace()
+        if action == "reattach_selected":
+            return plan is not None and plan.mode == "reattach"
+        if action == "rerun_selected":
+            if plan is not None and plan.mode == "reattach":
+                return False  # "Re-attach" takes the key
+            return True if plan is not None and plan.allowed else None
+        if action == "remove_workspace":
+            return True if w is not None and not self._claimed(w) else None
+        if action == "copy_path":
+            return True if w is not None else None
+        return True
+
+    def action_reattach_selected(self) -> None:
+        self.action_rerun_selected()
+
+    def action_rerun_selected(self) -> None:
+        w, plan = self.selected_workspace(), self._plan()
+        if w is None or w.issue_id is None or plan is None or not plan.allowed:
+            return
+        self.console.send(Rerun(issue_id=w.issue_id))
+
+    def action_remove_workspace(self) -> None:
+        w = self.selected_workspace()
+        if w is None or self._claimed(w):
+            return
+        body = Text("Remove the workspace ", end="")
+        body.append_text(inert(w.path, "bold", limit=200))
+        body.append("? The before_remove hook runs first; the folder and everything in it")
+        body.append(" are deleted.")
+        self.console.confirm_then(
+            "Remove workspace",
+            body,
+            RemoveWorkspace(issue_identifier=w.key),
+            "Remove",
+        )
+
+    def action_copy_path(self) -> None:
+        w = self.selected_workspace()
+        if w is None:
+            return
+        # the operator's own action on a path we hold; still cleaned of control characters
+        path = one_line(w.path)
+        self.app.copy_to_clipboard(path)
+        self.app.notify(f"copied {one_line(path, 120)}", title="clipboard", markup=False)

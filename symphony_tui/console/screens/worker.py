@@ -1,4 +1,5 @@
-"""Worker detail: one issue's ids, workspace, tokens and live transcript."""
+"""Worker detail: one issue's ids, workspace, tokens, hooks, plan and live transcript,
+with the worker's own keys (interrupt, stop, rerun, follow)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,9 @@ from symphony_tui.console.registry import bindings_for
 from symphony_tui.console.sanitize import inert, one_line
 from symphony_tui.console.selection import oldest_approval
 from symphony_tui.console.tones import Tones
-from symphony_tui.console.transcript import Transcript
+from symphony_tui.console.transcript import Transcript, plan_progress, plan_steps
 from symphony_tui.console.widgets.footer import ConsoleFooter
-from symphony_tui.domain import ApprovalRequest, Snapshot
+from symphony_tui.domain import ApprovalRequest, EventKind, Rerun, Snapshot
 
 if TYPE_CHECKING:
     from symphony_tui.console.app import SymphonyApp
@@ -26,21 +27,85 @@ TRANSCRIPT_LINES = 5000
 BATCH = 2000
 
 
-def worker_header(snapshot: Snapshot, issue_id: str, now: datetime, tones: Tones) -> Text:
-    """Ids, status, workspace, tokens and pending approvals of ``issue_id``."""
+def _hooks_line(text: Text, hooks: dict[str, str], tones: Tones) -> None:
+    text.append("\n")
+    text.append("hooks ", style=tones.muted)
+    for i, (name, state) in enumerate(hooks.items()):
+        if i:
+            text.append(" · ", style=tones.muted)
+        ok = state == "ok" or state.startswith("ok ")
+        text.append(f"{'✓' if ok else '✗'} {one_line(name, 20)} ", style="" if ok else tones.error)
+        text.append(one_line(state, 40), style=tones.muted if ok else tones.error)
+
+
+def _plan_line(text: Text, steps: list[tuple[str, str]], tones: Tones) -> None:
+    done, current = plan_progress(steps)
+    text.append("\n")
+    text.append("plan ", style=tones.muted)
+    text.append(f"{done}/{len(steps)} done")
+    if current:
+        text.append("  ▸ ", style=tones.bold)
+        text.append_text(inert(current, limit=80))
+
+
+def worker_header(
+    snapshot: Snapshot,
+    issue_id: str,
+    now: datetime,
+    tones: Tones,
+    *,
+    hooks: dict[str, str] | None = None,
+    plan: list[tuple[str, str]] | None = None,
+) -> Text:
+    """Ids, status, workspace, tokens, hook results, plan progress and pending approvals
+    of ``issue_id``. ``hooks`` (name -> result) and ``plan`` come from this issue's
+    events; when it is not running, the last run's manifest (a recovered workspace)
+    speaks instead."""
     row = next((r for r in snapshot.running if r.issue_id == issue_id), None)
     issue = next((i for i in snapshot.issues if i.issue_id == issue_id), None)
+    recovered = next((w for w in snapshot.recovered if w.issue_id == issue_id), None)
     text = Text(end="")
     ident = row.issue_identifier if row else (issue.identifier if issue else issue_id)
+    if row is None and issue is None and recovered is not None:
+        ident = recovered.issue_identifier or recovered.key
     text.append(one_line(ident, 20), style=tones.bold)
-    if issue is not None:
+    title = issue.title if issue is not None else (recovered.issue_title if recovered else None)
+    if title:
         text.append("  ")
-        text.append_text(inert(issue.title, limit=70))
+        text.append_text(inert(title, limit=70))
     text.append("\n")
+    hooks = dict(hooks or {})
     if row is None:
-        text.append("not running", style=tones.muted)
+        text.append("■ not running", style=tones.muted)
         if issue is not None:
             text.append(f"  state {one_line(issue.state, 20)}")
+        retry = next((r for r in snapshot.retrying if r.issue_id == issue_id), None)
+        if retry is not None:
+            text.append(
+                f"  ↻ retry {retry.attempt} in {fmt.until(retry.due_at, now)}",
+                style=tones.warning,
+            )
+        if recovered is not None:
+            w = recovered
+            text.append("\n")
+            text.append("last run ", style=tones.muted)
+            text.append(
+                f"{one_line(w.status or '-', 20)}  attempt "
+                f"{'-' if w.attempt is None else w.attempt}  ended {fmt.age(w.ended_at, now)} ago"
+                f"  backend {one_line(w.backend or '-', 12)}  thread "
+                f"{one_line(w.thread_id or w.conversation_id or '-', 40)}"
+            )
+            text.append("\n")
+            text.append("workspace ", style=tones.muted)
+            text.append(one_line(w.path, 100))
+            text.append(f"  tokens {fmt.grouped(w.tokens.total_tokens)}", style=tones.muted)
+            if w.error:
+                text.append("\n")
+                text.append("error ", style=tones.muted)
+                text.append(one_line(w.error, 160), style=tones.error)
+            hooks = {**w.hooks, **hooks}
+        if hooks:
+            _hooks_line(text, hooks, tones)
         return text
     text.append_text(fmt.labelled(fmt.STATUS_LABELS[row.status], tones))
     text.append(
@@ -71,12 +136,16 @@ def worker_header(snapshot: Snapshot, issue_id: str, now: datetime, tones: Tones
     )
     if tok.cost_usd is not None:
         text.append(f"  ${tok.cost_usd:.2f}")
+    if hooks:
+        _hooks_line(text, hooks, tones)
+    if plan:
+        _plan_line(text, plan, tones)
     pending = [a for a in snapshot.approvals if a.issue_id == issue_id]
     if pending:
         text.append("\n")
         text.append(f"⚑ {len(pending)} approval(s) pending: ", style=tones.warning + tones.bold)
         text.append_text(inert(pending[0].summary or pending[0].command or "", limit=80))
-        text.append("  a approve · d deny · v all", style=tones.muted)
+        text.append("  a approve · d deny · c cancel turn · v all", style=tones.muted)
     return text
 
 
@@ -90,6 +159,9 @@ class WorkerScreen(Screen[None]):
         self.last_seq = 0
         self._snapshot: Snapshot | None = None
         self._transcript: Transcript | None = None
+        self._now: datetime | None = None
+        self.hooks: dict[str, str] = {}  # hook name -> result, from HOOK events
+        self.plan: list[tuple[str, str]] = []  # the latest plan's (status, step)
 
     @property
     def console(self) -> SymphonyApp:
@@ -117,23 +189,74 @@ class WorkerScreen(Screen[None]):
 
     def show(self, snapshot: Snapshot, now: datetime, tones: Tones) -> None:
         self._snapshot = snapshot
-        self.query_one("#worker-header", Static).update(
-            worker_header(snapshot, self.issue_id, now, tones)
-        )
-        self.pull(tones)
+        self._now = now
+        self.pull(tones, header=False)
+        self._show_header(tones)
 
-    def pull(self, tones: Tones) -> None:
-        """Append this issue's new events to the transcript."""
+    def _show_header(self, tones: Tones) -> None:
+        if self._snapshot is None:
+            return
+        self.query_one("#worker-header", Static).update(
+            worker_header(
+                self._snapshot,
+                self.issue_id,
+                self._now or self._snapshot.generated_at,
+                tones,
+                hooks=self.hooks,
+                plan=self.plan,
+            )
+        )
+
+    def pull(self, tones: Tones, *, header: bool = True) -> None:
+        """Append this issue's new events to the transcript; note hook results and the
+        latest plan for the header."""
         if self._transcript is None or self._transcript.tones != tones:
             self._transcript = Transcript(tones)
         events = self.console.port.events_since(self.last_seq, limit=BATCH, issue_id=self.issue_id)
-        if events:
-            self.last_seq = max(self.last_seq, events[-1].seq)
-            log = self.query_one("#transcript", RichLog)
-            for event in events:
-                block = self._transcript.block(event)
-                if block is not None:
-                    log.write(block, scroll_end=None)
+        if not events:
+            return
+        self.last_seq = max(self.last_seq, events[-1].seq)
+        log = self.query_one("#transcript", RichLog)
+        noted = False
+        for event in events:
+            data = event.data or {}
+            if event.kind == EventKind.HOOK and data.get("hook"):
+                # "hook before_run: exit 3 in 12 ms" -> "exit 3 in 12 ms"
+                _, _, state = event.message.partition(": ")
+                if not state:
+                    state = "ok" if data.get("ok") else f"exit {data.get('exit_code')}"
+                self.hooks[str(data["hook"])] = one_line(state, 60)
+                noted = True
+            elif event.kind == EventKind.PLAN and (steps := plan_steps(data)):
+                self.plan = steps
+                noted = True
+            block = self._transcript.block(event)
+            if block is not None:
+                log.write(block, scroll_end=None)
+        if noted and header:
+            self._show_header(tones)
+
+    # -- keys ---------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "rerun_worker":
+            s = self._snapshot
+            if s is None or any(r.issue_id == self.issue_id for r in s.running):
+                return False  # running: interrupt / stop apply instead
+            known = {i.issue_id for i in s.issues} | {r.issue_id for r in s.retrying}
+            return True if self.issue_id in known else None
+        return True
+
+    def action_rerun_worker(self) -> None:
+        if self.check_action("rerun_worker", ()):
+            self.console.send(Rerun(issue_id=self.issue_id))
+
+    def action_follow_transcript(self) -> None:
+        log = self.query_one("#transcript", RichLog)
+        log.auto_scroll = not log.auto_scroll
+        if log.auto_scroll:
+            log.scroll_end(animate=False)
+        log.border_title = "Transcript" if log.auto_scroll else "Transcript · follow off"
 
     def selected_issue_id(self) -> str | None:
         return self.issue_id

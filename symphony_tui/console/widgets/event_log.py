@@ -1,79 +1,229 @@
 """Pane 3: the live event log.
 
-Bounded (``max_lines``); the full history lives in the core's ring buffer and JSONL file
+Bounded (``MAX_LINES``); the full history lives in the core's ring buffer and JSONL file
 (STYLE.md practice 5). The log pulls ``events_since(last_seq)`` at the screen's refresh
-rate, so a flood of agent events costs one write batch per tick, not one per event.
+rate, so a flood of agent events costs one batch per tick, not one write per event.
 
-Filter: words typed after ``/``. A word equal to a known issue identifier narrows the
-query in the core (``events_since(..., issue_id=)``); the other words must all occur in
-the line (case-insensitive).
+It is a line-API widget (after toolong): a write only stores the line's ``Text``; a line is
+rendered to a strip when it scrolls into view, and strips are kept in a bounded cache. A
+flood of 200 lines per tick therefore costs what fits on screen, not 200 renders.
+
+Filter (``/``): space-separated tokens, all of which must hold.
+
+- ``kind:NAME`` (or ``k:NAME``): the event kind contains ``NAME`` (``kind:approval`` is
+  ``approval_requested`` and ``approval_resolved``; the short names of the log work too,
+  ``kind:cmd``). Several kind tokens are alternatives.
+- ``issue:ID`` or a bare known issue identifier: that issue only (narrowed in the core,
+  ``events_since(..., issue_id=)``).
+- any other word: occurs in the issue, kind or message (case-insensitive).
+
+Follow (``f``): when off, new lines never move the view. Pause (``space``): nothing is
+appended; a badge counts the matching events that came in; resuming appends them (as far
+as the core still holds them).
 """
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from textual.widgets import RichLog
+from rich.text import Text
+from textual.cache import LRUCache
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 
 from symphony_tui.console import fmt
+from symphony_tui.console.sanitize import one_line
 from symphony_tui.console.tones import Tones
-from symphony_tui.domain import AgentEvent, Snapshot
+from symphony_tui.domain import AgentEvent, EventKind, Snapshot
 from symphony_tui.scheduler.port import SchedulerPort
 
 MAX_LINES = 1000
 BATCH = 2000
+_STRIP_CACHE = 512
+
+
+def kinds_named(name: str) -> frozenset[EventKind]:
+    """Event kinds whose value or short log name contains ``name`` (case-insensitive)."""
+    name = name.lower().strip()
+    if not name:
+        return frozenset()
+    return frozenset(
+        k for k in EventKind if name in k.value or name in fmt.KIND_SHORT.get(k, k.value)
+    )
 
 
 @dataclass(frozen=True)
 class LogFilter:
-    """``issue_id`` narrows in the core; ``words`` (lowercase) match locally."""
+    """``issue_id`` narrows in the core; ``kinds`` (``None`` = any) and ``words``
+    (lowercase, all required) match locally. ``problems`` are tokens that matched nothing
+    (an unknown kind or issue), for a notification; such a filter shows nothing."""
 
     text: str = ""
     issue_id: str | None = None
+    kinds: frozenset[EventKind] | None = None
     words: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()
 
     @classmethod
     def parse(cls, text: str, snapshot: Snapshot) -> LogFilter:
         by_ident = {i.identifier.lower(): i.issue_id for i in snapshot.issues}
         by_ident.update({r.issue_identifier.lower(): r.issue_id for r in snapshot.running})
+        for w in snapshot.recovered:  # issues the tracker may no longer return
+            if w.issue_id and w.issue_identifier:
+                by_ident.setdefault(w.issue_identifier.lower(), w.issue_id)
         issue_id = None
+        kinds: set[EventKind] | None = None
         words: list[str] = []
-        for word in text.lower().split():
-            if issue_id is None and word in by_ident:
-                issue_id = by_ident[word]
+        problems: list[str] = []
+        for token in text.lower().split():
+            prefix, _, value = token.partition(":")
+            if value and prefix in ("kind", "k"):
+                found = kinds_named(value)
+                if not found:
+                    problems.append(f"no event kind matches {one_line(value, 30)!r}")
+                kinds = (kinds or set()) | found
+            elif value and prefix == "issue":
+                if value in by_ident:
+                    issue_id = by_ident[value]
+                else:
+                    problems.append(f"unknown issue {one_line(value, 30)!r}")
+                    kinds = set()  # nothing can match
+            elif issue_id is None and token in by_ident:
+                issue_id = by_ident[token]
             else:
-                words.append(word)
-        return cls(text=text.strip(), issue_id=issue_id, words=tuple(words))
+                words.append(token)
+        return cls(
+            text=text.strip(),
+            issue_id=issue_id,
+            kinds=None if kinds is None else frozenset(kinds),
+            words=tuple(words),
+            problems=tuple(problems),
+        )
 
     def accepts(self, event: AgentEvent) -> bool:
         if self.issue_id is not None and event.issue_id != self.issue_id:
             return False
+        if self.kinds is not None and event.kind not in self.kinds:
+            return False
         return fmt.event_matches(event, self.words)
 
 
-class EventLog(RichLog):
+class EventLog(ScrollView, can_focus=True):
     """The log widget. Call :meth:`pull` from the refresh tick while visible."""
 
-    def __init__(self, **kwargs) -> None:
-        super().__init__(max_lines=MAX_LINES, markup=False, highlight=False, wrap=False, **kwargs)
+    def __init__(self, *, max_lines: int = MAX_LINES, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.max_lines = max_lines
+        self._lines: deque[Text] = deque(maxlen=max_lines)
+        self._first = 0  # absolute number of ``_lines[0]``: strip cache keys survive drops
+        self._strips: LRUCache[tuple[int, int], Strip] = LRUCache(_STRIP_CACHE)
         self.last_seq = 0
         self.filter = LogFilter()
+        self.follow = True
+        self.paused = False
+        self.missed = 0  # matching events seen while paused
+        self._peek_seq = 0
+
+    # -- content -----------------------------------------------------------------------
+
+    @property
+    def line_count(self) -> int:
+        return len(self._lines)
+
+    def plain_lines(self) -> list[str]:
+        """The kept lines as plain text (tests, copy)."""
+        return [line.plain for line in self._lines]
+
+    def write_lines(self, lines: Iterable[Text]) -> int:
+        """Append ``lines``; with follow on (and the view at the end) scroll to the end,
+        with follow off keep the view on the same lines."""
+        lines = list(lines)[-self.max_lines :]
+        if not lines:
+            return 0
+        at_end = self.is_vertical_scroll_end or self.scroll_y >= self.max_scroll_y
+        overflow = max(len(self._lines) + len(lines) - self.max_lines, 0)
+        self._lines.extend(lines)
+        self._first += overflow
+        self.virtual_size = Size(self.size.width, len(self._lines))
+        if self.follow and at_end:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
+        elif overflow and self.scroll_y > 0:
+            # the lines under the view moved up by ``overflow``; follow them
+            self.scroll_to(y=max(self.scroll_y - overflow, 0), animate=False, immediate=True)
+        self.refresh()
+        return len(lines)
+
+    def clear(self) -> None:
+        self._first += len(self._lines)
+        self._lines.clear()
+        self.virtual_size = Size(self.size.width, 0)
+        self.scroll_to(y=0, animate=False, immediate=True)
+        self.refresh()
+
+    def render_line(self, y: int) -> Strip:
+        index = self.scroll_offset.y + y
+        width = self.scrollable_content_region.width
+        style = self.rich_style
+        if index >= len(self._lines) or width <= 0:
+            return Strip.blank(max(width, 0), style)
+        key = (self._first + index, width)
+        strip = self._strips.get(key)
+        if strip is None:
+            text = self._lines[index]
+            segments = list(text.render(self.app.console, end=""))
+            strip = Strip(segments).crop_extend(0, width, style).apply_style(style)
+            self._strips[key] = strip
+        return strip.apply_offsets(0, index)
+
+    def on_resize(self) -> None:
+        self.virtual_size = Size(self.size.width, len(self._lines))
+        self._strips.clear()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._strips.clear()
+
+    # -- pulling from the core ---------------------------------------------------------
 
     def pull(self, port: SchedulerPort, tones: Tones) -> int:
-        """Append events newer than ``last_seq``; returns how many lines were written."""
+        """Append events newer than ``last_seq``; returns how many lines were written.
+        While paused, only count the matching newcomers."""
+        if self.paused:
+            events = port.events_since(self._peek_seq, limit=BATCH, issue_id=self.filter.issue_id)
+            if events:
+                self._peek_seq = max(self._peek_seq, events[-1].seq)
+                self.missed += sum(1 for e in events if self.filter.accepts(e))
+            return 0
         events = port.events_since(self.last_seq, limit=BATCH, issue_id=self.filter.issue_id)
         if not events:
             return 0
         self.last_seq = max(self.last_seq, events[-1].seq)
-        lines = [fmt.event_line(e, tones) for e in events if self.filter.accepts(e)]
-        # Only the tail can survive max_lines; skip rendering the rest of a flood.
-        for line in lines[-MAX_LINES:]:
-            self.write(line, scroll_end=None)
-        return len(lines)
+        self._peek_seq = self.last_seq
+        wanted = [e for e in events if self.filter.accepts(e)]
+        # Only the tail can survive max_lines; skip formatting the rest of a flood.
+        return self.write_lines(fmt.event_line(e, tones) for e in wanted[-self.max_lines :])
 
     def set_filter(self, log_filter: LogFilter, port: SchedulerPort, tones: Tones) -> int:
-        """Replace the filter and re-read what the core still holds under it."""
+        """Replace the filter and re-read what the core still holds under it (a paused
+        log resumes: the operator asked for a new view)."""
         self.filter = log_filter
+        self.paused = False
+        self.missed = 0
         self.clear()
-        self.last_seq = 0
+        self.last_seq = self._peek_seq = 0
         return self.pull(port, tones)
+
+    def set_paused(self, paused: bool) -> None:
+        """Pause: stop appending (the view holds still). Resume: the next :meth:`pull`
+        appends what came in meanwhile."""
+        self.paused = paused
+        self.missed = 0
+        self._peek_seq = self.last_seq
+
+    def set_follow(self, follow: bool) -> None:
+        self.follow = follow
+        if follow:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)

@@ -1,0 +1,136 @@
+"""Recovered workspaces: re-attach / rerun (honest about which, and why not), remove
+(asks first, refused while claimed), copy the path."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from symphony_tui.console.screens.modals import Confirm
+from symphony_tui.console.screens.recovered import RecoveredScreen, rerun_plan
+from symphony_tui.console.widgets.keyed_table import KeyedTable
+from symphony_tui.domain import RemoveWorkspace, Rerun
+from tests.console.helpers import SIZE, done, notifications, settle
+from tests.console.sample import sample_snapshot
+
+
+def plain(renderable) -> str:
+    return renderable.plain if isinstance(renderable, Text) else str(renderable)
+
+
+async def open_recovered(pilot, key: str) -> RecoveredScreen:
+    await pilot.press("w")
+    await settle(pilot)
+    screen = pilot.app.screen
+    assert isinstance(screen, RecoveredScreen)
+    assert screen.query_one("#recovered", KeyedTable).select_key(key)
+    await settle(pilot)
+    return screen
+
+
+def footer_keys(app) -> dict[str, tuple[str, bool]]:
+    return {k: (b.binding.description, b.enabled) for k, b in app.screen.active_bindings.items()}
+
+
+def test_rerun_plan_modes():
+    s = sample_snapshot()
+    by_key = {w.key: w for w in s.recovered}
+    assert rerun_plan(by_key["DEMO-2"], s).mode == "reattach"
+    assert "thr-2" in rerun_plan(by_key["DEMO-2"], s).why
+    assert rerun_plan(by_key["DEMO-5"], s).mode == "rerun"
+    unknown = rerun_plan(by_key["DEMO-9"], s)
+    assert unknown.mode == "unknown" and not unknown.allowed
+    other_backend = s.model_copy(update={"backend": "openhands"})
+    assert rerun_plan(by_key["DEMO-2"], other_backend).mode == "rerun"
+    running = by_key["DEMO-2"].model_copy(update={"issue_id": "demo-1"})
+    assert rerun_plan(running, s).mode == "running"
+
+
+async def test_reattach_when_a_thread_is_recorded_and_the_issue_is_known(port, make_app):
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = await open_recovered(pilot, "DEMO-2")
+        assert footer_keys(app)["r"] == ("Re-attach", True)
+        detail = plain(screen.query_one("#recovered-detail").render())
+        assert "re-attach" in detail and "resumes thread thr-2" in detail
+        assert "hook before_run" in detail
+        await pilot.press("r")
+        await done(pilot)
+        assert port.sent == [Rerun(issue_id="demo-2")]
+
+
+async def test_rerun_without_a_recorded_session(port, make_app):
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await open_recovered(pilot, "DEMO-5")
+        assert footer_keys(app)["r"] == ("Rerun", True)
+        await pilot.press("r")
+        await done(pilot)
+        assert port.sent == [Rerun(issue_id="demo-5")]
+
+
+async def test_unknown_issue_explains_why_no_rerun(port, make_app):
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = await open_recovered(pilot, "DEMO-9")
+        assert footer_keys(app)["r"] == ("Rerun", False)
+        detail = plain(screen.query_one("#recovered-detail").render())
+        assert "not among the tracker's active issues" in detail
+        assert "process_exited" in detail and "/ws/DEMO-9" in detail
+        await pilot.press("r")
+        await done(pilot)
+        assert port.sent == []
+
+
+async def test_running_only_keys_are_hidden_here(port, make_app):
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await open_recovered(pilot, "DEMO-9")
+        keys = footer_keys(app)
+        assert "i" not in keys and "s" not in keys
+        assert keys["x"] == ("Remove", True) and keys["y"] == ("Copy path", True)
+
+
+async def test_remove_asks_first_then_sends(port, make_app):
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await open_recovered(pilot, "DEMO-9")
+        await pilot.press("x")
+        assert isinstance(app.screen, Confirm)
+        assert "before_remove" in plain(app.screen.query_one("#dialog-body").render())
+        await pilot.press("n")
+        await done(pilot)
+        assert port.sent == []
+        await pilot.press("x")
+        await pilot.press("y")
+        await done(pilot)
+        assert port.sent == [RemoveWorkspace(issue_identifier="DEMO-9")]
+        assert ("remove_workspace accepted", "information") in notifications(app)
+
+
+async def test_remove_disabled_while_the_issue_is_claimed(port, make_app):
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = await open_recovered(pilot, "DEMO-2")  # retrying
+        assert screen.check_action("remove_workspace", ()) is None
+        await pilot.press("x")
+        await done(pilot)
+        assert not isinstance(app.screen, Confirm)
+        assert port.sent == []
+
+
+async def test_copy_path(port, make_app):
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await open_recovered(pilot, "DEMO-9")
+        await pilot.press("y")
+        await pilot.pause()
+        assert app.clipboard == "/ws/DEMO-9"
+        assert any("copied /ws/DEMO-9" in m for m, _ in notifications(app))
+        assert port.sent == []
