@@ -250,3 +250,71 @@ async def test_token_pane_totals_over_turns_and_a_retry_and_rate_limits(project_
     assert f"secondary 91% /{fmt.duration(10080 * 60)}" in limits, limits
     assert "credits   12.34" in limits, limits
     assert [e.message for e in reasoning] == [f"thought{i} " for i in range(4)]
+
+
+async def test_cancel_from_the_console_ends_the_run_cancelled_not_backed_off(project_factory, fake):
+    project = project_factory(fake, issues=[("E2E-1", "ESCALATE SHELL: echo no > proof.txt")])
+    rt = project.runtime()
+    orch = rt.orchestrator
+    app = console(rt)
+    async with app.run_test(size=SIZE) as pilot:
+        await select_worker_with_approval(pilot, orch)
+        await pilot.press("c")
+        await until(pilot, lambda: pilot.app.screen.__class__.__name__ == "Confirm")
+        await pilot.press("y")
+        ends = await until(pilot, lambda: run_ends(rt))
+        snap = orch.snapshot()
+        await quit_console(pilot, app)
+
+    assert decisions_sent(project) == ["cancel"]
+    assert ends[0]["outcome"] == "cancelled" and ends[0]["status"] == "interrupted", ends
+    assert not snap.retrying
+    (row,) = [i for i in snap.issues if i.identifier == "E2E-1"]
+    assert row.note == "held by operator"
+    assert not (project.workspaces / "E2E-1" / "proof.txt").exists()
+    assert fake.decisions() == ["shell"]  # the turn was aborted: the model was not asked again
+
+
+async def test_grant_part_of_a_permissions_request_from_the_console(project_factory, fake):
+    ask = {
+        "reason": "need it",
+        "permissions": {"network": {"enabled": True}, "file_system": {"write": ["/tmp/x"]}},
+    }
+    fake.aliases["STEP2"] = DONE
+    project = project_factory(
+        fake,
+        issues=[("E2E-1", "TOOL: request_permissions " + json.dumps(ask))],
+        features=["request_permissions_tool"],
+    )
+    rt = project.runtime()
+    orch = rt.orchestrator
+    app = console(rt)
+    async with app.run_test(size=SIZE) as pilot:
+        approval = await select_worker_with_approval(pilot, orch)
+        assert approval.kind is ApprovalKind.PERMISSIONS
+        await pilot.press("g")
+        await until(pilot, lambda: pilot.app.screen.__class__.__name__ == "Choose")
+        await pilot.press("enter")  # "network access"
+        await until(
+            pilot,
+            lambda: (
+                "For how long" in str(pilot.app.screen.query("#dialog").first().border_title or "")
+            ),
+        )
+        await pilot.press("down", "enter")  # "the rest of the session"
+        ends = await until(pilot, lambda: run_ends(rt))
+        await quit_console(pilot, app)
+
+    assert ends[0]["outcome"] == "normal", ends
+    granted = [r["result"] for r in project.responses() if "permissions" in r.get("result", {})]
+    assert granted == [{"permissions": {"network": {"enabled": True}}, "scope": "session"}]
+    results = [
+        json.loads(item["output"])
+        for r in fake.requests
+        for item in r["body"]["input"][-1:]
+        if item.get("type") == "function_call_output"
+    ]
+    assert results[0] == {
+        "permissions": {"network": {"enabled": True}, "file_system": None},
+        "scope": "session",
+    }
