@@ -40,6 +40,7 @@ from symphony_tui.console.screens.modals import AskText, Choose, Confirm
 from symphony_tui.console.screens.recovered import RecoveredScreen
 from symphony_tui.console.screens.worker import WorkerScreen
 from symphony_tui.console.selection import Selection
+from symphony_tui.console.terminal_watch import TerminalWatch
 from symphony_tui.console.tones import Tones
 from symphony_tui.domain import (
     Answer,
@@ -59,6 +60,7 @@ from symphony_tui.domain.commands import Command
 from symphony_tui.scheduler.port import CommandResult, SchedulerPort
 
 REFRESH_HZ = 4.0
+TERMINAL_CHECK_S = 1.0
 
 
 def _utc_now() -> datetime:
@@ -71,7 +73,12 @@ class SymphonyApp(App[None]):
 
     ``clock`` supplies "now" for ages and countdowns (tests freeze it);
     ``cursor_blink=False`` makes text inputs deterministic for screenshots. Exit code:
-    0 on quit / hangup, 1 when the scheduler fails or ``shutdown`` raises.
+    0 on quit / hangup / lost terminal, 1 when the scheduler fails or ``shutdown`` raises.
+
+    ``detach_only``: the scheduler runs elsewhere (``symphony-tui attach``), so quitting
+    only detaches and never stops workers; defaults to the port's ``detach_only``
+    attribute. ``terminal_watch`` checks for a terminal that went away without SIGHUP
+    (default: a :class:`TerminalWatch` of stdin/stdout; headless test runs watch nothing).
     """
 
     CSS_PATH = "console.tcss"
@@ -91,6 +98,8 @@ class SymphonyApp(App[None]):
         clock: Callable[[], datetime] = _utc_now,
         cursor_blink: bool = True,
         refresh_hz: float = REFRESH_HZ,
+        detach_only: bool | None = None,
+        terminal_watch: TerminalWatch | None = None,
     ) -> None:
         super().__init__()
         self.port = port
@@ -110,6 +119,10 @@ class SymphonyApp(App[None]):
         self._enabled_signature: tuple = ()
         self._sighup_installed = False
         self.scheduler_stopped = False
+        self.detach_only = (
+            bool(getattr(port, "detach_only", False)) if detach_only is None else detach_only
+        )
+        self._terminal_watch = terminal_watch
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -124,6 +137,7 @@ class SymphonyApp(App[None]):
         for error in loaded.errors:
             self.notify(error, severity="warning", markup=False)
         self._install_sighup()
+        self._start_terminal_watch()
         if self._runner_fn is not None:
             self.run_worker(
                 self._run_scheduler(), name="scheduler", group="scheduler", exit_on_error=False
@@ -152,8 +166,29 @@ class SymphonyApp(App[None]):
             self._sighup_installed = False
 
     def _on_sighup(self) -> None:
+        self.terminal_lost("hangup")
+
+    def _start_terminal_watch(self) -> None:
+        if self._terminal_watch is None and not self.is_headless:
+            self._terminal_watch = TerminalWatch()
+        if self._terminal_watch is not None and self._terminal_watch.active:
+            self.set_interval(TERMINAL_CHECK_S, self.check_terminal, name="terminal-watch")
+
+    def check_terminal(self) -> None:
+        """Called once a second: a lost terminal takes the SIGHUP path."""
+        watch = self._terminal_watch
+        reason = watch.lost() if watch is not None else None
+        if reason is not None and not self._stopping:
+            self.terminal_lost(reason)
+
+    def terminal_lost(self, reason: str) -> None:
+        """The operator's terminal is gone (SIGHUP, hung-up tty, dead parent): stop the
+        workers (or detach) and exit 0, never spin or leave workers behind silently."""
+        if self._stopping:
+            return
+        done = "detached" if self.detach_only else "workers stopped"
         self.run_worker(
-            self.shutdown_and_exit(0, "hangup: workers stopped"),
+            self.shutdown_and_exit(0, f"{reason}: {done}"),
             group="lifecycle",
             exit_on_error=False,
         )
@@ -170,7 +205,7 @@ class SymphonyApp(App[None]):
             return
         self._stopping = True
         if self._shutdown_fn is not None:
-            self.notify("stopping workers…", timeout=30)
+            self.notify("detaching…" if self.detach_only else "stopping workers…", timeout=30)
             try:
                 await self._shutdown_fn()
             except Exception as exc:
@@ -290,15 +325,23 @@ class SymphonyApp(App[None]):
             issue = self._selected_issue()
             if issue is None:
                 return None
+            running = issue in self._running_ids()
             if requires == "running":
-                return True if issue in self._running_ids() else None
+                # the recovered screen is about ended runs: hide what cannot apply there
+                if not running and isinstance(self.screen, RecoveredScreen):
+                    return False
+                return True if running else None
             if requires == "rerun":
-                return True if issue not in self._running_ids() else None
+                if isinstance(self.screen, (RecoveredScreen, WorkerScreen)):
+                    return False  # these screens own "r" (re-attach / rerun, with reasons)
+                return True if not running else None
             return True
         # approval commands hide when nothing applies, keeping the footer short
         approval = self._selected_approval()
         if approval is None:
             return False
+        if requires == "cancel":
+            return ApprovalDecision.CANCEL in approval.available
         if requires == "question":
             return bool(approval.questions)
         if action == "grant":
@@ -349,7 +392,9 @@ class SymphonyApp(App[None]):
 
     # -- actions ------------------------------------------------------------------------
 
-    def _confirm_then(self, title: str, body: Text, command: Command, yes: str) -> None:
+    def confirm_then(self, title: str, body: Text, command: Command, yes: str) -> None:
+        """Ask (``Confirm``), then send ``command`` if the operator says yes."""
+
         def decided(ok: bool | None) -> None:
             if ok:
                 self.send(command)
@@ -363,7 +408,7 @@ class SymphonyApp(App[None]):
         body = Text("Interrupt the running turn of ", end="")
         body.append_text(inert(self._ident(issue), "bold"))
         body.append("? The run ends as cancelled.")
-        self._confirm_then("Interrupt worker", body, Interrupt(issue_id=issue), "Interrupt")
+        self.confirm_then("Interrupt worker", body, Interrupt(issue_id=issue), "Interrupt")
 
     def action_stop(self) -> None:
         issue = self._selected_issue()
@@ -372,7 +417,7 @@ class SymphonyApp(App[None]):
         body = Text("Stop the worker of ", end="")
         body.append_text(inert(self._ident(issue), "bold"))
         body.append("? Its workspace is kept and the claim released.")
-        self._confirm_then("Stop worker", body, Stop(issue_id=issue), "Stop")
+        self.confirm_then("Stop worker", body, Stop(issue_id=issue), "Stop")
 
     def action_approve(self) -> None:
         approval = self._selected_approval()
@@ -388,6 +433,21 @@ class SymphonyApp(App[None]):
         approval = self._selected_approval()
         if approval is not None:
             self.send(Deny(approval_id=approval.id))
+
+    def action_cancel_turn(self) -> None:
+        approval = self._selected_approval()
+        if approval is None or ApprovalDecision.CANCEL not in approval.available:
+            return
+        body = Text("Deny ", end="")
+        body.append_text(
+            inert(approval.summary or approval.command or approval.kind.value, "bold", limit=80)
+        )
+        body.append(" and end the turn of ")
+        body.append_text(inert(approval.issue_identifier or approval.issue_id, "bold"))
+        body.append("? The agent stops working on this turn.")
+        self.confirm_then(
+            "Cancel turn", body, Deny(approval_id=approval.id, cancel=True), "Cancel turn"
+        )
 
     @work(group="dialogs", exclusive=True, exit_on_error=False)
     async def action_grant(self) -> None:
@@ -509,13 +569,26 @@ class SymphonyApp(App[None]):
             await self.shutdown_and_exit(1)
             return
         running = self._snapshot.running if self._snapshot else ()
+        message = "detached; the scheduler keeps running" if self.detach_only else None
         if not running:
-            await self.shutdown_and_exit(0)
+            await self.shutdown_and_exit(0, message)
             return
-        body = Text(f"{len(running)} worker(s) running. Quit and stop them?", end="")
+        if self.detach_only:
+            # an attached console only detaches: the scheduler and its workers go on
+            body = Text(
+                f"Detach from the scheduler? Its {len(running)} worker(s) keep running "
+                "there; attach again any time.",
+                end="",
+            )
+            title, yes, danger = "Detach", "Detach", False
+        else:
+            body = Text(f"{len(running)} worker(s) running. Quit and stop them?", end="")
+            title, yes, danger = "Quit", "Quit", True
 
         def decided(ok: bool | None) -> None:
             if ok:
-                self.run_worker(self.shutdown_and_exit(0), group="lifecycle", exit_on_error=False)
+                self.run_worker(
+                    self.shutdown_and_exit(0, message), group="lifecycle", exit_on_error=False
+                )
 
-        self.push_screen(Confirm("Quit", body, yes="Quit"), decided)
+        self.push_screen(Confirm(title, body, yes=yes, danger=danger), decided)

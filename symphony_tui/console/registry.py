@@ -18,7 +18,9 @@ from typing import Literal
 from textual.binding import Binding
 
 Scope = Literal["app", "main", "worker", "approvals", "recovered"]
-Requires = Literal["issue", "running", "approval", "accept", "decline", "question", "rerun"]
+Requires = Literal[
+    "issue", "running", "approval", "accept", "decline", "cancel", "question", "rerun"
+]
 
 SCOPE_TITLES: dict[Scope, str] = {
     "app": "Everywhere",
@@ -98,6 +100,11 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
         requires="decline", show=False,
     ),
     ConsoleCommand(
+        "cancel_turn", "c", "cancel_turn", "Cancel turn",
+        "Deny the selected pending approval and end the agent's turn",
+        requires="cancel", show=False, confirm=True,
+    ),
+    ConsoleCommand(
         "grant", "g", "grant", "Grant part",
         "Grant part of the selected permissions request, for the turn or the session",
         requires="accept", show=False,
@@ -147,7 +154,7 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
     ),
     ConsoleCommand(
         "quit", "q", "quit", "Quit",
-        "Quit: stops the workers (asks first while they run)",
+        "Quit: stops the workers (asks first while they run); an attached console detaches",
         confirm=True,
     ),
     # -- main screen
@@ -173,8 +180,18 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
     ),
     ConsoleCommand(
         "filter", "slash", "filter_log", "Filter",
-        "Filter the event log (issue identifier and/or words)",
+        "Filter the event log: issue identifier, kind:NAME, words",
         scope="main", key_display="/",
+    ),
+    ConsoleCommand(
+        "follow_log", "f", "follow_log", "Follow",
+        "Event log: follow new lines on/off (off: new lines never move the view)",
+        scope="main", show=False,
+    ),
+    ConsoleCommand(
+        "pause_log", "space", "pause_log", "Pause log",
+        "Event log: pause/resume appending (a badge counts what came in)",
+        scope="main", show=False, key_display="space",
     ),
     ConsoleCommand(
         "open_worker", "enter", "open_worker", "Detail",
@@ -191,12 +208,40 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
         "Back to the main screen", scope="worker", palette=False,
     ),
     ConsoleCommand(
+        "worker_rerun", "r", "rerun_worker", "Rerun",
+        "Rerun this issue now (shown when it is not running)", scope="worker",
+    ),
+    ConsoleCommand(
+        "transcript_follow", "f", "follow_transcript", "Follow",
+        "Transcript: follow new lines on/off", scope="worker", show=False,
+    ),
+    ConsoleCommand(
         "approvals_back", "escape", "app.pop_screen", "Back",
         "Back to the main screen", scope="approvals", palette=False,
     ),
     ConsoleCommand(
         "recovered_back", "escape", "app.pop_screen", "Back",
         "Back to the main screen", scope="recovered", palette=False,
+    ),
+    ConsoleCommand(
+        "reattach", "r", "reattach_selected", "Re-attach",
+        "Rerun the issue resuming its recorded session (thread / conversation)",
+        scope="recovered",
+    ),
+    ConsoleCommand(
+        "recovered_rerun", "r", "rerun_selected", "Rerun",
+        "Rerun the issue (a new session: none recorded, or the backend cannot resume)",
+        scope="recovered",
+    ),
+    ConsoleCommand(
+        "remove_workspace", "x", "remove_workspace", "Remove",
+        "Remove the workspace folder (runs before_remove)",
+        scope="recovered", confirm=True,
+    ),
+    ConsoleCommand(
+        "copy_path", "y", "copy_path", "Copy path",
+        "Copy the workspace path to the clipboard (OSC 52, your terminal permitting)",
+        scope="recovered",
     ),
 )  # fmt: skip
 
@@ -221,5 +266,6 @@ def display_key(key: str) -> str:
         "escape": "esc",
         "enter": "enter",
         "tab": "tab",
+        "space": "space",
     }
     return ", ".join(names.get(k.strip(), k.strip()) for k in key.split(","))
