@@ -941,7 +941,8 @@ class Orchestrator:
             EventKind.WARNING,
             EventKind.TOOL_CALL,
         ):
-            if event.kind is EventKind.MESSAGE:
+            if event.kind in (EventKind.MESSAGE, EventKind.REASONING):
+                # a finished item: the next deltas (reasoning or answer) start afresh
                 run.delta_buffer = ""
             if event.message:
                 run.last_message = redact(event.message[-400:])
