@@ -15,9 +15,11 @@ import contextlib
 import os
 import secrets
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -99,6 +101,10 @@ class ManagedServer:
         self.base_url: str | None = None
         self.startup_s: float | None = None
         self._proc: subprocess.Popen[bytes] | None = None
+        # The server's terminal tool runs each shell in a tmux server of its own, which
+        # daemonizes out of our process group; a private TMUX_TMPDIR lets stop() find and
+        # end them (short path: tmux sockets have a length limit).
+        self._tmux_dir: Path | None = None
 
     @property
     def pid(self) -> int | None:
@@ -131,6 +137,10 @@ class ManagedServer:
         (self.state_dir / "workspace").mkdir(exist_ok=True)
         port = free_port()
         argv += ["--host", "127.0.0.1", "--port", str(port)]
+        self._tmux_dir = Path(tempfile.mkdtemp(prefix="symphony-oh-tmux-"))
+        env = server_env(self.state_dir, self.api_key, self.env)
+        env["TMUX_TMPDIR"] = str(self._tmux_dir)
+        env.pop("TMUX", None)
         t0 = time.monotonic()
         with open(self.log_path, "ab") as log:
             try:
@@ -139,7 +149,7 @@ class ManagedServer:
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,
-                    env=server_env(self.state_dir, self.api_key, self.env),
+                    env=env,
                     cwd=self.state_dir,
                     start_new_session=True,  # own process group: stop() ends every child
                 )
@@ -171,9 +181,11 @@ class ManagedServer:
             await probe.aclose()
 
     async def stop(self, grace_s: float = 5.0) -> None:
-        """SIGTERM the process group, then SIGKILL after ``grace_s``. Idempotent."""
+        """SIGTERM the process group, then SIGKILL after ``grace_s``; then end the tmux
+        servers the terminal tool started. Idempotent."""
         proc, self._proc = self._proc, None
         if proc is None:
+            await self._stop_tmux()
             return
         if proc.poll() is None:
             _signal_group(proc.pid, signal.SIGTERM)
@@ -184,6 +196,26 @@ class ManagedServer:
         _signal_group(proc.pid, signal.SIGKILL)
         if proc.poll() is None:
             await asyncio.to_thread(proc.wait)
+        await self._stop_tmux()
+
+    async def _stop_tmux(self) -> None:
+        folder, self._tmux_dir = self._tmux_dir, None
+        if folder is None:
+            return
+        sockets = [p for p in folder.glob("tmux-*/*") if p.is_socket()]
+        tmux = shutil.which("tmux")
+        for sock in sockets if tmux else []:
+            with contextlib.suppress(OSError, subprocess.SubprocessError):
+                await asyncio.to_thread(
+                    subprocess.run,
+                    [tmux, "-S", str(sock), "kill-server"],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    timeout=5,
+                    check=False,
+                )
+        await asyncio.to_thread(shutil.rmtree, folder, True)
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
