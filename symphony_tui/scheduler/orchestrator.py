@@ -347,7 +347,9 @@ class Orchestrator:
         self._recheck_workflow()
         settings = self.settings
         errors = validate_dispatch(settings)
-        self.config_error = "; ".join(errors) if errors else self.store.error
+        # Both matter to the operator: why dispatch is blocked now, and why the newest
+        # edit of WORKFLOW.md was not taken.
+        self.config_error = "; ".join(e for e in (*errors, self.store.error) if e) or None
         if errors:
             self._log("error", "dispatch validation failed", error=self.config_error)
             self._last_tick_eligible = 1  # not idle: an operator must fix the workflow
@@ -787,7 +789,17 @@ class Orchestrator:
         if issue is None or not self._is_eligible(issue, settings, for_retry=True):
             self._release(issue_id, "no longer eligible")
             return
-        if self.dispatch_paused or not self._slots_free(issue, settings):
+        if self.dispatch_paused:
+            # The operator paused dispatch: wait without using up a retry attempt.
+            self._schedule_retry(
+                issue,
+                retry.entry.attempt,
+                self.settings.polling.interval_ms,
+                error="dispatch paused by operator",
+                continuation=retry.entry.continuation,
+            )
+            return
+        if not self._slots_free(issue, settings):
             delay = policy.failure_backoff_ms(
                 retry.entry.attempt + 1, settings.agent.max_retry_backoff_ms
             )
@@ -1097,9 +1109,14 @@ class Orchestrator:
                 return ToolResult(
                     False, json.dumps({"error": "`state` must be a non-empty string"})
                 )
+            # Record the intent before the write: a reconcile that reads the new state while
+            # the write is still being answered must not take it for someone else's move.
+            previous_intent = run.agent_moved_state
+            run.agent_moved_state = state.strip()
             try:
                 moved = await self.tracker.move_issue(run.issue.id, state.strip())
             except TrackerError as exc:
+                run.agent_moved_state = previous_intent
                 return ToolResult(False, json.dumps({"error": str(exc)}))
             run.issue = moved
             run.agent_moved_state = moved.state
@@ -1124,7 +1141,7 @@ class Orchestrator:
         state = "ok" if hook.ok else ("timed out" if hook.timed_out else f"exit {hook.exit_code}")
         self._emit_system(
             EventKind.HOOK,
-            f"hook {hook.name}: {state} in {hook.duration_ms} ms",
+            f"{hook.name}: {state} in {hook.duration_ms} ms",
             issue=run.issue,
             hook=hook.name,
             ok=hook.ok,
@@ -1409,7 +1426,8 @@ class Orchestrator:
 
     def _on_workflow_reloaded(self) -> None:
         error = self.store.error
-        self.config_error = error
+        blocking = validate_dispatch(self.settings)
+        self.config_error = "; ".join(e for e in (*blocking, error) if e) or None
         if error:
             self._emit_system(
                 EventKind.CONFIG, f"WORKFLOW.md reload failed, keeping last good: {error}"

@@ -243,3 +243,20 @@ async def test_reattached_session_totals_are_a_baseline_not_new_usage(make_harne
     await h.start()
     await h.settle()
     assert h.orch.snapshot().totals.total_tokens == 250
+
+
+async def test_config_error_shows_blocking_validation_and_the_rejected_reload(make_harness):
+    h = make_harness([make_issue(1)], script=make_asking_script([]))
+    await h.start()
+    path = h.root / "WORKFLOW.md"
+    path.write_text(path.read_text().replace("kind: local", "kind: jira"))
+    await h.orch.tick()
+    assert "jira" in h.orch.snapshot().config_error
+    path.write_text(
+        path.read_text()
+        .replace("kind: jira", "kind: local")
+        .replace("interval_ms: 30000", "interval_ms: soon")
+    )
+    await h.orch.tick()
+    error = h.orch.snapshot().config_error
+    assert "jira" in error and "interval_ms" in error

@@ -396,3 +396,50 @@ async def test_agent_moving_its_own_issue_is_not_killed_by_reconciliation(make_h
     await h.until(lambda: not h.orch.running)
     assert h.orch.completed == ["ABC-1"]
     assert h.ws("ABC-1").is_dir()
+
+
+async def test_paused_dispatch_requeues_retries_without_using_up_attempts(make_harness):
+    from symphony_tui.domain.commands import PauseDispatch
+
+    async def fail(session, prompt, turn):
+        return TurnResult(TurnStatus.FAILED, error="boom")
+
+    h = make_harness([make_issue(1)], script=fail)
+    await h.start()
+    await h.settle()
+    assert h.orch.retrying["id-1"].entry.attempt == 1
+    await h.orch.send(PauseDispatch(paused=True))
+    await h.advance(10)
+    await h.settle()
+    retry = h.orch.retrying["id-1"]
+    assert (retry.entry.attempt, retry.entry.error) == (1, "dispatch paused by operator")
+    assert len(h.backend.sessions) == 1
+
+
+async def test_agent_move_in_flight_is_not_mistaken_for_an_outside_move(make_harness):
+    gate = asyncio.Event()
+
+    async def finish(session, prompt, turn):
+        await session.host.call_tool("symphony_set_issue_state", {"state": "Done"})
+        await gate.wait()
+        return TurnResult(TurnStatus.COMPLETED)
+
+    h = make_harness([make_issue(1)], script=finish)
+    slow_move = asyncio.Event()
+    real_move = h.tracker.move_issue
+
+    async def move_after_reconcile(issue_id, state):
+        h.tracker.set_state(issue_id, state)  # the tracker already shows it...
+        await slow_move.wait()  # ...while the write is still being answered
+        return await real_move(issue_id, state)
+
+    h.tracker.move_issue = move_after_reconcile
+    await h.start()
+    await h.settle()
+    await h.orch.tick()
+    await h.settle()
+    assert "id-1" in h.orch.running  # not cancelled by reconciliation
+    slow_move.set()
+    gate.set()
+    await h.until(lambda: not h.orch.running)
+    assert h.orch.completed == ["ABC-1"]
