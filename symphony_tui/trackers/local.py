@@ -40,9 +40,10 @@ from symphony_tui.config.errors import describe_yaml_error, flatten_validation_e
 from symphony_tui.config.settings import Settings
 from symphony_tui.domain import BlockerRef, Issue
 from symphony_tui.trackers.base import TrackerError
-from symphony_tui.workspaces.atomic import atomic_write_bytes
+from symphony_tui.workspaces.atomic import ConcurrentEditError, atomic_write_bytes
 
 CATEGORY = "local_tracker_file"
+EDIT_RETRIES = 20
 _REQUIRED = ("id", "identifier", "title", "state")
 # libyaml when available: the file is parsed several times per move and on every change.
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -257,14 +258,22 @@ class LocalTracker:
     def _move_locked(self, path: Path, issue_id: str, state: str) -> None:
         target = Path(os.path.realpath(path))  # write through a symlink, keep the link
         with _folder_lock(target.parent):
-            _, text = self._read(target)
-            issues = parse_issues(path, text)  # refuse to edit a file that is already bad
-            if not any(i.id == issue_id for i in issues):
-                raise _fail(f"{path}: no issue with id {issue_id!r}")
-            new_text = _rewrite_state(path, text, issue_id, state)
-            if new_text == text:
-                return
-            atomic_write_bytes(target, new_text.encode("utf-8"), os.stat(target).st_mode)
+            for _ in range(EDIT_RETRIES):
+                data, text = self._read(target)
+                issues = parse_issues(path, text)  # refuse to edit a file that is already bad
+                if not any(i.id == issue_id for i in issues):
+                    raise _fail(f"{path}: no issue with id {issue_id!r}")
+                new_text = _rewrite_state(path, text, issue_id, state)
+                if new_text == text:
+                    return
+                try:
+                    atomic_write_bytes(
+                        target, new_text.encode("utf-8"), os.stat(target).st_mode, expect=data
+                    )
+                    return
+                except ConcurrentEditError:
+                    continue  # someone edited the file meanwhile: apply the move to theirs
+            raise _fail(f"{path}: the file kept changing while moving {issue_id!r}; try again")
 
     async def aclose(self) -> None:
         self._cache = None

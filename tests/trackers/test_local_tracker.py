@@ -315,3 +315,33 @@ async def test_concurrent_moves_from_two_processes_lose_nothing(tmp_path: Path) 
 async def test_aclose_is_harmless(tracker) -> None:
     await tracker.aclose()
     assert len(await tracker.fetch_candidate_issues()) == 2
+
+
+def test_move_never_overwrites_an_edit_made_by_a_writer_without_the_lock(tmp_path, monkeypatch):
+    """A person appending to issues.yaml while the agent moves an issue loses nothing: the
+    replace checks the file is still what was read, and re-applies the move otherwise."""
+    import asyncio
+
+    from symphony_tui.trackers import local as local_module
+    from symphony_tui.workspaces import atomic
+
+    path = tmp_path / "issues.yaml"
+    path.write_text("issues:\n  - id: a\n    identifier: A-1\n    title: one\n    state: Todo\n")
+    tracker = local_module.LocalTracker(provider(tmp_path))
+    appended = "  - id: b\n    identifier: B-1\n    title: added by hand\n    state: Todo\n"
+    real_write = atomic.atomic_write_bytes
+    calls = {"n": 0}
+
+    def write_racing_a_person(target, data, mode=None, *, expect=None):
+        calls["n"] += 1
+        if calls["n"] == 1:  # the person saves between our read and our replace
+            with open(target, "a") as handle:
+                handle.write(appended)
+        return real_write(target, data, mode, expect=expect)
+
+    monkeypatch.setattr(local_module, "atomic_write_bytes", write_racing_a_person)
+    moved = asyncio.run(tracker.move_issue("a", "Done"))
+    assert moved.state == "Done"
+    text = path.read_text()
+    assert "added by hand" in text and "state: Done" in text
+    assert calls["n"] == 2
