@@ -78,7 +78,7 @@ def approval_detail(a: ApprovalRequest, now: datetime, tones: Tones) -> Text:
         field(f"? {label}", body)
     field("age", fmt.age(a.created_at, now))
     field("time left", fmt.until(a.deadline_at, now))
-    field("choices", ", ".join(d.value for d in a.available) or "-")
+    # what may be answered is shown as keys by the approvals screen (``available``)
     return text
 
 

@@ -120,3 +120,125 @@ async def test_snapshot_failure_is_a_notification_not_a_crash(port, make_app):
         port.snapshot_error = None
         await settle(pilot)
         assert app.is_running
+
+
+class FakeTerminal:
+    """A TerminalWatch double: a tty until ``drop()``."""
+
+    def __init__(self) -> None:
+        self.alive = True
+
+    def drop(self) -> None:
+        self.alive = False
+
+
+def fake_watch(term: FakeTerminal):
+    from symphony_tui.console.terminal_watch import TerminalWatch
+
+    return TerminalWatch(
+        (0, 1), isatty=lambda fd: term.alive, getppid=lambda: 4242, hung_up=lambda fd: False
+    )
+
+
+async def test_lost_terminal_takes_the_hangup_path(port, make_app, capsys):
+    shutdown = Recorder()
+    term = FakeTerminal()
+    app = make_app(port, shutdown=shutdown, terminal_watch=fake_watch(term))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.check_terminal()
+        await pilot.pause()
+        assert shutdown.calls == 0 and app.is_running
+        term.drop()
+        app.check_terminal()
+        await done(pilot)
+    assert shutdown.calls == 1
+    assert app.return_code == 0
+    assert "terminal lost (fd 0 is no longer a terminal): workers stopped" in (
+        capsys.readouterr().err
+    )
+
+
+async def test_terminal_watch_runs_on_a_timer(port, make_app):
+    term = FakeTerminal()
+    shutdown = Recorder()
+    app = make_app(port, shutdown=shutdown, terminal_watch=fake_watch(term))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        term.drop()
+        for _ in range(100):  # the 1 s check fires on its own
+            await pilot.pause(0.05)
+            if shutdown.calls:
+                break
+        await done(pilot)
+    assert shutdown.calls == 1
+
+
+async def test_attached_console_detaches_instead_of_stopping(port, make_app, capsys):
+    shutdown = Recorder()
+    app = make_app(port, shutdown=shutdown, detach_only=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("q")
+        assert isinstance(app.screen, Confirm)
+        body = str(app.screen.query_one("#dialog-body").render())
+        assert "Detach" in app.screen.query_one("#dialog").border_title
+        assert "keep running" in body and "stop" not in body.lower()
+        await pilot.press("y")
+        await done(pilot)
+    assert shutdown.calls == 1 and app.return_code == 0
+    assert "detached; the scheduler keeps running" in capsys.readouterr().err
+
+
+async def test_remote_port_makes_the_console_detach_only(port, make_app):
+    from symphony_tui.api.client import RemotePort
+
+    remote = RemotePort("http://127.0.0.1:9")
+    try:
+        assert make_app(remote).detach_only
+        assert not make_app(port).detach_only
+        assert not make_app(remote, detach_only=False).detach_only
+    finally:
+        await remote.close()
+
+
+def test_terminal_watch_on_a_real_pty():
+    import pty
+    import tty
+
+    from symphony_tui.console.terminal_watch import TerminalWatch
+
+    master, slave = pty.openpty()
+    try:
+        tty.setraw(slave)
+        watch = TerminalWatch((slave,))
+        assert watch.active and watch.lost() is None
+        os.write(master, b"k")  # pending input is not a hang-up
+        assert watch.lost() is None
+        os.close(master)  # the SSH client went away
+        assert watch.lost() is not None and "terminal lost" in watch.lost()
+    finally:
+        os.close(slave)
+
+
+def test_terminal_watch_ignores_what_was_never_a_terminal():
+    from symphony_tui.console.terminal_watch import TerminalWatch
+
+    r, w = os.pipe()
+    try:
+        watch = TerminalWatch((r, w))
+        assert not watch.active and watch.lost() is None
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def test_terminal_watch_notices_a_dead_parent():
+    from symphony_tui.console.terminal_watch import TerminalWatch
+
+    parents = iter([4242, 4242, 1])
+    watch = TerminalWatch(
+        (0,), isatty=lambda fd: True, getppid=lambda: next(parents), hung_up=lambda fd: False
+    )
+    assert watch.lost() is None
+    assert "parent process 4242 exited" in watch.lost()

@@ -52,7 +52,7 @@ async def test_reattach_when_a_thread_is_recorded_and_the_issue_is_known(port, m
         screen = await open_recovered(pilot, "DEMO-2")
         assert footer_keys(app)["r"] == ("Re-attach", True)
         detail = plain(screen.query_one("#recovered-detail").render())
-        assert "re-attach" in detail and "resumes thread thr-2" in detail
+        assert "re-attach    r: rerun resumes thread thr-2" in detail
         assert "hook before_run" in detail
         await pilot.press("r")
         await done(pilot)
@@ -77,7 +77,7 @@ async def test_unknown_issue_explains_why_no_rerun(port, make_app):
         screen = await open_recovered(pilot, "DEMO-9")
         assert footer_keys(app)["r"] == ("Rerun", False)
         detail = plain(screen.query_one("#recovered-detail").render())
-        assert "not among the tracker's active issues" in detail
+        assert "unavailable: DEMO-9 is not among the tracker's active issues" in detail
         assert "process_exited" in detail and "/ws/DEMO-9" in detail
         await pilot.press("r")
         await done(pilot)

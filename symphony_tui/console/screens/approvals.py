@@ -11,7 +11,12 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from symphony_tui.console import fmt
-from symphony_tui.console.approval_text import KIND_LABELS, approval_detail, asked
+from symphony_tui.console.approval_text import (
+    KIND_LABELS,
+    approval_detail,
+    asked,
+    permission_choices,
+)
 from symphony_tui.console.registry import BY_ID, bindings_for
 from symphony_tui.console.sanitize import inert
 from symphony_tui.console.selection import approvals_oldest_first
@@ -62,6 +67,8 @@ def approval_keys(a: ApprovalRequest) -> list[str]:
             ids.append("approve")
         if ApprovalDecision.ACCEPT_FOR_SESSION in offered:
             ids.append("approve_session")
+        if permission_choices(a):
+            ids.append("grant")
     if offered & {ApprovalDecision.DECLINE, ApprovalDecision.CANCEL}:
         ids += ["deny", "deny_message"]
     if ApprovalDecision.CANCEL in offered:

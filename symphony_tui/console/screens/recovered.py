@@ -31,15 +31,16 @@ from symphony_tui.domain import (
 if TYPE_CHECKING:
     from symphony_tui.console.app import SymphonyApp
 
+# narrow on purpose: all eight columns fit 80 terminal columns; the detail has the rest
 COLUMNS = (
-    ("issue", "Issue", 10),
+    ("issue", "Issue", 9),
     ("title", "Title", 16),
-    ("state", "State", 12),
-    ("backend", "Backend", 9),
-    ("status", "Last run", 11),
+    ("state", "State", 9),
+    ("backend", "Backend", 8),
+    ("status", "Last run", 10),
     ("attempt", "Try", 3),
-    ("ended", "Ended", 7),
-    ("tokens", "Tokens", 7),
+    ("ended", "Ended", 6),
+    ("tokens", "Tokens", 6),
 )
 
 
@@ -102,14 +103,14 @@ def recovered_rows(snapshot: Snapshot, now: datetime, tones: Tones) -> list[tupl
             (
                 w.key,
                 (
-                    inert(w.issue_identifier or w.key, tones.bold, limit=10),
+                    inert(w.issue_identifier or w.key, tones.bold, limit=9),
                     inert(w.issue_title or "-", limit=120),
-                    inert(w.issue_state or "-", limit=12),
-                    inert(w.backend or "-", limit=9),
+                    inert(w.issue_state or "-", limit=9),
+                    inert(w.backend or "-", limit=8),
                     inert(
                         ("✗ " if failed else "") + (w.status or "-"),
                         tones.error if failed else "",
-                        limit=11,
+                        limit=10,
                     ),
                     Text("-" if w.attempt is None else str(w.attempt), end=""),
                     Text(fmt.age(w.ended_at, now), end=""),
@@ -125,12 +126,14 @@ def recovered_detail(w: RecoveredWorkspace, tones: Tones, plan: RerunPlan | None
     would do."""
     text = Text(end="")
     tok = w.tokens
-    tokens = (
-        f"in {fmt.grouped(tok.input_tokens)} (cached {fmt.grouped(tok.cached_input_tokens)})"
-        f"  out {fmt.grouped(tok.output_tokens)}  total {fmt.grouped(tok.total_tokens)}"
-        if tok.total_tokens
-        else None
-    )
+    tokens = None
+    if tok.input_tokens or tok.output_tokens:
+        tokens = (
+            f"in {fmt.grouped(tok.input_tokens)} (cached {fmt.grouped(tok.cached_input_tokens)})"
+            f"  out {fmt.grouped(tok.output_tokens)}  total {fmt.grouped(tok.total_tokens)}"
+        )
+    elif tok.total_tokens:
+        tokens = f"total {fmt.grouped(tok.total_tokens)}"
     pairs = [
         ("path", w.path),
         ("issue id", w.issue_id),
@@ -152,10 +155,13 @@ def recovered_detail(w: RecoveredWorkspace, tones: Tones, plan: RerunPlan | None
         text.append(one_line(value, 200), style=tones.error if bad else "")
     if plan is not None:
         text.append("\n")
-        label = {"reattach": "↺ re-attach", "rerun": "▶ rerun"}.get(plan.mode, "· rerun")
-        text.append(f"{'r':<13}", style=tones.muted)
-        text.append(label, style=tones.bold if plan.allowed else tones.muted)
-        text.append(f": {plan.why}", style="" if plan.allowed else tones.muted)
+        name = "re-attach" if plan.mode == "reattach" else "rerun"
+        text.append(f"{name:<13}", style=tones.muted)
+        if plan.allowed:
+            text.append("r", style=tones.bold)
+            text.append(f": {plan.why}")
+        else:
+            text.append(f"unavailable: {plan.why}", style=tones.muted)
     return text
 
 

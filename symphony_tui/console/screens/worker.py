@@ -27,25 +27,39 @@ TRANSCRIPT_LINES = 5000
 BATCH = 2000
 
 
-def _hooks_line(text: Text, hooks: dict[str, str], tones: Tones) -> None:
-    text.append("\n")
+def _hooks(text: Text, hooks: dict[str, str], tones: Tones) -> None:
+    """``hooks ✓ after_create · ✗ before_run exit 3``: results only for failures."""
     text.append("hooks ", style=tones.muted)
     for i, (name, state) in enumerate(hooks.items()):
         if i:
             text.append(" · ", style=tones.muted)
         ok = state == "ok" or state.startswith("ok ")
-        text.append(f"{'✓' if ok else '✗'} {one_line(name, 20)} ", style="" if ok else tones.error)
-        text.append(one_line(state, 40), style=tones.muted if ok else tones.error)
+        text.append(f"{'✓' if ok else '✗'} {one_line(name, 20)}", style="" if ok else tones.error)
+        if not ok:
+            text.append(f" {one_line(state, 40)}", style=tones.error)
 
 
-def _plan_line(text: Text, steps: list[tuple[str, str]], tones: Tones) -> None:
+def _plan(text: Text, steps: list[tuple[str, str]], tones: Tones) -> None:
     done, current = plan_progress(steps)
-    text.append("\n")
     text.append("plan ", style=tones.muted)
-    text.append(f"{done}/{len(steps)} done")
+    text.append(f"{done}/{len(steps)}")
     if current:
-        text.append("  ▸ ", style=tones.bold)
-        text.append_text(inert(current, limit=80))
+        text.append(" ▸ ", style=tones.bold)
+        text.append_text(inert(current, limit=60))
+
+
+def _hooks_and_plan(
+    text: Text, hooks: dict[str, str], plan: list[tuple[str, str]] | None, tones: Tones
+) -> None:
+    if not hooks and not plan:
+        return
+    text.append("\n")
+    if hooks:
+        _hooks(text, hooks, tones)
+    if plan:
+        if hooks:
+            text.append("   ")
+        _plan(text, plan, tones)
 
 
 def worker_header(
@@ -104,8 +118,7 @@ def worker_header(
                 text.append("error ", style=tones.muted)
                 text.append(one_line(w.error, 160), style=tones.error)
             hooks = {**w.hooks, **hooks}
-        if hooks:
-            _hooks_line(text, hooks, tones)
+        _hooks_and_plan(text, hooks, None, tones)
         return text
     text.append_text(fmt.labelled(fmt.STATUS_LABELS[row.status], tones))
     text.append(
@@ -113,6 +126,12 @@ def worker_header(
         f"  age {fmt.age(row.started_at, now)}  state {one_line(row.state, 20)}"
         f"  backend {one_line(row.backend or '-', 12)}\n"
     )
+    # the most urgent line right under the status: a short terminal cuts the bottom
+    pending = [a for a in snapshot.approvals if a.issue_id == issue_id]
+    if pending:
+        text.append(f"⚑ {len(pending)} approval(s) pending: ", style=tones.warning + tones.bold)
+        text.append_text(inert(pending[0].summary or pending[0].command or "", limit=60))
+        text.append("  a approve · d deny · v all\n", style=tones.muted)
     pairs = [
         ("issue", row.issue_id),
         ("session", row.session_id),
@@ -136,16 +155,7 @@ def worker_header(
     )
     if tok.cost_usd is not None:
         text.append(f"  ${tok.cost_usd:.2f}")
-    if hooks:
-        _hooks_line(text, hooks, tones)
-    if plan:
-        _plan_line(text, plan, tones)
-    pending = [a for a in snapshot.approvals if a.issue_id == issue_id]
-    if pending:
-        text.append("\n")
-        text.append(f"⚑ {len(pending)} approval(s) pending: ", style=tones.warning + tones.bold)
-        text.append_text(inert(pending[0].summary or pending[0].command or "", limit=80))
-        text.append("  a approve · d deny · c cancel turn · v all", style=tones.muted)
+    _hooks_and_plan(text, hooks, plan, tones)
     return text
 
 

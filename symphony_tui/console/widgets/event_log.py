@@ -4,9 +4,10 @@ Bounded (``MAX_LINES``); the full history lives in the core's ring buffer and JS
 (STYLE.md practice 5). The log pulls ``events_since(last_seq)`` at the screen's refresh
 rate, so a flood of agent events costs one batch per tick, not one write per event.
 
-It is a line-API widget (after toolong): a write only stores the line's ``Text``; a line is
-rendered to a strip when it scrolls into view, and strips are kept in a bounded cache. A
-flood of 200 lines per tick therefore costs what fits on screen, not 200 renders.
+It is a line-API widget (after toolong): a write only stores the event; a line is
+formatted and rendered to a strip when it scrolls into view, and strips are kept in a
+bounded cache. A flood of 200 lines per tick therefore costs what fits on screen, not 200
+renders.
 
 Filter (``/``): space-separated tokens, all of which must hold.
 
@@ -117,7 +118,8 @@ class EventLog(ScrollView, can_focus=True):
     def __init__(self, *, max_lines: int = MAX_LINES, **kwargs) -> None:
         super().__init__(**kwargs)
         self.max_lines = max_lines
-        self._lines: deque[Text] = deque(maxlen=max_lines)
+        self._lines: deque[Text | AgentEvent] = deque(maxlen=max_lines)
+        self._tones = Tones()
         self._first = 0  # absolute number of ``_lines[0]``: strip cache keys survive drops
         self._strips: LRUCache[tuple[int, int], Strip] = LRUCache(_STRIP_CACHE)
         self.last_seq = 0
@@ -133,11 +135,14 @@ class EventLog(ScrollView, can_focus=True):
     def line_count(self) -> int:
         return len(self._lines)
 
+    def _text(self, line: Text | AgentEvent) -> Text:
+        return line if isinstance(line, Text) else fmt.event_line(line, self._tones)
+
     def plain_lines(self) -> list[str]:
         """The kept lines as plain text (tests, copy)."""
-        return [line.plain for line in self._lines]
+        return [self._text(line).plain for line in self._lines]
 
-    def write_lines(self, lines: Iterable[Text]) -> int:
+    def write_lines(self, lines: Iterable[Text | AgentEvent]) -> int:
         """Append ``lines``; with follow on (and the view at the end) scroll to the end,
         with follow off keep the view on the same lines."""
         lines = list(lines)[-self.max_lines :]
@@ -149,10 +154,12 @@ class EventLog(ScrollView, can_focus=True):
         self._first += overflow
         self.virtual_size = Size(self.size.width, len(self._lines))
         if self.follow and at_end:
-            self.scroll_end(animate=False, immediate=True, x_axis=False)
+            self.scroll_end(animate=False, immediate=True, x_axis=False, force=True)
         elif overflow and self.scroll_y > 0:
             # the lines under the view moved up by ``overflow``; follow them
-            self.scroll_to(y=max(self.scroll_y - overflow, 0), animate=False, immediate=True)
+            self.scroll_to(
+                y=max(self.scroll_y - overflow, 0), animate=False, immediate=True, force=True
+            )
         self.refresh()
         return len(lines)
 
@@ -160,7 +167,7 @@ class EventLog(ScrollView, can_focus=True):
         self._first += len(self._lines)
         self._lines.clear()
         self.virtual_size = Size(self.size.width, 0)
-        self.scroll_to(y=0, animate=False, immediate=True)
+        self.scroll_to(y=0, animate=False, immediate=True, force=True)
         self.refresh()
 
     def render_line(self, y: int) -> Strip:
@@ -172,7 +179,7 @@ class EventLog(ScrollView, can_focus=True):
         key = (self._first + index, width)
         strip = self._strips.get(key)
         if strip is None:
-            text = self._lines[index]
+            text = self._text(self._lines[index])
             segments = list(text.render(self.app.console, end=""))
             strip = Strip(segments).crop_extend(0, width, style).apply_style(style)
             self._strips[key] = strip
@@ -202,9 +209,11 @@ class EventLog(ScrollView, can_focus=True):
             return 0
         self.last_seq = max(self.last_seq, events[-1].seq)
         self._peek_seq = self.last_seq
-        wanted = [e for e in events if self.filter.accepts(e)]
-        # Only the tail can survive max_lines; skip formatting the rest of a flood.
-        return self.write_lines(fmt.event_line(e, tones) for e in wanted[-self.max_lines :])
+        if tones != self._tones:
+            self._tones = tones
+            self._strips.clear()
+        # events are formatted when they scroll into view (render_line), not here
+        return self.write_lines(e for e in events if self.filter.accepts(e))
 
     def set_filter(self, log_filter: LogFilter, port: SchedulerPort, tones: Tones) -> int:
         """Replace the filter and re-read what the core still holds under it (a paused
@@ -226,4 +235,4 @@ class EventLog(ScrollView, can_focus=True):
     def set_follow(self, follow: bool) -> None:
         self.follow = follow
         if follow:
-            self.scroll_end(animate=False, immediate=True, x_axis=False)
+            self.scroll_end(animate=False, immediate=True, x_axis=False, force=True)

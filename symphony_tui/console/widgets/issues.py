@@ -9,7 +9,7 @@ from rich.text import Text
 from symphony_tui.console import fmt
 from symphony_tui.console.sanitize import inert
 from symphony_tui.console.tones import Tones
-from symphony_tui.console.widgets.keyed_table import KeyedTable, Row
+from symphony_tui.console.widgets.keyed_table import KeyedTable, Row, RowCache
 from symphony_tui.domain import Snapshot
 
 COLUMNS = (
@@ -21,30 +21,38 @@ COLUMNS = (
 )
 
 
-def issue_rows(snapshot: Snapshot, tones: Tones) -> list[tuple[str, Row]]:
-    """(issue id, cells) in snapshot order (the scheduler's dispatch order)."""
+def issue_rows(
+    snapshot: Snapshot, tones: Tones, cache: RowCache | None = None
+) -> list[tuple[str, Row]]:
+    """(issue id, cells) in snapshot order (the scheduler's dispatch order). With a
+    ``cache``, cells whose value did not change are reused."""
     completed = frozenset(snapshot.completed)
+    cache = cache if cache is not None else RowCache()
+    makers = (
+        lambda v: inert(v, tones.bold, limit=10),
+        lambda v: inert(v, limit=120),
+        lambda v: inert(v, limit=13),
+        lambda v: fmt.labelled(fmt.CLAIM_LABELS[v], tones),
+        lambda v: Text(fmt.priority(v), end=""),
+    )
     rows: list[tuple[str, Row]] = []
     for issue in snapshot.issues:
-        key = fmt.claim_key(issue, completed)
-        rows.append(
-            (
-                issue.issue_id,
-                (
-                    inert(issue.identifier, tones.bold, limit=10),
-                    inert(issue.title, limit=120),
-                    inert(issue.state, limit=13),
-                    fmt.labelled(fmt.CLAIM_LABELS[key], tones),
-                    Text(fmt.priority(issue.priority), end=""),
-                ),
-            )
+        inputs = (
+            issue.identifier,
+            issue.title,
+            issue.state,
+            fmt.claim_key(issue, completed),
+            issue.priority,
         )
+        rows.append((issue.issue_id, cache.row(issue.issue_id, inputs, makers, tones)))
+    cache.retain(k for k, _ in rows)
     return rows
 
 
 class IssuesTable(KeyedTable):
     def __init__(self, **kwargs) -> None:
         super().__init__(COLUMNS, flex="title", **kwargs)
+        self._cache = RowCache()
 
     def show(self, snapshot: Snapshot, now: datetime, tones: Tones) -> bool:
-        return self.sync(issue_rows(snapshot, tones))
+        return self.sync(issue_rows(snapshot, tones, self._cache))

@@ -8,7 +8,8 @@ the same key.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from typing import Any
 
 from rich.text import Text
 from textual.widgets import DataTable
@@ -18,11 +19,55 @@ Row = tuple[Text, ...]
 
 def _same(a: Text, b: Text) -> bool:
     # Text.__eq__ ignores the base style; a tone change must still repaint.
-    return a.plain == b.plain and a.style == b.style and a.spans == b.spans
+    return a is b or (a.plain == b.plain and a.style == b.style and a.spans == b.spans)
 
 
 def _same_row(a: Row, b: Row) -> bool:
-    return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return a is b or (len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True)))
+
+
+class RowCache:
+    """Reuse the ``Text`` of every cell whose input did not change since the last build.
+
+    Building cells (cleaning agent text, styling) is most of a refresh's cost, and reused
+    cells compare by identity in :meth:`KeyedTable.sync`, so a steady table costs a tuple
+    comparison per row. ``epoch`` (e.g. the theme's tones) invalidates everything.
+    """
+
+    def __init__(self) -> None:
+        self._rows: dict[str, tuple[tuple, Row]] = {}
+        self._epoch: Hashable = None
+
+    def row(
+        self,
+        key: str,
+        inputs: tuple,
+        makers: Sequence[Callable[[Any], Text]],
+        epoch: Hashable = None,
+    ) -> Row:
+        """Cells for ``key``: ``makers[i](inputs[i])``, reusing unchanged ones."""
+        if epoch != self._epoch:
+            self._rows.clear()
+            self._epoch = epoch
+        old = self._rows.get(key)
+        if old is not None and old[0] == inputs:
+            return old[1]
+        if old is None:
+            cells = tuple(make(v) for make, v in zip(makers, inputs, strict=True))
+        else:
+            before, previous = old
+            cells = tuple(
+                previous[i] if before[i] == v else make(v)
+                for i, (make, v) in enumerate(zip(makers, inputs, strict=True))
+            )
+        self._rows[key] = (inputs, cells)
+        return cells
+
+    def retain(self, keys: Iterable[str]) -> None:
+        """Forget rows not in ``keys`` (bounded by what is shown)."""
+        keep = set(keys)
+        for key in [k for k in self._rows if k not in keep]:
+            del self._rows[key]
 
 
 class KeyedTable(DataTable):

@@ -82,12 +82,18 @@ def limits_text(limits: RateLimits | None, now: datetime, tones: Tones) -> Text:
     return text
 
 
-def per_worker_text(snapshot: Snapshot, tones: Tones) -> Text:
+PER_WORKER_ROWS = 12
+
+
+def per_worker_text(snapshot: Snapshot, tones: Tones, limit: int = PER_WORKER_ROWS) -> Text:
+    """Tokens per running issue, biggest first, at most ``limit`` lines plus a count."""
     text = Text(end="")
     if not snapshot.running:
         text.append("no active workers", style=tones.muted)
         return text
-    for i, r in enumerate(snapshot.running):
+    ranked = sorted(snapshot.running, key=lambda r: r.tokens.total_tokens, reverse=True)
+    shown = ranked[:limit]
+    for i, r in enumerate(shown):
         text.append(f"{one_line(r.issue_identifier, 10):<10}", style=tones.bold)
         text.append(
             f"{fmt.compact(r.tokens.total_tokens):>7} "
@@ -95,8 +101,10 @@ def per_worker_text(snapshot: Snapshot, tones: Tones) -> Text:
         )
         if r.tokens.cost_usd is not None:
             text.append(f" ${r.tokens.cost_usd:.2f}")
-        if i < len(snapshot.running) - 1:
+        if i < len(shown) - 1:
             text.append("\n")
+    if len(ranked) > limit:
+        text.append(f"\n… {len(ranked) - limit} more", style=tones.muted)
     return text
 
 

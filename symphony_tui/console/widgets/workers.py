@@ -9,7 +9,7 @@ from rich.text import Text
 from symphony_tui.console import fmt
 from symphony_tui.console.sanitize import inert, one_line
 from symphony_tui.console.tones import Tones
-from symphony_tui.console.widgets.keyed_table import KeyedTable, Row
+from symphony_tui.console.widgets.keyed_table import KeyedTable, Row, RowCache
 from symphony_tui.domain import RunningRow, Snapshot
 
 COLUMNS = (
@@ -37,35 +37,62 @@ def last_activity(row: RunningRow, tones: Tones, limit: int = 120) -> Text:
     return text
 
 
-def worker_rows(snapshot: Snapshot, now: datetime, tones: Tones) -> list[tuple[str, Row]]:
+def worker_rows(
+    snapshot: Snapshot, now: datetime, tones: Tones, cache: RowCache | None = None
+) -> list[tuple[str, Row]]:
+    """(issue id, cells) of the running rows. With a ``cache``, only cells whose value
+    changed are rebuilt (with many busy workers, usually just the last event)."""
+    cache = cache if cache is not None else RowCache()
+
+    def plain(v: str) -> Text:
+        return Text(v, end="")
+
+    makers = (
+        lambda n: Text(f"⚑{min(n, 9)}", style=tones.warning, end="") if n else Text("", end=""),
+        lambda v: inert(v, tones.bold, limit=10),
+        lambda v: fmt.labelled(fmt.STATUS_LABELS[v], tones),
+        plain,
+        plain,
+        plain,
+        plain,
+        lambda a: last_activity(a.row, tones),
+    )
     rows: list[tuple[str, Row]] = []
     for r in snapshot.running:
-        mark = (
-            Text(f"⚑{min(r.pending_approvals, 9)}", style=tones.warning, end="")
-            if r.pending_approvals
-            else Text("", end="")
+        inputs = (
+            r.pending_approvals,
+            r.issue_identifier,
+            r.status,
+            str(r.turn_count),
+            "-" if r.attempt is None else str(r.attempt),
+            fmt.age(r.started_at, now),
+            fmt.compact(r.tokens.total_tokens),
+            _Activity(r),
         )
-        rows.append(
-            (
-                r.issue_id,
-                (
-                    mark,
-                    inert(r.issue_identifier, tones.bold, limit=10),
-                    fmt.labelled(fmt.STATUS_LABELS[r.status], tones),
-                    Text(str(r.turn_count), end=""),
-                    Text("-" if r.attempt is None else str(r.attempt), end=""),
-                    Text(fmt.age(r.started_at, now), end=""),
-                    Text(fmt.compact(r.tokens.total_tokens), end=""),
-                    last_activity(r, tones),
-                ),
-            )
-        )
+        rows.append((r.issue_id, cache.row(r.issue_id, inputs, makers, tones)))
+    cache.retain(k for k, _ in rows)
     return rows
+
+
+class _Activity:
+    """The last-event cell's input: equal when the event name and message are."""
+
+    __slots__ = ("_key", "row")
+
+    def __init__(self, row: RunningRow) -> None:
+        self.row = row
+        self._key = (row.last_event, row.last_message)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Activity) and self._key == other._key
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 class WorkersTable(KeyedTable):
     def __init__(self, **kwargs) -> None:
         super().__init__(COLUMNS, flex="last", **kwargs)
+        self._cache = RowCache()
 
     def show(self, snapshot: Snapshot, now: datetime, tones: Tones) -> bool:
-        return self.sync(worker_rows(snapshot, now, tones))
+        return self.sync(worker_rows(snapshot, now, tones, self._cache))

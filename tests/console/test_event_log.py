@@ -1,0 +1,116 @@
+"""The event log pane: kind filters, follow on/off, pause with a badge, bounded resume."""
+
+from __future__ import annotations
+
+from symphony_tui.console.widgets.event_log import MAX_LINES, EventLog, LogFilter, kinds_named
+from symphony_tui.domain import EventKind
+from tests.console.helpers import SIZE, notifications, settle
+from tests.console.sample import NOW, sample_snapshot
+
+
+def test_kind_tokens_parse():
+    assert kinds_named("approval") == {
+        EventKind.APPROVAL_REQUESTED,
+        EventKind.APPROVAL_RESOLVED,
+    }
+    assert EventKind.COMMAND_COMPLETED in kinds_named("cmd")  # the log's short name
+    f = LogFilter.parse("kind:approval DEMO-1 suite", sample_snapshot())
+    assert f.issue_id == "demo-1" and f.words == ("suite",)
+    assert f.kinds == kinds_named("approval")
+    both = LogFilter.parse("k:error kind:hook", sample_snapshot())
+    assert EventKind.ERROR in both.kinds and EventKind.HOOK in both.kinds
+    bad = LogFilter.parse("kind:nonsense issue:NOPE-1", sample_snapshot())
+    assert len(bad.problems) == 2 and bad.kinds == frozenset()
+    # an identifier only a recovered workspace knows still narrows
+    assert LogFilter.parse("issue:demo-9", sample_snapshot()).issue_id == "demo-9"
+
+
+async def test_kind_filter_in_the_pane(port, make_app):
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"kind:approval", "enter")
+        await settle(pilot)
+        log = app.screen.query_one(EventLog)
+        assert [line.split()[2] for line in log.plain_lines()] == ["approval?"]
+        title = str(app.screen.query_one("#log-pane").border_title)
+        assert "filter: kind:approval" in title
+        await pilot.press("slash", *"kind:zzz", "enter")
+        await settle(pilot)
+        assert log.plain_lines() == []
+        assert any("no event kind matches 'zzz'" in m for m, _ in notifications(app))
+
+
+async def test_follow_off_keeps_the_view_still(port, make_app):
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for i in range(100):
+            port.add_event(EventKind.MESSAGE, f"line {i}", issue_id="demo-3", at=NOW)
+        await settle(pilot)
+        log = app.screen.query_one(EventLog)
+        assert log.scroll_y == log.max_scroll_y > 0  # following: at the end
+        await pilot.press("3", "f")
+        assert not log.follow
+        assert "follow off" in str(app.screen.query_one("#log-pane").border_title)
+        log.scroll_to(y=10, animate=False, immediate=True)
+        for i in range(30):
+            port.add_event(EventKind.MESSAGE, f"more {i}", issue_id="demo-3", at=NOW)
+        await settle(pilot)
+        assert log.scroll_y == 10
+        assert log.plain_lines()[-1].endswith("more 29")
+        await pilot.press("f")
+        await settle(pilot)
+        assert log.follow and log.scroll_y == log.max_scroll_y
+
+
+async def test_pause_counts_then_resume_appends(port, make_app):
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        log = app.screen.query_one(EventLog)
+        before = log.plain_lines()
+        await pilot.press("space")
+        assert log.paused
+        for i in range(5):
+            port.add_event(EventKind.MESSAGE, f"while paused {i}", issue_id="demo-3", at=NOW)
+        await settle(pilot)
+        assert log.plain_lines() == before  # nothing appended
+        assert log.missed == 5
+        pane = app.screen.query_one("#log-pane")
+        assert "paused, 5 new" in str(pane.border_subtitle)
+        await pilot.press("space")
+        await settle(pilot)
+        assert not log.paused and pane.border_subtitle == ""
+        assert log.plain_lines()[-5:] == [
+            line for line in log.plain_lines() if "while paused" in line
+        ]
+        assert len(log.plain_lines()) == len(before) + 5
+
+
+async def test_resume_after_a_flood_stays_bounded(port, make_app):
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("space")
+        for i in range(MAX_LINES + 500):
+            port.add_event(EventKind.MESSAGE, f"flood {i}", issue_id="demo-3", at=NOW)
+        await settle(pilot)
+        log = app.screen.query_one(EventLog)
+        assert log.missed == MAX_LINES + 500
+        await pilot.press("space")
+        await settle(pilot)
+        assert log.line_count == MAX_LINES
+        assert log.plain_lines()[-1].endswith(f"flood {MAX_LINES + 499}")
+
+
+async def test_only_visible_lines_are_rendered(port, make_app):
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for i in range(800):
+            port.add_event(EventKind.MESSAGE, f"row {i}", issue_id="demo-3", at=NOW)
+        await settle(pilot)
+        log = app.screen.query_one(EventLog)
+        # a strip per visible row (plus a few rows rendered earlier), not one per line
+        assert len(log._strips) <= 3 * log.size.height

@@ -1,0 +1,196 @@
+"""Worker detail (hooks, plan, diffs, its own keys) and the cancel-turn key."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from symphony_tui.console.screens.approvals import ApprovalsScreen, approval_keys
+from symphony_tui.console.screens.modals import Confirm
+from symphony_tui.console.screens.worker import WorkerScreen
+from symphony_tui.console.tones import Tones
+from symphony_tui.console.transcript import Transcript, diff_text
+from symphony_tui.console.widgets.issues import IssuesTable
+from symphony_tui.domain import (
+    AgentEvent,
+    ApprovalDecision,
+    ApprovalKind,
+    Deny,
+    EventKind,
+    Rerun,
+    Stop,
+)
+from tests.console.helpers import SIZE, done, settle
+from tests.console.sample import COMMAND_APPROVAL, NOW
+
+
+def plain(renderable) -> str:
+    return renderable.plain if isinstance(renderable, Text) else str(renderable)
+
+
+def transcript_text(screen) -> str:
+    log = screen.query_one("#transcript")
+    return "\n".join("".join(seg.text for seg in strip).rstrip() for strip in log.lines)
+
+
+async def open_worker(pilot, issue_id: str) -> WorkerScreen:
+    pilot.app.open_worker(issue_id)
+    await settle(pilot)
+    await settle(pilot)
+    assert isinstance(pilot.app.screen, WorkerScreen)
+    return pilot.app.screen
+
+
+async def test_worker_detail_shows_hooks_plan_and_diff(port, make_app):
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = await open_worker(pilot, "demo-1")
+        header = plain(screen.query_one("#worker-header").render())
+        assert "hooks ✓ after_create · ✓ before_run   plan 1/3 ▸ Draft README.md" in header
+        assert "⚑ 1 approval(s) pending: run the test suite" in header.splitlines()[2]
+        lines = transcript_text(screen)
+        assert "plan Write the README  1/3 done" in lines
+        assert "✓ Read the code" in lines and "▸ Draft README.md" in lines
+        assert "○ Run the tests" in lines
+        assert "± README.md  add" in lines
+        assert "+# Demo" in lines and "@@ -0,0 +1,3 @@" in lines
+        assert "\x1b" not in lines and "Run `make` red" in lines  # diff text is inert
+        assert "⚙ hook before_run: ok in 12 ms" in lines
+        # a failing hook updates the header live and shows its output tail
+        port.add_event(EventKind.HOOK, "hook after_run: exit 2 in 5 ms", issue_id="demo-1",
+                       identifier="DEMO-1", at=NOW, hook="after_run", ok=False, exit_code=2,
+                       output="lint failed\n")  # fmt: skip
+        await settle(pilot)
+        header = plain(screen.query_one("#worker-header").render())
+        assert "✗ after_run exit 2 in 5 ms" in header
+        assert "lint failed" in transcript_text(screen)
+
+
+def test_file_change_in_progress_shows_no_diff_and_long_diffs_are_cut():
+    t = Transcript(Tones())
+    started = AgentEvent(
+        kind=EventKind.FILE_CHANGE,
+        message="editing a.py",
+        data={"status": "inProgress", "changes": [{"path": "a.py", "diff": "+x"}]},
+    )
+    body = t.body(started).plain
+    assert "a.py" in body and "inProgress" in body and "+x" not in body
+    long = diff_text("\n".join(f"+line {i}" for i in range(100)), Tones(), limit=10)
+    assert long.plain.count("\n") == 10 and "90 more diff lines" in long.plain
+
+
+async def test_worker_keys_interrupt_stop_and_rerun(port, make_app):
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = await open_worker(pilot, "demo-1")
+        keys = {k: b.binding.description for k, b in screen.active_bindings.items()}
+        assert keys["i"] == "Interrupt" and keys["s"] == "Stop" and "r" not in keys
+        await pilot.press("s", "y")
+        await done(pilot)
+        assert port.sent == [Stop(issue_id="demo-1")]
+        # not running any more: rerun appears, interrupt/stop go dim
+        port.update(running=port.current.running[1:])
+        await settle(pilot)
+        bindings = screen.active_bindings
+        assert bindings["r"].binding.description == "Rerun" and bindings["r"].enabled
+        assert not bindings["i"].enabled
+        header = plain(screen.query_one("#worker-header").render())
+        assert "■ not running" in header
+        await pilot.press("r")
+        await done(pilot)
+        assert port.sent[-1] == Rerun(issue_id="demo-1")
+
+
+async def test_worker_detail_of_an_ended_run_shows_its_manifest(port, make_app):
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = await open_worker(pilot, "demo-9")
+        header = plain(screen.query_one("#worker-header").render())
+        assert "DEMO-9  Old crashed run" in header
+        assert "last run failed  attempt 2" in header and "thread thr-9" in header
+        assert "/ws/DEMO-9" in header and "process_exited" in header
+        assert "✗ before_run exit 3" in header
+        assert screen.check_action("rerun_worker", ()) is None  # unknown to the tracker
+
+
+async def test_transcript_follow_toggle(port, make_app):
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = await open_worker(pilot, "demo-1")
+        log = screen.query_one("#transcript")
+        await pilot.press("f")
+        assert not log.auto_scroll and "follow off" in str(log.border_title)
+        await pilot.press("f")
+        assert log.auto_scroll
+
+
+async def test_enter_on_an_issue_row_opens_its_detail(port, make_app):
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("1")
+        assert app.screen.query_one(IssuesTable).select_key("demo-5")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, WorkerScreen) and app.screen.issue_id == "demo-5"
+        await pilot.press("escape")
+        assert not isinstance(app.screen, WorkerScreen)
+
+
+def test_approval_keys_follow_what_is_offered():
+    assert approval_keys(COMMAND_APPROVAL) == [
+        "approve",
+        "approve_session",
+        "deny",
+        "deny_message",
+        "cancel_turn",
+    ]
+    narrow = COMMAND_APPROVAL.model_copy(
+        update={"available": (ApprovalDecision.ACCEPT, ApprovalDecision.DECLINE)}
+    )
+    assert approval_keys(narrow) == ["approve", "deny", "deny_message"]
+    perms = COMMAND_APPROVAL.model_copy(
+        update={"kind": ApprovalKind.PERMISSIONS, "permissions": {"network": {"enabled": True}}}
+    )
+    assert "grant" in approval_keys(perms)
+
+
+async def test_cancel_turn_asks_then_denies_with_cancel(port, make_app):
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("v")
+        await settle(pilot)
+        assert isinstance(app.screen, ApprovalsScreen)
+        app.screen.query_one("#approvals").select_key("demo-1:7")
+        await settle(pilot)
+        detail = plain(app.screen.query_one("#approval-detail").render())
+        assert "c cancel turn" in detail
+        await pilot.press("c")
+        assert isinstance(app.screen, Confirm)
+        await pilot.press("n")
+        await done(pilot)
+        assert port.sent == []
+        await pilot.press("c", "y")
+        await done(pilot)
+        assert port.sent == [Deny(approval_id="demo-1:7", cancel=True)]
+
+
+async def test_cancel_turn_unavailable_when_not_offered(port, make_app):
+    narrow = COMMAND_APPROVAL.model_copy(
+        update={"available": (ApprovalDecision.ACCEPT, ApprovalDecision.DECLINE)}
+    )
+    port.update(approvals=(narrow,))
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("v")
+        await settle(pilot)
+        assert app.check_action("cancel_turn", ()) is False
+        assert "cancel turn" not in plain(app.screen.query_one("#approval-detail").render())
+        await pilot.press("c")
+        await done(pilot)
+        assert not isinstance(app.screen, Confirm) and port.sent == []
