@@ -119,8 +119,8 @@ async def run_hook(
     """Run ``script`` with ``bash -lc`` in ``cwd``; ``env`` is added to the inherited
     environment (the manager passes ``SYMPHONY_ISSUE_ID``, ``SYMPHONY_ISSUE_IDENTIFIER``,
     ``SYMPHONY_WORKSPACE``). On timeout the process group gets SIGTERM, then SIGKILL after
-    :data:`KILL_GRACE_S`. Cancelling the caller kills the group too. Never raises for a
-    failing hook."""
+    :data:`KILL_GRACE_S`. Cancelling the caller ends the group the same way (SIGTERM, grace,
+    SIGKILL) and re-raises the cancellation. Never raises for a failing hook."""
     started = time.monotonic()
 
     def elapsed_ms() -> int:
@@ -168,8 +168,16 @@ async def run_hook(
             await protocol.exited
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(protocol.output_closed), DRAIN_GRACE_S)
+    except asyncio.CancelledError:
+        # The caller was cancelled (stop, shutdown): the same SIGTERM-then-SIGKILL as a
+        # timeout, so the hook's traps can clean up (a git index.lock, a half-done rehash).
+        _kill_group(pid, signal.SIGTERM)
+        with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+            await asyncio.wait_for(asyncio.shield(protocol.exited), KILL_GRACE_S)
+        _kill_group(pid, signal.SIGKILL)
+        raise
     finally:
-        if not protocol.exited.done():  # the caller was cancelled while the hook ran
+        if not protocol.exited.done():
             _kill_group(pid, signal.SIGKILL)
         transport.close()
 

@@ -121,3 +121,27 @@ async def test_registered_secrets_are_masked_in_hook_output(tmp_path: Path) -> N
     finally:
         default_redactor().clear()
     assert "hook-secret-value-991" not in result.output and "***" in result.output
+
+
+async def test_cancelling_the_caller_gives_the_hook_a_sigterm_first(tmp_path):
+    """Stop and shutdown cancel a running hook: its TERM trap still runs (then SIGKILL)."""
+    import asyncio
+
+    from symphony_tui.workspaces.hooks import run_hook
+
+    marker = tmp_path / "trap-ran"
+    ready = tmp_path / "trap-set"
+    script = f"trap 'echo cleaned > {marker}; exit 0' TERM; touch {ready}; sleep 30 & wait"
+    task = asyncio.ensure_future(
+        run_hook("after_create", script, tmp_path, 60_000, env={"HOME": str(tmp_path)})
+    )
+    for _ in range(1000):  # until the trap is installed (bounded: 10 s)
+        if ready.exists():
+            break
+        await asyncio.sleep(0.01)
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        pass
+    assert marker.read_text().strip() == "cleaned"
