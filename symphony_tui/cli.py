@@ -36,10 +36,28 @@ def _common(parser: argparse.ArgumentParser) -> None:
         help="(headless) exit 0 once nothing is running, retrying or eligible; print state JSON",
     )
     parser.add_argument(
-        "--port", type=int, default=None, help="serve the HTTP API on this port (beats server.port)"
+        "--port",
+        type=_port,
+        default=None,
+        help="serve the HTTP API on this port, 0 for any free one (beats server.port)",
     )
     parser.add_argument("--log-dir", type=Path, default=None, help="folder for symphony.log")
-    parser.add_argument("--log-level", default="INFO")
+    parser.add_argument(
+        "--log-level",
+        default="INFO",
+        type=str.upper,
+        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+    )
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{value} is not a port number (0-65535)")
+    return value
 
 
 def _main_parser() -> argparse.ArgumentParser:
@@ -75,6 +93,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from symphony_tui.config.workflow import resolve_workflow_path
 
     path = resolve_workflow_path(args.workflow)
+    if path.is_dir():
+        return _fail(f"missing_workflow_file: {path} is a folder; name the WORKFLOW.md in it")
     if not path.is_file():
         return _fail(f"missing_workflow_file: {path} does not exist")
     return _run(path, args, lock=not args.no_lock)
@@ -90,7 +110,10 @@ def _run(
     from symphony_tui.scheduler.project_lock import ProjectLockedError
     from symphony_tui.trackers.base import TrackerError
 
-    log_file = configure_logging(args.log_dir, args.log_level)
+    try:
+        log_file = configure_logging(args.log_dir, args.log_level)
+    except OSError as exc:
+        return _fail(f"cannot write logs to {args.log_dir or 'the log folder'}: {exc}")
     try:
         runtime = build_runtime(path, lock=lock)
     except StartupError as exc:
@@ -101,6 +124,7 @@ def _run(
         return _fail(f"startup failed: {exc}")
     api = _api_server(runtime, getattr(args, "port", None))
     if args.headless:
+        print(f"symphony-tui: running {path} headless; log: {log_file}", file=sys.stderr)
         try:
             return asyncio.run(_headless(runtime, args.exit_when_idle, api))
         except StartupError as exc:
@@ -242,8 +266,7 @@ def _demo(argv: list[str]) -> int:
         workflow = prepare_demo(approvals="auto" if args.headless else None)
     except (OSError, FileNotFoundError) as exc:
         return _fail(f"demo: {exc}")
-    if not args.headless:
-        print(f"demo workspace: {workflow.parent}", file=sys.stderr)
+    print(f"symphony-tui: demo copy in {workflow.parent}", file=sys.stderr)
     return _run(workflow, args, lock=False, title="symphony demo")
 
 

@@ -32,9 +32,21 @@ async def run_headless(
             loop.add_signal_handler(sig, stop.set)
         except (NotImplementedError, RuntimeError):
             pass
+    shown: dict[str, str | None] = {"config": None, "tracker": None}
+
+    def report_problems() -> None:
+        # No console to show them: the operator reads stderr (one line when they change).
+        snap = orch.snapshot()
+        for key, value in (("config", snap.config_error), ("tracker", snap.tracker_error)):
+            if value != shown[key]:
+                shown[key] = value
+                what = f"{key} error: {value}" if value else f"{key} error cleared"
+                print(f"symphony-tui: {what}", file=sys.stderr, flush=True)
+
     try:
         await orch.start()
         while not stop.is_set():
+            report_problems()
             if exit_when_idle:
                 if orch.idle:
                     break
