@@ -22,8 +22,14 @@ from .conftest import child_env, cli, issue, write_project
 STARTED = "scheduler starting"
 
 
+# What headless mode says about itself on start (where it runs and logs), not an error.
+INFO_PREFIXES = ("symphony-tui: running ", "symphony-tui: HTTP API on ", "symphony-tui: demo copy")
+
+
 def one_line(stderr: str) -> str:
-    lines = [line for line in stderr.splitlines() if line.strip()]
+    lines = [
+        line for line in stderr.splitlines() if line.strip() and not line.startswith(INFO_PREFIXES)
+    ]
     assert len(lines) == 1, f"expected one error line, got: {stderr!r}"
     assert "Traceback" not in stderr
     return lines[0]
