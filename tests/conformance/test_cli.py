@@ -196,8 +196,8 @@ def test_doctor_prints_each_check_and_passes_on_a_good_workflow(tmp_path):
     project = write_project(tmp_path / "project", [issue(1)])
     done = cli("doctor", cwd=project.folder)
     assert done.returncode == 0, done.stdout + done.stderr
-    names = ["workflow", "dispatch settings", "workspace root", "agent command", "project lock",
-             "tracker"]  # fmt: skip
+    names = ["workflow", "dispatch settings", "prompt", "workspace root", "agent command",
+             "project lock", "tracker"]  # fmt: skip
     for name in names:
         assert f"[ok  ] {name}:" in done.stdout
     assert f"all {len(names)} checks passed" in done.stdout
@@ -217,6 +217,15 @@ def test_doctor_exits_nonzero_and_names_each_failing_check(tmp_path):
     assert "[FAIL] dispatch settings: local_tracker_file" in done.stdout
     assert "[FAIL] agent command: 'no-such-agent-binary' not found" in done.stdout
     assert "checks failed" in done.stdout
+
+
+def test_doctor_fails_a_prompt_with_an_unknown_variable(tmp_path):
+    project = write_project(tmp_path / "project", [issue(1)])
+    text = project.workflow.read_text()
+    project.workflow.write_text(text + "\n{{ issue.titel }}\n")
+    done = cli("doctor", cwd=project.folder)
+    assert done.returncode == 1
+    assert "[FAIL] prompt: template_render_error: issue.titel is undefined" in done.stdout
 
 
 def test_symphony_tui_entry_point_is_installed_and_runs(tmp_path):
