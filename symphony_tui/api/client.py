@@ -74,7 +74,13 @@ class RemotePort:
         try:
             snap = await self._client.get("/api/v1/snapshot")
             snap.raise_for_status()
-            self._snapshot = Snapshot.model_validate_json(snap.content)
+            fresh = Snapshot.model_validate_json(snap.content)
+            if fresh.started_at != self._snapshot.started_at:
+                # Another scheduler process (a restart): its event numbers start again at 1.
+                self._ring.clear()
+                self._transcripts = {k: deque(maxlen=2_000) for k in self._transcripts}
+                self._last_seq = 0
+            self._snapshot = fresh
             events = await self._client.get(
                 "/api/v1/events", params={"since": self._last_seq, "limit": 2000}
             )

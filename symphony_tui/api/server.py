@@ -137,9 +137,14 @@ def create_app(port: SchedulerPort) -> web.Application:
         try:
             raw = await request.text()
             command = _COMMAND.validate_python(json.loads(raw))
-        except (ValueError, ValidationError) as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else "bad body"
-            return _error(400, "invalid_command", first)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc']) or 'body'}: {err['msg']}"
+                for err in exc.errors()[:3]
+            )
+            return _error(400, "invalid_command", problems)
+        except ValueError as exc:
+            return _error(400, "invalid_command", f"body is not JSON: {exc}")
         result = await port.send(command)
         return web.json_response({"ok": result.ok, "message": result.message})
 
@@ -152,7 +157,18 @@ def create_app(port: SchedulerPort) -> web.Application:
             return _error(404, "issue_not_found", f"unknown issue {identifier}")
         return web.json_response(payload)
 
-    app = web.Application()
+    @web.middleware
+    async def json_errors(request: web.Request, handler: Callable) -> web.StreamResponse:
+        # aiohttp's own 404/405 pages are plain text; every error here is the JSON envelope.
+        try:
+            return await handler(request)
+        except web.HTTPException as exc:
+            if exc.status < 400:
+                raise
+            code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status, "http_error")
+            return _error(exc.status, code, f"{request.method} {request.path}: {exc.reason}")
+
+    app = web.Application(middlewares=[json_errors])
     app.add_routes(routes)
     return app
 

@@ -135,3 +135,26 @@ def test_cli_port_beats_server_port(tmp_path):
         _api_server(build_runtime(plain, lock=False, events_path=tmp_path / "f.jsonl"), None)
         is None
     )
+
+
+async def test_unknown_routes_and_bad_commands_get_json_errors_that_say_what_is_wrong(served):
+    _h, _api, client = served
+    r = await client.get("/api/v2/nothing")
+    assert r.status_code == 404 and r.json()["error"]["code"] == "not_found"
+    bad = await client.post("/api/v1/commands", json={"type": "approve"})
+    assert bad.status_code == 400
+    assert "approval_id" in bad.json()["error"]["message"]
+
+
+async def test_remote_port_starts_over_when_the_scheduler_restarted(served):
+    h, api, _client = served
+    remote = RemotePort(api.url)
+    try:
+        await remote.refresh_once()
+        assert remote.events_since(0)
+        remote._last_seq = 10_000  # as if the old process had numbered that far
+        remote._snapshot = remote._snapshot.model_copy(update={"started_at": None})
+        await remote.refresh_once()
+        assert remote.events_since(0)[-1].seq == h.orch.events.last_seq
+    finally:
+        await remote.close()
