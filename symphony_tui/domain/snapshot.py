@@ -94,6 +94,8 @@ class Snapshot(BaseModel):
     last_poll_at: datetime | None = None
     next_poll_at: datetime | None = None
     max_concurrent_agents: int = 0
+    tracker_states: tuple[str, ...] = ()
+    """The configured active then terminal states (targets for a tracker move)."""
 
     def state_payload(self) -> dict:
         """The spec's ``GET /api/v1/state`` body (§13.7.2) plus ``completed``."""

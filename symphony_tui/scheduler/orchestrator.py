@@ -1156,7 +1156,12 @@ class Orchestrator:
 
     async def send(self, command: Command) -> CommandResult:
         """Apply an operator command (DESIGN.md "Operator commands")."""
-        self._emit_system(EventKind.OPERATOR, f"operator: {command.type}", command=command.type)
+        self._emit_system(
+            EventKind.OPERATOR,
+            f"operator: {command.type.replace('_', ' ')}",
+            issue=self._command_issue(command),
+            command=command.type,
+        )
         match command:
             case Refresh():
                 self.request_refresh()
@@ -1202,6 +1207,19 @@ class Orchestrator:
             case RemoveWorkspace(issue_identifier=identifier):
                 return await self._remove_workspace(identifier)
         return CommandResult(False, f"unknown command {command!r}")
+
+    def _command_issue(self, command: Command) -> Issue | None:
+        """The issue a command is about, for the event log (None for process-wide ones)."""
+        issue_id = getattr(command, "issue_id", None)
+        if issue_id is None and getattr(command, "approval_id", None) is not None:
+            issue_id = next(
+                (r.issue.id for r in self.running.values() if command.approval_id in r.pending),
+                None,
+            )
+        if issue_id is None:
+            return None
+        run = self.running.get(issue_id)
+        return run.issue if run is not None else self.known.get(issue_id)
 
     async def _interrupt(self, issue_id: str) -> CommandResult:
         run = self.running.get(issue_id)
@@ -1403,6 +1421,9 @@ class Orchestrator:
             last_poll_at=self.last_poll_at,
             next_poll_at=self.next_poll_at,
             max_concurrent_agents=settings.agent.max_concurrent_agents,
+            tracker_states=tuple(
+                dict.fromkeys((*settings.tracker.active_states, *settings.tracker.terminal_states))
+            ),
         )
 
     # ------------------------------------------------------------------ helpers

@@ -260,3 +260,15 @@ async def test_config_error_shows_blocking_validation_and_the_rejected_reload(ma
     await h.orch.tick()
     error = h.orch.snapshot().config_error
     assert "jira" in error and "interval_ms" in error
+
+
+async def test_operator_commands_are_logged_against_their_issue(make_harness):
+    h = make_harness([make_issue(1)], script=make_asking_script([]))
+    await h.start()
+    await h.settle()
+    aid = h.orch.snapshot().approvals[0].id
+    await h.orch.send(Approve(approval_id=aid))
+    ops = [e for e in h.orch.events_since(0) if e.kind is EventKind.OPERATOR]
+    assert ops[-1].issue_identifier == "ABC-1" and ops[-1].message == "operator: approve"
+    assert h.orch.snapshot().tracker_states[:2] == ("Todo", "In Progress")
+    assert "Done" in h.orch.snapshot().tracker_states
