@@ -137,6 +137,7 @@ class SymphonyApp(App[None]):
         for error in loaded.errors:
             self.notify(error, severity="warning", markup=False)
         self._install_sighup()
+        self._guard_sigcont()
         self._start_terminal_watch()
         if self._runner_fn is not None:
             self.run_worker(
@@ -168,6 +169,43 @@ class SymphonyApp(App[None]):
     def _on_sighup(self) -> None:
         self.terminal_lost("hangup")
 
+    def _guard_sigcont(self) -> None:
+        """Let SIGCONT resume the screen only after our own suspend (ctrl+z).
+
+        A hung-up terminal sends SIGHUP *and* SIGCONT. Textual's driver answers every
+        SIGCONT by restarting application mode inside the signal handler, which writes to
+        the output queue from within the main thread's own (possibly interrupted) write:
+        the process deadlocks and outlives its terminal. Textual is pinned; the private
+        ``_must_signal_resume`` flag is set by its SIGTSTP handler just before stopping.
+        """
+        driver = self._driver
+        if driver is None or not hasattr(driver, "_must_signal_resume"):
+            return
+        try:
+            textual_handler = signal.getsignal(signal.SIGCONT)
+        except (ValueError, AttributeError):
+            return
+        if not callable(textual_handler):
+            return
+
+        def on_sigcont(signum: int, frame: object) -> None:
+            if getattr(driver, "_must_signal_resume", False):
+                textual_handler(signum, frame)
+
+        try:
+            signal.signal(signal.SIGCONT, on_sigcont)
+        except ValueError:  # not the main thread
+            pass
+
+    def _mute_terminal(self) -> None:
+        """The terminal is gone: drop output instead of queueing it. Textual's writer
+        thread dies on the first EIO, and its bounded queue would then block the event
+        loop (and the shutdown of the workers) forever."""
+        writer = getattr(self._driver, "_writer_thread", None)
+        if writer is not None:
+            writer.write = lambda text: None
+            writer.stop = lambda: None
+
     def _start_terminal_watch(self) -> None:
         if self._terminal_watch is None and not self.is_headless:
             self._terminal_watch = TerminalWatch()
@@ -186,6 +224,7 @@ class SymphonyApp(App[None]):
         workers (or detach) and exit 0, never spin or leave workers behind silently."""
         if self._stopping:
             return
+        self._mute_terminal()
         done = "detached" if self.detach_only else "workers stopped"
         self.run_worker(
             self.shutdown_and_exit(0, f"{reason}: {done}"),

@@ -26,13 +26,14 @@ def help_table(key_for: Callable[[ConsoleCommand], str]) -> Table:
             seen_scope = cmd.scope
             if table.row_count:
                 table.add_row("", "")
-            table.add_row(Text(SCOPE_TITLES[cmd.scope], style="bold underline"), "")
+            # the title spans into the wide column so it is never cut to the key's width
+            table.add_row("", Text(SCOPE_TITLES[cmd.scope], style="bold underline"))
         line = Text(cmd.help)
         if cmd.confirm and cmd.id != "quit":
             line.append("  (asks first)", style="dim")
         table.add_row(key_for(cmd), line)
     table.add_row("", "")
-    table.add_row(Text("Anywhere", style="bold underline"), "")
+    table.add_row("", Text("Anywhere", style="bold underline"))
     table.add_row("ctrl+p", "Command palette (only the commands that apply now)")
     table.add_row(
         "", Text('Remap keys in keymap.toml: binding_id = "key" (ids below)', style="dim")
