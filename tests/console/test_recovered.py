@@ -43,6 +43,11 @@ def test_rerun_plan_modes():
     assert rerun_plan(by_key["DEMO-2"], other_backend).mode == "rerun"
     running = by_key["DEMO-2"].model_copy(update={"issue_id": "demo-1"})
     assert rerun_plan(running, s).mode == "running"
+    blocked = by_key["DEMO-5"].model_copy(update={"issue_id": "demo-4"})
+    assert rerun_plan(blocked, s).mode == "blocked"
+    finished = s.model_copy(update={"completed": ("demo-5",)})
+    done = rerun_plan(by_key["DEMO-5"], finished)
+    assert done.mode == "done" and not done.allowed and "move it" in done.why
 
 
 async def test_reattach_when_a_thread_is_recorded_and_the_issue_is_known(port, make_app):

@@ -49,8 +49,9 @@ class RerunPlan:
     """What ``r`` would do for a recovered workspace.
 
     ``mode``: ``reattach`` (rerun resuming the recorded thread / conversation),
-    ``rerun`` (a new session), ``running`` (already running: nothing to do) or
-    ``unknown`` (the scheduler does not know the issue: nothing to dispatch).
+    ``rerun`` (a new session), ``running`` (already running: nothing to do),
+    ``done`` / ``blocked`` (not eligible for dispatch) or ``unknown`` (the scheduler does
+    not know the issue: nothing to dispatch).
     ``why``: one line for the operator.
     """
 
@@ -72,13 +73,25 @@ def rerun_plan(w: RecoveredWorkspace, snapshot: Snapshot) -> RerunPlan:
         return RerunPlan("unknown", "no issue id recorded: nothing to rerun")
     if any(r.issue_id == w.issue_id for r in snapshot.running):
         return RerunPlan("running", f"{ident} is running now")
-    known = {i.issue_id for i in snapshot.issues} | {r.issue_id for r in snapshot.retrying}
-    if w.issue_id not in known:
+    retrying = any(r.issue_id == w.issue_id for r in snapshot.retrying)
+    row = next((i for i in snapshot.issues if i.issue_id == w.issue_id), None)
+    if row is None and not retrying:
         return RerunPlan(
             "unknown",
             f"{ident} is not among the tracker's active issues (done, moved or deleted): "
             "nothing to rerun",
         )
+    if row is not None and not retrying:
+        # the scheduler dispatches only eligible issues (spec §8.2); say so up front
+        claim = fmt.claim_key(row, frozenset(snapshot.completed))
+        if claim == "done":
+            return RerunPlan(
+                "done",
+                f"{ident} is done (state {one_line(row.state, 20)}): move it to an active "
+                "state (m) to work on it again",
+            )
+        if claim == "blocked":
+            return RerunPlan("blocked", f"{ident} is blocked by open issues: nothing to rerun")
     session = w.thread_id or w.conversation_id
     if not session:
         return RerunPlan("rerun", "no session recorded: a rerun starts a new one")

@@ -253,8 +253,14 @@ class WorkerScreen(Screen[None]):
             s = self._snapshot
             if s is None or any(r.issue_id == self.issue_id for r in s.running):
                 return False  # running: interrupt / stop apply instead
-            known = {i.issue_id for i in s.issues} | {r.issue_id for r in s.retrying}
-            return True if self.issue_id in known else None
+            if any(r.issue_id == self.issue_id for r in s.retrying):
+                return True  # a rerun clears the backoff
+            row = next((i for i in s.issues if i.issue_id == self.issue_id), None)
+            if row is None:
+                return None  # unknown to the tracker now: nothing to dispatch
+            # done or blocked issues are not eligible (spec §8.2): the key stays dim
+            claim = fmt.claim_key(row, frozenset(s.completed))
+            return None if claim in ("done", "blocked") else True
         return True
 
     def action_rerun_worker(self) -> None:
