@@ -146,7 +146,16 @@ def _run(
         await runtime.close()
 
     app = SymphonyApp(runtime.orchestrator, runner=runner, shutdown=shutdown, title=title)
-    code = app.run()
+    try:
+        code = app.run()
+    finally:
+        # The app awaits shutdown on every exit it controls. If Textual itself died first,
+        # its event loop (and the workers' tasks) are gone, but the agents' processes are
+        # not: end their process groups so nothing outlives us.
+        if not runtime.orchestrator.stopped:
+            runtime.orchestrator.kill_agents_now()
+            if runtime.lock is not None:
+                runtime.lock.release()
     rc = app.return_code if app.return_code is not None else (code if isinstance(code, int) else 0)
     if rc:
         print(f"symphony-tui: exited with an error; log: {log_file}", file=sys.stderr)

@@ -17,6 +17,8 @@ import contextlib
 import itertools
 import json
 import logging
+import os
+import signal
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -195,6 +197,11 @@ class Orchestrator:
         return self.store.current.settings
 
     @property
+    def stopped(self) -> bool:
+        """True once :meth:`shutdown` finished."""
+        return self._stopped.is_set()
+
+    @property
     def idle(self) -> bool:
         """Nothing running or retrying, and the newest finished tick came after the last
         change and found nothing to dispatch (``--exit-when-idle``)."""
@@ -275,6 +282,18 @@ class Orchestrator:
         self.events.close()
         self._dirty = True
         self._stopped.set()
+
+    def kill_agents_now(self) -> int:
+        """Last resort when the event loop is gone (the console crashed): SIGKILL the process
+        group of every live agent session. Returns how many groups were signalled."""
+        killed = 0
+        for run in list(self.running.values()):
+            pid = run.session.pid if run.session is not None else None
+            if pid:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(pid, signal.SIGKILL)
+                    killed += 1
+        return killed
 
     async def _startup_sweep(self) -> None:
         """Remove workspaces of issues already in terminal states (§8.6). Failures are

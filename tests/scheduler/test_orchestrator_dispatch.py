@@ -443,3 +443,21 @@ async def test_agent_move_in_flight_is_not_mistaken_for_an_outside_move(make_har
     gate.set()
     await h.until(lambda: not h.orch.running)
     assert h.orch.completed == ["ABC-1"]
+
+
+async def test_kill_agents_now_ends_agent_process_groups_without_the_event_loop(make_harness):
+    import signal
+    import subprocess
+    from types import SimpleNamespace
+
+    h = make_harness([make_issue(1)], script=hang)
+    await h.start()
+    await h.settle()
+    agent = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        h.orch.running["id-1"].session = SimpleNamespace(pid=agent.pid)
+        assert h.orch.kill_agents_now() == 1
+        assert agent.wait(timeout=5) == -signal.SIGKILL
+    finally:
+        if agent.poll() is None:
+            agent.kill()
