@@ -69,11 +69,13 @@ def _utc_now() -> datetime:
 
 class SymphonyApp(App[None]):
     """The console. ``runner`` is the scheduler's main coroutine (started on mount);
-    ``shutdown`` is awaited once before exit (quit, SIGHUP, scheduler failure).
+    ``shutdown`` is awaited once before exit (quit, SIGHUP/SIGTERM/SIGINT, scheduler
+    failure).
 
     ``clock`` supplies "now" for ages and countdowns (tests freeze it);
     ``cursor_blink=False`` makes text inputs deterministic for screenshots. Exit code:
-    0 on quit / hangup / lost terminal, 1 when the scheduler fails or ``shutdown`` raises.
+    0 on quit / hangup / SIGTERM / SIGINT / lost terminal, 1 when the scheduler fails or
+    ``shutdown`` raises.
 
     ``detach_only``: the scheduler runs elsewhere (``symphony-tui attach``), so quitting
     only detaches and never stops workers; defaults to the port's ``detach_only``
@@ -117,7 +119,7 @@ class SymphonyApp(App[None]):
         self._port_error: str | None = None
         self._stopping = False
         self._enabled_signature: tuple = ()
-        self._sighup_installed = False
+        self._signals_installed: list[signal.Signals] = []
         self.scheduler_stopped = False
         self.detach_only = (
             bool(getattr(port, "detach_only", False)) if detach_only is None else detach_only
@@ -136,7 +138,7 @@ class SymphonyApp(App[None]):
             self.set_keymap(loaded.keymap)
         for error in loaded.errors:
             self.notify(error, severity="warning", markup=False)
-        self._install_sighup()
+        self._install_signals()
         self._guard_sigcont()
         self._start_terminal_watch()
         if self._runner_fn is not None:
@@ -147,27 +149,47 @@ class SymphonyApp(App[None]):
         self.call_after_refresh(self.tick)
 
     def on_unmount(self) -> None:
-        if self._sighup_installed:
+        for sig in self._signals_installed:
             try:
-                self._event_loop().remove_signal_handler(signal.SIGHUP)
+                self._event_loop().remove_signal_handler(sig)
             except (NotImplementedError, RuntimeError, ValueError):
                 pass
+        self._signals_installed = []
 
     def _event_loop(self):
         import asyncio
 
         return asyncio.get_running_loop()
 
-    def _install_sighup(self) -> None:
-        # A dropped SSH session sends SIGHUP: stop workers and leave, never spin.
-        try:
-            self._event_loop().add_signal_handler(signal.SIGHUP, self._on_sighup)
-            self._sighup_installed = True
-        except (NotImplementedError, RuntimeError, ValueError, AttributeError):
-            self._sighup_installed = False
+    def _install_signals(self) -> None:
+        """SIGHUP (a dropped SSH session), SIGTERM (``kill``, a service manager) and
+        SIGINT (``kill -INT``; ctrl+c is a key in raw mode) all stop the workers and
+        leave with exit 0. SIGHUP means the terminal is gone; the other two leave it
+        working, so Textual restores it (main screen, mouse off, cursor shown)."""
+        handlers = {
+            signal.SIGHUP: self._on_sighup,
+            signal.SIGTERM: lambda: self._on_stop_signal("terminated"),
+            signal.SIGINT: lambda: self._on_stop_signal("interrupted"),
+        }
+        for sig, handler in handlers.items():
+            try:
+                self._event_loop().add_signal_handler(sig, handler)
+            except (NotImplementedError, RuntimeError, ValueError, AttributeError):
+                continue
+            self._signals_installed.append(sig)
 
     def _on_sighup(self) -> None:
         self.terminal_lost("hangup")
+
+    def _on_stop_signal(self, reason: str) -> None:
+        """SIGTERM / SIGINT: the quit path without asking. A second signal while the
+        workers stop forces the exit, as a second ``q`` does."""
+        done = "detached" if self.detach_only else "workers stopped"
+        self.run_worker(
+            self.shutdown_and_exit(0, f"{reason}: {done}"),
+            group="lifecycle",
+            exit_on_error=False,
+        )
 
     def _guard_sigcont(self) -> None:
         """Let SIGCONT resume the screen only after our own suspend (ctrl+z).

@@ -1,10 +1,12 @@
-"""Quit, shutdown, the scheduler runner and SIGHUP."""
+"""Quit, shutdown, the scheduler runner and the stop signals (SIGHUP, SIGTERM, SIGINT)."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import signal
+
+import pytest
 
 from symphony_tui.console.screens.modals import Confirm
 from tests.console.helpers import SIZE, done, notifications, settle
@@ -93,12 +95,13 @@ async def test_runner_runs_in_scheduler_group_and_its_end_is_reported(port, make
         assert app.is_running
 
 
-async def test_sighup_stops_workers_and_exits(port, make_app):
+@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGTERM, signal.SIGINT])
+async def test_stop_signals_stop_workers_and_exit_zero(port, make_app, sig):
     shutdown = Recorder()
     app = make_app(port, shutdown=shutdown)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        os.kill(os.getpid(), signal.SIGHUP)
+        os.kill(os.getpid(), sig)
         for _ in range(50):
             await pilot.pause()
             if shutdown.calls:

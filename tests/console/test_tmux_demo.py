@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -177,3 +178,32 @@ def test_killing_the_terminal_stops_the_console_and_its_workers(pane: Pane):
     for p in left:  # do not leave them to the next test run
         os.kill(p, 9)
     assert not left, f"processes outlived their terminal: {left}"
+
+
+def test_sigterm_restores_the_terminal_and_exits_zero(pane: Pane):
+    """``kill -TERM`` takes the quit path: workers stopped through ``shutdown``, the
+    terminal back on the main screen with mouse reporting off and the cursor shown."""
+    pane.wait(
+        "a running worker",
+        lambda s: "4 Tokens" in s and "● " in s and "0/3 running" not in s.splitlines()[0],
+    )
+    shell = int(pane.tmux("list-panes", "-t", "demo", "-F", "#{pane_pid}").split()[0])
+    console = [p for p in _descendants(shell) if b"symphony_tui.cli" in _cmdline(p)]
+    assert len(console) == 1, f"the console process was not found: {console}"
+    workers = _descendants(console[0])
+    os.kill(console[0], signal.SIGTERM)
+    screen = pane.wait("the console to exit", lambda s: "EXITED" in s)
+    assert "EXITED 0" in screen and "terminated: workers stopped" in screen
+    assert "Traceback" not in screen
+    modes = pane.tmux(
+        "display-message", "-p", "-t", "demo", "#{alternate_on} #{mouse_any_flag} #{cursor_flag}"
+    )
+    assert modes.split() == ["0", "0", "1"], f"alternate screen, mouse, cursor: {modes!r}"
+    assert not [p for p in workers if _alive(p)], "workers outlived the console"
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
