@@ -20,6 +20,7 @@ from rich.text import Text
 from textual import work
 from textual.app import App
 from textual.css.query import NoMatches
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
@@ -61,6 +62,9 @@ from symphony_tui.scheduler.port import CommandResult, SchedulerPort
 
 REFRESH_HZ = 4.0
 TERMINAL_CHECK_S = 1.0
+# Toasts cover the bottom-right of the screen (the approvals "Selected" panel, help text,
+# pane borders): routine confirmations go quickly, problems stay long enough to be read.
+NOTIFY_TIMEOUT_S = {"information": 2.5, "warning": 6.0, "error": 10.0}
 
 
 def _utc_now() -> datetime:
@@ -296,6 +300,20 @@ class SymphonyApp(App[None]):
             self.scheduler_stopped = True
             self.notify("the scheduler stopped", severity="warning", timeout=30)
 
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Textual's ``notify`` with the default timeout by severity (``NOTIFY_TIMEOUT_S``)."""
+        if timeout is None:
+            timeout = NOTIFY_TIMEOUT_S.get(severity, NOTIFY_TIMEOUT_S["warning"])
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
     # -- rendering ------------------------------------------------------------------
 
     @property
@@ -433,9 +451,10 @@ class SymphonyApp(App[None]):
         message = (
             one_line(result.message, 300) or f"{command.type}: {'ok' if result.ok else 'failed'}"
         )
+        # a confirmation is one line ("accept sent for DEMO-3"); a failure names its command
         self.notify(
             message,
-            title=command.type.replace("_", " "),
+            title="" if result.ok else command.type.replace("_", " "),
             severity="information" if result.ok else "error",
             markup=False,
         )

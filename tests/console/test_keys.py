@@ -319,3 +319,22 @@ async def test_palette_offers_only_applicable_commands(port, make_app):
         titles = [h.text for h in [hit async for hit in provider.discover()]]
         assert any(t.startswith("Answer (t)") for t in titles)
         assert not any(t.startswith("Approve (a)") for t in titles)
+
+
+async def test_confirmations_are_brief_and_failures_stay(port, make_app):
+    def reply(command):
+        if command.type == "refresh":
+            return CommandResult(False, "tracker down")
+        return CommandResult(True, "rerun queued for DEMO-2")
+
+    port.reply = reply
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_issue(pilot, "DEMO-2")
+        await pilot.press("r", "R")
+        await done(pilot)
+        shown = {n.message: n for n in app._notifications}
+        ok, failed = shown["rerun queued for DEMO-2"], shown["tracker down"]
+        assert ok.title == "" and ok.timeout <= 3  # one line, gone quickly
+        assert failed.title == "refresh" and failed.timeout >= 2 * ok.timeout
