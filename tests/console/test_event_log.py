@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from symphony_tui.console.widgets.event_log import MAX_LINES, EventLog, LogFilter, kinds_named
-from symphony_tui.domain import EventKind
+from symphony_tui.domain import AgentEvent, EventKind
 from tests.console.helpers import SIZE, notifications, settle
 from tests.console.sample import NOW, sample_snapshot
 
@@ -23,6 +23,38 @@ def test_kind_tokens_parse():
     assert len(bad.problems) == 2 and bad.kinds == frozenset()
     # an identifier only a recovered workspace knows still narrows
     assert LogFilter.parse("issue:demo-9", sample_snapshot()).issue_id == "demo-9"
+
+
+def test_fragments_and_token_updates_show_only_when_a_kind_asks():
+    """The core's live ring never holds them but an issue's transcript does: ``/DEMO-1``
+    must show the same kinds as the unfiltered log."""
+    snap = sample_snapshot()
+    delta = AgentEvent(kind=EventKind.MESSAGE_DELTA, message="Half of", issue_id="demo-1")
+    tokens = AgentEvent(kind=EventKind.TOKEN_USAGE, message="tokens", issue_id="demo-1")
+    message = AgentEvent(kind=EventKind.MESSAGE, message="Half of it", issue_id="demo-1")
+    for text in ("", "DEMO-1", "issue:demo-1 half"):
+        f = LogFilter.parse(text, snap)
+        assert not f.accepts(delta) and not f.accepts(tokens), text
+        assert f.accepts(message), text
+    assert LogFilter.parse("DEMO-1 kind:delta", snap).accepts(delta)
+    assert LogFilter.parse("kind:tokens", snap).accepts(tokens)
+
+
+async def test_issue_filter_hides_fragments_in_the_pane(port, make_app):
+    port.add_event(EventKind.MESSAGE_DELTA, "Half", issue_id="demo-1", identifier="DEMO-1")
+    port.add_event(EventKind.TOKEN_USAGE, "usage", issue_id="demo-1", identifier="DEMO-1")
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        log = app.screen.query_one(EventLog)
+        kinds = {line.split()[2] for line in log.plain_lines()}
+        await pilot.press("slash", *"DEMO-1", "enter")
+        await settle(pilot)
+        narrowed = {line.split()[2] for line in log.plain_lines()}
+        assert narrowed and not {"delta", "tokens"} & (kinds | narrowed)
+        await pilot.press("slash", *"DEMO-1 kind:delta", "enter")
+        await settle(pilot)
+        assert [line.split()[2] for line in log.plain_lines()] == ["delta"]
 
 
 async def test_kind_filter_in_the_pane(port, make_app):

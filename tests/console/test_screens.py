@@ -183,7 +183,7 @@ async def test_flood_is_bounded_and_coalesced(port, make_app):
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         for i in range(1500):
-            port.add_event(EventKind.MESSAGE_DELTA, f"chunk {i}", issue_id="demo-3", at=NOW)
+            port.add_event(EventKind.MESSAGE, f"chunk {i}", issue_id="demo-3", at=NOW)
         before = len(port.queries)
         await settle(pilot)
         log = app.screen.query_one(EventLog)

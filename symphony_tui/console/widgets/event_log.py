@@ -18,6 +18,11 @@ Filter (``/``): space-separated tokens, all of which must hold.
   ``events_since(..., issue_id=)``).
 - any other word: occurs in the issue, kind or message (case-insensitive).
 
+Streaming fragments (``delta``, command output) and accounting updates (``tokens``, rate
+limits) never reach the core's live ring, but an issue's transcript holds them; so that
+``/DEMO-6`` shows what the unfiltered log shows, they are hidden unless a ``kind:`` token
+asks for them (``DEMO-6 kind:delta``).
+
 Follow (``f``): when off, new lines never move the view. Pause (``space``): nothing is
 appended; a badge counts the matching events that came in; resuming appends them (as far
 as the core still holds them).
@@ -39,8 +44,11 @@ from symphony_tui.console import fmt
 from symphony_tui.console.sanitize import one_line
 from symphony_tui.console.tones import Tones
 from symphony_tui.domain import AgentEvent, EventKind, Snapshot
+from symphony_tui.scheduler.eventlog import FRAGMENT_KINDS, QUIET_KINDS
 from symphony_tui.scheduler.port import SchedulerPort
 
+# the kinds the core keeps out of the live ring (transcripts only): one rule for both views
+UNLISTED_KINDS = FRAGMENT_KINDS | QUIET_KINDS
 MAX_LINES = 1000
 BATCH = 2000
 _STRIP_CACHE = 512
@@ -107,7 +115,10 @@ class LogFilter:
     def accepts(self, event: AgentEvent) -> bool:
         if self.issue_id is not None and event.issue_id != self.issue_id:
             return False
-        if self.kinds is not None and event.kind not in self.kinds:
+        if self.kinds is None:
+            if event.kind in UNLISTED_KINDS:
+                return False
+        elif event.kind not in self.kinds:
             return False
         return fmt.event_matches(event, self.words)
 
