@@ -15,6 +15,7 @@ from textual.events import DescendantFocus
 from textual.screen import Screen
 from textual.widgets import DataTable, Input, Static
 
+from symphony_tui.console.layout import table_heights, tables_height
 from symphony_tui.console.registry import bindings_for
 from symphony_tui.console.sanitize import one_line
 from symphony_tui.console.selection import oldest_approval
@@ -100,6 +101,27 @@ class MainScreen(Screen[None]):
             workers.border_subtitle = f"⚑ {pending} pending · v approvals" if pending else ""
             self.pull(tones)
             self.query_one(TokenPane).show(snapshot, now, tones)
+            self._share_tables()
+
+    def _share_tables(self) -> None:
+        """Size the tables by their row counts (``layout``): both together take what they
+        need up to a share of the height, the workers table what it needs when that fits
+        in half of it; the issues table and the bottom panes take what is left."""
+        if self._snapshot is None:
+            return
+        tables, bottom = self.query_one("#tables"), self.query_one("#bottom")
+        available = tables.outer_size.height + bottom.outer_size.height
+        if available <= 0:
+            return  # not laid out yet: the next paint does it
+        issues, running = len(self._snapshot.issues), len(self._snapshot.running)
+        height = tables_height(available, issues, running)
+        _, workers = table_heights(height, issues, running)
+        for widget, cells in ((tables, height), (self.query_one(WorkersTable), workers)):
+            if widget.styles.height is None or widget.styles.height.cells != cells:
+                widget.styles.height = cells
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._share_tables)
 
     def pull(self, tones: Tones) -> None:
         """New events (also called alone when the snapshot did not change)."""

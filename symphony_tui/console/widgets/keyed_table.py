@@ -12,6 +12,7 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any
 
 from rich.text import Text
+from textual.binding import Binding
 from textual.widgets import DataTable
 
 Row = tuple[Text, ...]
@@ -73,7 +74,15 @@ class RowCache:
 class KeyedTable(DataTable):
     """``columns``: (key, label, width) triples; ``flex`` names the one column that takes
     the width left over (at least its given width), recomputed only on resize. Feed it
-    with :meth:`sync`."""
+    with :meth:`sync`.
+
+    ``home``/``end`` move the cursor to the first/last row (DataTable only scrolls
+    sideways there), so a row key acts on the row the operator sees."""
+
+    BINDINGS = [
+        Binding("home", "scroll_top", "First row", show=False, id="table_first"),
+        Binding("end", "scroll_bottom", "Last row", show=False, id="table_last"),
+    ]
 
     def __init__(
         self, columns: Sequence[tuple[str, str, int]], *, flex: str | None = None, **kwargs
