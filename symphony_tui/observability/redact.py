@@ -37,6 +37,15 @@ _SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
+# Every shape above starts with one of these; text without any (most agent output) skips the
+# shape substitutions: one search instead of five.
+# (Substring tests on the lowercased text: far cheaper than a case-insensitive regex.)
+_TRIGGERS = (
+    "lin_", "sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "bearer", "basic",
+    "token", "apikey", "api_key", "api-key", "secret", "passw", "authorization",
+)  # fmt: skip
+
+
 class Redactor:
     """Masks registered secrets and known token shapes. Thread-safe; registration is rare,
     redaction is hot, so the combined pattern is rebuilt on registration only."""
@@ -66,6 +75,9 @@ class Redactor:
         pattern = self._pattern
         if pattern is not None:
             text = pattern.sub(MASK, text)
+        lowered = text.lower()
+        if not any(t in lowered for t in _TRIGGERS):
+            return text
         for shape, replacement in _SHAPES:
             text = shape.sub(replacement, text)
         return text
