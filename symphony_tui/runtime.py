@@ -50,6 +50,18 @@ def create_tracker(store: WorkflowStore) -> Tracker:
     raise TrackerError("unsupported_tracker_kind", f"tracker.kind {kind!r} is not supported")
 
 
+def scheduler_secret_names(raw: dict) -> frozenset[str]:
+    """Environment variables that hold the scheduler's own credentials (the tracker key):
+    agents must not inherit them (an agent steered by a prompt injection could send them
+    anywhere). ``LINEAR_API_KEY`` always, plus the ``$VAR`` named by ``tracker.api_key``."""
+    names = {"LINEAR_API_KEY"}
+    tracker = raw.get("tracker") if isinstance(raw, dict) else None
+    key = tracker.get("api_key") if isinstance(tracker, dict) else None
+    if isinstance(key, str) and key.startswith("$") and len(key) > 1:
+        names.add(key[1:].strip("{}"))
+    return frozenset(names)
+
+
 def events_file(state_dir: Path | None = None) -> Path:
     base = state_dir or Path(platformdirs.user_state_dir("symphony-tui"))
     return base / "events.jsonl"
@@ -77,12 +89,16 @@ def build_runtime(
     try:
         tracker = create_tracker(store)
         workspaces = WorkspaceManager(lambda: store.current.settings)
-        child_env = dict(env) if env is not None else dict(os.environ)
+        secrets = scheduler_secret_names(workflow.raw)
+        base = dict(env) if env is not None else dict(os.environ)
+        child_env = {k: v for k, v in base.items() if k not in secrets}
         orchestrator = Orchestrator(
             store,
             tracker,
             workspaces,
-            lambda name: create_backend(name, lambda: store.current.settings, env=child_env),
+            lambda name: create_backend(
+                name, lambda: store.current.settings, env=child_env, unset=secrets
+            ),
             event_log=EventLog(jsonl_path=events_path or events_file()),
         )
     except BaseException:

@@ -3,7 +3,7 @@ running codex never imports the OpenHands or OpenCode transports."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from symphony_tui.agents.base import AgentBackend
 from symphony_tui.config.settings import Settings
@@ -16,13 +16,19 @@ class UnknownBackendError(ValueError):
 
 
 def create_backend(
-    name: str, settings: Callable[[], Settings], *, env: Mapping[str, str] | None = None
+    name: str,
+    settings: Callable[[], Settings],
+    *,
+    env: Mapping[str, str] | None = None,
+    unset: Iterable[str] = (),
 ) -> AgentBackend:
-    """Build the backend ``name``. Raises :class:`UnknownBackendError` for other names."""
+    """Build the backend ``name``. ``env`` is the agents' base environment; ``unset`` names
+    are removed from whatever environment the agent gets (the scheduler's secrets).
+    Raises :class:`UnknownBackendError` for other names."""
     if name == "codex":
         from symphony_tui.agents.codex import CodexBackend
 
-        return CodexBackend(settings, env=env)
+        return CodexBackend(settings, env=env, unset=unset)
     if name == "openhands":
         from symphony_tui.agents.openhands import OpenHandsBackend
 

@@ -8,7 +8,7 @@ reloaded workflow applies to the next dispatch (spec §6.2).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from symphony_tui.agents.base import SessionHost
@@ -31,15 +31,21 @@ class CodexBackend:
         *,
         env: Mapping[str, str] | None = None,
         sent: list[dict[str, Any]] | None = None,
+        unset: Iterable[str] = (),
     ) -> None:
         self._settings = settings
         self._env = dict(env or {})
+        self._unset = frozenset(unset)
         self._sent = sent
         self._sessions: set[CodexSession] = set()
 
     def child_env(self, settings: Settings) -> dict[str, str]:
-        """The environment a new app-server is launched with."""
-        return {**os.environ, **self._env, **settings.codex.env}
+        """The environment a new app-server is launched with; ``unset`` names (the
+        scheduler's own secrets, e.g. the tracker key) never reach the agent."""
+        env = {**os.environ, **self._env, **settings.codex.env}
+        for name in self._unset:
+            env.pop(name, None)
+        return env
 
     async def start_session(self, host: SessionHost) -> CodexSession:
         """Launch codex in ``host.workspace`` and start or resume its thread.
