@@ -58,7 +58,9 @@ class RemotePort:
     async def send(self, command: Command) -> CommandResult:
         try:
             response = await self._client.post(
-                "/api/v1/commands", content=command.model_dump_json()
+                "/api/v1/commands",
+                content=command.model_dump_json(),
+                headers={"Content-Type": "application/json"},
             )
             body = response.json()
         except (httpx.HTTPError, ValueError) as exc:

@@ -19,6 +19,7 @@ The server binds 127.0.0.1 unless told otherwise (``server.host``); ``--port`` b
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -30,6 +31,7 @@ from symphony_tui.domain.commands import Command, Refresh
 from symphony_tui.scheduler.port import SchedulerPort
 
 _COMMAND = TypeAdapter(Command)
+log = logging.getLogger(__name__)
 RECENT_EVENTS = 50
 
 
@@ -76,8 +78,27 @@ def _issue_payload(port: SchedulerPort, identifier: str) -> dict[str, Any] | Non
     }
 
 
-def create_app(port: SchedulerPort) -> web.Application:
-    """The aiohttp application; also usable with aiohttp's test client."""
+LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+
+
+def _host_name(host: str | None) -> str:
+    """``host[:port]`` -> host (IPv6 brackets kept off), lowercased."""
+    if not host:
+        return ""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[1 : host.find("]")] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def _origin_host(origin: str) -> str:
+    return origin.split("://", 1)[-1].split("/", 1)[0]
+
+
+def create_app(port: SchedulerPort, *, hosts: frozenset[str] = frozenset()) -> web.Application:
+    """The aiohttp application; also usable with aiohttp's test client. ``hosts`` are extra
+    names (besides loopback) that clients may use in ``Host`` / ``Origin``."""
+    allowed_hosts = LOOPBACK_NAMES | {h.lower() for h in hosts}
 
     routes = web.RouteTableDef()
 
@@ -158,6 +179,21 @@ def create_app(port: SchedulerPort) -> web.Application:
         return web.json_response(payload)
 
     @web.middleware
+    async def local_only(request: web.Request, handler: Callable) -> web.StreamResponse:
+        # A web page in the operator's browser can reach 127.0.0.1: refuse requests whose
+        # Host is not this machine's name for itself (DNS rebinding) and cross-site writes
+        # (an Origin from elsewhere; a body that is not JSON needs no CORS preflight).
+        if _host_name(request.host) not in allowed_hosts:
+            return _error(403, "forbidden_host", f"Host {request.host!r} is not allowed")
+        if request.method not in ("GET", "HEAD", "OPTIONS"):
+            origin = request.headers.get("Origin")
+            if origin is not None and _host_name(_origin_host(origin)) not in allowed_hosts:
+                return _error(403, "forbidden_origin", f"Origin {origin!r} is not allowed")
+            if request.can_read_body and request.content_type != "application/json":
+                return _error(415, "unsupported_media_type", "send the body as application/json")
+        return await handler(request)
+
+    @web.middleware
     async def json_errors(request: web.Request, handler: Callable) -> web.StreamResponse:
         # aiohttp's own 404/405 pages are plain text; every error here is the JSON envelope.
         try:
@@ -168,7 +204,7 @@ def create_app(port: SchedulerPort) -> web.Application:
             code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status, "http_error")
             return _error(exc.status, code, f"{request.method} {request.path}: {exc.reason}")
 
-    app = web.Application(middlewares=[json_errors])
+    app = web.Application(middlewares=[json_errors, local_only])
     app.add_routes(routes)
     return app
 
@@ -189,7 +225,14 @@ class ApiServer:
 
     async def start(self) -> None:
         """Bind and serve. Raises ``OSError`` when the address is taken."""
-        self._runner = web.AppRunner(create_app(self._port), access_log=None)
+        if self.host not in LOOPBACK_NAMES:
+            log.warning(
+                "HTTP API bound to %s: anyone who can reach it can approve agent commands",
+                self.host,
+            )
+        self._runner = web.AppRunner(
+            create_app(self._port, hosts=frozenset({self.host})), access_log=None
+        )
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self._bind_port)
         await site.start()

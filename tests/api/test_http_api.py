@@ -87,7 +87,9 @@ async def test_commands_endpoint_answers_an_approval(served):
     assert "ABC-1" in h.orch.completed
     bad = await client.post("/api/v1/commands", json={"type": "launch_missiles"})
     assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_command"
-    junk = await client.post("/api/v1/commands", content=b"{not json")
+    junk = await client.post(
+        "/api/v1/commands", content=b"{not json", headers={"Content-Type": "application/json"}
+    )
     assert junk.status_code == 400
 
 
@@ -158,3 +160,30 @@ async def test_remote_port_starts_over_when_the_scheduler_restarted(served):
         assert remote.events_since(0)[-1].seq == h.orch.events.last_seq
     finally:
         await remote.close()
+
+
+async def test_browser_pages_cannot_drive_the_api(served):
+    """Cross-site writes and DNS rebinding: a page in the operator's browser can reach
+    127.0.0.1, so Host must be loopback, a foreign Origin is refused, and a body must be
+    JSON (which a page cannot send cross-site without a preflight we never answer)."""
+    _h, _api, client = served
+    body = '{"type": "pause_dispatch", "paused": true}'
+    evil_origin = await client.post(
+        "/api/v1/commands",
+        content=body,
+        headers={"Origin": "http://evil.example", "Content-Type": "application/json"},
+    )
+    assert evil_origin.status_code == 403
+    rebound = await client.get("/api/v1/snapshot", headers={"Host": "attacker.example:8080"})
+    assert rebound.status_code == 403
+    plain = await client.post(
+        "/api/v1/commands", content=body, headers={"Content-Type": "text/plain"}
+    )
+    assert plain.status_code == 415
+    assert not _h.orch.dispatch_paused
+    ok = await client.post(
+        "/api/v1/commands",
+        content=body,
+        headers={"Origin": f"http://127.0.0.1:{_api.port}", "Content-Type": "application/json"},
+    )
+    assert ok.status_code == 200 and _h.orch.dispatch_paused
