@@ -22,6 +22,7 @@ import signal
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from symphony_tui.agents.base import (
@@ -237,6 +238,7 @@ class Orchestrator:
         self._log("info", "scheduler starting", workflow=str(self.store.current.path))
         await self._startup_sweep()
         self._refresh_recovered()
+        self._restore_holds()
         if self._watch_workflow:
             self._spawn(
                 self.store.watch(self._on_workflow_changed, ready=self.watch_ready),
@@ -424,10 +426,10 @@ class Orchestrator:
         for issue_id, stamp in list(self.held.items()):
             fresh = keep.get(issue_id)
             if fresh is None:
-                self.held.pop(issue_id, None)
+                self._release_hold(issue_id, self.known.get(issue_id))
             elif stamp is not None and fresh.updated_at is not None and fresh.updated_at != stamp:
                 # Someone changed the issue in the tracker: the operator's hold has served.
-                self.held.pop(issue_id, None)
+                self._release_hold(issue_id, fresh)
         for issue_id, issue in keep.items():
             if issue_id not in self.known or self.known[issue_id] != issue:
                 self._dirty = True
@@ -740,6 +742,11 @@ class Orchestrator:
                 # The operator ended it: hold the issue until they rerun it or the tracker
                 # shows a change, so it is not re-dispatched on the next tick.
                 self.held[issue.id] = issue.updated_at
+                if run.workspace is not None:
+                    # Survives a restart: a held issue must not be dispatched by the next
+                    # console just because this one's memory is gone.
+                    stamp = issue.updated_at.isoformat() if issue.updated_at else None
+                    update_manifest(run.workspace, "run", held=True, held_updated_at=stamp)
         self._refresh_recovered()
 
     # ------------------------------------------------------------------ retries
@@ -1283,10 +1290,33 @@ class Orchestrator:
             return CommandResult(True, f"{answer.decision.value} sent for {run.identifier}")
         return CommandResult(False, "no pending approval with that id")
 
+    def _release_hold(self, issue_id: str, issue: Issue | None) -> None:
+        self.held.pop(issue_id, None)
+        if issue is None:
+            return
+        with contextlib.suppress(WorkspaceError, OSError):
+            path = self.workspaces.path_for(issue.identifier)
+            if path.is_dir():
+                update_manifest(path, "run", held=False)
+
+    def _restore_holds(self) -> None:
+        """Re-hold issues an operator interrupted or stopped before a restart (manifests)."""
+        for workspace in self.recovered:
+            if not workspace.issue_id:
+                continue
+            run = read_manifest(Path(workspace.path)).get("run", {})
+            if not isinstance(run, dict) or not run.get("held"):
+                continue
+            stamp = run.get("held_updated_at")
+            try:
+                self.held[workspace.issue_id] = datetime.fromisoformat(stamp) if stamp else None
+            except (TypeError, ValueError):
+                self.held[workspace.issue_id] = None
+
     def _rerun(self, issue_id: str) -> CommandResult:
         if issue_id in self.running:
             return CommandResult(False, "already running")
-        self.held.pop(issue_id, None)
+        self._release_hold(issue_id, self.known.get(issue_id))
         retry = self.retrying.pop(issue_id, None)
         if retry is not None:
             retry.timer.cancel()

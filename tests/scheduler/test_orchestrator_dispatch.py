@@ -461,3 +461,27 @@ async def test_kill_agents_now_ends_agent_process_groups_without_the_event_loop(
     finally:
         if agent.poll() is None:
             agent.kill()
+
+
+async def test_an_operator_hold_survives_a_restart(make_harness):
+    h = make_harness([make_issue(1)], script=hang)
+    await h.start()
+    await h.settle()
+    await h.orch.send(Interrupt(issue_id="id-1"))
+    await h.settle()
+    assert "id-1" in h.orch.held
+    await h.orch.shutdown()
+    # A new scheduler on the same workflow and workspaces (a console restart).
+    again = make_harness([make_issue(1)], script=hang)
+    await again.start()
+    await again.settle()
+    assert not again.orch.running and "id-1" in again.orch.held
+    await again.orch.send(Rerun(issue_id="id-1"))
+    await again.settle()
+    assert "id-1" in again.orch.running
+    await again.orch.shutdown()
+    third = make_harness([make_issue(1)], script=hang)
+    await third.start()
+    await third.settle()
+    assert "id-1" in third.orch.running  # the rerun cleared the recorded hold
+    await third.orch.shutdown()
