@@ -21,7 +21,8 @@ _SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\b(sk-(?:[A-Za-z0-9]+-)?)[A-Za-z0-9_\-]{12,}"), r"\1" + MASK),
     (re.compile(r"\b(gh[pousr]_|github_pat_)[A-Za-z0-9_]{16,}"), r"\1" + MASK),
     (
-        re.compile(r"\b(Bearer|Basic|Token)(\s+)[A-Za-z0-9._~+/=\-]{4,}", re.IGNORECASE),
+        # A credential after an auth scheme: long enough not to be a word ("token count: 11").
+        re.compile(r"\b([Bb]earer|BEARER|Basic|Token)(\s+)[A-Za-z0-9._~+/=\-]{12,}"),
         r"\1\2" + MASK,
     ),
     (

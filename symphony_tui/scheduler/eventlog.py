@@ -90,11 +90,16 @@ class EventLog:
     def since(
         self, seq: int, *, limit: int = 2_000, issue_id: str | None = None
     ) -> list[AgentEvent]:
+        """The oldest ``limit`` events with ``seq`` above ``seq``, oldest first, so a reader
+        that pages with the last seq it saw misses nothing the buffer still holds."""
         source = self._transcripts.get(issue_id, ()) if issue_id is not None else self._ring
-        out = [e for e in reversed(source) if e.seq > seq]
-        out = out[:limit]
-        out.reverse()
-        return out
+        newer: list[AgentEvent] = []
+        for event in reversed(source):  # newest first: stop at the first one already seen
+            if event.seq <= seq:
+                break
+            newer.append(event)
+        newer.reverse()
+        return newer[:limit]
 
     def forget(self, keep_issue_ids: set[str]) -> None:
         for issue_id in list(self._transcripts):

@@ -272,3 +272,17 @@ async def test_operator_commands_are_logged_against_their_issue(make_harness):
     assert ops[-1].issue_identifier == "ABC-1" and ops[-1].message == "operator: approve"
     assert h.orch.snapshot().tracker_states[:2] == ("Todo", "In Progress")
     assert "Done" in h.orch.snapshot().tracker_states
+
+
+def test_events_since_pages_oldest_first_without_gaps():
+    from symphony_tui.domain import AgentEvent
+    from symphony_tui.scheduler.eventlog import EventLog
+
+    log = EventLog(ring_size=100)
+    for i in range(30):
+        log.append(AgentEvent(kind=EventKind.MESSAGE, message=f"m{i}"))
+    seen, cursor = [], 0
+    while page := log.since(cursor, limit=7):
+        seen.extend(e.message for e in page)
+        cursor = page[-1].seq
+    assert seen == [f"m{i}" for i in range(30)]
