@@ -1181,7 +1181,11 @@ class Orchestrator:
     # ------------------------------------------------------------------ commands
 
     async def send(self, command: Command) -> CommandResult:
-        """Apply an operator command (DESIGN.md "Operator commands")."""
+        """Apply an operator command (DESIGN.md "Operator commands"). ``issue_id`` fields
+        also accept an issue identifier (``ABC-12``), as the HTTP API's paths do."""
+        issue_ref = getattr(command, "issue_id", None)
+        if issue_ref is not None:
+            command = command.model_copy(update={"issue_id": self._resolve_issue_id(issue_ref)})
         self._emit_system(
             EventKind.OPERATOR,
             f"operator: {command.type.replace('_', ' ')}",
@@ -1233,6 +1237,17 @@ class Orchestrator:
             case RemoveWorkspace(issue_identifier=identifier):
                 return await self._remove_workspace(identifier)
         return CommandResult(False, f"unknown command {command!r}")
+
+    def _resolve_issue_id(self, ref: str) -> str:
+        if ref in self.running or ref in self.retrying or ref in self.known or ref in self.held:
+            return ref
+        for issue in (*(r.issue for r in self.running.values()), *self.known.values()):
+            if issue.identifier == ref:
+                return issue.id
+        for retry in self.retrying.values():
+            if retry.issue.identifier == ref:
+                return retry.issue.id
+        return ref
 
     def _command_issue(self, command: Command) -> Issue | None:
         """The issue a command is about, for the event log (None for process-wide ones)."""

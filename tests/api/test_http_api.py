@@ -187,3 +187,11 @@ async def test_browser_pages_cannot_drive_the_api(served):
         headers={"Origin": f"http://127.0.0.1:{_api.port}", "Content-Type": "application/json"},
     )
     assert ok.status_code == 200 and _h.orch.dispatch_paused
+
+
+async def test_commands_accept_an_issue_identifier(served):
+    h, _api, client = served
+    r = await client.post("/api/v1/commands", json={"type": "stop", "issue_id": "ABC-1"})
+    assert r.json()["ok"] is True, r.json()
+    await h.settle()
+    assert "id-1" not in h.orch.running
