@@ -400,20 +400,19 @@ class SymphonyApp(App[None]):
         if self._selection() is None:
             return False
         requires = cmd.requires
+        # Textual 8: False hides the key from the footer (None would show it dimmed, which
+        # reads as an offer); what does not apply to the selected row is hidden
         if requires in ("issue", "running", "rerun"):
             issue = self._selected_issue()
             if issue is None:
-                return None
+                return False
             running = issue in self._running_ids()
             if requires == "running":
-                # the recovered screen is about ended runs: hide what cannot apply there
-                if not running and isinstance(self.screen, RecoveredScreen):
-                    return False
-                return True if running else None
+                return running
             if requires == "rerun":
                 if isinstance(self.screen, (RecoveredScreen, WorkerScreen)):
                     return False  # these screens own "r" (re-attach / rerun, with reasons)
-                return True if not running else None
+                return not running
             return True
         # approval commands hide when nothing applies, keeping the footer short
         approval = self._selected_approval()

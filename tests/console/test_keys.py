@@ -77,13 +77,30 @@ async def test_stop_asks_first(port, make_app):
         assert port.sent == [Stop(issue_id="demo-1")]
 
 
+def footer_actions(app) -> set[str]:
+    """The actions the footer offers now (Textual drops the ones check_action hides)."""
+    return {a.binding.action for a in app.active_bindings.values() if a.binding.show}
+
+
+async def test_footer_offers_only_what_applies_to_the_selected_row(port, make_app):
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_worker(pilot, "DEMO-1")  # running, with a pending approval
+        assert {"interrupt", "stop", "approve", "deny"} <= footer_actions(app)
+        await select_issue(pilot, "DEMO-5")  # idle: nothing runs, nothing asks
+        offered = footer_actions(app)
+        assert not {"interrupt", "stop", "approve", "deny"} & offered
+        assert "filter_log" in offered and "quit" in offered
+
+
 async def test_interrupt_and_stop_disabled_without_running_worker(port, make_app):
     app = make_app(port)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await select_issue(pilot, "DEMO-2")  # retry-queued, not running
-        assert app.check_action("interrupt", ()) is None
-        assert app.check_action("stop", ()) is None
+        assert app.check_action("interrupt", ()) is False
+        assert app.check_action("stop", ()) is False
         await pilot.press("i", "s")
         await done(pilot)
         assert not isinstance(app.screen, Confirm)
@@ -208,7 +225,7 @@ async def test_rerun_disabled_for_running_issue(port, make_app):
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await select_worker(pilot, "DEMO-1")
-        assert app.check_action("rerun", ()) is None
+        assert app.check_action("rerun", ()) is False
         await pilot.press("r")
         await done(pilot)
         assert port.sent == []

@@ -172,11 +172,12 @@ class MainScreen(Screen[None]):
     # -- actions ----------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # False hides the key (Textual 8); None would show it dimmed, as if it applied
         if action == "open_worker":
-            return True if self.selected_issue_id() else None
+            return bool(self.selected_issue_id())
         if action == "clear_filter":
             logs = self.query(EventLog)
-            return (bool(logs) and bool(logs.first().filter.text)) or None
+            return bool(logs) and bool(logs.first().filter.text)
         return True
 
     def action_focus_pane(self, name: str) -> None:

@@ -262,11 +262,12 @@ class RecoveredScreen(Screen[None]):
         if action == "rerun_selected":
             if plan is not None and plan.mode == "reattach":
                 return False  # "Re-attach" takes the key
-            return True if plan is not None and plan.allowed else None
+            return plan is not None and plan.allowed
+        # False hides a key that does not apply to the selected workspace (Textual 8)
         if action == "remove_workspace":
-            return True if w is not None and not self._claimed(w) else None
+            return w is not None and not self._claimed(w)
         if action == "copy_path":
-            return True if w is not None else None
+            return w is not None
         return True
 
     def action_reattach_selected(self) -> None:

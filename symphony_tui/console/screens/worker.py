@@ -245,6 +245,15 @@ class WorkerScreen(Screen[None]):
                 log.write(block, scroll_end=None)
         if noted and header:
             self._show_header(tones)
+        if log.auto_scroll:
+            # the header above may grow with this batch and shrink the transcript after
+            # its writes scrolled: scroll again once the layout has settled
+            self.call_after_refresh(self._scroll_transcript_end)
+
+    def _scroll_transcript_end(self) -> None:
+        log = self.query_one("#transcript", RichLog)
+        if log.auto_scroll:
+            log.scroll_end(animate=False, immediate=True, x_axis=False)
 
     # -- keys ---------------------------------------------------------------------------
 
@@ -257,10 +266,10 @@ class WorkerScreen(Screen[None]):
                 return True  # a rerun clears the backoff
             row = next((i for i in s.issues if i.issue_id == self.issue_id), None)
             if row is None:
-                return None  # unknown to the tracker now: nothing to dispatch
-            # done or blocked issues are not eligible (spec §8.2): the key stays dim
+                return False  # unknown to the tracker now: nothing to dispatch
+            # done or blocked issues are not eligible (spec §8.2): the key is hidden
             claim = fmt.claim_key(row, frozenset(s.completed))
-            return None if claim in ("done", "blocked") else True
+            return claim not in ("done", "blocked")
         return True
 
     def action_rerun_worker(self) -> None:
