@@ -162,6 +162,10 @@ class Transcript:
         elif kind == EventKind.HOOK:
             ok = data.get("ok")
             head.append("⚙ ", style=t.muted if ok is not False else t.error)
+            # a hook result reads "<hook>: ok in N ms" (workspace notes carry no "hook")
+            name = data.get("hook")
+            if name and not event.message.startswith("hook "):
+                head.append("hook ", style=t.muted)
             head.append_text(inert(event.message, "" if ok is not False else t.error, limit=300))
             output = data.get("output")
             if ok is False and isinstance(output, str) and output.strip():
@@ -212,16 +216,14 @@ class Transcript:
 
 
 def _file_names(data: dict) -> list[str]:
+    """Each path once, in first-seen order (``files``/``paths`` and ``changes`` name the
+    same files)."""
     files = data.get("files") or data.get("paths") or []
     changes = data.get("changes") or []
     names = [str(f) for f in files if f] if isinstance(files, list) else []
     if isinstance(changes, list):
-        names += [
-            str(c.get("path"))
-            for c in changes
-            if isinstance(c, dict) and c.get("path") and str(c.get("path")) not in names
-        ]
-    return names
+        names += [str(c["path"]) for c in changes if isinstance(c, dict) and c.get("path")]
+    return list(dict.fromkeys(names))
 
 
 def describe_ids(values: dict[str, str | None]) -> Text:

@@ -245,10 +245,10 @@ def sample_port() -> FakePort:
     port = FakePort(sample_snapshot())
     port.add_event(EventKind.DISPATCH, "dispatched", issue_id="demo-1", identifier="DEMO-1",
                    at=ago(754))  # fmt: skip
-    port.add_event(EventKind.HOOK, "hook after_create: ok in 40 ms", issue_id="demo-1",
+    port.add_event(EventKind.HOOK, "after_create: ok in 40 ms", issue_id="demo-1",
                    identifier="DEMO-1", at=ago(753), hook="after_create", ok=True,
                    exit_code=0, output="")  # fmt: skip
-    port.add_event(EventKind.HOOK, "hook before_run: ok in 12 ms", issue_id="demo-1",
+    port.add_event(EventKind.HOOK, "before_run: ok in 12 ms", issue_id="demo-1",
                    identifier="DEMO-1", at=ago(752), hook="before_run", ok=True,
                    exit_code=0, output="")  # fmt: skip
     port.add_event(EventKind.SESSION_STARTED, "session thr-1", issue_id="demo-1",

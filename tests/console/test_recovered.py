@@ -57,8 +57,12 @@ async def test_reattach_when_a_thread_is_recorded_and_the_issue_is_known(port, m
         screen = await open_recovered(pilot, "DEMO-2")
         assert footer_keys(app)["r"] == ("Re-attach", True)
         detail = plain(screen.query_one("#recovered-detail").render())
-        assert "re-attach    r: rerun resumes thread thr-2" in detail
-        assert "hook before_run" in detail
+        # labels share one column, at least a space wider than "hook after_create"
+        column = detail.splitlines()[0].index("/ws/DEMO-2")
+        for line in detail.splitlines():
+            assert line[column - 1] == " " and line[column] != " ", line
+        assert "hook after_create ok" in " ".join(detail.split())
+        assert "r: rerun resumes thread thr-2" in detail
         await pilot.press("r")
         await done(pilot)
         assert port.sent == [Rerun(issue_id="demo-2")]

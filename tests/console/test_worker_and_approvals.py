@@ -57,13 +57,36 @@ async def test_worker_detail_shows_hooks_plan_and_diff(port, make_app):
         assert "\x1b" not in lines and "Run `make` red" in lines  # diff text is inert
         assert "⚙ hook before_run: ok in 12 ms" in lines
         # a failing hook updates the header live and shows its output tail
-        port.add_event(EventKind.HOOK, "hook after_run: exit 2 in 5 ms", issue_id="demo-1",
+        port.add_event(EventKind.HOOK, "after_run: exit 2 in 5 ms", issue_id="demo-1",
                        identifier="DEMO-1", at=NOW, hook="after_run", ok=False, exit_code=2,
                        output="lint failed\n")  # fmt: skip
         await settle(pilot)
         header = plain(screen.query_one("#worker-header").render())
         assert "✗ after_run exit 2 in 5 ms" in header
-        assert "lint failed" in transcript_text(screen)
+        lines = transcript_text(screen)
+        assert "lint failed" in lines
+        assert "⚙ hook after_run: exit 2 in 5 ms" in lines and "hook hook" not in lines
+
+
+def test_a_file_change_names_each_path_once():
+    t = Transcript(Tones())
+    path = "/ws/DEMO-5/NOTES-DEMO-5.md"
+    listed = AgentEvent(
+        kind=EventKind.FILE_CHANGE,
+        message=f"editing {path}",
+        data={"paths": [path, path], "changes": [{"path": path}, "oops"]},
+    )
+    assert t.body(listed).plain.count(path) == 1
+    names_only = AgentEvent(
+        kind=EventKind.FILE_CHANGE, message="edit", data={"files": [path, "b.md", path]}
+    )
+    assert t.body(names_only).plain == f"± {path}, b.md"
+
+
+def test_workspace_notes_are_not_called_hooks():
+    t = Transcript(Tones())
+    note = AgentEvent(kind=EventKind.HOOK, message="workspace created at /ws/DEMO-1")
+    assert t.body(note).plain == "⚙ workspace created at /ws/DEMO-1"
 
 
 def test_file_change_in_progress_shows_no_diff_and_long_diffs_are_cut():

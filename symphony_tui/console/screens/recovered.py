@@ -160,16 +160,19 @@ def recovered_detail(w: RecoveredWorkspace, tones: Tones, plan: RerunPlan | None
         ("error", w.error),
     ]
     pairs += [(f"hook {k}", v) for k, v in sorted(w.hooks.items())]
-    for i, (name, value) in enumerate(p for p in pairs if p[1]):
+    shown = [p for p in pairs if p[1]]
+    # labels in one column, at least one space wider than the longest ("hook after_create")
+    width = max([13, *(len(name) + 1 for name, _ in shown)])
+    for i, (name, value) in enumerate(shown):
         if i:
             text.append("\n")
-        text.append(f"{name:<13}", style=tones.muted)
+        text.append(f"{name:<{width}}", style=tones.muted)
         bad = name == "error" or (name.startswith("hook ") and value != "ok")
         text.append(one_line(value, 200), style=tones.error if bad else "")
     if plan is not None:
         text.append("\n")
         name = "re-attach" if plan.mode == "reattach" else "rerun"
-        text.append(f"{name:<13}", style=tones.muted)
+        text.append(f"{name:<{width}}", style=tones.muted)
         if plan.allowed:
             text.append("r", style=tones.bold)
             text.append(f": {plan.why}")
