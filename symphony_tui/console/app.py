@@ -600,20 +600,42 @@ class SymphonyApp(App[None]):
             self.send(Rerun(issue_id=issue))
 
     def action_move(self) -> None:
+        """Offer the workflow's states (``Snapshot.tracker_states``: active, then terminal)
+        as a list, with free text for any other state the tracker knows. A scheduler
+        that does not report them (an older one behind ``attach``) gets a text box that
+        suggests the states its issues are in."""
         issue = self._selected_issue()
-        if issue is None:
+        if issue is None or self._snapshot is None:
             return
-        states = sorted({i.state for i in self._snapshot.issues}) if self._snapshot else []
+        snapshot = self._snapshot
+        current = next((i.state for i in snapshot.issues if i.issue_id == issue), None)
         body = Text("Move ", end="")
         body.append_text(inert(self._ident(issue), "bold"))
+        if current:
+            body.append(" (now ")
+            body.append_text(inert(current, limit=40))
+            body.append(")")
         body.append(" to tracker state:")
-        if states:
-            body.append(f"\nknown: {one_line(', '.join(states), 200)}", style="dim")
 
         def entered(state: str | None) -> None:
-            if state:
+            if state and state != current:
                 self.send(MoveIssue(issue_id=issue, state=state))
+            elif state:
+                self.notify(f"{self._ident(issue)} is already in {one_line(state, 40)}")
 
+        if snapshot.tracker_states:
+            choices = [
+                (state, "current" if state == current else None)
+                for state in dict.fromkeys(snapshot.tracker_states)
+            ]
+            dialog = Choose(
+                "Move issue", body, choices, allow_text=True, text_placeholder="or type a state"
+            )
+            self.push_screen(dialog, entered)
+            return
+        states = sorted({i.state for i in snapshot.issues})
+        if states:
+            body.append(f"\nknown: {one_line(', '.join(states), 200)}", style="dim")
         self.push_screen(
             AskText("Move issue", body, placeholder="state", suggestions=states), entered
         )

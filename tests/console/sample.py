@@ -75,6 +75,7 @@ def sample_snapshot() -> Snapshot:
         workflow_path="/work/project/WORKFLOW.md",
         tracker_kind="local",
         backend="codex",
+        tracker_states=("Todo", "In Progress", "Done", "Cancelled"),
         issues=(
             IssueRow(
                 issue_id="demo-1",

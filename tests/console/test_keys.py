@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from textual.widgets import OptionList
+
 from symphony_tui.console.screens.help import HelpScreen
 from symphony_tui.console.screens.modals import AskText, Choose, Confirm
 from symphony_tui.console.widgets.issues import IssuesTable
@@ -231,7 +233,33 @@ async def test_rerun_disabled_for_running_issue(port, make_app):
         assert port.sent == []
 
 
-async def test_move_issue_asks_for_state(port, make_app):
+async def test_move_offers_the_configured_states(port, make_app):
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_issue(pilot, "DEMO-5")  # in Todo
+        await pilot.press("m")
+        assert isinstance(app.screen, Choose)
+        options = app.screen.query_one(OptionList)
+        labels = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+        assert labels == ["Todo  current", "In Progress", "Done", "Cancelled"]
+        await pilot.press("down", "down", "enter")
+        await done(pilot)
+        # any other state can be typed
+        await pilot.press("m", "tab", *"Review", "enter")
+        await done(pilot)
+        # the current state is not a move
+        await pilot.press("m", "enter")
+        await done(pilot)
+        assert port.sent == [
+            MoveIssue(issue_id="demo-5", state="Done"),
+            MoveIssue(issue_id="demo-5", state="Review"),
+        ]
+        assert ("DEMO-5 is already in Todo", "information") in notifications(app)
+
+
+async def test_move_without_configured_states_asks_for_text(port, make_app):
+    port.update(tracker_states=())  # a scheduler that does not report them
     app = make_app(port)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -251,7 +279,7 @@ async def test_move_cancelled_with_escape(port, make_app):
         await pilot.press("m", "escape")
         await done(pilot)
         assert port.sent == []
-        assert not isinstance(app.screen, AskText)
+        assert not isinstance(app.screen, (AskText, Choose))
 
 
 async def test_failed_result_and_raising_port_become_notifications(port, make_app):

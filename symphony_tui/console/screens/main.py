@@ -101,7 +101,8 @@ class MainScreen(Screen[None]):
             workers.border_subtitle = f"⚑ {pending} pending · v approvals" if pending else ""
             self.pull(tones)
             self.query_one(TokenPane).show(snapshot, now, tones)
-            self._share_tables()
+        # after the layout of this paint (the alert line may just have appeared)
+        self.call_after_refresh(self._share_tables)
 
     def _share_tables(self) -> None:
         """Size the tables by their row counts (``layout``): both together take what they

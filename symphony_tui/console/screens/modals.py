@@ -109,7 +109,8 @@ class AskText(ModalScreen[str | None]):
 
 
 class Choose(ModalScreen[str | None]):
-    """Pick one of ``choices`` (``enter``), or type free text when ``allow_text``."""
+    """Pick one of ``choices`` (``enter``), or type free text when ``allow_text``
+    (``tab`` reaches the text box, which shows ``text_placeholder``)."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="choose_cancel")]
 
@@ -120,12 +121,14 @@ class Choose(ModalScreen[str | None]):
         choices: list[tuple[str, str | None]],
         *,
         allow_text: bool = False,
+        text_placeholder: str = "or type an answer",
     ) -> None:
         super().__init__(classes="dialog")
         self._title = title
         self._body = body
         self._choices = choices
         self._allow_text = allow_text
+        self._text_placeholder = text_placeholder
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog") as box:
@@ -140,8 +143,9 @@ class Choose(ModalScreen[str | None]):
                 options.append(Option(prompt, id=str(i)))
             yield OptionList(*options, id="dialog-options")
             if self._allow_text:
-                yield Input(placeholder="or type an answer", id="dialog-input")
-            yield Label("enter: choose · esc: cancel", id="dialog-hint")
+                yield Input(placeholder=self._text_placeholder, id="dialog-input")
+            hint = "enter: choose · tab: type · esc: cancel" if self._allow_text else None
+            yield Label(hint or "enter: choose · esc: cancel", id="dialog-hint")
 
     def on_mount(self) -> None:
         if self._allow_text:
