@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from rich.text import Text
-from textual import work
+from textual import events, work
 from textual.app import App
 from textual.css.query import NoMatches
 from textual.notifications import SeverityLevel
@@ -39,6 +39,7 @@ from symphony_tui.console.screens.help import HelpScreen
 from symphony_tui.console.screens.main import MainScreen
 from symphony_tui.console.screens.modals import AskText, Choose, Confirm
 from symphony_tui.console.screens.recovered import RecoveredScreen
+from symphony_tui.console.screens.too_small import TooSmallScreen, too_small
 from symphony_tui.console.screens.worker import WorkerScreen
 from symphony_tui.console.selection import Selection
 from symphony_tui.console.terminal_watch import TerminalWatch
@@ -151,6 +152,28 @@ class SymphonyApp(App[None]):
             )
         self.set_interval(1.0 / self._refresh_hz, self.tick, name="refresh")
         self.call_after_refresh(self.tick)
+        self.call_after_refresh(self._fit_screen)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.call_after_refresh(self._fit_screen)
+
+    def _fit_screen(self) -> None:
+        """Swap :class:`TooSmallScreen` in while the terminal is below 80x24 and out
+        again once it is large enough (the screens under it are kept as they were)."""
+        if self._exit or not self.is_running:
+            return
+        width, height = self.size
+        shown = next((s for s in self.screen_stack if isinstance(s, TooSmallScreen)), None)
+        if too_small(width, height):
+            if shown is None:
+                self.push_screen(TooSmallScreen())
+                self.call_after_refresh(self._fit_screen)  # fill in the size once mounted
+            elif shown.is_mounted:
+                shown.show_size(width, height)
+        elif shown is not None and shown is self.screen:
+            # a dialog opened on top of it (q asks first) is left to close by itself
+            self.pop_screen()
+            self.call_after_refresh(self.tick)
 
     def on_unmount(self) -> None:
         for sig in self._signals_installed:
@@ -332,6 +355,7 @@ class SymphonyApp(App[None]):
         dialogs, the screens under them. Unchanged input skips the repaint."""
         if self._exit or not self.is_running:
             return
+        self._fit_screen()
         try:
             snapshot = self.port.snapshot()
         except Exception as exc:

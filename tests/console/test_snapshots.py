@@ -87,3 +87,10 @@ async def test_log_filter_applied(port, make_app, svg_snapshot, size):
 
     app = make_app(port)
     assert await shoot(app, size, before=filter_demo1) == svg_snapshot
+
+
+async def test_terminal_too_small(port, make_app, svg_snapshot):
+    async def settle_again(pilot):
+        await settle(pilot)  # the message screen is pushed after the first layout
+
+    assert await shoot(make_app(port), (40, 12), before=settle_again) == svg_snapshot
