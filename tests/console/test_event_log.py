@@ -146,3 +146,27 @@ async def test_only_visible_lines_are_rendered(port, make_app):
         log = app.screen.query_one(EventLog)
         # a strip per visible row (plus a few rows rendered earlier), not one per line
         assert len(log._strips) <= 3 * log.size.height
+
+
+async def test_follow_survives_a_change_of_the_pane_height(port, make_app):
+    """Growing or shrinking the terminal (or an alert line taking a row) moves the end away
+    without the operator scrolling: following must go on (second fresh-user pass)."""
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for i in range(100):
+            port.add_event(EventKind.MESSAGE, f"line {i}", issue_id="demo-3", at=NOW)
+        await settle(pilot)
+        log = app.screen.query_one(EventLog)
+        assert log.scroll_y == log.max_scroll_y > 0
+        await pilot.resize_terminal(SIZE[0], SIZE[1] - 6)
+        await settle(pilot)
+        for i in range(10):
+            port.add_event(EventKind.MESSAGE, f"after resize {i}", issue_id="demo-3", at=NOW)
+        await settle(pilot)
+        assert log.scroll_y == log.max_scroll_y
+        await pilot.resize_terminal(SIZE[0], SIZE[1] + 4)
+        await settle(pilot)
+        port.add_event(EventKind.MESSAGE, "after growing", issue_id="demo-3", at=NOW)
+        await settle(pilot)
+        assert log.scroll_y == log.max_scroll_y

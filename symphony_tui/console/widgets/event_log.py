@@ -136,6 +136,9 @@ class EventLog(ScrollView, can_focus=True):
         self.last_seq = 0
         self.filter = LogFilter()
         self.follow = True
+        # The view is at the end and should stay there: a resize (or an alert line taking a
+        # row) moves the end away without the operator scrolling, which must not stop follow.
+        self._pinned = True
         self.paused = False
         self.missed = 0  # matching events seen while paused
         self._peek_seq = 0
@@ -159,7 +162,7 @@ class EventLog(ScrollView, can_focus=True):
         lines = list(lines)[-self.max_lines :]
         if not lines:
             return 0
-        at_end = self.is_vertical_scroll_end or self.scroll_y >= self.max_scroll_y
+        at_end = self._pinned or self.is_vertical_scroll_end or self.scroll_y >= self.max_scroll_y
         overflow = max(len(self._lines) + len(lines) - self.max_lines, 0)
         self._lines.extend(lines)
         self._first += overflow
@@ -199,6 +202,15 @@ class EventLog(ScrollView, can_focus=True):
     def on_resize(self) -> None:
         self.virtual_size = Size(self.size.width, len(self._lines))
         self._strips.clear()
+        if self.follow and self._pinned:
+            self.call_after_refresh(
+                self.scroll_end, animate=False, immediate=True, x_axis=False, force=True
+            )
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        # Scrolling up (the operator reading back) unpins; reaching the end pins again.
+        self._pinned = new_value >= self.max_scroll_y
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
