@@ -489,6 +489,21 @@ class _Handler(BaseHTTPRequestHandler):
             self.owner._undelivered(usage)
             raise
 
+    def _admit(self, path: str, api: str, body: dict[str, Any], d: Decision) -> int | None:
+        """Record the request; answer an injected failure (returns None) or return the
+        request number. A ``GODOWN`` decision stops listening before the answer is out, so
+        a client that asks again at once already meets a closed port."""
+        n, fail = self.owner._record(
+            {"path": path, "api": api, "body": body, "decision": d.summary()}
+        )
+        if fail:
+            self._fail(fail)
+            return None
+        self.down_after = d.down
+        if d.down:
+            self.owner._stop_listening()
+        return n
+
     def _fail(self, status: int) -> None:
         self._json({"error": {"message": f"fake failure {status}", "type": "server_error"}}, status)
 
@@ -516,16 +531,9 @@ class _Handler(BaseHTTPRequestHandler):
         call = plan if isinstance(plan, _Call) else None
         if isinstance(plan, Decision):
             d = plan
-        entry = {"path": path, "api": "responses", "body": body, "decision": d.summary()}
-        n, fail = self.owner._record(entry)
-        if fail:
-            self._fail(fail)
+        n = self._admit(path, "responses", body, d)
+        if n is None:
             return
-        self.down_after = d.down
-        if d.down:
-            # Refuse new connections before the answer is out: a client that asks again
-            # at once must already meet a closed port.
-            self.owner._stop_listening()
         usage = usage_for(n, len(items))
         wire_usage = {
             "input_tokens": usage.input_tokens,
@@ -690,14 +698,9 @@ class _Handler(BaseHTTPRequestHandler):
         call = plan if isinstance(plan, _Call) and not plan.local_shell else None
         if isinstance(plan, Decision):
             d = plan
-        entry = {"path": path, "api": "chat", "body": body, "decision": d.summary()}
-        n, fail = self.owner._record(entry)
-        if fail:
-            self._fail(fail)
+        n = self._admit(path, "chat", body, d)
+        if n is None:
             return
-        self.down_after = d.down
-        if d.down:
-            self.owner._stop_listening()
         usage = usage_for(n, len(msgs))
         wire_usage = {
             "prompt_tokens": usage.input_tokens,
