@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
@@ -19,6 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from tests.real_programs import require_tmux
 
 REPO = Path(__file__).resolve().parents[2]
 WIDTH, HEIGHT = 120, 36
@@ -65,10 +66,7 @@ class Pane:
 
 @pytest.fixture
 def pane(tmp_path: Path):
-    if shutil.which("tmux") is None:
-        if os.environ.get("CI"):
-            pytest.fail("tmux is not installed (CI must have it: .ci/run installs it)")
-        pytest.skip("tmux is not installed")
+    require_tmux()
     home = tmp_path / "home"
     home.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TMUX", "NO_COLOR", "PYTEST"))}

@@ -15,7 +15,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from symphony_tui.testing.codex_env import find_codex_bin
+from tests.real_programs import require_codex
 
 from .conftest import AgentClient, tool_ok
 
@@ -24,11 +24,7 @@ pytestmark = pytest.mark.real_codex
 
 @pytest.fixture(scope="module")
 def schema_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    codex = find_codex_bin()
-    if codex is None:
-        if os.environ.get("CI"):
-            pytest.fail("codex is not installed (set SYMPHONY_CODEX_BIN)")
-        pytest.skip("codex is not installed")
+    codex = require_codex()
     out = tmp_path_factory.mktemp("codex-schema")
     home = tmp_path_factory.mktemp("codex-home")
     env = {

@@ -9,21 +9,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
-from symphony_tui.testing.codex_env import find_codex_bin, make_codex_home
+from symphony_tui.testing.codex_env import make_codex_home
 from symphony_tui.testing.fake_model import FakeModelServer
+from tests.real_programs import require_codex
 
 ISSUE_TEXT = "ESCALATE SHELL: echo approved > proof.txt"
-
-
-def require_codex() -> Path:
-    found = find_codex_bin()
-    if found is None:
-        if os.environ.get("CI"):
-            pytest.fail("codex is not installed (set SYMPHONY_CODEX_BIN) and CI is set")
-        pytest.skip("codex binary not found")
-    return found
 
 
 @dataclass

@@ -19,22 +19,12 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
 from symphony_tui.testing.fake_model import FakeModelServer
-from symphony_tui.testing.openhands_env import fake_llm, find_openhands_venv, server_command
+from symphony_tui.testing.openhands_env import fake_llm, server_command
+from tests.real_programs import require_openhands
 
 DONE_CALL = 'TOOL: symphony_set_issue_state {"state": "Done"}'
 IDENTIFIER = "OHE-1"
-
-
-def require_openhands() -> Path:
-    venv = find_openhands_venv()
-    if venv is None:
-        if os.environ.get("CI"):
-            pytest.fail("OpenHands agent-server venv missing (set SYMPHONY_OPENHANDS_VENV) and CI")
-        pytest.skip("OpenHands agent-server venv not installed")
-    return venv
 
 
 @dataclass

@@ -7,7 +7,6 @@ sends is validated against the schema the same binary generates.
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from pathlib import Path
 
@@ -20,24 +19,19 @@ from symphony_tui.config.settings import Settings
 from symphony_tui.domain import ApprovalDecision, ApprovalKind, EventKind, TokenUsage
 from symphony_tui.testing.codex_env import (
     CodexSchema,
-    find_codex_bin,
     generate_schema,
     make_codex_home,
 )
 from symphony_tui.testing.fake_model import FakeModelServer
 from symphony_tui.testing.session_host import RecordingSessionHost
+from tests.real_programs import require_codex
 
 pytestmark = pytest.mark.real_codex
 
 
 @pytest.fixture(scope="session")
 def codex_bin() -> Path:
-    found = find_codex_bin()
-    if found is None:
-        if os.environ.get("CI"):
-            pytest.fail("codex is not installed (set SYMPHONY_CODEX_BIN) and CI is set")
-        pytest.skip("codex binary not found (SYMPHONY_CODEX_BIN / cache / PATH)")
-    return found
+    return require_codex()
 
 
 @pytest.fixture(scope="session")

@@ -25,9 +25,10 @@ from symphony_tui.runtime import build_runtime
 from symphony_tui.testing.fake_model import FakeModelServer
 from symphony_tui.testing.openhands_env import openhands_server
 from symphony_tui.workspaces.manifest import read_manifest
+from tests.real_programs import require_openhands
 
 from ..agents.openhands.tcp_proxy import TcpProxy
-from .real_openhands_project import IDENTIFIER, make_project, require_openhands
+from .real_openhands_project import IDENTIFIER, make_project
 
 pytestmark = pytest.mark.real_openhands
 

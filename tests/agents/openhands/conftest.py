@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,20 +11,15 @@ import pytest
 from symphony_tui.agents.openhands.server import ManagedServer
 from symphony_tui.testing.fake_model import FakeModelServer
 from symphony_tui.testing.openhands_env import (
-    find_openhands_venv,
     isolated_env,
     server_command,
 )
+from tests.real_programs import require_openhands
 
 
 @pytest.fixture(scope="session")
 def oh_venv() -> Path:
-    venv = find_openhands_venv()
-    if venv is None:
-        if os.environ.get("CI"):
-            pytest.fail("OpenHands agent-server venv missing (CI must install it)")
-        pytest.skip("OpenHands agent-server venv not installed")
-    return venv
+    return require_openhands()
 
 
 @pytest.fixture(scope="session")
