@@ -149,7 +149,11 @@ class CodexSession:
             )
         except AgentError as e:
             if e.code == "process_exited":
-                raise AgentError("launch_failed", f"{cmd!r}: {e.message}") from None
+                # A command that is not found exits before (or while) we write the first
+                # request: the write fails with a pipe error that says nothing. The exit code
+                # and stderr tail are what the operator needs.
+                why = e.message if self._rpc.is_closed else await self._describe_exit()
+                raise AgentError("launch_failed", f"{cmd!r}: {why}") from None
             raise
         except RpcError as e:
             raise AgentError("handshake_failed", f"initialize rejected: {e.message}") from None

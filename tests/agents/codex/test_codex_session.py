@@ -244,6 +244,33 @@ async def test_launch_failure_is_one_line_with_stderr(host, tmp_path):
     await backend.aclose()
 
 
+async def test_launch_failure_when_the_first_write_breaks_names_the_exit(
+    host, tmp_path, monkeypatch
+):
+    # The child closes stdin before the first request is written, so that write fails with a
+    # broken pipe while stdout is still open: the error must still carry the exit code and
+    # stderr (a CI run once reported only "Connection lost").
+    from symphony_tui.agents.codex import session as session_module
+
+    real_launch = session_module.launch
+
+    async def launch_then_wait(*args, **kwargs):
+        proc = await real_launch(*args, **kwargs)
+        await asyncio.sleep(1.0)  # the child has closed stdin by now
+        return proc
+
+    monkeypatch.setattr(session_module, "launch", launch_then_wait)
+    settings = Settings.model_validate(
+        {"codex": {"command": "exec 0<&-; echo 'no such model config' >&2; sleep 1.5; exit 7"}}
+    )
+    backend = CodexBackend(lambda: settings, env={"HOME": str(tmp_path)})
+    with pytest.raises(AgentError) as err:
+        await backend.start_session(host)
+    assert err.value.code == "launch_failed"
+    assert "code 7" in err.value.message and "no such model config" in err.value.message
+    await backend.aclose()
+
+
 async def test_close_kills_the_process_group_with_grandchildren(fake_codex, host, tmp_path):
     pid_file = tmp_path / "grandchild.pid"
     run = fake_codex([*HANDSHAKE, {"spawn": "sleep 300", "pid_file": str(pid_file)}])
