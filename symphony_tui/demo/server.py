@@ -79,6 +79,7 @@ class DemoAppServer:
         self.initialized = False
         self.threads: dict[str, DemoThread] = {}
         self.tasks: dict[str, asyncio.Task[None]] = {}
+        self.scripts: dict[str, TurnScript] = {}
 
     async def serve(self) -> None:
         """Handle messages until EOF (or the task is cancelled by a signal)."""
@@ -199,6 +200,20 @@ class DemoAppServer:
         script = TurnScript(self.t, thread, turn, prompt, thread.directives, self.speed)
         task = asyncio.get_running_loop().create_task(self._run_turn(script))
         self.tasks[thread.id] = task
+        self.scripts[thread.id] = script
+
+    def _m_turn_steer(self, rid: Any, p: dict[str, Any]) -> None:
+        thread = self._thread(p)
+        active = thread.active_turn
+        script = self.scripts.get(thread.id)
+        if active is None or script is None or thread.id not in self.tasks:
+            raise RpcError(INVALID_REQUEST, "no active turn to steer")
+        if p.get("expectedTurnId") != active.id:
+            raise RpcError(
+                INVALID_REQUEST, f"expected turn {p.get('expectedTurnId')} is not active"
+            )
+        script.steer(_prompt_text(p))
+        self.t.respond(rid, {"turnId": active.id})
 
     def _m_turn_interrupt(self, rid: Any, p: dict[str, Any]) -> None:
         thread = self._thread(p)
@@ -241,6 +256,7 @@ class DemoAppServer:
         turn.completed_at = int(time.time())
         turn.duration_ms = int((time.monotonic() - started) * 1000)
         self.tasks.pop(thread.id, None)
+        self.scripts.pop(thread.id, None)
         self._save(thread)
         self.t.notify("turn/completed", {"threadId": thread.id, "turn": turn.to_wire()})
         if script.pending_request is not None:

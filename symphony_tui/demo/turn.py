@@ -111,6 +111,11 @@ class TurnScript:
         self.name = thread.cwd.name or "workspace"
         self.pending_request: int | None = None
         self.turn_number = len(thread.turns)
+        self.steered: list[str] = []  # `turn/steer` input received during this turn
+
+    def steer(self, text: str) -> None:
+        """Input added to the running turn (an operator's note with a denial)."""
+        self.steered.append(text)
 
     # -- notification helpers -------------------------------------------------------------
 
@@ -393,7 +398,11 @@ class TurnScript:
                 reason=f"Write {release} in the workspace (needs your approval).",
             )
             if approved == "declined":
-                await self._message("Understood: the release step was declined, skipping it.")
+                await self.pacer.pause(150)  # a note with the denial comes as `turn/steer`
+                heard = f' (your note: "{self.steered[-1][-200:]}")' if self.steered else ""
+                await self._message(
+                    f"Understood: the release step was declined{heard}, skipping it."
+                )
         await self.pacer.pause(200)
         await self._file_change(self.cwd / f"NOTES-{name}.md", self._notes(approved))
         if "two-turns" in d and self.turn_number < 2:

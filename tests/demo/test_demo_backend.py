@@ -9,7 +9,7 @@ from pathlib import Path
 from symphony_tui.agents.base import TurnStatus
 from symphony_tui.agents.codex.backend import CodexBackend
 from symphony_tui.config.settings import Settings
-from symphony_tui.domain import ApprovalDecision, ApprovalRequest, EventKind
+from symphony_tui.domain import ApprovalAnswer, ApprovalDecision, ApprovalRequest, EventKind
 from symphony_tui.testing.session_host import RecordingSessionHost, make_issue
 
 DEMO_COMMAND = '"$SYMPHONY_PYTHON" -m symphony_tui.demo.agent'
@@ -122,3 +122,19 @@ async def test_declined_approval_and_resume_after_restart(tmp_path: Path) -> Non
         assert again.state_changes == ["Done"]
     finally:
         await backend.aclose()
+
+
+async def test_a_denial_note_reaches_the_demo_agent(tmp_path: Path) -> None:
+    # The operator's message travels as `turn/steer`; the simulated agent acknowledges it.
+    backend = _backend()
+    answer = ApprovalAnswer(decision=ApprovalDecision.DECLINE, message="ship it on Monday")
+    host = _host(tmp_path, "DEMO-7", approve=answer)
+    try:
+        session = await backend.start_session(host)
+        result = await session.run_turn("[demo: approval]")
+        assert result.status is TurnStatus.COMPLETED
+    finally:
+        await backend.aclose()
+    said = " ".join(e.message for e in host.of_kind(EventKind.MESSAGE))
+    assert "declined" in said and "ship it on Monday" in said
+    assert not [w for w in host.of_kind(EventKind.WARNING) if "not delivered" in w.message]

@@ -7,6 +7,7 @@ sends is validated against the schema the same binary generates.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from pathlib import Path
 
@@ -16,7 +17,13 @@ from symphony_tui.agents.base import TurnStatus
 from symphony_tui.agents.codex import CodexBackend, CodexSession
 from symphony_tui.agents.codex.process import group_members
 from symphony_tui.config.settings import Settings
-from symphony_tui.domain import ApprovalDecision, ApprovalKind, EventKind, TokenUsage
+from symphony_tui.domain import (
+    ApprovalAnswer,
+    ApprovalDecision,
+    ApprovalKind,
+    EventKind,
+    TokenUsage,
+)
 from symphony_tui.testing.codex_env import (
     CodexSchema,
     generate_schema,
@@ -127,6 +134,25 @@ async def test_escalated_command_declined_turn_goes_on(backend, fake, workspace)
     assert done.data["status"] == "declined"
     assert not (workspace / "out.txt").exists()
     assert fake.decisions() == ["shell", "text"]  # the model saw the refusal and answered
+
+
+async def test_decline_with_a_message_reaches_the_model(backend, fake, workspace):
+    # codex's approval answer has no message field: the session steers the running turn.
+    answer = ApprovalAnswer(
+        decision=ApprovalDecision.DECLINE, message="use the staging bucket instead", by="operator"
+    )
+    host = RecordingSessionHost(workspace, approve=answer)
+    session = await backend.start_session(host)
+    result = await session.run_turn("ESCALATE SHELL: echo nope > out.txt")
+
+    assert result.status == TurnStatus.COMPLETED
+    assert not (workspace / "out.txt").exists()
+    # The model's next request carried the operator's words as user input.
+    later = [json.dumps(r["body"]) for r in fake.requests[1:]]
+    assert any("use the staging bucket instead" in body for body in later)
+    (note,) = [e for e in host.of_kind(EventKind.NOTIFICATION) if e.data.get("operator_note")]
+    assert "use the staging bucket instead" in note.message
+    assert not [w for w in host.of_kind(EventKind.WARNING) if "not delivered" in w.message]
 
 
 async def test_dynamic_tool_call_reaches_the_host(backend, fake, workspace):

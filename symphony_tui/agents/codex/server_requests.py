@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from symphony_tui.agents.base import SessionHost
@@ -40,6 +41,19 @@ V1_DECISION = {
     ApprovalDecision.CANCEL: "abort",
 }
 _ALL = tuple(ApprovalDecision)
+
+
+# Approvals whose denial may come with a message for the model (questions and elicitations
+# have their own answer channels).
+_NOTED_KINDS = frozenset({ApprovalKind.COMMAND, ApprovalKind.FILE_CHANGE, ApprovalKind.PERMISSIONS})
+
+
+@dataclass(frozen=True)
+class OperatorNote:
+    """A message to deliver to the model in the running turn (``turn_id``: codex's, if known)."""
+
+    turn_id: str | None
+    text: str
 
 
 class Unsupported(Exception):
@@ -104,6 +118,15 @@ class ServerRequests:
     def __init__(self, host: SessionHost, files_of: Callable[[str], tuple[str, ...]]) -> None:
         self._host = host
         self._files_of = files_of
+        self._notes: dict[Any, OperatorNote] = {}
+
+    def take_note(self, rid: Any) -> OperatorNote | None:
+        """The operator's message that came with a denial of request ``rid`` (once), if any.
+
+        Codex's approval responses carry only the decision, so the session delivers the
+        message to the model itself, with ``turn/steer`` after answering the request.
+        """
+        return self._notes.pop(rid, None)
 
     def request_id(self, rid: Any) -> str:
         return f"{self._host.issue.id}:{rid}"
@@ -120,13 +143,27 @@ class ServerRequests:
             "details": {k: params.get(k) for k in ("threadId", "turnId", "itemId") if k in params},
         }
 
-    async def _ask(self, request: ApprovalRequest) -> ApprovalAnswer:
+    async def _ask(self, rid: Any, request: ApprovalRequest) -> ApprovalAnswer:
         try:
-            return await self._host.request_approval(request)
+            answer = await self._host.request_approval(request)
         except Exception as e:  # never leave codex waiting because the host failed
             return ApprovalAnswer(
                 decision=ApprovalDecision.DECLINE, message=f"host error: {e}", by="policy"
             )
+        message = (answer.message or "").strip()
+        if (
+            message
+            and answer.by == "operator"
+            and answer.decision == ApprovalDecision.DECLINE
+            and request.kind in _NOTED_KINDS
+        ):
+            turn_id = request.details.get("turnId")
+            self._notes[rid] = OperatorNote(
+                turn_id=str(turn_id) if turn_id else None,
+                text=f"The operator declined your request ({request.summary}). "
+                f"Their message: {message[:2000]}",
+            )
+        return answer
 
     async def handle(self, rid: Any, method: str, params: dict[str, Any]) -> Any:
         """The result for one server request; raises :class:`Unsupported` for others."""
@@ -163,7 +200,7 @@ class ServerRequests:
             cwd=params.get("cwd"),
             available=_available(params.get("availableDecisions")),
         )
-        answer = await self._ask(req)
+        answer = await self._ask(rid, req)
         return {"decision": V2_DECISION[answer.decision]}
 
     async def _file_change(self, rid: Any, params: dict[str, Any]) -> dict[str, Any]:
@@ -175,7 +212,7 @@ class ServerRequests:
             summary=("edit: " + ", ".join(files))[:500] if files else "apply file changes",
             files=files,
         )
-        answer = await self._ask(req)
+        answer = await self._ask(rid, req)
         return {"decision": V2_DECISION[answer.decision]}
 
     async def _permissions(self, rid: Any, params: dict[str, Any]) -> dict[str, Any]:
@@ -186,7 +223,7 @@ class ServerRequests:
             cwd=params.get("cwd"),
             permissions=wanted,
         )
-        answer = await self._ask(req)
+        answer = await self._ask(rid, req)
         if answer.decision not in (ApprovalDecision.ACCEPT, ApprovalDecision.ACCEPT_FOR_SESSION):
             return {"permissions": {}, "scope": "turn"}
         granted = (
@@ -222,7 +259,7 @@ class ServerRequests:
             questions=tuple(questions),
             available=(ApprovalDecision.ACCEPT, ApprovalDecision.DECLINE),
         )
-        answer = await self._ask(req)
+        answer = await self._ask(rid, req)
         if answer.decision not in (ApprovalDecision.ACCEPT, ApprovalDecision.ACCEPT_FOR_SESSION):
             return {"answers": {}}
         return {"answers": {qid: {"answers": list(a)} for qid, a in answer.answers.items()}}
@@ -241,7 +278,7 @@ class ServerRequests:
             summary=f"{params.get('serverName') or 'MCP server'}: {msg}"[:500],
             available=(ApprovalDecision.ACCEPT, ApprovalDecision.DECLINE, ApprovalDecision.CANCEL),
         )
-        answer = await self._ask(req)
+        answer = await self._ask(rid, req)
         if answer.decision in (ApprovalDecision.ACCEPT, ApprovalDecision.ACCEPT_FOR_SESSION):
             content = {k: (v[0] if len(v) == 1 else list(v)) for k, v in answer.answers.items()}
             return {"action": "accept", "content": content}
@@ -274,5 +311,5 @@ class ServerRequests:
                 summary=("edit: " + ", ".join(files))[:500],
                 files=files,
             )
-        answer = await self._ask(req)
+        answer = await self._ask(rid, req)
         return {"decision": V1_DECISION[answer.decision]}

@@ -21,6 +21,7 @@ from symphony_tui.agents.codex.process import StderrTail, kill_group, launch
 from symphony_tui.agents.codex.rpc import RequestId, RpcConnection, RpcError
 from symphony_tui.agents.codex.server_requests import (
     METHOD_NOT_FOUND,
+    OperatorNote,
     ServerRequests,
     Unsupported,
 )
@@ -490,10 +491,53 @@ class CodexSession:
                 await rpc.respond_error(rid, -32603, f"client error: {e}")
                 return
             await rpc.respond(rid, result)
+            note = self._requests.take_note(rid)
+            if note is not None:
+                # Its own task: codex's `serverRequest/resolved` for `rid` cancels this one.
+                self._spawn(self._steer(rpc, note))
         except AgentError:
             pass  # the process is gone; nothing left to answer
         finally:
             self._serving.pop(rid, None)
+
+    async def _steer(self, rpc: RpcConnection, note: OperatorNote) -> None:
+        """Deliver an operator's message to the model in the running turn (``turn/steer``).
+
+        Codex adds steered input to the turn's next model request, so the model reads why its
+        request was declined. A turn that already ended cannot be steered: that is a warning.
+        """
+        turn = self._turn
+        turn_id = note.turn_id or (turn.turn_id if turn is not None else None)
+        if turn is None or turn.done.done() or turn_id is None:
+            self._emit(
+                AgentEvent(
+                    kind=EventKind.WARNING,
+                    message="operator message not delivered: the turn had already ended",
+                )
+            )
+            return
+        params = {
+            "threadId": self._thread_id,
+            "expectedTurnId": turn_id,
+            "input": [{"type": "text", "text": note.text}],
+        }
+        try:
+            await rpc.request("turn/steer", params, self._timeout_s)
+        except (RpcError, AgentError) as e:
+            self._emit(
+                AgentEvent(
+                    kind=EventKind.WARNING,
+                    message=ev.cap(f"operator message not delivered: {e.message}", 500),
+                )
+            )
+            return
+        self._emit(
+            AgentEvent(
+                kind=EventKind.NOTIFICATION,
+                message=ev.cap(f"sent to the agent: {note.text}", 2000),
+                data={"operator_note": True, "turn_id": turn_id},
+            )
+        )
 
     def _on_notification(self, method: str, p: dict[str, Any]) -> None:
         tid = p.get("threadId")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -667,3 +668,63 @@ async def test_other_threads_are_ignored_and_escapes_pass_through(fake_codex, ho
     session = await run.backend.start_session(host)
     await session.run_turn("x")
     assert [e.message for e in host.of_kind(EventKind.MESSAGE_DELTA)] == ["\x1b[2J\x1b]0;t\x07ok"]
+
+
+def _declined_command_script(steer: dict[str, Any] | None) -> list[dict[str, Any]]:
+    item = {"type": "commandExecution", "id": "c1", "command": "make deploy", "status": "x"}
+    return [
+        *HANDSHAKE,
+        turn_start(),
+        note("item/started", threadId="th-1", item=item),
+        server_request(
+            0,
+            "item/commandExecution/requestApproval",
+            threadId="th-1",
+            turnId="tu-1",
+            itemId="c1",
+            command="make deploy",
+        ),
+        {"expect_response": 0},
+        *([steer] if steer else []),
+        note("serverRequest/resolved", threadId="th-1", requestId=0),
+        note("item/completed", threadId="th-1", item={**item, "status": "declined"}),
+        turn_completed(),
+    ]
+
+
+async def test_operator_decline_message_is_steered_into_the_turn(fake_codex, workspace):
+    answer = ApprovalAnswer(decision=ApprovalDecision.DECLINE, message="not on a Friday")
+    host = RecordingSessionHost(workspace, approve=answer)
+    run = fake_codex(
+        _declined_command_script({"expect": "turn/steer", "result": {"turnId": "tu-1"}})
+    )
+    session = await run.backend.start_session(host)
+    assert (await session.run_turn("x")).status == TurnStatus.COMPLETED
+    (steer,) = [m for m in run.received() if m.get("method") == "turn/steer"]
+    assert steer["params"]["threadId"] == "th-1" and steer["params"]["expectedTurnId"] == "tu-1"
+    (text,) = [i["text"] for i in steer["params"]["input"]]
+    assert "declined" in text and "make deploy" in text and "not on a Friday" in text
+    assert run.responses()[0]["result"] == {"decision": "decline"}  # answered first
+    await host.wait_for(lambda e: e.data.get("operator_note") is True)
+
+
+async def test_a_rejected_steer_is_a_warning_not_a_failure(fake_codex, workspace):
+    answer = ApprovalAnswer(decision=ApprovalDecision.DECLINE, message="stop that")
+    host = RecordingSessionHost(workspace, approve=answer)
+    rejected = {"expect": "turn/steer", "error": {"code": -32600, "message": "no active turn"}}
+    run = fake_codex(_declined_command_script(rejected))
+    session = await run.backend.start_session(host)
+    assert (await session.run_turn("x")).status == TurnStatus.COMPLETED
+    warning = await host.wait_for(lambda e: e.kind == EventKind.WARNING)
+    assert "not delivered" in warning.message and "no active turn" in warning.message
+
+
+async def test_a_policy_decline_sends_no_steer(fake_codex, workspace):
+    # only an operator's own words go to the model; a policy's reason is for the log
+    answer = ApprovalAnswer(decision=ApprovalDecision.DECLINE, message="deny mode", by="policy")
+    host = RecordingSessionHost(workspace, approve=answer)
+    run = fake_codex(_declined_command_script(None))
+    session = await run.backend.start_session(host)
+    assert (await session.run_turn("x")).status == TurnStatus.COMPLETED
+    await session.close()
+    assert not [m for m in run.received() if m.get("method") == "turn/steer"]
