@@ -177,6 +177,9 @@ class Transcript:
         elif kind == EventKind.WARNING:
             head.append("warning ", style=t.warning + t.bold)
             head.append_text(inert(event.message, multiline=True))
+        elif data.get("operator_note"):
+            head.append("→ to the agent ", style=t.accent + t.bold)
+            head.append_text(inert(event.message.removeprefix("sent to the agent: "), limit=600))
         elif kind == EventKind.APPROVAL_REQUESTED:
             head.append("⚑ approval asked ", style=t.warning + t.bold)
             head.append_text(inert(event.message, limit=300))

@@ -83,6 +83,16 @@ def test_a_file_change_names_each_path_once():
     assert t.body(names_only).plain == f"± {path}, b.md"
 
 
+def test_an_operator_note_reads_as_sent_to_the_agent():
+    t = Transcript(Tones())
+    note = AgentEvent(
+        kind=EventKind.NOTIFICATION,
+        message="sent to the agent: Their message: use \x1b[31mstaging[/b]",
+        data={"operator_note": True},
+    )
+    assert t.body(note).plain == "→ to the agent Their message: use staging[/b]"
+
+
 def test_workspace_notes_are_not_called_hooks():
     t = Transcript(Tones())
     note = AgentEvent(kind=EventKind.HOOK, message="workspace created at /ws/DEMO-1")

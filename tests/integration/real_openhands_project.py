@@ -50,6 +50,7 @@ def make_project(
     base_url: str | None = None,
     key_env: str | None = None,
     env: dict[str, str] | None = None,
+    max_retry_backoff_ms: int = 300_000,
 ) -> OpenHandsProject:
     """Write ``issues.yaml`` (issue ``OHE-1``, state Todo) and ``WORKFLOW.md`` under ``tmp``.
 
@@ -79,6 +80,7 @@ def make_project(
         "workspace:\n  root: ws\n"
         "polling:\n  interval_ms: 1000\n"
         f"agent:\n  backend: openhands\n  max_turns: {max_turns}\n  approvals: {approvals}\n"
+        f"  max_retry_backoff_ms: {max_retry_backoff_ms}\n"
         f"  continuation_prompt: {json.dumps(continuation)}\n"
         "openhands:\n"
         f"{server}"

@@ -5,7 +5,9 @@ Orchestrator drive the real agent-server 1.58.2 against the fake model.
   ``symphony_set_issue_state`` client tool; the scheduler's token totals equal the fake
   model's usage;
 * a dropped event socket (cut by a proxy and kept down until the conversation finished)
-  reconnects, and the transcript holds every server event exactly once.
+  reconnects, and the transcript holds every server event exactly once;
+* a model call that fails (HTTP 500) ends the attempt with the model's error as its reason,
+  and the retry finishes the issue.
 """
 
 from __future__ import annotations
@@ -68,6 +70,31 @@ async def test_headless_run_finishes_with_the_models_token_totals(tmp_path):
     assert session["backend"] == "openhands" and session["conversation_id"]
     assert session["server_url"].startswith("http://127.0.0.1:")
     assert session["ws_auth"] == "first_frame"
+
+
+async def test_a_failed_model_call_is_the_attempts_error_and_the_retry_finishes(tmp_path):
+    with FakeModelServer() as fake:
+        fake.fail_next(500)
+        project = make_project(
+            tmp_path, fake, description="Say hello.", approvals="auto", max_retry_backoff_ms=200
+        )
+        runtime = build_runtime(
+            project.workflow, env=project.env, lock=False, events_path=tmp_path / "events.jsonl"
+        )
+        out = io.StringIO()
+        code = await asyncio.wait_for(
+            run_headless(runtime, exit_when_idle=True, out=out), timeout=150
+        )
+        statuses = [r["status"] for r in fake.requests]
+    assert code == 0
+    assert json.loads(out.getvalue().strip().splitlines()[-1])["completed"] == [IDENTIFIER]
+    assert statuses[0] == 500 and set(statuses[1:]) == {200}
+    events = [json.loads(line) for line in (tmp_path / "events.jsonl").open()]
+    ended = [e for e in events if e["kind"] == "run_ended"]
+    assert [e["data"]["status"] for e in ended] == ["failed", "succeeded"]
+    error = ended[0]["data"]["error"]
+    assert error.startswith("LLMServiceUnavailableError: ") and error.endswith("fake failure 500")
+    assert ended[0]["message"] == f"{IDENTIFIER} ended: failed ({error})"
 
 
 async def _server_events(base_url: str, key: str, cid: str) -> list[dict]:

@@ -2,7 +2,8 @@
 
 Modules: ``client`` (REST), ``stream`` (event socket: readiness, reconnect, reconcile),
 ``reconcile`` (dedupe and ordering), ``translate`` (wire events -> AgentEvent),
-``server`` (managed local server), ``session`` (turns, approvals), ``backend`` (factory).
+``server`` (managed local server), ``session`` (turns, approvals), ``failure`` (why a run
+failed), ``client_tools`` (the scheduler's tools on a conversation), ``backend`` (factory).
 """
 
 from symphony_tui.agents.openhands.backend import OpenHandsBackend

@@ -19,8 +19,10 @@ Two ways to reach a server, from the ``openhands:`` block of WORKFLOW.md:
   restores the user's home (git identity, credentials) when its rc files are fast.
 
 The session's client-side tools (``SessionHost.tools``, e.g. ``symphony_set_issue_state``)
-are registered as the conversation's ``client_tools`` (1.58.2 ``ClientToolSpec``); see
-:mod:`~symphony_tui.agents.openhands.session` for how calls are executed.
+are registered as the conversation's ``client_tools`` (1.58.2 ``ClientToolSpec``, their
+descriptions noting that the immediate reply is not the result); see
+:mod:`~symphony_tui.agents.openhands.session` for how calls are executed and
+:mod:`~symphony_tui.agents.openhands.client_tools` for why results come a message later.
 
 ``openhands.llm`` is passed as ``agent_settings.llm`` (``$VAR`` values resolved; ``model``
 required; ``usage_id`` defaults to ``agent``). One conversation per issue: its id, server URL
@@ -42,6 +44,7 @@ import platformdirs
 
 from symphony_tui.agents.base import AgentError, SessionHost
 from symphony_tui.agents.openhands.client import OpenHandsClient, OpenHandsHTTPError
+from symphony_tui.agents.openhands.client_tools import client_tool_specs
 from symphony_tui.agents.openhands.server import ManagedServer
 from symphony_tui.agents.openhands.session import OpenHandsSession
 from symphony_tui.agents.openhands.stream import StreamOptions, WsAuth
@@ -253,11 +256,7 @@ class OpenHandsBackend:
             "confirmation_policy": {"kind": cfg.confirmation_policy},
             "autotitle": False,
         }
-        tools = [
-            {"name": t.name, "description": t.description, "parameters": t.input_schema}
-            for t in host.tools
-            if isinstance(t.input_schema, dict) and t.input_schema.get("type") == "object"
-        ]
+        tools = client_tool_specs(host.tools)
         if tools:
             body["client_tools"] = tools
         if conversation_id:

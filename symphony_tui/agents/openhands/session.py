@@ -24,8 +24,15 @@ its ``ClientToolObservation`` arrives live (so a rejected call never runs, and h
 replayed on attach is not run again). Their confirmations are accepted without asking the
 operator, as codex runs dynamic tools without an approval; a batch that also holds other
 actions is asked about those. A turn returns only after its tool calls have finished, so the
-scheduler's tracker refresh sees their effect. The agent never sees the tool's own result
-(1.58.2 has no way to hand it back); a failed call is reported as a ``WARNING``.
+scheduler's tracker refresh sees their effect. The server has no way to hand a result back
+into the run (see :mod:`.client_tools`): the results go to the agent at the start of the
+session's next message, and a failed call is also reported as a ``WARNING``.
+
+Failures: a run that ends ``error`` or ``stuck`` fails the turn with the run's cause as the
+one-line reason (the ``code: detail`` of its ``ConversationErrorEvent``, e.g. the model's
+HTTP 500 or the iteration limit; see :mod:`.failure`). The cause trails the status on the
+wire, so the turn waits for it, or for the run's closing snapshot, at most
+``cause_grace_s``; without a cause the reason names the status.
 """
 
 from __future__ import annotations
@@ -35,8 +42,10 @@ import contextlib
 from datetime import UTC, datetime
 from typing import Any
 
-from symphony_tui.agents.base import AgentError, SessionHost, TurnResult, TurnStatus
+from symphony_tui.agents.base import AgentError, SessionHost, ToolResult, TurnResult, TurnStatus
 from symphony_tui.agents.openhands.client import OpenHandsClient
+from symphony_tui.agents.openhands.client_tools import result_line, with_results
+from symphony_tui.agents.openhands.failure import FAILED_STATUSES, FailureWatch, one_line
 from symphony_tui.agents.openhands.reconcile import WireEvent, order_key
 from symphony_tui.agents.openhands.stream import EventStream, StreamOptions, WsAuth
 from symphony_tui.agents.openhands.translate import action_command, state_update, translate
@@ -52,6 +61,7 @@ from symphony_tui.domain import (
 WAITING = "waiting_for_confirmation"
 ACTIVE = ("running", WAITING)
 REJECTED_OUTCOME = "rejected_by_operator"
+CAUSE_GRACE_S = 10.0  # how long a failed run's cause may trail its status (see .failure)
 _RESOLVING = ("ObservationEvent", "UserRejectObservation")
 
 
@@ -68,12 +78,14 @@ class OpenHandsSession:
         stream_options: StreamOptions | None = None,
         pid: int | None = None,
         request_timeout_s: float = 30.0,
+        cause_grace_s: float = CAUSE_GRACE_S,
     ) -> None:
         self.host = host
         self.client = client
         self.conversation_id = conversation_id
         self._pid = pid
         self._request_timeout_s = request_timeout_s
+        self._cause_grace_s = cause_grace_s
         self.stream = EventStream(
             client,
             conversation_id,
@@ -86,8 +98,9 @@ class OpenHandsSession:
         self.status: str | None = None
         self.policy: str | None = None
         self.usage: TokenUsage | None = None
-        self.last_error: str | None = None
+        self.failure = FailureWatch()
         self._statuses: list[str] = []
+        self._status_marks: list[int] = []  # failure.snapshots when each status arrived
         self._actions: dict[str, WireEvent] = {}
         self._answered: set[str] = set()
         self._failed: AgentError | None = None
@@ -102,6 +115,7 @@ class OpenHandsSession:
         self._client_tools = {t.name for t in host.tools}
         self._tool_actions: dict[str, WireEvent] = {}
         self._tool_tasks: set[asyncio.Task[None]] = set()
+        self._tool_results: list[str] = []  # not yet handed to the agent
 
     # ------------------------------------------------------------ AgentSession
 
@@ -143,13 +157,17 @@ class OpenHandsSession:
             self._raise_if_failed()
             self._interrupted = self._cancelled = False
             self._rejection, self._rejected_by = None, "operator"
+            self.failure.reset()
             adopt = self.status in ACTIVE
             if adopt:
                 # Start from the current status so a pending confirmation is asked again.
                 idx = max(len(self._statuses) - 1, 0)
             else:
                 idx = len(self._statuses)
-                await self.client.send_message(self.conversation_id, prompt, run=True)
+                results = list(self._tool_results)
+                text = with_results(prompt, results)
+                await self.client.send_message(self.conversation_id, text, run=True)
+                del self._tool_results[: len(results)]
             self._emit(
                 EventKind.TURN_STARTED,
                 "adopted the conversation's current run" if adopt else "message sent",
@@ -205,6 +223,8 @@ class OpenHandsSession:
                     continue
                 if status != WAITING:
                     await self._stop_approvals()
+                if status in FAILED_STATUSES:
+                    await self._await_cause(self._status_marks[idx - 1])
                 result = self._outcome(status)
                 if result is not None:
                     return result
@@ -215,19 +235,29 @@ class OpenHandsSession:
             self._wake.clear()
             await self._wake.wait()
 
+    async def _await_cause(self, mark: int) -> None:
+        """Wait (at most ``cause_grace_s``) until the failed run's cause has arrived or
+        the run's closing snapshot says none is coming (see :mod:`.failure`)."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self._cause_grace_s):
+                while not self.failure.settled(mark):
+                    self._raise_if_failed()
+                    self._wake.clear()
+                    await self._wake.wait()
+
     def _outcome(self, status: str) -> TurnResult | None:
         """How ``status`` ends an armed turn, or ``None`` while it goes on.
 
-        finished -> completed; error / stuck -> failed; paused -> interrupted; idle after
+        finished -> completed; error / stuck -> failed with the run's cause as the reason
+        (:meth:`FailureWatch.reason`); paused -> interrupted; idle after
         an operator rejection -> failed with the rejection as the reason (the operator's
         decision); idle after an interrupt or a cancel -> interrupted.
         """
         cid = self.conversation_id
         if status == "finished":
             return TurnResult(TurnStatus.COMPLETED, cid)
-        if status in ("error", "stuck"):
-            detail = f": {self.last_error}" if self.last_error else ""
-            return TurnResult(TurnStatus.FAILED, cid, f"execution_status {status}{detail}")
+        if status in FAILED_STATUSES:
+            return TurnResult(TurnStatus.FAILED, cid, self.failure.reason(status))
         if status == "paused":
             why = "interrupted by the operator" if self._interrupted else "conversation paused"
             return TurnResult(TurnStatus.INTERRUPTED, cid, why)
@@ -306,10 +336,10 @@ class OpenHandsSession:
         try:
             result = await self.host.call_tool(name, args)
         except Exception as e:  # call_tool never raises by contract; keep the turn alive
-            self._emit(EventKind.WARNING, f"{name} failed: {e!r}", tool=name)
-            return
+            result = ToolResult(False, f"the scheduler failed to run it: {e!r}")
+        self._tool_results.append(result_line(name, args, result))
         if not result.success:
-            self._emit(EventKind.WARNING, f"{name} failed: {result.text[:300]}", tool=name)
+            self._emit(EventKind.WARNING, f"{name} failed: {one_line(result.text)}", tool=name)
 
     async def _finish_tool_calls(self) -> None:
         """Wait (bounded) for client-tool calls started during the turn."""
@@ -376,10 +406,8 @@ class OpenHandsSession:
             if call:
                 for aid in [i for i, a in self._actions.items() if a.get("tool_call_id") == call]:
                     del self._actions[aid]
-        if kind == "AgentErrorEvent":
-            self.last_error = str(event.get("error") or "")[:500]
-        elif kind == "ConversationErrorEvent":
-            self.last_error = f"{event.get('code') or 'error'}: {event.get('detail') or ''}"[:500]
+        mark = self.failure.snapshots
+        self.failure.observe(event)
         status, usage, policy = state_update(event)
         if policy:
             self.policy = policy
@@ -390,6 +418,7 @@ class OpenHandsSession:
         if status and status != self.status:
             self.status = status
             self._statuses.append(status)
+            self._status_marks.append(mark)
             if not replay:
                 self._emit(EventKind.NOTIFICATION, f"execution_status: {status}", status=status)
         if not replay:

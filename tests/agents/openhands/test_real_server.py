@@ -17,8 +17,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from symphony_tui.agents.base import TurnStatus
-from symphony_tui.agents.openhands import OpenHandsBackend
+from symphony_tui.agents.base import TurnResult, TurnStatus
+from symphony_tui.agents.openhands import OpenHandsBackend, OpenHandsSession
+from symphony_tui.agents.openhands.client_tools import ACK, DESCRIPTION_NOTE, RESULTS_HEADER
 from symphony_tui.agents.openhands.server import ManagedServer
 from symphony_tui.agents.openhands.stream import StreamOptions
 from symphony_tui.domain import ApprovalAnswer, ApprovalDecision, ApprovalRequest, EventKind
@@ -54,6 +55,18 @@ def backend_for(
         confirmation_policy=policy,
     )
     return OpenHandsBackend(lambda: settings, env={KEY_ENV: server.api_key}, stream_options=QUICK)
+
+
+async def run_turns(
+    backend: OpenHandsBackend, host: RecordingSessionHost, *prompts: str
+) -> tuple[OpenHandsSession, list[TurnResult]]:
+    """Start a session, run one turn per prompt (the later ones continuations), close."""
+    try:
+        session = await backend.start_session(host)
+        results = [await session.run_turn(p, continuation=i > 0) for i, p in enumerate(prompts)]
+    finally:
+        await backend.aclose()
+    return session, results
 
 
 async def server_events(server: ManagedServer, cid: str) -> list[dict]:
@@ -152,12 +165,9 @@ async def test_accept_for_session_switches_to_never_confirm(
     host = RecordingSessionHost(
         tmp_path, issue=make_issue("OH-4"), approve=ApprovalDecision.ACCEPT_FOR_SESSION
     )
-    try:
-        session = await backend.start_session(host)
-        first = await session.run_turn("SHELL: echo one > one.txt")
-        second = await session.run_turn("SHELL: echo two > two.txt", continuation=True)
-    finally:
-        await backend.aclose()
+    session, (first, second) = await run_turns(
+        backend, host, "SHELL: echo one > one.txt", "SHELL: echo two > two.txt"
+    )
     assert (first.status, second.status) == (TurnStatus.COMPLETED, TurnStatus.COMPLETED)
     assert len(host.approvals) == 1  # the second command ran without asking
     assert session.policy == "NeverConfirm"
@@ -312,6 +322,53 @@ async def test_client_tool_runs_through_the_host_without_asking_the_operator(
     assert host.tool_calls == [("symphony_set_issue_state", {"state": "Done"})]
     (obs,) = [e for e in events if e["kind"] == "ObservationEvent"]
     assert obs["observation"]["kind"] == "ClientToolObservation"
+
+
+async def test_a_client_tool_result_reaches_the_model_with_the_next_message(
+    oh_server: ManagedServer, fake_model: FakeModelServer, tmp_path: Path
+) -> None:
+    """The server answers the call itself with a fixed acknowledgement (1.58.2 cannot take
+    a client's result back): the tool's description says so, and the result is in the
+    model's first request of the next turn."""
+    backend = backend_for(oh_server, fake_model, policy="NeverConfirm")
+    host = RecordingSessionHost(tmp_path, issue=make_issue("OH-11"))
+    _session, (first, second) = await run_turns(
+        backend, host, 'TOOL: symphony_set_issue_state {"state": "Done"}', "What did the tool say?"
+    )
+    assert (first.status, second.status) == (TurnStatus.COMPLETED, TurnStatus.COMPLETED)
+    # The model's requests: the tool call, the text after its acknowledgement, then turn 2.
+    assert [r["decision"]["kind"] for r in fake_model.requests] == ["tool", "text", "text"]
+    body = fake_model.requests[2]["body"]
+    (tool,) = [t for t in body["tools"] if t["function"]["name"] == "symphony_set_issue_state"]
+    assert tool["function"]["description"].endswith(DESCRIPTION_NOTE)
+    acks = [m for m in body["messages"] if m["role"] == "tool"]
+    assert [m["content"][0]["text"] for m in acks] == [ACK]
+    last_user = body["messages"][-1]
+    assert last_user["role"] == "user"
+    assert last_user["content"][0]["text"] == (
+        f"{RESULTS_HEADER}\n"
+        '- symphony_set_issue_state {"state": "Done"}: ok: OH-11 moved to Done\n'
+        "\nWhat did the tool say?"
+    )
+
+
+async def test_a_model_failure_names_the_model_error(
+    oh_server: ManagedServer, fake_model: FakeModelServer, tmp_path: Path
+) -> None:
+    """The model answers HTTP 500: the turn's reason is the run's ``ConversationErrorEvent``
+    (which reaches the socket after ``execution_status: error``), on one line; the next
+    turn runs again."""
+    backend = backend_for(oh_server, fake_model, policy="NeverConfirm")
+    host = RecordingSessionHost(tmp_path, issue=make_issue("OH-12"))
+    fake_model.fail_next(500)
+    _session, (failed, again) = await run_turns(backend, host, "hello", "hello again")
+    assert failed.status == TurnStatus.FAILED
+    assert failed.error is not None
+    assert failed.error.startswith("LLMServiceUnavailableError: ")
+    assert failed.error.endswith("fake failure 500")
+    assert host.of_kind(EventKind.TURN_FAILED)[0].message == failed.error
+    assert [r["status"] for r in fake_model.requests] == [500, 200]
+    assert again.status == TurnStatus.COMPLETED, again
 
 
 async def test_a_policy_decline_is_not_reported_as_the_operators_decision(
