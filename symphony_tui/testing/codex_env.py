@@ -130,11 +130,11 @@ class CodexSchema:
     their top-level ``params`` keys must be declared (the bundle allows unknown keys, so
     a misspelt field would otherwise pass). Notifications use ``ClientNotification.json``.
     Responses to server requests must match one of the ``*Response.json`` of the methods
-    in ``ServerRequest.json``. Needs ``jsonschema`` (a dev dependency).
+    in ``ServerRequest.json``. Needs ``jsonschema`` (the ``testing`` extra).
     """
 
     def __init__(self, directory: Path) -> None:
-        import jsonschema  # dev dependency: only tests build a CodexSchema
+        import jsonschema  # the `testing` extra: only tests build a CodexSchema
 
         self._js = jsonschema
         self._dir = directory

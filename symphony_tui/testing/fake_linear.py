@@ -45,7 +45,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from graphql import GraphQLError, GraphQLSchema, build_schema, execute_sync, parse, validate
+try:
+    from graphql import GraphQLError, GraphQLSchema, build_schema, execute_sync, parse, validate
+except ImportError as e:  # a dev/testing dependency, not a runtime one
+    raise ImportError(
+        "symphony_tui.testing.fake_linear needs graphql-core: pip install 'symphony-tui[testing]'"
+    ) from e
 
 SCHEMA_PATH = Path(__file__).parent / "data" / "linear_schema.graphql"
 
