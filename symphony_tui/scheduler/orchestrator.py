@@ -45,15 +45,11 @@ from symphony_tui.domain import (
     ApprovalDecision,
     ApprovalKind,
     ApprovalRequest,
-    ClaimState,
     EventKind,
     Issue,
-    IssueRow,
     RateLimits,
     RecoveredWorkspace,
     RetryEntry,
-    RetryRow,
-    RunningRow,
     RunOutcome,
     RunStatus,
     Snapshot,
@@ -80,6 +76,7 @@ from symphony_tui.scheduler.eventlog import FRAGMENT_KINDS, QUIET_KINDS, EventLo
 from symphony_tui.scheduler.host import RunHost
 from symphony_tui.scheduler.port import CommandResult
 from symphony_tui.scheduler.run import PendingApproval, Run
+from symphony_tui.scheduler.snapshots import build_snapshot
 from symphony_tui.scheduler.tokens import TokenLedger
 from symphony_tui.trackers.base import Tracker, TrackerError
 from symphony_tui.workspaces.errors import WorkspaceError
@@ -1392,90 +1389,19 @@ class Orchestrator:
         return self.events.since(seq, limit=limit, issue_id=issue_id)
 
     def _build_snapshot(self) -> Snapshot:
-        now = self.clock.now()
-        now_mono = self.clock.monotonic()
-        settings = self.settings
-        live_seconds = sum(max(0.0, now_mono - r.started_mono) for r in self.running.values())
-        rows = []
-        for issue in policy.sort_for_dispatch(self.known.values()):
-            if issue.id in self.running:
-                claim = ClaimState.RUNNING
-            elif issue.id in self.retrying:
-                claim = ClaimState.RETRY_QUEUED
-            elif issue.id in self.held:
-                claim = ClaimState.RELEASED
-            else:
-                claim = ClaimState.UNCLAIMED
-            note = ""
-            if issue.id in self.held:
-                note = "held by operator"
-            elif issue.identifier in self.completed and claim is ClaimState.UNCLAIMED:
-                note = "completed"
-            rows.append(
-                IssueRow(
-                    issue_id=issue.id,
-                    identifier=issue.identifier,
-                    title=issue.title,
-                    state=issue.state,
-                    claim=claim,
-                    priority=issue.priority,
-                    url=issue.url,
-                    blocked=policy.blocked_by_open_issue(issue, settings),
-                    note=note,
-                )
-            )
-        running = tuple(
-            RunningRow(
-                issue_id=r.issue.id,
-                issue_identifier=r.issue.identifier,
-                state=r.issue.state,
-                backend=r.backend,
-                status=r.status,
-                attempt=r.attempt,
-                session_id=r.session_id,
-                thread_id=r.thread_id,
-                turn_count=r.turn_count,
-                started_at=r.started_at,
-                last_event=r.last_event,
-                last_message=r.last_message,
-                last_event_at=r.last_event_at,
-                tokens=r.tokens,
-                workspace_path=str(r.workspace or ""),
-                pending_approvals=len(r.pending),
-            )
-            for r in sorted(self.running.values(), key=lambda r: r.started_mono)
-        )
-        retrying = tuple(
-            RetryRow(
-                issue_id=r.entry.issue_id,
-                issue_identifier=r.entry.identifier,
-                attempt=r.entry.attempt,
-                due_at=r.entry.due_at,
-                error=r.entry.error,
-            )
-            for r in sorted(self.retrying.values(), key=lambda r: r.entry.due_at)
-        )
-        approvals = tuple(
-            sorted(
-                (p.request for r in self.running.values() for p in r.pending.values()),
-                key=lambda a: (a.created_at or now, a.id),
-            )
-        )
-        return Snapshot(
-            generated_at=now,
-            started_at=self.started_at,
+        return build_snapshot(
+            now=self.clock.now(),
+            now_mono=self.clock.monotonic(),
+            settings=self.settings,
             workflow_path=str(self.store.current.path),
-            tracker_kind=settings.tracker.kind or "",
-            backend=settings.agent.backend,
-            issues=tuple(rows),
-            running=running,
-            retrying=retrying,
-            approvals=approvals,
-            completed=tuple(self.completed),
-            totals=self.ledger.totals,
-            seconds_running=self._ended_seconds + live_seconds,
-            token_rate_per_min=self.ledger.rate_per_min(now_mono),
-            token_history=self.ledger.history(now_mono),
+            started_at=self.started_at,
+            known=self.known,
+            running=self.running,
+            retries=[r.entry for r in self.retrying.values()],
+            held=self.held,
+            completed=self.completed,
+            ledger=self.ledger,
+            ended_seconds=self._ended_seconds,
             rate_limits=self.rate_limits,
             recovered=self.recovered,
             dispatch_paused=self.dispatch_paused,
@@ -1484,10 +1410,6 @@ class Orchestrator:
             tracker_paused_until=self.tracker_paused_until,
             last_poll_at=self.last_poll_at,
             next_poll_at=self.next_poll_at,
-            max_concurrent_agents=settings.agent.max_concurrent_agents,
-            tracker_states=tuple(
-                dict.fromkeys((*settings.tracker.active_states, *settings.tracker.terminal_states))
-            ),
         )
 
     # ------------------------------------------------------------------ helpers

@@ -1,0 +1,174 @@
+"""Building the immutable :class:`Snapshot` front ends read (spec §13.3, §13.7; DESIGN.md).
+
+Pure: scheduler state in, a new ``Snapshot`` out. Nothing here mutates its inputs, reads a
+clock or does I/O, so the orchestrator decides when to rebuild (and caches the result).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from datetime import datetime
+
+from symphony_tui.config.settings import Settings
+from symphony_tui.domain import (
+    ApprovalRequest,
+    ClaimState,
+    Issue,
+    IssueRow,
+    RateLimits,
+    RecoveredWorkspace,
+    RetryEntry,
+    RetryRow,
+    RunningRow,
+    Snapshot,
+)
+from symphony_tui.scheduler import policy
+from symphony_tui.scheduler.run import Run
+from symphony_tui.scheduler.tokens import TokenLedger
+
+
+def build_snapshot(
+    *,
+    now: datetime,
+    now_mono: float,
+    settings: Settings,
+    workflow_path: str,
+    started_at: datetime | None,
+    known: Mapping[str, Issue],
+    running: Mapping[str, Run],
+    retries: Iterable[RetryEntry],
+    held: Collection[str],
+    completed: Sequence[str],
+    ledger: TokenLedger,
+    ended_seconds: float,
+    rate_limits: RateLimits | None,
+    recovered: tuple[RecoveredWorkspace, ...],
+    dispatch_paused: bool,
+    config_error: str | None,
+    tracker_error: str | None,
+    tracker_paused_until: datetime | None,
+    last_poll_at: datetime | None,
+    next_poll_at: datetime | None,
+) -> Snapshot:
+    """The scheduler's state as one frozen ``Snapshot``.
+
+    ``now`` is wall-clock time (UTC) and ``now_mono`` the scheduler clock's monotonic
+    seconds: running time (``ended_seconds`` of finished runs plus each live run's age) and
+    the token rate are measured on the latter. ``known`` maps issue id -> last seen issue,
+    ``running`` issue id -> live run, ``held`` holds issue ids the operator holds, and
+    ``completed`` lists identifiers oldest first. Issues are listed in dispatch order
+    (§8.2), workers by start, retries by due time, approvals by creation then id.
+    """
+    retries = sorted(retries, key=lambda e: e.due_at)
+    live_seconds = sum(max(0.0, now_mono - r.started_mono) for r in running.values())
+    return Snapshot(
+        generated_at=now,
+        started_at=started_at,
+        workflow_path=workflow_path,
+        tracker_kind=settings.tracker.kind or "",
+        backend=settings.agent.backend,
+        issues=_issue_rows(
+            known, running, {e.issue_id for e in retries}, held, completed, settings
+        ),
+        running=_running_rows(running),
+        retrying=tuple(
+            RetryRow(
+                issue_id=e.issue_id,
+                issue_identifier=e.identifier,
+                attempt=e.attempt,
+                due_at=e.due_at,
+                error=e.error,
+            )
+            for e in retries
+        ),
+        approvals=_open_approvals(running, now),
+        completed=tuple(completed),
+        totals=ledger.totals,
+        seconds_running=ended_seconds + live_seconds,
+        token_rate_per_min=ledger.rate_per_min(now_mono),
+        token_history=ledger.history(now_mono),
+        rate_limits=rate_limits,
+        recovered=recovered,
+        dispatch_paused=dispatch_paused,
+        config_error=config_error,
+        tracker_error=tracker_error,
+        tracker_paused_until=tracker_paused_until,
+        last_poll_at=last_poll_at,
+        next_poll_at=next_poll_at,
+        max_concurrent_agents=settings.agent.max_concurrent_agents,
+        tracker_states=tuple(
+            dict.fromkeys((*settings.tracker.active_states, *settings.tracker.terminal_states))
+        ),
+    )
+
+
+def _issue_rows(
+    known: Mapping[str, Issue],
+    running: Mapping[str, Run],
+    retrying: Collection[str],
+    held: Collection[str],
+    completed: Sequence[str],
+    settings: Settings,
+) -> tuple[IssueRow, ...]:
+    rows = []
+    for issue in policy.sort_for_dispatch(known.values()):
+        if issue.id in running:
+            claim = ClaimState.RUNNING
+        elif issue.id in retrying:
+            claim = ClaimState.RETRY_QUEUED
+        elif issue.id in held:
+            claim = ClaimState.RELEASED
+        else:
+            claim = ClaimState.UNCLAIMED
+        note = ""
+        if issue.id in held:
+            note = "held by operator"
+        elif issue.identifier in completed and claim is ClaimState.UNCLAIMED:
+            note = "completed"
+        rows.append(
+            IssueRow(
+                issue_id=issue.id,
+                identifier=issue.identifier,
+                title=issue.title,
+                state=issue.state,
+                claim=claim,
+                priority=issue.priority,
+                url=issue.url,
+                blocked=policy.blocked_by_open_issue(issue, settings),
+                note=note,
+            )
+        )
+    return tuple(rows)
+
+
+def _running_rows(running: Mapping[str, Run]) -> tuple[RunningRow, ...]:
+    return tuple(
+        RunningRow(
+            issue_id=r.issue.id,
+            issue_identifier=r.issue.identifier,
+            state=r.issue.state,
+            backend=r.backend,
+            status=r.status,
+            attempt=r.attempt,
+            session_id=r.session_id,
+            thread_id=r.thread_id,
+            turn_count=r.turn_count,
+            started_at=r.started_at,
+            last_event=r.last_event,
+            last_message=r.last_message,
+            last_event_at=r.last_event_at,
+            tokens=r.tokens,
+            workspace_path=str(r.workspace or ""),
+            pending_approvals=len(r.pending),
+        )
+        for r in sorted(running.values(), key=lambda r: r.started_mono)
+    )
+
+
+def _open_approvals(running: Mapping[str, Run], now: datetime) -> tuple[ApprovalRequest, ...]:
+    return tuple(
+        sorted(
+            (p.request for r in running.values() for p in r.pending.values()),
+            key=lambda a: (a.created_at or now, a.id),
+        )
+    )
