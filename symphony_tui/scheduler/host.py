@@ -46,7 +46,7 @@ class RunHost:
         self._orch._on_agent_event(self._run, event)
 
     async def request_approval(self, request: ApprovalRequest) -> ApprovalAnswer:
-        return await self._orch._request_approval(self._run, request)
+        return await self._orch._approvals.request(self._run, request)
 
     async def call_tool(self, name: str, arguments: Any) -> ToolResult:
         return await self._orch._call_tool(self._run, name, arguments)

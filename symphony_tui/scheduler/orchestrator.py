@@ -43,8 +43,6 @@ from symphony_tui.domain import (
     AgentEvent,
     ApprovalAnswer,
     ApprovalDecision,
-    ApprovalKind,
-    ApprovalRequest,
     EventKind,
     Issue,
     RateLimits,
@@ -71,11 +69,12 @@ from symphony_tui.domain.commands import (
 from symphony_tui.observability.logs import log_kv
 from symphony_tui.observability.redact import redact
 from symphony_tui.scheduler import policy
+from symphony_tui.scheduler.approvals import ApprovalDesk
 from symphony_tui.scheduler.clock import Clock, RealClock, TimerHandle
 from symphony_tui.scheduler.eventlog import FRAGMENT_KINDS, QUIET_KINDS, EventLog
 from symphony_tui.scheduler.host import RunHost
 from symphony_tui.scheduler.port import CommandResult
-from symphony_tui.scheduler.run import PendingApproval, Run
+from symphony_tui.scheduler.run import Run
 from symphony_tui.scheduler.snapshots import build_snapshot
 from symphony_tui.scheduler.tokens import TokenLedger
 from symphony_tui.trackers.base import Tracker, TrackerError
@@ -162,6 +161,13 @@ class Orchestrator:
         self.completed: list[str] = []
         self.known: dict[str, Issue] = {}
         self.ledger = TokenLedger()
+        self._approvals = ApprovalDesk(
+            self.clock,
+            settings=lambda: self.settings,
+            runs=lambda: self.running.values(),
+            emit=self._on_agent_event,
+            changed=self._changed,
+        )
         self.rate_limits: RateLimits | None = None
         self.recovered: tuple[RecoveredWorkspace, ...] = ()
         self.dispatch_paused = False
@@ -647,11 +653,7 @@ class Orchestrator:
             timer.cancel()
 
     async def _cleanup_attempt(self, run: Run, status: RunStatus, error: str | None) -> None:
-        for pending in list(run.pending.values()):
-            if not pending.future.done():
-                pending.future.set_result(
-                    ApprovalAnswer(decision=ApprovalDecision.CANCEL, by="shutdown")
-                )
+        self._approvals.cancel(run)
         if run.session is not None:
             try:
                 await asyncio.wait_for(run.session.close(), timeout=SESSION_CLOSE_TIMEOUT_S)
@@ -1040,86 +1042,6 @@ class Orchestrator:
                 self._log("warning", "session manifest write failed", error=str(exc))
         self._dirty = True
 
-    async def _request_approval(self, run: Run, request: ApprovalRequest) -> ApprovalAnswer:
-        settings = self.settings
-        mode = settings.agent.approvals
-        now = self.clock.now()
-        request = request.model_copy(
-            update={
-                "issue_id": run.issue.id,
-                "issue_identifier": run.issue.identifier,
-                "backend": request.backend or run.backend,
-                "created_at": request.created_at or now,
-                # What the operator reads: secrets masked (the backend keeps the original).
-                "summary": redact(request.summary),
-                "command": redact(request.command) if request.command else request.command,
-                "reason": redact(request.reason) if request.reason else request.reason,
-            }
-        )
-        run.last_event_mono = self.clock.monotonic()
-        if mode != "operator":
-            answer = _policy_answer(request, mode)
-            self._emit_approval(run, request, answer)
-            return answer
-        timeout_s = settings.agent.approval_timeout_ms / 1000
-        request = request.model_copy(update={"deadline_at": now + timedelta(seconds=timeout_s)})
-        future: asyncio.Future[ApprovalAnswer] = asyncio.get_running_loop().create_future()
-        pending = PendingApproval(request=request, future=future)
-        pending.timer = self.clock.call_later(
-            timeout_s, lambda: self._approval_timed_out(run, request.id, timeout_s)
-        )
-        run.pending[request.id] = pending
-        run.status = RunStatus.WAITING_FOR_OPERATOR
-        self._dirty = True
-        self._on_agent_event(
-            run,
-            AgentEvent(
-                kind=EventKind.APPROVAL_REQUESTED,
-                message=f"{request.kind.value}: {request.summary or request.command or ''}".strip(),
-                data={"approval_id": request.id, "kind": request.kind.value},
-            ),
-        )
-        try:
-            answer = await future
-        finally:
-            if pending.timer is not None:
-                pending.timer.cancel()
-            run.pending.pop(request.id, None)
-            if not run.pending and run.status is RunStatus.WAITING_FOR_OPERATOR:
-                run.status = RunStatus.STREAMING_TURN
-            run.last_event_mono = self.clock.monotonic()
-            self._dirty = True
-        self._emit_approval(run, request, answer)
-        return answer
-
-    def _emit_approval(self, run: Run, request: ApprovalRequest, answer: ApprovalAnswer) -> None:
-        self._on_agent_event(
-            run,
-            AgentEvent(
-                kind=EventKind.APPROVAL_RESOLVED,
-                message=f"{request.kind.value} {answer.decision.value} by {answer.by}"
-                + (f": {answer.message}" if answer.message else ""),
-                data={
-                    "approval_id": request.id,
-                    "decision": answer.decision.value,
-                    "by": answer.by,
-                    "timed_out": answer.timed_out,
-                },
-            ),
-        )
-
-    def _approval_timed_out(self, run: Run, approval_id: str, timeout_s: float) -> None:
-        pending = run.pending.get(approval_id)
-        if pending is None or pending.future.done():
-            return
-        reason = f"{pending.request.kind.value} approval unanswered for {timeout_s:g}s: declined"
-        run.approval_timed_out = reason
-        pending.future.set_result(
-            ApprovalAnswer(
-                decision=ApprovalDecision.DECLINE, message=reason, timed_out=True, by="timeout"
-            )
-        )
-
     async def _call_tool(self, run: Run, name: str, arguments: Any) -> ToolResult:
         """Client-side tools (spec §10.5). Never raises; unknown tools fail cleanly."""
         self._on_agent_event(
@@ -1206,12 +1128,16 @@ class Orchestrator:
                 decision = (
                     ApprovalDecision.ACCEPT_FOR_SESSION if for_session else ApprovalDecision.ACCEPT
                 )
-                return self._answer(aid, ApprovalAnswer(decision=decision, permissions=granted))
+                return self._approvals.answer(
+                    aid, ApprovalAnswer(decision=decision, permissions=granted)
+                )
             case Deny(approval_id=aid, message=message, cancel=cancel):
                 decision = ApprovalDecision.CANCEL if cancel else ApprovalDecision.DECLINE
-                return self._answer(aid, ApprovalAnswer(decision=decision, message=message))
+                return self._approvals.answer(
+                    aid, ApprovalAnswer(decision=decision, message=message)
+                )
             case Answer(approval_id=aid, answers=answers):
-                return self._answer(
+                return self._approvals.answer(
                     aid, ApprovalAnswer(decision=ApprovalDecision.ACCEPT, answers=answers)
                 )
             case Rerun(issue_id=issue_id):
@@ -1250,10 +1176,8 @@ class Orchestrator:
         """The issue a command is about, for the event log (None for process-wide ones)."""
         issue_id = getattr(command, "issue_id", None)
         if issue_id is None and getattr(command, "approval_id", None) is not None:
-            issue_id = next(
-                (r.issue.id for r in self.running.values() if command.approval_id in r.pending),
-                None,
-            )
+            owner = self._approvals.owner(command.approval_id)
+            issue_id = owner.issue.id if owner is not None else None
         if issue_id is None:
             return None
         run = self.running.get(issue_id)
@@ -1286,21 +1210,6 @@ class Orchestrator:
                 True, f"{run.identifier}: interrupt failed ({exc}); worker stopped"
             )
         return CommandResult(True, f"interrupt sent to {run.identifier}")
-
-    def _answer(self, approval_id: str, answer: ApprovalAnswer) -> CommandResult:
-        for run in self.running.values():
-            pending = run.pending.get(approval_id)
-            if pending is None:
-                continue
-            if pending.future.done():
-                return CommandResult(False, "that approval was already answered")
-            if pending.request.kind is ApprovalKind.USER_INPUT and (
-                answer.decision is ApprovalDecision.ACCEPT and not answer.answers
-            ):
-                return CommandResult(False, "this is a question: answer it with text or a choice")
-            pending.future.set_result(answer)
-            return CommandResult(True, f"{answer.decision.value} sent for {run.identifier}")
-        return CommandResult(False, "no pending approval with that id")
 
     def _release_hold(self, issue_id: str, issue: Issue | None) -> None:
         self.held.pop(issue_id, None)
@@ -1444,6 +1353,10 @@ class Orchestrator:
             self._schedule_next_tick()
         self._dirty = True
 
+    def _changed(self) -> None:
+        """Something a snapshot shows changed: the next ``snapshot()`` rebuilds."""
+        self._dirty = True
+
     def _emit_system(
         self, kind: EventKind, message: str, *, issue: Issue | None = None, **data: Any
     ) -> None:
@@ -1494,21 +1407,3 @@ def _short_json(value: Any, limit: int = 200) -> str:
     except (TypeError, ValueError):
         text = repr(value)
     return text if len(text) <= limit else text[:limit] + "…"
-
-
-def _policy_answer(request: ApprovalRequest, mode: str) -> ApprovalAnswer:
-    """Answer without an operator (``agent.approvals: auto | deny``)."""
-    if mode == "auto":
-        if request.kind is ApprovalKind.USER_INPUT:
-            answers = {q.id: (q.options[0].label,) for q in request.questions if q.options}
-            if len(answers) == len(request.questions) and answers:
-                return ApprovalAnswer(decision=ApprovalDecision.ACCEPT, answers=answers, by="auto")
-            return ApprovalAnswer(
-                decision=ApprovalDecision.DECLINE,
-                message="no operator available to answer",
-                by="auto",
-            )
-        return ApprovalAnswer(decision=ApprovalDecision.ACCEPT, by="auto")
-    return ApprovalAnswer(
-        decision=ApprovalDecision.DECLINE, message="approvals are denied by policy", by="policy"
-    )
