@@ -22,7 +22,6 @@ import signal
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from symphony_tui.agents.base import (
@@ -72,6 +71,7 @@ from symphony_tui.scheduler import policy
 from symphony_tui.scheduler.approvals import ApprovalDesk
 from symphony_tui.scheduler.clock import Clock, RealClock, TimerHandle
 from symphony_tui.scheduler.eventlog import FRAGMENT_KINDS, QUIET_KINDS, EventLog
+from symphony_tui.scheduler.holds import Holds
 from symphony_tui.scheduler.host import RunHost
 from symphony_tui.scheduler.port import CommandResult
 from symphony_tui.scheduler.run import Run
@@ -157,7 +157,7 @@ class Orchestrator:
 
         self.running: dict[str, Run] = {}
         self.retrying: dict[str, _Retry] = {}
-        self.held: dict[str, datetime | None] = {}
+        self.held = Holds(workspaces)
         self.completed: list[str] = []
         self.known: dict[str, Issue] = {}
         self.ledger = TokenLedger()
@@ -241,7 +241,7 @@ class Orchestrator:
         self._log("info", "scheduler starting", workflow=str(self.store.current.path))
         await self._startup_sweep()
         self._refresh_recovered()
-        self._restore_holds()
+        self.held.restore(self.recovered)
         if self._watch_workflow:
             self._spawn(
                 self.store.watch(self._on_workflow_changed, ready=self.watch_ready),
@@ -426,13 +426,7 @@ class Orchestrator:
         for issue in self.known.values():
             if issue.identifier in self.completed and issue.id not in keep:
                 keep[issue.id] = issue
-        for issue_id, stamp in list(self.held.items()):
-            fresh = keep.get(issue_id)
-            if fresh is None:
-                self._release_hold(issue_id, self.known.get(issue_id))
-            elif stamp is not None and fresh.updated_at is not None and fresh.updated_at != stamp:
-                # Someone changed the issue in the tracker: the operator's hold has served.
-                self._release_hold(issue_id, fresh)
+        self.held.release_stale(keep, self.known)
         for issue_id, issue in keep.items():
             if issue_id not in self.known or self.known[issue_id] != issue:
                 self._dirty = True
@@ -740,12 +734,7 @@ class Orchestrator:
             elif outcome in (RunOutcome.CANCELLED, RunOutcome.STOPPED):
                 # The operator ended it: hold the issue until they rerun it or the tracker
                 # shows a change, so it is not re-dispatched on the next tick.
-                self.held[issue.id] = issue.updated_at
-                if run.workspace is not None:
-                    # Survives a restart: a held issue must not be dispatched by the next
-                    # console just because this one's memory is gone.
-                    stamp = issue.updated_at.isoformat() if issue.updated_at else None
-                    update_manifest(run.workspace, "run", held=True, held_updated_at=stamp)
+                self.held.hold(issue, run.workspace)
         self._refresh_recovered()
 
     # ------------------------------------------------------------------ retries
@@ -1211,33 +1200,10 @@ class Orchestrator:
             )
         return CommandResult(True, f"interrupt sent to {run.identifier}")
 
-    def _release_hold(self, issue_id: str, issue: Issue | None) -> None:
-        self.held.pop(issue_id, None)
-        if issue is None:
-            return
-        with contextlib.suppress(WorkspaceError, OSError):
-            path = self.workspaces.path_for(issue.identifier)
-            if path.is_dir():
-                update_manifest(path, "run", held=False)
-
-    def _restore_holds(self) -> None:
-        """Re-hold issues an operator interrupted or stopped before a restart (manifests)."""
-        for workspace in self.recovered:
-            if not workspace.issue_id:
-                continue
-            run = read_manifest(Path(workspace.path)).get("run", {})
-            if not isinstance(run, dict) or not run.get("held"):
-                continue
-            stamp = run.get("held_updated_at")
-            try:
-                self.held[workspace.issue_id] = datetime.fromisoformat(stamp) if stamp else None
-            except (TypeError, ValueError):
-                self.held[workspace.issue_id] = None
-
     def _rerun(self, issue_id: str) -> CommandResult:
         if issue_id in self.running:
             return CommandResult(False, "already running")
-        self._release_hold(issue_id, self.known.get(issue_id))
+        self.held.release(issue_id, self.known.get(issue_id))
         retry = self.retrying.pop(issue_id, None)
         if retry is not None:
             retry.timer.cancel()
