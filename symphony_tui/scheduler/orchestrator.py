@@ -40,8 +40,6 @@ from symphony_tui.config.store import WorkflowStore
 from symphony_tui.config.validate import validate_dispatch
 from symphony_tui.domain import (
     AgentEvent,
-    ApprovalAnswer,
-    ApprovalDecision,
     EventKind,
     Issue,
     RateLimits,
@@ -53,23 +51,14 @@ from symphony_tui.domain import (
     TokenUsage,
 )
 from symphony_tui.domain.commands import (
-    Answer,
-    Approve,
     Command,
-    Deny,
-    Interrupt,
-    MoveIssue,
-    PauseDispatch,
-    Refresh,
-    RemoveWorkspace,
-    Rerun,
-    Stop,
 )
 from symphony_tui.observability.logs import log_kv
 from symphony_tui.observability.redact import redact
 from symphony_tui.scheduler import policy
 from symphony_tui.scheduler.approvals import ApprovalDesk
 from symphony_tui.scheduler.clock import Clock, RealClock, TimerHandle
+from symphony_tui.scheduler.commands import OperatorCommands
 from symphony_tui.scheduler.eventlog import FRAGMENT_KINDS, QUIET_KINDS, EventLog
 from symphony_tui.scheduler.holds import Holds
 from symphony_tui.scheduler.host import RunHost
@@ -81,7 +70,6 @@ from symphony_tui.trackers.base import Tracker, TrackerError
 from symphony_tui.workspaces.errors import WorkspaceError
 from symphony_tui.workspaces.manager import WorkspaceManager
 from symphony_tui.workspaces.manifest import read_manifest, update_manifest
-from symphony_tui.workspaces.paths import workspace_key
 
 log = logging.getLogger("symphony_tui.scheduler")
 
@@ -105,7 +93,6 @@ DEFAULT_CONTINUATION = (
     "work is done move the issue to its next state."
 )
 
-INTERRUPT_GRACE_S = 10.0
 SESSION_CLOSE_TIMEOUT_S = 10.0
 SHUTDOWN_TIMEOUT_S = 20.0
 MAX_COMPLETED = 500
@@ -168,6 +155,7 @@ class Orchestrator:
             emit=self._on_agent_event,
             changed=self._changed,
         )
+        self._commands = OperatorCommands(self)
         self.rate_limits: RateLimits | None = None
         self.recovered: tuple[RecoveredWorkspace, ...] = ()
         self.dispatch_paused = False
@@ -463,9 +451,7 @@ class Orchestrator:
 
     def _dispatch(self, issue: Issue, attempt: int | None) -> Run:
         """Claim ``issue`` and start its worker (§16.4)."""
-        retry = self.retrying.pop(issue.id, None)
-        if retry is not None:
-            retry.timer.cancel()
+        self._cancel_retry(issue.id)
         now_mono = self.clock.monotonic()
         run = Run(
             issue=issue,
@@ -748,9 +734,7 @@ class Orchestrator:
         error: str | None,
         continuation: bool = False,
     ) -> None:
-        old = self.retrying.pop(issue.id, None)
-        if old is not None:
-            old.timer.cancel()
+        self._cancel_retry(issue.id)
         token = next(self._retry_tokens)
         due = self.clock.now() + timedelta(milliseconds=delay_ms)
         entry = RetryEntry(
@@ -821,10 +805,15 @@ class Orchestrator:
             return
         self._dispatch(issue, attempt=retry.entry.attempt)
 
-    def _release(self, issue_id: str, why: str) -> None:
+    def _cancel_retry(self, issue_id: str) -> _Retry | None:
+        """Drop the issue's retry entry, if any, and cancel its timer; returns the entry."""
         retry = self.retrying.pop(issue_id, None)
         if retry is not None:
             retry.timer.cancel()
+        return retry
+
+    def _release(self, issue_id: str, why: str) -> None:
+        self._cancel_retry(issue_id)
         self._last_change_mono = self.clock.monotonic()
         self._dirty = True
         issue = self.known.get(issue_id)
@@ -1091,162 +1080,7 @@ class Orchestrator:
     async def send(self, command: Command) -> CommandResult:
         """Apply an operator command (DESIGN.md "Operator commands"). ``issue_id`` fields
         also accept an issue identifier (``ABC-12``), as the HTTP API's paths do."""
-        issue_ref = getattr(command, "issue_id", None)
-        if issue_ref is not None:
-            command = command.model_copy(update={"issue_id": self._resolve_issue_id(issue_ref)})
-        self._emit_system(
-            EventKind.OPERATOR,
-            f"operator: {command.type.replace('_', ' ')}",
-            issue=self._command_issue(command),
-            command=command.type,
-        )
-        match command:
-            case Refresh():
-                self.request_refresh()
-                self._refresh_recovered()
-                return CommandResult(True, "refresh requested")
-            case Interrupt(issue_id=issue_id):
-                return await self._interrupt(issue_id)
-            case Stop(issue_id=issue_id):
-                run = self.running.get(issue_id)
-                if run is None:
-                    return CommandResult(False, "no running worker for that issue")
-                self._stop_run(run, RunOutcome.STOPPED, RunStatus.STOPPED, "stopped by operator")
-                return CommandResult(True, f"stopping {run.identifier}")
-            case Approve(approval_id=aid, for_session=for_session, permissions=granted):
-                decision = (
-                    ApprovalDecision.ACCEPT_FOR_SESSION if for_session else ApprovalDecision.ACCEPT
-                )
-                return self._approvals.answer(
-                    aid, ApprovalAnswer(decision=decision, permissions=granted)
-                )
-            case Deny(approval_id=aid, message=message, cancel=cancel):
-                decision = ApprovalDecision.CANCEL if cancel else ApprovalDecision.DECLINE
-                return self._approvals.answer(
-                    aid, ApprovalAnswer(decision=decision, message=message)
-                )
-            case Answer(approval_id=aid, answers=answers):
-                return self._approvals.answer(
-                    aid, ApprovalAnswer(decision=ApprovalDecision.ACCEPT, answers=answers)
-                )
-            case Rerun(issue_id=issue_id):
-                return self._rerun(issue_id)
-            case PauseDispatch(paused=paused):
-                self.dispatch_paused = paused
-                self._dirty = True
-                if not paused:
-                    self.request_refresh()
-                return CommandResult(True, "dispatch paused" if paused else "dispatch resumed")
-            case MoveIssue(issue_id=issue_id, state=state):
-                try:
-                    moved = await self.tracker.move_issue(issue_id, state)
-                except TrackerError as exc:
-                    return CommandResult(False, str(exc))
-                self.known[moved.id] = moved
-                self._dirty = True
-                self.request_refresh()
-                return CommandResult(True, f"{moved.identifier} moved to {moved.state}")
-            case RemoveWorkspace(issue_identifier=identifier):
-                return await self._remove_workspace(identifier)
-        return CommandResult(False, f"unknown command {command!r}")
-
-    def _resolve_issue_id(self, ref: str) -> str:
-        if ref in self.running or ref in self.retrying or ref in self.known or ref in self.held:
-            return ref
-        for issue in (*(r.issue for r in self.running.values()), *self.known.values()):
-            if issue.identifier == ref:
-                return issue.id
-        for retry in self.retrying.values():
-            if retry.issue.identifier == ref:
-                return retry.issue.id
-        return ref
-
-    def _command_issue(self, command: Command) -> Issue | None:
-        """The issue a command is about, for the event log (None for process-wide ones)."""
-        issue_id = getattr(command, "issue_id", None)
-        if issue_id is None and getattr(command, "approval_id", None) is not None:
-            owner = self._approvals.owner(command.approval_id)
-            issue_id = owner.issue.id if owner is not None else None
-        if issue_id is None:
-            return None
-        run = self.running.get(issue_id)
-        return run.issue if run is not None else self.known.get(issue_id)
-
-    async def _interrupt(self, issue_id: str) -> CommandResult:
-        run = self.running.get(issue_id)
-        if run is None:
-            return CommandResult(False, "no running worker for that issue")
-        self._end_run_early(
-            run, RunOutcome.CANCELLED, RunStatus.INTERRUPTED, "interrupted by operator"
-        )
-        session = run.session
-        if session is None or (run.turn_count == 0 and run.status is not RunStatus.STREAMING_TURN):
-            if run.task is not None:
-                run.task.cancel()
-            return CommandResult(True, f"{run.identifier} cancelled before its turn started")
-        task = run.task
-
-        def force() -> None:
-            if task is not None and not task.done():
-                task.cancel()
-
-        self.clock.call_later(INTERRUPT_GRACE_S, force)
-        try:
-            await asyncio.wait_for(session.interrupt(), timeout=INTERRUPT_GRACE_S)
-        except (TimeoutError, Exception) as exc:
-            force()
-            return CommandResult(
-                True, f"{run.identifier}: interrupt failed ({exc}); worker stopped"
-            )
-        return CommandResult(True, f"interrupt sent to {run.identifier}")
-
-    def _rerun(self, issue_id: str) -> CommandResult:
-        if issue_id in self.running:
-            return CommandResult(False, "already running")
-        self.held.release(issue_id, self.known.get(issue_id))
-        retry = self.retrying.pop(issue_id, None)
-        if retry is not None:
-            retry.timer.cancel()
-        issue = retry.issue if retry is not None else self.known.get(issue_id)
-        if issue is None:
-            self.request_refresh()
-            return CommandResult(True, "hold cleared; the next poll decides")
-        settings = self.settings
-        attempt = retry.entry.attempt if retry is not None else None
-        if not self._is_eligible(issue, settings) or self.dispatch_paused:
-            self.request_refresh()
-            return CommandResult(True, f"{issue.identifier} is not eligible now; will poll")
-        if not self._slots_free(issue, settings):
-            self._schedule_retry(
-                issue, attempt or 1, policy.CONTINUATION_RETRY_MS, error=policy.NO_SLOTS_ERROR
-            )
-            return CommandResult(True, f"{issue.identifier} queued: no free slot")
-        self._dispatch(issue, attempt=attempt)
-        return CommandResult(True, f"{issue.identifier} dispatched")
-
-    async def _remove_workspace(self, identifier: str) -> CommandResult:
-        """Operator removal of a (recovered) workspace: refused while its issue is claimed
-        (running or waiting for a retry), otherwise ``before_remove`` then delete."""
-        key = workspace_key(identifier)
-        claimed = [r.issue for r in self.running.values()]
-        claimed += [r.issue for r in self.retrying.values()]
-        if any(workspace_key(i.identifier) == key for i in claimed):
-            return CommandResult(False, f"{identifier} is running or retrying; stop it first")
-        try:
-            exists = self.workspaces.path_for(identifier).exists()
-            hook = await self.workspaces.remove(identifier) if exists else None
-        except WorkspaceError as exc:
-            return CommandResult(False, str(exc))
-        finally:
-            self._refresh_recovered()
-        if not exists:
-            return CommandResult(False, f"no workspace for {identifier}")
-        note = ""
-        if hook is not None and not hook.ok:
-            note = f" (before_remove failed: {hook.summary()})"
-        known = next((i for i in self.known.values() if workspace_key(i.identifier) == key), None)
-        self._emit_system(EventKind.HOOK, f"workspace {key} removed by operator{note}", issue=known)
-        return CommandResult(True, f"workspace {key} removed{note}")
+        return await self._commands.apply(command)
 
     # ------------------------------------------------------------------ front-end port
 
