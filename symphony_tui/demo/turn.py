@@ -398,7 +398,7 @@ class TurnScript:
                 reason=f"Write {release} in the workspace (needs your approval).",
             )
             if approved == "declined":
-                await self.pacer.pause(150)  # a note with the denial comes as `turn/steer`
+                # a note with the denial arrives as `turn/steer`, before the decision
                 heard = f' (your note: "{self.steered[-1][-200:]}")' if self.steered else ""
                 await self._message(
                     f"Understood: the release step was declined{heard}, skipping it."

@@ -124,7 +124,7 @@ class ServerRequests:
         """The operator's message that came with a denial of request ``rid`` (once), if any.
 
         Codex's approval responses carry only the decision, so the session delivers the
-        message to the model itself, with ``turn/steer`` after answering the request.
+        message to the model itself, with ``turn/steer`` just before answering the request.
         """
         return self._notes.pop(rid, None)
 

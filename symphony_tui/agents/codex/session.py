@@ -490,11 +490,12 @@ class CodexSession:
             except Exception as e:
                 await rpc.respond_error(rid, -32603, f"client error: {e}")
                 return
-            await rpc.respond(rid, result)
             note = self._requests.take_note(rid)
             if note is not None:
-                # Its own task: codex's `serverRequest/resolved` for `rid` cancels this one.
-                self._spawn(self._steer(rpc, note))
+                # Steer first, while the turn still waits on this request: the note is then
+                # in the turn before the model's next step, whatever the server does next.
+                await self._steer(rpc, note)
+            await rpc.respond(rid, result)
         except AgentError:
             pass  # the process is gone; nothing left to answer
         finally:

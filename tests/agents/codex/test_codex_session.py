@@ -684,8 +684,8 @@ def _declined_command_script(steer: dict[str, Any] | None) -> list[dict[str, Any
             itemId="c1",
             command="make deploy",
         ),
-        {"expect_response": 0},
         *([steer] if steer else []),
+        {"expect_response": 0},
         note("serverRequest/resolved", threadId="th-1", requestId=0),
         note("item/completed", threadId="th-1", item={**item, "status": "declined"}),
         turn_completed(),
@@ -704,7 +704,7 @@ async def test_operator_decline_message_is_steered_into_the_turn(fake_codex, wor
     assert steer["params"]["threadId"] == "th-1" and steer["params"]["expectedTurnId"] == "tu-1"
     (text,) = [i["text"] for i in steer["params"]["input"]]
     assert "declined" in text and "make deploy" in text and "not on a Friday" in text
-    assert run.responses()[0]["result"] == {"decision": "decline"}  # answered first
+    assert run.responses()[0]["result"] == {"decision": "decline"}  # answered after the steer
     await host.wait_for(lambda e: e.data.get("operator_note") is True)
 
 
