@@ -15,6 +15,7 @@ import sys
 from typing import TextIO
 
 from symphony_tui.runtime import Runtime
+from symphony_tui.text import one_line
 
 IDLE_POLL_S = 0.2
 
@@ -41,7 +42,7 @@ async def run_headless(
             if value != shown[key]:
                 shown[key] = value
                 what = f"{key} error: {value}" if value else f"{key} error cleared"
-                print(f"symphony-tui: {what}", file=sys.stderr, flush=True)
+                print(f"symphony-tui: {one_line(what)}", file=sys.stderr, flush=True)
 
     try:
         await orch.start()

@@ -20,32 +20,19 @@ after the failing status means no cause is still on its way.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from symphony_tui.agents.openhands.reconcile import WireEvent
+from symphony_tui.text import one_line as text_one_line
 
 MAX_REASON = 300  # characters of a failure reason
 FAILED_STATUSES = ("error", "stuck")
 STUCK_HINT = "the stuck detector stopped the agent repeating itself"
 
-# ESC/C1-introduced sequences (CSI, OSC/DCS strings up to BEL or ST, two-byte escapes),
-# then any other control character (line breaks become spaces when whitespace collapses).
-_ESCAPE = re.compile(
-    r"(?:\x1b[\]PX^_]|[\x90\x98\x9d-\x9f]).*?(?:\x07|\x1b\\|\x9c|$)"
-    r"|(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
-    r"|\x1b[ -/]*[0-~]?",
-    re.DOTALL,
-)
-_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
 
 def one_line(text: Any, limit: int = MAX_REASON) -> str:
-    """``text`` without escape sequences or control characters, whitespace runs (line
-    breaks included) collapsed to one space, cut to ``limit`` characters with ``...``."""
-    s = _CONTROL.sub("", _ESCAPE.sub("", str(text)))
-    s = " ".join(s.split())
-    return s if len(s) <= limit else s[: max(limit - 3, 0)].rstrip() + "..."
+    """``text`` made inert (:func:`symphony_tui.text.one_line`), at most ``limit`` chars."""
+    return text_one_line(text, limit)
 
 
 class FailureWatch:

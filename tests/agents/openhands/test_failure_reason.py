@@ -130,12 +130,12 @@ async def test_the_reason_is_one_bounded_line_without_escapes(tmp_path: Path) ->
     await session.close()
     assert result.error is not None
     assert result.error.startswith("APIError: first line second line xxx")
-    assert len(result.error) == MAX_REASON and result.error.endswith("...")
+    assert len(result.error) == MAX_REASON and result.error.endswith("…")
     assert not any(ord(c) < 32 or 0x7F <= ord(c) <= 0x9F for c in result.error)
 
 
 def test_one_line_strips_escapes_and_controls_and_bounds() -> None:
     assert one_line("a\x1b[1;31mb\x1b[0m\x9b2Kc\x1bP1;2|data\x1b\\d\x07e\u202ef") == "abcdef"
     assert one_line("  many \n\n spaces\t here ") == "many spaces here"
-    assert one_line("abcdefghij", limit=8) == "abcde..."
-    assert one_line(None) == "None" and one_line("") == ""
+    assert one_line("abcdefghij", limit=8) == "abcdefg…"
+    assert one_line(None) == "" and one_line("") == ""
