@@ -3,23 +3,34 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from symphony_tui.agents.base import ToolResult, ToolSpec
 from symphony_tui.domain import AgentEvent, ApprovalAnswer, ApprovalRequest, Issue
+from symphony_tui.scheduler.approvals import ApprovalDesk
 from symphony_tui.scheduler.run import Run
-
-if TYPE_CHECKING:
-    from symphony_tui.scheduler.orchestrator import Orchestrator
+from symphony_tui.scheduler.session_events import SessionRecorder
+from symphony_tui.scheduler.tools import SessionTools
 
 
 class RunHost:
-    """Binds a backend session to its :class:`Run`; every call lands in the orchestrator."""
+    """Binds a backend session to its :class:`Run`: events and session facts go to the
+    ``recorder``, approval requests to the ``approvals`` desk, tool calls to ``tool_calls``;
+    ``tools`` is what the session advertises."""
 
-    def __init__(self, orchestrator: Orchestrator, run: Run, tools: tuple[ToolSpec, ...]) -> None:
-        self._orch = orchestrator
+    def __init__(
+        self,
+        run: Run,
+        tools: tuple[ToolSpec, ...],
+        recorder: SessionRecorder,
+        approvals: ApprovalDesk,
+        tool_calls: SessionTools,
+    ) -> None:
         self._run = run
         self._tools = tools
+        self._recorder = recorder
+        self._approvals = approvals
+        self._tool_calls = tool_calls
 
     @property
     def issue(self) -> Issue:
@@ -43,13 +54,13 @@ class RunHost:
         return dict(self._run.resume)
 
     def emit(self, event: AgentEvent) -> None:
-        self._orch._on_agent_event(self._run, event)
+        self._recorder.on_event(self._run, event)
 
     async def request_approval(self, request: ApprovalRequest) -> ApprovalAnswer:
-        return await self._orch._approvals.request(self._run, request)
+        return await self._approvals.request(self._run, request)
 
     async def call_tool(self, name: str, arguments: Any) -> ToolResult:
-        return await self._orch._call_tool(self._run, name, arguments)
+        return await self._tool_calls.call(self._run, name, arguments)
 
     def record_session(self, **fields: Any) -> None:
-        self._orch._record_session(self._run, fields)
+        self._recorder.record_session(self._run, fields)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import json
 import logging
 import os
 import signal
@@ -28,8 +27,6 @@ from symphony_tui.agents.base import (
     AgentBackend,
     AgentError,
     AgentSession,
-    ToolResult,
-    ToolSpec,
     TurnResult,
     TurnStatus,
 )
@@ -48,44 +45,30 @@ from symphony_tui.domain import (
     RunOutcome,
     RunStatus,
     Snapshot,
-    TokenUsage,
 )
 from symphony_tui.domain.commands import (
     Command,
 )
 from symphony_tui.observability.logs import log_kv
-from symphony_tui.observability.redact import redact
 from symphony_tui.scheduler import policy
 from symphony_tui.scheduler.approvals import ApprovalDesk
 from symphony_tui.scheduler.clock import Clock, RealClock, TimerHandle
 from symphony_tui.scheduler.commands import OperatorCommands
-from symphony_tui.scheduler.eventlog import FRAGMENT_KINDS, QUIET_KINDS, EventLog
+from symphony_tui.scheduler.eventlog import EventLog
 from symphony_tui.scheduler.holds import Holds
 from symphony_tui.scheduler.host import RunHost
 from symphony_tui.scheduler.port import CommandResult
 from symphony_tui.scheduler.run import Run
+from symphony_tui.scheduler.session_events import SessionRecorder
 from symphony_tui.scheduler.snapshots import build_snapshot
 from symphony_tui.scheduler.tokens import TokenLedger
+from symphony_tui.scheduler.tools import SessionTools
 from symphony_tui.trackers.base import Tracker, TrackerError
 from symphony_tui.workspaces.errors import WorkspaceError
 from symphony_tui.workspaces.manager import WorkspaceManager
 from symphony_tui.workspaces.manifest import read_manifest, update_manifest
 
 log = logging.getLogger("symphony_tui.scheduler")
-
-SET_STATE_TOOL = ToolSpec(
-    name="symphony_set_issue_state",
-    description=(
-        "Move the issue you are working on to another tracker state (for example Done or "
-        "Human Review). Call it when your work on the issue is finished."
-    ),
-    input_schema={
-        "type": "object",
-        "properties": {"state": {"type": "string", "description": "Target state name"}},
-        "required": ["state"],
-        "additionalProperties": False,
-    },
-)
 
 DEFAULT_CONTINUATION = (
     "Continue working on {identifier}. The issue is still in state '{state}'. This is turn "
@@ -148,15 +131,18 @@ class Orchestrator:
         self.completed: list[str] = []
         self.known: dict[str, Issue] = {}
         self.ledger = TokenLedger()
+        self._recorder = SessionRecorder(
+            self.clock, self.ledger, self.events, changed=self._changed
+        )
+        self._tools = SessionTools(tracker, emit=self._recorder.on_event, moved=self._agent_moved)
         self._approvals = ApprovalDesk(
             self.clock,
             settings=lambda: self.settings,
             runs=lambda: self.running.values(),
-            emit=self._on_agent_event,
+            emit=self._recorder.on_event,
             changed=self._changed,
         )
         self._commands = OperatorCommands(self)
-        self.rate_limits: RateLimits | None = None
         self.recovered: tuple[RecoveredWorkspace, ...] = ()
         self.dispatch_paused = False
         self.config_error: str | None = None
@@ -187,6 +173,11 @@ class Orchestrator:
     @property
     def settings(self) -> Settings:
         return self.store.current.settings
+
+    @property
+    def rate_limits(self) -> RateLimits | None:
+        """The newest account rate limits any session reported (None before the first)."""
+        return self._recorder.rate_limits
 
     @property
     def stopped(self) -> bool:
@@ -480,14 +471,6 @@ class Orchestrator:
             backend = self._backends[name] = self._backend_factory(name)
         return backend
 
-    def _tools_for_session(self) -> tuple[ToolSpec, ...]:
-        tools = [SET_STATE_TOOL]
-        if self.tracker.kind == "linear":
-            from symphony_tui.trackers.linear.tool import LINEAR_GRAPHQL_TOOL
-
-            tools.append(LINEAR_GRAPHQL_TOOL)
-        return tuple(tools)
-
     # ------------------------------------------------------------------ worker
 
     async def _worker(self, run: Run) -> None:
@@ -548,7 +531,7 @@ class Orchestrator:
             return RunOutcome.FAILED, RunStatus.FAILED, str(exc)
         run.status = RunStatus.LAUNCHING_AGENT
         self._dirty = True
-        host = RunHost(self, run, self._tools_for_session())
+        host = RunHost(run, self._tools.specs(), self._recorder, self._approvals, self._tools)
         try:
             session = await self._backend(run.backend).start_session(host)
         except AgentError as exc:
@@ -565,7 +548,7 @@ class Orchestrator:
             self._dirty = True
             text = prompt if turn == 1 else self._continuation_prompt(run, turn, max_turns)
             result = await self._run_turn(run, session, text, continuation=turn > 1)
-            self._persist_session_tokens(run)
+            self._recorder.persist_tokens(run)
             if run.end_reason is not None:
                 return run.end_reason, run.end_status or RunStatus.STOPPED, run.end_error
             if run.approval_timed_out:
@@ -646,7 +629,7 @@ class Orchestrator:
         hook = await self.workspaces.run_hook("after_run", run.workspace, run.issue)
         if hook is not None:
             self._emit_hook(run, hook)
-        self._persist_session_tokens(run)
+        self._recorder.persist_tokens(run)
         try:
             update_manifest(
                 run.workspace,
@@ -667,15 +650,6 @@ class Orchestrator:
                 await self.workspaces.remove(run.issue.identifier)
             except Exception as exc:
                 self._log("warning", "workspace removal failed", error=str(exc))
-
-    def _persist_session_tokens(self, run: Run) -> None:
-        if run.workspace is None or run.thread_id is None:
-            return
-        baseline = self.ledger.baseline(self._session_key(run))
-        if baseline is None:
-            return
-        with contextlib.suppress(OSError):
-            update_manifest(run.workspace, "session", thread_tokens=baseline.model_dump())
 
     def _finish(self, run: Run, outcome: RunOutcome, status: RunStatus, error: str | None) -> None:
         """Bookkeeping when a worker ends (§16.6): retry, release or hold."""
@@ -912,153 +886,15 @@ class Orchestrator:
 
     # ------------------------------------------------------------------ agent callbacks
 
-    def _session_key(self, run: Run) -> str:
-        return f"{run.backend}:{run.thread_id or run.issue.id + ':' + str(run.started_mono)}"
-
-    def _on_agent_event(self, run: Run, event: AgentEvent) -> None:
-        now_mono = self.clock.monotonic()
-        now = self.clock.now()
-        data = event.data or {}
-        if event.kind is EventKind.SESSION_STARTED:
-            thread = data.get("thread_id")
-            if thread:
-                self._set_thread(run, str(thread))
-            if data.get("session_id"):
-                run.session_id = str(data["session_id"])
-        elif event.kind is EventKind.TURN_STARTED:
-            turn = data.get("turn_id")
-            if turn:
-                run.turn_id = str(turn)
-                run.session_id = f"{run.thread_id}-{turn}" if run.thread_id else str(turn)
-        if data.get("session_id") and event.kind is not EventKind.SESSION_STARTED:
-            run.session_id = str(data["session_id"])
-        stamp = {
-            "issue_id": run.issue.id,
-            "issue_identifier": run.issue.identifier,
-            "session_id": event.session_id or run.session_id,
-            "at": event.at or now,
-        }
-        run.last_event_mono = now_mono
-        if event.kind not in QUIET_KINDS:
-            run.last_event_at = now
-            run.last_event = event.kind.value
-        if event.kind is EventKind.MESSAGE_DELTA:
-            run.delta_buffer = (run.delta_buffer + event.message)[-400:]
-            run.last_message = redact(run.delta_buffer)
-        elif event.kind in (
-            EventKind.MESSAGE,
-            EventKind.REASONING,
-            EventKind.COMMAND_STARTED,
-            EventKind.COMMAND_COMPLETED,
-            EventKind.FILE_CHANGE,
-            EventKind.ERROR,
-            EventKind.TURN_FAILED,
-            EventKind.WARNING,
-            EventKind.TOOL_CALL,
-        ):
-            if event.kind in (EventKind.MESSAGE, EventKind.REASONING):
-                # a finished item: the next deltas (reasoning or answer) start afresh
-                run.delta_buffer = ""
-            if event.message:
-                run.last_message = redact(event.message[-400:])
-        elif event.kind is EventKind.TOKEN_USAGE:
-            usage = data.get("usage")
-            if isinstance(usage, dict):
-                try:
-                    absolute = TokenUsage.model_validate(usage)
-                except ValueError:
-                    absolute = None
-                key = self._session_key(run)
-                if (
-                    absolute is not None
-                    and data.get("attached")
-                    and self.ledger.baseline(key) is None
-                ):
-                    # Totals of a re-attached session, reported before any new work: the
-                    # starting point, not new usage (it was counted by whoever ran it).
-                    self.ledger.seed(key, absolute)
-                elif absolute is not None:
-                    growth = self.ledger.report(key, absolute, now_mono)
-                    run.tokens = run.tokens + growth
-        elif event.kind is EventKind.RATE_LIMITS:
-            raw = data.get("rate_limits")
-            if isinstance(raw, dict):
-                with contextlib.suppress(ValueError):
-                    self.rate_limits = RateLimits.model_validate(raw)
-        event = self.events.append(event, **stamp)
+    def _agent_moved(self, run: Run, moved: Issue) -> None:
+        """The agent moved its own issue with the tracker tool (``run.issue`` is ``moved``)."""
+        self.known[moved.id] = moved
         self._dirty = True
-        if event.kind not in FRAGMENT_KINDS and event.kind not in QUIET_KINDS:
-            self._log(
-                "debug" if event.kind is EventKind.MESSAGE_DELTA else "info",
-                event.kind.value,
-                **_issue_fields(run.issue),
-                session_id=event.session_id,
-                message=event.message[:500],
-            )
-
-    def _set_thread(self, run: Run, thread_id: str) -> None:
-        if run.thread_id == thread_id:
-            return
-        run.thread_id = thread_id
-        key = self._session_key(run)
-        if self.ledger.baseline(key) is None and run.resume.get("thread_id") == thread_id:
-            recorded = run.resume.get("thread_tokens")
-            if isinstance(recorded, dict):
-                with contextlib.suppress(ValueError):
-                    self.ledger.seed(key, TokenUsage.model_validate(recorded))
-
-    def _record_session(self, run: Run, fields: dict[str, Any]) -> None:
-        thread = fields.get("thread_id")
-        if thread:
-            self._set_thread(run, str(thread))
-        if fields.get("session_id"):
-            run.session_id = str(fields["session_id"])
-        if run.workspace is not None:
-            try:
-                update_manifest(run.workspace, "session", **{"backend": run.backend, **fields})
-            except (OSError, TypeError, ValueError) as exc:
-                self._log("warning", "session manifest write failed", error=str(exc))
-        self._dirty = True
-
-    async def _call_tool(self, run: Run, name: str, arguments: Any) -> ToolResult:
-        """Client-side tools (spec §10.5). Never raises; unknown tools fail cleanly."""
-        self._on_agent_event(
-            run,
-            AgentEvent(kind=EventKind.TOOL_CALL, message=f"{name} {_short_json(arguments)}"),
+        self._emit_system(
+            EventKind.TRACKER,
+            f"{moved.identifier} moved to {moved.state} by the agent",
+            issue=moved,
         )
-        if name == SET_STATE_TOOL.name:
-            state = arguments.get("state") if isinstance(arguments, dict) else None
-            if not isinstance(state, str) or not state.strip():
-                return ToolResult(
-                    False, json.dumps({"error": "`state` must be a non-empty string"})
-                )
-            # Record the intent before the write: a reconcile that reads the new state while
-            # the write is still being answered must not take it for someone else's move.
-            previous_intent = run.agent_moved_state
-            run.agent_moved_state = state.strip()
-            try:
-                moved = await self.tracker.move_issue(run.issue.id, state.strip())
-            except TrackerError as exc:
-                run.agent_moved_state = previous_intent
-                return ToolResult(False, json.dumps({"error": str(exc)}))
-            run.issue = moved
-            run.agent_moved_state = moved.state
-            self.known[moved.id] = moved
-            self._dirty = True
-            self._emit_system(
-                EventKind.TRACKER,
-                f"{moved.identifier} moved to {moved.state} by the agent",
-                issue=moved,
-            )
-            return ToolResult(True, json.dumps({"issue": moved.identifier, "state": moved.state}))
-        if name == "linear_graphql" and self.tracker.kind == "linear":
-            from symphony_tui.trackers.linear.tool import call_linear_graphql
-
-            try:
-                return await call_linear_graphql(self.tracker, arguments)
-            except Exception as exc:
-                return ToolResult(False, json.dumps({"error": f"linear_graphql failed: {exc}"}))
-        return ToolResult(False, json.dumps({"error": f"unsupported tool: {name}"}))
 
     def _emit_hook(self, run: Run, hook: Any) -> None:
         state = "ok" if hook.ok else ("timed out" if hook.timed_out else f"exit {hook.exit_code}")
@@ -1199,11 +1035,3 @@ def _issue_fields(issue: Issue) -> dict[str, str]:
 def _hook_error(hook: Any) -> str:
     why = "timed out" if hook.timed_out else f"exit code {hook.exit_code}"
     return f"hook {hook.name} failed ({why})"
-
-
-def _short_json(value: Any, limit: int = 200) -> str:
-    try:
-        text = json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= limit else text[:limit] + "…"

@@ -1,0 +1,185 @@
+"""What agent sessions report about their run: normalized events and session facts (the event
+conventions in ``agents/base.py``'s module docstring; tokens per spec §13.5 and PROTOCOLS.md).
+
+Each event updates its :class:`Run`'s live fields (session and turn ids, last event and
+message, tokens), the shared :class:`TokenLedger` and the latest rate limits, then goes into
+the event log stamped with its issue. Session facts (thread id, resume data) go to the
+workspace's session manifest, so a later attempt can re-attach and count tokens right.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from symphony_tui.domain import AgentEvent, EventKind, RateLimits, TokenUsage
+from symphony_tui.observability.logs import log_kv
+from symphony_tui.observability.redact import redact
+from symphony_tui.scheduler.clock import Clock
+from symphony_tui.scheduler.eventlog import FRAGMENT_KINDS, QUIET_KINDS, EventLog
+from symphony_tui.scheduler.run import Run
+from symphony_tui.scheduler.tokens import TokenLedger
+from symphony_tui.workspaces.manifest import update_manifest
+
+log = logging.getLogger("symphony_tui.scheduler")
+
+#: How much of the newest agent text a run keeps as its ``last_message`` (characters).
+LAST_MESSAGE_CHARS = 400
+
+#: Events whose message becomes the run's ``last_message``.
+_MESSAGE_KINDS = (
+    EventKind.MESSAGE,
+    EventKind.REASONING,
+    EventKind.COMMAND_STARTED,
+    EventKind.COMMAND_COMPLETED,
+    EventKind.FILE_CHANGE,
+    EventKind.ERROR,
+    EventKind.TURN_FAILED,
+    EventKind.WARNING,
+    EventKind.TOOL_CALL,
+)
+
+
+def session_key(run: Run) -> str:
+    """The ledger key of a run's session: ``backend:thread_id``, or the issue id and start
+    time while the session has no thread yet."""
+    return f"{run.backend}:{run.thread_id or run.issue.id + ':' + str(run.started_mono)}"
+
+
+class SessionRecorder:
+    """Takes in what sessions report, on the event loop (via ``SessionHost.emit`` and
+    ``SessionHost.record_session``). ``changed`` tells the owner a snapshot is due.
+
+    ``rate_limits`` is the newest valid ``RATE_LIMITS`` payload any session reported (None
+    before the first).
+    """
+
+    def __init__(
+        self,
+        clock: Clock,
+        ledger: TokenLedger,
+        events: EventLog,
+        *,
+        changed: Callable[[], None],
+    ) -> None:
+        self._clock = clock
+        self._ledger = ledger
+        self._events = events
+        self._changed = changed
+        self.rate_limits: RateLimits | None = None
+
+    def on_event(self, run: Run, event: AgentEvent) -> None:
+        """Apply ``event`` to ``run`` and append it to the event log (stamped with the issue,
+        session id and time). ``TOKEN_USAGE`` carries absolute session totals in
+        ``data["usage"]``; only their growth is counted (the first report of a re-attached
+        session, ``data["attached"]``, is its baseline). Malformed payloads are ignored."""
+        now_mono = self._clock.monotonic()
+        now = self._clock.now()
+        data = event.data or {}
+        if event.kind is EventKind.SESSION_STARTED:
+            thread = data.get("thread_id")
+            if thread:
+                self._set_thread(run, str(thread))
+            if data.get("session_id"):
+                run.session_id = str(data["session_id"])
+        elif event.kind is EventKind.TURN_STARTED:
+            turn = data.get("turn_id")
+            if turn:
+                run.turn_id = str(turn)
+                run.session_id = f"{run.thread_id}-{turn}" if run.thread_id else str(turn)
+        if data.get("session_id") and event.kind is not EventKind.SESSION_STARTED:
+            run.session_id = str(data["session_id"])
+        stamp = {
+            "issue_id": run.issue.id,
+            "issue_identifier": run.issue.identifier,
+            "session_id": event.session_id or run.session_id,
+            "at": event.at or now,
+        }
+        run.last_event_mono = now_mono
+        if event.kind not in QUIET_KINDS:
+            run.last_event_at = now
+            run.last_event = event.kind.value
+        if event.kind is EventKind.MESSAGE_DELTA:
+            run.delta_buffer = (run.delta_buffer + event.message)[-LAST_MESSAGE_CHARS:]
+            run.last_message = redact(run.delta_buffer)
+        elif event.kind in _MESSAGE_KINDS:
+            if event.kind in (EventKind.MESSAGE, EventKind.REASONING):
+                # a finished item: the next deltas (reasoning or answer) start afresh
+                run.delta_buffer = ""
+            if event.message:
+                run.last_message = redact(event.message[-LAST_MESSAGE_CHARS:])
+        elif event.kind is EventKind.TOKEN_USAGE:
+            self._count_tokens(run, data, now_mono)
+        elif event.kind is EventKind.RATE_LIMITS:
+            raw = data.get("rate_limits")
+            if isinstance(raw, dict):
+                with contextlib.suppress(ValueError):
+                    self.rate_limits = RateLimits.model_validate(raw)
+        event = self._events.append(event, **stamp)
+        self._changed()
+        if event.kind not in FRAGMENT_KINDS and event.kind not in QUIET_KINDS:
+            log_kv(
+                log,
+                "debug" if event.kind is EventKind.MESSAGE_DELTA else "info",
+                event.kind.value,
+                issue_id=run.issue.id,
+                issue_identifier=run.issue.identifier,
+                session_id=event.session_id,
+                message=event.message[:500],
+            )
+
+    def record_session(self, run: Run, fields: Mapping[str, Any]) -> None:
+        """Session facts from the backend (``thread_id``, ``session_id`` and whatever it needs
+        to resume): applied to ``run`` and merged into the workspace's session manifest. A
+        failed write is logged; the run goes on."""
+        thread = fields.get("thread_id")
+        if thread:
+            self._set_thread(run, str(thread))
+        if fields.get("session_id"):
+            run.session_id = str(fields["session_id"])
+        if run.workspace is not None:
+            try:
+                update_manifest(run.workspace, "session", **{"backend": run.backend, **fields})
+            except (OSError, TypeError, ValueError) as exc:
+                log_kv(log, "warning", "session manifest write failed", error=str(exc))
+        self._changed()
+
+    def persist_tokens(self, run: Run) -> None:
+        """Write the thread's absolute token totals (``thread_tokens``) to the session
+        manifest, so a re-attached thread counts only new usage. No-op without a thread."""
+        if run.workspace is None or run.thread_id is None:
+            return
+        baseline = self._ledger.baseline(session_key(run))
+        if baseline is None:
+            return
+        with contextlib.suppress(OSError):
+            update_manifest(run.workspace, "session", thread_tokens=baseline.model_dump())
+
+    def _count_tokens(self, run: Run, data: Mapping[str, Any], now_mono: float) -> None:
+        usage = data.get("usage")
+        if not isinstance(usage, dict):
+            return
+        try:
+            absolute = TokenUsage.model_validate(usage)
+        except ValueError:
+            return
+        key = session_key(run)
+        if data.get("attached") and self._ledger.baseline(key) is None:
+            # Totals of a re-attached session, reported before any new work: the starting
+            # point, not new usage (it was counted by whoever ran it).
+            self._ledger.seed(key, absolute)
+        else:
+            run.tokens = run.tokens + self._ledger.report(key, absolute, now_mono)
+
+    def _set_thread(self, run: Run, thread_id: str) -> None:
+        if run.thread_id == thread_id:
+            return
+        run.thread_id = thread_id
+        key = session_key(run)
+        if self._ledger.baseline(key) is None and run.resume.get("thread_id") == thread_id:
+            recorded = run.resume.get("thread_tokens")
+            if isinstance(recorded, dict):
+                with contextlib.suppress(ValueError):
+                    self._ledger.seed(key, TokenUsage.model_validate(recorded))

@@ -1,0 +1,105 @@
+"""Client-side tools the scheduler offers agent sessions (spec §10.5; ``SessionHost.tools``
+and ``SessionHost.call_tool`` in ``agents/base.py``).
+
+``symphony_set_issue_state`` moves the session's own issue to another tracker state. With a
+Linear tracker, ``linear_graphql`` is offered too. Results are JSON text in a
+:class:`ToolResult`; a tool never raises into the session.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from symphony_tui.agents.base import ToolResult, ToolSpec
+from symphony_tui.domain import AgentEvent, EventKind, Issue
+from symphony_tui.scheduler.run import Run
+from symphony_tui.trackers.base import Tracker, TrackerError
+
+SET_STATE_TOOL = ToolSpec(
+    name="symphony_set_issue_state",
+    description=(
+        "Move the issue you are working on to another tracker state (for example Done or "
+        "Human Review). Call it when your work on the issue is finished."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {"state": {"type": "string", "description": "Target state name"}},
+        "required": ["state"],
+        "additionalProperties": False,
+    },
+)
+
+
+class SessionTools:
+    """The tools for sessions against one tracker.
+
+    ``emit`` records an event against a run (each call is logged as ``TOOL_CALL``);
+    ``moved`` is told after the agent moved its run's issue (``run.issue`` is already the
+    moved issue then).
+    """
+
+    def __init__(
+        self,
+        tracker: Tracker,
+        *,
+        emit: Callable[[Run, AgentEvent], None],
+        moved: Callable[[Run, Issue], None],
+    ) -> None:
+        self._tracker = tracker
+        self._emit = emit
+        self._moved = moved
+
+    def specs(self) -> tuple[ToolSpec, ...]:
+        """What a new session advertises to its agent."""
+        tools = [SET_STATE_TOOL]
+        if self._tracker.kind == "linear":
+            from symphony_tui.trackers.linear.tool import LINEAR_GRAPHQL_TOOL
+
+            tools.append(LINEAR_GRAPHQL_TOOL)
+        return tuple(tools)
+
+    async def call(self, run: Run, name: str, arguments: Any) -> ToolResult:
+        """Run tool ``name`` for ``run``'s session. Never raises: bad arguments, tracker
+        errors and unknown tools come back as a failed result with ``{"error": ...}``."""
+        self._emit(
+            run,
+            AgentEvent(kind=EventKind.TOOL_CALL, message=f"{name} {_short_json(arguments)}"),
+        )
+        if name == SET_STATE_TOOL.name:
+            return await self._set_state(run, arguments)
+        if name == "linear_graphql" and self._tracker.kind == "linear":
+            from symphony_tui.trackers.linear.tool import call_linear_graphql
+
+            try:
+                return await call_linear_graphql(self._tracker, arguments)
+            except Exception as exc:
+                return ToolResult(False, json.dumps({"error": f"linear_graphql failed: {exc}"}))
+        return ToolResult(False, json.dumps({"error": f"unsupported tool: {name}"}))
+
+    async def _set_state(self, run: Run, arguments: Any) -> ToolResult:
+        state = arguments.get("state") if isinstance(arguments, dict) else None
+        if not isinstance(state, str) or not state.strip():
+            return ToolResult(False, json.dumps({"error": "`state` must be a non-empty string"}))
+        # Record the intent before the write: a reconcile that reads the new state while
+        # the write is still being answered must not take it for someone else's move.
+        previous_intent = run.agent_moved_state
+        run.agent_moved_state = state.strip()
+        try:
+            moved = await self._tracker.move_issue(run.issue.id, state.strip())
+        except TrackerError as exc:
+            run.agent_moved_state = previous_intent
+            return ToolResult(False, json.dumps({"error": str(exc)}))
+        run.issue = moved
+        run.agent_moved_state = moved.state
+        self._moved(run, moved)
+        return ToolResult(True, json.dumps({"issue": moved.identifier, "state": moved.state}))
+
+
+def _short_json(value: Any, limit: int = 200) -> str:
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "…"
