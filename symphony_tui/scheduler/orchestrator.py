@@ -1,10 +1,20 @@
 """The orchestrator: the single authority over run state (spec §7, §8, §16; DESIGN.md).
 
-Everything that mutates ``running``, retry entries, holds, totals or rate limits happens in
-this class, on the event loop thread, in synchronous sections between awaits, so no two
-mutations interleave. Workers (one asyncio task per running issue) and operator commands
-call into it; front ends read :meth:`snapshot` and :meth:`events_since` and call
-:meth:`send` (``SchedulerPort``).
+It owns ``running``, retry entries, holds, known issues, token totals and rate limits. Every
+mutation happens on the event loop thread, in synchronous sections between awaits, so no two
+mutations interleave. This module is the scheduling loop: lifecycle, ticks, eligibility,
+dispatch, the worker of each run (one asyncio task), retries and reconciliation. The
+collaborators it creates each own one concept and run on the same loop:
+
+- ``approvals.ApprovalDesk``: approval requests, their deadlines and answers;
+- ``session_events.SessionRecorder``: what sessions report, into run state, tokens, the log;
+- ``tools.SessionTools``: the client-side tools sessions may call;
+- ``holds.Holds``: operator holds, kept across restarts;
+- ``commands.OperatorCommands``: operator commands (:meth:`Orchestrator.send`);
+- ``snapshots.build_snapshot``: the immutable ``Snapshot`` (pure).
+
+Sessions reach the scheduler through ``host.RunHost``; front ends read :meth:`snapshot` and
+:meth:`events_since` and call :meth:`send` (``SchedulerPort``).
 
 Tick (§8.1): reconcile running issues -> re-check the workflow -> validate -> fetch
 candidates -> sort -> dispatch while slots are free. Poll ticks never overlap.
@@ -46,9 +56,7 @@ from symphony_tui.domain import (
     RunStatus,
     Snapshot,
 )
-from symphony_tui.domain.commands import (
-    Command,
-)
+from symphony_tui.domain.commands import Command
 from symphony_tui.observability.logs import log_kv
 from symphony_tui.scheduler import policy
 from symphony_tui.scheduler.approvals import ApprovalDesk
