@@ -892,7 +892,7 @@ class Orchestrator:
         if run.task is not None and not run.task.done():
             run.task.cancel()
 
-    # ------------------------------------------------------------------ agent callbacks
+    # ------------------------------------------------------------------ session callbacks, hooks
 
     def _agent_moved(self, run: Run, moved: Issue) -> None:
         """The agent moved its own issue with the tracker tool (``run.issue`` is ``moved``)."""
