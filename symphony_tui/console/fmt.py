@@ -31,6 +31,7 @@ STATUS_LABELS: dict[RunStatus, tuple[str, str, str]] = {
     RunStatus.INITIALIZING_SESSION: ("◑", "starting", "muted"),
     RunStatus.STREAMING_TURN: ("●", "working", "success"),
     RunStatus.WAITING_FOR_OPERATOR: ("!", "waiting", "warning"),
+    RunStatus.RETRYING_MODEL: ("⚠", "no model", "warning"),
     RunStatus.FINISHING: ("◕", "finishing", "primary"),
     RunStatus.SUCCEEDED: ("✓", "succeeded", "success"),
     RunStatus.FAILED: ("✗", "failed", "error"),

@@ -28,6 +28,9 @@ class RunStatus(StrEnum):
     INITIALIZING_SESSION = "initializing_session"
     STREAMING_TURN = "streaming_turn"
     WAITING_FOR_OPERATOR = "waiting_for_operator"
+    # the backend is retrying its model connection (codex ``error`` with ``willRetry``);
+    # shown as such, and not progress: stall detection still runs (beyond spec §7.2)
+    RETRYING_MODEL = "retrying_model"
     FINISHING = "finishing"
     SUCCEEDED = "succeeded"
     FAILED = "failed"

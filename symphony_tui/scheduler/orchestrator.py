@@ -818,12 +818,13 @@ class Orchestrator:
                     continue
                 idle_s = now - run.last_event_mono
                 if idle_s * 1000 > stall_ms:
-                    self._stop_run(
-                        run,
-                        RunOutcome.FAILED,
-                        RunStatus.STALLED,
-                        f"stalled: no agent event for {idle_s:.0f}s",
+                    why = (
+                        f"stalled: the model was unreachable for {idle_s:.0f}s "
+                        f"({run.last_message or 'retrying'})"
+                        if run.status is RunStatus.RETRYING_MODEL
+                        else f"stalled: no agent event for {idle_s:.0f}s"
                     )
+                    self._stop_run(run, RunOutcome.FAILED, RunStatus.STALLED, why)
         ids = [i for i, r in self.running.items() if r.end_reason is None]
         if not ids:
             return

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from symphony_tui.domain import AgentEvent, EventKind, RateLimits, TokenUsage
+from symphony_tui.domain import AgentEvent, EventKind, RateLimits, RunStatus, TokenUsage
 from symphony_tui.observability.logs import log_kv
 from symphony_tui.observability.redact import redact
 from symphony_tui.scheduler.clock import Clock
@@ -97,7 +97,16 @@ class SessionRecorder:
             "session_id": event.session_id or run.session_id,
             "at": event.at or now,
         }
-        run.last_event_mono = now_mono
+        if event.kind is EventKind.ERROR and data.get("will_retry"):
+            # The backend cannot reach its model and retries by itself (codex: "Reconnecting...",
+            # for ever while the port refuses). Shown as such; not progress, so the stall
+            # timeout ends the attempt instead of codex.turn_timeout_ms (an hour by default).
+            if run.status is RunStatus.STREAMING_TURN:
+                run.status = RunStatus.RETRYING_MODEL
+        else:
+            run.last_event_mono = now_mono
+            if run.status is RunStatus.RETRYING_MODEL:
+                run.status = RunStatus.STREAMING_TURN
         if event.kind not in QUIET_KINDS:
             run.last_event_at = now
             run.last_event = event.kind.value

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from symphony_tui.agents.base import TurnResult, TurnStatus
-from symphony_tui.domain import BlockerRef, ClaimState, RunStatus
+from symphony_tui.domain import AgentEvent, BlockerRef, ClaimState, EventKind, RunStatus
 from symphony_tui.domain.commands import Interrupt, Rerun, Stop
 from symphony_tui.scheduler import policy
 
@@ -234,6 +234,51 @@ async def test_stall_counts_from_the_last_agent_event_not_the_start(make_harness
     await h.advance(50)
     session = h.backend.sessions[0]
     session.usage(10)  # an event at t=50 resets the stall clock
+    await h.advance(30)
+    await h.orch.tick()
+    await h.settle()
+    assert "id-1" in h.orch.running
+
+
+async def test_a_model_the_backend_keeps_retrying_shows_and_still_stalls_out(make_harness):
+    # codex reports "Reconnecting..." (error, willRetry) for ever while the model's port
+    # refuses: the worker shows it, and those reports do not hold off stall detection.
+    h = make_harness([make_issue(1)], script=hang, front="codex:\n  stall_timeout_ms: 60000\n")
+    await h.start()
+    await h.settle()
+    session = h.backend.sessions[0]
+    for t in (20, 20, 20):
+        await h.advance(t)
+        session.host.emit(
+            AgentEvent(
+                kind=EventKind.ERROR,
+                message="Reconnecting... waiting for network",
+                data={"will_retry": True},
+            )
+        )
+        if "id-1" in h.orch.running:
+            assert h.orch.snapshot().running[0].status is RunStatus.RETRYING_MODEL
+    await h.advance(2)
+    await h.orch.tick()
+    await h.settle()
+    assert not h.orch.running
+    error = h.orch.retrying["id-1"].entry.error
+    assert error.startswith("stalled: the model was unreachable") and "Reconnecting" in error
+
+
+async def test_progress_after_model_retries_is_streaming_again(make_harness):
+    h = make_harness([make_issue(1)], script=hang, front="codex:\n  stall_timeout_ms: 60000\n")
+    await h.start()
+    await h.settle()
+    session = h.backend.sessions[0]
+    retrying = AgentEvent(
+        kind=EventKind.ERROR, message="Reconnecting...", data={"will_retry": True}
+    )
+    session.host.emit(retrying)
+    assert h.orch.snapshot().running[0].status is RunStatus.RETRYING_MODEL
+    await h.advance(50)
+    session.usage(10)  # the model answered again: progress
+    assert h.orch.snapshot().running[0].status is RunStatus.STREAMING_TURN
     await h.advance(30)
     await h.orch.tick()
     await h.settle()
