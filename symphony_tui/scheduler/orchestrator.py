@@ -568,7 +568,13 @@ class Orchestrator:
             try:
                 fresh = await self.tracker.fetch_issue_states_by_ids([issue.id])
             except TrackerError as exc:
-                return RunOutcome.FAILED, RunStatus.FAILED, f"issue state refresh failed: {exc}"
+                if exc.retry_at is None:
+                    return RunOutcome.FAILED, RunStatus.FAILED, f"issue state refresh failed: {exc}"
+                # The turn went well; only the tracker is rate limited. A normal exit: the
+                # continuation retry waits for the reset and resumes the thread, instead of
+                # a failure backoff that would redo the turn (§14.2 for other errors).
+                self._on_tracker_error(exc, "issue state refresh rate limited")
+                return RunOutcome.NORMAL, RunStatus.SUCCEEDED, None
             if not fresh:
                 return RunOutcome.NORMAL, RunStatus.SUCCEEDED, None
             run.issue = fresh[0]
@@ -755,6 +761,17 @@ class Orchestrator:
             candidates = await self.tracker.fetch_candidate_issues()
         except TrackerError as exc:
             self._on_tracker_error(exc, "retry poll failed")
+            if exc.retry_at is not None:
+                # Rate limited: wait for the stated reset without using up an attempt.
+                wait = (exc.retry_at - self.clock.now()).total_seconds()
+                self._schedule_retry(
+                    retry.issue,
+                    retry.entry.attempt,
+                    max(1000, int(wait * 1000)),
+                    error=f"tracker rate limited until {exc.retry_at:%H:%M:%S}",
+                    continuation=retry.entry.continuation,
+                )
+                return
             delay = policy.failure_backoff_ms(
                 retry.entry.attempt + 1, self.settings.agent.max_retry_backoff_ms
             )

@@ -5,6 +5,7 @@ tick or a logged warning, never in a dead scheduler. Fake clock, scripted backen
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 
 import pytest
 
@@ -99,6 +100,39 @@ async def test_issue_state_refresh_failure_after_a_turn_fails_the_attempt(make_h
     await h.settle()
     retry = h.orch.retrying["id-1"].entry
     assert retry.error.startswith("issue state refresh failed") and not retry.continuation
+
+
+async def test_a_rate_limited_refresh_after_a_turn_waits_for_the_reset_not_a_backoff(
+    make_harness,
+):
+    h = make_harness([make_issue(1)])
+    reset = h.clock.now() + timedelta(seconds=90)
+    turns: list[int] = []
+
+    async def rate_limited_once(session, prompt, turn):
+        turns.append(turn)
+        if len(turns) == 1:
+            h.tracker.fail_next("rate_limited", retry_at=reset)  # the after-turn refresh
+            h.tracker.fail_next("rate_limited", retry_at=reset)  # the continuation retry
+            return TurnResult(TurnStatus.COMPLETED, session.turn_id)
+        h.tracker.set_state("id-1", "Done")
+        return TurnResult(TurnStatus.COMPLETED, session.turn_id)
+
+    h.backend.script = rate_limited_once
+    await h.start()
+    await h.settle()
+    # the turn counted as done; the continuation retry fired, met the limit and now waits
+    await h.advance(1)
+    await h.settle()
+    retry = h.orch.retrying["id-1"].entry
+    assert retry.continuation and retry.attempt == 1
+    assert retry.error.startswith("tracker rate limited until")
+    assert retry.due_at == reset
+    assert h.orch.snapshot().tracker_paused_until == reset
+    assert len(h.backend.sessions) == 1
+    await h.advance(90)
+    await h.settle()
+    assert len(h.backend.sessions) == 2 and "ABC-1" in h.orch.completed
 
 
 async def test_an_issue_gone_after_its_turn_ends_the_worker_normally(make_harness):
