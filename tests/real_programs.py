@@ -11,6 +11,7 @@ from typing import NoReturn
 import pytest
 
 from symphony_tui.testing.codex_env import find_codex_bin
+from symphony_tui.testing.opencode_env import find_opencode_bin
 from symphony_tui.testing.openhands_env import find_openhands_venv
 
 
@@ -28,6 +29,10 @@ def require_openhands() -> Path:
     return find_openhands_venv() or missing(
         "the OpenHands agent-server venv", "set SYMPHONY_OPENHANDS_VENV"
     )
+
+
+def require_opencode() -> Path:
+    return find_opencode_bin() or missing("opencode", "set SYMPHONY_OPENCODE_BIN")
 
 
 def require_tmux() -> str:

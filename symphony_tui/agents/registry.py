@@ -33,4 +33,10 @@ def create_backend(
         from symphony_tui.agents.openhands import OpenHandsBackend
 
         return OpenHandsBackend(settings, env=env)
-    raise UnknownBackendError(f"agent.backend {name!r} is not available (known: codex, openhands)")
+    if name == "opencode":
+        from symphony_tui.agents.opencode import OpenCodeBackend
+
+        return OpenCodeBackend(settings, env=env, unset=unset)
+    raise UnknownBackendError(
+        f"agent.backend {name!r} is not available (known: {', '.join(BACKENDS)})"
+    )

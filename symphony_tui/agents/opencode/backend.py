@@ -1,0 +1,247 @@
+"""``agent.backend: opencode``: sessions on an OpenCode server (PROTOCOLS.md "OpenCode server").
+
+Two ways to reach a server, from the ``opencode:`` block of WORKFLOW.md:
+
+* ``base_url`` - a running ``opencode serve``; ``password_env`` names the environment
+  variable holding its ``OPENCODE_SERVER_PASSWORD`` (HTTP basic auth, user ``opencode``).
+* ``command`` - a managed local server (e.g. ``opencode serve``), one per backend (that is,
+  per scheduler), started on first use on a free loopback port in the workspace root,
+  isolated under ``state_dir`` (see :mod:`.server`), probed with ``GET /global/health`` up
+  to ``startup_timeout_ms`` and stopped with its process group by :meth:`aclose`. Sessions
+  are stored under ``state_dir``, so after a console restart the next server finds them.
+  Its environment is the scheduler's agent environment without the ``unset`` names (the
+  scheduler's own secrets). The provider is configured the OpenCode way: the workspace's
+  ``opencode.json``, or ``OPENCODE_CONFIG`` / ``OPENCODE_CONFIG_CONTENT`` in that
+  environment (the user's global config is not read: the server has its own home).
+
+One server serves every workspace: each request names its workspace (``directory=``), which
+is OpenCode's unit of project, config and event bus. ``opencode.model`` (``provider/model``)
+is sent with every prompt; without it the server's configured default applies.
+
+One OpenCode session per issue: its id, the server URL and the directory are recorded
+through :meth:`SessionHost.record_session` (``session_id``, ``thread_id``, ``server_url``,
+``directory``, ``backend="opencode"``) and re-attached on the next attempt or after a
+restart (``host.resume``) when the server still knows it; otherwise a new one is created.
+
+Client-side tools (``SessionHost.tools``) are not offered: OpenCode 1.18.33 has no way for
+an HTTP client to define a tool (``prompt_async``'s ``tools`` only switches the server's
+own tools on or off); see the package README section for what it would take.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+
+from symphony_tui.agents.base import AgentError, SessionHost
+from symphony_tui.agents.opencode.client import OpenCodeClient, OpenCodeHTTPError
+from symphony_tui.agents.opencode.server import ManagedServer
+from symphony_tui.agents.opencode.session import OpenCodeSession
+from symphony_tui.agents.opencode.stream import StreamOptions
+from symphony_tui.config.settings import OpenCodeSettings, Settings
+from symphony_tui.domain import AgentEvent, EventKind
+
+REQUEST_TIMEOUT_S = 30.0
+
+
+def default_state_dir() -> Path:
+    """Where a managed server keeps its sessions: the user state dir (platformdirs)."""
+    return Path(platformdirs.user_state_dir("symphony-tui")) / "opencode"
+
+
+def parse_model(value: str | None) -> tuple[str, str] | None:
+    """``"provider/model"`` -> ``(providerID, modelID)``; ``None`` stays ``None``.
+    Raises ``AgentError("launch_failed")`` for a value without both parts."""
+    if not value:
+        return None
+    provider, _, model = value.partition("/")
+    if not provider or not model:
+        raise AgentError("launch_failed", f"opencode.model {value!r} is not provider/model")
+    return provider, model
+
+
+@dataclass
+class _Endpoint:
+    base_url: str
+    password: str | None
+    client: OpenCodeClient
+    pid: int | None
+
+
+class OpenCodeBackend:
+    """Factory of :class:`OpenCodeSession`. ``env`` is the agents' base environment (laid
+    over ``os.environ``); ``unset`` names never reach the server."""
+
+    name = "opencode"
+
+    def __init__(
+        self,
+        settings: Callable[[], Settings],
+        *,
+        env: Mapping[str, str] | None = None,
+        unset: Iterable[str] = (),
+        state_dir: Path | None = None,
+        stream_options: StreamOptions | None = None,
+    ) -> None:
+        self._settings = settings
+        self._env = dict(env or {})
+        self._unset = frozenset(unset)
+        self.state_dir = state_dir or default_state_dir()
+        self._stream_options = stream_options
+        self._lock = asyncio.Lock()
+        self._server: ManagedServer | None = None
+        self._endpoint: _Endpoint | None = None
+        self._by_issue: dict[str, str] = {}  # issue id -> session id
+        self._sessions: set[OpenCodeSession] = set()
+
+    @property
+    def server(self) -> ManagedServer | None:
+        """The managed server, when one is running."""
+        return self._server
+
+    def server_env(self) -> dict[str, str]:
+        """The managed server's base environment (before isolation, see :mod:`.server`)."""
+        env = {**os.environ, **self._env}
+        for name in self._unset:
+            env.pop(name, None)
+        return env
+
+    async def start_session(self, host: SessionHost) -> OpenCodeSession:
+        settings = self._settings()
+        cfg = settings.opencode
+        model = parse_model(cfg.model)
+        endpoint = await self._connect(cfg, Path(settings.workspace.root))
+        directory = str(Path(host.workspace).resolve())
+        previous = self._previous(host, directory)
+        info = None
+        if previous:
+            try:
+                info = await endpoint.client.get_session(directory, previous)
+            except OpenCodeHTTPError as e:
+                if e.status not in (400, 404):
+                    raise
+        if info is None:
+            title = f"{host.issue.identifier}: {host.issue.title}"
+            info = await endpoint.client.create_session(directory, title[:200])
+        sid = info["id"]
+        self._by_issue[host.issue.id] = sid
+        host.record_session(
+            session_id=sid,
+            thread_id=sid,
+            server_url=endpoint.base_url,
+            directory=directory,
+            backend="opencode",
+        )
+        session = OpenCodeSession(
+            host,
+            endpoint.client,
+            sid,
+            directory,
+            model=model,
+            stream_options=self._stream_options,
+            pid=endpoint.pid,
+            request_timeout_s=REQUEST_TIMEOUT_S,
+        )
+        try:
+            await session.attach()
+        except BaseException:
+            await session.close()
+            raise
+        self._sessions = {s for s in self._sessions if not s.closed}
+        self._sessions.add(session)
+        resumed = previous == sid
+        host.emit(
+            AgentEvent(
+                kind=EventKind.SESSION_STARTED,
+                message=f"{'re-attached to' if resumed else 'started'} session {sid} "
+                f"({session.status})",
+                session_id=sid,
+                data={
+                    "thread_id": sid,
+                    "session_id": sid,
+                    "server_url": endpoint.base_url,
+                    "directory": directory,
+                    "resumed": resumed,
+                    "status": session.status,
+                    "pending_requests": len(session.pending.ids),
+                    "interrupted_messages": len(session.stale),
+                },
+            )
+        )
+        session.report_attached_usage()
+        return session
+
+    async def aclose(self) -> None:
+        for session in list(self._sessions):
+            await session.close()
+        self._sessions.clear()
+        async with self._lock:
+            if self._endpoint is not None:
+                await self._endpoint.client.aclose()
+                self._endpoint = None
+            if self._server is not None:
+                await self._server.stop()
+                self._server = None
+
+    # ------------------------------------------------------------ internals
+
+    def _previous(self, host: SessionHost, directory: str) -> str | None:
+        resume = dict(host.resume or {})
+        recorded = None
+        if resume.get("backend", "opencode") == "opencode" and resume.get("directory") in (
+            None,
+            directory,
+        ):
+            value = resume.get("session_id") or resume.get("thread_id")
+            recorded = value if isinstance(value, str) and value.startswith("ses") else None
+        return recorded or self._by_issue.get(host.issue.id)
+
+    async def _connect(self, cfg: OpenCodeSettings, workspace_root: Path) -> _Endpoint:
+        async with self._lock:
+            if cfg.base_url:
+                password = None
+                if cfg.password_env:
+                    password = self.server_env().get(cfg.password_env) or None
+                    if password is None:
+                        raise AgentError(
+                            "launch_failed", f"opencode.password_env: ${cfg.password_env} is unset"
+                        )
+                return await self._endpoint_for(cfg.base_url.rstrip("/"), password, None)
+            if cfg.command:
+                server = self._server
+                if server is None or server.command != cfg.command or not server.running:
+                    if server is not None:
+                        await server.stop()
+                    self._server = None
+                    server = ManagedServer(
+                        cfg.command,
+                        self.state_dir,
+                        cwd=workspace_root,
+                        env=self.server_env(),
+                        startup_timeout_s=cfg.startup_timeout_ms / 1000,
+                    )
+                    await server.start()
+                    self._server = server
+                assert server.base_url is not None
+                return await self._endpoint_for(server.base_url, server.password, server.pid)
+            raise AgentError(
+                "launch_failed", "opencode: set base_url (a running server) or command"
+            )
+
+    async def _endpoint_for(self, url: str, password: str | None, pid: int | None) -> _Endpoint:
+        ep = self._endpoint
+        if ep is not None and (ep.base_url, ep.password) == (url, password):
+            ep.pid = pid
+            return ep
+        if ep is not None and not any(
+            s.client is ep.client for s in self._sessions if not s.closed
+        ):
+            await ep.client.aclose()
+        client = OpenCodeClient(url, password=password, timeout_s=REQUEST_TIMEOUT_S)
+        self._endpoint = _Endpoint(url, password, client, pid)
+        return self._endpoint

@@ -1,0 +1,233 @@
+"""The instance's event stream ``GET /event``: readiness, watchdog, reconnect, reconcile.
+
+PROTOCOLS.md "OpenCode server": each SSE ``data:`` line is ``{"id", "type", "properties"}``
+(the SSE ``id`` field is empty, so nothing can be resumed by ``Last-Event-ID``); the first
+event is ``server.connected``, then ``server.heartbeat`` about every 10 s when quiet. The
+stream can die silently, so a connection that says nothing for ``watchdog_s`` is dropped.
+
+A connection is *ready* once ``server.connected`` arrives within ``connect_timeout_s``.
+After every reconnect the stream awaits ``on_reconnected()`` before it reads on: the session
+reconciles through REST there (status, permissions, messages), so whatever was said while
+no stream was open is not lost; events of the new connection that arrive meanwhile wait in
+its buffer. A drop is retried with capped exponential backoff; a 401/403/404 is final.
+Malformed data (not JSON, not an object with a string ``type``) is counted and reported
+through ``on_notice("malformed", ...)``, never fatal.
+
+Callbacks run on the event loop, in delivery order: ``on_event(event)``,
+``on_notice(kind, message)`` (``malformed`` | ``reconnecting`` | ``reconnected``),
+``on_reconnected()`` (awaited), ``on_failed(error)`` (the stream gave up).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from httpx_sse import ServerSentEvent
+
+from symphony_tui.agents.base import AgentError
+from symphony_tui.agents.opencode.client import OpenCodeClient, OpenCodeHTTPError
+from symphony_tui.text import one_line
+
+Wire = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class StreamOptions:
+    """Timing of the event stream, in seconds."""
+
+    connect_timeout_s: float = 30.0
+    watchdog_s: float = 45.0
+    backoff_initial_s: float = 0.25
+    backoff_max_s: float = 5.0
+    max_attempts: int = 12
+
+
+class _Dropped(Exception):
+    """The current connection ended (``reason`` says how)."""
+
+
+class EventStream:
+    """One directory's live events. :meth:`attach` once, :meth:`aclose` at the end."""
+
+    def __init__(
+        self,
+        client: OpenCodeClient,
+        directory: str,
+        *,
+        on_event: Callable[[Wire], None],
+        on_reconnected: Callable[[], Awaitable[None]],
+        on_notice: Callable[[str, str], None] = lambda kind, msg: None,
+        on_failed: Callable[[AgentError], None] = lambda err: None,
+        options: StreamOptions | None = None,
+    ) -> None:
+        self.client = client
+        self.directory = directory
+        self.options = options or StreamOptions()
+        self.malformed = 0
+        self.reconnects = 0
+        self.failed: AgentError | None = None
+        self._on_event = on_event
+        self._on_reconnected = on_reconnected
+        self._on_notice = on_notice
+        self._on_failed = on_failed
+        self._task: asyncio.Task[None] | None = None
+        self._ready: asyncio.Future[None] | None = None
+        self._drop: asyncio.Event = asyncio.Event()
+        self._closing = False
+
+    async def attach(self) -> None:
+        """Open the stream and wait until it is ready. Raises :class:`AgentError`."""
+        self._ready = asyncio.get_running_loop().create_future()
+        self._task = asyncio.create_task(self._run(), name=f"opencode-sse-{self.directory}")
+        try:
+            await self._ready
+        except BaseException:
+            await self.aclose()
+            raise
+
+    def drop(self) -> None:
+        """End the current connection as a network drop would (it then reconnects)."""
+        self._drop.set()
+
+    async def aclose(self) -> None:
+        self._closing = True
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    # ------------------------------------------------------------ connection loop
+
+    async def _run(self) -> None:
+        delay = self.options.backoff_initial_s
+        attempt = 0
+        first = True
+        last = "not connected"
+        while not self._closing:
+            try:
+                async with self.client.events(
+                    self.directory, connect_timeout_s=self.options.connect_timeout_s
+                ) as source:
+                    events = source.aiter_sse()
+                    await self._await_connected(events)
+                    if first:
+                        first = False
+                        self._set_ready()
+                    else:
+                        await self._on_reconnected()
+                        self.reconnects += 1
+                        self._on_notice(
+                            "reconnected", f"event stream reconnected (after {attempt} attempt(s))"
+                        )
+                    attempt, delay = 0, self.options.backoff_initial_s
+                    last = await self._read(events)
+            except OpenCodeHTTPError as e:
+                if e.status in (401, 403, 404):
+                    self._give_up(e)
+                    return
+                last = e.message
+            except _Dropped as e:
+                last = str(e)
+            except AgentError as e:  # a failed reconcile: retry like a drop
+                last = e.message
+            if self._closing:
+                return
+            if first:
+                # Never ready: the caller is waiting in attach(); tell it now.
+                self._give_up(AgentError("transport_error", f"event stream: {last}"))
+                return
+            attempt += 1
+            if attempt > self.options.max_attempts:
+                self._give_up(
+                    AgentError(
+                        "transport_error",
+                        f"event stream lost; {self.options.max_attempts} reconnect attempts "
+                        f"failed (last: {last})",
+                    )
+                )
+                return
+            self._on_notice(
+                "reconnecting",
+                f"event stream dropped ({last}); reconnect attempt {attempt} in {delay:.2f}s",
+            )
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, self.options.backoff_max_s)
+
+    async def _await_connected(self, events: AsyncIterator[ServerSentEvent]) -> None:
+        try:
+            async with asyncio.timeout(self.options.connect_timeout_s):
+                async for sse in events:
+                    event = self._parse(sse)
+                    if event is not None and event["type"] == "server.connected":
+                        return
+        except TimeoutError as e:
+            raise _Dropped(f"no server.connected within {self.options.connect_timeout_s:g}s") from e
+        except Exception as e:  # httpx read errors, a closed response
+            raise _Dropped(f"connect: {e!r}") from e
+        raise _Dropped("stream ended before server.connected")
+
+    async def _read(self, events: AsyncIterator[ServerSentEvent]) -> str:
+        """Deliver events until the connection ends; returns why it ended."""
+        self._drop.clear()
+        dropper = asyncio.create_task(self._drop.wait())
+        try:
+            while True:
+                nxt = asyncio.ensure_future(anext(events))
+                done, _ = await asyncio.wait(
+                    {nxt, dropper}, timeout=self.options.watchdog_s, return_when="FIRST_COMPLETED"
+                )
+                if nxt not in done:
+                    nxt.cancel()
+                    with contextlib.suppress(BaseException):
+                        await nxt
+                    if dropper in done:
+                        return "dropped"
+                    return f"no event for {self.options.watchdog_s:g}s (watchdog)"
+                try:
+                    sse = nxt.result()
+                except StopAsyncIteration:
+                    return "stream ended"
+                except Exception as e:
+                    return f"read: {one_line(repr(e), 200)}"
+                event = self._parse(sse)
+                if event is not None:
+                    self._on_event(event)
+        finally:
+            dropper.cancel()
+
+    # ------------------------------------------------------------ helpers
+
+    def _parse(self, sse: ServerSentEvent) -> Wire | None:
+        if not sse.data:
+            return None
+        try:
+            value = json.loads(sse.data)
+        except ValueError:
+            return self._bad(f"not JSON: {one_line(sse.data, 120)}")
+        if not isinstance(value, dict) or not isinstance(value.get("type"), str):
+            return self._bad(f"not an event object: {one_line(sse.data, 120)}")
+        if not isinstance(value.get("properties"), dict):
+            value["properties"] = {}
+        return value
+
+    def _bad(self, why: str) -> None:
+        self.malformed += 1
+        self._on_notice("malformed", f"skipped malformed event data: {why}")
+        return None
+
+    def _set_ready(self) -> None:
+        if self._ready is not None and not self._ready.done():
+            self._ready.set_result(None)
+
+    def _give_up(self, error: AgentError) -> None:
+        self.failed = error
+        if self._ready is not None and not self._ready.done():
+            self._ready.set_exception(error)
+            return
+        self._on_failed(error)
