@@ -15,14 +15,17 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 from pathlib import Path
 from typing import Any
 
 from symphony_tui.config.settings import OpenCodeSettings, Settings
 
 OPENCODE_VERSION = "1.18.33"
+# The account's home from the password database: test runs give the process a private
+# HOME (tests/conftest.py), which must not hide the pinned install.
 OPENCODE_CACHE_BIN = (
-    Path.home()
+    Path(pwd.getpwuid(os.getuid()).pw_dir)
     / ".cache"
     / "symphony-tui"
     / f"opencode-{OPENCODE_VERSION}"
