@@ -110,6 +110,9 @@ def _run(
     from symphony_tui.scheduler.project_lock import ProjectLockedError
     from symphony_tui.trackers.base import TrackerError
 
+    problem = _console_problem(args)
+    if problem:
+        return _fail(problem)
     try:
         log_file = configure_logging(args.log_dir, args.log_level)
     except OSError as exc:
@@ -162,6 +165,34 @@ def _run(
     return rc
 
 
+def _console_problem(args: argparse.Namespace) -> str | None:
+    """Why this invocation cannot run as asked, checked before anything starts (no lock, no
+    agents): ``--exit-when-idle`` is a headless option, and the console needs a terminal.
+    Textual reads keys from stdin and draws on stderr; without a TTY there it would draw into
+    a pipe and spin, holding its agents (issue seen in a fresh-user run)."""
+    if getattr(args, "exit_when_idle", False) and not args.headless:
+        return "--exit-when-idle needs --headless (the console runs until you quit it)"
+    if args.headless:
+        return None
+    return _no_terminal()
+
+
+def _no_terminal() -> str | None:
+    """A one-line reason when stdin or stderr is not a terminal, else ``None``."""
+    missing = [
+        name
+        for name, stream in (("stdin", sys.__stdin__), ("stderr", sys.__stderr__))
+        if stream is None or not stream.isatty()
+    ]
+    if not missing:
+        return None
+    return (
+        f"the console needs a terminal ({' and '.join(missing)} "
+        f"{'is' if len(missing) == 1 else 'are'} not a TTY); use --headless, "
+        "or run it in tmux / `ssh -t`"
+    )
+
+
 def _api_server(runtime, cli_port: int | None):
     """The HTTP API when ``--port`` or ``server.port`` asks for one (``--port`` wins)."""
     server = runtime.store.current.settings.server
@@ -206,6 +237,9 @@ def _attach(argv: list[str]) -> int:
     )
     p.add_argument("url", help="the scheduler's API, e.g. http://127.0.0.1:8080")
     args = p.parse_args(argv)
+    problem = _no_terminal()
+    if problem:
+        return _fail(f"attach: {problem}")
     from symphony_tui.api.client import RemoteError, RemotePort
 
     async def probe() -> None:
@@ -271,6 +305,9 @@ def _demo(argv: list[str]) -> int:
     )
     _common(p)
     args = p.parse_args(argv)
+    problem = _console_problem(args)
+    if problem:
+        return _fail(problem)
     try:
         workflow = prepare_demo(approvals="auto" if args.headless else None)
     except (OSError, FileNotFoundError) as exc:

@@ -162,6 +162,28 @@ def test_cli_exits_nonzero_when_startup_fails_or_the_host_exits_abnormally(
     assert "scheduler failed" in line and "host crashed" in line
 
 
+def test_the_console_without_a_terminal_refuses_at_once(tmp_path):
+    # Textual reads stdin and draws on stderr: piped, it would draw into the pipe and spin
+    # with its agents running. Nothing starts: no lock, no log, no workspace.
+    project = write_project(tmp_path / "project", [issue(1)])
+    done = cli("--log-dir", str(tmp_path / "logs"), cwd=project.folder, timeout=30)
+    assert done.returncode == 1
+    line = one_line(done.stderr)
+    assert "needs a terminal" in line and "stdin and stderr are not a TTY" in line
+    assert "--headless" in line
+    assert not (tmp_path / "logs").exists()
+    attach = cli("attach", "http://127.0.0.1:9", cwd=tmp_path, timeout=30)
+    assert attach.returncode == 1 and "needs a terminal" in one_line(attach.stderr)
+
+
+def test_exit_when_idle_without_headless_is_an_error(tmp_path):
+    project = write_project(tmp_path / "project", [issue(1)])
+    for args in (("--exit-when-idle",), ("demo", "--exit-when-idle")):
+        done = cli(*args, cwd=project.folder, timeout=30)
+        assert done.returncode == 1
+        assert "--exit-when-idle needs --headless" in one_line(done.stderr)
+
+
 def test_second_scheduler_on_the_same_project_refuses_and_names_the_owner(tmp_path):
     project = write_project(tmp_path / "project", [])
     first_logs = tmp_path / "logs-1"
