@@ -5,6 +5,10 @@ Two schedulers polling the same project would dispatch the same issues twice. Th
 owner dies (no stale-lock cleanup, no pid guessing); the file's JSON content
 (``{host, pid, started_at, key}``) only serves the error message. The descriptor is
 close-on-exec, so agent processes started by the scheduler never inherit the lock.
+
+The lock folder is host-wide (``<tmp>/symphony-tui-locks``, sticky and world-writable like
+``/tmp``), not per user: a second scheduler run under another ``HOME`` or account on the same
+machine is refused too (a fresh-user run once had two schedulers resume one codex thread).
 """
 
 from __future__ import annotations
@@ -15,12 +19,11 @@ import hashlib
 import json
 import os
 import socket
+import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any
-
-import platformdirs
 
 from symphony_tui.config.settings import Settings
 
@@ -43,7 +46,32 @@ class ProjectLockedError(Exception):
 
 
 def default_lock_dir() -> Path:
-    return Path(platformdirs.user_state_dir("symphony-tui")) / "locks"
+    """``$SYMPHONY_LOCK_DIR`` when set, else ``<system temp>/symphony-tui-locks``."""
+    configured = os.environ.get("SYMPHONY_LOCK_DIR")
+    if configured:
+        return Path(configured).expanduser()
+    return Path(tempfile.gettempdir()) / "symphony-tui-locks"
+
+
+def _ensure_shared_dir(directory: Path) -> None:
+    """Create ``directory`` for every user of the host: mode 1777 when we create it."""
+    if directory.is_dir():
+        return
+    directory.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(OSError):  # someone else's folder: use it as it is
+        os.chmod(directory, 0o1777)
+
+
+def _open_lock_file(path: Path) -> int:
+    """Open (creating, readable and writable by all) the lock file; read-only when another
+    user's file is not writable for us (``flock`` works on either)."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    except PermissionError:
+        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    with contextlib.suppress(OSError):
+        os.fchmod(fd, 0o666)  # past the umask, so other accounts can take it over later
+    return fd
 
 
 def project_key_for(settings: Settings) -> str:
@@ -69,13 +97,13 @@ class ProjectLock:
     @classmethod
     def acquire(cls, project_key: str, state_dir: Path | None = None) -> ProjectLock:
         """Take the lock for ``project_key`` or raise :class:`ProjectLockedError` naming the
-        live owner. ``state_dir`` defaults to ``<user_state_dir>/locks``. Raises
-        ``OSError`` when the lock folder cannot be created."""
+        live owner. ``state_dir`` defaults to :func:`default_lock_dir` (host-wide). Raises
+        ``OSError`` when the lock folder or file cannot be created."""
         directory = Path(state_dir) if state_dir is not None else default_lock_dir()
-        directory.mkdir(parents=True, exist_ok=True)
+        _ensure_shared_dir(directory)
         digest = hashlib.sha256(project_key.encode("utf-8")).hexdigest()[:32]
         path = directory / f"{digest}.lock"
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = _open_lock_file(path)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -91,8 +119,9 @@ class ProjectLock:
             "started_at": datetime.now(UTC).isoformat(),
             "key": project_key,
         }
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps(info).encode("utf-8") + b"\n", 0)
+        with contextlib.suppress(OSError):  # read-only: the lock holds, the note is stale
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps(info).encode("utf-8") + b"\n", 0)
         return cls(project_key, path, fd)
 
     @property

@@ -190,12 +190,21 @@ def test_second_scheduler_on_the_same_project_refuses_and_names_the_owner(tmp_pa
     first = start_headless(project.folder, first_logs)
     try:
         wait_for_log(first_logs / "symphony.log", STARTED, first)
-        second = cli("--headless", "--log-dir", str(tmp_path / "logs-2"), cwd=project.folder)
+        # another account's HOME (and so another platformdirs state folder): still refused
+        other_home = tmp_path / "other-home"
+        other_home.mkdir()
+        second = cli(
+            "--headless",
+            "--log-dir",
+            str(tmp_path / "logs-2"),
+            cwd=project.folder,
+            env=child_env(HOME=str(other_home)),
+        )
         assert second.returncode == 1
         line = one_line(second.stderr)
         assert "project_locked" in line
         assert f"pid {first.pid}" in line and socket.gethostname() in line
-        doctor = cli("doctor", cwd=project.folder)
+        doctor = cli("doctor", cwd=project.folder, env=child_env(HOME=str(other_home)))
         assert doctor.returncode == 1 and "[FAIL] project lock" in doctor.stdout
     finally:
         code, _, err = stop(first)
