@@ -72,6 +72,10 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+# What the approval-answering commands need selected (registry ``requires``).
+_ANSWER_REQUIRES = frozenset({"accept", "decline", "cancel", "question"})
+
+
 class SymphonyApp(App[None]):
     """The console. ``runner`` is the scheduler's main coroutine (started on mount);
     ``shutdown`` is awaited once before exit (quit, SIGHUP/SIGTERM/SIGINT, scheduler
@@ -458,6 +462,38 @@ class SymphonyApp(App[None]):
             )
             return wanted in approval.available
         return bool({ApprovalDecision.DECLINE, ApprovalDecision.CANCEL} & set(approval.available))
+
+    def on_key(self, event: events.Key) -> None:
+        """A key that answers approvals, pressed where the selection has none while others
+        wait: say where they are instead of doing nothing (the binding itself is disabled,
+        so the key reaches here; text inputs consume their keys before)."""
+        snapshot = self._snapshot
+        if snapshot is None or not snapshot.approvals:
+            return
+        cmd = next(
+            (
+                c
+                for c in APP_BY_ACTION.values()
+                if c.requires in _ANSWER_REQUIRES
+                and event.key in self._user_keymap.get(c.id, c.key).split(",")
+            ),
+            None,
+        )
+        if cmd is None or self.check_action(cmd.action_name, ()):
+            return
+        approval = self._selected_approval()
+        issue = self._selected_issue()
+        if approval is not None:
+            what = "this request does not offer that"
+        else:
+            name = next((r.identifier for r in snapshot.issues if r.issue_id == issue), None)
+            what = f"{name or 'the selection'} has nothing waiting for you"
+        where = sorted({a.issue_identifier or a.issue_id for a in snapshot.approvals})
+        self.notify(
+            one_line(f"{what}; waiting: {', '.join(where)} (v opens the approvals)", 200),
+            severity="warning",
+            markup=False,
+        )
 
     def key_for(self, cmd: ConsoleCommand) -> str:
         """The key(s) that run ``cmd`` now, after keymap remapping, for display."""

@@ -166,6 +166,19 @@ async def test_approve_keys_disabled_without_pending_approval(port, make_app):
         assert "interrupt" in footer_actions
 
 
+async def test_an_answer_key_on_a_row_without_a_request_says_where_they_wait(port, make_app):
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_issue(pilot, "DEMO-2")  # nothing pending here; DEMO-1 and DEMO-3 wait
+        await pilot.press("a")
+        await done(pilot)
+        assert port.sent == []
+        (hint,) = [m for m, severity in notifications(app) if severity == "warning"]
+        assert "DEMO-2 has nothing waiting for you" in hint
+        assert "DEMO-1" in hint and "DEMO-3" in hint and "v opens the approvals" in hint
+
+
 async def test_question_is_answered_with_a_choice_not_approved(port, make_app):
     app = make_app(port)
     async with app.run_test(size=SIZE) as pilot:
