@@ -376,7 +376,9 @@ class Orchestrator:
             self._on_tracker_error(exc, "candidate fetch failed")
             self._last_tick_eligible = 1
             return
-        self.tracker_error = None
+        if self.tracker_error is not None:
+            self.tracker_error = None
+            self._emit_system(EventKind.TRACKER, "tracker reachable again")
         self._remember_candidates(candidates)
         eligible_left = 0
         for issue in policy.sort_for_dispatch(candidates):
@@ -392,7 +394,13 @@ class Orchestrator:
             self._last_tick_eligible = max(self._last_tick_eligible, 1)
 
     def _on_tracker_error(self, exc: TrackerError, what: str) -> None:
+        repeat = self.tracker_error == str(exc) and exc.retry_at is None
         self.tracker_error = str(exc)
+        if repeat:
+            # The same failure again (a broken issues file fails every poll and refresh):
+            # the status bar keeps showing it; the log and history get it once.
+            self._log("debug", what, error=str(exc))
+            return
         if exc.retry_at is not None:
             self.tracker_paused_until = exc.retry_at
             self._emit_system(

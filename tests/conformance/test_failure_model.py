@@ -71,6 +71,24 @@ async def test_candidate_fetch_failure_skips_the_tick_and_the_next_tick_recovers
     assert "id-1" in h.orch.running and h.orch.snapshot().tracker_error is None
 
 
+async def test_the_same_tracker_failure_is_reported_once_not_every_poll(make_harness):
+    # A broken issues file fails every poll and refresh; the history must not fill with it.
+    h = make_harness([make_issue(1)], script=hang)
+    await h.start()
+    await h.settle()
+    h.tracker.fail_next("local_tracker_file", count=12)
+    for _ in range(6):
+        await h.advance(30)
+        await h.settle()
+    tracker = messages(h, EventKind.TRACKER)
+    assert sum("injected failure" in m for m in tracker) == 1
+    assert h.orch.snapshot().tracker_error  # still shown while it lasts
+    await h.advance(30)
+    await h.settle()
+    assert h.orch.snapshot().tracker_error is None
+    assert messages(h, EventKind.TRACKER)[-1] == "tracker reachable again"
+
+
 async def test_retry_poll_failure_requeues_with_the_next_backoff(make_harness):
     async def fail(session, prompt, turn):
         return TurnResult(TurnStatus.FAILED, error="boom")
