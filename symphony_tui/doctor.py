@@ -105,37 +105,6 @@ async def _check_tracker(store) -> Check:
     )
 
 
-def _check_prompt(template: str) -> Check:
-    """Render the prompt (strict Liquid) for a sample issue, first run and a retry, so an
-    unknown variable shows here instead of failing every run."""
-    from datetime import UTC, datetime
-
-    from symphony_tui.config.errors import WorkflowError
-    from symphony_tui.config.prompt import render_prompt
-    from symphony_tui.domain import BlockerRef, Issue
-
-    sample = Issue(
-        id="doctor-1",
-        identifier="DOC-1",
-        title="Sample issue",
-        description="A sample description.",
-        priority=2,
-        state="Todo",
-        branch_name="doc-1-sample",
-        url="https://example.invalid/DOC-1",
-        labels=("sample",),
-        blocked_by=(BlockerRef(id="doctor-0", identifier="DOC-0", state="Done"),),
-        created_at=datetime(2026, 1, 1, tzinfo=UTC),
-        updated_at=datetime(2026, 1, 2, tzinfo=UTC),
-    )
-    try:
-        for attempt in (None, 2):
-            render_prompt(template, sample, attempt)
-    except WorkflowError as exc:
-        return Check("prompt", False, str(exc))
-    return Check("prompt", True, "renders for a sample issue (first run and a retry)")
-
-
 def _check_lock(settings) -> Check:
     from symphony_tui.scheduler.project_lock import ProjectLock, ProjectLockedError, project_key_for
 
@@ -170,7 +139,6 @@ def run_doctor(workflow: str | None, out: TextIO | None = None) -> int:
             Check("dispatch settings", not errors, "; ".join(errors) or "valid (spec §6.3)")
         )
         later: list[Callable[[], Check]] = [
-            lambda: _check_prompt(wf.prompt_template),
             lambda: _check_workspace_root(settings.workspace_root),
             lambda: _check_agent_command(settings),
             lambda: _check_lock(settings),

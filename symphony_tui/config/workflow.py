@@ -3,7 +3,8 @@
 The file is read once; the front matter (between a first line ``---`` and the next line
 ``---``) must decode to a map; the rest, trimmed, is the prompt template. Unknown keys are
 ignored so files written for the reference implementation load unchanged. The template is
-compiled here, so a syntax error or an unknown filter fails the load, not the first run.
+compiled and rendered for a sample issue here, so a syntax error, an unknown filter or an
+unknown variable fails the load, not every run.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from symphony_tui.config.errors import (
     describe_yaml_error,
     flatten_validation_error,
 )
-from symphony_tui.config.prompt import compile_template
+from symphony_tui.config.prompt import check_prompt
 from symphony_tui.config.settings import Settings, resolve_settings
 from symphony_tui.observability.redact import register_secret
 
@@ -40,7 +41,8 @@ class Workflow:
 
     ``raw`` is the front matter as parsed (``{}`` without front matter), ``settings`` the
     typed, resolved view of it, ``prompt_template`` the trimmed body (or
-    :data:`DEFAULT_PROMPT`), ``fingerprint`` the SHA-256 of the file's bytes.
+    :data:`DEFAULT_PROMPT`), ``fingerprint`` the SHA-256 of the file's bytes,
+    ``prompt_first_line`` the file line the template starts on (for error messages).
     """
 
     path: Path
@@ -48,6 +50,7 @@ class Workflow:
     prompt_template: str
     raw: dict
     fingerprint: str
+    prompt_first_line: int = 1
 
 
 def split_front_matter(text: str) -> tuple[str | None, str]:
@@ -97,14 +100,22 @@ def parse_workflow(path: Path, data: bytes, env: dict[str, str] | None = None) -
         raise WorkflowError("invalid_settings", str(err)) from err
     register_secret(settings.tracker.api_key)
     prompt = body.strip() or DEFAULT_PROMPT
-    compile_template(prompt)
+    first_line = _body_first_line(text, body) if body.strip() else 1
+    check_prompt(prompt, first_line)
     return Workflow(
         path=path,
         settings=settings,
         prompt_template=prompt,
         raw=raw,
         fingerprint=hashlib.sha256(data).hexdigest(),
+        prompt_first_line=first_line,
     )
+
+
+def _body_first_line(text: str, body: str) -> int:
+    """The line of ``text`` (1-based) on which the trimmed prompt ``body`` starts."""
+    start = len(text) - len(body) + (len(body) - len(body.lstrip()))
+    return text.count("\n", 0, start) + 1
 
 
 def resolve_workflow_path(explicit: str | Path | None) -> Path:

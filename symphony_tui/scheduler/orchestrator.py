@@ -542,7 +542,10 @@ class Orchestrator:
                 return RunOutcome.FAILED, RunStatus.FAILED, _hook_error(hook)
         run.status = RunStatus.BUILDING_PROMPT
         try:
-            prompt = render_prompt(self.store.current.prompt_template, issue, run.attempt)
+            workflow = self.store.current
+            prompt = render_prompt(
+                workflow.prompt_template, issue, run.attempt, workflow.prompt_first_line
+            )
         except WorkflowError as exc:
             return RunOutcome.FAILED, RunStatus.FAILED, str(exc)
         run.status = RunStatus.LAUNCHING_AGENT

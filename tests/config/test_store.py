@@ -54,6 +54,11 @@ def test_invalid_reload_keeps_last_known_good_and_sets_an_error(write_workflow) 
     assert store.reload_if_changed() is False
     assert store.error.startswith("workflow_parse_error")
     assert store.current is good
+    # A prompt with an unknown variable: the last good prompt stays in use.
+    path.write_text("---\npolling:\n  interval_ms: 5\n---\n{{ issue.titel }}\n")
+    assert store.reload_if_changed() is False
+    assert store.error == "template_render_error: issue.titel is undefined (line 5)"
+    assert store.current is good
     # A good file clears the error.
     path.write_text(GOOD.format(ms=3000, n=3))
     assert store.reload_if_changed() is True

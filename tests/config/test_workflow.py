@@ -215,7 +215,30 @@ def test_unknown_filter_surfaces_at_load(write_workflow) -> None:
     with pytest.raises(WorkflowError) as info:
         load_workflow(path)
     assert info.value.code == "template_parse_error"
-    assert "shout" in info.value.message and "line 2" in info.value.message
+    assert "shout" in info.value.message and "(line 4)" in info.value.message  # the file's
+
+
+def test_unknown_variable_fails_the_load_naming_the_file_line(write_workflow) -> None:
+    # strict Liquid, rendered for a sample issue at load: not a failure of every run later
+    path = write_workflow(
+        "---\ntracker:\n  kind: local\n---\n\nHi {{ issue.title }}\n\n{{ issue.nosuchfield }}\n"
+    )
+    with pytest.raises(WorkflowError) as info:
+        load_workflow(path)
+    assert info.value.code == "template_render_error"
+    assert "issue.nosuchfield is undefined" in info.value.message
+    assert "(line 8)" in info.value.message
+
+
+def test_a_template_using_every_issue_field_loads(write_workflow) -> None:
+    body = (
+        "{{ issue.id }} {{ issue.identifier }} {{ issue.title }} {{ issue.description }} "
+        "{{ issue.priority }} {{ issue.state }} {{ issue.branch_name }} {{ issue.url }} "
+        "{% for l in issue.labels %}{{ l }}{% endfor %} "
+        "{% for b in issue.blocked_by %}{{ b.identifier }} {{ b.state }}{% endfor %} "
+        "{{ issue.created_at }} {{ issue.updated_at }} {% if attempt %}retry {{ attempt }}{% endif %}"
+    )
+    assert load_workflow(write_workflow(f"---\n---\n{body}\n")).prompt_first_line == 3
 
 
 def test_fingerprint_is_the_content_hash(write_workflow) -> None:

@@ -227,7 +227,7 @@ def test_doctor_prints_each_check_and_passes_on_a_good_workflow(tmp_path):
     project = write_project(tmp_path / "project", [issue(1)])
     done = cli("doctor", cwd=project.folder)
     assert done.returncode == 0, done.stdout + done.stderr
-    names = ["workflow", "dispatch settings", "prompt", "workspace root", "agent command",
+    names = ["workflow", "dispatch settings", "workspace root", "agent command",
              "project lock", "tracker"]  # fmt: skip
     for name in names:
         assert f"[ok  ] {name}:" in done.stdout
@@ -250,13 +250,19 @@ def test_doctor_exits_nonzero_and_names_each_failing_check(tmp_path):
     assert "checks failed" in done.stdout
 
 
-def test_doctor_fails_a_prompt_with_an_unknown_variable(tmp_path):
+def test_a_prompt_with_an_unknown_variable_fails_doctor_and_start_up(tmp_path):
+    # rendered for a sample issue when the workflow loads: not a failure of every run
     project = write_project(tmp_path / "project", [issue(1)])
     text = project.workflow.read_text()
     project.workflow.write_text(text + "\n{{ issue.titel }}\n")
+    line = len(text.splitlines()) + 2
     done = cli("doctor", cwd=project.folder)
     assert done.returncode == 1
-    assert "[FAIL] prompt: template_render_error: issue.titel is undefined" in done.stdout
+    expected = f"template_render_error: issue.titel is undefined (line {line})"
+    assert f"[FAIL] workflow: {expected}" in done.stdout
+    start = cli("--headless", "--exit-when-idle", cwd=project.folder, timeout=60)
+    assert start.returncode == 1 and expected in one_line(start.stderr)
+    assert not (project.folder / "ws").exists()
 
 
 def test_symphony_tui_entry_point_is_installed_and_runs(tmp_path):

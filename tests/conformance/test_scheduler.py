@@ -135,12 +135,14 @@ async def test_every_path_without_a_retry_releases_the_claim(make_harness):
 async def test_prompt_render_error_is_retried_and_recovers_once_the_template_is_fixed(
     make_harness,
 ):
-    h = make_harness([make_issue(1)], script=hang, prompt="{{ issue.nope }}")
+    # renders for the load-time sample issue (which has a blocker), fails for this one
+    broken = "{{ issue.blocked_by[0].identifier }}"
+    h = make_harness([make_issue(1)], script=hang, prompt=broken)
     await h.start()
     await h.settle()
     assert "template_render_error" in h.orch.retrying["id-1"].entry.error
     path = h.store.path
-    path.write_text(path.read_text().replace("{{ issue.nope }}", "{{ issue.title }}"))
+    path.write_text(path.read_text().replace(broken, "{{ issue.title }}"))
     await h.advance(10)
     await h.settle()
     assert "id-1" in h.orch.running

@@ -339,7 +339,8 @@ async def test_snapshot_returns_running_rows_retry_rows_token_totals_and_rate_li
 
 
 async def test_prompt_render_error_releases_claim_via_retry_not_blocking(make_harness):
-    h = make_harness([make_issue(1)], prompt="{{ issue.nope }}")
+    # renders for the load-time sample issue (which has a blocker), fails for this one
+    h = make_harness([make_issue(1)], prompt="{{ issue.blocked_by[0].identifier }}")
     await h.start()
     await h.settle()
     assert not h.orch.running
