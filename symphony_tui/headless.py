@@ -58,8 +58,8 @@ async def run_headless(
             except TimeoutError:
                 pass
     finally:
+        await runtime.close()  # workers stopped: the state printed below shows them ended
         snapshot = orch.snapshot()
-        await runtime.close()
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             try:
                 loop.remove_signal_handler(sig)

@@ -7,6 +7,7 @@ the real codex backend, so a run really starts, works and stops.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -128,13 +129,19 @@ def test_cli_surfaces_startup_failure_cleanly(tmp_path, front, expected):
 
 
 def test_cli_exits_with_success_when_it_starts_and_shuts_down_normally(tmp_path):
-    project = write_project(tmp_path / "project", [])
+    # an issue that waits for an operator's approval keeps its worker running until SIGTERM
+    project = write_project(
+        tmp_path / "project",
+        [issue(1, description="[demo: approval]")],
+        front="agent:\n  approvals: operator\n",
+    )
     log_dir = tmp_path / "logs"
     proc = start_headless(project.folder, log_dir)
-    wait_for_log(log_dir / "symphony.log", STARTED, proc)
+    wait_for_log(log_dir / "symphony.log", "approval", proc)
     code, out, err = stop(proc, signal.SIGTERM)
     assert code == 0, err
-    assert '"counts"' in out  # the final state line
+    final = json.loads(out.strip().splitlines()[-1])  # the final state line
+    assert final["counts"]["running"] == 0 and final["running"] == []
     assert "scheduler stopping" in (log_dir / "symphony.log").read_text()
 
 
