@@ -8,9 +8,12 @@ Endpoints (JSON; errors are ``{"error": {"code", "message"}}``; a wrong method i
 * ``POST /api/v1/refresh`` — queue a poll + reconcile; 202 ``{queued, coalesced,
   requested_at, operations}``.
 * ``GET  /api/v1/snapshot`` — the whole :class:`Snapshot` (what the console renders).
-* ``GET  /api/v1/events?since=N&issue_id=&limit=`` — events after ``seq`` N.
+* ``GET  /api/v1/events?since=N&issue_id=&limit=`` — events after ``seq`` N (``limit`` 1 to
+  10000, default 2000; 400 ``invalid_query`` otherwise).
 * ``POST /api/v1/commands`` — a command body (``{"type": "approve", "approval_id": ...}``, the
-  ``Command`` union) -> ``{ok, message}``; 400 ``invalid_command`` on a bad body.
+  ``Command`` union) -> 200 ``{ok: true, message}``; 409 ``command_rejected`` (with ``ok:
+  false`` and the message) when it does not apply now, e.g. no such pending approval; 400
+  ``invalid_command`` on a bad body.
 
 The server binds 127.0.0.1 unless told otherwise (``server.host``); ``--port`` beats
 ``server.port``; port 0 picks a free port (see :attr:`ApiServer.port`).
@@ -130,9 +133,12 @@ def create_app(port: SchedulerPort, *, hosts: frozenset[str] = frozenset()) -> w
     async def events(request: web.Request) -> web.Response:
         try:
             since = int(request.query.get("since", "0"))
-            limit = max(1, min(int(request.query.get("limit", "2000")), 10_000))
+            limit = int(request.query.get("limit", "2000"))
         except ValueError:
             return _error(400, "invalid_query", "since and limit must be integers")
+        if limit < 1:
+            return _error(400, "invalid_query", "limit must be at least 1 (at most 10000 kept)")
+        limit = min(limit, 10_000)
         issue_id = request.query.get("issue_id") or None
         found = port.events_since(since, limit=limit, issue_id=issue_id)
         body = "[" + ",".join(e.model_dump_json() for e in found) + "]"
@@ -167,7 +173,17 @@ def create_app(port: SchedulerPort, *, hosts: frozenset[str] = frozenset()) -> w
         except ValueError as exc:
             return _error(400, "invalid_command", f"body is not JSON: {exc}")
         result = await port.send(command)
-        return web.json_response({"ok": result.ok, "message": result.message})
+        if not result.ok:
+            # valid, but it does not apply now (no such pending approval, not running, ...)
+            return web.json_response(
+                {
+                    "ok": False,
+                    "message": result.message,
+                    "error": {"code": "command_rejected", "message": result.message},
+                },
+                status=409,
+            )
+        return web.json_response({"ok": True, "message": result.message})
 
     @routes.route("*", "/api/v1/{identifier}")
     @only("GET")

@@ -85,6 +85,12 @@ async def test_commands_endpoint_answers_an_approval(served):
     assert r.status_code == 200 and r.json()["ok"] is True
     await h.settle()
     assert "ABC-1" in h.orch.completed
+    # valid, but nothing is pending under that id any more: 409, with the reason
+    again = await client.post("/api/v1/commands", json=Approve(approval_id="ap-1").model_dump())
+    assert again.status_code == 409
+    body = again.json()
+    assert body["ok"] is False and body["error"]["code"] == "command_rejected"
+    assert "no pending approval" in body["message"]
     bad = await client.post("/api/v1/commands", json={"type": "launch_missiles"})
     assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_command"
     junk = await client.post(
@@ -109,7 +115,7 @@ async def test_remote_port_mirrors_snapshot_events_and_sends_commands(served):
         result = await remote.send(Approve(approval_id="ap-1"))
         assert result.ok
         again = await remote.send(Approve(approval_id="ap-1"))
-        assert not again.ok
+        assert not again.ok and "no pending approval" in again.message
     finally:
         await remote.close()
 
@@ -146,6 +152,11 @@ async def test_unknown_routes_and_bad_commands_get_json_errors_that_say_what_is_
     bad = await client.post("/api/v1/commands", json={"type": "approve"})
     assert bad.status_code == 400
     assert "approval_id" in bad.json()["error"]["message"]
+    for limit in ("0", "-1", "many"):
+        events = await client.get("/api/v1/events", params={"limit": limit})
+        assert events.status_code == 400 and events.json()["error"]["code"] == "invalid_query"
+    capped = await client.get("/api/v1/events", params={"limit": "999999"})
+    assert capped.status_code == 200
 
 
 async def test_remote_port_starts_over_when_the_scheduler_restarted(served):
