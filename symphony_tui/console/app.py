@@ -677,11 +677,26 @@ class SymphonyApp(App[None]):
             body.append(")")
         body.append(" to tracker state:")
 
+        known = {s.casefold() for s in snapshot.tracker_states}
+
         def entered(state: str | None) -> None:
-            if state and state != current:
-                self.send(MoveIssue(issue_id=issue, state=state))
-            elif state:
+            if not state:
+                return
+            if state == current:
                 self.notify(f"{self._ident(issue)} is already in {one_line(state, 40)}")
+                return
+            move = MoveIssue(issue_id=issue, state=state)
+            if not known or state.casefold() in known:
+                self.send(move)
+                return
+            # A typo, or a state outside the workflow: the scheduler would stop tracking
+            # the issue and it would leave this list, with no row left to move it back.
+            warning = Text("", end="")
+            warning.append_text(inert(state, "bold", limit=40))
+            warning.append(" is not one of this workflow's active or terminal states. ")
+            warning.append_text(inert(self._ident(issue), "bold"))
+            warning.append(" will leave the scheduler's issue list (the tracker keeps it).")
+            self.confirm_then("Move issue", warning, move, "Move anyway")
 
         if snapshot.tracker_states:
             choices = [

@@ -258,8 +258,16 @@ async def test_move_offers_the_configured_states(port, make_app):
         assert labels == ["Todo  current", "In Progress", "Done", "Cancelled"]
         await pilot.press("down", "down", "enter")
         await done(pilot)
-        # any other state can be typed
+        # any other state can be typed; one outside the workflow's states asks first
         await pilot.press("m", "tab", *"Review", "enter")
+        await done(pilot)
+        assert isinstance(app.screen, Confirm)
+        assert "not one of this workflow" in str(app.screen.query_one("#dialog-body").render())
+        await pilot.press("y")
+        await done(pilot)
+        await pilot.press("m", "tab", *"Reveiw", "enter", "escape")  # a typo, thought better of
+        await done(pilot)
+        await pilot.press("m", "tab", *"done", "enter")  # known states match in any case
         await done(pilot)
         # the current state is not a move
         await pilot.press("m", "enter")
@@ -267,6 +275,7 @@ async def test_move_offers_the_configured_states(port, make_app):
         assert port.sent == [
             MoveIssue(issue_id="demo-5", state="Done"),
             MoveIssue(issue_id="demo-5", state="Review"),
+            MoveIssue(issue_id="demo-5", state="done"),
         ]
         assert ("DEMO-5 is already in Todo", "information") in notifications(app)
 
