@@ -204,6 +204,6 @@ def _log_result(result: HookResult, context: dict[str, str | None]) -> None:
         hook=result.name,
         status=result.summary(),
         duration_ms=result.duration_ms,
-        output=result.output[-1024:] if not result.ok else None,
+        output=result.output[-1024:] or None,
         **context,
     )

@@ -28,6 +28,19 @@ def cap(text: Any, limit: int = MAX_TEXT) -> str:
     return s[:limit] + f"\n[... truncated {len(s) - limit} characters]"
 
 
+def cap_tail(text: Any, limit: int = MAX_TEXT) -> str:
+    """The end of ``text`` (command output: errors come last), at most ``limit`` characters
+    from a line start, after a marker line saying how much was cut."""
+    s = text if isinstance(text, str) else ("" if text is None else str(text))
+    if len(s) <= limit:
+        return s
+    kept = s[-limit:]
+    newline = kept.find("\n")
+    if 0 <= newline < len(kept) - 1:
+        kept = kept[newline + 1 :]  # start on a whole line
+    return f"[... {len(s) - len(kept)} characters cut]\n" + kept
+
+
 def _int(v: Any) -> int:
     return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else 0
 
@@ -131,7 +144,7 @@ def item_event(item: dict[str, Any], phase: str) -> AgentEvent | None:
         base.update(
             exit_code=code,
             duration_ms=item.get("durationMs"),
-            output=cap(item.get("aggregatedOutput") or ""),
+            output=cap_tail(item.get("aggregatedOutput") or ""),
         )
         tail = f"exit {code}" if code is not None else status
         return AgentEvent(

@@ -15,6 +15,16 @@ def test_cap_marks_truncation():
     assert ev.cap(None) == ""
 
 
+def test_command_output_keeps_its_end_from_a_line_start():
+    lines = [f"line {i:04d}" for i in range(2000)]
+    out = ev.cap_tail("\n".join(lines), 1000)
+    assert out.endswith("line 1999")  # the end, where errors are
+    body = out.split("\n")
+    assert body[0].startswith("[... ") and body[0].endswith("characters cut]")
+    assert all(line.startswith("line ") and len(line) == 9 for line in body[1:])  # whole lines
+    assert ev.cap_tail("short", 1000) == "short" and ev.cap_tail(None) == ""
+
+
 def test_token_usage_ignores_garbage():
     u = ev.token_usage({"inputTokens": 10, "outputTokens": "7", "totalTokens": -1})
     assert (u.input_tokens, u.output_tokens, u.total_tokens) == (10, 0, 0)
