@@ -379,6 +379,11 @@ class Orchestrator:
         if self.tracker_error is not None:
             self.tracker_error = None
             self._emit_system(EventKind.TRACKER, "tracker reachable again")
+        present = {issue.id for issue in candidates}
+        for issue_id in [i for i in self.retrying if i not in present]:
+            # Left the active states while waiting: its timer would find the same (§8.4);
+            # releasing now keeps the console from showing a stale state and a retry.
+            self._release(issue_id, "no longer in an active state")
         self._remember_candidates(candidates)
         eligible_left = 0
         for issue in policy.sort_for_dispatch(candidates):

@@ -89,6 +89,27 @@ async def test_the_same_tracker_failure_is_reported_once_not_every_poll(make_har
     assert messages(h, EventKind.TRACKER)[-1] == "tracker reachable again"
 
 
+async def test_a_retrying_issue_that_leaves_the_active_states_is_released_at_the_next_poll(
+    make_harness,
+):
+    async def fail(session, prompt, turn):
+        return TurnResult(TurnStatus.FAILED, error="boom")
+
+    h = make_harness([make_issue(1)], script=fail, front="agent:\n  max_retry_backoff_ms: 600000\n")
+    await h.start()
+    await h.settle()
+    assert "id-1" in h.orch.retrying
+    h.tracker.set_state("id-1", "Cancelled")
+    await h.orch.tick()
+    await h.settle()
+    assert "id-1" not in h.orch.retrying and "id-1" not in h.orch.known
+    assert any(
+        "released ABC-1: no longer in an active state" in m
+        for m in messages(h, EventKind.RECONCILE)
+    )
+    assert len(h.backend.sessions) == 1
+
+
 async def test_retry_poll_failure_requeues_with_the_next_backoff(make_harness):
     async def fail(session, prompt, turn):
         return TurnResult(TurnStatus.FAILED, error="boom")
