@@ -152,6 +152,9 @@ class OpenCodeSettings(_Section):
     model: str | None = None
     password_env: str | None = None
     startup_timeout_ms: int = Field(default=60_000, gt=0)
+    # Extra environment of a managed server, laid over its isolated one (``$VAR`` values
+    # resolved by the backend; the scheduler's own secrets are still removed).
+    env: dict[str, str] = Field(default_factory=dict)
 
 
 class ServerSettings(_Section):

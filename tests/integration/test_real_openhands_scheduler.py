@@ -29,7 +29,7 @@ from symphony_tui.testing.openhands_env import openhands_server
 from symphony_tui.workspaces.manifest import read_manifest
 from tests.real_programs import require_openhands
 
-from ..agents.openhands.tcp_proxy import TcpProxy
+from ..agents.cutting_proxy import CuttingProxy, websocket_upgrade
 from .real_openhands_project import IDENTIFIER, make_project
 
 pytestmark = pytest.mark.real_openhands
@@ -129,7 +129,7 @@ async def test_dropped_socket_reconnects_and_the_transcript_loses_no_event(tmp_p
     require_openhands()
     async with (
         openhands_server(tmp_path / "oh-state") as server,
-        TcpProxy(server.base_url) as proxy,
+        CuttingProxy(server.base_url, websocket_upgrade) as proxy,
     ):
         with FakeModelServer() as fake:
             project = make_project(
@@ -158,13 +158,13 @@ async def test_dropped_socket_reconnects_and_the_transcript_loses_no_event(tmp_p
                 cid = next(e.session_id for e in seen if e.kind is EventKind.SESSION_STARTED)
                 # Cut the socket and keep it down until the conversation is over: everything
                 # after the command started reaches the scheduler only through reconciliation.
-                proxy.block_websockets = True
-                proxy.drop_websockets()
+                proxy.block = True
+                proxy.drop()
                 async with asyncio.timeout(90):
                     while await _status(server.base_url, server.api_key, cid) != "finished":
                         await asyncio.sleep(0.2)
                 assert orch.snapshot().running, "the turn ended without the socket"
-                proxy.block_websockets = False
+                proxy.block = False
                 code = await asyncio.wait_for(headless, 150)
             finally:
                 if not headless.done():

@@ -10,7 +10,9 @@ Two ways to reach a server, from the ``opencode:`` block of WORKFLOW.md:
   to ``startup_timeout_ms`` and stopped with its process group by :meth:`aclose`. Sessions
   are stored under ``state_dir``, so after a console restart the next server finds them.
   Its environment is the scheduler's agent environment without the ``unset`` names (the
-  scheduler's own secrets). The provider is configured the OpenCode way: the workspace's
+  scheduler's own secrets); ``opencode.env`` is laid over the isolated one (``$VAR`` values
+  resolved, an unset variable removes the name, ``unset`` names stay out), so
+  ``env: {HOME: $HOME}`` restores the user's home. The provider is configured the OpenCode way: the workspace's
   ``opencode.json``, or ``OPENCODE_CONFIG`` / ``OPENCODE_CONFIG_CONTENT`` in that
   environment (the user's global config is not read: the server has its own home).
 
@@ -30,10 +32,8 @@ own tools on or off); see the package README section for what it would take.
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 import platformdirs
@@ -43,8 +43,8 @@ from symphony_tui.agents.opencode.client import OpenCodeClient, OpenCodeHTTPErro
 from symphony_tui.agents.opencode.server import ManagedServer
 from symphony_tui.agents.opencode.session import OpenCodeSession
 from symphony_tui.agents.opencode.stream import StreamOptions
-from symphony_tui.config.settings import OpenCodeSettings, Settings
-from symphony_tui.domain import AgentEvent, EventKind
+from symphony_tui.agents.server_link import Endpoint, ServerLink, session_started
+from symphony_tui.config.settings import OpenCodeSettings, Settings, resolve_env
 
 REQUEST_TIMEOUT_S = 30.0
 
@@ -63,14 +63,6 @@ def parse_model(value: str | None) -> tuple[str, str] | None:
     if not provider or not model:
         raise AgentError("launch_failed", f"opencode.model {value!r} is not provider/model")
     return provider, model
-
-
-@dataclass
-class _Endpoint:
-    base_url: str
-    password: str | None
-    client: OpenCodeClient
-    pid: int | None
 
 
 class OpenCodeBackend:
@@ -93,23 +85,32 @@ class OpenCodeBackend:
         self._unset = frozenset(unset)
         self.state_dir = state_dir or default_state_dir()
         self._stream_options = stream_options
-        self._lock = asyncio.Lock()
-        self._server: ManagedServer | None = None
-        self._endpoint: _Endpoint | None = None
+        self._link: ServerLink[ManagedServer, OpenCodeClient] = ServerLink()
         self._by_issue: dict[str, str] = {}  # issue id -> session id
-        self._sessions: set[OpenCodeSession] = set()
 
     @property
     def server(self) -> ManagedServer | None:
         """The managed server, when one is running."""
-        return self._server
+        return self._link.server
 
     def server_env(self) -> dict[str, str]:
-        """The managed server's base environment (before isolation, see :mod:`.server`)."""
+        """The managed server's base environment (before isolation, see :mod:`.server`):
+        ``os.environ`` with the backend's ``env`` laid over it, without the ``unset`` names."""
         env = {**os.environ, **self._env}
         for name in self._unset:
             env.pop(name, None)
         return env
+
+    def extra_env(self, cfg: OpenCodeSettings) -> dict[str, str | None]:
+        """``opencode.env`` with ``$VAR`` values resolved against :meth:`server_env`: name ->
+        value, or ``None`` (remove it) for an empty or unset variable. The ``unset`` names
+        are left out (the scheduler's secrets never reach the agent, not even by name)."""
+        base = self.server_env()
+        return {
+            key: resolve_env(str(value), base) if str(value).startswith("$") else str(value)
+            for key, value in cfg.env.items()
+            if key not in self._unset
+        }
 
     async def start_session(self, host: SessionHost) -> OpenCodeSession:
         settings = self._settings()
@@ -147,26 +148,17 @@ class OpenCodeBackend:
             pid=endpoint.pid,
             request_timeout_s=REQUEST_TIMEOUT_S,
         )
-        try:
-            await session.attach()
-        except BaseException:
-            await session.close()
-            raise
-        self._sessions = {s for s in self._sessions if not s.closed}
-        self._sessions.add(session)
+        await self._link.adopt(session)
         resumed = previous == sid
         host.emit(
-            AgentEvent(
-                kind=EventKind.SESSION_STARTED,
-                message=f"{'re-attached to' if resumed else 'started'} session {sid} "
-                f"({session.status})",
-                session_id=sid,
+            session_started(
+                "session",
+                sid,
+                endpoint.base_url,
+                resumed=resumed,
+                state=session.status,
                 data={
-                    "thread_id": sid,
-                    "session_id": sid,
-                    "server_url": endpoint.base_url,
                     "directory": directory,
-                    "resumed": resumed,
                     "status": session.status,
                     "pending_requests": len(session.pending.ids),
                     "interrupted_messages": len(session.stale),
@@ -177,16 +169,8 @@ class OpenCodeBackend:
         return session
 
     async def aclose(self) -> None:
-        for session in list(self._sessions):
-            await session.close()
-        self._sessions.clear()
-        async with self._lock:
-            if self._endpoint is not None:
-                await self._endpoint.client.aclose()
-                self._endpoint = None
-            if self._server is not None:
-                await self._server.stop()
-                self._server = None
+        """Close every session and the client, then stop the managed server."""
+        await self._link.aclose()
 
     # ------------------------------------------------------------ internals
 
@@ -201,8 +185,10 @@ class OpenCodeBackend:
             recorded = value if isinstance(value, str) and value.startswith("ses") else None
         return recorded or self._by_issue.get(host.issue.id)
 
-    async def _connect(self, cfg: OpenCodeSettings, workspace_root: Path) -> _Endpoint:
-        async with self._lock:
+    async def _connect(
+        self, cfg: OpenCodeSettings, workspace_root: Path
+    ) -> Endpoint[OpenCodeClient]:
+        async with self._link.lock:
             if cfg.base_url:
                 password = None
                 if cfg.password_env:
@@ -211,37 +197,28 @@ class OpenCodeBackend:
                         raise AgentError(
                             "launch_failed", f"opencode.password_env: ${cfg.password_env} is unset"
                         )
-                return await self._endpoint_for(cfg.base_url.rstrip("/"), password, None)
-            if cfg.command:
-                server = self._server
-                if server is None or server.command != cfg.command or not server.running:
-                    if server is not None:
-                        await server.stop()
-                    self._server = None
-                    server = ManagedServer(
-                        cfg.command,
+                url, pid = cfg.base_url.rstrip("/"), None
+            elif command := cfg.command:
+                server = await self._link.managed_server(
+                    command,
+                    lambda: ManagedServer(
+                        command,
                         self.state_dir,
                         cwd=workspace_root,
                         env=self.server_env(),
+                        extra_env=self.extra_env(cfg),
                         startup_timeout_s=cfg.startup_timeout_ms / 1000,
-                    )
-                    await server.start()
-                    self._server = server
+                    ),
+                )
                 assert server.base_url is not None
-                return await self._endpoint_for(server.base_url, server.password, server.pid)
-            raise AgentError(
-                "launch_failed", "opencode: set base_url (a running server) or command"
+                url, password, pid = server.base_url, server.password, server.pid
+            else:
+                raise AgentError(
+                    "launch_failed", "opencode: set base_url (a running server) or command"
+                )
+            return await self._link.endpoint_for(
+                url,
+                (password,),
+                pid,
+                lambda: OpenCodeClient(url, password=password, timeout_s=REQUEST_TIMEOUT_S),
             )
-
-    async def _endpoint_for(self, url: str, password: str | None, pid: int | None) -> _Endpoint:
-        ep = self._endpoint
-        if ep is not None and (ep.base_url, ep.password) == (url, password):
-            ep.pid = pid
-            return ep
-        if ep is not None and not any(
-            s.client is ep.client for s in self._sessions if not s.closed
-        ):
-            await ep.client.aclose()
-        client = OpenCodeClient(url, password=password, timeout_s=REQUEST_TIMEOUT_S)
-        self._endpoint = _Endpoint(url, password, client, pid)
-        return self._endpoint

@@ -22,35 +22,29 @@ from typing import Any
 import httpx
 from httpx_sse import EventSource, aconnect_sse
 
-from symphony_tui.agents.base import AgentError
+from symphony_tui.agents.http_call import HTTPCallError, JSONClient
 
 AUTH_USER = "opencode"
 HEALTH_TIMEOUT_S = 2.0  # a server that is still starting may accept and never answer
 
 
-class OpenCodeHTTPError(AgentError):
-    """A REST call failed; ``status`` is the HTTP status, or ``None`` for transport errors."""
-
-    def __init__(self, code: str, message: str, status: int | None = None) -> None:
-        super().__init__(code, message)
-        self.status = status
+class OpenCodeHTTPError(HTTPCallError):
+    """A REST call to the OpenCode server failed; ``status`` is the HTTP status, or
+    ``None`` for transport errors."""
 
 
-class OpenCodeClient:
-    """Thin async client. ``base_url`` like ``http://127.0.0.1:4096`` (no trailing path)."""
+class OpenCodeClient(JSONClient):
+    """Thin async client. ``base_url`` like ``http://127.0.0.1:4096`` (no trailing path);
+    ``password`` enables HTTP basic auth as user ``opencode``; any 2xx is accepted."""
+
+    error = OpenCodeHTTPError
 
     def __init__(
         self, base_url: str, *, password: str | None = None, timeout_s: float = 30.0
     ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.password = password
         auth = httpx.BasicAuth(AUTH_USER, password) if password else None
-        self._http = httpx.AsyncClient(
-            base_url=self.base_url, auth=auth, timeout=timeout_s, trust_env=False
-        )
-
-    async def aclose(self) -> None:
-        await self._http.aclose()
+        super().__init__(base_url, timeout_s=timeout_s, auth=auth)
+        self.password = password
 
     async def _call(
         self,
@@ -62,26 +56,9 @@ class OpenCodeClient:
         json: Any = None,
         params: dict[str, Any] | None = None,
     ) -> Any:
+        """:meth:`JSONClient.call` on the project instance of ``directory``."""
         query = {"directory": directory, **(params or {})}
-        try:
-            resp = await self._http.request(method, path, json=json, params=query)
-        except httpx.TimeoutException as e:
-            raise OpenCodeHTTPError("transport_error", f"{what}: timed out ({e!r})") from e
-        except httpx.HTTPError as e:
-            raise OpenCodeHTTPError("transport_error", f"{what}: {e!r}") from e
-        if not 200 <= resp.status_code < 300:
-            body = " ".join(resp.text.split())[:300]
-            raise OpenCodeHTTPError(
-                "protocol_error", f"{what}: HTTP {resp.status_code}: {body}", resp.status_code
-            )
-        if not resp.content:
-            return None
-        try:
-            return resp.json()
-        except ValueError as e:
-            raise OpenCodeHTTPError(
-                "protocol_error", f"{what}: body is not JSON", resp.status_code
-            ) from e
+        return await self.call(method, path, what, json=json, params=query)
 
     async def health(self) -> bool:
         """``GET /global/health`` answers 200 with ``healthy: true``."""

@@ -15,22 +15,14 @@ drive it. Ready when ``GET /global/health`` answers ``healthy``. Output goes to
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import os
 import secrets
-import shlex
-import signal
-import socket
-import subprocess
-import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from symphony_tui.agents.base import AgentError
+from symphony_tui.agents.local_server import LocalServer, command_argv
 from symphony_tui.agents.opencode.client import OpenCodeClient
 
-LOG_TAIL_LINES = 20
 DISABLE_SWITCHES = (
     "OPENCODE_DISABLE_AUTOUPDATE",
     "OPENCODE_DISABLE_MODELS_FETCH",
@@ -40,10 +32,18 @@ DISABLE_SWITCHES = (
 )
 
 
-def isolated_env(state_dir: Path, base: Mapping[str, str], password: str) -> dict[str, str]:
-    """``base`` with a private home and XDG dirs under ``state_dir``, the disable switches
-    and the server password. ``OPENCODE_CONFIG`` / ``OPENCODE_CONFIG_CONTENT`` in ``base``
-    pass through: that is how a provider is configured for a managed server."""
+def isolated_env(
+    state_dir: Path,
+    base: Mapping[str, str],
+    password: str,
+    extra: Mapping[str, str | None] | None = None,
+) -> dict[str, str]:
+    """``base`` with a private home and XDG dirs under ``state_dir`` and the disable
+    switches, then ``extra`` laid over them (a ``None`` value removes the name: that is
+    ``opencode.env``, so ``HOME: $HOME`` restores the user's home), then the server
+    password (never overridden: the client must know it). ``OPENCODE_CONFIG`` /
+    ``OPENCODE_CONFIG_CONTENT`` in ``base`` pass through: that is how a provider is
+    configured for a managed server."""
     home = state_dir / "home"
     dirs = {
         "HOME": home,
@@ -56,22 +56,22 @@ def isolated_env(state_dir: Path, base: Mapping[str, str], password: str) -> dic
         path.mkdir(parents=True, exist_ok=True)
     env = {**base, **{k: str(v) for k, v in dirs.items()}}
     env.update({name: "1" for name in DISABLE_SWITCHES})
+    for name, value in (extra or {}).items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
     env["OPENCODE_SERVER_PASSWORD"] = password
     env.pop("OPENCODE_SERVER_USERNAME", None)  # the client authenticates as the default user
     return env
 
 
-def free_port() -> int:
-    """A currently free TCP port on 127.0.0.1."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class ManagedServer:
-    """One ``opencode serve`` process. ``start()`` returns once it is healthy; ``stop()``
-    ends its whole process group. ``base_url`` / ``pid`` are set once started, ``password``
-    at construction; ``startup_s`` is how long readiness took."""
+class ManagedServer(LocalServer):
+    """One ``opencode serve`` process (see :class:`LocalServer`). ``env`` is its base
+    environment (default ``os.environ``), ``extra_env`` what ``opencode.env`` lays over the
+    isolated one (see :func:`isolated_env`). ``start()`` returns once it is healthy;
+    ``stop()`` ends its whole process group. ``password`` is set at construction,
+    ``base_url`` / ``pid`` once started."""
 
     def __init__(
         self,
@@ -80,105 +80,29 @@ class ManagedServer:
         *,
         cwd: Path | None = None,
         env: Mapping[str, str] | None = None,
+        extra_env: Mapping[str, str | None] | None = None,
         startup_timeout_s: float = 60.0,
     ) -> None:
+        super().__init__(
+            "opencode serve", state_dir / "server.log", startup_timeout_s=startup_timeout_s
+        )
         self.command = command
         self.state_dir = state_dir
         self.cwd = cwd
         self.env = dict(os.environ if env is None else env)
-        self.startup_timeout_s = startup_timeout_s
+        self.extra_env = dict(extra_env or {})
         self.password = secrets.token_urlsafe(24)
-        self.base_url: str | None = None
-        self.startup_s: float | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def pid(self) -> int | None:
-        return self._proc.pid if self._proc else None
-
-    @property
-    def running(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
-
-    @property
-    def log_path(self) -> Path:
-        return self.state_dir / "server.log"
-
-    def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
-        try:
-            text = self.log_path.read_text(errors="replace")
-        except OSError:
-            return ""
-        return " | ".join(line.strip() for line in text.splitlines()[-lines:] if line.strip())
 
     async def start(self) -> None:
         """Launch and wait for ``GET /global/health``. Raises ``AgentError("launch_failed")``."""
-        try:
-            argv = shlex.split(self.command)
-        except ValueError as e:
-            raise AgentError("launch_failed", f"opencode.command: {e}") from e
-        if not argv:
-            raise AgentError("launch_failed", "opencode.command is empty")
+        argv = command_argv(self.command, "opencode.command")
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        port = free_port()
-        argv += ["--hostname", "127.0.0.1", "--port", str(port)]
-        env = isolated_env(self.state_dir, self.env, self.password)
+        env = isolated_env(self.state_dir, self.env, self.password, self.extra_env)
         cwd = self.cwd if self.cwd is not None and self.cwd.is_dir() else self.state_dir
-        t0 = time.monotonic()
-        with open(self.log_path, "ab") as log:
-            try:
-                self._proc = subprocess.Popen(
-                    argv,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    env=env,
-                    cwd=cwd,
-                    start_new_session=True,  # own process group: stop() ends every child
-                )
-            except OSError as e:
-                raise AgentError("launch_failed", f"{argv[0]}: {e.strerror or e}") from e
-        self.base_url = f"http://127.0.0.1:{port}"
-        probe = OpenCodeClient(self.base_url, password=self.password)
-        try:
-            while True:
-                if self._proc.poll() is not None:
-                    raise AgentError(
-                        "launch_failed",
-                        f"opencode serve exited with {self._proc.returncode}: {self.log_tail()}",
-                    )
-                if await probe.health():
-                    self.startup_s = time.monotonic() - t0
-                    return
-                if time.monotonic() - t0 > self.startup_timeout_s:
-                    raise AgentError(
-                        "launch_failed",
-                        f"opencode serve not healthy after {self.startup_timeout_s:g}s: "
-                        f"{self.log_tail()}",
-                    )
-                await asyncio.sleep(0.2)
-        except BaseException:
-            await self.stop()
-            raise
-        finally:
-            await probe.aclose()
-
-    async def stop(self, grace_s: float = 5.0) -> None:
-        """SIGTERM the process group, SIGKILL it after ``grace_s``. Idempotent."""
-        proc, self._proc = self._proc, None
-        if proc is None:
-            return
-        if proc.poll() is None:
-            _signal_group(proc.pid, signal.SIGTERM)
-            deadline = time.monotonic() + grace_s
-            while proc.poll() is None and time.monotonic() < deadline:
-                await asyncio.sleep(0.05)
-        # The group may hold children (tool shells) even after the leader is gone.
-        _signal_group(proc.pid, signal.SIGKILL)
-        if proc.poll() is None:
-            await asyncio.to_thread(proc.wait)
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
+        await self.launch(
+            argv,
+            host_flag="--hostname",
+            env=env,
+            cwd=cwd,
+            probe=lambda url: OpenCodeClient(url, password=self.password),
+        )

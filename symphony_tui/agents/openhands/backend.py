@@ -33,10 +33,8 @@ next attempt or after a restart (``host.resume``).
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,22 +46,13 @@ from symphony_tui.agents.openhands.client_tools import client_tool_specs
 from symphony_tui.agents.openhands.server import ManagedServer
 from symphony_tui.agents.openhands.session import OpenHandsSession
 from symphony_tui.agents.openhands.stream import StreamOptions, WsAuth
+from symphony_tui.agents.server_link import Endpoint, ServerLink, session_started
 from symphony_tui.config.settings import OpenHandsSettings, Settings, resolve_env
-from symphony_tui.domain import AgentEvent, EventKind
 
 
 def default_state_dir() -> Path:
     """Where a managed server keeps its conversations: the user state dir (platformdirs)."""
     return Path(platformdirs.user_state_dir("symphony-tui")) / "openhands"
-
-
-@dataclass
-class _Endpoint:
-    base_url: str
-    api_key: str | None
-    ws_auth: WsAuth
-    client: OpenHandsClient
-    pid: int | None
 
 
 class OpenHandsBackend:
@@ -84,20 +73,17 @@ class OpenHandsBackend:
         self._env = dict(os.environ if env is None else env)
         self.state_dir = state_dir or default_state_dir()
         self._stream_options = stream_options
-        self._lock = asyncio.Lock()
-        self._server: ManagedServer | None = None
-        self._endpoint: _Endpoint | None = None
+        self._link: ServerLink[ManagedServer, OpenHandsClient] = ServerLink()
         self._conversations: dict[str, str] = {}  # issue id -> conversation id
-        self._sessions: set[OpenHandsSession] = set()
 
     @property
     def server(self) -> ManagedServer | None:
         """The managed server, when one is running."""
-        return self._server
+        return self._link.server
 
     async def start_session(self, host: SessionHost) -> OpenHandsSession:
         cfg = self._settings().openhands
-        endpoint = await self._connect(cfg)
+        endpoint, ws_auth = await self._connect(cfg)
         resume = dict(host.resume or {})
         previous = None
         if resume.get("backend", "openhands") == "openhands":
@@ -119,40 +105,29 @@ class OpenHandsBackend:
             conversation_id=cid,
             thread_id=cid,
             server_url=endpoint.base_url,
-            ws_auth=endpoint.ws_auth,
+            ws_auth=ws_auth,
             backend="openhands",
         )
         session = OpenHandsSession(
             host,
             endpoint.client,
             cid,
-            ws_auth=endpoint.ws_auth,
+            ws_auth=ws_auth,
             stream_options=self._stream_options or _options(cfg),
             pid=endpoint.pid,
             request_timeout_s=cfg.read_timeout_ms / 1000,
         )
-        try:
-            await session.attach()
-        except BaseException:
-            await session.close()
-            raise
-        self._sessions = {s for s in self._sessions if not s.closed}
-        self._sessions.add(session)
+        await self._link.adopt(session)
         resumed = previous == cid
         host.emit(
-            AgentEvent(
-                kind=EventKind.SESSION_STARTED,
-                message=(
-                    f"{'re-attached to' if resumed else 'started'} conversation {cid} "
-                    f"({session.status})"
-                ),
-                session_id=cid,
+            session_started(
+                "conversation",
+                cid,
+                endpoint.base_url,
+                resumed=resumed,
+                state=session.status,
                 data={
-                    "thread_id": cid,
-                    "session_id": cid,
                     "conversation_id": cid,
-                    "server_url": endpoint.base_url,
-                    "resumed": resumed,
                     "execution_status": session.status,
                     "pending_confirmations": len(session.pending_actions),
                 },
@@ -162,22 +137,14 @@ class OpenHandsBackend:
         return session
 
     async def aclose(self) -> None:
-        for session in list(self._sessions):
-            await session.close()
-        self._sessions.clear()
-        async with self._lock:
-            if self._endpoint is not None:
-                await self._endpoint.client.aclose()
-                self._endpoint = None
-            if self._server is not None:
-                await self._server.stop()
-                self._server = None
+        """Close every session and the client, then stop the managed server."""
+        await self._link.aclose()
 
     # ------------------------------------------------------------ internals
 
-    async def _connect(self, cfg: OpenHandsSettings) -> _Endpoint:
-        async with self._lock:
-            timeout_s = cfg.read_timeout_ms / 1000
+    async def _connect(self, cfg: OpenHandsSettings) -> tuple[Endpoint[OpenHandsClient], WsAuth]:
+        """The endpoint and the event socket's auth mode (``none`` without a key)."""
+        async with self._link.lock:
             if cfg.base_url:
                 key = None
                 if cfg.session_api_key_env:
@@ -187,43 +154,32 @@ class OpenHandsBackend:
                             "launch_failed",
                             f"openhands.session_api_key_env: ${cfg.session_api_key_env} is unset",
                         )
-                url = cfg.base_url.rstrip("/")
-                return await self._endpoint_for(url, key, cfg.ws_auth, None, timeout_s)
-            if cfg.command:
-                server = self._server
-                if server is None or server.command != cfg.command or not server.running:
-                    if server is not None:
-                        await server.stop()
-                    server = ManagedServer(
-                        cfg.command,
+                url, pid = cfg.base_url.rstrip("/"), None
+            elif command := cfg.command:
+                server = await self._link.managed_server(
+                    command,
+                    lambda: ManagedServer(
+                        command,
                         self.state_dir,
                         env=self.server_env(cfg),
                         startup_timeout_s=cfg.startup_timeout_ms / 1000,
-                    )
-                    self._server = None
-                    await server.start()
-                    self._server = server
-                assert server.base_url is not None
-                return await self._endpoint_for(
-                    server.base_url, server.api_key, cfg.ws_auth, server.pid, timeout_s
+                    ),
                 )
-            raise AgentError(
-                "launch_failed", "openhands: set base_url (a running server) or command"
+                assert server.base_url is not None
+                url, key, pid = server.base_url, server.api_key, server.pid
+            else:
+                raise AgentError(
+                    "launch_failed", "openhands: set base_url (a running server) or command"
+                )
+            ws_auth: WsAuth = cfg.ws_auth if key else "none"
+            timeout_s = cfg.read_timeout_ms / 1000
+            endpoint = await self._link.endpoint_for(
+                url,
+                (key, ws_auth),
+                pid,
+                lambda: OpenHandsClient(url, api_key=key, timeout_s=timeout_s),
             )
-
-    async def _endpoint_for(
-        self, url: str, key: str | None, ws_auth: WsAuth, pid: int | None, timeout_s: float
-    ) -> _Endpoint:
-        ws_auth = ws_auth if key else "none"
-        ep = self._endpoint
-        if ep is not None and (ep.base_url, ep.api_key, ep.ws_auth) == (url, key, ws_auth):
-            ep.pid = pid
-            return ep
-        if ep is not None and not self._sessions_use(ep.client):
-            await ep.client.aclose()
-        client = OpenHandsClient(url, api_key=key, timeout_s=timeout_s)
-        self._endpoint = _Endpoint(url, key, ws_auth, client, pid)
-        return self._endpoint
+            return endpoint, ws_auth
 
     def server_env(self, cfg: OpenHandsSettings) -> dict[str, str]:
         """The managed server's base environment: the backend's, with a clean ``HOME``
@@ -238,10 +194,6 @@ class OpenHandsBackend:
             else:
                 env[key] = str(resolved)
         return env
-
-    def _sessions_use(self, client: OpenHandsClient) -> bool:
-        self._sessions = {s for s in self._sessions if not s.closed}
-        return any(s.client is client for s in self._sessions)
 
     def _create_body(
         self, cfg: OpenHandsSettings, host: SessionHost, conversation_id: str | None

@@ -13,65 +13,30 @@ from typing import Any
 
 import httpx
 
-from symphony_tui.agents.base import AgentError
+from symphony_tui.agents.http_call import HTTPCallError, JSONClient
 
 API_KEY_HEADER = "X-Session-API-Key"
 SEARCH_PAGE_LIMIT = 100  # the server's maximum page size
 
 
-class OpenHandsHTTPError(AgentError):
-    """A REST call failed; ``status`` is the HTTP status, or ``None`` for transport errors."""
-
-    def __init__(self, code: str, message: str, status: int | None = None) -> None:
-        super().__init__(code, message)
-        self.status = status
+class OpenHandsHTTPError(HTTPCallError):
+    """A REST call to the agent-server failed; ``status`` is the HTTP status, or ``None``
+    for transport errors."""
 
 
-class OpenHandsClient:
-    """Thin async client. ``base_url`` like ``http://127.0.0.1:8000`` (no trailing path)."""
+class OpenHandsClient(JSONClient):
+    """Thin async client. ``base_url`` like ``http://127.0.0.1:8000`` (no trailing path);
+    ``api_key`` is sent as ``X-Session-API-Key``; 200 and 201 are the accepted statuses."""
+
+    error = OpenHandsHTTPError
+    ok = (200, 201)
 
     def __init__(
         self, base_url: str, *, api_key: str | None = None, timeout_s: float = 30.0
     ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.api_key = api_key
         headers = {API_KEY_HEADER: api_key} if api_key else {}
-        self._http = httpx.AsyncClient(
-            base_url=self.base_url, headers=headers, timeout=timeout_s, trust_env=False
-        )
-
-    async def aclose(self) -> None:
-        await self._http.aclose()
-
-    async def _call(
-        self,
-        method: str,
-        path: str,
-        what: str,
-        *,
-        json: Any = None,
-        params: dict[str, Any] | None = None,
-        ok: tuple[int, ...] = (200, 201),
-    ) -> Any:
-        try:
-            resp = await self._http.request(method, path, json=json, params=params)
-        except httpx.TimeoutException as e:
-            raise OpenHandsHTTPError("transport_error", f"{what}: timed out ({e!r})") from e
-        except httpx.HTTPError as e:
-            raise OpenHandsHTTPError("transport_error", f"{what}: {e!r}") from e
-        if resp.status_code not in ok:
-            body = " ".join(resp.text.split())[:300]
-            raise OpenHandsHTTPError(
-                "protocol_error", f"{what}: HTTP {resp.status_code}: {body}", resp.status_code
-            )
-        if not resp.content:
-            return None
-        try:
-            return resp.json()
-        except ValueError as e:
-            raise OpenHandsHTTPError(
-                "protocol_error", f"{what}: body is not JSON", resp.status_code
-            ) from e
+        super().__init__(base_url, timeout_s=timeout_s, headers=headers)
+        self.api_key = api_key
 
     async def health(self) -> bool:
         """``GET /health`` is 200."""
@@ -83,13 +48,13 @@ class OpenHandsClient:
 
     async def create_conversation(self, body: dict[str, Any]) -> dict[str, Any]:
         """``POST /api/conversations`` -> conversation info (201 new, 200 existing id)."""
-        info = await self._call("POST", "/api/conversations", "create conversation", json=body)
+        info = await self.call("POST", "/api/conversations", "create conversation", json=body)
         if not isinstance(info, dict) or not isinstance(info.get("id"), str):
             raise OpenHandsHTTPError("protocol_error", "create conversation: no id in response")
         return info
 
     async def get_conversation(self, conversation_id: str) -> dict[str, Any]:
-        info = await self._call("GET", f"/api/conversations/{conversation_id}", "get conversation")
+        info = await self.call("GET", f"/api/conversations/{conversation_id}", "get conversation")
         if not isinstance(info, dict):
             raise OpenHandsHTTPError("protocol_error", "get conversation: not an object")
         return info
@@ -97,16 +62,16 @@ class OpenHandsClient:
     async def send_message(self, conversation_id: str, text: str, *, run: bool = True) -> None:
         """``POST .../events {role:"user", content:[{type:"text", text}], run}``."""
         body = {"role": "user", "content": [{"type": "text", "text": text}], "run": run}
-        await self._call(
+        await self.call(
             "POST", f"/api/conversations/{conversation_id}/events", "send message", json=body
         )
 
     async def run(self, conversation_id: str) -> None:
-        await self._call("POST", f"/api/conversations/{conversation_id}/run", "run")
+        await self.call("POST", f"/api/conversations/{conversation_id}/run", "run")
 
     async def interrupt(self, conversation_id: str) -> None:
         """``POST .../interrupt``: abandons the in-flight model call (status ``paused``)."""
-        await self._call("POST", f"/api/conversations/{conversation_id}/interrupt", "interrupt")
+        await self.call("POST", f"/api/conversations/{conversation_id}/interrupt", "interrupt")
 
     async def respond_to_confirmation(
         self, conversation_id: str, *, accept: bool, reason: str | None = None
@@ -114,7 +79,7 @@ class OpenHandsClient:
         body: dict[str, Any] = {"accept": accept}
         if not accept and reason:
             body["reason"] = reason
-        await self._call(
+        await self.call(
             "POST",
             f"/api/conversations/{conversation_id}/events/respond_to_confirmation",
             "respond to confirmation",
@@ -123,7 +88,7 @@ class OpenHandsClient:
 
     async def set_confirmation_policy(self, conversation_id: str, kind: str) -> None:
         """``kind``: ``NeverConfirm`` | ``AlwaysConfirm`` | ``ConfirmRisky``."""
-        await self._call(
+        await self.call(
             "POST",
             f"/api/conversations/{conversation_id}/confirmation_policy",
             "set confirmation policy",
@@ -137,7 +102,7 @@ class OpenHandsClient:
         params: dict[str, Any] = {"limit": limit}
         if page_id:
             params["page_id"] = page_id
-        page = await self._call(
+        page = await self.call(
             "GET",
             f"/api/conversations/{conversation_id}/events/search",
             "search events",

@@ -14,27 +14,14 @@ import asyncio
 import contextlib
 import os
 import secrets
-import shlex
 import shutil
-import signal
-import socket
 import subprocess
 import tempfile
-import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from symphony_tui.agents.base import AgentError
+from symphony_tui.agents.local_server import LocalServer, command_argv
 from symphony_tui.agents.openhands.client import OpenHandsClient
-
-LOG_TAIL_LINES = 20
-
-
-def free_port() -> int:
-    """A currently free TCP port on 127.0.0.1."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def secret_key(state_dir: Path) -> str:
@@ -80,10 +67,10 @@ def server_env(state_dir: Path, api_key: str, base: Mapping[str, str]) -> dict[s
     return env
 
 
-class ManagedServer:
-    """One agent-server process. ``start()`` returns when it is healthy; ``stop()`` ends
-    the whole process group. ``base_url`` / ``api_key`` / ``pid`` are set once started;
-    ``startup_s`` is how long readiness took."""
+class ManagedServer(LocalServer):
+    """One agent-server process (see :class:`LocalServer`). ``start()`` returns when it is
+    healthy; ``stop()`` ends the whole process group and the tmux servers of its terminal
+    tool. ``api_key`` is set at construction, ``base_url`` / ``pid`` once started."""
 
     def __init__(
         self,
@@ -93,109 +80,39 @@ class ManagedServer:
         env: Mapping[str, str] | None = None,
         startup_timeout_s: float = 60.0,
     ) -> None:
+        super().__init__(
+            "agent-server", state_dir / "server.log", startup_timeout_s=startup_timeout_s
+        )
         self.command = command
         self.state_dir = state_dir
         self.env = dict(os.environ if env is None else env)
-        self.startup_timeout_s = startup_timeout_s
         self.api_key = secrets.token_urlsafe(24)
-        self.base_url: str | None = None
-        self.startup_s: float | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
         # The server's terminal tool runs each shell in a tmux server of its own, which
         # daemonizes out of our process group; a private TMUX_TMPDIR lets stop() find and
         # end them (short path: tmux sockets have a length limit).
         self._tmux_dir: Path | None = None
 
-    @property
-    def pid(self) -> int | None:
-        return self._proc.pid if self._proc else None
-
-    @property
-    def running(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
-
-    @property
-    def log_path(self) -> Path:
-        return self.state_dir / "server.log"
-
-    def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
-        try:
-            text = self.log_path.read_text(errors="replace")
-        except OSError:
-            return ""
-        return " | ".join(line.strip() for line in text.splitlines()[-lines:] if line.strip())
-
     async def start(self) -> None:
         """Launch and wait for ``GET /health``. Raises ``AgentError("launch_failed")``."""
-        try:
-            argv = shlex.split(self.command)
-        except ValueError as e:
-            raise AgentError("launch_failed", f"openhands.command: {e}") from e
-        if not argv:
-            raise AgentError("launch_failed", "openhands.command is empty")
+        argv = command_argv(self.command, "openhands.command")
         self.state_dir.mkdir(parents=True, exist_ok=True)
         (self.state_dir / "workspace").mkdir(exist_ok=True)
-        port = free_port()
-        argv += ["--host", "127.0.0.1", "--port", str(port)]
         self._tmux_dir = Path(tempfile.mkdtemp(prefix="symphony-oh-tmux-"))
         env = server_env(self.state_dir, self.api_key, self.env)
         env["TMUX_TMPDIR"] = str(self._tmux_dir)
         env.pop("TMUX", None)
-        t0 = time.monotonic()
-        with open(self.log_path, "ab") as log:
-            try:
-                self._proc = subprocess.Popen(
-                    argv,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    env=env,
-                    cwd=self.state_dir,
-                    start_new_session=True,  # own process group: stop() ends every child
-                )
-            except OSError as e:
-                raise AgentError("launch_failed", f"{argv[0]}: {e.strerror or e}") from e
-        self.base_url = f"http://127.0.0.1:{port}"
-        probe = OpenHandsClient(self.base_url, api_key=self.api_key, timeout_s=2.0)
-        try:
-            while True:
-                if self._proc.poll() is not None:
-                    raise AgentError(
-                        "launch_failed",
-                        f"agent-server exited with {self._proc.returncode}: {self.log_tail()}",
-                    )
-                if await probe.health():
-                    self.startup_s = time.monotonic() - t0
-                    return
-                if time.monotonic() - t0 > self.startup_timeout_s:
-                    raise AgentError(
-                        "launch_failed",
-                        f"agent-server not healthy after {self.startup_timeout_s:g}s: "
-                        f"{self.log_tail()}",
-                    )
-                await asyncio.sleep(0.2)
-        except BaseException:
-            await self.stop()
-            raise
-        finally:
-            await probe.aclose()
+        await self.launch(
+            argv,
+            host_flag="--host",
+            env=env,
+            cwd=self.state_dir,
+            probe=lambda url: OpenHandsClient(url, api_key=self.api_key, timeout_s=2.0),
+        )
 
     async def stop(self, grace_s: float = 5.0) -> None:
         """SIGTERM the process group, then SIGKILL after ``grace_s``; then end the tmux
         servers the terminal tool started. Idempotent."""
-        proc, self._proc = self._proc, None
-        if proc is None:
-            await self._stop_tmux()
-            return
-        if proc.poll() is None:
-            _signal_group(proc.pid, signal.SIGTERM)
-            deadline = time.monotonic() + grace_s
-            while proc.poll() is None and time.monotonic() < deadline:
-                await asyncio.sleep(0.05)
-        # The group may hold children (tool shells) even after the leader is gone.
-        _signal_group(proc.pid, signal.SIGKILL)
-        if proc.poll() is None:
-            await asyncio.to_thread(proc.wait)
+        await super().stop(grace_s)
         await self._stop_tmux()
 
     async def _stop_tmux(self) -> None:
@@ -216,8 +133,3 @@ class ManagedServer:
                     check=False,
                 )
         await asyncio.to_thread(shutil.rmtree, folder, True)
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)

@@ -35,7 +35,7 @@ from symphony_tui.domain import (
 from symphony_tui.testing.opencode_env import opencode_settings, server_command
 from symphony_tui.testing.session_host import RecordingSessionHost, make_issue
 
-from .stream_proxy import StreamProxy
+from ..cutting_proxy import CuttingProxy, event_stream_request
 
 pytestmark = pytest.mark.real_opencode
 
@@ -266,7 +266,7 @@ async def test_a_dropped_stream_reconnects_and_loses_no_event(
     tmp_path, oc_env, oc_server, fake_model
 ):
     assert oc_server.base_url is not None
-    async with StreamProxy(oc_server.base_url) as proxy:
+    async with CuttingProxy(oc_server.base_url, event_stream_request) as proxy:
         settings = opencode_settings(base_url=proxy.url, password_env=PASSWORD_ENV)
         backend = OpenCodeBackend(
             lambda: settings,
@@ -281,11 +281,11 @@ async def test_a_dropped_stream_reconnects_and_loses_no_event(
             # Cut the stream and keep it down until the turn is over on the server: the
             # command's end, the answer and the turn's end reach the session only through
             # reconciliation.
-            proxy.block_streams = True
-            proxy.drop_streams()
+            proxy.block = True
+            proxy.drop()
             await until_idle(oc_server, session.session_id or "", str(host.workspace.resolve()))
             assert not turn.done(), "the turn ended without the stream"
-            proxy.block_streams = False
+            proxy.block = False
             result = await asyncio.wait_for(turn, 30)
         finally:
             await backend.aclose()

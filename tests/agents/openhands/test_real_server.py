@@ -27,7 +27,7 @@ from symphony_tui.testing.fake_model import FakeModelServer
 from symphony_tui.testing.openhands_env import isolated_env, openhands_settings, server_command
 from symphony_tui.testing.session_host import RecordingSessionHost, make_issue
 
-from .tcp_proxy import TcpProxy
+from ..cutting_proxy import CuttingProxy, websocket_upgrade
 
 pytestmark = pytest.mark.real_openhands
 
@@ -200,22 +200,22 @@ async def test_dropped_socket_reconnects_and_loses_no_event(
     oh_server: ManagedServer, fake_model: FakeModelServer, tmp_path: Path
 ) -> None:
     assert oh_server.base_url is not None
-    async with TcpProxy(oh_server.base_url) as proxy:
+    async with CuttingProxy(oh_server.base_url, websocket_upgrade) as proxy:
         backend = backend_for(oh_server, fake_model, policy="NeverConfirm", base_url=proxy.url)
         host = RecordingSessionHost(tmp_path, issue=make_issue("OH-6"))
         try:
             session = await backend.start_session(host)
             turn = asyncio.create_task(session.run_turn("SHELL: sleep 2; echo survived"))
             await host.wait_for(EventKind.COMMAND_STARTED)
-            proxy.block_websockets = True
-            proxy.drop_websockets()
+            proxy.block = True
+            proxy.drop()
             # Everything after the command started happens while the socket is down.
             cid = session.conversation_id
             async with asyncio.timeout(60):
                 while await server_status(oh_server, cid) != "finished":
                     await asyncio.sleep(0.2)
             assert not turn.done()
-            proxy.block_websockets = False
+            proxy.block = False
             result = await asyncio.wait_for(turn, 60)
             events = await server_events(oh_server, cid)
         finally:

@@ -1,0 +1,165 @@
+"""A local HTTP agent server started, probed and stopped by its backend (managed mode).
+
+The launch the OpenHands and OpenCode backends share (PROTOCOLS.md "OpenHands agent-server",
+"OpenCode server"): ``<argv> <host flag> 127.0.0.1 --port <free port>`` in its own process
+group, with the environment and working directory the backend chose, stdout and stderr
+appended to one log file. Ready when the backend's health probe says so, before a deadline;
+a launch that fails raises one line with the tail of that log. ``stop()`` ends the whole
+group (TERM, then KILL after a grace period). Each backend keeps its own specifics (auth,
+environment isolation, state paths) in a subclass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Protocol
+
+from symphony_tui.agents.base import AgentError
+
+LOG_TAIL_LINES = 20
+PROBE_INTERVAL_S = 0.2
+
+
+class HealthProbe(Protocol):
+    """A client that can ask a server whether it is ready (both backends' clients are)."""
+
+    async def health(self) -> bool: ...
+
+    async def aclose(self) -> None: ...
+
+
+def free_port() -> int:
+    """A currently free TCP port on 127.0.0.1."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def command_argv(command: str, setting: str) -> list[str]:
+    """``command`` split like a shell would. Raises ``AgentError("launch_failed")`` naming
+    ``setting`` (e.g. ``"opencode.command"``) for unbalanced quotes or an empty command."""
+    try:
+        argv = shlex.split(command)
+    except ValueError as e:
+        raise AgentError("launch_failed", f"{setting}: {e}") from e
+    if not argv:
+        raise AgentError("launch_failed", f"{setting} is empty")
+    return argv
+
+
+class LocalServer:
+    """One server process. ``name`` (e.g. ``"agent-server"``) starts its error messages;
+    ``log_path`` receives its output (appended). ``base_url`` / ``pid`` are set once
+    launched; ``startup_s`` is how long readiness took (seconds)."""
+
+    def __init__(self, name: str, log_path: Path, *, startup_timeout_s: float = 60.0) -> None:
+        self.name = name
+        self.log_path = log_path
+        self.startup_timeout_s = startup_timeout_s
+        self.base_url: str | None = None
+        self.startup_s: float | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
+        """The last ``lines`` non-blank lines of the log joined with `` | `` (one line)."""
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        return " | ".join(line.strip() for line in text.splitlines()[-lines:] if line.strip())
+
+    async def launch(
+        self,
+        argv: Sequence[str],
+        *,
+        host_flag: str,
+        env: Mapping[str, str],
+        cwd: Path,
+        probe: Callable[[str], HealthProbe],
+    ) -> None:
+        """Start ``argv`` listening on a free loopback port and wait until ``probe(base_url)``
+        reports healthy. Raises ``AgentError("launch_failed")`` when the program cannot be
+        started, exits, or is not healthy after ``startup_timeout_s``; the process group is
+        stopped (:meth:`stop`) before any error or cancellation propagates."""
+        port = free_port()
+        full = [*argv, host_flag, "127.0.0.1", "--port", str(port)]
+        t0 = time.monotonic()
+        try:
+            with open(self.log_path, "ab") as log:
+                try:
+                    self._proc = subprocess.Popen(
+                        full,
+                        stdin=subprocess.DEVNULL,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        env=dict(env),
+                        cwd=cwd,
+                        start_new_session=True,  # own process group: stop() ends every child
+                    )
+                except OSError as e:
+                    raise AgentError("launch_failed", f"{full[0]}: {e.strerror or e}") from e
+            self.base_url = f"http://127.0.0.1:{port}"
+            await self._await_healthy(probe(self.base_url), t0)
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def _await_healthy(self, probe: HealthProbe, t0: float) -> None:
+        try:
+            while True:
+                assert self._proc is not None
+                if self._proc.poll() is not None:
+                    raise AgentError(
+                        "launch_failed",
+                        f"{self.name} exited with {self._proc.returncode}: {self.log_tail()}",
+                    )
+                if await probe.health():
+                    self.startup_s = time.monotonic() - t0
+                    return
+                if time.monotonic() - t0 > self.startup_timeout_s:
+                    raise AgentError(
+                        "launch_failed",
+                        f"{self.name} not healthy after {self.startup_timeout_s:g}s: "
+                        f"{self.log_tail()}",
+                    )
+                await asyncio.sleep(PROBE_INTERVAL_S)
+        finally:
+            await probe.aclose()
+
+    async def stop(self, grace_s: float = 5.0) -> None:
+        """SIGTERM the process group, SIGKILL it after ``grace_s`` seconds. Idempotent."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        if proc.poll() is None:
+            signal_group(proc.pid, signal.SIGTERM)
+            deadline = time.monotonic() + grace_s
+            while proc.poll() is None and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+        # The group may hold children (tool shells) even after the leader is gone.
+        signal_group(proc.pid, signal.SIGKILL)
+        if proc.poll() is None:
+            await asyncio.to_thread(proc.wait)
+
+
+def signal_group(pgid: int, sig: signal.Signals) -> None:
+    """Send ``sig`` to process group ``pgid``; a group that is gone or not ours is ignored."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
