@@ -168,8 +168,9 @@ def _run(
 def _console_problem(args: argparse.Namespace) -> str | None:
     """Why this invocation cannot run as asked, checked before anything starts (no lock, no
     agents): ``--exit-when-idle`` is a headless option, and the console needs a terminal.
-    Textual reads keys from stdin and draws on stderr; without a TTY there it would draw into
-    a pipe and spin, holding its agents (issue seen in a fresh-user run)."""
+    Textual reads keys from stdin and draws on stderr, and a piped stdout sends it into an
+    endless resize loop; without a TTY on all three it would spin at full CPU, holding its
+    agents (seen in fresh-user runs)."""
     if getattr(args, "exit_when_idle", False) and not args.headless:
         return "--exit-when-idle needs --headless (the console runs until you quit it)"
     if args.headless:
@@ -178,18 +179,15 @@ def _console_problem(args: argparse.Namespace) -> str | None:
 
 
 def _no_terminal() -> str | None:
-    """A one-line reason when stdin or stderr is not a terminal, else ``None``."""
-    missing = [
-        name
-        for name, stream in (("stdin", sys.__stdin__), ("stderr", sys.__stderr__))
-        if stream is None or not stream.isatty()
-    ]
+    """A one-line reason when stdin, stdout or stderr is not a terminal, else ``None``."""
+    streams = (("stdin", sys.__stdin__), ("stdout", sys.__stdout__), ("stderr", sys.__stderr__))
+    missing = [name for name, stream in streams if stream is None or not stream.isatty()]
     if not missing:
         return None
+    names = missing[0] if len(missing) == 1 else ", ".join(missing[:-1]) + " and " + missing[-1]
     return (
-        f"the console needs a terminal ({' and '.join(missing)} "
-        f"{'is' if len(missing) == 1 else 'are'} not a TTY); use --headless, "
-        "or run it in tmux / `ssh -t`"
+        f"the console needs a terminal ({names} {'is' if len(missing) == 1 else 'are'} "
+        "not a TTY); use --headless, or run it in tmux / `ssh -t`"
     )
 
 

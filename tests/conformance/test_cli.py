@@ -7,6 +7,7 @@ the real codex backend, so a run really starts, works and stops.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -176,11 +177,42 @@ def test_the_console_without_a_terminal_refuses_at_once(tmp_path):
     done = cli("--log-dir", str(tmp_path / "logs"), cwd=project.folder, timeout=30)
     assert done.returncode == 1
     line = one_line(done.stderr)
-    assert "needs a terminal" in line and "stdin and stderr are not a TTY" in line
+    assert "needs a terminal" in line and "stdin, stdout and stderr are not a TTY" in line
     assert "--headless" in line
     assert not (tmp_path / "logs").exists()
     attach = cli("attach", "http://127.0.0.1:9", cwd=tmp_path, timeout=30)
     assert attach.returncode == 1 and "needs a terminal" in one_line(attach.stderr)
+
+
+def test_the_console_with_only_stdout_piped_refuses_too(tmp_path):
+    # keys and stderr on a terminal, stdout into a pipe: Textual spun in a resize loop
+    import pty
+
+    project = write_project(tmp_path / "project", [issue(1)])
+    leader, follower = pty.openpty()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "symphony_tui.cli", "--log-dir", str(tmp_path / "logs")],
+            cwd=project.folder,
+            env=child_env(),
+            stdin=follower,
+            stdout=subprocess.PIPE,
+            stderr=follower,
+        )
+        os.close(follower)
+        follower = -1
+        out, _ = proc.communicate(timeout=30)
+        said = b""
+        with contextlib.suppress(OSError):  # EIO once the child's side is closed
+            while chunk := os.read(leader, 4096):
+                said += chunk
+    finally:
+        os.close(leader)
+        if follower >= 0:
+            os.close(follower)
+    assert proc.returncode == 1 and out == b""
+    assert b"needs a terminal (stdout is not a TTY)" in said
+    assert not (tmp_path / "logs").exists()
 
 
 def test_exit_when_idle_without_headless_is_an_error(tmp_path):
