@@ -190,17 +190,17 @@ def test_the_console_with_only_stdout_piped_refuses_too(tmp_path):
 
     project = write_project(tmp_path / "project", [issue(1)])
     leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "symphony_tui.cli", "--log-dir", str(tmp_path / "logs")],
+        cwd=project.folder,
+        env=child_env(),
+        stdin=follower,
+        stdout=subprocess.PIPE,
+        stderr=follower,
+        start_new_session=True,  # a regression spins and ignores SIGTERM: kill its group
+    )
+    os.close(follower)
     try:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "symphony_tui.cli", "--log-dir", str(tmp_path / "logs")],
-            cwd=project.folder,
-            env=child_env(),
-            stdin=follower,
-            stdout=subprocess.PIPE,
-            stderr=follower,
-        )
-        os.close(follower)
-        follower = -1
         out, _ = proc.communicate(timeout=30)
         said = b""
         with contextlib.suppress(OSError):  # EIO once the child's side is closed
@@ -208,8 +208,9 @@ def test_the_console_with_only_stdout_piped_refuses_too(tmp_path):
                 said += chunk
     finally:
         os.close(leader)
-        if follower >= 0:
-            os.close(follower)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
     assert proc.returncode == 1 and out == b""
     assert b"needs a terminal (stdout is not a TTY)" in said
     assert not (tmp_path / "logs").exists()
