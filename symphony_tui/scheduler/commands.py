@@ -9,6 +9,7 @@ stop, retry, refresh), on the event loop, so a command never races a tick or a w
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import TYPE_CHECKING
 
 from symphony_tui.domain import (
@@ -32,17 +33,42 @@ from symphony_tui.domain.commands import (
     Rerun,
     Stop,
 )
+from symphony_tui.observability.logs import log_kv
 from symphony_tui.scheduler import policy
 from symphony_tui.scheduler.port import CommandResult
+from symphony_tui.text import one_line
 from symphony_tui.trackers.base import TrackerError
 from symphony_tui.workspaces.errors import WorkspaceError
 from symphony_tui.workspaces.paths import workspace_key
+
+log = logging.getLogger("symphony_tui.scheduler")
 
 if TYPE_CHECKING:
     from symphony_tui.scheduler.orchestrator import Orchestrator
 
 #: Seconds an interrupted session gets to end its turn before its worker is cancelled.
 INTERRUPT_GRACE_S = 10.0
+
+
+def describe_command(command: Command) -> str:
+    """A command in words for the event log and the log file: ``move issue to Done``,
+    ``approve for the session``, ``deny with a message``... (the message itself is not
+    repeated: the approval event carries it)."""
+    what = command.type.replace("_", " ")
+    match command:
+        case MoveIssue(state=state):
+            return f"{what} to {one_line(state, 60)}"
+        case Approve(for_session=True):
+            return f"{what} for the session"
+        case Deny(cancel=True):
+            return f"{what} and cancel the turn"
+        case Deny(message=message) if message:
+            return f"{what} with a message"
+        case PauseDispatch(paused=paused):
+            return "pause dispatch" if paused else "resume dispatch"
+        case RemoveWorkspace(issue_identifier=identifier):
+            return f"{what} {one_line(identifier, 60)}"
+    return what
 
 
 class OperatorCommands:
@@ -58,17 +84,33 @@ class OperatorCommands:
 
     async def apply(self, command: Command) -> CommandResult:
         """Apply ``command``; ``issue_id`` fields also accept an issue identifier
-        (``ABC-12``), as the HTTP API's paths do."""
-        orch = self._orch
+        (``ABC-12``), as the HTTP API's paths do. Each command is an ``OPERATOR`` event and a
+        log line, and so is its refusal when it does not apply."""
         issue_ref = getattr(command, "issue_id", None)
         if issue_ref is not None:
             command = command.model_copy(update={"issue_id": self._resolve_issue_id(issue_ref)})
-        orch._emit_system(
-            EventKind.OPERATOR,
-            f"operator: {command.type.replace('_', ' ')}",
-            issue=self._command_issue(command),
-            command=command.type,
+        issue = self._command_issue(command)
+        what = describe_command(command)
+        self._orch._emit_system(
+            EventKind.OPERATOR, f"operator: {what}", issue=issue, command=command.type
         )
+        result = await self._apply(command)
+        log_kv(
+            log,
+            "info" if result.ok else "warning",
+            "operator command" if result.ok else "operator command refused",
+            command=what,
+            issue_identifier=issue.identifier if issue else None,
+            result=result.message,
+        )
+        if not result.ok:
+            self._orch._emit_system(
+                EventKind.OPERATOR, f"operator: {what} refused: {result.message}", issue=issue
+            )
+        return result
+
+    async def _apply(self, command: Command) -> CommandResult:
+        orch = self._orch
         match command:
             case Refresh():
                 orch.request_refresh()

@@ -14,7 +14,7 @@ from symphony_tui.domain import (
     QuestionOption,
     RunStatus,
 )
-from symphony_tui.domain.commands import Answer, Approve, Deny
+from symphony_tui.domain.commands import Answer, Approve, Deny, MoveIssue
 
 from .conftest import make_issue
 
@@ -272,6 +272,16 @@ async def test_operator_commands_are_logged_against_their_issue(make_harness):
     assert ops[-1].issue_identifier == "ABC-1" and ops[-1].message == "operator: approve"
     assert h.orch.snapshot().tracker_states[:2] == ("Todo", "In Progress")
     assert "Done" in h.orch.snapshot().tracker_states
+    # what was asked, in words; a refusal is recorded too (events and the log file)
+    again = await h.orch.send(Approve(approval_id=aid, for_session=True))
+    assert not again.ok
+    await h.orch.send(MoveIssue(issue_id="ABC-1", state="Done"))
+    said = [e.message for e in h.orch.events_since(0) if e.kind is EventKind.OPERATOR][-3:]
+    assert said == [
+        "operator: approve for the session",
+        "operator: approve for the session refused: that approval was already answered",
+        "operator: move issue to Done",
+    ]
 
 
 def test_events_since_pages_oldest_first_without_gaps():
