@@ -677,16 +677,18 @@ class SymphonyApp(App[None]):
             body.append(")")
         body.append(" to tracker state:")
 
-        known = {s.casefold() for s in snapshot.tracker_states}
+        known = {s.casefold(): s for s in snapshot.tracker_states}
 
         def entered(state: str | None) -> None:
             if not state:
                 return
+            if state.casefold() in known:
+                state = known[state.casefold()]  # the tracker's spelling: "todo" -> "Todo"
             if state == current:
                 self.notify(f"{self._ident(issue)} is already in {one_line(state, 40)}")
                 return
             move = MoveIssue(issue_id=issue, state=state)
-            if not known or state.casefold() in known:
+            if not known or state in known.values():
                 self.send(move)
                 return
             # A typo, or a state outside the workflow: the scheduler would stop tracking

@@ -267,7 +267,7 @@ async def test_move_offers_the_configured_states(port, make_app):
         await done(pilot)
         await pilot.press("m", "tab", *"Reveiw", "enter", "escape")  # a typo, thought better of
         await done(pilot)
-        await pilot.press("m", "tab", *"done", "enter")  # known states match in any case
+        await pilot.press("m", "tab", *"done", "enter")  # a known state, in its own spelling
         await done(pilot)
         # the current state is not a move
         await pilot.press("m", "enter")
@@ -275,7 +275,7 @@ async def test_move_offers_the_configured_states(port, make_app):
         assert port.sent == [
             MoveIssue(issue_id="demo-5", state="Done"),
             MoveIssue(issue_id="demo-5", state="Review"),
-            MoveIssue(issue_id="demo-5", state="done"),
+            MoveIssue(issue_id="demo-5", state="Done"),
         ]
         assert ("DEMO-5 is already in Todo", "information") in notifications(app)
 
