@@ -47,7 +47,11 @@ async def test_headless_run_finishes_with_the_models_token_totals(tmp_path):
             "---\n"
             "tracker:\n  kind: local\n  path: issues.yaml\n"
             "workspace:\n  root: ws\n"
-            "polling:\n  interval_ms: 1000\n"
+            # No poll during the run: the agent moves its issue by editing the tracker file
+            # (OpenCode has no client tools), and a reconcile tick that saw Done mid-turn
+            # would rightly stop the worker as reconciled (seen once in CI). The after-turn
+            # state refresh is what sees Done here.
+            "polling:\n  interval_ms: 600000\n"
             "agent:\n  backend: opencode\n  max_turns: 3\n  approvals: auto\n"
             f"  continuation_prompt: {json.dumps(done)}\n"
             "opencode:\n"
