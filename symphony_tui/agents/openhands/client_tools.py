@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from symphony_tui.agents.base import ToolResult, ToolSpec
-from symphony_tui.agents.openhands.failure import one_line
+from symphony_tui.text import one_line
 
 ACK = "Tool call dispatched to client."
 DESCRIPTION_NOTE = (

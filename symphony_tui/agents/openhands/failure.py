@@ -20,19 +20,12 @@ after the failing status means no cause is still on its way.
 
 from __future__ import annotations
 
-from typing import Any
-
 from symphony_tui.agents.openhands.reconcile import WireEvent
-from symphony_tui.text import one_line as text_one_line
+from symphony_tui.text import one_line
 
 MAX_REASON = 300  # characters of a failure reason
 FAILED_STATUSES = ("error", "stuck")
 STUCK_HINT = "the stuck detector stopped the agent repeating itself"
-
-
-def one_line(text: Any, limit: int = MAX_REASON) -> str:
-    """``text`` made inert (:func:`symphony_tui.text.one_line`), at most ``limit`` chars."""
-    return text_one_line(text, limit)
 
 
 class FailureWatch:
@@ -53,11 +46,11 @@ class FailureWatch:
     def observe(self, event: WireEvent) -> None:
         kind = event.get("kind")
         if kind == "ConversationErrorEvent":
-            code = one_line(event.get("code") or "error")
-            detail = one_line(event.get("detail") or "")
-            self.cause = one_line(f"{code}: {detail}" if detail else code)
+            code = one_line(event.get("code") or "error", MAX_REASON)
+            detail = one_line(event.get("detail") or "", MAX_REASON)
+            self.cause = one_line(f"{code}: {detail}" if detail else code, MAX_REASON)
         elif kind == "AgentErrorEvent":
-            self.agent_error = one_line(event.get("error") or "agent error")
+            self.agent_error = one_line(event.get("error") or "agent error", MAX_REASON)
         elif kind == "ConversationStateUpdateEvent" and event.get("key") == "full_state":
             self.snapshots += 1
 
@@ -76,4 +69,4 @@ class FailureWatch:
             text += f" ({STUCK_HINT})"
         if self.agent_error:
             text += f"; last agent error: {self.agent_error}"
-        return one_line(text)
+        return one_line(text, MAX_REASON)

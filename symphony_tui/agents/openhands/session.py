@@ -45,7 +45,7 @@ from typing import Any
 from symphony_tui.agents.base import AgentError, SessionHost, ToolResult, TurnResult, TurnStatus
 from symphony_tui.agents.openhands.client import OpenHandsClient
 from symphony_tui.agents.openhands.client_tools import result_line, with_results
-from symphony_tui.agents.openhands.failure import FAILED_STATUSES, FailureWatch, one_line
+from symphony_tui.agents.openhands.failure import FAILED_STATUSES, MAX_REASON, FailureWatch
 from symphony_tui.agents.openhands.reconcile import WireEvent, order_key
 from symphony_tui.agents.openhands.stream import EventStream, StreamOptions, WsAuth
 from symphony_tui.agents.openhands.translate import action_command, state_update, translate
@@ -57,6 +57,7 @@ from symphony_tui.domain import (
     EventKind,
     TokenUsage,
 )
+from symphony_tui.text import one_line
 
 WAITING = "waiting_for_confirmation"
 ACTIVE = ("running", WAITING)
@@ -339,7 +340,9 @@ class OpenHandsSession:
             result = ToolResult(False, f"the scheduler failed to run it: {e!r}")
         self._tool_results.append(result_line(name, args, result))
         if not result.success:
-            self._emit(EventKind.WARNING, f"{name} failed: {one_line(result.text)}", tool=name)
+            self._emit(
+                EventKind.WARNING, f"{name} failed: {one_line(result.text, MAX_REASON)}", tool=name
+            )
 
     async def _finish_tool_calls(self) -> None:
         """Wait (bounded) for client-tool calls started during the turn."""
