@@ -90,6 +90,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         a = p.parse_args(args_list[1:])
         return run_doctor(a.workflow)
     args = _main_parser().parse_args(args_list)
+    problem = _console_problem(args)
+    if problem:
+        return _fail(problem)
     from symphony_tui.config.workflow import resolve_workflow_path
 
     path = resolve_workflow_path(args.workflow)
@@ -110,9 +113,6 @@ def _run(
     from symphony_tui.scheduler.project_lock import ProjectLockedError
     from symphony_tui.trackers.base import TrackerError
 
-    problem = _console_problem(args)
-    if problem:
-        return _fail(problem)
     try:
         log_file = configure_logging(args.log_dir, args.log_level)
     except OSError as exc:
