@@ -71,12 +71,6 @@ def permission_request(perm: Wire, host: SessionHost, session_id: str) -> Approv
         command=command,
         cwd=str(host.workspace),
         files=files,
-        available=(
-            ApprovalDecision.ACCEPT,
-            ApprovalDecision.ACCEPT_FOR_SESSION,
-            ApprovalDecision.DECLINE,
-            ApprovalDecision.CANCEL,
-        ),
         created_at=datetime.now(UTC),
         details={
             "session_id": session_id,

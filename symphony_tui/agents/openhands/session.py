@@ -367,12 +367,6 @@ class OpenHandsSession:
             command=command,
             cwd=str(self.host.workspace),
             reason=thought or None,
-            available=(
-                ApprovalDecision.ACCEPT,
-                ApprovalDecision.ACCEPT_FOR_SESSION,
-                ApprovalDecision.DECLINE,
-                ApprovalDecision.CANCEL,
-            ),
             created_at=datetime.now(UTC),
             details={
                 "conversation_id": self.conversation_id,
