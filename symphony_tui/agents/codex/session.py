@@ -500,6 +500,7 @@ class CodexSession:
             pass  # the process is gone; nothing left to answer
         finally:
             self._serving.pop(rid, None)
+            self._requests.take_note(rid)  # not delivered when cancelled: do not keep it
 
     async def _steer(self, rpc: RpcConnection, note: OperatorNote) -> None:
         """Deliver an operator's message to the model in the running turn (``turn/steer``).
