@@ -1,8 +1,29 @@
-"""Run every benchmark and print its figures: ``python -m tests.bench.run_all``."""
+"""Run every benchmark and print its figures: ``python -m tests.bench.run_all``.
 
-from tests.bench import bench_console, bench_rpc, bench_scheduler
+``--soak-minutes M`` (default 10) sets the console soak's length; ``--quick`` runs the
+in-process benchmarks only (no scheduler processes, no agents).
+"""
+
+import argparse
+
+from tests.bench import (
+    bench_console,
+    bench_flood,
+    bench_quit,
+    bench_rpc,
+    bench_scheduler,
+    bench_soak,
+)
 
 if __name__ == "__main__":
+    p = argparse.ArgumentParser(description="every benchmark, figures printed")
+    p.add_argument("--soak-minutes", type=float, default=10.0)
+    p.add_argument("--quick", action="store_true")
+    args = p.parse_args()
     bench_scheduler.run()
     bench_rpc.run()
     bench_console.run()
+    if not args.quick:
+        bench_flood.run()
+        bench_quit.run()
+        bench_soak.run(minutes=args.soak_minutes)

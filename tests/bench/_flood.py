@@ -1,0 +1,322 @@
+"""A throw-away project for the end-to-end benchmarks: N local-tracker issues, the codex
+backend launching :mod:`tests.bench.flood_agent`, and the real ``symphony-tui`` process
+(headless with the HTTP API, or the console on a pseudo-terminal) under
+:mod:`tests.bench.sched_host`.
+
+Figures read from outside the scheduler process: CPU time and RSS from ``/proc/<pid>``,
+GC pauses from the host's stats file, agent lines from the agents' report files.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+AGENT = Path(__file__).resolve().parent / "flood_agent.py"
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+STAMP = re.compile(r"@(\d{9,11}\.\d+)")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` (all its threads, not its children)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    s = sorted(values)
+    return s[min(len(s) - 1, round(q / 100 * (len(s) - 1)))]
+
+
+@dataclass
+class Api:
+    """A keep-alive HTTP client for the scheduler's API (one per thread)."""
+
+    port: int
+    conn: http.client.HTTPConnection | None = None
+
+    def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any, float]:
+        """(status, decoded JSON body, seconds taken)."""
+        data = None if body is None else json.dumps(body).encode()
+        headers = {"Content-Type": "application/json"} if data else {}
+        for attempt in (0, 1):
+            if self.conn is None:
+                self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+            t0 = time.perf_counter()
+            try:
+                self.conn.request(method, path, body=data, headers=headers)
+                resp = self.conn.getresponse()
+                raw = resp.read()
+            except (OSError, http.client.HTTPException):
+                self.conn.close()
+                self.conn = None
+                if attempt:
+                    raise
+                continue
+            took = time.perf_counter() - t0
+            try:
+                return resp.status, json.loads(raw or b"null"), took
+            except ValueError:
+                return resp.status, None, took
+        raise AssertionError("unreachable")
+
+
+@dataclass
+class FloodProject:
+    """``workers`` issues and an agent command; :meth:`start` launches the scheduler."""
+
+    workers: int
+    rate: float = 0.0  # lines/s per agent, 0 = as fast as the pipe takes them
+    turn_s: float = 0.0
+    approval_every_s: float = 0.0
+    max_turns: int = 100
+    issues: int | None = None
+    tmp: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="symphony-bench-")))
+    port: int = field(default_factory=free_port)
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def reports(self) -> Path:
+        return self.tmp / "reports"
+
+    @property
+    def stats_file(self) -> Path:
+        return self.tmp / "gc.json"
+
+    def write(self) -> Path:
+        self.reports.mkdir(parents=True, exist_ok=True)
+        n = self.issues or self.workers
+        lines = ["issues:"]
+        for i in range(1, n + 1):
+            lines += [
+                f"  - id: flood-{i}",
+                f"    identifier: FLOOD-{i}",
+                f"    title: Flood {i}",
+                "    state: Todo",
+                f"    priority: {1 + i % 4}",
+            ]
+        (self.tmp / "issues.yaml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        cmd = [sys.executable, str(AGENT), "--report", str(self.reports), "--rate", str(self.rate)]
+        cmd += ["--turn-s", str(self.turn_s), "--approval-every-s", str(self.approval_every_s)]
+        command = " ".join(shlex.quote(c) for c in cmd)
+        front = f"""---
+tracker:
+  kind: local
+  path: issues.yaml
+  active_states: [Todo, In Progress]
+  terminal_states: [Done, Cancelled]
+polling:
+  interval_ms: 1000
+workspace:
+  root: ws
+agent:
+  backend: codex
+  max_concurrent_agents: {self.workers}
+  max_turns: {self.max_turns}
+  approvals: operator
+  approval_timeout_ms: 3600000
+codex:
+  command: {json.dumps(command)}
+  approval_policy: on-request
+  read_timeout_ms: 30000
+  stall_timeout_ms: 600000
+  turn_timeout_ms: 3600000
+---
+You are working on issue {{{{ issue.identifier }}}}.
+"""
+        path = self.tmp / "WORKFLOW.md"
+        path.write_text(front, encoding="utf-8")
+        return path
+
+    def host_argv(self, *, headless: bool = True) -> list[str]:
+        workflow = self.write()
+        argv = [sys.executable, "-m", "tests.bench.sched_host", str(self.stats_file), "--"]
+        argv += [str(workflow), "--no-lock", "--port", str(self.port)]
+        argv += ["--log-dir", str(self.tmp / "logs")]
+        return argv + (["--headless"] if headless else [])
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+        return env
+
+    def start(self) -> subprocess.Popen[bytes]:
+        self.proc = subprocess.Popen(
+            self.host_argv(),
+            cwd=ROOT,
+            env=self.env(),
+            stdout=subprocess.DEVNULL,
+            stderr=open(self.tmp / "stderr.txt", "wb"),  # noqa: SIM115
+            start_new_session=True,
+        )
+        return self.proc
+
+    def wait_running(self, api: Api, want: int, timeout_s: float = 180.0) -> float:
+        """Seconds until ``want`` runs show in ``/api/v1/state`` and their agents stream."""
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < timeout_s:
+            try:
+                status, body, _ = api.call("GET", "/api/v1/state")
+            except OSError:
+                time.sleep(0.2)
+                continue
+            streaming = len(list(self.reports.glob("*.jsonl")))
+            if status == 200 and body["counts"]["running"] >= want and streaming >= want:
+                return time.monotonic() - t0
+            time.sleep(0.2)
+        raise RuntimeError(f"only some of {want} runs started; see {self.tmp}/stderr.txt")
+
+    def agent_lines(self) -> int:
+        """Delta lines the agents report having written (all agents, dead ones included)."""
+        total = 0
+        for path in self.reports.glob("*.jsonl"):
+            last = 0
+            for line in path.read_text(encoding="utf-8").splitlines():
+                if '"count"' in line:
+                    try:
+                        last = json.loads(line)["n"]
+                    except (ValueError, KeyError):
+                        pass
+            total += last
+        return total
+
+    def agent_notes(self, kind: str) -> list[dict[str, Any]]:
+        out = []
+        for path in self.reports.glob("*.jsonl"):
+            for line in path.read_text(encoding="utf-8").splitlines():
+                if f'"{kind}"' in line:
+                    try:
+                        out.append(json.loads(line))
+                    except ValueError:
+                        pass
+        return out
+
+    def gc_stats(self) -> dict[str, Any]:
+        try:
+            return json.loads(self.stats_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+
+    def stop(self, timeout_s: float = 120.0) -> float:
+        """SIGTERM the scheduler; seconds until it exited (its agents are then gone too)."""
+        if self.proc is None or self.proc.poll() is not None:
+            return 0.0
+        t0 = time.monotonic()
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        return time.monotonic() - t0
+
+    def cleanup(self) -> None:
+        """Kill any agent left behind (each runs in its own process group) and the folder."""
+        for path in self.reports.glob("*.jsonl"):
+            try:
+                os.killpg(int(path.stem), signal.SIGKILL)
+            except (ProcessLookupError, PermissionError, ValueError):
+                pass
+        subprocess.run(["rm", "-rf", str(self.tmp)], check=False)
+
+
+class ConsoleOnPty:
+    """The console (``symphony-tui`` without ``--headless``) of ``project`` on a pseudo-terminal
+    of ``cols`` x ``rows``; a thread drains the screen output and counts its bytes."""
+
+    def __init__(self, project: FloodProject, cols: int = 120, rows: int = 36) -> None:
+        import fcntl
+        import pty
+        import struct
+        import termios
+        import threading
+
+        self.project = project
+        self.master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        env = project.env()
+        env.update(TERM="xterm-256color", COLORTERM="truecolor", COLUMNS=str(cols), LINES=str(rows))
+        self.proc = subprocess.Popen(
+            project.host_argv(headless=False),
+            cwd=ROOT,
+            env=env,
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            start_new_session=True,
+        )
+        project.proc = self.proc
+        os.close(slave)
+        self.bytes = 0
+        self._reader = threading.Thread(target=self._drain, daemon=True)
+        self._reader.start()
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self.master, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            self.bytes += len(chunk)
+
+    def press(self, keys: bytes) -> None:
+        os.write(self.master, keys)
+
+    def quit(self, timeout_s: float = 120.0) -> float:
+        """``q`` then ``y`` (the confirmation); seconds from the key to the process's exit."""
+        t0 = time.monotonic()
+        self.press(b"q")
+        deadline = t0 + timeout_s
+        answered = False
+        while self.proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+            if not answered and time.monotonic() - t0 > 0.5:
+                self.press(b"y")
+                answered = True
+        took = time.monotonic() - t0
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+            return float("inf")
+        return took
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        try:
+            os.close(self.master)
+        except OSError:
+            pass

@@ -1,0 +1,236 @@
+"""End-to-end ingest under a flood (issue 11; issue 12 benchmark b).
+
+``python -m tests.bench.bench_flood [--workers 50 200] [--seconds 20] [--rate 0]
+[--until-events N]``
+
+For each worker count: the real ``symphony-tui --headless`` (HTTP API on loopback) runs that
+many codex sessions, each on a scripted agent (:mod:`tests.bench.flood_agent`) streaming
+``item/agentMessage/delta`` lines as fast as its pipe takes them (``--rate`` paces them
+instead). Over a measured window it prints:
+
+* agent events/s taken in and scheduler CPU microseconds per event (user + system time of
+  the scheduler process over the same window);
+* latency from an agent writing a line to that line's text showing in a worker's
+  ``last_message`` in ``GET /api/v1/state`` (p50 / p99 / max; 100 ms polls);
+* under the same flood: ``GET /api/v1/state`` latency, interrupt-to-agent latency (the
+  ``POST /api/v1/commands`` interrupt to the agent reading ``turn/interrupt``; the issue is
+  then re-run), approval-visible latency (the agent sending ``requestApproval`` to the
+  approval showing in ``GET /api/v1/snapshot``; 50 ms polls) and approve-to-agent latency;
+* the scheduler's RSS and its longest GC pauses (``gc.callbacks``);
+* the time the scheduler takes to quit (SIGTERM) with all workers running (benchmark f,
+  headless).
+
+``--until-events N`` keeps the flood going until N events were taken in, then prints RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import threading
+import time
+
+from tests.bench._common import figure
+from tests.bench._flood import STAMP, Api, FloodProject, cpu_seconds, percentile, rss_mb
+
+
+def _ms(values: list[float]) -> str:
+    if not values:
+        return "no samples"
+    p50, p99, mx = (percentile(values, 50), percentile(values, 99), max(values))
+    return (
+        f"p50 {p50 * 1000:,.0f}  p99 {p99 * 1000:,.0f}  max {mx * 1000:,.0f} ms  (n={len(values)})"
+    )
+
+
+def line(name: str, text: str) -> None:
+    print(f"{name:<52} {text}")
+
+
+class Probes:
+    """The API pollers and the operator (interrupts, re-runs, approvals), in threads."""
+
+    def __init__(self, project: FloodProject) -> None:
+        self.project = project
+        self.stop = threading.Event()
+        self.state_latency: list[float] = []
+        self.line_latency: list[float] = []
+        self.snapshot_latency: list[float] = []
+        self.command_latency: list[float] = []
+        self.approval_visible: list[float] = []
+        self.approved_at: dict[int, float] = {}  # approval n per issue -> when approved
+        self.approvals_seen: set[str] = set()
+        self.interrupts: list[tuple[str, float]] = []
+        self.running: list[dict] = []
+        self.interrupt_every_s = 1.0
+
+    def poll_state(self) -> None:
+        api = Api(self.project.port)
+        while not self.stop.is_set():
+            status, body, took = api.call("GET", "/api/v1/state")
+            now = time.time()
+            self.state_latency.append(took)
+            if status == 200:
+                self.running = body["running"]
+                for row in self.running:
+                    stamps = STAMP.findall(row.get("last_message") or "")
+                    if stamps:
+                        self.line_latency.append(now - float(stamps[-1]))
+            self.stop.wait(0.1)
+
+    def poll_approvals(self) -> None:
+        api = Api(self.project.port)
+        cmd = Api(self.project.port)
+        while not self.stop.is_set():
+            _, body, took = api.call("GET", "/api/v1/snapshot")
+            now = time.time()
+            self.snapshot_latency.append(took)
+            for req in (body or {}).get("approvals") or []:
+                rid, text = req.get("id"), req.get("command") or ""
+                if rid in self.approvals_seen or not text.startswith("flood-approve "):
+                    continue
+                self.approvals_seen.add(rid)
+                stamp = text.split()[2]
+                self.approval_visible.append(now - float(stamp))
+                _, _, took = cmd.call(
+                    "POST", "/api/v1/commands", {"type": "approve", "approval_id": rid}
+                )
+                self.command_latency.append(took)
+            self.stop.wait(0.05)
+
+    def operate(self) -> None:
+        api = Api(self.project.port)
+        done: set[str] = set()
+        while not self.stop.wait(self.interrupt_every_s):
+            rows = [r for r in self.running if r["issue_identifier"] not in done]
+            if not rows:
+                continue
+            row = rows[len(self.interrupts) * 7 % len(rows)]
+            done.add(row["issue_identifier"])
+            self.interrupts.append((row["issue_identifier"], time.time()))
+            body = {"type": "interrupt", "issue_id": row["issue_id"]}
+            _, _, took = api.call("POST", "/api/v1/commands", body)
+            self.command_latency.append(took)
+            threading.Timer(0.5, self._rerun, (row["issue_id"],)).start()
+
+    def _rerun(self, issue_id: str) -> None:
+        if self.stop.is_set():
+            return
+        with contextlib.suppress(OSError):
+            Api(self.project.port).call(
+                "POST", "/api/v1/commands", {"type": "rerun", "issue_id": issue_id}
+            )
+
+    def _guard(self, loop) -> None:
+        try:
+            loop()
+        except OSError:  # the scheduler went away: the figures so far stand
+            pass
+
+    def start(self) -> list[threading.Thread]:
+        threads = [
+            threading.Thread(target=self._guard, args=(f,), daemon=True)
+            for f in (self.poll_state, self.poll_approvals, self.operate)
+        ]
+        for t in threads:
+            t.start()
+        return threads
+
+    def interrupt_latency(self) -> list[float]:
+        notes = self.project.agent_notes("interrupt")
+        out = []
+        for ident, sent in self.interrupts:
+            got = [n["t"] for n in notes if n.get("issue") == ident and n["t"] >= sent - 0.001]
+            if got:
+                out.append(min(got) - sent)
+        return out
+
+
+def flood(workers: int, seconds: float, rate: float, until_events: int) -> dict[str, float]:
+    project = FloodProject(workers, rate=rate, approval_every_s=max(2.0, workers / 5))
+    print(f"-- {workers} workers, {'saturating' if rate <= 0 else f'{rate:g} lines/s each'}")
+    try:
+        project.start()
+        assert project.proc is not None
+        pid = project.proc.pid
+        api = Api(project.port)
+        took = project.wait_running(api, workers, timeout_s=120 + 3 * workers)
+        figure(f"start-up to {workers} streaming runs", took, "s")
+        time.sleep(3.0)  # warm-up
+        probes = Probes(project)
+        threads = probes.start()
+        c0, n0, t0 = cpu_seconds(pid), project.agent_lines(), time.monotonic()
+        rss_max = 0.0
+        while time.monotonic() - t0 < seconds:
+            time.sleep(0.5)
+            rss_max = max(rss_max, rss_mb(pid))
+        c1, n1, t1 = cpu_seconds(pid), project.agent_lines(), time.monotonic()
+        probes.stop.set()
+        for t in threads:
+            t.join(30)
+        events = n1 - n0
+        rate_s = events / (t1 - t0)
+        us = (c1 - c0) / max(events, 1) * 1e6
+        figure("agent events taken in", rate_s, "events/s", ">= 25,000/s")
+        figure("scheduler CPU per event", us, "us", "<= 40 us")
+        figure("scheduler CPU use", (c1 - c0) / (t1 - t0) * 100, "% of a core")
+        line("agent line -> API last_message", _ms(probes.line_latency))
+        line(
+            "GET /api/v1/state under the flood",
+            _ms(probes.state_latency) + "   (target p99 <= 250)",
+        )
+        line("GET /api/v1/snapshot under the flood", _ms(probes.snapshot_latency))
+        line("POST /api/v1/commands under the flood", _ms(probes.command_latency))
+        line(
+            "interrupt -> agent reads turn/interrupt",
+            _ms(probes.interrupt_latency()) + "   (target p99 <= 250)",
+        )
+        line(
+            "requestApproval -> visible in the API",
+            _ms(probes.approval_visible) + "   (target p99 <= 250)",
+        )
+        if until_events:
+            deadline = time.monotonic() + 3600
+            while project.agent_lines() < until_events and time.monotonic() < deadline:
+                time.sleep(1.0)
+                rss_max = max(rss_max, rss_mb(pid))
+            figure(
+                f"RSS after {project.agent_lines():,} events", rss_mb(pid), "MB", "<= 150 MB at 50"
+            )
+        figure("scheduler RSS (max over the window)", rss_max, "MB")
+        gc = project.gc_stats()
+        figure(
+            "longest GC pause (any generation)", gc.get("gc_max_ms", float("nan")), "ms", "<= 50 ms"
+        )
+        figure("longest full (gen 2) GC pause", gc.get("gc2_max_ms", float("nan")), "ms")
+        quit_s = project.stop()
+        figure(f"quit (SIGTERM, headless) with {workers} workers", quit_s, "s", "< 5 s")
+        return {"events_s": rate_s, "us": us}
+    finally:
+        project.stop()
+        project.cleanup()
+
+
+def run(
+    workers: tuple[int, ...] = (50, 200),
+    seconds: float = 20.0,
+    rate: float = 0.0,
+    until_events: int = 0,
+) -> None:
+    print("== end-to-end flood through the codex backend (issue 11)")
+    for n in workers:
+        flood(n, seconds, rate, until_events)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--workers", type=int, nargs="+", default=[50, 200])
+    p.add_argument("--seconds", type=float, default=20.0)
+    p.add_argument("--rate", type=float, default=0.0)
+    p.add_argument("--until-events", type=int, default=0)
+    a = p.parse_args()
+    run(tuple(a.workers), a.seconds, a.rate, a.until_events)
+
+
+if __name__ == "__main__":
+    main()
