@@ -3,8 +3,17 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
+
+
+def reported_count(value: Any) -> int | None:
+    """``value`` when it is a token count (an ``int`` >= 0, not a bool), else None: the
+    field is missing or unusable, so :meth:`TokenUsage.derived` may derive it."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return None
 
 
 class TokenUsage(BaseModel):
@@ -23,6 +32,40 @@ class TokenUsage(BaseModel):
     reasoning_tokens: int = 0
     total_tokens: int = 0
     cost_usd: float | None = None
+
+    @classmethod
+    def derived(
+        cls,
+        *,
+        input_tokens: int | None,
+        output_tokens: int | None,
+        total_tokens: int | None,
+        cached_input_tokens: int | None = None,
+        reasoning_tokens: int | None = None,
+        cost_usd: float | None = None,
+    ) -> TokenUsage:
+        """A backend's report with missing counts derived from the others (``None`` = the
+        report omits the field or sends something that is not a count >= 0).
+
+        total = input + output, so any one of the three follows from the other two (a
+        difference below zero is clamped to 0); a count that cannot be derived is 0.
+        Cached input and reasoning are subsets and are never derived (0 when missing).
+        """
+        inp, out, total = input_tokens, output_tokens, total_tokens
+        if total is None and inp is not None and out is not None:
+            total = inp + out
+        elif inp is None and total is not None and out is not None:
+            inp = max(0, total - out)
+        elif out is None and total is not None and inp is not None:
+            out = max(0, total - inp)
+        return cls(
+            input_tokens=inp or 0,
+            cached_input_tokens=cached_input_tokens or 0,
+            output_tokens=out or 0,
+            reasoning_tokens=reasoning_tokens or 0,
+            total_tokens=total or 0,
+            cost_usd=cost_usd,
+        )
 
     def __add__(self, other: TokenUsage) -> TokenUsage:
         cost: float | None

@@ -43,9 +43,12 @@ _MESSAGE_KINDS = (
 
 
 def session_key(run: Run) -> str:
-    """The ledger key of a run's session: ``backend:thread_id``, or the issue id and start
-    time while the session has no thread yet."""
-    return f"{run.backend}:{run.thread_id or run.issue.id + ':' + str(run.started_mono)}"
+    """The ledger key of a run's session: ``issue_id:backend:thread_id``, or the issue id
+    and start time while the session has no thread yet. The issue is part of the key, so a
+    thread id that another issue reports too (a reused or copied thread) keeps its own
+    baseline per issue: one issue's totals never become the other's starting point."""
+    session = run.thread_id or f"start:{run.started_mono}"
+    return f"{run.issue.id}:{run.backend}:{session}"
 
 
 class SessionRecorder:

@@ -15,6 +15,7 @@ from symphony_tui.domain import (
     RunStatus,
 )
 from symphony_tui.domain.commands import Answer, Approve, Deny, MoveIssue
+from symphony_tui.workspaces.manifest import read_manifest
 
 from .conftest import make_issue
 
@@ -200,6 +201,35 @@ async def test_resumed_thread_does_not_double_count_recorded_tokens(make_harness
     await h.settle()
     assert h.backend.sessions[1].thread_id == "thread-1"
     assert h.orch.snapshot().totals.total_tokens == 1200
+
+
+async def test_a_thread_id_reported_by_two_issues_keeps_separate_totals(make_harness):
+    from symphony_tui.domain import AgentEvent
+
+    first_reported = asyncio.Event()
+
+    async def script(session, prompt, turn):
+        # Both issues' sessions name the same thread (a copied or reused thread id).
+        session.host.emit(AgentEvent(kind=EventKind.SESSION_STARTED, data={"thread_id": "same"}))
+        if "ABC-2" in prompt:
+            await first_reported.wait()
+            session.usage(1200)
+        else:
+            session.usage(1000)
+            first_reported.set()
+        return TurnResult(TurnStatus.COMPLETED)
+
+    h = make_harness(
+        [make_issue(1), make_issue(2)],
+        script=script,
+        front="agent:\n  max_turns: 1\n  max_concurrent_agents: 2\n",
+    )
+    await h.start()
+    await h.settle()
+    # Issue 2's 1200 are its own: not growth over issue 1's 1000.
+    assert h.orch.snapshot().totals.total_tokens == 2200
+    runs = {n: read_manifest(h.ws(n))["run"]["tokens"]["total_tokens"] for n in ("ABC-1", "ABC-2")}
+    assert runs == {"ABC-1": 1000, "ABC-2": 1200}
 
 
 async def test_events_are_bounded_and_seq_ordered(make_harness):

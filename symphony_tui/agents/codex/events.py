@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from symphony_tui.domain import AgentEvent, EventKind, RateLimits, RateLimitWindow, TokenUsage
+from symphony_tui.domain.tokens import reported_count
 
 MAX_TEXT = 64 * 1024
 
@@ -41,19 +42,17 @@ def cap_tail(text: Any, limit: int = MAX_TEXT) -> str:
     return f"[... {len(s) - len(kept)} characters cut]\n" + kept
 
 
-def _int(v: Any) -> int:
-    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else 0
-
-
 def token_usage(b: dict[str, Any] | None) -> TokenUsage:
-    """A codex ``TokenUsageBreakdown`` (camelCase) -> :class:`TokenUsage`."""
-    b = b or {}
-    return TokenUsage(
-        input_tokens=_int(b.get("inputTokens")),
-        cached_input_tokens=_int(b.get("cachedInputTokens")),
-        output_tokens=_int(b.get("outputTokens")),
-        reasoning_tokens=_int(b.get("reasoningOutputTokens")),
-        total_tokens=_int(b.get("totalTokens")),
+    """A codex ``TokenUsageBreakdown`` (camelCase) -> :class:`TokenUsage`. A count the
+    report omits (or sends as something other than an integer >= 0) is derived from the
+    others where it can be (``totalTokens`` = input + output; :meth:`TokenUsage.derived`)."""
+    b = b if isinstance(b, dict) else {}
+    return TokenUsage.derived(
+        input_tokens=reported_count(b.get("inputTokens")),
+        cached_input_tokens=reported_count(b.get("cachedInputTokens")),
+        output_tokens=reported_count(b.get("outputTokens")),
+        reasoning_tokens=reported_count(b.get("reasoningOutputTokens")),
+        total_tokens=reported_count(b.get("totalTokens")),
     )
 
 

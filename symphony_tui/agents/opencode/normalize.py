@@ -27,6 +27,7 @@ import json
 from typing import Any
 
 from symphony_tui.domain import AgentEvent, EventKind, TokenUsage
+from symphony_tui.domain.tokens import reported_count
 from symphony_tui.text import one_line
 
 MAX_TEXT = 64 * 1024  # characters of agent text or command output kept per event
@@ -48,22 +49,26 @@ def step_usage(part: Wire) -> TokenUsage:
     and the answer into ``output`` and ``reasoning`` (measured: a fake-model answer of
     prompt 120 / cached 20 / completion 12 arrives as input 100, cache.read 20, output 12).
     The domain counts cached input inside input and reasoning inside output, so
-    input = input + cache.read + cache.write and output = output + reasoning.
+    input = input + cache.read + cache.write and output = output + reasoning. ``total``
+    (optional in the ``StepFinishPart`` schema) is input + output; a count the part omits
+    is derived from the others where it can be (:meth:`TokenUsage.derived`).
     """
     tokens = part.get("tokens") if isinstance(part.get("tokens"), dict) else {}
     cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
     read = _int(cache.get("read"))
-    inp = _int(tokens.get("input")) + read + _int(cache.get("write"))
+    uncached = reported_count(tokens.get("input"))
+    inp = None if uncached is None else uncached + read + _int(cache.get("write"))
     reasoning = _int(tokens.get("reasoning"))
-    out = _int(tokens.get("output")) + reasoning
+    answer = reported_count(tokens.get("output"))
+    out = None if answer is None else answer + reasoning
     cost = part.get("cost")
     usd = float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else 0.0
-    return TokenUsage(
+    return TokenUsage.derived(
         input_tokens=inp,
         cached_input_tokens=read,
         output_tokens=out,
         reasoning_tokens=reasoning,
-        total_tokens=inp + out,
+        total_tokens=reported_count(tokens.get("total")),
         cost_usd=usd if usd > 0 else None,
     )
 

@@ -22,7 +22,10 @@ def usage_from_stats(stats: Any) -> TokenUsage | None:
     """Sum ``stats.usage_to_metrics.<usage_id>`` into absolute conversation totals.
 
     ``prompt_tokens`` -> input (cache reads are a subset), ``completion_tokens`` -> output,
-    ``reasoning_tokens`` -> reasoning, ``accumulated_cost`` (USD) -> ``cost_usd``. ``None``
+    ``reasoning_tokens`` -> reasoning, ``accumulated_cost`` (USD) -> ``cost_usd``. The
+    server's ``TokenUsage`` has no total: it is derived as input + output. A metrics entry
+    without ``accumulated_token_usage`` counts the sum of its per-call ``token_usages``
+    (the SDK's ``Metrics`` keeps both). Missing counts are 0, the SDK's defaults. ``None``
     when ``stats`` has no usable ``usage_to_metrics`` map.
     """
     if not isinstance(stats, dict) or not isinstance(stats.get("usage_to_metrics"), dict):
@@ -32,21 +35,26 @@ def usage_from_stats(stats: Any) -> TokenUsage | None:
     for metrics in stats["usage_to_metrics"].values():
         if not isinstance(metrics, dict):
             continue
-        acc = metrics.get("accumulated_token_usage") or {}
+        acc = metrics.get("accumulated_token_usage")
         if isinstance(acc, dict):
-            inp += _int(acc.get("prompt_tokens"))
-            cached += _int(acc.get("cache_read_tokens"))
-            out += _int(acc.get("completion_tokens"))
-            reasoning += _int(acc.get("reasoning_tokens"))
+            calls = [acc]
+        else:
+            listed = metrics.get("token_usages")
+            calls = [u for u in listed if isinstance(u, dict)] if isinstance(listed, list) else []
+        for call in calls:
+            inp += _int(call.get("prompt_tokens"))
+            cached += _int(call.get("cache_read_tokens"))
+            out += _int(call.get("completion_tokens"))
+            reasoning += _int(call.get("reasoning_tokens"))
         c = metrics.get("accumulated_cost")
         if isinstance(c, int | float) and not isinstance(c, bool) and c > 0:
             cost += float(c)
-    return TokenUsage(
+    return TokenUsage.derived(
         input_tokens=inp,
         cached_input_tokens=min(cached, inp),
         output_tokens=out,
         reasoning_tokens=min(reasoning, out),
-        total_tokens=inp + out,
+        total_tokens=None,
         cost_usd=cost,
     )
 

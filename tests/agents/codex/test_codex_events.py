@@ -79,3 +79,20 @@ def test_item_events_and_synthetic_close():
 def test_plan_event():
     e = ev.plan_event({"explanation": "why", "plan": [{"step": "a", "status": "completed"}]})
     assert e.kind == EventKind.PLAN and e.message == "why\n[completed] a"
+
+
+def test_token_usage_derives_the_count_a_report_omits():
+    # A report with input and output but no total: the total is their sum, not 0.
+    u = ev.token_usage({"inputTokens": 120, "cachedInputTokens": 20, "outputTokens": 30})
+    assert (u.input_tokens, u.cached_input_tokens, u.output_tokens, u.total_tokens) == (
+        120,
+        20,
+        30,
+        150,
+    )
+    # Total and one side given: the other side follows.
+    assert ev.token_usage({"totalTokens": 150, "outputTokens": 30}).input_tokens == 120
+    assert ev.token_usage({"totalTokens": 150, "inputTokens": 120}).output_tokens == 30
+    # A reported total is kept as reported.
+    assert ev.token_usage({"inputTokens": 1, "outputTokens": 2, "totalTokens": 9}).total_tokens == 9
+    assert ev.token_usage({"totalTokens": 5}).total_tokens == 5

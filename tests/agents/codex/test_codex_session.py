@@ -113,6 +113,24 @@ async def test_text_turn_events_and_handshake(fake_codex, host):
     assert turn["threadId"] == "th-1" and turn["input"] == [{"type": "text", "text": "hi"}]
 
 
+async def test_a_usage_report_without_a_total_counts_input_plus_output(fake_codex, host):
+    usage_without_total = note(
+        "thread/tokenUsage/updated",
+        threadId="th-1",
+        turnId="tu-1",
+        tokenUsage={
+            "total": {"inputTokens": 130, "cachedInputTokens": 20, "outputTokens": 20},
+            "last": {"inputTokens": 40, "outputTokens": 10},
+        },
+    )
+    run = fake_codex([*HANDSHAKE, turn_start(), usage_without_total, turn_completed()])
+    session = await run.backend.start_session(host)
+    await session.run_turn("hi")
+    data = host.of_kind(EventKind.TOKEN_USAGE)[0].data
+    assert data["usage"]["total_tokens"] == 150 and data["last"]["total_tokens"] == 50
+    assert data["usage"]["input_tokens"] == 130 and data["usage"]["output_tokens"] == 20
+
+
 async def test_settings_pass_through(fake_codex, workspace):
     policy = {"type": "workspaceWrite", "networkAccess": False}
     run = fake_codex(

@@ -129,3 +129,18 @@ def test_errors_read_as_one_line_and_events_name_their_session():
     assert session_of({"part": {"sessionID": "ses_a"}}) == "ses_a"
     assert session_of({"info": {"sessionID": "ses_b"}}) == "ses_b"
     assert session_of({}) is None
+
+
+def test_step_usage_derives_the_count_a_part_omits():
+    def step(**tokens):
+        return {"type": "step-finish", "tokens": tokens}
+
+    # total is optional in StepFinishPart: input + output when it is missing...
+    u = step_usage(step(input=100, output=10, reasoning=2, cache={"read": 20, "write": 0}))
+    assert (u.input_tokens, u.output_tokens, u.total_tokens) == (120, 12, 132)
+    # ... and as reported when present, which also gives a missing side.
+    assert step_usage(step(input=100, output=10, total=111)).total_tokens == 111
+    u = step_usage(step(output=10, reasoning=2, total=132, cache={"read": 20}))
+    assert (u.input_tokens, u.output_tokens, u.cached_input_tokens) == (120, 12, 20)
+    u = step_usage(step(input=100, total=132, cache={"read": 20}))
+    assert (u.input_tokens, u.output_tokens) == (120, 12)

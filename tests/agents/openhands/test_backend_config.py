@@ -109,6 +109,28 @@ def test_usage_is_summed_over_usage_ids() -> None:
     assert (status, usage, policy) == ("running", u, None)
 
 
+def test_usage_derives_what_a_trimmed_stats_payload_leaves_out() -> None:
+    # A metrics entry without accumulated totals counts its per-call usages; the server's
+    # TokenUsage has no total, so the total is input + output; omitted counts are 0.
+    stats = {
+        "usage_to_metrics": {
+            "agent": {
+                "accumulated_cost": 0.1,
+                "token_usages": [
+                    {"prompt_tokens": 100, "completion_tokens": 10, "cache_read_tokens": 40},
+                    {"prompt_tokens": 150, "completion_tokens": 20},
+                    "garbage",
+                ],
+            },
+            "condenser": {"accumulated_token_usage": {"prompt_tokens": 50}},
+        }
+    }
+    u = usage_from_stats(stats)
+    assert u is not None
+    assert (u.input_tokens, u.output_tokens, u.total_tokens) == (300, 30, 330)
+    assert u.cached_input_tokens == 40 and u.reasoning_tokens == 0
+
+
 def test_translation_of_terminal_action_and_observation() -> None:
     action = {
         "id": "a1",
