@@ -1,16 +1,22 @@
-"""Operator commands applied to the scheduler (DESIGN.md "Operator commands"; the
+"""Operator commands applied to the scheduler state (DESIGN.md "Operator commands"; the
 ``SchedulerPort.send`` side of ``port.py``).
 
-Front ends (console, HTTP API) send ``Command`` models; :class:`OperatorCommands` logs each
-one as an ``OPERATOR`` event and applies it through the orchestrator's own verbs (dispatch,
-stop, retry, refresh), on the event loop, so a command never races a tick or a worker.
+Front ends (console, HTTP API) send ``Command`` models; the scheduling loop takes them from
+the inbox's control lane (before queued agent traffic) and hands them to
+:class:`OperatorCommands`, which announces each one as an ``OPERATOR`` event and applies it
+to the state through the dispatcher, the retry queue and the approval desk. A command that
+needs I/O (the tracker, a session, a workspace) returns a coroutine for that part: the loop
+runs it as a task, and whatever it changes comes back through the control lane
+(``IssueMoved``, ``WorkspaceRemoved``, ``CommandDone``), so a command never races a tick or
+a worker and never blocks the loop.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from symphony_tui.domain import (
     ApprovalAnswer,
@@ -35,16 +41,24 @@ from symphony_tui.domain.commands import (
 )
 from symphony_tui.observability.logs import log_kv
 from symphony_tui.scheduler import policy
+from symphony_tui.scheduler.approvals import ApprovalDesk
+from symphony_tui.scheduler.dispatch import Dispatcher
+from symphony_tui.scheduler.inbox import CommandDone, Input, IssueMoved, WorkspaceRemoved, reply
 from symphony_tui.scheduler.port import CommandResult
+from symphony_tui.scheduler.reconcile import stop_run
+from symphony_tui.scheduler.retries import Retries
+from symphony_tui.scheduler.run import Ending
+from symphony_tui.scheduler.state import SchedulerState
 from symphony_tui.text import one_line
-from symphony_tui.trackers.base import TrackerError
+from symphony_tui.trackers.base import Tracker, TrackerError
 from symphony_tui.workspaces.errors import WorkspaceError
+from symphony_tui.workspaces.manager import WorkspaceManager
 from symphony_tui.workspaces.paths import workspace_key
 
 log = logging.getLogger("symphony_tui.scheduler")
 
-if TYPE_CHECKING:
-    from symphony_tui.scheduler.orchestrator import Orchestrator
+#: What applying a command gives: its result now, or a coroutine doing its I/O part.
+Applied = CommandResult | Coroutine[Any, Any, CommandResult]
 
 #: Seconds an interrupted session gets to end its turn before its worker is cancelled.
 INTERRUPT_GRACE_S = 10.0
@@ -72,29 +86,77 @@ def describe_command(command: Command) -> str:
 
 
 class OperatorCommands:
-    """Applies operator commands to one orchestrator (its ``running``, ``retrying``, ``known``
-    and ``held`` state, its tracker and workspaces, its approval desk).
+    """Applies operator commands to one scheduler ``state`` (its ``running``, ``retrying``,
+    ``known`` and ``held``), through the ``dispatcher``, the ``retries`` queue and the
+    ``approvals`` desk, with the ``tracker`` and ``workspaces`` for the commands that need
+    them. ``post_control`` queues a follow-up in the inbox's control lane;
+    ``request_refresh`` asks for a tick; ``refresh_recovered`` rescans workspaces;
+    ``spawn`` starts the task of a command's I/O part.
 
-    :meth:`apply` never raises for a refused or failed command: the answer is a
+    Nothing here raises for a refused or failed command: the answer is a
     :class:`CommandResult` with ``ok`` False and a one-line reason.
     """
 
-    def __init__(self, orchestrator: Orchestrator) -> None:
-        self._orch = orchestrator
+    def __init__(
+        self,
+        state: SchedulerState,
+        *,
+        dispatcher: Dispatcher,
+        retries: Retries,
+        approvals: ApprovalDesk,
+        tracker: Tracker,
+        workspaces: WorkspaceManager,
+        post_control: Callable[[Input], None],
+        request_refresh: Callable[[], None],
+        refresh_recovered: Callable[[], None],
+        spawn: Callable[..., asyncio.Task],
+    ) -> None:
+        self._state = state
+        self._dispatcher = dispatcher
+        self._retries = retries
+        self._approvals = approvals
+        self._tracker = tracker
+        self._workspaces = workspaces
+        self._post_control = post_control
+        self._request_refresh = request_refresh
+        self._refresh_recovered = refresh_recovered
+        self._spawn = spawn
 
-    async def apply(self, command: Command) -> CommandResult:
-        """Apply ``command``; ``issue_id`` fields also accept an issue identifier
-        (``ABC-12``), as the HTTP API's paths do. Each command is an ``OPERATOR`` event and a
-        log line, and so is its refusal when it does not apply."""
+    def receive(self, command: Command, answer: asyncio.Future | None) -> None:
+        """Handle an ``OperatorCommand`` input: announce, apply, and answer ``answer`` now,
+        or once the command's I/O part is done (posted back as ``CommandDone``)."""
+        command, issue, what = self.announce(command)
+        applied = self.apply(command)
+        if isinstance(applied, CommandResult):
+            self.finish(issue, what, applied)
+            reply(answer, applied)
+            return
+
+        async def finish_io() -> None:
+            try:
+                result = await applied
+            except Exception as exc:
+                result = CommandResult(False, f"{what} failed: {exc}")
+            self._post_control(CommandDone(command, issue, what, result, answer))
+
+        self._spawn(finish_io(), name=f"command-{command.type}")
+
+    def announce(self, command: Command) -> tuple[Command, Issue | None, str]:
+        """Resolve an issue identifier (``ABC-12``, as the HTTP API's paths use) to its id
+        and record the command as an ``OPERATOR`` event. Returns the resolved command, the
+        issue it is about (None for process-wide ones) and the command in words."""
         issue_ref = getattr(command, "issue_id", None)
         if issue_ref is not None:
             command = command.model_copy(update={"issue_id": self._resolve_issue_id(issue_ref)})
         issue = self._command_issue(command)
         what = describe_command(command)
-        self._orch._emit_system(
+        self._state.emit_system(
             EventKind.OPERATOR, f"operator: {what}", issue=issue, command=command.type
         )
-        result = await self._apply(command)
+        return command, issue, what
+
+    def finish(self, issue: Issue | None, what: str, result: CommandResult) -> None:
+        """Log the command's result; a refusal is also an ``OPERATOR`` event."""
         log_kv(
             log,
             "info" if result.ok else "warning",
@@ -104,166 +166,189 @@ class OperatorCommands:
             result=result.message,
         )
         if not result.ok:
-            self._orch._emit_system(
+            self._state.emit_system(
                 EventKind.OPERATOR, f"operator: {what} refused: {result.message}", issue=issue
             )
-        return result
 
-    async def _apply(self, command: Command) -> CommandResult:
-        orch = self._orch
+    def apply(self, command: Command) -> Applied:
+        """Apply ``command`` (already announced) to the state; see the module docstring."""
+        state = self._state
         match command:
             case Refresh():
-                orch.request_refresh()
-                orch._refresh_recovered()
+                self._request_refresh()
+                self._refresh_recovered()
                 return CommandResult(True, "refresh requested")
             case Interrupt(issue_id=issue_id):
-                return await self._interrupt(issue_id)
+                return self._interrupt(issue_id)
             case Stop(issue_id=issue_id):
-                run = orch.running.get(issue_id)
+                run = state.running.get(issue_id)
                 if run is None:
                     return CommandResult(False, "no running worker for that issue")
-                orch._stop_run(run, RunOutcome.STOPPED, RunStatus.STOPPED, "stopped by operator")
+                stop_run(
+                    state, run, Ending(RunOutcome.STOPPED, RunStatus.STOPPED, "stopped by operator")
+                )
                 return CommandResult(True, f"stopping {run.identifier}")
             case Approve(approval_id=aid, for_session=for_session, permissions=granted):
                 decision = (
                     ApprovalDecision.ACCEPT_FOR_SESSION if for_session else ApprovalDecision.ACCEPT
                 )
-                return orch._approvals.answer(
+                return self._approvals.answer(
                     aid, ApprovalAnswer(decision=decision, permissions=granted)
                 )
             case Deny(approval_id=aid, message=message, cancel=cancel):
                 decision = ApprovalDecision.CANCEL if cancel else ApprovalDecision.DECLINE
-                return orch._approvals.answer(
+                return self._approvals.answer(
                     aid, ApprovalAnswer(decision=decision, message=message)
                 )
             case Answer(approval_id=aid, answers=answers):
-                return orch._approvals.answer(
+                return self._approvals.answer(
                     aid, ApprovalAnswer(decision=ApprovalDecision.ACCEPT, answers=answers)
                 )
             case Rerun(issue_id=issue_id):
                 return self._rerun(issue_id)
             case PauseDispatch(paused=paused):
-                orch.dispatch_paused = paused
-                orch._changed()
+                state.set_dispatch_paused(paused)
                 if not paused:
-                    orch.request_refresh()
+                    self._request_refresh()
                 return CommandResult(True, "dispatch paused" if paused else "dispatch resumed")
-            case MoveIssue(issue_id=issue_id, state=state):
-                try:
-                    moved = await orch.tracker.move_issue(issue_id, state)
-                except TrackerError as exc:
-                    return CommandResult(False, str(exc))
-                orch.known[moved.id] = moved
-                orch._changed()
-                orch.request_refresh()
-                return CommandResult(True, f"{moved.identifier} moved to {moved.state}")
+            case MoveIssue(issue_id=issue_id, state=target):
+                return self._move(issue_id, target)
             case RemoveWorkspace(issue_identifier=identifier):
-                return await self._remove_workspace(identifier)
+                return self._remove_workspace(identifier)
         return CommandResult(False, f"unknown command {command!r}")
+
+    def issue_moved(self, moved: Issue) -> None:
+        """The operator moved ``moved`` in the tracker: remember it and poll now."""
+        self._state.remember(moved)
+        self._request_refresh()
+
+    def workspace_removed(self, key: str, removed: bool, note: str) -> None:
+        """A workspace removal ended: rescan recovered workspaces, announce a removal."""
+        self._refresh_recovered()
+        if removed:
+            known = next(
+                (i for i in self._state.known.values() if workspace_key(i.identifier) == key),
+                None,
+            )
+            self._state.emit_system(
+                EventKind.HOOK, f"workspace {key} removed by operator{note}", issue=known
+            )
 
     def _resolve_issue_id(self, ref: str) -> str:
         """The id of the issue ``ref`` names: an id the scheduler knows is kept; otherwise an
         identifier of a running, known or retrying issue; otherwise ``ref`` unchanged."""
-        orch = self._orch
-        if ref in orch.running or ref in orch.retrying or ref in orch.known or ref in orch.held:
+        state = self._state
+        if ref in state.running or ref in state.retrying or ref in state.known or ref in state.held:
             return ref
-        for issue in (*(r.issue for r in orch.running.values()), *orch.known.values()):
+        for issue in (*(r.issue for r in state.running.values()), *state.known.values()):
             if issue.identifier == ref:
                 return issue.id
-        for retry in orch.retrying.values():
+        for retry in state.retrying.values():
             if retry.issue.identifier == ref:
                 return retry.issue.id
         return ref
 
     def _command_issue(self, command: Command) -> Issue | None:
         """The issue a command is about, for the event log (None for process-wide ones)."""
-        orch = self._orch
+        state = self._state
         issue_id = getattr(command, "issue_id", None)
         if issue_id is None and getattr(command, "approval_id", None) is not None:
-            owner = orch._approvals.owner(command.approval_id)
+            owner = self._approvals.owner(command.approval_id)
             issue_id = owner.issue.id if owner is not None else None
         if issue_id is None:
             return None
-        run = orch.running.get(issue_id)
-        return run.issue if run is not None else orch.known.get(issue_id)
+        run = state.running.get(issue_id)
+        return run.issue if run is not None else state.known.get(issue_id)
 
-    async def _interrupt(self, issue_id: str) -> CommandResult:
-        """End the run as cancelled (its issue is then held): ask the session to interrupt
-        its turn, and cancel the worker if that fails or takes over INTERRUPT_GRACE_S."""
-        orch = self._orch
-        run = orch.running.get(issue_id)
-        if run is None:
+    def _interrupt(self, issue_id: str) -> Applied:
+        """End the run as cancelled (its issue is then held): a graceful stop request to its
+        worker, then ask the session to interrupt its turn; the worker is cancelled if that
+        fails or takes over INTERRUPT_GRACE_S. Before its first turn, the worker is
+        cancelled at once."""
+        state = self._state
+        run = state.running.get(issue_id)
+        if run is None or run.worker is None:
             return CommandResult(False, "no running worker for that issue")
-        orch._end_run_early(
-            run, RunOutcome.CANCELLED, RunStatus.INTERRUPTED, "interrupted by operator"
-        )
+        ending = Ending(RunOutcome.CANCELLED, RunStatus.INTERRUPTED, "interrupted by operator")
         session = run.session
         if session is None or (run.turn_count == 0 and run.status is not RunStatus.STREAMING_TURN):
-            if run.task is not None:
-                run.task.cancel()
+            run.worker.stop(ending)
             return CommandResult(True, f"{run.identifier} cancelled before its turn started")
-        task = run.task
+        run.worker.stop(ending, graceful=True)
+        worker, identifier = run.worker, run.identifier
+        hard = Ending(RunOutcome.CANCELLED, RunStatus.INTERRUPTED, "interrupt not answered")
+        timer = state.clock.call_later(INTERRUPT_GRACE_S, lambda: worker.stop(hard))
 
-        def force() -> None:
-            if task is not None and not task.done():
-                task.cancel()
+        async def interrupt_session() -> CommandResult:
+            try:
+                await asyncio.wait_for(session.interrupt(), timeout=INTERRUPT_GRACE_S)
+            except (TimeoutError, Exception) as exc:
+                timer.cancel()
+                worker.stop(hard)
+                return CommandResult(
+                    True, f"{identifier}: interrupt failed ({exc}); worker stopped"
+                )
+            return CommandResult(True, f"interrupt sent to {identifier}")
 
-        orch.clock.call_later(INTERRUPT_GRACE_S, force)
-        try:
-            await asyncio.wait_for(session.interrupt(), timeout=INTERRUPT_GRACE_S)
-        except (TimeoutError, Exception) as exc:
-            force()
-            return CommandResult(
-                True, f"{run.identifier}: interrupt failed ({exc}); worker stopped"
-            )
-        return CommandResult(True, f"interrupt sent to {run.identifier}")
+        return interrupt_session()
 
     def _rerun(self, issue_id: str) -> CommandResult:
         """Clear the hold and any backoff, then dispatch now when eligible and a slot is
         free (a full house queues a short retry; an ineligible issue waits for a poll)."""
-        orch = self._orch
-        if issue_id in orch.running:
+        state = self._state
+        if issue_id in state.running:
             return CommandResult(False, "already running")
-        orch.held.release(issue_id, orch.known.get(issue_id))
-        retry = orch._cancel_retry(issue_id)
-        issue = retry.issue if retry is not None else orch.known.get(issue_id)
+        state.unhold(issue_id)
+        retry = self._retries.cancel(issue_id)
+        issue = retry.issue if retry is not None else state.known.get(issue_id)
         if issue is None:
-            orch.request_refresh()
+            self._request_refresh()
             return CommandResult(True, "hold cleared; the next poll decides")
-        settings = orch.settings
+        settings = state.settings
         attempt = retry.entry.attempt if retry is not None else None
-        if not orch._is_eligible(issue, settings) or orch.dispatch_paused:
-            orch.request_refresh()
+        if not self._dispatcher.is_eligible(issue, settings) or state.dispatch_paused:
+            self._request_refresh()
             return CommandResult(True, f"{issue.identifier} is not eligible now; will poll")
-        if not orch._slots_free(issue, settings):
-            orch._schedule_retry(
+        if not self._dispatcher.slots_free(issue, settings):
+            self._retries.schedule(
                 issue, attempt or 1, policy.CONTINUATION_RETRY_MS, error=policy.NO_SLOTS_ERROR
             )
             return CommandResult(True, f"{issue.identifier} queued: no free slot")
-        orch._dispatch(issue, attempt=attempt)
+        self._dispatcher.dispatch(issue, attempt=attempt)
         return CommandResult(True, f"{issue.identifier} dispatched")
 
-    async def _remove_workspace(self, identifier: str) -> CommandResult:
+    async def _move(self, issue_id: str, target: str) -> CommandResult:
+        try:
+            moved = await self._tracker.move_issue(issue_id, target)
+        except TrackerError as exc:
+            return CommandResult(False, str(exc))
+        self._post_control(IssueMoved(moved))
+        return CommandResult(True, f"{moved.identifier} moved to {moved.state}")
+
+    def _remove_workspace(self, identifier: str) -> Applied:
         """Operator removal of a (recovered) workspace: refused while its issue is claimed
         (running or waiting for a retry), otherwise ``before_remove`` then delete."""
-        orch = self._orch
+        state = self._state
         key = workspace_key(identifier)
-        claimed = [r.issue for r in orch.running.values()]
-        claimed += [r.issue for r in orch.retrying.values()]
+        claimed = [r.issue for r in state.running.values()]
+        claimed += [r.issue for r in state.retrying.values()]
         if any(workspace_key(i.identifier) == key for i in claimed):
             return CommandResult(False, f"{identifier} is running or retrying; stop it first")
-        try:
-            exists = orch.workspaces.path_for(identifier).exists()
-            hook = await orch.workspaces.remove(identifier) if exists else None
-        except WorkspaceError as exc:
-            return CommandResult(False, str(exc))
-        finally:
-            orch._refresh_recovered()
-        if not exists:
-            return CommandResult(False, f"no workspace for {identifier}")
-        note = ""
-        if hook is not None and not hook.ok:
-            note = f" (before_remove failed: {hook.summary()})"
-        known = next((i for i in orch.known.values() if workspace_key(i.identifier) == key), None)
-        orch._emit_system(EventKind.HOOK, f"workspace {key} removed by operator{note}", issue=known)
-        return CommandResult(True, f"workspace {key} removed{note}")
+
+        async def remove() -> CommandResult:
+            try:
+                exists = self._workspaces.path_for(identifier).exists()
+                hook = await self._workspaces.remove(identifier) if exists else None
+            except WorkspaceError as exc:
+                self._post_control(WorkspaceRemoved(key, removed=False))
+                return CommandResult(False, str(exc))
+            if not exists:
+                self._post_control(WorkspaceRemoved(key, removed=False))
+                return CommandResult(False, f"no workspace for {identifier}")
+            note = ""
+            if hook is not None and not hook.ok:
+                note = f" (before_remove failed: {hook.summary()})"
+            self._post_control(WorkspaceRemoved(key, removed=True, note=note))
+            return CommandResult(True, f"workspace {key} removed{note}")
+
+        return remove()

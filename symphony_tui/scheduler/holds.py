@@ -16,9 +16,9 @@ from datetime import datetime
 from pathlib import Path
 
 from symphony_tui.domain import Issue, RecoveredWorkspace
+from symphony_tui.scheduler import manifests
 from symphony_tui.workspaces.errors import WorkspaceError
 from symphony_tui.workspaces.manager import WorkspaceManager
-from symphony_tui.workspaces.manifest import read_manifest, update_manifest
 
 
 class Holds:
@@ -49,8 +49,7 @@ class Holds:
         if workspace is not None:
             # Survives a restart: a held issue must not be dispatched by the next console
             # just because this one's memory is gone.
-            stamp = issue.updated_at.isoformat() if issue.updated_at else None
-            update_manifest(workspace, "run", held=True, held_updated_at=stamp)
+            manifests.hold(workspace, issue)
 
     def release(self, issue_id: str, issue: Issue | None) -> None:
         """End the hold on ``issue_id`` (if any); with its ``issue`` known, also clear the
@@ -61,7 +60,7 @@ class Holds:
         with contextlib.suppress(WorkspaceError, OSError):
             path = self._workspaces.path_for(issue.identifier)
             if path.is_dir():
-                update_manifest(path, "run", held=False)
+                manifests.unhold(path)
 
     def release_stale(self, current: Mapping[str, Issue], previous: Mapping[str, Issue]) -> None:
         """After a candidate fetch: release holds on issues missing from ``current`` (issue
@@ -81,11 +80,6 @@ class Holds:
         for workspace in recovered:
             if not workspace.issue_id:
                 continue
-            run = read_manifest(Path(workspace.path)).get("run", {})
-            if not isinstance(run, dict) or not run.get("held"):
-                continue
-            stamp = run.get("held_updated_at")
-            try:
-                self._held[workspace.issue_id] = datetime.fromisoformat(stamp) if stamp else None
-            except (TypeError, ValueError):
-                self._held[workspace.issue_id] = None
+            held, stamp = manifests.read_hold(Path(workspace.path))
+            if held:
+                self._held[workspace.issue_id] = stamp

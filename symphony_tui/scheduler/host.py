@@ -1,34 +1,39 @@
-"""The scheduler's side of one agent session (``agents.base.SessionHost``)."""
+"""The scheduler's side of one agent session (``agents.base.SessionHost``).
+
+What a session reports (events, session facts) is posted to the scheduler's inbox and
+applied by the scheduling loop in order; approval requests and tool calls are awaited.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from symphony_tui.agents.base import ToolResult, ToolSpec
 from symphony_tui.domain import AgentEvent, ApprovalAnswer, ApprovalRequest, Issue
 from symphony_tui.scheduler.approvals import ApprovalDesk
+from symphony_tui.scheduler.inbox import AgentTraffic, Input, SessionFacts
 from symphony_tui.scheduler.run import Run
-from symphony_tui.scheduler.session_events import SessionRecorder
 from symphony_tui.scheduler.tools import SessionTools
 
 
 class RunHost:
-    """Binds a backend session to its :class:`Run`: events and session facts go to the
-    ``recorder``, approval requests to the ``approvals`` desk, tool calls to ``tool_calls``;
-    ``tools`` is what the session advertises."""
+    """Binds a backend session to its :class:`Run`: events and session facts are posted
+    with ``post`` (the inbox's main lane), approval requests go to the ``approvals`` desk,
+    tool calls to ``tool_calls``; ``tools`` is what the session advertises."""
 
     def __init__(
         self,
         run: Run,
         tools: tuple[ToolSpec, ...],
-        recorder: SessionRecorder,
+        post: Callable[[Input], None],
         approvals: ApprovalDesk,
         tool_calls: SessionTools,
     ) -> None:
         self._run = run
         self._tools = tools
-        self._recorder = recorder
+        self._post = post
         self._approvals = approvals
         self._tool_calls = tool_calls
 
@@ -54,7 +59,7 @@ class RunHost:
         return dict(self._run.resume)
 
     def emit(self, event: AgentEvent) -> None:
-        self._recorder.on_event(self._run, event)
+        self._post(AgentTraffic(self._run, event))
 
     async def request_approval(self, request: ApprovalRequest) -> ApprovalAnswer:
         return await self._approvals.request(self._run, request)
@@ -63,4 +68,4 @@ class RunHost:
         return await self._tool_calls.call(self._run, name, arguments)
 
     def record_session(self, **fields: Any) -> None:
-        self._recorder.record_session(self._run, fields)
+        self._post(SessionFacts(self._run, fields))

@@ -1,4 +1,11 @@
-"""Mutable state of one running issue, owned by the orchestrator (spec §4.1.5, §4.1.6)."""
+"""Mutable state of one running issue (spec §4.1.5, §4.1.6) and how its attempt ends.
+
+A :class:`Run` is part of the scheduler state (``state.SchedulerState.running``); its live
+fields are changed through the state's methods and by the session recorder, always on the
+event loop. How an attempt ends is not a field on the run: the worker *returns* an
+:class:`Ending`, and anyone who wants the attempt to end early sends its worker a stop
+request through ``run.worker`` (:class:`WorkerControl`).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +13,7 @@ import asyncio
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Protocol
 
 from symphony_tui.agents.base import AgentSession
 from symphony_tui.domain import (
@@ -19,6 +27,33 @@ from symphony_tui.domain import (
 from symphony_tui.scheduler.clock import TimerHandle
 
 
+@dataclass(frozen=True)
+class Ending:
+    """How a run attempt ended: its ``outcome`` (what the scheduler does next, §16.6), the
+    ``status`` shown and written to the manifest, a one-line ``error``, and whether the
+    workspace is removed afterwards (``remove_workspace``: the issue went terminal)."""
+
+    outcome: RunOutcome
+    status: RunStatus
+    error: str | None = None
+    remove_workspace: bool = False
+
+
+class WorkerControl(Protocol):
+    """The handle the scheduler keeps on a run's worker (``worker.Worker`` implements it)."""
+
+    @property
+    def stopping(self) -> bool:
+        """True once a stop request was accepted (the attempt is ending)."""
+        ...
+
+    def stop(self, ending: Ending, *, graceful: bool = False) -> bool:
+        """Ask the worker to end its attempt with ``ending`` (the first request wins; returns
+        False when one was already accepted). ``graceful`` asks the session to end its turn
+        (interrupt) before the worker is cancelled; otherwise the worker is cancelled now."""
+        ...
+
+
 @dataclass
 class PendingApproval:
     request: ApprovalRequest
@@ -28,7 +63,7 @@ class PendingApproval:
 
 @dataclass
 class Run:
-    """A live worker. Only the orchestrator mutates it, always on the event loop."""
+    """A live worker's run. Changed only on the event loop (state methods, the recorder)."""
 
     issue: Issue
     attempt: int | None
@@ -38,6 +73,7 @@ class Run:
     last_event_mono: float
     status: RunStatus = RunStatus.PREPARING_WORKSPACE
     task: asyncio.Task | None = None
+    worker: WorkerControl | None = None
     session: AgentSession | None = None
     workspace: Path | None = None
     session_id: str | None = None
@@ -50,12 +86,7 @@ class Run:
     delta_buffer: str = ""
     tokens: TokenUsage = field(default_factory=TokenUsage)
     pending: dict[str, PendingApproval] = field(default_factory=dict)
-    # Why the orchestrator ended this run early, if it did: the worker reports it as outcome.
-    end_reason: RunOutcome | None = None
-    end_status: RunStatus | None = None
-    end_error: str | None = None
     approval_timed_out: str | None = None
-    cleanup_workspace: bool = False
     # The state this run's agent moved its own issue to (tracker tool): reconciliation lets
     # the turn finish instead of killing the agent for its own last act.
     agent_moved_state: str | None = None
@@ -68,3 +99,8 @@ class Run:
     @property
     def waiting_for_operator(self) -> bool:
         return bool(self.pending)
+
+    @property
+    def stopping(self) -> bool:
+        """A stop request was sent to this run's worker (it is ending)."""
+        return self.worker is not None and self.worker.stopping

@@ -17,11 +17,11 @@ from typing import Any
 from symphony_tui.domain import AgentEvent, EventKind, RateLimits, RunStatus, TokenUsage
 from symphony_tui.observability.logs import log_kv
 from symphony_tui.observability.redact import redact
+from symphony_tui.scheduler import manifests
 from symphony_tui.scheduler.clock import Clock
 from symphony_tui.scheduler.eventlog import FRAGMENT_KINDS, QUIET_KINDS, EventLog
 from symphony_tui.scheduler.run import Run
 from symphony_tui.scheduler.tokens import TokenLedger
-from symphony_tui.workspaces.manifest import update_manifest
 
 log = logging.getLogger("symphony_tui.scheduler")
 
@@ -151,11 +151,7 @@ class SessionRecorder:
             self._set_thread(run, str(thread))
         if fields.get("session_id"):
             run.session_id = str(fields["session_id"])
-        if run.workspace is not None:
-            try:
-                update_manifest(run.workspace, "session", **{"backend": run.backend, **fields})
-            except (OSError, TypeError, ValueError) as exc:
-                log_kv(log, "warning", "session manifest write failed", error=str(exc))
+        manifests.session_facts(run, fields)
         self._changed()
 
     def persist_tokens(self, run: Run) -> None:
@@ -166,8 +162,7 @@ class SessionRecorder:
         baseline = self._ledger.baseline(session_key(run))
         if baseline is None:
             return
-        with contextlib.suppress(OSError):
-            update_manifest(run.workspace, "session", thread_tokens=baseline.model_dump())
+        manifests.thread_tokens(run, baseline)
 
     def _count_tokens(self, run: Run, data: Mapping[str, Any], now_mono: float) -> None:
         usage = data.get("usage")

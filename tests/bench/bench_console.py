@@ -30,7 +30,7 @@ async def main(root: Path) -> None:
         samples = []
         for i in range(40):
             for j, run in enumerate(runs):
-                orch._recorder.on_event(
+                orch.state.recorder.on_event(
                     run, AgentEvent(kind=EventKind.MESSAGE, message=f"step {i}.{j}")
                 )
             t0 = time.perf_counter()

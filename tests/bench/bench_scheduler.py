@@ -60,7 +60,7 @@ async def bench_tick(root: Path) -> None:
     t0 = time.perf_counter()
     n = 200
     for _ in range(n):
-        orch._dirty = True
+        orch.state.changed()
         orch.snapshot()
     figure("snapshot build: 200 workers, 2,000 issues", (time.perf_counter() - t0) * 1000 / n, "ms")
     await orch.shutdown()
@@ -83,7 +83,7 @@ async def bench_events(root: Path) -> None:
     gc.collect()
     t0 = time.perf_counter()
     for event in events:
-        orch._recorder.on_event(run, event)
+        orch.state.recorder.on_event(run, event)
     elapsed = time.perf_counter() - t0
     figure("event ingestion (200-char events)", len(events) / elapsed, "events/s", "> 50,000/s")
     # memory: what another 100,000 events leave behind (the history is bounded)
@@ -91,7 +91,7 @@ async def bench_events(root: Path) -> None:
     tracemalloc.start()
     before, _ = tracemalloc.get_traced_memory()
     for event in events:
-        orch._recorder.on_event(run, event)
+        orch.state.recorder.on_event(run, event)
     gc.collect()
     after, _ = tracemalloc.get_traced_memory()
     tracemalloc.stop()

@@ -82,10 +82,13 @@ class Harness:
         """Let tasks run; also wait (real time, bounded) for workers that are ending, since
         their cleanup may use threads or subprocesses."""
         await self.clock.settle(50)
-        ending = [r.task for r in self.orch.running.values() if r.end_reason is not None and r.task]
+        await self.orch.barrier()  # what sessions and workers posted is applied
+        await self.clock.settle(50)
+        ending = [r.task for r in self.orch.running.values() if r.stopping and r.task]
         if ending:
             await asyncio.wait(ending, timeout=5)
             await self.clock.settle(50)
+            await self.orch.barrier()
 
     async def until(self, predicate, timeout: float = 5.0) -> None:
         loop = asyncio.get_running_loop()

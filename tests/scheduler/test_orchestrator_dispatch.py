@@ -114,7 +114,7 @@ async def test_reconciliation_with_no_running_issues_is_a_noop(make_harness):
     h = make_harness([])
     await h.start()
     calls_before = list(h.tracker.calls)
-    await h.orch._reconcile()
+    await h.orch.reconcile()
     assert h.tracker.calls == calls_before
 
 
@@ -256,6 +256,7 @@ async def test_a_model_the_backend_keeps_retrying_shows_and_still_stalls_out(mak
                 data={"will_retry": True},
             )
         )
+        await h.orch.barrier()  # the event is applied
         if "id-1" in h.orch.running:
             assert h.orch.snapshot().running[0].status is RunStatus.RETRYING_MODEL
     await h.advance(2)
@@ -275,9 +276,11 @@ async def test_progress_after_model_retries_is_streaming_again(make_harness):
         kind=EventKind.ERROR, message="Reconnecting...", data={"will_retry": True}
     )
     session.host.emit(retrying)
+    await h.orch.barrier()
     assert h.orch.snapshot().running[0].status is RunStatus.RETRYING_MODEL
     await h.advance(50)
     session.usage(10)  # the model answered again: progress
+    await h.orch.barrier()
     assert h.orch.snapshot().running[0].status is RunStatus.STREAMING_TURN
     await h.advance(30)
     await h.orch.tick()
@@ -317,9 +320,9 @@ async def test_stale_retry_timer_never_dispatches(make_harness):
     await h.settle()
     old = h.orch.retrying["id-1"]
     # Replace the entry (as a rerun would): the old timer's token is now stale.
-    h.orch._schedule_retry(old.issue, 5, 100_000, error="newer")
+    h.orch.retries.schedule(old.issue, 5, 100_000, error="newer")
     old_timer_fn_token = old.token
-    await h.orch._on_retry_timer("id-1", old_timer_fn_token)
+    await h.orch.retry_due("id-1", old_timer_fn_token)
     assert h.orch.retrying["id-1"].entry.attempt == 5
     assert len(h.backend.sessions) == 1
 
@@ -329,6 +332,7 @@ async def test_snapshot_returns_running_rows_retry_rows_token_totals_and_rate_li
     await h.start()
     await h.settle()
     h.backend.sessions[0].usage(500, output=50)
+    await h.orch.barrier()
     snap = h.orch.snapshot()
     assert {r.issue_identifier for r in snap.running} == {"ABC-1", "ABC-2"}
     assert snap.totals.total_tokens == 500

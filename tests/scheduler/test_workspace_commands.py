@@ -23,7 +23,7 @@ async def test_remove_workspace_runs_before_remove_and_refreshes_recovered(make_
     assert (await h.orch.send(Stop(issue_id="id-1"))).ok
     await h.settle()
     assert h.ws("ABC-1").is_dir()
-    h.orch._refresh_recovered()
+    h.orch.refresh_recovered()
     assert [w.key for w in h.orch.snapshot().recovered] == ["ABC-1"]
 
     result = await h.orch.send(RemoveWorkspace(issue_identifier="ABC-1"))

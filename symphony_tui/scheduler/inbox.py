@@ -1,0 +1,248 @@
+"""The scheduler's inbox: every input the scheduling loop handles, typed, in two lanes
+(DESIGN.md "Operator commands"; the reference orchestrator is one process with one mailbox).
+
+- The **control lane** holds operator commands, their follow-ups and approval traffic. The
+  loop always takes from it first, so an operator's interrupt or an approval answer is
+  applied before agent traffic that was queued earlier, however much of it there is.
+- The **main lane** holds everything else in arrival order: agent events and session facts,
+  tick steps and tracker results, retries that came due, workers that ended, reloads. Agent
+  traffic is what waits under a flood; its order among itself is kept.
+
+Posting never blocks and never yields (sessions post from their reader callbacks). An input
+with a ``reply`` future gets the handler's result there (or its exception).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from symphony_tui.domain import AgentEvent, Issue
+from symphony_tui.domain.commands import Command
+from symphony_tui.scheduler.run import Ending, Run
+from symphony_tui.trackers.base import TrackerError
+
+
+def _no_reply() -> asyncio.Future | None:
+    return None
+
+
+def reply(future: asyncio.Future | None, value: Any) -> None:
+    """Answer an input's ``reply`` future with ``value`` (nothing when there is none or it
+    was answered or cancelled already)."""
+    if future is not None and not future.done():
+        future.set_result(value)
+
+
+@dataclass(slots=True)
+class AgentTraffic:
+    """An event a session reported for ``run`` (``SessionHost.emit``)."""
+
+    run: Run
+    event: AgentEvent
+
+
+@dataclass(slots=True)
+class SessionFacts:
+    """Session facts a backend recorded for ``run`` (``SessionHost.record_session``)."""
+
+    run: Run
+    fields: Mapping[str, Any]
+
+
+@dataclass(slots=True)
+class OperatorCommand:
+    """A command from a front end (``SchedulerPort.send``); ``reply`` gets its result."""
+
+    command: Command
+    reply: asyncio.Future | None = field(default_factory=_no_reply)
+
+
+@dataclass(slots=True)
+class CommandDone:
+    """The I/O part of an operator command finished with ``result`` (``issue`` and
+    ``what`` as the command was announced); the loop logs it and answers ``reply``."""
+
+    command: Command
+    issue: Issue | None
+    what: str
+    result: Any  # port.CommandResult
+    reply: asyncio.Future | None = field(default_factory=_no_reply)
+
+
+@dataclass(slots=True)
+class IssueMoved:
+    """An issue was moved in the tracker by the operator (``run`` None) or by ``run``'s
+    agent with the tracker tool."""
+
+    issue: Issue
+    run: Run | None = None
+    reply: asyncio.Future | None = field(default_factory=_no_reply)
+
+
+@dataclass(slots=True)
+class WorkspaceRemoved:
+    """The operator's workspace removal finished (or failed): recovered workspaces are
+    rescanned, and a removal is announced with ``note`` (a failed ``before_remove``)."""
+
+    key: str
+    removed: bool
+    note: str = ""
+
+
+@dataclass(slots=True)
+class Tick:
+    """Poll and reconcile now (a timer, a refresh request or a command). ``reply`` is set
+    when the tick cycle this input started has finished (at once when one was running)."""
+
+    reply: asyncio.Future | None = field(default_factory=_no_reply)
+
+
+@dataclass(slots=True)
+class TickStarted:
+    """First step of a tick cycle (§8.1): stall detection; replies with the ids of running
+    issues whose tracker state must be refreshed."""
+
+    reply: asyncio.Future | None = field(default_factory=_no_reply)
+
+
+@dataclass(slots=True)
+class RunningStates:
+    """Tracker result: the refreshed states of running issues ``ids`` (§8.5), or the
+    ``error`` of that fetch. Replies whether candidates should be fetched now."""
+
+    ids: list[str]
+    issues: list[Issue] | None = None
+    error: TrackerError | None = None
+    reply: asyncio.Future | None = field(default_factory=_no_reply)
+
+
+@dataclass(slots=True)
+class Candidates:
+    """Tracker result: the candidate issues of a poll, or the ``error`` of that fetch."""
+
+    issues: list[Issue] | None = None
+    error: TrackerError | None = None
+    started_mono: float = 0.0
+    reply: asyncio.Future | None = field(default_factory=_no_reply)
+
+
+@dataclass(slots=True)
+class TickEnded:
+    """Last step of a tick cycle: count it and arm the next poll."""
+
+    reply: asyncio.Future | None = field(default_factory=_no_reply)
+
+
+@dataclass(slots=True)
+class RetryDue:
+    """A retry timer fired for ``issue_id``; ``token`` tells a stale timer from the current
+    one (§8.4, §16.6)."""
+
+    issue_id: str
+    token: int
+    reply: asyncio.Future | None = field(default_factory=_no_reply)
+
+
+@dataclass(slots=True)
+class RetryFetched:
+    """Tracker result for a due retry: the candidates, or the ``error`` of that fetch."""
+
+    retry: Any  # state.RetryState
+    issues: list[Issue] | None = None
+    error: TrackerError | None = None
+    reply: asyncio.Future | None = field(default_factory=_no_reply)
+
+
+@dataclass(slots=True)
+class WorkerEnded:
+    """``run``'s worker returned ``ending`` (its session is closed, its hooks ran)."""
+
+    run: Run
+    ending: Ending
+
+
+@dataclass(slots=True)
+class Reload:
+    """WORKFLOW.md changed on disk (the store's watcher)."""
+
+
+@dataclass(slots=True)
+class Barrier:
+    """Replies once everything posted before it in the main lane was handled (a worker
+    waits for its session's queued events before it reads their effects)."""
+
+    reply: asyncio.Future | None = field(default_factory=_no_reply)
+
+
+Input = (
+    AgentTraffic
+    | SessionFacts
+    | OperatorCommand
+    | CommandDone
+    | IssueMoved
+    | WorkspaceRemoved
+    | Tick
+    | TickStarted
+    | RunningStates
+    | Candidates
+    | TickEnded
+    | RetryDue
+    | RetryFetched
+    | WorkerEnded
+    | Reload
+    | Barrier
+)
+
+
+class Inbox:
+    """Two FIFO lanes and a wake-up. Only the scheduling loop takes from it."""
+
+    def __init__(self) -> None:
+        self._control: deque[Input] = deque()
+        self._main: deque[Input] = deque()
+        self._wake = asyncio.Event()
+
+    def post(self, item: Input) -> None:
+        """Queue ``item`` in the main lane."""
+        self._main.append(item)
+        if not self._wake.is_set():
+            self._wake.set()
+
+    def post_control(self, item: Input) -> None:
+        """Queue ``item`` in the control lane (served before anything in the main lane)."""
+        self._control.append(item)
+        if not self._wake.is_set():
+            self._wake.set()
+
+    @property
+    def control_waiting(self) -> bool:
+        """True while the control lane holds an input."""
+        return bool(self._control)
+
+    def __len__(self) -> int:
+        return len(self._control) + len(self._main)
+
+    def take(self) -> Input | None:
+        """The next input, control lane first; None when both lanes are empty."""
+        if self._control:
+            return self._control.popleft()
+        if self._main:
+            return self._main.popleft()
+        return None
+
+    async def wait(self) -> None:
+        """Return once an input is queued (at once when one is)."""
+        while not self._control and not self._main:
+            self._wake.clear()
+            await self._wake.wait()
+
+    def drop_all(self) -> list[Input]:
+        """Empty both lanes (the loop stopped); returns what was queued, control first."""
+        items = [*self._control, *self._main]
+        self._control.clear()
+        self._main.clear()
+        return items

@@ -1,0 +1,343 @@
+"""The scheduler state and its only mutators (spec §4.1.8 orchestrator runtime state).
+
+:class:`SchedulerState` holds what the scheduler knows: the running issues (``running``:
+issue id -> :class:`Run`), the retry queue (``retrying``: issue id -> :class:`RetryState`),
+operator holds, known issues, completed identifiers, token totals and rate limits (through
+its session recorder), the dispatch and tracker flags, and the tick bookkeeping that decides
+idleness. Every change goes through a method here (or the recorder and the approval desk,
+which report through :meth:`changed`), all on the event loop, and each change bumps
+:attr:`version`: a snapshot is rebuilt from the state when the version moved.
+
+The scheduling loop (``orchestrator.py``) decides *when* a change happens, by handling one
+input of its inbox at a time; this module only says *what* a change is.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from symphony_tui.config.settings import Settings
+from symphony_tui.config.store import WorkflowStore
+from symphony_tui.domain import (
+    AgentEvent,
+    EventKind,
+    Issue,
+    RateLimits,
+    RecoveredWorkspace,
+    RetryEntry,
+    Snapshot,
+)
+from symphony_tui.observability.logs import log_kv
+from symphony_tui.scheduler.clock import Clock, TimerHandle
+from symphony_tui.scheduler.eventlog import EventLog
+from symphony_tui.scheduler.holds import Holds
+from symphony_tui.scheduler.run import Run
+from symphony_tui.scheduler.session_events import SessionRecorder
+from symphony_tui.scheduler.snapshots import build_snapshot
+from symphony_tui.scheduler.tokens import TokenLedger
+from symphony_tui.trackers.base import TrackerError
+from symphony_tui.workspaces.manager import WorkspaceManager
+
+log = logging.getLogger("symphony_tui.scheduler")
+
+#: Completed identifiers kept for the snapshot (oldest dropped first).
+MAX_COMPLETED = 500
+
+
+@dataclass
+class RetryState:
+    """A retry entry with what the scheduler needs to act on it: the ``issue`` as last seen,
+    the ``token`` its timer carries (a replaced entry's timer is stale) and the ``timer``."""
+
+    entry: RetryEntry
+    issue: Issue
+    token: int
+    timer: TimerHandle
+
+
+class SchedulerState:
+    """One scheduler's state; see the module docstring. ``store`` gives the current
+    settings, ``events`` is the event history every event goes into."""
+
+    def __init__(
+        self,
+        store: WorkflowStore,
+        clock: Clock,
+        events: EventLog,
+        workspaces: WorkspaceManager,
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.events = events
+        self.workspaces = workspaces
+        self.running: dict[str, Run] = {}
+        self.retrying: dict[str, RetryState] = {}
+        self.held = Holds(workspaces)
+        self.completed: list[str] = []
+        self.known: dict[str, Issue] = {}
+        self.ledger = TokenLedger()
+        self.recorder = SessionRecorder(clock, self.ledger, events, changed=self.changed)
+        self.recovered: tuple[RecoveredWorkspace, ...] = ()
+        self.dispatch_paused = False
+        self.config_error: str | None = None
+        self.tracker_error: str | None = None
+        self.tracker_paused_until: datetime | None = None
+        self.started_at: datetime | None = None
+        self.last_poll_at: datetime | None = None
+        self.next_poll_at: datetime | None = None
+        self.stopping = False
+        self.ticks = 0
+        #: Monotonic seconds of the newest change that may make something eligible (a run
+        #: ended, a claim was released); idleness needs a tick after it.
+        self.last_change_mono = 0.0
+        self.last_tick_done_mono = -1.0
+        self.last_tick_eligible = 0
+        self.ended_seconds = 0.0
+        #: Bumped by every change a snapshot shows.
+        self.version = 0
+
+    @property
+    def settings(self) -> Settings:
+        return self.store.current.settings
+
+    @property
+    def rate_limits(self) -> RateLimits | None:
+        """The newest account rate limits any session reported (None before the first)."""
+        return self.recorder.rate_limits
+
+    def changed(self) -> None:
+        """Something a snapshot shows changed."""
+        self.version += 1
+
+    # ------------------------------------------------------------------ runs
+
+    def claim(self, run: Run) -> None:
+        """``run``'s issue is running now (§16.4)."""
+        self.running[run.issue.id] = run
+        self.known[run.issue.id] = run.issue
+        self.changed()
+
+    def update_run(self, run: Run, **fields: Any) -> None:
+        """Set live fields of ``run`` (status, workspace, session, turn count, resume...)."""
+        for name, value in fields.items():
+            setattr(run, name, value)
+        self.changed()
+
+    def run_issue_seen(self, run: Run, issue: Issue, *, remember: bool = True) -> None:
+        """The tracker shows ``run``'s issue as ``issue`` now (kept as known unless the run
+        is being stopped because of it)."""
+        run.issue = issue
+        if remember:
+            self.known[issue.id] = issue
+        self.changed()
+
+    def unclaim(self, run: Run) -> None:
+        """``run``'s worker ended: drop it from ``running`` and count its running time."""
+        if self.running.get(run.issue.id) is run:
+            del self.running[run.issue.id]
+        now = self.clock.monotonic()
+        self.ended_seconds += max(0.0, now - run.started_mono)
+        self.last_change_mono = now
+        self.changed()
+
+    def mark_completed(self, identifier: str) -> None:
+        if identifier not in self.completed:
+            self.completed.append(identifier)
+            del self.completed[:-MAX_COMPLETED]
+            self.changed()
+
+    # ------------------------------------------------------------------ retries
+
+    def add_retry(self, retry: RetryState) -> None:
+        self.retrying[retry.entry.issue_id] = retry
+        self.changed()
+
+    def pop_retry(self, issue_id: str) -> RetryState | None:
+        """Drop the issue's retry entry, if any, and cancel its timer; returns the entry."""
+        retry = self.retrying.pop(issue_id, None)
+        if retry is not None:
+            retry.timer.cancel()
+            self.changed()
+        return retry
+
+    def claim_released(self) -> None:
+        """A claim was released: idleness needs another tick."""
+        self.last_change_mono = self.clock.monotonic()
+        self.changed()
+
+    # ------------------------------------------------------------------ issues, holds
+
+    def remember(self, issue: Issue) -> None:
+        """The newest version of ``issue`` the tracker gave."""
+        self.known[issue.id] = issue
+        self.changed()
+
+    def remember_candidates(self, candidates: list[Issue]) -> None:
+        """After a candidate fetch: known issues are the candidates, plus claimed and
+        completed ones no longer among them; stale holds end; transcripts of issues no
+        longer known are dropped."""
+        keep: dict[str, Issue] = {issue.id: issue for issue in candidates}
+        for issue_id in list(self.running) + list(self.retrying):
+            if issue_id not in keep and issue_id in self.known:
+                keep[issue_id] = self.known[issue_id]
+        for issue in self.known.values():
+            if issue.identifier in self.completed and issue.id not in keep:
+                keep[issue.id] = issue
+        self.held.release_stale(keep, self.known)
+        if keep != self.known:
+            self.changed()
+        self.known = keep
+        self.events.forget(set(keep) | set(self.running))
+
+    def hold(self, issue: Issue, workspace: Path | None) -> None:
+        self.held.hold(issue, workspace)
+        self.changed()
+
+    def unhold(self, issue_id: str) -> None:
+        self.held.release(issue_id, self.known.get(issue_id))
+        self.changed()
+
+    def restore_holds(self) -> None:
+        self.held.restore(self.recovered)
+        self.changed()
+
+    def set_recovered(self, recovered: tuple[RecoveredWorkspace, ...]) -> None:
+        if recovered != self.recovered:
+            self.recovered = recovered
+            self.changed()
+
+    # ------------------------------------------------------------------ flags
+
+    def set_dispatch_paused(self, paused: bool) -> None:
+        self.dispatch_paused = paused
+        self.changed()
+
+    def set_config_error(self, error: str | None) -> None:
+        if error != self.config_error:
+            self.config_error = error
+            self.changed()
+
+    def tracker_failed(self, exc: TrackerError, what: str) -> None:
+        """A tracker call failed: shown until one succeeds; a rate limit pauses polling
+        until its reset. The same failure again is logged at debug level only."""
+        repeat = self.tracker_error == str(exc) and exc.retry_at is None
+        self.tracker_error = str(exc)
+        self.changed()
+        if repeat:
+            # The same failure again (a broken issues file fails every poll and refresh):
+            # the status bar keeps showing it; the log and history get it once.
+            self.log("debug", what, error=str(exc))
+            return
+        if exc.retry_at is not None:
+            self.tracker_paused_until = exc.retry_at
+            self.emit_system(
+                EventKind.TRACKER,
+                f"tracker rate limited; polling paused until {exc.retry_at.isoformat()}",
+            )
+        else:
+            self.emit_system(EventKind.TRACKER, f"{what}: {exc}")
+        self.log("warning", what, error=str(exc))
+
+    def tracker_ok(self) -> None:
+        if self.tracker_error is not None:
+            self.tracker_error = None
+            self.emit_system(EventKind.TRACKER, "tracker reachable again")
+
+    def tracker_paused(self) -> bool:
+        """True while a rate limit's reset is ahead (the pause ends once it passed)."""
+        if self.tracker_paused_until is None:
+            return False
+        if self.clock.now() < self.tracker_paused_until:
+            return True
+        self.tracker_paused_until = None
+        self.changed()
+        return False
+
+    # ------------------------------------------------------------------ ticks, lifecycle
+
+    def mark_started(self) -> None:
+        self.started_at = self.clock.now()
+        self.changed()
+
+    def mark_stopping(self) -> None:
+        self.stopping = True
+        self.changed()
+
+    def tick_started(self) -> None:
+        self.last_poll_at = self.clock.now()
+        self.changed()
+
+    def tick_found(self, eligible_left: int) -> None:
+        """How many eligible issues the tick left waiting (0 lets the scheduler be idle)."""
+        self.last_tick_eligible = eligible_left
+
+    def tick_done(self) -> None:
+        self.ticks += 1
+        self.last_tick_done_mono = self.clock.monotonic()
+        self.changed()
+
+    def set_next_poll(self, at: datetime) -> None:
+        self.next_poll_at = at
+        self.changed()
+
+    @property
+    def idle(self) -> bool:
+        """Nothing running or retrying, and the newest finished tick came after the last
+        change and found nothing to dispatch (``--exit-when-idle``)."""
+        return (
+            not self.running
+            and not self.retrying
+            and self.last_tick_done_mono > self.last_change_mono
+            and self.last_tick_eligible == 0
+            and self.ticks > 0
+        )
+
+    # ------------------------------------------------------------------ events, snapshot
+
+    def emit_system(
+        self, kind: EventKind, message: str, *, issue: Issue | None = None, **data: Any
+    ) -> None:
+        """Append a scheduler event (not from a session) to the history."""
+        self.events.append(
+            AgentEvent(
+                kind=kind,
+                message=message,
+                issue_id=issue.id if issue else None,
+                issue_identifier=issue.identifier if issue else None,
+                at=self.clock.now(),
+                data={k: v for k, v in data.items() if v is not None},
+            )
+        )
+        self.changed()
+
+    def log(self, level: str, msg: str, **fields: Any) -> None:
+        log_kv(log, level, msg, **fields)
+
+    def snapshot(self) -> Snapshot:
+        """A new immutable snapshot of the state now (``snapshots.build_snapshot``)."""
+        return build_snapshot(
+            now=self.clock.now(),
+            now_mono=self.clock.monotonic(),
+            settings=self.settings,
+            workflow_path=str(self.store.current.path),
+            started_at=self.started_at,
+            known=self.known,
+            running=self.running,
+            retries=[r.entry for r in self.retrying.values()],
+            held=self.held,
+            completed=self.completed,
+            ledger=self.ledger,
+            ended_seconds=self.ended_seconds,
+            rate_limits=self.rate_limits,
+            recovered=self.recovered,
+            dispatch_paused=self.dispatch_paused,
+            config_error=self.config_error,
+            tracker_error=self.tracker_error,
+            tracker_paused_until=self.tracker_paused_until,
+            last_poll_at=self.last_poll_at,
+            next_poll_at=self.next_poll_at,
+        )

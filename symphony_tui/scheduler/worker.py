@@ -1,0 +1,297 @@
+"""The worker of one run attempt (spec §10, §16.5): workspace, hooks, prompt, session and
+turns, then cleanup. One asyncio task per run; it *returns* how the attempt ended.
+
+Ending early is a request to the worker (:meth:`Worker.stop`, the ``run.WorkerControl``
+the scheduler holds on ``run.worker``): a hard stop cancels the worker now; a graceful one
+(an operator interrupt) lets the session end its turn, and a turn deadline cancels only the
+turn. In every case the worker returns the requested :class:`~symphony_tui.scheduler.run.Ending`
+once its cleanup is done, and the scheduling loop applies it (``retries.Retries.after_run``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from symphony_tui.agents.base import AgentBackend, AgentError, AgentSession, TurnResult, TurnStatus
+from symphony_tui.config.errors import WorkflowError
+from symphony_tui.config.prompt import render_prompt
+from symphony_tui.domain import EventKind, RunOutcome, RunStatus
+from symphony_tui.scheduler import manifests
+from symphony_tui.scheduler.approvals import ApprovalDesk
+from symphony_tui.scheduler.host import RunHost
+from symphony_tui.scheduler.inbox import Input
+from symphony_tui.scheduler.run import Ending, Run
+from symphony_tui.scheduler.state import SchedulerState
+from symphony_tui.scheduler.tools import SessionTools
+from symphony_tui.trackers.base import Tracker, TrackerError
+from symphony_tui.workspaces.errors import WorkspaceError
+from symphony_tui.workspaces.manager import WorkspaceManager
+
+log = logging.getLogger("symphony_tui.scheduler")
+
+DEFAULT_CONTINUATION = (
+    "Continue working on {identifier}. The issue is still in state '{state}'. This is turn "
+    "{turn} of at most {max_turns} in this session; pick up where you left off, and when the "
+    "work is done move the issue to its next state."
+)
+
+SESSION_CLOSE_TIMEOUT_S = 10.0
+
+_SUCCEEDED = Ending(RunOutcome.NORMAL, RunStatus.SUCCEEDED)
+
+
+def _failed(error: str) -> Ending:
+    return Ending(RunOutcome.FAILED, RunStatus.FAILED, error)
+
+
+@dataclass(frozen=True)
+class WorkerContext:
+    """What every worker uses: the scheduler ``state`` (its only way to change it), the
+    ``tracker``, ``workspaces``, ``backend(name)``, the approval desk and session tools,
+    ``post`` (the inbox's main lane, for session traffic) and ``barrier`` (waits until
+    everything posted before it was handled)."""
+
+    state: SchedulerState
+    tracker: Tracker
+    workspaces: WorkspaceManager
+    backend: Callable[[str], AgentBackend]
+    approvals: ApprovalDesk
+    tools: SessionTools
+    post: Callable[[Input], None]
+    barrier: Callable[[], Awaitable[None]]
+
+
+class Worker:
+    """Runs one attempt of ``run`` (:meth:`run`); implements ``run.WorkerControl``."""
+
+    def __init__(self, run: Run, ctx: WorkerContext) -> None:
+        self._run = run
+        self._ctx = ctx
+        self._ending: Ending | None = None
+        self.task: asyncio.Task | None = None
+
+    @property
+    def stopping(self) -> bool:
+        return self._ending is not None
+
+    @property
+    def requested(self) -> Ending | None:
+        """The ending a stop request asked for (None when none came)."""
+        return self._ending
+
+    def stop(self, ending: Ending, *, graceful: bool = False) -> bool:
+        taken = self._ending is None
+        if taken:
+            self._ending = ending
+        if not graceful and self.task is not None and not self.task.done():
+            self.task.cancel()
+        return taken
+
+    async def run(self) -> Ending:
+        """The attempt, then its cleanup; returns how it ended. Never raises."""
+        ending = _failed("worker ended without an outcome")
+        try:
+            ending = await self._attempt()
+        except asyncio.CancelledError:
+            ending = self._ending or Ending(RunOutcome.STOPPED, RunStatus.STOPPED)
+        except Exception as exc:
+            log.exception("worker crashed")
+            ending = _failed(f"worker error: {exc}")
+        try:
+            await self._cleanup(ending)
+        except asyncio.CancelledError:
+            pass
+        except Exception:
+            log.exception("worker cleanup failed")
+        return ending
+
+    async def _attempt(self) -> Ending:
+        ctx, run = self._ctx, self._run
+        state = ctx.state
+        issue = run.issue
+        try:
+            path, created = await ctx.workspaces.ensure(issue)
+        except WorkspaceError as exc:
+            if getattr(exc, "hook", None) is not None:
+                self._hook_ran(exc.hook)
+            return _failed(f"workspace: {exc}")
+        state.update_run(run, workspace=path, resume=manifests.resume_facts(path, run.backend))
+        if created:
+            state.emit_system(EventKind.HOOK, f"workspace created at {path}", issue=issue)
+        manifests.attempt_started(run)
+        hook = await ctx.workspaces.run_hook("before_run", path, issue)
+        if hook is not None:
+            self._hook_ran(hook)
+            if not hook.ok:
+                return _failed(_hook_error(hook))
+        state.update_run(run, status=RunStatus.BUILDING_PROMPT)
+        try:
+            workflow = state.store.current
+            prompt = render_prompt(
+                workflow.prompt_template, issue, run.attempt, workflow.prompt_first_line
+            )
+        except WorkflowError as exc:
+            return _failed(str(exc))
+        state.update_run(run, status=RunStatus.LAUNCHING_AGENT)
+        host = RunHost(run, ctx.tools.specs(), ctx.post, ctx.approvals, ctx.tools)
+        try:
+            session = await ctx.backend(run.backend).start_session(host)
+        except AgentError as exc:
+            return _failed(str(exc))
+        state.update_run(run, session=session)
+        if self._ending is not None:
+            return self._ending
+        max_turns = state.settings.agent.max_turns
+        turn = 0
+        while True:
+            turn += 1
+            state.update_run(run, turn_count=turn, status=RunStatus.STREAMING_TURN)
+            text = prompt if turn == 1 else self._continuation_prompt(turn, max_turns)
+            result = await self._run_turn(session, text, continuation=turn > 1)
+            await ctx.barrier()  # what the session reported during the turn is applied
+            state.recorder.persist_tokens(run)
+            if self._ending is not None:
+                return self._ending
+            if run.approval_timed_out:
+                return _failed(run.approval_timed_out)
+            if result.status is TurnStatus.INTERRUPTED:
+                return Ending(
+                    RunOutcome.CANCELLED, RunStatus.INTERRUPTED, result.error or "interrupted"
+                )
+            if result.status is not TurnStatus.COMPLETED:
+                return _failed(result.error or result.status.value)
+            try:
+                fresh = await ctx.tracker.fetch_issue_states_by_ids([issue.id])
+            except TrackerError as exc:
+                if exc.retry_at is None:
+                    return _failed(f"issue state refresh failed: {exc}")
+                # The turn went well; only the tracker is rate limited. A normal exit: the
+                # continuation retry waits for the reset and resumes the thread, instead of
+                # a failure backoff that would redo the turn (§14.2 for other errors).
+                state.tracker_failed(exc, "issue state refresh rate limited")
+                return _SUCCEEDED
+            if not fresh:
+                return _SUCCEEDED
+            state.run_issue_seen(run, fresh[0])
+            if not state.settings.tracker.is_active(run.issue.state) or turn >= max_turns:
+                return _SUCCEEDED
+
+    def _continuation_prompt(self, turn: int, max_turns: int) -> str:
+        run = self._run
+        template = self._ctx.state.settings.agent.continuation_prompt or DEFAULT_CONTINUATION
+        try:
+            return template.format(
+                identifier=run.issue.identifier,
+                title=run.issue.title,
+                state=run.issue.state,
+                turn=turn,
+                max_turns=max_turns,
+            )
+        except (KeyError, IndexError, ValueError):
+            return template
+
+    async def _run_turn(
+        self, session: AgentSession, text: str, *, continuation: bool
+    ) -> TurnResult:
+        """One turn under ``codex.turn_timeout_ms`` (the deadline applies to every backend):
+        at the deadline the attempt ends as timed out and only the turn is cancelled."""
+        state = self._ctx.state
+        turn_task = asyncio.ensure_future(session.run_turn(text, continuation=continuation))
+        timeout_s = state.settings.codex.turn_timeout_ms / 1000
+
+        def on_deadline() -> None:
+            if not turn_task.done():
+                self.stop(
+                    Ending(
+                        RunOutcome.FAILED,
+                        RunStatus.TIMED_OUT,
+                        f"turn timed out after {timeout_s:g}s",
+                    ),
+                    graceful=True,
+                )
+                turn_task.cancel()
+
+        timer = state.clock.call_later(timeout_s, on_deadline)
+        try:
+            return await turn_task
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise
+            error = self._ending.error if self._ending is not None else None
+            return TurnResult(TurnStatus.FAILED, error=error or "turn cancelled")
+        except AgentError as exc:
+            return TurnResult(TurnStatus.FAILED, error=str(exc))
+        finally:
+            timer.cancel()
+
+    async def _cleanup(self, ending: Ending) -> None:
+        """Settle open approvals, close the session (its process group is killed), run
+        ``after_run``, write the manifest, and remove the workspace of a terminal issue."""
+        ctx, run = self._ctx, self._run
+        state = ctx.state
+        ctx.approvals.cancel(run)
+        if run.session is not None:
+            try:
+                await asyncio.wait_for(run.session.close(), timeout=SESSION_CLOSE_TIMEOUT_S)
+            except (TimeoutError, Exception) as exc:
+                state.log(
+                    "warning", "session close failed", error=str(exc),
+                    issue_id=run.issue.id, issue_identifier=run.issue.identifier,
+                )  # fmt: skip
+        if run.workspace is None:
+            return
+        hook = await ctx.workspaces.run_hook("after_run", run.workspace, run.issue)
+        if hook is not None:
+            self._hook_ran(hook)
+        await ctx.barrier()  # the session's last reports are applied before they are saved
+        state.recorder.persist_tokens(run)
+        manifests.attempt_ended(run, ending, state.clock.now())
+        requested = self._ending
+        if ending.remove_workspace or (requested is not None and requested.remove_workspace):
+            try:
+                await ctx.workspaces.remove(run.issue.identifier)
+            except Exception as exc:
+                state.log("warning", "workspace removal failed", error=str(exc))
+
+    def _hook_ran(self, hook: Any) -> None:
+        summary = "ok" if hook.ok else ("timed out" if hook.timed_out else f"exit {hook.exit_code}")
+        self._ctx.state.emit_system(
+            EventKind.HOOK,
+            f"{hook.name}: {summary} in {hook.duration_ms} ms",
+            issue=self._run.issue,
+            hook=hook.name,
+            ok=hook.ok,
+            exit_code=hook.exit_code,
+            output=hook.output[-2000:],
+        )
+        manifests.hook_ran(self._run, hook.name, summary)
+
+
+def _hook_error(hook: Any) -> str:
+    why = "timed out" if hook.timed_out else f"exit code {hook.exit_code}"
+    return f"hook {hook.name} failed ({why})"
+
+
+def start_worker(run: Run, ctx: WorkerContext, ended: Callable[[Ending], None]) -> Worker:
+    """Start ``run``'s worker task (``run.task``, ``run.worker`` set); ``ended`` gets its
+    :class:`Ending` when the task is done, even one cancelled before it started."""
+    worker = Worker(run, ctx)
+    task = asyncio.get_running_loop().create_task(
+        worker.run(), name=f"worker-{run.issue.identifier}"
+    )
+    worker.task = task
+    ctx.state.update_run(run, task=task, worker=worker)
+
+    def done(task: asyncio.Task) -> None:
+        if task.cancelled():  # cancelled before it even started
+            ended(worker.requested or Ending(RunOutcome.STOPPED, RunStatus.STOPPED))
+        else:
+            ended(task.result())  # Worker.run never raises
+
+    task.add_done_callback(done)
+    return worker

@@ -1,0 +1,124 @@
+"""The inbox serves control before agent traffic (issue: control never starves): a command
+or an approval answer sent while agent events are queued is applied before them; agent
+events keep their order among themselves. No timing is measured: the order is read from
+the event history's sequence numbers."""
+
+from __future__ import annotations
+
+import asyncio
+
+from symphony_tui.agents.base import TurnResult, TurnStatus
+from symphony_tui.domain import AgentEvent, ApprovalKind, ApprovalRequest, EventKind
+from symphony_tui.domain.commands import Approve, PauseDispatch
+from symphony_tui.scheduler.inbox import Barrier, Inbox, Reload, Tick
+
+from .conftest import make_issue
+
+FLOOD = 1_500
+
+
+async def hang(session, prompt, turn):
+    return await session.wait_interrupt()
+
+
+async def ask_then_hang(session, prompt, turn):
+    request = ApprovalRequest(id="ap-1", issue_id="", kind=ApprovalKind.COMMAND, command="ls")
+    await session.host.request_approval(request)
+    return await session.wait_interrupt()
+
+
+def _flood(session, n: int = FLOOD) -> None:
+    for i in range(n):
+        session.host.emit(AgentEvent(kind=EventKind.MESSAGE, message=f"line {i}"))
+
+
+def _seqs(h, before: int):
+    events = h.orch.events_since(before, limit=100_000, issue_id="id-1")
+    flood = [e for e in events if e.kind is EventKind.MESSAGE]
+    ops = [e for e in events if e.kind is EventKind.OPERATOR]
+    return flood, ops
+
+
+def test_the_inbox_serves_its_control_lane_first_and_keeps_each_lane_in_order():
+    inbox = Inbox()
+    a, b, c = Tick(), Reload(), Barrier()
+    inbox.post(a)
+    inbox.post(b)
+    inbox.post_control(c)
+    assert [inbox.take(), inbox.take(), inbox.take(), inbox.take()] == [c, a, b, None]
+
+
+async def test_a_command_sent_during_a_flood_is_applied_before_the_queued_agent_events(
+    make_harness,
+):
+    h = make_harness([make_issue(1)], script=hang)
+    await h.start()
+    await h.settle()
+    session = h.backend.sessions[0]
+    before = h.orch.events.last_seq
+    _flood(session)
+    await asyncio.sleep(0)  # the loop starts on the flood (one batch), then the command
+    result = await h.orch.send(PauseDispatch(paused=True))
+    assert result.ok
+    await h.orch.barrier()
+    flood, _ = _seqs(h, before)
+    assert [e.message for e in flood] == [f"line {i}" for i in range(FLOOD)]  # nothing lost
+    # Not global: the PauseDispatch event has no issue. Find it in the ring instead.
+    op = next(
+        e
+        for e in h.orch.events_since(before, limit=100_000)
+        if e.kind is EventKind.OPERATOR and "pause dispatch" in e.message
+    )
+    applied_before = sum(1 for e in flood if e.seq < op.seq)
+    # it jumped the queue: most of the flood, queued before it, was applied after it
+    assert applied_before < FLOOD // 2
+    assert flood[-1].seq > op.seq
+    assert h.orch.snapshot().dispatch_paused
+
+
+async def test_an_approval_answer_is_applied_before_agent_events_queued_earlier(make_harness):
+    h = make_harness([make_issue(1)], script=ask_then_hang)
+    await h.start()
+    await h.settle()
+    [approval] = h.orch.snapshot().approvals
+    session = h.backend.sessions[0]
+    before = h.orch.events.last_seq
+    _flood(session)
+    result = await h.orch.send(Approve(approval_id=approval.id))
+    assert result.ok
+    await h.orch.barrier()
+    flood, ops = _seqs(h, before)
+    [approve] = [e for e in ops if e.message == "operator: approve"]
+    resolved = next(
+        e
+        for e in h.orch.events_since(before, limit=100_000, issue_id="id-1")
+        if e.kind is EventKind.APPROVAL_RESOLVED
+    )
+    assert len(flood) == FLOOD
+    # the answer precedes the whole flood; the session took it (its note of the answer)
+    # while most of the flood was still queued
+    assert approve.seq < flood[0].seq
+    assert resolved.seq < flood[FLOOD // 2].seq
+    assert not h.orch.snapshot().approvals
+
+
+async def test_a_turn_that_ends_is_applied_after_the_events_of_that_turn(make_harness):
+    # The worker waits for its session's queued events before it acts on the turn's end,
+    # so token usage reported at the very end of a turn is counted and saved.
+    async def burst_then_complete(session, prompt, turn):
+        _flood(session, 200)
+        session.usage(700, output=70)
+        return TurnResult(TurnStatus.COMPLETED, session.turn_id)
+
+    h = make_harness([make_issue(1)], script=burst_then_complete, front="agent:\n  max_turns: 1\n")
+    await h.start()
+    await h.settle()
+    await h.until(lambda: not h.orch.running)
+    await h.orch.barrier()
+    snap = h.orch.snapshot()
+    assert snap.totals.total_tokens == 700
+    ended = [e for e in h.orch.events_since(0, limit=100_000, issue_id="id-1")]
+    kinds = [e.kind for e in ended]
+    assert kinds.index(EventKind.RUN_ENDED) > max(
+        i for i, k in enumerate(kinds) if k is EventKind.MESSAGE
+    )
