@@ -8,6 +8,12 @@ requests and notifications to callbacks.
 Robustness (spec §10.1, COMMON.md): partial lines are buffered; a line longer than
 ``line_limit`` bytes (10 MB) is skipped with one ``on_malformed`` report; undecodable or
 non-object lines are reported and skipped; a callback that raises is reported, never fatal.
+
+Fairness (issue 11, "control never starves"): the reader hands at most :data:`BATCH_LINES`
+lines to the callbacks, then yields to the event loop, so one agent flooding its stdout
+cannot hold the loop for a whole 64 KB chunk (about 280 lines) while an operator's command,
+an API request or another session waits. Lines are parsed with orjson (the standard
+library's parser only re-checks a line orjson refused, so what is accepted does not change).
 """
 
 from __future__ import annotations
@@ -20,10 +26,14 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
+
 from symphony_tui.agents.base import AgentError
 
 LINE_LIMIT = 10 * 1024 * 1024
 _CHUNK = 65536
+#: Lines handed to the callbacks before the reader yields to the event loop.
+BATCH_LINES = 32
 
 RequestId = int | str
 
@@ -65,7 +75,8 @@ class RpcConnection:
     them against the app-server's JSON schema).
 
     ``emitted_at``: while ``on_notification`` runs, the notification's ``emittedAtMs`` as an
-    aware UTC datetime (None outside the callback or when absent / not a number).
+    aware UTC datetime (None outside the callback or when absent / not a number); converted
+    when read, not per line.
     """
 
     def __init__(
@@ -93,7 +104,21 @@ class RpcConnection:
         self._write_lock = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
         self.closed: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        self.emitted_at: datetime | None = None
+        # emittedAtMs of the notification being handled; turned into a datetime only when
+        # read (one conversion per distinct value: a burst of lines shares its millisecond)
+        self._emitted_ms: Any = None
+        self._emitted_cache: tuple[Any, datetime | None] = (None, None)
+
+    @property
+    def emitted_at(self) -> datetime | None:
+        ms = self._emitted_ms
+        if ms is None:
+            return None
+        cached_ms, cached = self._emitted_cache
+        if cached_ms != ms or type(cached_ms) is not type(ms):
+            cached = _emitted_at(ms)
+            self._emitted_cache = (ms, cached)
+        return cached
 
     # -- lifecycle
     def start(self) -> None:
@@ -164,36 +189,53 @@ class RpcConnection:
 
     # -- reading
     async def _read_loop(self) -> None:
-        buf = bytearray()
+        partial = bytearray()  # the start of a line whose newline has not come yet
         skipping = False  # inside a line that exceeded the limit
+        limit = self._line_limit
+        handled = 0  # lines handed over since the last yield
         try:
             while True:
                 chunk = await self._reader.read(_CHUNK)
                 if not chunk:
                     break
-                start = 0
-                while True:
-                    nl = chunk.find(b"\n", start)
-                    piece = chunk[start:] if nl < 0 else chunk[start:nl]
+                if chunk.find(b"\n") < 0:  # the middle of a long line: no split, no copy
                     if not skipping:
-                        buf += piece
-                        if len(buf) > self._line_limit:
-                            self._report(
-                                f"line longer than {self._line_limit} bytes skipped "
-                                f"(starts {bytes(buf[:80])!r})"
-                            )
-                            buf.clear()
+                        partial += chunk
+                        if len(partial) > limit:
+                            self._too_long(bytes(partial[:80]))
+                            partial.clear()
                             skipping = True
-                    if nl < 0:
-                        break
-                    if skipping:
-                        skipping = False
-                    else:
-                        self._line(bytes(buf))
-                    buf.clear()
-                    start = nl + 1
-            if buf.strip() and not skipping:
-                self._line(bytes(buf))
+                    continue
+                lines = chunk.split(b"\n")
+                tail = lines.pop()  # after the last newline: b"" when the chunk ends a line
+                for i, line in enumerate(lines):
+                    if i == 0 and (skipping or partial):
+                        if skipping:  # the end of an over-long line
+                            skipping = False
+                            continue
+                        if len(partial) + len(line) > limit:
+                            self._too_long(bytes((partial + line[:80])[:80]))
+                            partial.clear()
+                            continue
+                        partial += line
+                        line = bytes(partial)
+                        partial.clear()
+                    elif len(line) > limit:
+                        self._too_long(line[:80])
+                        continue
+                    self._line(line)
+                    handled += 1
+                    if handled >= BATCH_LINES:
+                        handled = 0
+                        await asyncio.sleep(0)  # let commands, the API, other sessions in
+                if tail and not skipping:
+                    partial += tail  # (empty here whenever this chunk ended a line)
+                    if len(partial) > limit:
+                        self._too_long(bytes(partial[:80]))
+                        partial.clear()
+                        skipping = True
+            if partial.strip() and not skipping:
+                self._line(bytes(partial))
         except (ConnectionError, OSError) as e:
             self._report(f"stdout read failed: {e}")
         reason = "app-server closed its stdout"
@@ -203,6 +245,9 @@ class RpcConnection:
             except Exception as e:
                 reason = f"app-server ended ({e})"
         self._finish(reason)
+
+    def _too_long(self, head: bytes) -> None:
+        self._report(f"line longer than {self._line_limit} bytes skipped (starts {head!r})")
 
     def _finish(self, reason: str) -> None:
         if not self.closed.done():
@@ -221,16 +266,19 @@ class RpcConnection:
             pass
 
     def _line(self, raw: bytes) -> None:
-        text = raw.strip()
-        if not text:
-            return
         try:
-            msg = json.loads(text)
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            self._report(f"invalid JSON ({e.__class__.__name__}: {e}): {text[:120]!r}")
-            return
+            msg = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            text = raw.strip()
+            if not text:
+                return
+            try:  # what orjson refuses but the standard library reads (NaN, huge integers)
+                msg = json.loads(text)
+            except (json.JSONDecodeError, UnicodeDecodeError) as e:
+                self._report(f"invalid JSON ({e.__class__.__name__}: {e}): {text[:120]!r}")
+                return
         if not isinstance(msg, dict):
-            self._report(f"not a JSON object: {text[:120]!r}")
+            self._report(f"not a JSON object: {raw.strip()[:120]!r}")
             return
         method = msg.get("method")
         try:
@@ -240,15 +288,15 @@ class RpcConnection:
                 if "id" in msg and msg["id"] is not None:
                     self._on_request(msg["id"], method, params)
                 else:
-                    self.emitted_at = _emitted_at(msg.get("emittedAtMs"))
+                    self._emitted_ms = msg.get("emittedAtMs")
                     try:
                         self._on_notification(method, params)
                     finally:
-                        self.emitted_at = None
+                        self._emitted_ms = None
             elif "id" in msg and ("result" in msg or "error" in msg):
                 self._response(msg)
             else:
-                self._report(f"not a JSON-RPC message: {text[:120]!r}")
+                self._report(f"not a JSON-RPC message: {raw.strip()[:120]!r}")
         except Exception as e:  # a handler bug must not stop the reader
             self._report(f"error handling {method or 'response'}: {e.__class__.__name__}: {e}")
 

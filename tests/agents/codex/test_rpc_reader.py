@@ -1,0 +1,122 @@
+"""The codex JSON-RPC reader on an in-memory stream: framing, fairness, timestamps."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import UTC, datetime
+
+from symphony_tui.agents.codex.rpc import BATCH_LINES, RpcConnection
+
+
+def _line(i: int, **extra: object) -> bytes:
+    msg = {"method": "item/agentMessage/delta", "params": {"delta": f"d{i}"}, **extra}
+    return json.dumps(msg).encode() + b"\n"
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.deltas: list[str] = []
+        self.bad: list[str] = []
+        self.stamps: list[datetime | None] = []
+        self.conn: RpcConnection | None = None
+
+    def note(self, method: str, params: dict) -> None:
+        self.deltas.append(params.get("delta", method))
+        assert self.conn is not None
+        self.stamps.append(self.conn.emitted_at)
+
+
+def _connect(reader: asyncio.StreamReader, sink: Sink, **kw) -> RpcConnection:
+    conn = RpcConnection(
+        reader,
+        None,  # type: ignore[arg-type]  (reading only)
+        on_notification=sink.note,
+        on_request=lambda *a: None,
+        on_malformed=sink.bad.append,
+        **kw,
+    )
+    sink.conn = conn
+    return conn
+
+
+async def test_a_flooding_peer_yields_to_the_loop_between_batches():
+    reader = asyncio.StreamReader(limit=2**20)
+    reader.feed_data(b"".join(_line(i) for i in range(1_000)))
+    reader.feed_eof()
+    sink = Sink()
+    conn = _connect(reader, sink)
+    seen_by_other: list[int] = []
+    conn.start()
+    # queued right behind the reader's first step: it must run before the reader is done
+    asyncio.get_running_loop().call_soon(lambda: seen_by_other.append(len(sink.deltas)))
+    await conn.closed
+    assert sink.deltas == [f"d{i}" for i in range(1_000)]
+    assert seen_by_other and seen_by_other[0] <= BATCH_LINES
+
+
+async def test_lines_split_anywhere_across_reads_are_rebuilt():
+    data = b"".join(_line(i) for i in range(50)) + b"\r\n\n  \n" + _line(50).rstrip(b"\n")
+    reader = asyncio.StreamReader()
+    sink = Sink()
+    conn = _connect(reader, sink)
+    conn.start()
+    for i in range(0, len(data), 7):  # 7-byte pieces: every boundary falls mid-line
+        reader.feed_data(data[i : i + 7])
+        await asyncio.sleep(0)
+    reader.feed_eof()
+    await conn.closed
+    assert sink.deltas == [f"d{i}" for i in range(51)]  # the last one had no newline
+    assert sink.bad == []
+
+
+async def test_over_long_lines_are_skipped_once_whether_split_or_whole():
+    long_line = b'{"method":"x","params":{"t":"' + b"z" * 300 + b'"}}\n'
+    data = _line(0) + long_line + _line(1) + long_line + long_line + _line(2)
+    for piece in (len(data), 64, 5):
+        reader = asyncio.StreamReader()
+        sink = Sink()
+        conn = _connect(reader, sink, line_limit=200)
+        conn.start()
+        for i in range(0, len(data), piece):
+            reader.feed_data(data[i : i + piece])
+            await asyncio.sleep(0)
+        reader.feed_eof()
+        await conn.closed
+        assert sink.deltas == ["d0", "d1", "d2"], piece
+        assert len(sink.bad) == 3, (piece, sink.bad)
+        assert all(
+            "longer than 200 bytes" in b and 'starts b\'{"method":"x"' in b for b in sink.bad
+        )
+
+
+async def test_bad_lines_are_reported_and_what_the_stdlib_reads_still_counts():
+    reader = asyncio.StreamReader()
+    reader.feed_data(b"not json\n[1, 2]\n\xff\xfe\n")
+    # NaN is not JSON, but the standard library reads it: such a line is not lost
+    reader.feed_data(b'{"method": "m", "params": {"delta": "nan", "v": NaN}}\n')
+    reader.feed_data(_line(1))
+    reader.feed_eof()
+    sink = Sink()
+    conn = _connect(reader, sink)
+    conn.start()
+    await conn.closed
+    assert sink.deltas == ["nan", "d1"]
+    assert "invalid JSON" in sink.bad[0] and "not a JSON object" in sink.bad[1]
+    assert "invalid JSON" in sink.bad[2] and len(sink.bad) == 3
+
+
+async def test_emitted_at_is_the_notifications_own_time_and_only_inside_the_callback():
+    ms = 1_764_000_000_123
+    reader = asyncio.StreamReader()
+    reader.feed_data(_line(0, emittedAtMs=ms) + _line(1, emittedAtMs=ms) + _line(2))
+    reader.feed_data(_line(3, emittedAtMs=ms + 1) + _line(4, emittedAtMs="soon"))
+    reader.feed_eof()
+    sink = Sink()
+    conn = _connect(reader, sink)
+    conn.start()
+    await conn.closed
+    at = datetime.fromtimestamp(ms / 1000, tz=UTC)
+    later = datetime.fromtimestamp((ms + 1) / 1000, tz=UTC)
+    assert sink.stamps == [at, at, None, later, None]
+    assert conn.emitted_at is None
