@@ -45,6 +45,9 @@ _TRIGGERS = (
     "lin_", "sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "bearer", "basic",
     "token", "apikey", "api_key", "api-key", "secret", "passw", "authorization",
 )  # fmt: skip
+# One search of the lowercased text for any trigger: 4-6x faster than a substring test per
+# trigger (and than a case-insensitive pattern), and agent text is redacted on every event.
+_TRIGGER = re.compile("|".join(re.escape(t) for t in _TRIGGERS))
 
 
 class Redactor:
@@ -76,8 +79,7 @@ class Redactor:
         pattern = self._pattern
         if pattern is not None:
             text = pattern.sub(MASK, text)
-        lowered = text.lower()
-        if not any(t in lowered for t in _TRIGGERS):
+        if _TRIGGER.search(text.lower()) is None:
             return text
         for shape, replacement in _SHAPES:
             text = shape.sub(replacement, text)
