@@ -3,12 +3,20 @@
 The child runs with ``start_new_session=True`` so that it, the node wrapper, the native
 codex binary and every command codex spawns share one process group that
 :func:`kill_group` can end at once: no orphan app-server or grandchildren (spec §10.1).
+
+Buffering (issue 11): everything queued between an agent and the reader is latency for
+what the agent says next: an approval request written behind a flood of deltas is read
+only after them. The stdout pipe is shrunk to :data:`STDOUT_PIPE_BYTES` (Linux
+``F_SETPIPE_SZ``; 64 KB by default) and the reader pauses the pipe above
+``2 * STDOUT_READER_LIMIT`` bytes, so a flooding agent is slowed by back-pressure instead of
+queueing seconds of text ahead of its control messages.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
 import signal
 from collections import deque
@@ -19,6 +27,8 @@ from symphony_tui.agents.base import AgentError
 
 STDERR_TAIL_LINES = 40
 KILL_GRACE_S = 2.0
+STDOUT_PIPE_BYTES = 16 * 1024
+STDOUT_READER_LIMIT = 8 * 1024
 
 
 async def launch(command: str, cwd: Path, env: Mapping[str, str]) -> asyncio.subprocess.Process:
@@ -29,7 +39,7 @@ async def launch(command: str, cwd: Path, env: Mapping[str, str]) -> asyncio.sub
     if not cwd.is_dir():
         raise AgentError("launch_failed", f"workspace {cwd} is not a directory")
     try:
-        return await asyncio.create_subprocess_exec(
+        proc = await asyncio.create_subprocess_exec(
             "bash",
             "-lc",
             command,
@@ -39,9 +49,38 @@ async def launch(command: str, cwd: Path, env: Mapping[str, str]) -> asyncio.sub
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
+            limit=STDOUT_READER_LIMIT,
         )
     except OSError as e:
         raise AgentError("launch_failed", f"cannot start bash -lc {command!r}: {e}") from e
+    _shrink_stdout_pipe(proc)
+    return proc
+
+
+def _shrink_stdout_pipe(proc: asyncio.subprocess.Process) -> None:
+    """Set the child's stdout pipe to STDOUT_PIPE_BYTES where the system allows it."""
+    set_size = getattr(fcntl, "F_SETPIPE_SZ", None)  # Linux only
+    transport = getattr(proc, "_transport", None)
+    pipe = transport.get_pipe_transport(1) if transport is not None else None
+    handle = pipe.get_extra_info("pipe") if pipe is not None else None
+    if set_size is None or handle is None:
+        return
+    with contextlib.suppress(OSError, ValueError):
+        fcntl.fcntl(handle.fileno(), set_size, STDOUT_PIPE_BYTES)
+
+
+def stdout_pipe_bytes(proc: asyncio.subprocess.Process) -> int | None:
+    """The capacity of the child's stdout pipe in bytes (Linux), else None."""
+    get_size = getattr(fcntl, "F_GETPIPE_SZ", None)
+    transport = getattr(proc, "_transport", None)
+    pipe = transport.get_pipe_transport(1) if transport is not None else None
+    handle = pipe.get_extra_info("pipe") if pipe is not None else None
+    if get_size is None or handle is None:
+        return None
+    try:
+        return fcntl.fcntl(handle.fileno(), get_size)
+    except (OSError, ValueError):
+        return None
 
 
 def _signal_group(pgid: int, sig: int) -> bool:
