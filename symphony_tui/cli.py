@@ -128,6 +128,7 @@ def _run(
     api = _api_server(runtime, getattr(args, "port", None))
     if args.headless:
         print(f"symphony-tui: running {path} headless; log: {log_file}", file=sys.stderr)
+        _freeze_startup_heap()
         try:
             return asyncio.run(_headless(runtime, args.exit_when_idle, api))
         except StartupError as exc:
@@ -137,6 +138,8 @@ def _run(
         except Exception as exc:  # the host failed abnormally: one line, non-zero (§17.7)
             return _fail(f"scheduler failed: {type(exc).__name__}: {exc}; log: {log_file}")
     from symphony_tui.console.app import SymphonyApp
+
+    _freeze_startup_heap()
 
     async def runner() -> None:
         if api is not None:
@@ -163,6 +166,16 @@ def _run(
     if rc:
         print(f"symphony-tui: exited with an error; log: {log_file}", file=sys.stderr)
     return rc
+
+
+def _freeze_startup_heap() -> None:
+    """Move what start-up built (modules, schemas, settings: most of the heap before the
+    first event) out of the garbage collector's reach with :func:`gc.freeze`, so a full
+    collection scans only what the run creates (issue 11: full pauses grew to 477 ms)."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
 
 
 def _console_problem(args: argparse.Namespace) -> str | None:
