@@ -5,6 +5,7 @@ of each running issue decides whether its worker goes on or is stopped.
 from __future__ import annotations
 
 from symphony_tui.domain import EventKind, Issue, RunOutcome, RunStatus
+from symphony_tui.observability.redact import redact
 from symphony_tui.scheduler.run import Ending, Run
 from symphony_tui.scheduler.state import SchedulerState
 from symphony_tui.trackers.base import TrackerError
@@ -36,7 +37,7 @@ def stop_stalled(state: SchedulerState) -> list[str]:
             if idle_s * 1000 > stall_ms:
                 why = (
                     f"stalled: the model was unreachable for {idle_s:.0f}s "
-                    f"({run.last_message or 'retrying'})"
+                    f"({redact(run.last_message or 'retrying')})"
                     if run.status is RunStatus.RETRYING_MODEL
                     else f"stalled: no agent event for {idle_s:.0f}s"
                 )

@@ -82,7 +82,7 @@ class Run:
     turn_count: int = 0
     last_event: str | None = None
     last_event_at: datetime | None = None
-    last_message: str | None = None
+    last_message: str | None = None  # may hold a secret: snapshots mask it
     delta_buffer: str = ""
     tokens: TokenUsage = field(default_factory=TokenUsage)
     pending: dict[str, PendingApproval] = field(default_factory=dict)

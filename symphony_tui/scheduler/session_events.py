@@ -114,8 +114,10 @@ class SessionRecorder:
             run.last_event_at = now
             run.last_event = event.kind.value
         if event.kind is EventKind.MESSAGE_DELTA:
+            # Kept raw: masked once per snapshot (snapshots.py), not once per delta, which
+            # re-scanned the whole 400-character window for every few words (issue 11).
             run.delta_buffer = (run.delta_buffer + event.message)[-LAST_MESSAGE_CHARS:]
-            run.last_message = redact(run.delta_buffer)
+            run.last_message = run.delta_buffer
         elif event.kind in _MESSAGE_KINDS:
             if event.kind in (EventKind.MESSAGE, EventKind.REASONING):
                 # a finished item: the next deltas (reasoning or answer) start afresh

@@ -22,6 +22,7 @@ from symphony_tui.domain import (
     RunningRow,
     Snapshot,
 )
+from symphony_tui.observability.redact import redact
 from symphony_tui.scheduler import policy
 from symphony_tui.scheduler.run import Run
 from symphony_tui.scheduler.tokens import TokenLedger
@@ -155,7 +156,7 @@ def _running_rows(running: Mapping[str, Run]) -> tuple[RunningRow, ...]:
             turn_count=r.turn_count,
             started_at=r.started_at,
             last_event=r.last_event,
-            last_message=r.last_message,
+            last_message=redact(r.last_message) if r.last_message else r.last_message,
             last_event_at=r.last_event_at,
             tokens=r.tokens,
             workspace_path=str(r.workspace or ""),
