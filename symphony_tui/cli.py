@@ -1,9 +1,16 @@
+# PYTHON_ARGCOMPLETE_OK
 """``symphony-tui`` command line (spec §17.7).
 
-    symphony-tui [WORKFLOW] [--headless [--exit-when-idle]] [--port N]
-    symphony-tui demo [--headless [--exit-when-idle]]
-    symphony-tui doctor [WORKFLOW]
+    symphony-tui [run] [WORKFLOW] [--headless [--exit-when-idle]] [--port N] [--no-lock]
+    symphony-tui demo [--headless [--exit-when-idle]] [--keep]
+    symphony-tui doctor [WORKFLOW] [--timeout S]
     symphony-tui attach URL
+    symphony-tui paths [WORKFLOW] [--json]
+
+``run`` is the default command: ``symphony-tui WORKFLOW.md`` is ``symphony-tui run
+WORKFLOW.md``, and a command name written after options (``--headless demo``) is still that
+command. Tab completion comes from ``argcomplete`` when it is installed (the ``completion``
+extra): ``eval "$(register-python-argcomplete symphony-tui)"``.
 
 Exit codes: 0 normal quit (or idle exit), 1 start-up failure, 2 usage error.
 Errors are printed as one line on stderr.
@@ -17,10 +24,14 @@ import os
 import shutil
 import sys
 import tempfile
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
 from symphony_tui import __version__
+from symphony_tui.cli_help import COMMAND_HELP, MAIN_DESCRIPTION, main_epilog
+
+COMMANDS = ("run", "demo", "doctor", "attach", "paths")
 
 
 def _fail(message: str, code: int = 1) -> int:
@@ -28,26 +39,11 @@ def _fail(message: str, code: int = 1) -> int:
     return code
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--headless", action="store_true", help="run without the console")
-    parser.add_argument(
-        "--exit-when-idle",
-        action="store_true",
-        help="(headless) exit 0 once nothing is running, retrying or eligible; print state JSON",
-    )
-    parser.add_argument(
-        "--port",
-        type=_port,
-        default=None,
-        help="serve the HTTP API on this port, 0 for any free one (beats server.port)",
-    )
-    parser.add_argument("--log-dir", type=Path, default=None, help="folder for symphony.log")
-    parser.add_argument(
-        "--log-level",
-        default="INFO",
-        type=str.upper,
-        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
-    )
+class _Parser(argparse.ArgumentParser):
+    """An argparse parser whose usage errors are one line on stderr (exit 2)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
 
 
 def _port(text: str) -> int:
@@ -60,36 +56,170 @@ def _port(text: str) -> int:
     return value
 
 
-def _main_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="symphony-tui",
-        description="Symphony scheduler for coding agents with a terminal operator console. "
-        "Subcommands: `demo` (built-in example, no account needed), `doctor` (start-up checks), "
-        "`attach URL` (console for a headless scheduler's HTTP API).",
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number of seconds")
+    return value
+
+
+def _scheduler_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--headless", action="store_true", help="run without the console")
+    parser.add_argument(
+        "--exit-when-idle",
+        action="store_true",
+        help="(headless) exit 0 once nothing is running, retrying or eligible; print state JSON",
     )
-    p.add_argument(
+    parser.add_argument(
+        "--port",
+        type=_port,
+        default=None,
+        help="serve the HTTP API on this port, 0 for any free one (beats server.port)",
+    )
+    _log_options(parser)
+
+
+def _log_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--log-dir", type=Path, default=None, help="folder for symphony.log (see `paths`)"
+    )
+    parser.add_argument(
+        "--log-level",
+        default="INFO",
+        type=str.upper,
+        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+    )
+
+
+def _workflow_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
         "workflow", nargs="?", default=None, help="path to WORKFLOW.md (default ./WORKFLOW.md)"
     )
-    p.add_argument("--no-lock", action="store_true", help="skip the one-scheduler-per-project lock")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line: one subparser per command, each with its own ``--help``."""
+    p = _Parser(
+        prog="symphony-tui",
+        description="\n".join(textwrap.fill(line, 88) for line in MAIN_DESCRIPTION.splitlines()),
+        epilog=main_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--version", action="version", version=f"symphony-tui {__version__}")
-    _common(p)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+
+    def command(name: str) -> argparse.ArgumentParser:
+        summary, description, epilog = COMMAND_HELP[name]
+        parser = sub.add_parser(
+            name,
+            help=summary,
+            description=textwrap.fill(description, 88),
+            epilog=epilog,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        parser.set_defaults(command_parser=parser)  # its own errors name it
+        return parser
+
+    run = command("run")
+    _workflow_argument(run)
+    run.add_argument(
+        "--no-lock", action="store_true", help="skip the one-scheduler-per-project lock"
+    )
+    _scheduler_options(run)
+
+    demo = command("demo")
+    _scheduler_options(demo)
+    demo.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the demo's temporary folder (workspaces, event history) after exit",
+    )
+
+    doctor = command("doctor")
+    _workflow_argument(doctor)
+    doctor.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=None,
+        help="seconds each agent or tracker check may take (default: 20 for the agent, "
+        "35 for the tracker)",
+    )
+
+    attach = command("attach")
+    attach.add_argument("url", help="the scheduler's API, e.g. http://127.0.0.1:8080")
+
+    paths = command("paths")
+    _workflow_argument(paths)
+    paths.add_argument("--json", action="store_true", help="print one JSON object")
+    paths.add_argument("--log-dir", type=Path, default=None, help="as given to `run`")
     return p
 
 
+def _valued_options(parser: argparse.ArgumentParser) -> set[str]:
+    """Every option string (of any command) that takes a value: its next word is no command."""
+    found: set[str] = set()
+    parsers = [parser]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            parsers.extend(action.choices.values())
+    for each in parsers:
+        for action in each._actions:
+            if action.option_strings and action.nargs != 0:
+                found.update(action.option_strings)
+    return found
+
+
+def normalize_argv(argv: Sequence[str], parser: argparse.ArgumentParser) -> list[str]:
+    """``argv`` with its command first: the first word that is not an option (or an
+    option's value) names the command when it is one (moved to the front), else ``run`` is
+    put first. ``--help`` and ``--version`` alone stay the main parser's."""
+    words = list(argv)
+    if not words or words[0] in ("-h", "--help", "--version"):
+        return words or ["run"]
+    valued = _valued_options(parser)
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word == "--":
+            break
+        if word.startswith("-") and word != "-":
+            i += 2 if word in valued else 1
+            continue
+        if word in COMMANDS:
+            return [word, *words[:i], *words[i + 1 :]]
+        break
+    return ["run", *words]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args_list = list(sys.argv[1:] if argv is None else argv)
-    if args_list and args_list[0] == "demo":
-        return _demo(args_list[1:])
-    if args_list and args_list[0] == "attach":
-        return _attach(args_list[1:])
-    if args_list and args_list[0] == "doctor":
+    parser = build_parser()
+    if "_ARGCOMPLETE" in os.environ:  # a shell asks for completions: answer and exit
+        try:
+            import argcomplete
+        except ImportError:
+            pass
+        else:
+            argcomplete.autocomplete(parser)
+    args, extra = parser.parse_known_args(
+        normalize_argv(sys.argv[1:] if argv is None else argv, parser)
+    )
+    if extra:
+        getattr(args, "command_parser", parser).error(f"unrecognized arguments: {' '.join(extra)}")
+    if args.command == "demo":
+        return _demo(args)
+    if args.command == "attach":
+        return _attach(args)
+    if args.command == "doctor":
         from symphony_tui.doctor import run_doctor
 
-        p = argparse.ArgumentParser(prog="symphony-tui doctor")
-        p.add_argument("workflow", nargs="?", default=None)
-        a = p.parse_args(args_list[1:])
-        return run_doctor(a.workflow)
-    args = _main_parser().parse_args(args_list)
+        return run_doctor(args.workflow, timeout=args.timeout)
+    if args.command == "paths":
+        from symphony_tui.paths_command import run_paths
+
+        return run_paths(args.workflow, as_json=args.json, log_dir=args.log_dir)
     problem = _console_problem(args)
     if problem:
         return _fail(problem)
@@ -99,12 +229,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     if path.is_dir():
         return _fail(f"missing_workflow_file: {path} is a folder; name the WORKFLOW.md in it")
     if not path.is_file():
-        return _fail(f"missing_workflow_file: {path} does not exist")
+        return _fail(f"missing_workflow_file: {path} does not exist{_command_hint(args.workflow)}")
     return _run(path, args, lock=not args.no_lock)
 
 
+def _command_hint(word: str | None) -> str:
+    """``; did you mean `symphony-tui doctor`?`` when a missing workflow path looks like a
+    mistyped command (a bare word close to one), else ``""``."""
+    import difflib
+
+    if not word or "/" in word or "." in word:
+        return ""
+    close = difflib.get_close_matches(word, COMMANDS, n=1, cutoff=0.6)
+    return f"; did you mean `symphony-tui {close[0]}`?" if close else ""
+
+
 def _run(
-    path: Path, args: argparse.Namespace, *, lock: bool = True, title: str = "symphony"
+    path: Path,
+    args: argparse.Namespace,
+    *,
+    lock: bool = True,
+    title: str = "symphony",
+    events_path: Path | None = None,
 ) -> int:
     from symphony_tui.config.errors import WorkflowError
     from symphony_tui.observability.logs import configure_logging
@@ -118,7 +264,7 @@ def _run(
     except OSError as exc:
         return _fail(f"cannot write logs to {args.log_dir or 'the log folder'}: {exc}")
     try:
-        runtime = build_runtime(path, lock=lock)
+        runtime = build_runtime(path, lock=lock, events_path=events_path)
     except StartupError as exc:
         return _fail(f"startup failed: {exc}")
     except (WorkflowError, ProjectLockedError, TrackerError) as exc:
@@ -191,8 +337,9 @@ def _console_problem(args: argparse.Namespace) -> str | None:
     return _no_terminal()
 
 
-def _no_terminal() -> str | None:
-    """A one-line reason when stdin, stdout or stderr is not a terminal, else ``None``."""
+def _no_terminal(hint: str = "use --headless, or run it in tmux / `ssh -t`") -> str | None:
+    """A one-line reason (ending with ``hint``) when stdin, stdout or stderr is not a
+    terminal, else ``None``."""
     streams = (("stdin", sys.__stdin__), ("stdout", sys.__stdout__), ("stderr", sys.__stderr__))
     missing = [name for name, stream in streams if stream is None or not stream.isatty()]
     if not missing:
@@ -200,7 +347,7 @@ def _no_terminal() -> str | None:
     names = missing[0] if len(missing) == 1 else ", ".join(missing[:-1]) + " and " + missing[-1]
     return (
         f"the console needs a terminal ({names} {'is' if len(missing) == 1 else 'are'} "
-        "not a TTY); use --headless, or run it in tmux / `ssh -t`"
+        f"not a TTY); {hint}"
     )
 
 
@@ -241,14 +388,8 @@ async def _headless(runtime, exit_when_idle: bool, api) -> int:
             await api.stop()
 
 
-def _attach(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(
-        prog="symphony-tui attach",
-        description="Open the console on a scheduler started elsewhere with --headless --port N.",
-    )
-    p.add_argument("url", help="the scheduler's API, e.g. http://127.0.0.1:8080")
-    args = p.parse_args(argv)
-    problem = _no_terminal()
+def _attach(args: argparse.Namespace) -> int:
+    problem = _no_terminal("run attach in a terminal, in tmux or over `ssh -t`")
     if problem:
         return _fail(f"attach: {problem}")
     from symphony_tui.api.client import RemoteError, RemotePort
@@ -308,14 +449,7 @@ def prepare_demo(target: Path | None = None, *, approvals: str | None = None) ->
     return workflow
 
 
-def _demo(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(
-        prog="symphony-tui demo",
-        description="Run the console on a built-in example: a local tracker and a simulated "
-        "agent speaking the Codex app-server protocol. No network, no account.",
-    )
-    _common(p)
-    args = p.parse_args(argv)
+def _demo(args: argparse.Namespace) -> int:
     problem = _console_problem(args)
     if problem:
         return _fail(problem)
@@ -323,8 +457,21 @@ def _demo(argv: list[str]) -> int:
         workflow = prepare_demo(approvals="auto" if args.headless else None)
     except (OSError, FileNotFoundError) as exc:
         return _fail(f"demo: {exc}")
-    print(f"symphony-tui: demo copy in {workflow.parent}", file=sys.stderr)
-    return _run(workflow, args, lock=False, title="symphony demo")
+    folder = workflow.parent
+    print(f"symphony-tui: demo copy in {folder}", file=sys.stderr)
+    try:
+        return _run(
+            workflow,
+            args,
+            lock=False,
+            title="symphony demo",
+            events_path=folder / "events.jsonl",
+        )
+    finally:
+        if args.keep:
+            print(f"symphony-tui: demo folder kept: {folder}", file=sys.stderr)
+        else:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,8 +1,9 @@
 """``symphony-tui doctor``: run each start-up check and say how it went (issue: CLI).
 
 Checks: the workflow file loads; dispatch settings validate (spec §6.3); the workspace root
-is writable; the agent command is found; the tracker answers a candidate fetch; the project
-lock is free. Exit 0 when every check passes, 1 otherwise.
+could be made (nothing is created); the agent command is found; the tracker answers a
+candidate fetch; the project lock is free. Then the paths a run would use. Exit 0 when every
+check passes, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+TRACKER_TIMEOUT_S = 35.0
+AGENT_TIMEOUT_S = 20.0
+
 
 @dataclass
 class Check:
@@ -28,13 +32,21 @@ class Check:
 
 
 def _check_workspace_root(root: Path) -> Check:
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=root, prefix=".doctor-"):
-            pass
-    except OSError as exc:
-        return Check("workspace root", False, f"{root}: {exc.strerror or exc}")
-    return Check("workspace root", True, f"{root} is writable")
+    """Whether a run could make its workspaces in ``root``, without creating anything: an
+    existing folder must be writable, else the nearest existing parent must be."""
+    root = Path(root)
+    if root.exists():
+        if not root.is_dir():
+            return Check("workspace root", False, f"{root} is not a folder")
+        if not os.access(root, os.W_OK | os.X_OK):
+            return Check("workspace root", False, f"{root}: not writable")
+        return Check("workspace root", True, f"{root} is writable")
+    parent = root.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        return Check("workspace root", False, f"{root} cannot be created: {parent} is not writable")
+    return Check("workspace root", True, f"{root} will be created (in {parent}, writable)")
 
 
 # ``${NAME:-default}`` / ``${NAME-default}``: shell parameter defaults, which
@@ -58,19 +70,15 @@ def _expand_word(word: str, env: Mapping[str, str] | None = None) -> str:
 
 
 def _check_agent_command(settings) -> Check:
+    """The agent's program is found (not started: see :func:`_check_agent_starts`)."""
     backend = settings.agent.backend
     if backend == "codex":
         command = settings.codex.command
-    elif backend == "openhands":
-        command = settings.openhands.command or ""
-        if not command and settings.openhands.base_url:
-            return Check(
-                "agent command", True, f"openhands server at {settings.openhands.base_url}"
-            )
     else:
-        command = settings.opencode.command or ""
-        if not command and settings.opencode.base_url:
-            return Check("agent command", True, f"opencode server at {settings.opencode.base_url}")
+        cfg = settings.openhands if backend == "openhands" else settings.opencode
+        command = cfg.command or ""
+        if not command and cfg.base_url:
+            return Check("agent command", True, f"{backend} server at {cfg.base_url}")
     try:
         words = shlex.split(command)
     except ValueError as exc:
@@ -84,7 +92,64 @@ def _check_agent_command(settings) -> Check:
     return Check("agent command", True, f"{backend}: {found}")
 
 
-async def _check_tracker(store) -> Check:
+async def _check_agent_starts(settings, env: Mapping[str, str], timeout_s: float) -> str:
+    """Start the agent as a run would and return what answered, within ``timeout_s``:
+    codex: the app-server's ``initialize`` answer (no thread is started); openhands /
+    opencode: the server's health check (a managed server is launched with a throwaway
+    state folder, then stopped). Raises ``AgentError`` or ``TimeoutError``."""
+    from symphony_tui.agents.base import AgentError
+
+    backend = settings.agent.backend
+    cwd = Path(settings.workspace_root)
+    if not cwd.is_dir():
+        cwd = Path(settings.workflow_dir)
+    if backend == "codex":
+        from symphony_tui.agents.codex.probe import probe_initialize
+
+        child_env = {**env, **settings.codex.env}
+        info = await probe_initialize(settings.codex.command, cwd, child_env, timeout_s)
+        agent = info.get("userAgent") or "no userAgent"
+        return f"answered initialize ({agent})"
+    with tempfile.TemporaryDirectory(prefix="symphony-doctor-") as state:
+        if backend == "openhands":
+            from symphony_tui.agents.openhands import OpenHandsBackend
+
+            server = OpenHandsBackend(lambda: settings, env=env, state_dir=Path(state))
+            check = server.check_server()
+        elif backend == "opencode":
+            from symphony_tui.agents.opencode import OpenCodeBackend
+
+            server = OpenCodeBackend(lambda: settings, env=env, state_dir=Path(state))
+            check = server.check_server(cwd)
+        else:
+            raise AgentError("launch_failed", f"unknown agent.backend {backend!r}")
+        try:
+            url = await asyncio.wait_for(check, timeout=timeout_s)
+        finally:
+            await server.aclose()
+    return f"server at {url} is healthy"
+
+
+def _agent_check(settings, raw: dict, timeout_s: float) -> Check:
+    """``agent command``: the program is found, then it starts and answers in time."""
+    found = _check_agent_command(settings)
+    if not found.ok:
+        return found
+    from symphony_tui.agents.base import AgentError
+    from symphony_tui.runtime import scheduler_secret_names
+
+    secrets = scheduler_secret_names(raw)
+    env = {k: v for k, v in os.environ.items() if k not in secrets}
+    try:
+        answer = asyncio.run(_check_agent_starts(settings, env, timeout_s))
+    except AgentError as exc:
+        return Check("agent command", False, f"{found.detail}: does not start: {exc.message}")
+    except TimeoutError:
+        return Check("agent command", False, f"{found.detail}: no answer within {timeout_s:g}s")
+    return Check("agent command", True, f"{found.detail}; {answer}")
+
+
+async def _check_tracker(store, timeout_s: float = TRACKER_TIMEOUT_S) -> Check:
     from symphony_tui.runtime import create_tracker
     from symphony_tui.trackers.base import TrackerError
 
@@ -93,11 +158,11 @@ async def _check_tracker(store) -> Check:
     except TrackerError as exc:
         return Check("tracker", False, str(exc))
     try:
-        issues = await asyncio.wait_for(tracker.fetch_candidate_issues(), timeout=35)
+        issues = await asyncio.wait_for(tracker.fetch_candidate_issues(), timeout=timeout_s)
     except TrackerError as exc:
         return Check("tracker", False, str(exc))
     except TimeoutError:
-        return Check("tracker", False, "no answer within 35s")
+        return Check("tracker", False, f"no answer within {timeout_s:g}s")
     finally:
         await tracker.aclose()
     return Check(
@@ -106,17 +171,33 @@ async def _check_tracker(store) -> Check:
 
 
 def _check_lock(settings) -> Check:
-    from symphony_tui.scheduler.project_lock import ProjectLock, ProjectLockedError, project_key_for
+    from symphony_tui.scheduler.project_lock import ProjectLockedError, check_free, project_key_for
 
     try:
-        lock = ProjectLock.acquire(project_key_for(settings))
+        check_free(project_key_for(settings))
     except ProjectLockedError as exc:
         return Check("project lock", False, str(exc))
-    lock.release()
+    except OSError as exc:
+        return Check("project lock", False, f"cannot read the lock file: {exc}")
     return Check("project lock", True, "no other scheduler runs this project")
 
 
-def run_doctor(workflow: str | None, out: TextIO | None = None) -> int:
+def _print_paths(settings, out: TextIO) -> None:
+    """The files a run of this workflow would use (nothing is created)."""
+    from symphony_tui.paths import project_paths, project_rows, user_paths
+    from symphony_tui.scheduler.project_lock import project_key_for
+
+    project = project_paths(project_key_for(settings), settings.workspace_root)
+    out.write("paths a run would use:\n")
+    for label, value in [*user_paths(), *project_rows(project)]:
+        out.write(f"  {label:<11} {value}\n")
+
+
+def run_doctor(
+    workflow: str | None, out: TextIO | None = None, *, timeout: float | None = None
+) -> int:
+    """Run the checks and print them to ``out``; ``timeout`` (seconds) bounds the agent and
+    tracker checks. Returns the exit code (0 all passed, 1 otherwise)."""
     from symphony_tui.config.errors import WorkflowError
     from symphony_tui.config.store import WorkflowStore
     from symphony_tui.config.validate import validate_dispatch
@@ -140,15 +221,17 @@ def run_doctor(workflow: str | None, out: TextIO | None = None) -> int:
         )
         later: list[Callable[[], Check]] = [
             lambda: _check_workspace_root(settings.workspace_root),
-            lambda: _check_agent_command(settings),
+            lambda: _agent_check(settings, wf.raw, timeout or AGENT_TIMEOUT_S),
             lambda: _check_lock(settings),
         ]
         checks.extend(fn() for fn in later)
         if not errors:
-            checks.append(asyncio.run(_check_tracker(store)))
+            checks.append(asyncio.run(_check_tracker(store, timeout or TRACKER_TIMEOUT_S)))
     for c in checks:
         mark = "ok  " if c.ok else "FAIL"
         out.write(f"[{mark}] {c.name}: {c.detail}\n")
+    if wf is not None:
+        _print_paths(wf.settings, out)
     failed = [c for c in checks if not c.ok]
     if failed:
         out.write(f"{len(failed)} of {len(checks)} checks failed\n")

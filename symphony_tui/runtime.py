@@ -10,12 +10,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-import platformdirs
-
 from symphony_tui.agents.registry import create_backend
 from symphony_tui.config.store import WorkflowStore
 from symphony_tui.config.validate import validate_dispatch
 from symphony_tui.observability.redact import register_secret
+from symphony_tui.paths import events_file
 from symphony_tui.scheduler.eventlog import EventLog
 from symphony_tui.scheduler.orchestrator import Orchestrator, StartupError
 from symphony_tui.scheduler.project_lock import ProjectLock, project_key_for
@@ -62,11 +61,6 @@ def scheduler_secret_names(raw: dict) -> frozenset[str]:
     return frozenset(names)
 
 
-def events_file(state_dir: Path | None = None) -> Path:
-    base = state_dir or Path(platformdirs.user_state_dir("symphony-tui"))
-    return base / "events.jsonl"
-
-
 def build_runtime(
     workflow_path: Path,
     *,
@@ -85,7 +79,8 @@ def build_runtime(
     problems = validate_dispatch(workflow.settings)
     if problems:
         raise StartupError("; ".join(problems))
-    project_lock = ProjectLock.acquire(project_key_for(workflow.settings)) if lock else None
+    project_key = project_key_for(workflow.settings)
+    project_lock = ProjectLock.acquire(project_key) if lock else None
     try:
         tracker = create_tracker(store)
         workspaces = WorkspaceManager(lambda: store.current.settings)
@@ -99,7 +94,7 @@ def build_runtime(
             lambda name: create_backend(
                 name, lambda: store.current.settings, env=child_env, unset=secrets
             ),
-            event_log=EventLog(jsonl_path=events_path or events_file()),
+            event_log=EventLog(jsonl_path=events_path or events_file(project_key)),
         )
     except BaseException:
         if project_lock is not None:

@@ -15,17 +15,25 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
 import os
 import socket
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from symphony_tui.config.settings import Settings
+from symphony_tui.paths import default_lock_dir, lock_file_for
+
+__all__ = [
+    "ProjectLock",
+    "ProjectLockedError",
+    "check_free",
+    "default_lock_dir",
+    "lock_file_for",
+    "project_key_for",
+]
 
 
 class ProjectLockedError(Exception):
@@ -43,14 +51,6 @@ class ProjectLockedError(Exception):
             f"project_locked: another scheduler (pid {pid} on {host}{since}) already runs "
             f"{key}; stop it first (lock file {path})"
         )
-
-
-def default_lock_dir() -> Path:
-    """``$SYMPHONY_LOCK_DIR`` when set, else ``<system temp>/symphony-tui-locks``."""
-    configured = os.environ.get("SYMPHONY_LOCK_DIR")
-    if configured:
-        return Path(configured).expanduser()
-    return Path(tempfile.gettempdir()) / "symphony-tui-locks"
 
 
 def _ensure_shared_dir(directory: Path) -> None:
@@ -99,10 +99,8 @@ class ProjectLock:
         """Take the lock for ``project_key`` or raise :class:`ProjectLockedError` naming the
         live owner. ``state_dir`` defaults to :func:`default_lock_dir` (host-wide). Raises
         ``OSError`` when the lock folder or file cannot be created."""
-        directory = Path(state_dir) if state_dir is not None else default_lock_dir()
-        _ensure_shared_dir(directory)
-        digest = hashlib.sha256(project_key.encode("utf-8")).hexdigest()[:32]
-        path = directory / f"{digest}.lock"
+        path = lock_file_for(project_key, state_dir)
+        _ensure_shared_dir(path.parent)
         fd = _open_lock_file(path)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -154,6 +152,22 @@ class ProjectLock:
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
             self.release()
+
+
+def check_free(project_key: str, state_dir: Path | None = None) -> None:
+    """Raise :class:`ProjectLockedError` when a live process holds ``project_key``'s lock;
+    creates nothing (``doctor``): a missing lock file means nobody holds it."""
+    path = lock_file_for(project_key, state_dir)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise ProjectLockedError(project_key, _read_owner(fd), path) from None
+    finally:
+        os.close(fd)  # closing also drops a lock we took
 
 
 def _read_owner(fd: int) -> dict[str, Any]:

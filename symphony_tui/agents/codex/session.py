@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from symphony_tui import __version__
 from symphony_tui.agents.base import AgentError, SessionHost, TurnResult, TurnStatus
 from symphony_tui.agents.codex import events as ev
 from symphony_tui.agents.codex.process import StderrTail, kill_group, launch
@@ -29,7 +30,7 @@ from symphony_tui.config.settings import CodexSettings
 from symphony_tui.domain import AgentEvent, EventKind
 
 CLIENT_NAME = "symphony-tui"
-CLIENT_VERSION = "0.1.0"
+CLIENT_VERSION = __version__
 IDLE_GRACE_S = 1.0  # after `thread/status/changed idle` without `turn/completed`
 INTERRUPT_GRACE_S = 2.0  # after `turn/interrupt` was acknowledged
 

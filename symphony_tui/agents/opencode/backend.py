@@ -185,6 +185,17 @@ class OpenCodeBackend:
             recorded = value if isinstance(value, str) and value.startswith("ses") else None
         return recorded or self._by_issue.get(host.issue.id)
 
+    async def check_server(self, cwd: Path) -> str:
+        """Reach the server as a session would (launching the managed one in ``cwd`` when
+        ``opencode.command`` is set) and ask ``GET /global/health``; returns its base URL.
+        Raises ``AgentError("launch_failed")``. For ``doctor``; :meth:`aclose` stops it."""
+        endpoint = await self._connect(self._settings().opencode, cwd)
+        if not await endpoint.client.health():
+            raise AgentError(
+                "launch_failed", f"{endpoint.base_url}: GET /global/health is not healthy"
+            )
+        return endpoint.base_url
+
     async def _connect(
         self, cfg: OpenCodeSettings, workspace_root: Path
     ) -> Endpoint[OpenCodeClient]:

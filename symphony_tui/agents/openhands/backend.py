@@ -142,6 +142,17 @@ class OpenHandsBackend:
 
     # ------------------------------------------------------------ internals
 
+    async def check_server(self) -> str:
+        """Reach the server as a session would (launching the managed one when
+        ``openhands.command`` is set) and ask ``GET /health``; returns its base URL. Raises
+        ``AgentError("launch_failed")``. For ``doctor``; :meth:`aclose` stops what it started."""
+        endpoint, _ws_auth = await self._connect(self._settings().openhands)
+        if not await endpoint.client.health():
+            raise AgentError(
+                "launch_failed", f"{endpoint.base_url}: GET /health did not answer 200"
+            )
+        return endpoint.base_url
+
     async def _connect(self, cfg: OpenHandsSettings) -> tuple[Endpoint[OpenHandsClient], WsAuth]:
         """The endpoint and the event socket's auth mode (``none`` without a key)."""
         async with self._link.lock:

@@ -1,0 +1,118 @@
+"""Where symphony-tui keeps its files, computed without creating anything.
+
+Folders follow the XDG base directory specification through ``platformdirs`` (on Linux:
+``$XDG_CONFIG_HOME/symphony-tui``, ``$XDG_STATE_HOME/symphony-tui`` and its ``log`` folder,
+defaulting to ``~/.config`` and ``~/.local/state``). Each tracker project (the key of
+:func:`~symphony_tui.scheduler.project_lock.project_key_for`) has its own state folder for its
+event history, so two projects never share one ``events.jsonl``. Lock files are host-wide
+(``$SYMPHONY_LOCK_DIR``, default ``<tmp>/symphony-tui-locks``).
+
+Used by ``symphony-tui paths``, ``doctor``, the console's help screen, the runtime and the
+project lock. Imports only ``platformdirs`` and the utilities (nothing here creates a file).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+
+from symphony_tui.observability.logs import LOG_FILE_NAME, default_log_dir
+
+APP = "symphony-tui"
+EVENTS_FILE_NAME = "events.jsonl"
+#: Environment variables that move these folders (shown by ``paths`` and ``--help``).
+PATH_ENV_VARS = ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "SYMPHONY_LOCK_DIR")
+
+
+def config_dir() -> Path:
+    return Path(platformdirs.user_config_dir(APP))
+
+
+def state_dir() -> Path:
+    return Path(platformdirs.user_state_dir(APP))
+
+
+def keymap_file() -> Path:
+    """The console's key remapping file (TOML, ``binding_id = "key"``)."""
+    return config_dir() / "keymap.toml"
+
+
+def log_file(log_dir: Path | None = None) -> Path:
+    """``symphony.log`` in ``log_dir`` (``--log-dir``), else in the user log folder."""
+    return (Path(log_dir) if log_dir is not None else default_log_dir()) / LOG_FILE_NAME
+
+
+def default_lock_dir() -> Path:
+    """``$SYMPHONY_LOCK_DIR`` when set, else ``<system temp>/symphony-tui-locks``."""
+    configured = os.environ.get("SYMPHONY_LOCK_DIR")
+    if configured:
+        return Path(configured).expanduser()
+    return Path(tempfile.gettempdir()) / "symphony-tui-locks"
+
+
+def lock_file_for(project_key: str, lock_dir: Path | None = None) -> Path:
+    """The lock file of ``project_key`` in ``lock_dir`` (default :func:`default_lock_dir`)."""
+    directory = Path(lock_dir) if lock_dir is not None else default_lock_dir()
+    digest = hashlib.sha256(project_key.encode("utf-8")).hexdigest()[:32]
+    return directory / f"{digest}.lock"
+
+
+def project_state_dir(project_key: str, base: Path | None = None) -> Path:
+    """The state folder of one tracker project: ``<state>/projects/<name>-<hash>``, where
+    ``name`` is a readable tail of the key (file-name safe) and ``hash`` 12 hex digits of
+    its SHA-256, so different keys never share a folder."""
+    digest = hashlib.sha256(project_key.encode("utf-8")).hexdigest()[:12]
+    tail = re.split(r"[/#:\\]", project_key.rstrip("/#"))[-1]
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", tail).strip("-.")[:40] or "project"
+    return (base or state_dir()) / "projects" / f"{name}-{digest}"
+
+
+def events_file(project_key: str, base: Path | None = None) -> Path:
+    """The project's event history (JSONL, rotated by size; see the scheduler's event log)."""
+    return project_state_dir(project_key, base) / EVENTS_FILE_NAME
+
+
+@dataclass(frozen=True)
+class ProjectPaths:
+    """The files one workflow's scheduler uses."""
+
+    project_key: str
+    events_file: Path
+    lock_file: Path
+    workspace_root: Path
+
+
+def project_paths(project_key: str, workspace_root: Path | str) -> ProjectPaths:
+    """The paths of the project ``project_key`` (from ``project_key_for(settings)``)."""
+    return ProjectPaths(
+        project_key=project_key,
+        events_file=events_file(project_key),
+        lock_file=lock_file_for(project_key),
+        workspace_root=Path(workspace_root),
+    )
+
+
+def user_paths(log_dir: Path | None = None) -> list[tuple[str, Path]]:
+    """``(label, path)`` rows for the files every project shares."""
+    return [
+        ("config", config_dir()),
+        ("keymap", keymap_file()),
+        ("log", log_file(log_dir)),
+        ("state", state_dir()),
+        ("locks", default_lock_dir()),
+    ]
+
+
+def project_rows(paths: ProjectPaths) -> list[tuple[str, Path | str]]:
+    return [
+        ("project", paths.project_key),
+        ("events", paths.events_file),
+        ("lock file", paths.lock_file),
+        ("workspaces", paths.workspace_root),
+    ]

@@ -1,0 +1,107 @@
+"""``symphony-tui doctor``: the agent really starts (within a timeout), nothing is created,
+and the paths a run would use are printed."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from .conftest import child_env, cli, issue, write_project
+
+
+def isolated_env(tmp_path):
+    return child_env(
+        XDG_STATE_HOME=str(tmp_path / "state"),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+        SYMPHONY_LOCK_DIR=str(tmp_path / "locks"),
+    )
+
+
+def test_doctor_creates_nothing_and_prints_the_paths_a_run_would_use(tmp_path):
+    project = write_project(tmp_path / "project", [issue(1)])
+    done = cli("doctor", cwd=project.folder, env=isolated_env(tmp_path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"[ok  ] workspace root: {project.workspaces} will be created" in done.stdout
+    assert "answered initialize (symphony-tui/symphony-demo-agent" in done.stdout
+    assert "paths a run would use:" in done.stdout
+    events = str(tmp_path / "state" / "symphony-tui" / "projects" / "issues.yaml-")
+    assert events in done.stdout and f"workspaces  {project.workspaces}" in done.stdout
+    assert not project.workspaces.exists()
+    for folder in ("state", "config", "locks"):
+        assert not (tmp_path / folder).exists(), folder
+
+
+def test_doctor_fails_an_agent_command_that_exits_instead_of_answering(tmp_path):
+    # the program exists (python3), but what it runs is no app-server
+    project = write_project(
+        tmp_path / "project",
+        [issue(1)],
+        front="codex:\n  command: '\"${SYMPHONY_PYTHON}\" -m no_such_agent_module'\n",
+    )
+    done = cli("doctor", cwd=project.folder, env=isolated_env(tmp_path))
+    assert done.returncode == 1
+    line = next(x for x in done.stdout.splitlines() if x.startswith("[FAIL] agent command:"))
+    assert "does not start" in line and "exited with code 1" in line
+    assert "No module named no_such_agent_module" in line
+
+
+def test_doctor_fails_an_agent_that_does_not_answer_within_the_timeout(tmp_path):
+    project = write_project(tmp_path / "project", [issue(1)], front="codex:\n  command: sleep 30\n")
+    done = cli("doctor", "--timeout", "1", cwd=project.folder, env=isolated_env(tmp_path))
+    assert done.returncode == 1
+    assert "[FAIL] agent command: codex: " in done.stdout
+    assert "initialize got no response within 1000 ms" in done.stdout
+
+
+class _Health(BaseHTTPRequestHandler):
+    def do_GET(self):
+        if self.path == "/health":
+            body = b"{}"
+        elif self.path == "/global/health":
+            body = json.dumps({"healthy": True, "version": "test"}).encode()
+        else:
+            self.send_error(404)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_args):
+        pass
+
+
+@pytest.fixture
+def health_server():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Health)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize("backend", ["openhands", "opencode"])
+def test_doctor_asks_a_running_server_for_its_health(tmp_path, health_server, backend):
+    healthy = write_project(
+        tmp_path / "up",
+        [issue(1)],
+        front=f"agent:\n  backend: {backend}\n{backend}:\n  base_url: {health_server}\n",
+    )
+    done = cli("doctor", cwd=healthy.folder, env=isolated_env(tmp_path))
+    assert done.returncode == 0, done.stdout
+    assert f"[ok  ] agent command: {backend} server at {health_server}; server at" in done.stdout
+    # nothing listens on port 9: refused at once, one line naming the health check
+    down = write_project(
+        tmp_path / "down",
+        [issue(1)],
+        front=f"agent:\n  backend: {backend}\n{backend}:\n  base_url: http://127.0.0.1:9\n",
+    )
+    done = cli("doctor", "--timeout", "5", cwd=down.folder, env=isolated_env(tmp_path))
+    assert done.returncode == 1
+    line = next(x for x in done.stdout.splitlines() if x.startswith("[FAIL] agent command:"))
+    assert "does not start" in line and "health" in line
