@@ -7,10 +7,10 @@ import json
 import logging
 from collections import deque
 from pathlib import Path
-from typing import IO
 
 from symphony_tui.domain import AgentEvent, EventKind
 from symphony_tui.observability.redact import redact
+from symphony_tui.scheduler.event_file import RotatingJsonl
 
 log = logging.getLogger(__name__)
 
@@ -39,14 +39,11 @@ class EventLog:
         self._ring: deque[AgentEvent] = deque(maxlen=ring_size)
         self._transcripts: dict[str, deque[AgentEvent]] = {}
         self._transcript_size = transcript_size
-        self._jsonl: IO[str] | None = None
+        self._jsonl: RotatingJsonl | None = None
         self.jsonl_path = jsonl_path
-        if jsonl_path is not None:
-            try:
-                jsonl_path.parent.mkdir(parents=True, exist_ok=True)
-                self._jsonl = jsonl_path.open("a", encoding="utf-8")
-            except OSError as exc:
-                log.warning("event file unavailable: %s", exc)
+        if jsonl_path is not None:  # rotated by size; seq goes on from the file's last
+            self._jsonl = RotatingJsonl(jsonl_path)
+            self._seq = self._jsonl.last_seq
 
     @property
     def last_seq(self) -> int:
@@ -79,12 +76,7 @@ class EventLog:
             if event.kind not in QUIET_KINDS:
                 self._ring.append(event)
             if self._jsonl is not None:
-                try:
-                    self._jsonl.write(event.model_dump_json() + "\n")
-                    self._jsonl.flush()
-                except (OSError, ValueError) as exc:
-                    log.warning("event file write failed: %s", exc)
-                    self._jsonl = None
+                self._jsonl.write(event.model_dump_json())
         return event
 
     def since(

@@ -78,7 +78,9 @@ def test_real_run_logs_key_value_lines_with_issue_and_session_context_and_no_sec
     hook = [r for r in records if r["msg"] == "hook finished" and r.get("hook") == "before_run"]
     assert hook and hook[0]["issue_identifier"] == "CONF-1"
     # The key went through a hook's output and the whole run: it is nowhere.
-    events = home / ".local" / "state" / "symphony-tui" / "events.jsonl"
+    # each project has its own event history under the state folder (`symphony-tui paths`)
+    state = home / ".local" / "state" / "symphony-tui"
+    (events,) = state.glob("projects/*/events.jsonl")
     assert events.is_file()
     for where in (log_file.read_text(), events.read_text(), done.stdout, done.stderr):
         assert SECRET not in where
