@@ -166,6 +166,15 @@ class WorkerEnded:
 
 
 @dataclass(slots=True)
+class Recovered:
+    """A background workspace rescan finished: the recovered workspaces found (None: it
+    failed); ``generation`` tells whether a newer scan made it outdated."""
+
+    workspaces: tuple | None
+    generation: int = 0
+
+
+@dataclass(slots=True)
 class Reload:
     """WORKFLOW.md changed on disk (the store's watcher)."""
 
@@ -193,6 +202,7 @@ Input = (
     | RetryDue
     | RetryFetched
     | WorkerEnded
+    | Recovered
     | Reload
     | Barrier
 )

@@ -49,6 +49,7 @@ from symphony_tui.scheduler.inbox import (
     Input,
     IssueMoved,
     OperatorCommand,
+    Recovered,
     Reload,
     RetryDue,
     RetryFetched,
@@ -167,6 +168,9 @@ class Orchestrator:
         )
         self._loop_task: asyncio.Task | None = None
         self._loop_gone = False
+        self._recovered_stale = False
+        self._recovered_scan: asyncio.Task | None = None
+        self._recovered_generation = 0
         self._tasks: set[asyncio.Task] = set()
         self._stopped = asyncio.Event()
         self._snapshot: Snapshot | None = None
@@ -359,7 +363,9 @@ class Orchestrator:
         await self._ask(Barrier())
 
     def refresh_recovered(self) -> None:
-        """Rescan workspaces left by earlier runs (shown as recovered)."""
+        """Rescan workspaces left by earlier runs (shown as recovered), now. A background
+        rescan still running is then outdated: its result is dropped."""
+        self._recovered_generation += 1
         try:
             self.state.set_recovered(tuple(self.workspaces.recover()))
         except Exception as exc:
@@ -423,8 +429,10 @@ class Orchestrator:
                 handled += 1
                 if handled >= LOOP_BATCH:
                     handled = 0
+                    self._rescan_if_stale()
                     await asyncio.sleep(0)
                 item = inbox.take()
+            self._rescan_if_stale()
 
     def _handle(self, item: Input) -> None:
         """Apply one input to the state (synchronously: a handler never awaits)."""
@@ -466,13 +474,35 @@ class Orchestrator:
                 reply(answer, None)
             case WorkerEnded(run=run, ending=ending):
                 self.retries.after_run(run, ending)
-                self.refresh_recovered()
+                # One rescan for all the runs that end together, off the loop (it reads
+                # every workspace's manifests).
+                self._recovered_stale = True
+            case Recovered(workspaces=found, generation=generation):
+                self._recovered_scan = None
+                if found is not None and generation == self._recovered_generation:
+                    state.set_recovered(found)
             case Reload():
                 self.polling.on_workflow_reloaded()
             case Barrier(reply=answer):
                 reply(answer, None)
 
     # ------------------------------------------------------------------ workers
+
+    def _rescan_if_stale(self) -> None:
+        if not self._recovered_stale or self._recovered_scan is not None:
+            return
+        self._recovered_stale = False
+        generation = self._recovered_generation
+
+        async def scan() -> None:
+            try:
+                found = tuple(await asyncio.to_thread(self.workspaces.recover))
+            except Exception as exc:
+                self.state.log("warning", "workspace recovery scan failed", error=str(exc))
+                found = None
+            self._post(Recovered(found, generation))
+
+        self._recovered_scan = self._spawn(scan(), name="recovered-scan")
 
     def _start_worker(self, run: Run) -> None:
         start_worker(run, self._worker_ctx, lambda ending: self._post(WorkerEnded(run, ending)))

@@ -122,3 +122,32 @@ async def test_a_turn_that_ends_is_applied_after_the_events_of_that_turn(make_ha
     assert kinds.index(EventKind.RUN_ENDED) > max(
         i for i, k in enumerate(kinds) if k is EventKind.MESSAGE
     )
+
+
+async def test_runs_that_end_together_cost_one_workspace_rescan_not_one_each(make_harness):
+    # Issue 12 (stalls at turnover): the rescan reads every workspace's manifests; once per
+    # ended run it held the loop for seconds when fifty runs ended together.
+    from symphony_tui.domain import RunOutcome, RunStatus
+    from symphony_tui.scheduler.inbox import WorkerEnded
+    from symphony_tui.scheduler.run import Ending, Run
+
+    h = make_harness([])
+    await h.start()
+    await h.settle()
+    scans = []
+    real = h.orch.workspaces.recover
+    h.orch.workspaces.recover = lambda: scans.append(1) or real()
+    for n in range(5):
+        run = Run(
+            issue=make_issue(n, state="In Progress"),
+            attempt=None,
+            backend="codex",
+            started_at=h.clock.now(),
+            started_mono=0.0,
+            last_event_mono=0.0,
+        )
+        h.orch._inbox.post(WorkerEnded(run, Ending(RunOutcome.FAILED, RunStatus.FAILED, "x")))
+    await h.orch.barrier()
+    await h.until(lambda: h.orch._recovered_scan is None and scans)
+    assert len(scans) == 1
+    assert len(h.orch.retrying) == 5  # each ended run was still applied
