@@ -18,6 +18,7 @@ from symphony_tui.paths import events_file
 from symphony_tui.scheduler.eventlog import EventLog
 from symphony_tui.scheduler.orchestrator import Orchestrator, StartupError
 from symphony_tui.scheduler.project_lock import ProjectLock, project_key_for
+from symphony_tui.scheduler.usage_ledger import UsageLedger, usage_file
 from symphony_tui.trackers.base import Tracker, TrackerError
 from symphony_tui.workspaces.manager import WorkspaceManager
 
@@ -67,10 +68,12 @@ def build_runtime(
     env: Mapping[str, str] | None = None,
     lock: bool = True,
     events_path: Path | None = None,
+    usage_path: Path | None = None,
 ) -> Runtime:
     """Load the workflow (raises ``WorkflowError``), validate it for dispatch (raises
     ``StartupError``, spec §6.3), take the project lock (raises ``ProjectLockedError``), and
-    wire tracker, workspaces, backends and orchestrator."""
+    wire tracker, workspaces, backends and orchestrator. Token and running-time totals go
+    to the project's usage ledger (``usage_path``, default :func:`usage_file`)."""
     store = WorkflowStore(workflow_path, env=dict(env) if env is not None else None)
     workflow = store.load_initial()
     register_secret(workflow.settings.tracker.api_key)
@@ -95,6 +98,7 @@ def build_runtime(
                 name, lambda: store.current.settings, env=child_env, unset=secrets
             ),
             event_log=EventLog(jsonl_path=events_path or events_file(project_key)),
+            usage=UsageLedger(usage_path or usage_file(project_key)),
         )
     except BaseException:
         if project_lock is not None:

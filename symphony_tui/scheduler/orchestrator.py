@@ -69,6 +69,7 @@ from symphony_tui.scheduler.run import Ending, Run
 from symphony_tui.scheduler.startup import sweep_terminal_workspaces
 from symphony_tui.scheduler.state import SchedulerState
 from symphony_tui.scheduler.tools import SessionTools
+from symphony_tui.scheduler.usage_ledger import UsageLedger
 from symphony_tui.scheduler.worker import WorkerContext, start_worker
 from symphony_tui.trackers.base import Tracker
 from symphony_tui.workspaces.manager import WorkspaceManager
@@ -104,6 +105,7 @@ class Orchestrator:
         clock: Clock | None = None,
         event_log: EventLog | None = None,
         watch_workflow: bool = True,
+        usage: UsageLedger | None = None,
     ) -> None:
         self.store = store
         self.tracker = tracker
@@ -118,6 +120,7 @@ class Orchestrator:
         self.watch_ready = asyncio.Event()
 
         self.state = state = SchedulerState(store, self.clock, self.events, workspaces)
+        state.usage = usage
         self._inbox = inbox = Inbox()
         self.retries = Retries(state, inbox.post)
         self.dispatcher = Dispatcher(state, self.retries, self._start_worker)
@@ -189,6 +192,7 @@ class Orchestrator:
     known = property(lambda self: self.state.known, doc="Issue id -> last seen issue.")
     completed = property(lambda self: self.state.completed, doc="Identifiers, oldest first.")
     ledger = property(lambda self: self.state.ledger, doc="Token totals (TokenLedger).")
+    usage = property(lambda self: self.state.usage, doc="The usage ledger, or None.")
     recovered = property(lambda self: self.state.recovered, doc="Recovered workspaces.")
     dispatch_paused = property(lambda self: self.state.dispatch_paused)
     ticks = property(lambda self: self.state.ticks, doc="Finished tick cycles.")
@@ -228,6 +232,8 @@ class Orchestrator:
         if errors:
             raise StartupError("; ".join(errors))
         self._ensure_loop()
+        if self.state.usage is not None:
+            await self._restore_usage(self.state.usage)
         self.state.mark_started()
         self.state.log("info", "scheduler starting", workflow=str(self.store.current.path))
         await sweep_terminal_workspaces(self.state, self.tracker)
@@ -239,6 +245,18 @@ class Orchestrator:
                 name="workflow-watch",
             )
         self.request_refresh()
+
+    async def _restore_usage(self, usage: UsageLedger) -> None:
+        """Count what earlier processes used (tokens, running seconds) and checkpoint the
+        live runs from now on (``usage_ledger.py``)."""
+        state = self.state
+        loaded = await asyncio.to_thread(usage.open)
+        state.ledger.restore({issue_id: u.tokens for issue_id, u in loaded.by_issue.items()})
+        state.ended_seconds += loaded.seconds
+        if loaded.warning:
+            state.emit_system(EventKind.WARNING, loaded.warning)
+        usage.start_checkpoints(self.clock, lambda: state.running.values())
+        state.changed()
 
     async def run(self) -> None:
         """Start and keep running until :meth:`shutdown` (the console's runner)."""
@@ -277,6 +295,9 @@ class Orchestrator:
         with contextlib.suppress(Exception):
             await self.tracker.aclose()
         await self.barrier()
+        if state.usage is not None:
+            state.usage.checkpoint(state.running.values(), self.clock.monotonic())
+            await asyncio.to_thread(state.usage.close)
         self._stop_loop()
         self.events.close()
         state.changed()

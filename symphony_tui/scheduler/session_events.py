@@ -180,7 +180,8 @@ class SessionRecorder:
             # point, not new usage (it was counted by whoever ran it).
             self._ledger.seed(key, absolute)
         else:
-            run.tokens = run.tokens + self._ledger.report(key, absolute, now_mono)
+            growth = self._ledger.report(key, absolute, now_mono, issue_id=run.issue.id)
+            run.tokens = run.tokens + growth
 
     def _set_thread(self, run: Run, thread_id: str) -> None:
         if run.thread_id == thread_id:

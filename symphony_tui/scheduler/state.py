@@ -39,6 +39,7 @@ from symphony_tui.scheduler.run import Run
 from symphony_tui.scheduler.session_events import SessionRecorder
 from symphony_tui.scheduler.snapshots import build_snapshot
 from symphony_tui.scheduler.tokens import TokenLedger
+from symphony_tui.scheduler.usage_ledger import UsageLedger
 from symphony_tui.trackers.base import TrackerError
 from symphony_tui.workspaces.manager import WorkspaceManager
 
@@ -97,6 +98,8 @@ class SchedulerState:
         self.last_tick_done_mono = -1.0
         self.last_tick_eligible = 0
         self.ended_seconds = 0.0
+        #: The project's usage ledger: totals that survive a restart (None: memory only).
+        self.usage: UsageLedger | None = None
         #: Bumped by every change a snapshot shows.
         self.version = 0
 
@@ -141,6 +144,8 @@ class SchedulerState:
             del self.running[run.issue.id]
         now = self.clock.monotonic()
         self.ended_seconds += max(0.0, now - run.started_mono)
+        if self.usage is not None:
+            self.usage.run_ended(run, now)
         self.last_change_mono = now
         self.changed()
 

@@ -2,12 +2,15 @@
 
 Backends report **absolute** session totals; the ledger adds only the growth since the last
 report of the same session, so continuation turns, retries and resumed threads never double
-count. It also keeps 10-second buckets for the tokens-per-minute rate and sparkline.
+count. It also keeps 10-second buckets for the tokens-per-minute rate and sparkline, and the
+totals per issue. Totals of earlier processes (the usage ledger, ``usage_ledger.py``) come in
+through :meth:`TokenLedger.restore`: counted in the totals, not in the rate.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Mapping
 
 from symphony_tui.domain import TokenUsage
 
@@ -16,10 +19,22 @@ BUCKETS = 60  # ten minutes of history
 
 
 class TokenLedger:
+    """``totals``: tokens counted over all sessions (and restored earlier processes);
+    ``by_issue``: the same per issue id. Session keys are opaque strings (the recorder's
+    ``session_key``: issue, backend and thread)."""
+
     def __init__(self) -> None:
         self.totals = TokenUsage()
+        self.by_issue: dict[str, TokenUsage] = {}
         self._baselines: dict[str, TokenUsage] = {}
         self._buckets: deque[tuple[int, int]] = deque(maxlen=BUCKETS)
+
+    def restore(self, by_issue: Mapping[str, TokenUsage]) -> None:
+        """Add what earlier processes counted (issue id -> tokens) to the totals. Not
+        recent usage: the rate and history are left alone."""
+        for issue_id, usage in by_issue.items():
+            self.totals = self.totals + usage
+            self.by_issue[issue_id] = self.by_issue.get(issue_id, TokenUsage()) + usage
 
     def baseline(self, session_key: str) -> TokenUsage | None:
         return self._baselines.get(session_key)
@@ -28,13 +43,18 @@ class TokenLedger:
         """Start counting ``session_key`` from ``usage`` (a resumed thread's last totals)."""
         self._baselines[session_key] = usage
 
-    def report(self, session_key: str, absolute: TokenUsage, now_s: float) -> TokenUsage:
-        """Record an absolute total for a session; returns the growth that was added."""
+    def report(
+        self, session_key: str, absolute: TokenUsage, now_s: float, *, issue_id: str | None = None
+    ) -> TokenUsage:
+        """Record an absolute total for a session (of issue ``issue_id``, when given);
+        returns the growth that was added."""
         before = self._baselines.get(session_key, TokenUsage())
         growth = absolute.growth_since(before)
         self._baselines[session_key] = absolute
         if not growth.is_zero or growth.cost_usd:
             self.totals = self.totals + growth
+            if issue_id is not None:
+                self.by_issue[issue_id] = self.by_issue.get(issue_id, TokenUsage()) + growth
             self._add_to_bucket(growth.total_tokens, now_s)
         return growth
 

@@ -16,6 +16,7 @@ from symphony_tui.config.store import WorkflowStore
 from symphony_tui.domain import BlockerRef, Issue
 from symphony_tui.scheduler.clock import FakeClock
 from symphony_tui.scheduler.orchestrator import Orchestrator
+from symphony_tui.scheduler.usage_ledger import UsageLedger
 from symphony_tui.testing.memory_tracker import MemoryTracker
 from symphony_tui.testing.scripted_backend import ScriptedBackend, complete
 from symphony_tui.workspaces.manager import WorkspaceManager
@@ -112,6 +113,7 @@ def make_harness(tmp_path: Path) -> Callable[..., Harness]:
         script=complete,
         front: str = "",
         prompt: str = "Work on {{ issue.identifier }}",
+        usage: UsageLedger | None = None,
     ) -> Harness:
         path = write_workflow(tmp_path, front, prompt)
         store = WorkflowStore(path)
@@ -121,7 +123,13 @@ def make_harness(tmp_path: Path) -> Callable[..., Harness]:
         clock = FakeClock(T0)
         workspaces = WorkspaceManager(lambda: store.current.settings)
         orch = Orchestrator(
-            store, tracker, workspaces, lambda name: backend, clock=clock, watch_workflow=False
+            store,
+            tracker,
+            workspaces,
+            lambda name: backend,
+            clock=clock,
+            watch_workflow=False,
+            usage=usage,
         )
         h = Harness(orch, tracker, backend, clock, store, tmp_path)
         made.append(h)
