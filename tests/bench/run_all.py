@@ -13,6 +13,7 @@ from tests.bench import (
     bench_rpc,
     bench_scheduler,
     bench_soak,
+    bench_usage_ledger,
 )
 
 if __name__ == "__main__":
@@ -23,6 +24,7 @@ if __name__ == "__main__":
     bench_scheduler.run()
     bench_rpc.run()
     bench_console.run()
+    bench_usage_ledger.run()
     if not args.quick:
         bench_flood.run()
         bench_quit.run()
