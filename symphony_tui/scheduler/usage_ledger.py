@@ -167,9 +167,11 @@ class UsageLedger:
             return LoadedUsage(warning=message)
         if warning:
             log_kv(log, "warning", warning)
+        loaded = LoadedUsage(by_issue=book.per_issue(), warning=warning)
+        # From here on the book belongs to the writer thread.
         self._thread = threading.Thread(target=self._write_loop, name="usage-ledger", daemon=True)
         self._thread.start()
-        return LoadedUsage(by_issue=book.per_issue(), warning=warning)
+        return loaded
 
     def start_checkpoints(self, clock: Clock, runs: Callable[[], Iterable[Run]]) -> None:
         """Checkpoint ``runs()`` (the live runs) every ``checkpoint_s`` on ``clock``."""
