@@ -20,12 +20,14 @@ BUCKETS = 60  # ten minutes of history
 
 class TokenLedger:
     """``totals``: tokens counted over all sessions (and restored earlier processes);
-    ``by_issue``: the same per issue id. Session keys are opaque strings (the recorder's
+    ``by_issue``: the same per issue id; ``restored``: what came from earlier processes. Session keys are opaque strings (the recorder's
     ``session_key``: issue, backend and thread)."""
 
     def __init__(self) -> None:
         self.totals = TokenUsage()
         self.by_issue: dict[str, TokenUsage] = {}
+        #: The part of ``totals`` that earlier processes counted (:meth:`restore`).
+        self.restored = TokenUsage()
         self._baselines: dict[str, TokenUsage] = {}
         self._buckets: deque[tuple[int, int]] = deque(maxlen=BUCKETS)
 
@@ -34,6 +36,7 @@ class TokenLedger:
         recent usage: the rate and history are left alone."""
         for issue_id, usage in by_issue.items():
             self.totals = self.totals + usage
+            self.restored = self.restored + usage
             self.by_issue[issue_id] = self.by_issue.get(issue_id, TokenUsage()) + usage
 
     def baseline(self, session_key: str) -> TokenUsage | None:

@@ -105,10 +105,14 @@ async def test_restart_mid_run_resumes_the_recorded_thread(project_factory, fake
     assert resumed["threadId"] == thread
     sessions = events_of(rt2, EventKind.SESSION_STARTED)
     assert sessions[0].data["resumed"] is True and sessions[0].data["thread_id"] == thread
-    # the new process counts only what was used after the restart
-    second_totals = rt2.orchestrator.snapshot().totals
+    # the new process counts only what was used after the restart (its totals also hold
+    # what the first one counted, restored from the usage ledger: together, all of it)
+    shown = rt2.orchestrator.snapshot().totals
+    second_totals = _minus(shown, rt2.orchestrator.ledger.restored)
     assert second_totals == _minus(fake.usage_total, first_totals)
     assert second_totals.total_tokens > 0
+    assert rt2.orchestrator.ledger.restored == first_totals
+    assert shown == fake.usage_total
 
 
 async def test_a_silent_model_is_a_stall_and_the_attempt_is_retried(project_factory, fake):

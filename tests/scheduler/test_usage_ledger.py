@@ -192,6 +192,7 @@ def test_token_ledger_restore_counts_totals_per_issue_but_not_the_rate():
     ledger = TokenLedger()
     ledger.restore({"id-1": TokenUsage(total_tokens=15), "id-2": TokenUsage(total_tokens=5)})
     assert ledger.totals.total_tokens == 20 and ledger.by_issue["id-1"].total_tokens == 15
+    assert ledger.restored.total_tokens == 20
     assert ledger.rate_per_min(100.0) == 0
     ledger.report("id-1:codex:t", TokenUsage(total_tokens=7), 100.0, issue_id="id-1")
     assert ledger.by_issue["id-1"].total_tokens == 22 and ledger.totals.total_tokens == 27
