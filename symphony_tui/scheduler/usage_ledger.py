@@ -2,7 +2,8 @@
 
 The file is append-only JSON Lines (record shapes in :mod:`.usage_book`), one per project:
 ``usage.jsonl`` in the project's platformdirs state folder, beside its ``events.jsonl``.
-Records are cumulative high-water marks per run, so a re-read record never adds twice and a lost one only loses its own growth.
+Records are cumulative high-water marks per run, so a re-read record never adds twice and
+a lost one only loses its own growth.
 
 Durability: the event loop only queues records (no disk I/O there); one writer thread
 appends each batch with a single ``write`` and then ``fdatasync``: a group commit. What was
