@@ -171,10 +171,10 @@ async def _check_tracker(store, timeout_s: float = TRACKER_TIMEOUT_S) -> Check:
 
 
 def _check_lock(settings) -> Check:
-    from symphony_tui.scheduler.project_lock import ProjectLockedError, check_free, project_key_for
+    from symphony_tui.scheduler.project_lock import ProjectLockedError, check_free_for
 
     try:
-        check_free(project_key_for(settings))
+        check_free_for(settings)  # the project's and the workspace root's lock
     except ProjectLockedError as exc:
         return Check("project lock", False, str(exc))
     except OSError as exc:

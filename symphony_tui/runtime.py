@@ -83,7 +83,7 @@ def build_runtime(
     if problems:
         raise StartupError("; ".join(problems))
     project_key = project_key_for(workflow.settings)
-    project_lock = ProjectLock.acquire(project_key) if lock else None
+    project_lock = ProjectLock.acquire_for(workflow.settings) if lock else None
     try:
         tracker = create_tracker(store)
         workspaces = WorkspaceManager(lambda: store.current.settings)

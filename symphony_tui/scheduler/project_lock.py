@@ -1,14 +1,22 @@
-"""One scheduler per project: an exclusive lock file per tracker project.
+"""One scheduler per project: exclusive lock files per tracker project and workspace root.
 
-Two schedulers polling the same project would dispatch the same issues twice. The lock is
-``flock`` on a file named by a hash of the project key, so the kernel releases it when the
-owner dies (no stale-lock cleanup, no pid guessing); the file's JSON content
-(``{host, pid, started_at, key}``) only serves the error message. The descriptor is
-close-on-exec, so agent processes started by the scheduler never inherit the lock.
+Two schedulers polling the same project would dispatch the same issues twice. Each lock is
+``flock`` on a file, so the kernel releases it when the owner dies (no stale-lock cleanup,
+no pid guessing: a dead owner's lock is simply taken over); the file's JSON content
+(``{host, pid, started_at, key}``) only serves the error message. The descriptors are
+close-on-exec, so agent processes started by the scheduler never inherit the locks.
 
-The lock folder is host-wide (``<tmp>/symphony-tui-locks``, sticky and world-writable like
-``/tmp``), not per user: a second scheduler run under another ``HOME`` or account on the same
-machine is refused too (a fresh-user run once had two schedulers resume one codex thread).
+A scheduler takes two locks (:meth:`ProjectLock.acquire_for`):
+
+* the project lock, named by a hash of the project key in a host-wide folder
+  (``<tmp>/symphony-tui-locks``, sticky and world-writable like ``/tmp``), so a second
+  scheduler run under another ``HOME`` or account on the same machine is refused;
+* the workspace-root lock, :data:`WORKSPACE_LOCK_NAME` inside ``workspace.root``. The temp
+  folder follows ``$TMPDIR`` (per-session on macOS, private under systemd's
+  ``PrivateTmp``), so two schedulers with different ``TMPDIR`` see two project-lock
+  folders; the workspace root is where they would collide (same issues, same workspaces,
+  same resumed thread, one manifest overwritten by the other), so that lock holds for
+  every scheduler that would use the same workspaces, whatever its environment.
 """
 
 from __future__ import annotations
@@ -27,13 +35,18 @@ from symphony_tui.config.settings import Settings
 from symphony_tui.paths import default_lock_dir, lock_file_for
 
 __all__ = [
+    "WORKSPACE_LOCK_NAME",
     "ProjectLock",
     "ProjectLockedError",
     "check_free",
+    "check_free_for",
     "default_lock_dir",
     "lock_file_for",
     "project_key_for",
 ]
+
+#: The lock file a scheduler holds inside its workspace root (a dot file: never a workspace).
+WORKSPACE_LOCK_NAME = ".symphony-tui.lock"
 
 
 class ProjectLockedError(Exception):
@@ -87,12 +100,13 @@ def project_key_for(settings: Settings) -> str:
 
 
 class ProjectLock:
-    """A held project lock; release it with :meth:`release` or a ``with`` block."""
+    """Held lock(s); release them with :meth:`release` or a ``with`` block. ``path`` is the
+    project lock file, ``paths`` every file held (project lock first)."""
 
     def __init__(self, key: str, path: Path, fd: int) -> None:
         self.key = key
         self.path = path
-        self._fd: int | None = fd
+        self._held: list[tuple[Path, int]] = [(path, fd)]
 
     @classmethod
     def acquire(cls, project_key: str, state_dir: Path | None = None) -> ProjectLock:
@@ -101,42 +115,44 @@ class ProjectLock:
         ``OSError`` when the lock folder or file cannot be created."""
         path = lock_file_for(project_key, state_dir)
         _ensure_shared_dir(path.parent)
-        fd = _open_lock_file(path)
+        return cls(project_key, path, _lock_file(path, project_key))
+
+    @classmethod
+    def acquire_for(cls, settings: Settings, state_dir: Path | None = None) -> ProjectLock:
+        """Take the project lock of ``settings`` (:func:`project_key_for`, in ``state_dir``)
+        and the workspace-root lock (``<workspace.root>/``:data:`WORKSPACE_LOCK_NAME`,
+        the root created when missing). Raises :class:`ProjectLockedError` naming the owner
+        of whichever is held (nothing stays locked then) and ``OSError`` when a lock file
+        cannot be created."""
+        lock = cls.acquire(project_key_for(settings), state_dir)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            owner = _read_owner(fd)
-            os.close(fd)
-            raise ProjectLockedError(project_key, owner, path) from None
+            root = workspace_lock_file(settings).parent
+            root.mkdir(parents=True, exist_ok=True)
+            path = root / WORKSPACE_LOCK_NAME
+            lock._held.append((path, _lock_file(path, f"workspace root {root}")))
         except BaseException:
-            os.close(fd)
+            lock.release()
             raise
-        info = {
-            "host": socket.gethostname(),
-            "pid": os.getpid(),
-            "started_at": datetime.now(UTC).isoformat(),
-            "key": project_key,
-        }
-        with contextlib.suppress(OSError):  # read-only: the lock holds, the note is stale
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, json.dumps(info).encode("utf-8") + b"\n", 0)
-        return cls(project_key, path, fd)
+        return lock
 
     @property
     def held(self) -> bool:
-        return self._fd is not None
+        return bool(self._held)
+
+    @property
+    def paths(self) -> list[Path]:
+        return [path for path, _ in self._held]
 
     def release(self) -> None:
-        """Give the lock up (idempotent). The file stays: unlinking it could let two
+        """Give every lock up (idempotent). The files stay: unlinking one could let two
         processes lock two different inodes under one name."""
-        fd, self._fd = self._fd, None
-        if fd is None:
-            return
-        with contextlib.suppress(OSError):
-            os.ftruncate(fd, 0)
-        with contextlib.suppress(OSError):
-            fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
+        held, self._held = self._held, []
+        for _, fd in reversed(held):
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
+            with contextlib.suppress(OSError):
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
 
     def __enter__(self) -> ProjectLock:
         return self
@@ -154,10 +170,27 @@ class ProjectLock:
             self.release()
 
 
+def workspace_lock_file(settings: Settings) -> Path:
+    """``<workspace.root, symlinks resolved>/``:data:`WORKSPACE_LOCK_NAME`."""
+    return Path(os.path.realpath(settings.workspace_root)) / WORKSPACE_LOCK_NAME
+
+
 def check_free(project_key: str, state_dir: Path | None = None) -> None:
     """Raise :class:`ProjectLockedError` when a live process holds ``project_key``'s lock;
     creates nothing (``doctor``): a missing lock file means nobody holds it."""
-    path = lock_file_for(project_key, state_dir)
+    _check_file_free(lock_file_for(project_key, state_dir), project_key)
+
+
+def check_free_for(settings: Settings, state_dir: Path | None = None) -> None:
+    """:func:`check_free` for both locks :meth:`ProjectLock.acquire_for` would take (the
+    project's and the workspace root's); creates nothing. Raises ``OSError`` when a lock
+    file exists but cannot be opened."""
+    check_free(project_key_for(settings), state_dir)
+    path = workspace_lock_file(settings)
+    _check_file_free(path, f"workspace root {path.parent}")
+
+
+def _check_file_free(path: Path, key: str) -> None:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -165,9 +198,35 @@ def check_free(project_key: str, state_dir: Path | None = None) -> None:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        raise ProjectLockedError(project_key, _read_owner(fd), path) from None
+        raise ProjectLockedError(key, _read_owner(fd), path) from None
     finally:
         os.close(fd)  # closing also drops a lock we took
+
+
+def _lock_file(path: Path, key: str) -> int:
+    """``flock`` ``path`` (created when missing) without waiting and record this process as
+    its owner; returns the held descriptor. Raises :class:`ProjectLockedError` with the
+    recorded owner when another process holds it."""
+    fd = _open_lock_file(path)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        owner = _read_owner(fd)
+        os.close(fd)
+        raise ProjectLockedError(key, owner, path) from None
+    except BaseException:
+        os.close(fd)
+        raise
+    info = {
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "started_at": datetime.now(UTC).isoformat(),
+        "key": key,
+    }
+    with contextlib.suppress(OSError):  # read-only: the lock holds, the note is stale
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(info).encode("utf-8") + b"\n", 0)
+    return fd
 
 
 def _read_owner(fd: int) -> dict[str, Any]:

@@ -251,6 +251,31 @@ def test_second_scheduler_on_the_same_project_refuses_and_names_the_owner(tmp_pa
     assert code == 0, err
 
 
+def test_second_scheduler_with_another_tmpdir_is_refused(tmp_path):
+    # Issue 12.4: the project-lock folder follows $TMPDIR (per-session on macOS, private
+    # under systemd's PrivateTmp); a second scheduler with another TMPDIR used to start and
+    # run the same issues in the same workspaces. The workspace-root lock refuses it.
+    project = write_project(tmp_path / "project", [])
+    first_logs = tmp_path / "logs-1"
+    first = start_headless(project.folder, first_logs)
+    try:
+        wait_for_log(first_logs / "symphony.log", STARTED, first)
+        other_tmp = tmp_path / "other-tmp"
+        other_tmp.mkdir()
+        env = child_env(TMPDIR=str(other_tmp))
+        env.pop("SYMPHONY_LOCK_DIR", None)
+        second = cli(
+            "--headless", "--log-dir", str(tmp_path / "logs-2"), cwd=project.folder, env=env
+        )
+        assert second.returncode == 1
+        line = one_line(second.stderr)
+        assert "project_locked" in line and "workspace root" in line
+        assert f"pid {first.pid}" in line and socket.gethostname() in line
+    finally:
+        code, _, err = stop(first)
+    assert code == 0, err
+
+
 def test_lock_left_by_a_dead_process_is_taken_over(tmp_path):
     project = write_project(tmp_path / "project", [issue(1)])
     logs = tmp_path / "logs"

@@ -13,6 +13,7 @@ import pytest
 
 from symphony_tui.config.settings import resolve_settings
 from symphony_tui.scheduler.project_lock import (
+    WORKSPACE_LOCK_NAME,
     ProjectLock,
     ProjectLockedError,
     project_key_for,
@@ -117,3 +118,70 @@ def test_project_key_for_linear_and_local(tmp_path: Path) -> None:
     assert project_key_for(linear) == "linear:https://e/graphql#proj"
     local = resolve_settings({"tracker": {"kind": "local", "path": "i.yaml"}}, tmp_path, {})
     assert project_key_for(local) == f"local:{os.path.realpath(tmp_path / 'i.yaml')}"
+
+
+ROOT_HOLDER = (
+    "import sys\n"
+    "from pathlib import Path\n"
+    "from symphony_tui.config.settings import resolve_settings\n"
+    "from symphony_tui.scheduler.project_lock import ProjectLock\n"
+    "settings = resolve_settings(\n"
+    "    {'tracker': {'kind': 'local', 'path': sys.argv[1]}, 'workspace': {'root': sys.argv[2]}},\n"
+    "    Path(sys.argv[1]).parent, {},\n"
+    ")\n"
+    "lock = ProjectLock.acquire_for(settings)\n"
+    "print('locked', flush=True)\n"
+    "sys.stdin.read()\n"
+)
+
+
+def test_schedulers_with_different_tmpdir_share_the_workspace_root_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 12.4: the project-lock folder follows $TMPDIR, so a second scheduler with
+    # another TMPDIR found a free project lock and ran the same issues in the same
+    # workspaces. The lock inside the workspace root refuses it and names the owner.
+    issues, root = tmp_path / "issues.yaml", tmp_path / "ws"
+    first_tmp, second_tmp = tmp_path / "tmp-1", tmp_path / "tmp-2"
+    first_tmp.mkdir()
+    second_tmp.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "SYMPHONY_LOCK_DIR"}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", ROOT_HOLDER, str(issues), str(root)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**env, "TMPDIR": str(first_tmp)},
+    )
+    assert proc.stdout is not None
+    try:
+        assert proc.stdout.readline().strip() == "locked"
+        monkeypatch.delenv("SYMPHONY_LOCK_DIR", raising=False)
+        monkeypatch.setenv("TMPDIR", str(second_tmp))
+        monkeypatch.setattr("tempfile.tempdir", None)  # re-read TMPDIR
+        settings = resolve_settings(
+            {"tracker": {"kind": "local", "path": str(issues)}, "workspace": {"root": str(root)}},
+            tmp_path,
+            {},
+        )
+        # The project lock alone is free here: another TMPDIR, another lock folder.
+        with ProjectLock.acquire(project_key_for(settings)):
+            pass
+        with pytest.raises(ProjectLockedError) as info:
+            ProjectLock.acquire_for(settings)
+        message = str(info.value)
+        assert f"pid {proc.pid}" in message and socket.gethostname() in message
+        assert str(root / WORKSPACE_LOCK_NAME) in message and "\n" not in message
+        # Refused: nothing stays locked, the project lock included.
+        with ProjectLock.acquire(project_key_for(settings)):
+            pass
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        with ProjectLock.acquire_for(settings) as lock:  # a dead owner is taken over
+            assert lock.held and len(lock.paths) == 2
+            assert lock.paths[1] == root / WORKSPACE_LOCK_NAME
+        assert not lock.held
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
