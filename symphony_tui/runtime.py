@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from symphony_tui.agents.registry import create_backend
+from symphony_tui.config.child_env import secret_env_names
 from symphony_tui.config.store import WorkflowStore
 from symphony_tui.config.validate import validate_dispatch
 from symphony_tui.observability.redact import register_secret
@@ -52,14 +53,9 @@ def create_tracker(store: WorkflowStore) -> Tracker:
 
 def scheduler_secret_names(raw: dict) -> frozenset[str]:
     """Environment variables that hold the scheduler's own credentials (the tracker key):
-    agents must not inherit them (an agent steered by a prompt injection could send them
-    anywhere). ``LINEAR_API_KEY`` always, plus the ``$VAR`` named by ``tracker.api_key``."""
-    names = {"LINEAR_API_KEY"}
-    tracker = raw.get("tracker") if isinstance(raw, dict) else None
-    key = tracker.get("api_key") if isinstance(tracker, dict) else None
-    if isinstance(key, str) and key.startswith("$") and len(key) > 1:
-        names.add(key[1:].strip("{}"))
-    return frozenset(names)
+    agents and hooks must not inherit them (an agent steered by a prompt injection could
+    send them anywhere). See :func:`symphony_tui.config.child_env.secret_env_names`."""
+    return secret_env_names(raw)
 
 
 def build_runtime(
@@ -86,16 +82,17 @@ def build_runtime(
     project_lock = ProjectLock.acquire_for(workflow.settings) if lock else None
     try:
         tracker = create_tracker(store)
-        workspaces = WorkspaceManager(lambda: store.current.settings)
-        secrets = scheduler_secret_names(workflow.raw)
         base = dict(env) if env is not None else dict(os.environ)
-        child_env = {k: v for k, v in base.items() if k not in secrets}
+        # Every child (agents and hooks) gets ``base`` through the one recipe of
+        # config/child_env.py, which scrubs these names (and a reloaded workflow's).
+        secrets = scheduler_secret_names(workflow.raw)
+        workspaces = WorkspaceManager(lambda: store.current.settings, env=base, unset=secrets)
         orchestrator = Orchestrator(
             store,
             tracker,
             workspaces,
             lambda name: create_backend(
-                name, lambda: store.current.settings, env=child_env, unset=secrets
+                name, lambda: store.current.settings, env=base, unset=secrets
             ),
             event_log=EventLog(jsonl_path=events_path or events_file(project_key)),
             usage=UsageLedger(usage_path or usage_file(project_key)),

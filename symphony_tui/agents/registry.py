@@ -32,7 +32,7 @@ def create_backend(
     if name == "openhands":
         from symphony_tui.agents.openhands import OpenHandsBackend
 
-        return OpenHandsBackend(settings, env=env)
+        return OpenHandsBackend(settings, env=env, unset=unset)
     if name == "opencode":
         from symphony_tui.agents.opencode import OpenCodeBackend
 

@@ -15,6 +15,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from symphony_tui.config.child_env import secret_env_names
+
 LINEAR_ENDPOINT = "https://api.linear.app/graphql"
 DEFAULT_ACTIVE_STATES = ("Todo", "In Progress")
 DEFAULT_TERMINAL_STATES = ("Closed", "Cancelled", "Canceled", "Duplicate", "Done")
@@ -42,8 +44,17 @@ class TrackerSettings(_Section):
     active_states: tuple[str, ...] = DEFAULT_ACTIVE_STATES
     terminal_states: tuple[str, ...] = DEFAULT_TERMINAL_STATES
     timeout_ms: int = Field(default=30_000, gt=0)
+    # Environment variables holding the scheduler's credentials, scrubbed from every child
+    # (agents and hooks, see config/child_env.py): the names written here plus the ones
+    # :func:`resolve_settings` derives (``LINEAR_API_KEY``, the ``$VAR`` of ``api_key``...).
+    secret_env_names: tuple[str, ...] = ()
 
     _split = field_validator("active_states", "terminal_states", mode="before")(_states)
+
+    @field_validator("secret_env_names", mode="before")
+    @classmethod
+    def _names(cls, value: Any) -> Any:
+        return (value,) if isinstance(value, str) else value
 
     def is_active(self, state: str) -> bool:
         s = state.strip().lower()
@@ -72,6 +83,9 @@ class HooksSettings(_Section):
     after_run: str | None = None
     before_remove: str | None = None
     timeout_ms: int = Field(default=DEFAULT_HOOK_TIMEOUT_MS, gt=0)
+    # Laid over the hooks' environment (``$VAR`` resolved against the whole environment):
+    # the explicit way to hand a hook one of the scrubbed secrets (config/child_env.py).
+    env: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("timeout_ms", mode="before")
     @classmethod
@@ -236,6 +250,7 @@ def resolve_settings(
     env = dict(os.environ) if env is None else env
     s = Settings.model_validate({**raw, "workflow_dir": str(workflow_dir)})
     tracker = s.tracker
+    secrets = sorted(secret_env_names(raw) | set(tracker.secret_env_names))
     api_key = resolve_env(tracker.api_key, env)
     if api_key is None and tracker.api_key is None and (tracker.kind or "linear") == "linear":
         api_key = env.get("LINEAR_API_KEY") or None
@@ -245,6 +260,7 @@ def resolve_settings(
             "project_slug": resolve_env(tracker.project_slug, env),
             "assignee": resolve_env(tracker.assignee, env),
             "path": resolve_path(tracker.path, workflow_dir, env) if tracker.path else None,
+            "secret_env_names": tuple(secrets),
         }
     )
     workspace = s.workspace.model_copy(

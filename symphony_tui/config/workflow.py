@@ -10,6 +10,7 @@ unknown variable fails the load, not every run.
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -98,7 +99,12 @@ def parse_workflow(path: Path, data: bytes, env: dict[str, str] | None = None) -
         raise WorkflowError("invalid_settings", flatten_validation_error(err)) from err
     except (TypeError, ValueError) as err:
         raise WorkflowError("invalid_settings", str(err)) from err
+    # Every configured secret is masked, whatever the tracker (a local tracker does not
+    # read $LINEAR_API_KEY, but the hooks' and agents' output may still print it).
     register_secret(settings.tracker.api_key)
+    environ = os.environ if env is None else env
+    for name in settings.tracker.secret_env_names:
+        register_secret(environ.get(name))
     prompt = body.strip() or DEFAULT_PROMPT
     first_line = _body_first_line(text, body) if body.strip() else 1
     check_prompt(prompt, first_line)

@@ -14,9 +14,11 @@ import logging
 import os
 import signal
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from symphony_tui.config.child_env import ChildEnv
 from symphony_tui.observability.logs import log_kv
 from symphony_tui.observability.redact import redact
 
@@ -115,10 +117,14 @@ async def run_hook(
     cwd: Path,
     timeout_ms: int,
     env: dict[str, str] | None = None,
+    *,
+    inherit: Mapping[str, str] | None = None,
 ) -> HookResult:
     """Run ``script`` with ``bash -lc`` in ``cwd``; ``env`` is added to the inherited
     environment (the manager passes ``SYMPHONY_ISSUE_ID``, ``SYMPHONY_ISSUE_IDENTIFIER``,
-    ``SYMPHONY_WORKSPACE``). On timeout the process group gets SIGTERM, then SIGKILL after
+    ``SYMPHONY_WORKSPACE``). The inherited environment is ``inherit`` (the manager builds it
+    with the agents' recipe, config/child_env.py), by default ``os.environ`` without the
+    scheduler's secret names (:data:`~symphony_tui.config.child_env.ALWAYS_SECRET_NAMES`). On timeout the process group gets SIGTERM, then SIGKILL after
     :data:`KILL_GRACE_S`. Cancelling the caller ends the group the same way (SIGTERM, grace,
     SIGKILL) and re-raises the cancellation. Never raises for a failing hook."""
     started = time.monotonic()
@@ -142,7 +148,7 @@ async def run_hook(
             "-lc",
             script,
             cwd=str(cwd),
-            env={**os.environ, **env},
+            env={**(ChildEnv().scrubbed() if inherit is None else inherit), **env},
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,

@@ -13,13 +13,14 @@ import os
 import shutil
 import stat
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from symphony_tui.config.child_env import ChildEnv
 from symphony_tui.config.settings import Settings
 from symphony_tui.domain import Issue, RecoveredWorkspace
 from symphony_tui.observability.logs import log_kv
@@ -95,8 +96,19 @@ class WorkspaceManager:
     serialized so a removal cannot race a creation.
     """
 
-    def __init__(self, settings: Callable[[], Settings]) -> None:
+    def __init__(
+        self,
+        settings: Callable[[], Settings],
+        *,
+        env: Mapping[str, str] | None = None,
+        unset: Iterable[str] = (),
+    ) -> None:
+        """``env`` (laid over ``os.environ``) is the hooks' base environment; ``unset`` and
+        the workflow's ``tracker.secret_env_names`` are scrubbed from it
+        (config/child_env.py)."""
         self._settings = settings
+        self._env = dict(env or {})
+        self._unset = frozenset(unset)
         self._locks: dict[str, asyncio.Lock] = {}
 
     @property
@@ -223,6 +235,10 @@ class WorkspaceManager:
         path = ensure_inside_root(self.root, path)
         if not path.is_dir():
             return HookResult(name, False, None, False, f"workspace {path} does not exist", 0)
+        # The agents' recipe: the scheduler's secrets scrubbed, ``hooks.env`` laid over
+        # (which may name a secret on purpose: hooks often talk to the tracker).
+        secrets = self._unset | set(settings.tracker.secret_env_names)
+        inherit = ChildEnv(self._env, secrets).build(settings.hooks.env, pass_secrets=True)
         env = {"SYMPHONY_WORKSPACE": str(path), "SYMPHONY_HOOK": name}
         if issue is not None:
             env["SYMPHONY_ISSUE_ID"] = issue.id
@@ -237,7 +253,7 @@ class WorkspaceManager:
             ):
                 if isinstance(known.get(key), str):
                     env[var] = known[key]
-        result = await run_hook(name, script, path, settings.hooks.timeout_ms, env)
+        result = await run_hook(name, script, path, settings.hooks.timeout_ms, env, inherit=inherit)
         if path.is_dir():
             hooks = read_section(path, "run").get("hooks")
             hooks = dict(hooks) if isinstance(hooks, dict) else {}

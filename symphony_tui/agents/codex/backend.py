@@ -1,18 +1,20 @@
 """The codex backend: a factory of :class:`CodexSession` (one app-server per session).
 
-Environment of the child: ``os.environ``, overlaid by the constructor's ``env``, overlaid by
-``codex.env`` from WORKFLOW.md. Settings are read afresh for every new session, so a
+Environment of the child: the shared recipe (:mod:`symphony_tui.config.child_env`):
+``os.environ`` overlaid by the constructor's ``env``, without the scheduler's secrets
+(``unset`` and the workflow's ``tracker.secret_env_names``), overlaid by ``codex.env``
+(``$VAR`` values resolved, an unset variable removes the name). Settings are read afresh for every new session, so a
 reloaded workflow applies to the next dispatch (spec §6.2).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from symphony_tui.agents.base import SessionHost
 from symphony_tui.agents.codex.session import CodexSession
+from symphony_tui.config.child_env import ChildEnv
 from symphony_tui.config.settings import Settings
 
 
@@ -42,10 +44,8 @@ class CodexBackend:
     def child_env(self, settings: Settings) -> dict[str, str]:
         """The environment a new app-server is launched with; ``unset`` names (the
         scheduler's own secrets, e.g. the tracker key) never reach the agent."""
-        env = {**os.environ, **self._env, **settings.codex.env}
-        for name in self._unset:
-            env.pop(name, None)
-        return env
+        recipe = ChildEnv(self._env, self._unset | set(settings.tracker.secret_env_names))
+        return recipe.build(settings.codex.env)
 
     async def start_session(self, host: SessionHost) -> CodexSession:
         """Launch codex in ``host.workspace`` and start or resume its thread.

@@ -33,7 +33,6 @@ own tools on or off); see the package README section for what it would take.
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
@@ -45,7 +44,8 @@ from symphony_tui.agents.opencode.server import ManagedServer
 from symphony_tui.agents.opencode.session import OpenCodeSession
 from symphony_tui.agents.opencode.stream import StreamOptions
 from symphony_tui.agents.server_link import Endpoint, ServerLink, session_started
-from symphony_tui.config.settings import OpenCodeSettings, Settings, resolve_env
+from symphony_tui.config.child_env import ChildEnv
+from symphony_tui.config.settings import OpenCodeSettings, Settings
 
 REQUEST_TIMEOUT_S = 30.0
 
@@ -96,22 +96,20 @@ class OpenCodeBackend:
 
     def server_env(self) -> dict[str, str]:
         """The managed server's base environment (before isolation, see :mod:`.server`):
-        ``os.environ`` with the backend's ``env`` laid over it, without the ``unset`` names."""
-        env = {**os.environ, **self._env}
-        for name in self._unset:
-            env.pop(name, None)
-        return env
+        ``os.environ`` with the backend's ``env`` laid over it, without the secrets (the
+        ``unset`` names and the workflow's ``tracker.secret_env_names``)."""
+        return self._recipe().scrubbed()
 
     def extra_env(self, cfg: OpenCodeSettings) -> dict[str, str | None]:
         """``opencode.env`` with ``$VAR`` values resolved against :meth:`server_env`: name ->
-        value, or ``None`` (remove it) for an empty or unset variable. The ``unset`` names
-        are left out (the scheduler's secrets never reach the agent, not even by name)."""
-        base = self.server_env()
-        return {
-            key: resolve_env(str(value), base) if str(value).startswith("$") else str(value)
-            for key, value in cfg.env.items()
-            if key not in self._unset
-        }
+        value, or ``None`` (remove it) for an empty or unset variable. Secret names are left
+        out (the scheduler's secrets never reach the agent, not even by name)."""
+        return self._recipe().overrides(cfg.env)
+
+    def _recipe(self) -> ChildEnv:
+        """The shared child-environment recipe (config/child_env.py) for this backend."""
+        secrets = self._unset | set(self._settings().tracker.secret_env_names)
+        return ChildEnv(self._env, secrets)
 
     async def start_session(self, host: SessionHost) -> OpenCodeSession:
         settings = self._settings()
@@ -204,7 +202,7 @@ class OpenCodeBackend:
             if cfg.base_url:
                 password = None
                 if cfg.password_env:
-                    password = self.server_env().get(cfg.password_env) or None
+                    password = self._recipe().lookup(cfg.password_env)
                     if password is None:
                         raise AgentError(
                             "launch_failed", f"opencode.password_env: ${cfg.password_env} is unset"

@@ -15,8 +15,11 @@ Two ways to reach a server, from the ``openhands:`` block of WORKFLOW.md:
   agent's terminal is an interactive bash that reads ``~/.bashrc``; a slow rc file (pyenv,
   nvm, conda init on a busy machine) races the tool's prompt setup and the first command
   then hangs for the tool's 30 s no-output timeout (measured on 1.58.2). ``openhands.env``
-  is laid over that environment (``$VAR`` values resolved), so ``env: {HOME: $HOME}``
-  restores the user's home (git identity, credentials) when its rc files are fast.
+  is laid over that environment (``$VAR`` values resolved, an unset variable removes the
+  name), so ``env: {HOME: $HOME}`` restores the user's home (git identity, credentials)
+  when its rc files are fast. The scheduler's secrets (``unset`` and the workflow's
+  ``tracker.secret_env_names``) never reach the server: the shared recipe of
+  :mod:`symphony_tui.config.child_env`.
 
 The session's client-side tools (``SessionHost.tools``, e.g. ``symphony_set_issue_state``)
 are registered as the conversation's ``client_tools`` (1.58.2 ``ClientToolSpec``, their
@@ -35,7 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +51,7 @@ from symphony_tui.agents.openhands.server import ManagedServer
 from symphony_tui.agents.openhands.session import OpenHandsSession
 from symphony_tui.agents.openhands.stream import StreamOptions, WsAuth
 from symphony_tui.agents.server_link import Endpoint, ServerLink, session_started
+from symphony_tui.config.child_env import ChildEnv
 from symphony_tui.config.settings import OpenHandsSettings, Settings, resolve_env
 
 
@@ -57,8 +61,9 @@ def default_state_dir() -> Path:
 
 
 class OpenHandsBackend:
-    """Factory of :class:`OpenHandsSession`. ``env`` resolves ``$VAR`` settings and is the
-    managed server's base environment (default: ``os.environ``)."""
+    """Factory of :class:`OpenHandsSession`. ``env`` (laid over ``os.environ``) resolves
+    ``$VAR`` settings and is the managed server's base environment; ``unset`` names never
+    reach the server."""
 
     name = "openhands"
 
@@ -67,11 +72,13 @@ class OpenHandsBackend:
         settings: Callable[[], Settings],
         *,
         env: Mapping[str, str] | None = None,
+        unset: Iterable[str] = (),
         state_dir: Path | None = None,
         stream_options: StreamOptions | None = None,
     ) -> None:
         self._settings = settings
         self._env = dict(os.environ if env is None else env)
+        self._unset = frozenset(unset)
         self.state_dir = state_dir or default_state_dir()
         self._stream_options = stream_options
         self._link: ServerLink[ManagedServer, OpenHandsClient] = ServerLink()
@@ -160,7 +167,7 @@ class OpenHandsBackend:
             if cfg.base_url:
                 key = None
                 if cfg.session_api_key_env:
-                    key = self._env.get(cfg.session_api_key_env) or None
+                    key = self._recipe().lookup(cfg.session_api_key_env)
                     if key is None:
                         raise AgentError(
                             "launch_failed",
@@ -194,18 +201,16 @@ class OpenHandsBackend:
             return endpoint, ws_auth
 
     def server_env(self, cfg: OpenHandsSettings) -> dict[str, str]:
-        """The managed server's base environment: the backend's, with a clean ``HOME``
-        under the state dir, overlaid by ``openhands.env`` (``$VAR`` values resolved)."""
+        """The managed server's base environment: the backend's without the secrets, with a
+        clean ``HOME`` under the state dir, overlaid by ``openhands.env`` (``$VAR`` values
+        resolved; config/child_env.py)."""
         home = self.state_dir / "home"
         home.mkdir(parents=True, exist_ok=True)
-        env = {**self._env, "HOME": str(home)}
-        for key, value in cfg.env.items():
-            resolved = self._resolve(str(value))
-            if resolved is None:
-                env.pop(key, None)
-            else:
-                env[key] = str(resolved)
-        return env
+        return self._recipe().build(cfg.env, defaults={"HOME": str(home)})
+
+    def _recipe(self) -> ChildEnv:
+        secrets = self._unset | set(self._settings().tracker.secret_env_names)
+        return ChildEnv(self._env, secrets)
 
     def _create_body(
         self, cfg: OpenHandsSettings, host: SessionHost, conversation_id: str | None
@@ -228,8 +233,9 @@ class OpenHandsBackend:
         return body
 
     def _resolve(self, value: Any) -> Any:
+        # Against the scrubbed environment: a tracker secret never reaches the LLM settings.
         if isinstance(value, str) and value.startswith("$"):
-            return resolve_env(value, self._env)
+            return resolve_env(value, self._recipe().scrubbed())
         return value
 
 
