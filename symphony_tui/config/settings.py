@@ -112,6 +112,9 @@ class AgentSettings(_Section):
     approvals: Literal["operator", "auto", "deny"] = "operator"
     approval_timeout_ms: int = Field(default=1_800_000, gt=0)
     continuation_prompt: str | None = None
+    # Backend-neutral deadlines (None: take ``codex.*``, see Settings.turn_timeout_ms).
+    turn_timeout_ms: int | None = Field(default=None, gt=0)
+    stall_timeout_ms: int | None = None
 
     @field_validator("max_concurrent_agents_by_state", mode="before")
     @classmethod
@@ -210,6 +213,22 @@ class Settings(_Section):
     @property
     def workspace_root(self) -> Path:
         return Path(self.workspace.root)
+
+    @property
+    def turn_timeout_ms(self) -> int:
+        """Milliseconds one turn may take, for every backend (spec §10.6): ``agent.
+        turn_timeout_ms`` when set, else ``codex.turn_timeout_ms`` (the reference's key, so
+        its files load unchanged; default 3,600,000)."""
+        agent = self.agent.turn_timeout_ms
+        return self.codex.turn_timeout_ms if agent is None else agent
+
+    @property
+    def stall_timeout_ms(self) -> int:
+        """Milliseconds without an agent event before a run is stalled, for every backend
+        (spec §8.5; zero or less disables it): ``agent.stall_timeout_ms`` when set, else
+        ``codex.stall_timeout_ms`` (default 300,000)."""
+        agent = self.agent.stall_timeout_ms
+        return self.codex.stall_timeout_ms if agent is None else agent
 
 
 def resolve_env(value: str | None, env: dict[str, str] | None = None) -> str | None:

@@ -24,10 +24,10 @@ def stop_run(state: SchedulerState, run: Run, ending: Ending) -> bool:
 
 
 def stop_stalled(state: SchedulerState) -> list[str]:
-    """Stop runs with no agent event for ``codex.stall_timeout_ms`` (a run waiting for the
+    """Stop runs with no agent event for ``Settings.stall_timeout_ms`` (a run waiting for the
     operator is never stalled); returns the ids of running issues to refresh from the
     tracker (those not already ending)."""
-    stall_ms = state.settings.codex.stall_timeout_ms
+    stall_ms = state.settings.stall_timeout_ms  # agent.*, else codex.*
     now = state.clock.monotonic()
     if stall_ms > 0:
         for run in list(state.running.values()):

@@ -197,11 +197,11 @@ class Worker:
     async def _run_turn(
         self, session: AgentSession, text: str, *, continuation: bool
     ) -> TurnResult:
-        """One turn under ``codex.turn_timeout_ms`` (the deadline applies to every backend):
+        """One turn under ``Settings.turn_timeout_ms`` (``agent.*``, else ``codex.*``):
         at the deadline the attempt ends as timed out and only the turn is cancelled."""
         state = self._ctx.state
         turn_task = asyncio.ensure_future(session.run_turn(text, continuation=continuation))
-        timeout_s = state.settings.codex.turn_timeout_ms / 1000
+        timeout_s = state.settings.turn_timeout_ms / 1000
 
         def on_deadline() -> None:
             if not turn_task.done():

@@ -15,7 +15,7 @@ from typing import Any
 from symphony_tui.agents.base import SessionHost
 from symphony_tui.agents.codex.session import CodexSession
 from symphony_tui.config.child_env import ChildEnv
-from symphony_tui.config.settings import Settings
+from symphony_tui.config.settings import CodexSettings, Settings
 
 
 class CodexBackend:
@@ -47,6 +47,16 @@ class CodexBackend:
         recipe = ChildEnv(self._env, self._unset | set(settings.tracker.secret_env_names))
         return recipe.build(settings.codex.env)
 
+    def session_settings(self, settings: Settings) -> CodexSettings:
+        """``codex.*`` with the backend-neutral deadlines (``agent.turn_timeout_ms`` /
+        ``agent.stall_timeout_ms`` win over ``codex.*``, see :class:`Settings`)."""
+        return settings.codex.model_copy(
+            update={
+                "turn_timeout_ms": settings.turn_timeout_ms,
+                "stall_timeout_ms": settings.stall_timeout_ms,
+            }
+        )
+
     async def start_session(self, host: SessionHost) -> CodexSession:
         """Launch codex in ``host.workspace`` and start or resume its thread.
 
@@ -55,7 +65,7 @@ class CodexBackend:
         settings = self._settings()
         session = CodexSession(
             host,
-            settings.codex,
+            self.session_settings(settings),
             self.child_env(settings),
             sent=self._sent,
             on_close=self._sessions.discard,  # the set object never changes
