@@ -2,8 +2,9 @@
 
 Checks: the workflow file loads; dispatch settings validate (spec §6.3); the workspace root
 could be made (nothing is created); the agent command is found; the tracker answers a
-candidate fetch; the project lock is free. Then the paths a run would use. Exit 0 when every
-check passes, 1 otherwise.
+candidate fetch; the project lock is free. Then the paths a run would use. A front-matter key
+nothing reads is a ``[warn]`` line (not a failure). Exit 0 when every check passes, 1
+otherwise.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class Check:
     name: str
     ok: bool
     detail: str
+    warn: bool = False  # a warning line: shown, never a failure
 
 
 def _check_workspace_root(root: Path) -> Check:
@@ -210,6 +212,7 @@ def run_doctor(
     try:
         wf = store.load_initial()
         checks.append(Check("workflow", True, f"{path} loaded"))
+        checks.extend(Check("workflow", True, w, warn=True) for w in wf.warnings)
     except WorkflowError as exc:
         checks.append(Check("workflow", False, str(exc)))
         wf = None
@@ -228,11 +231,12 @@ def run_doctor(
         if not errors:
             checks.append(asyncio.run(_check_tracker(store, timeout or TRACKER_TIMEOUT_S)))
     for c in checks:
-        mark = "ok  " if c.ok else "FAIL"
+        mark = "warn" if c.warn else "ok  " if c.ok else "FAIL"
         out.write(f"[{mark}] {c.name}: {c.detail}\n")
     if wf is not None:
         _print_paths(wf.settings, out)
     failed = [c for c in checks if not c.ok]
+    checks = [c for c in checks if not c.warn]
     if failed:
         out.write(f"{len(failed)} of {len(checks)} checks failed\n")
     else:

@@ -1,7 +1,8 @@
 """Typed settings from WORKFLOW.md front matter, with the spec's defaults (spec §5.3, §6).
 
 Unknown keys are ignored so that workflow files written for the reference implementation
-load unchanged. ``$VAR`` indirection and ``~`` expansion happen in :func:`resolve_settings`.
+load unchanged (config/unread.py reports them). The reference's current schema (its
+``config/schema.ex``) is read too: ``tracker.provider`` and ``tracker.required_labels``. ``$VAR`` indirection and ``~`` expansion happen in :func:`resolve_settings`.
 Validation errors are raised as :class:`pydantic.ValidationError`; the loader turns them
 into one-line :class:`~symphony_tui.config.errors.WorkflowError` messages.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -21,6 +23,8 @@ LINEAR_ENDPOINT = "https://api.linear.app/graphql"
 DEFAULT_ACTIVE_STATES = ("Todo", "In Progress")
 DEFAULT_TERMINAL_STATES = ("Closed", "Cancelled", "Canceled", "Duplicate", "Done")
 DEFAULT_HOOK_TIMEOUT_MS = 60_000
+#: ``tracker.provider`` keys read (the reference's schema); each wins over ``tracker.<key>``.
+PROVIDER_KEYS = ("endpoint", "api_key", "project_slug", "assignee")
 
 
 class _Section(BaseModel):
@@ -44,6 +48,11 @@ class TrackerSettings(_Section):
     active_states: tuple[str, ...] = DEFAULT_ACTIVE_STATES
     terminal_states: tuple[str, ...] = DEFAULT_TERMINAL_STATES
     timeout_ms: int = Field(default=30_000, gt=0)
+    # The reference's current schema: tracker settings nested under ``provider`` (they win
+    # over the flat keys, see resolve_settings) and labels an issue must all carry to be
+    # dispatched (trimmed, lowercased, deduplicated).
+    provider: dict[str, Any] = Field(default_factory=dict)
+    required_labels: tuple[str, ...] = ()
     # Environment variables holding the scheduler's credentials, scrubbed from every child
     # (agents and hooks, see config/child_env.py): the names written here plus the ones
     # :func:`resolve_settings` derives (``LINEAR_API_KEY``, the ``$VAR`` of ``api_key``...).
@@ -55,6 +64,34 @@ class TrackerSettings(_Section):
     @classmethod
     def _names(cls, value: Any) -> Any:
         return (value,) if isinstance(value, str) else value
+
+    @field_validator("provider", mode="before")
+    @classmethod
+    def _provider(cls, value: Any) -> Any:
+        return {} if value is None else value
+
+    @field_validator("required_labels", mode="before")
+    @classmethod
+    def _labels(cls, value: Any) -> Any:
+        value = _states(value)
+        if value is None:
+            return ()
+        if not isinstance(value, list | tuple):
+            return value  # let validation report it
+        out: list[str] = []
+        for label in value:
+            name = str(label).strip().lower()
+            if name and name not in out:
+                out.append(name)
+        return tuple(out)
+
+    def has_required_labels(self, labels: Iterable[str]) -> bool:
+        """Whether ``labels`` include every ``required_labels`` entry (case-insensitive):
+        the reference's routing rule; True when none are required."""
+        if not self.required_labels:
+            return True
+        have = {label.strip().lower() for label in labels}
+        return all(label in have for label in self.required_labels)
 
     def is_active(self, state: str) -> bool:
         s = state.strip().lower()
@@ -263,21 +300,32 @@ def resolve_settings(
 ) -> Settings:
     """Build :class:`Settings` from front matter, resolving secrets and paths.
 
-    ``tracker.api_key`` falls back to ``$LINEAR_API_KEY`` for the linear tracker.
+    ``tracker.provider.<key>`` (:data:`PROVIDER_KEYS`) wins over ``tracker.<key>``;
+    ``tracker.api_key`` falls back to ``$LINEAR_API_KEY`` and ``tracker.assignee`` to
+    ``$LINEAR_ASSIGNEE`` for the linear tracker.
     Raises :class:`pydantic.ValidationError` on bad types or values.
     """
     env = dict(os.environ) if env is None else env
     s = Settings.model_validate({**raw, "workflow_dir": str(workflow_dir)})
     tracker = s.tracker
     secrets = sorted(secret_env_names(raw) | set(tracker.secret_env_names))
+    # The reference's current schema nests these under tracker.provider; a nested value
+    # wins over the flat one (which is how older files write it).
+    nested = {k: tracker.provider[k] for k in PROVIDER_KEYS if tracker.provider.get(k) is not None}
+    if nested:
+        tracker = TrackerSettings.model_validate({**tracker.model_dump(), **nested})
+    linear = (tracker.kind or "linear") == "linear"
     api_key = resolve_env(tracker.api_key, env)
-    if api_key is None and tracker.api_key is None and (tracker.kind or "linear") == "linear":
+    if api_key is None and tracker.api_key is None and linear:
         api_key = env.get("LINEAR_API_KEY") or None
+    assignee = resolve_env(tracker.assignee, env)
+    if assignee is None and tracker.assignee is None and linear:
+        assignee = env.get("LINEAR_ASSIGNEE") or None
     tracker = tracker.model_copy(
         update={
             "api_key": api_key,
             "project_slug": resolve_env(tracker.project_slug, env),
-            "assignee": resolve_env(tracker.assignee, env),
+            "assignee": assignee,
             "path": resolve_path(tracker.path, workflow_dir, env) if tracker.path else None,
             "secret_env_names": tuple(secrets),
         }

@@ -55,6 +55,7 @@ class WorkflowStore:
     def load_initial(self) -> Workflow:
         """Load the file; raises :class:`WorkflowError` (start-up must fail on it)."""
         wf = load_workflow(self.path, self._env)
+        self._warn(wf)
         self._current = wf
         self._last_seen_digest = wf.fingerprint
         self.error = None
@@ -91,7 +92,13 @@ class WorkflowStore:
         self._current = wf
         self._set_error(None)
         log_kv(log, "INFO", "workflow reloaded", path=str(self.path))
+        self._warn(wf)
         return True
+
+    def _warn(self, wf: Workflow) -> None:
+        """One WARNING line per front-matter key nothing reads."""
+        for warning in wf.warnings:
+            log_kv(log, "WARNING", "workflow setting ignored", path=str(self.path), detail=warning)
 
     def _set_error(self, error: str | None) -> None:
         if error != self.error and error is not None:

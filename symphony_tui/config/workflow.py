@@ -4,7 +4,8 @@ The file is read once; the front matter (between a first line ``---`` and the ne
 ``---``) must decode to a map; the rest, trimmed, is the prompt template. Unknown keys are
 ignored so files written for the reference implementation load unchanged. The template is
 compiled and rendered for a sample issue here, so a syntax error, an unknown filter or an
-unknown variable fails the load, not every run.
+unknown variable fails the load, not every run. Keys nothing reads are reported in
+``Workflow.warnings`` (logged by the store, printed by ``doctor``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from symphony_tui.config.errors import (
 )
 from symphony_tui.config.prompt import check_prompt
 from symphony_tui.config.settings import Settings, resolve_settings
+from symphony_tui.config.unread import unread_warnings
 from symphony_tui.observability.redact import register_secret
 
 #: Used when the prompt body is empty (spec §5.4 allows a minimal default).
@@ -43,7 +45,8 @@ class Workflow:
     ``raw`` is the front matter as parsed (``{}`` without front matter), ``settings`` the
     typed, resolved view of it, ``prompt_template`` the trimmed body (or
     :data:`DEFAULT_PROMPT`), ``fingerprint`` the SHA-256 of the file's bytes,
-    ``prompt_first_line`` the file line the template starts on (for error messages).
+    ``prompt_first_line`` the file line the template starts on (for error messages),
+    ``warnings`` one line per front-matter key nothing reads (:mod:`.unread`).
     """
 
     path: Path
@@ -52,6 +55,7 @@ class Workflow:
     raw: dict
     fingerprint: str
     prompt_first_line: int = 1
+    warnings: tuple[str, ...] = ()
 
 
 def split_front_matter(text: str) -> tuple[str | None, str]:
@@ -115,6 +119,7 @@ def parse_workflow(path: Path, data: bytes, env: dict[str, str] | None = None) -
         raw=raw,
         fingerprint=hashlib.sha256(data).hexdigest(),
         prompt_first_line=first_line,
+        warnings=unread_warnings(raw),
     )
 
 

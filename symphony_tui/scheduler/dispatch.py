@@ -40,6 +40,8 @@ class Dispatcher:
         tracker = settings.tracker
         if not tracker.is_active(issue.state) or tracker.is_terminal(issue.state):
             return False
+        if not tracker.has_required_labels(issue.labels):  # the reference's required_labels
+            return False
         if issue.id in state.running:
             return False
         if not for_retry and issue.id in state.retrying:
