@@ -9,7 +9,8 @@ A connection is *ready* once ``server.connected`` arrives within ``connect_timeo
 After every reconnect the stream awaits ``on_reconnected()`` before it reads on: the session
 reconciles through REST there (status, permissions, messages), so whatever was said while
 no stream was open is not lost; events of the new connection that arrive meanwhile wait in
-its buffer. A drop is retried with capped exponential backoff; a 401/403/404 is final.
+its buffer. A drop is retried with capped, jittered exponential backoff
+(:mod:`symphony_tui.agents.reconnect`, shared with OpenHands); a 401/403/404 is final.
 Malformed data (not JSON, not an object with a string ``type``) is counted and reported
 through ``on_notice("malformed", ...)``, never fatal.
 
@@ -31,6 +32,7 @@ from httpx_sse import ServerSentEvent
 
 from symphony_tui.agents.base import AgentError
 from symphony_tui.agents.opencode.client import OpenCodeClient, OpenCodeHTTPError
+from symphony_tui.agents.reconnect import Backoff, Reconnector
 from symphony_tui.text import one_line
 
 Wire = dict[str, Any]
@@ -45,10 +47,33 @@ class StreamOptions:
     backoff_initial_s: float = 0.25
     backoff_max_s: float = 5.0
     max_attempts: int = 12
+    backoff_jitter: float = 0.5  # fraction of each delay drawn at random (reconnect.py)
+
+    @property
+    def backoff(self) -> Backoff:
+        return Backoff(
+            self.backoff_initial_s, self.backoff_max_s, self.max_attempts, self.backoff_jitter
+        )
 
 
 class _Dropped(Exception):
     """The current connection ended (``reason`` says how)."""
+
+
+class _Final(Exception):
+    """The server refused the stream for good (``error``: a 401/403/404)."""
+
+    def __init__(self, error: OpenCodeHTTPError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+# A failed connection or a failed reconcile (AgentError): retried like a drop.
+_RETRYABLE: tuple[type[BaseException], ...] = (OpenCodeHTTPError, _Dropped, AgentError)
+
+
+def _why(error: BaseException) -> str:
+    return error.message if isinstance(error, AgentError) else str(error)
 
 
 class EventStream:
@@ -79,6 +104,11 @@ class EventStream:
         self._ready: asyncio.Future[None] | None = None
         self._drop: asyncio.Event = asyncio.Event()
         self._closing = False
+        self.reconnector = Reconnector(
+            self.options.backoff,
+            "event stream",
+            notice=lambda message: self._on_notice("reconnecting", message),
+        )
 
     async def attach(self) -> None:
         """Open the stream and wait until it is ready. Raises :class:`AgentError`."""
@@ -105,59 +135,58 @@ class EventStream:
     # ------------------------------------------------------------ connection loop
 
     async def _run(self) -> None:
-        delay = self.options.backoff_initial_s
-        attempt = 0
-        first = True
-        last = "not connected"
-        while not self._closing:
+        """The first connection (its failure fails :meth:`attach`), then reconnects through
+        the shared backoff (:mod:`..reconnect`), the attempt count starting afresh after
+        every connection that got ready."""
+        try:
             try:
-                async with self.client.events(
-                    self.directory, connect_timeout_s=self.options.connect_timeout_s
-                ) as source:
-                    events = source.aiter_sse()
-                    await self._await_connected(events)
-                    if first:
-                        first = False
-                        self._set_ready()
-                    else:
-                        await self._on_reconnected()
-                        self.reconnects += 1
-                        self._on_notice(
-                            "reconnected", f"event stream reconnected (after {attempt} attempt(s))"
-                        )
-                    attempt, delay = 0, self.options.backoff_initial_s
-                    last = await self._read(events)
-            except OpenCodeHTTPError as e:
-                if e.status in (401, 403, 404):
-                    self._give_up(e)
-                    return
-                last = e.message
-            except _Dropped as e:
-                last = str(e)
-            except AgentError as e:  # a failed reconcile: retry like a drop
-                last = e.message
-            if self._closing:
+                last = await self._connection(0)
+            except _RETRYABLE as e:
+                if not self._closing:
+                    # Never ready: the caller is waiting in attach(); tell it now.
+                    self._give_up(AgentError("transport_error", f"event stream: {_why(e)}"))
                 return
-            if first:
-                # Never ready: the caller is waiting in attach(); tell it now.
-                self._give_up(AgentError("transport_error", f"event stream: {last}"))
-                return
-            attempt += 1
-            if attempt > self.options.max_attempts:
-                self._give_up(
-                    AgentError(
-                        "transport_error",
-                        f"event stream lost; {self.options.max_attempts} reconnect attempts "
-                        f"failed (last: {last})",
-                    )
+            while not self._closing:
+                ended = await self.reconnector.run(
+                    self._connection,
+                    last=last,
+                    retryable=_RETRYABLE,
+                    describe=_why,
+                    closing=lambda: self._closing,
                 )
-                return
-            self._on_notice(
-                "reconnecting",
-                f"event stream dropped ({last}); reconnect attempt {attempt} in {delay:.2f}s",
-            )
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, self.options.backoff_max_s)
+                if ended is None:
+                    return
+                last = ended
+        except _Final as e:
+            self._give_up(e.error)
+        except AgentError as e:  # every reconnect attempt failed
+            if not self._closing:
+                self._give_up(e)
+
+    async def _connection(self, attempt: int) -> str:
+        """One connection (``attempt`` 0 is the first, then the reconnect attempt's number):
+        open, await ``server.connected``, report ready or reconcile, then read until it
+        ends; returns why it ended. Raises ``_Dropped`` / ``OpenCodeHTTPError`` /
+        ``AgentError`` (a failed reconcile) to be retried, ``_Final`` for 401/403/404."""
+        try:
+            async with self.client.events(
+                self.directory, connect_timeout_s=self.options.connect_timeout_s
+            ) as source:
+                events = source.aiter_sse()
+                await self._await_connected(events)
+                if attempt == 0:
+                    self._set_ready()
+                else:
+                    await self._on_reconnected()
+                    self.reconnects += 1
+                    self._on_notice(
+                        "reconnected", f"event stream reconnected (after {attempt} attempt(s))"
+                    )
+                return await self._read(events)
+        except OpenCodeHTTPError as e:
+            if e.status in (401, 403, 404):
+                raise _Final(e) from e
+            raise
 
     async def _await_connected(self, events: AsyncIterator[ServerSentEvent]) -> None:
         try:

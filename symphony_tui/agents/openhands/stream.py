@@ -5,7 +5,8 @@ when its first ``ConversationStateUpdateEvent`` (the server sends ``full_state``
 arrives within the readiness timeout. After every (re)connect the stream pages through
 ``events/search`` and hands over only events it has not delivered before, oldest first
 (timestamp, then id), then the readiness snapshot, so the consumer's view ends on the
-server's current state. A drop is retried with capped exponential backoff; close codes
+server's current state. A drop is retried with capped, jittered exponential backoff
+(:mod:`symphony_tui.agents.reconnect`, shared with OpenCode); close codes
 4001 (auth) and 4004 (unknown conversation) are final. Malformed frames are counted and
 reported, never fatal.
 
@@ -35,6 +36,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from symphony_tui.agents.base import AgentError
 from symphony_tui.agents.openhands.client import API_KEY_HEADER, OpenHandsClient
 from symphony_tui.agents.openhands.reconcile import EventLog, WireEvent
+from symphony_tui.agents.reconnect import Backoff, Reconnector
 
 WsAuth = Literal["first_frame", "query", "header", "none"]
 STATE_EVENT = "ConversationStateUpdateEvent"
@@ -50,6 +52,13 @@ class StreamOptions:
     backoff_initial_s: float = 0.25
     backoff_max_s: float = 5.0
     max_attempts: int = 12
+    backoff_jitter: float = 0.5  # fraction of each delay drawn at random (reconnect.py)
+
+    @property
+    def backoff(self) -> Backoff:
+        return Backoff(
+            self.backoff_initial_s, self.backoff_max_s, self.max_attempts, self.backoff_jitter
+        )
 
 
 class _Final(AgentError):
@@ -83,6 +92,11 @@ class EventStream:
         self._ws: ClientConnection | None = None
         self._task: asyncio.Task[None] | None = None
         self._closing = False
+        self.reconnector = Reconnector(
+            self.options.backoff,
+            "event socket",
+            notice=lambda message: self._on_notice("reconnecting", message),
+        )
 
     # ------------------------------------------------------------------ public
 
@@ -217,43 +231,36 @@ class EventStream:
             return AgentError("transport_error", f"websocket read: {e!r}")
 
     async def _reconnect(self, cause: AgentError) -> None:
-        delay = self.options.backoff_initial_s
-        last: AgentError = cause
-        for attempt in range(1, self.options.max_attempts + 1):
-            self._on_notice(
-                "reconnecting",
-                f"event socket dropped ({last.message}); reconnect attempt {attempt} "
-                f"in {delay:.2f}s",
-            )
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, self.options.backoff_max_s)
-            if self._closing:
-                return
-            try:
-                ws, ready, early = await self._connect_ready()
-            except _Final:
-                raise
-            except AgentError as e:
-                last = e
-                continue
+        """Reconnect and reconcile through the shared backoff (:mod:`..reconnect`); raises
+        :class:`AgentError` when every attempt failed or the server's answer is final."""
+        reconciled = 0
+
+        async def attempt(_n: int) -> ClientConnection:
+            nonlocal reconciled
+            ws, ready, early = await self._connect_ready()
             before = len(self.log)
             try:
                 await self._reconcile(early, ready, replay=False)
-            except AgentError as e:
+            except AgentError:
                 await ws.close()
-                last = e
-                continue
-            self._ws = ws
-            self.reconnects += 1
-            self._on_notice(
-                "reconnected",
-                f"event socket reconnected; {len(self.log) - before} event(s) reconciled",
-            )
+                raise
+            reconciled = len(self.log) - before
+            return ws
+
+        ws = await self.reconnector.run(
+            attempt,
+            last=cause.message,
+            retryable=(AgentError,),
+            final=(_Final,),
+            describe=lambda e: e.message if isinstance(e, AgentError) else str(e),
+            closing=lambda: self._closing,
+        )
+        if ws is None:
             return
-        raise AgentError(
-            "transport_error",
-            f"event socket lost; {self.options.max_attempts} reconnect attempts failed "
-            f"(last: {last.message})",
+        self._ws = ws
+        self.reconnects += 1
+        self._on_notice(
+            "reconnected", f"event socket reconnected; {reconciled} event(s) reconciled"
         )
 
     # ------------------------------------------------------------------ helpers

@@ -219,3 +219,34 @@ async def test_wrong_key_is_a_final_error_on_attach() -> None:
         finally:
             await stream.aclose()
             await client.aclose()
+
+
+async def test_retries_wait_the_shared_jittered_backoff() -> None:
+    # Issue 10.3b: one reconnect helper for both HTTP-server backends, with jitter: the
+    # delays come from the injected random source (never above the capped nominal delay).
+    from symphony_tui.agents.reconnect import Reconnector
+
+    rec = Recorder()
+    opts = StreamOptions(
+        readiness_timeout_s=2, backoff_initial_s=0.02, backoff_max_s=0.04, max_attempts=3
+    )
+    draws = iter([0.0, 0.5, 1.0])
+    async with FakeEventServer() as srv:
+        stream, client = make_stream(srv, rec, options=opts)
+        stream.reconnector = Reconnector(
+            opts.backoff,
+            "event socket",
+            notice=lambda message: rec.notices.append(("reconnecting", message)),
+            draw=lambda: next(draws),
+        )
+        try:
+            await stream.attach()
+            srv.close_code = 1011
+            srv.drop()
+            await rec.until(lambda: bool(rec.failed))
+        finally:
+            await stream.aclose()
+            await client.aclose()
+    assert stream.reconnector.delays == [0.02, 0.03, 0.02]  # 0.02, 0.04*(1-.25), 0.04*(1-.5)
+    said = [m for k, m in rec.notices if k == "reconnecting"]
+    assert [m.rsplit(" in ", 1)[1] for m in said] == ["0.02s", "0.03s", "0.02s"]
