@@ -2,18 +2,29 @@
 so the console can attach to ``symphony-tui --headless --port N`` (over SSH, say).
 
 ``snapshot()`` and ``events_since()`` answer from a cache that :meth:`RemotePort.run` keeps
-fresh by polling (a few times a second); ``send()`` posts the command. Transcripts are
-fetched for the issues the console asks about.
+fresh from the pushed event stream (``GET /api/v1/stream``, :mod:`symphony_tui.api.stream`),
+reconnecting with ``Last-Event-ID`` after a jittered backoff; a server without the stream
+(404/405) or ``mode="poll"`` is polled instead (snapshot + events a few times a second).
+``send()`` posts the command. Transcripts are fetched for the issues the console asked
+about recently. :meth:`RemotePort.link` says how fresh the cache is.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import random
+import time
 from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any, Literal
 
 import httpx
+import jsonpatch
+from httpx_sse import aconnect_sse
 from pydantic import TypeAdapter
 
 from symphony_tui.domain import AgentEvent, Snapshot
@@ -22,25 +33,78 @@ from symphony_tui.scheduler.port import CommandResult
 
 _EVENTS = TypeAdapter(list[AgentEvent])
 POLL_S = 0.25
+TRANSCRIPT_S = 1.0
+ASKED_KEEP_S = 10.0
+STALE_AFTER_S = 15.0  # three of the server's 5 s keepalives
+BACKOFF_BASE_S = 0.5
+BACKOFF_CAP_S = 10.0
+
+LinkState = Literal["connecting", "live", "reconnecting", "stale"]
 
 
 class RemoteError(Exception):
     """The scheduler's API did not answer usefully (one line)."""
 
 
+class StreamUnsupported(RemoteError):
+    """The server has no event stream (an older scheduler): poll instead."""
+
+
+@dataclass(frozen=True)
+class LinkStatus:
+    """How current an attached console's data is.
+
+    ``state``: ``connecting`` (nothing received yet), ``live`` (connected, heard from within
+    ``stale_after_s``), ``reconnecting`` (link lost, data still recent), ``stale`` (nothing
+    heard for longer than ``stale_after_s``, connected or not). ``age_s``: seconds since the
+    scheduler was last heard from (``None`` before the first frame); ``via``: ``stream`` or
+    ``poll``; ``error``: the last failure, one line."""
+
+    state: LinkState
+    age_s: float | None
+    via: str
+    error: str | None = None
+
+
+def backoff_s(attempt: int, *, rng: Callable[[float, float], float] = random.uniform) -> float:
+    """Full-jitter exponential backoff: uniform in ``[0, min(cap, base * 2**attempt)]``."""
+    return rng(0.0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2**attempt))
+
+
 class RemotePort:
     # The scheduler runs elsewhere: a console on this port only detaches when it quits.
     detach_only = True
 
-    def __init__(self, base_url: str, *, client: httpx.AsyncClient | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        client: httpx.AsyncClient | None = None,
+        token: str | None = None,
+        mode: Literal["stream", "poll"] = "stream",
+        stale_after_s: float = STALE_AFTER_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.base_url = base_url.rstrip("/")
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._client = client or httpx.AsyncClient(base_url=self.base_url, timeout=10.0)
+        self._client.headers.update(headers)
+        self.mode = mode
+        self.stale_after_s = stale_after_s
+        self._clock = clock
         self._snapshot = Snapshot(generated_at=datetime.now(UTC))
+        self._doc: dict[str, Any] | None = None
         self._ring: deque[AgentEvent] = deque(maxlen=5_000)
         self._transcripts: dict[str, deque[AgentEvent]] = {}
+        self._asked: dict[str, float] = {}
         self._last_seq = 0
+        self.last_event_id: str | None = None
+        self._heard_at: float | None = None
+        self._connected = False
+        self.gaps = 0  # times the server said events were lost between two connections
         self.error: str | None = None
         self._stop = asyncio.Event()
+        self._running: asyncio.Task | None = None
 
     # -- SchedulerPort --------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
@@ -50,6 +114,7 @@ class RemotePort:
         self, seq: int, *, limit: int = 2000, issue_id: str | None = None
     ) -> list[AgentEvent]:
         if issue_id is not None:
+            self._asked[issue_id] = self._clock()
             source = self._transcripts.setdefault(issue_id, deque(maxlen=2_000))
         else:
             source = self._ring
@@ -70,7 +135,30 @@ class RemotePort:
             return CommandResult(False, message)
         return CommandResult(bool(body.get("ok")), str(body.get("message", "")))
 
-    # -- polling ----------------------------------------------------------------------------
+    # -- freshness ------------------------------------------------------------------------
+    def link(self) -> LinkStatus:
+        """The link's state now (see :class:`LinkStatus`)."""
+        age = None if self._heard_at is None else max(0.0, self._clock() - self._heard_at)
+        if age is None:
+            state: LinkState = "connecting"
+        elif age > self.stale_after_s:
+            state = "stale"
+        else:
+            state = "live" if self._connected else "reconnecting"
+        return LinkStatus(state, age, self.mode, self.error)
+
+    def _heard(self) -> None:
+        self._heard_at = self._clock()
+        self._connected = True
+
+    def _lost(self, exc: Exception | str) -> None:
+        self._connected = False
+        self.error = str(exc) or type(exc).__name__
+        self._snapshot = self._snapshot.model_copy(
+            update={"tracker_error": f"scheduler API unreachable: {self.error}"}
+        )
+
+    # -- polling (fallback) -----------------------------------------------------------------
     async def refresh_once(self) -> None:
         """Fetch the snapshot and new events once. Raises :class:`RemoteError`."""
         try:
@@ -78,42 +166,161 @@ class RemotePort:
             snap.raise_for_status()
             fresh = Snapshot.model_validate_json(snap.content)
             if fresh.started_at != self._snapshot.started_at:
-                # Another scheduler process (a restart): its event numbers start again at 1.
-                self._ring.clear()
-                self._transcripts = {k: deque(maxlen=2_000) for k in self._transcripts}
-                self._last_seq = 0
+                self._forget_events()  # another scheduler process: its numbers start at 1
             self._snapshot = fresh
             events = await self._client.get(
                 "/api/v1/events", params={"since": self._last_seq, "limit": 2000}
             )
             events.raise_for_status()
-            for event in _EVENTS.validate_json(events.content):
-                self._ring.append(event)
-                self._last_seq = max(self._last_seq, event.seq)
-            for issue_id, transcript in list(self._transcripts.items()):
-                since = transcript[-1].seq if transcript else 0
-                got = await self._client.get(
-                    "/api/v1/events", params={"since": since, "issue_id": issue_id}
-                )
-                got.raise_for_status()
-                transcript.extend(_EVENTS.validate_json(got.content))
+            self._take_events(_EVENTS.validate_json(events.content))
+            await self._fetch_transcripts()
         except (httpx.HTTPError, ValueError) as exc:
             raise RemoteError(f"{self.base_url}: {exc}") from exc
+        self._heard()
 
-    async def run(self) -> None:
-        """Poll until :meth:`close`; a failing scheduler shows as ``config_error`` text."""
+    async def _poll(self) -> None:
         while not self._stop.is_set():
             try:
                 await self.refresh_once()
                 self.error = None
             except RemoteError as exc:
-                self.error = str(exc)
-                self._snapshot = self._snapshot.model_copy(
-                    update={"tracker_error": f"scheduler API unreachable: {exc}"}
-                )
+                self._lost(exc)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), timeout=POLL_S)
 
+    # -- the stream ---------------------------------------------------------------------------
+    async def run(self) -> None:
+        """Follow the scheduler until :meth:`close`: the stream, reconnecting with jittered
+        backoff, or polling when the server has no stream. Failures show in :meth:`link`
+        and as the snapshot's ``tracker_error``."""
+        self._running = asyncio.current_task()
+        if self.mode == "poll":
+            await self._poll()
+            return
+        transcripts = asyncio.create_task(self._transcript_loop())
+        try:
+            attempt = 0
+            while not self._stop.is_set():
+                heard_before = self._heard_at
+                try:
+                    await self.stream_once()
+                except StreamUnsupported:
+                    self.mode = "poll"
+                    transcripts.cancel()
+                    await self._poll()
+                    return
+                except (RemoteError, httpx.HTTPError, ValueError) as exc:
+                    self._lost(exc if str(exc) else type(exc).__name__)
+                else:
+                    self._connected = False
+                if self._heard_at != heard_before:
+                    attempt = 0  # this connection worked: start the backoff over
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stop.wait(), timeout=backoff_s(attempt))
+                attempt += 1
+        finally:
+            transcripts.cancel()
+
+    async def stream_once(self) -> None:
+        """One connection to ``/api/v1/stream``, resuming after :attr:`last_event_id`, until
+        the server ends it, :meth:`close`, or silence longer than ``stale_after_s`` (raises
+        ``httpx.ReadTimeout``). Raises :class:`StreamUnsupported` on 404/405 and
+        :class:`RemoteError` on another refusal (401: a missing or wrong token)."""
+        headers = {"Accept": "text/event-stream"}
+        if self.last_event_id:
+            headers["Last-Event-ID"] = self.last_event_id
+        timeout = httpx.Timeout(10.0, read=self.stale_after_s)
+        async with aconnect_sse(
+            self._client, "GET", "/api/v1/stream", headers=headers, timeout=timeout
+        ) as source:
+            response = source.response
+            if response.status_code in (404, 405):
+                raise StreamUnsupported(f"{self.base_url}: no event stream")
+            if response.status_code != 200:
+                await response.aread()
+                raise RemoteError(f"{self.base_url}: {response.status_code} {_message(response)}")
+            async for sse in source.aiter_sse():
+                if sse.event == "snapshot":
+                    self._apply_snapshot(json.loads(sse.data))
+                elif sse.event == "change":
+                    self._apply_change(json.loads(sse.data))
+                if sse.id:
+                    self.last_event_id = sse.id
+                self._heard()
+                self.error = None
+                if self._stop.is_set():
+                    break
+
+    def _apply_snapshot(self, frame: dict[str, Any]) -> None:
+        if frame.get("reset"):
+            self._forget_events()
+        if frame.get("gap"):
+            self.gaps += 1
+        self._doc = frame["snapshot"]
+        self._snapshot = Snapshot.model_validate(self._doc)
+
+    def _apply_change(self, frame: dict[str, Any]) -> None:
+        patch = frame.get("patch")
+        if patch:
+            if self._doc is None:
+                raise RemoteError(f"{self.base_url}: a change arrived before the snapshot")
+            try:
+                self._doc = jsonpatch.apply_patch(self._doc, patch)
+            except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:
+                raise RemoteError(f"{self.base_url}: patch does not apply: {exc}") from exc
+            self._snapshot = Snapshot.model_validate(self._doc)
+        self._take_events(AgentEvent.model_validate(e) for e in frame.get("events") or ())
+
+    # -- events and transcripts ---------------------------------------------------------------
+    def _take_events(self, events) -> None:
+        for event in events:
+            if event.seq <= self._last_seq:
+                continue  # already held (never shown twice)
+            self._ring.append(event)
+            self._last_seq = event.seq
+
+    def _forget_events(self) -> None:
+        self._ring.clear()
+        self._transcripts = {k: deque(maxlen=2_000) for k in self._transcripts}
+        self._last_seq = 0
+
+    async def _fetch_transcripts(self) -> None:
+        now = self._clock()
+        for issue_id, asked in list(self._asked.items()):
+            if now - asked > ASKED_KEEP_S:
+                del self._asked[issue_id]
+                continue
+            transcript = self._transcripts.setdefault(issue_id, deque(maxlen=2_000))
+            since = transcript[-1].seq if transcript else 0
+            got = await self._client.get(
+                "/api/v1/events", params={"since": since, "issue_id": issue_id}
+            )
+            got.raise_for_status()
+            transcript.extend(_EVENTS.validate_json(got.content))
+
+    async def _transcript_loop(self) -> None:
+        """Transcripts are detail for the issue the operator is looking at: fetched, for the
+        issues asked about in the last :data:`ASKED_KEEP_S`, once a second."""
+        while not self._stop.is_set():
+            with contextlib.suppress(httpx.HTTPError, ValueError):
+                await self._fetch_transcripts()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), timeout=TRANSCRIPT_S)
+
     async def close(self) -> None:
+        """Stop :meth:`run` (its open request is cancelled, not left to time out) and close
+        the HTTP client."""
         self._stop.set()
+        running, self._running = self._running, None
+        if running is not None and running is not asyncio.current_task() and not running.done():
+            running.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await running
         await self._client.aclose()
+
+
+def _message(response: httpx.Response) -> str:
+    try:
+        return str(response.json()["error"]["message"])
+    except (ValueError, KeyError, TypeError):
+        return response.text[:200]

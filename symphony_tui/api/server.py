@@ -10,13 +10,18 @@ Endpoints (JSON; errors are ``{"error": {"code", "message"}}``; a wrong method i
 * ``GET  /api/v1/snapshot`` — the whole :class:`Snapshot` (what the console renders).
 * ``GET  /api/v1/events?since=N&issue_id=&limit=`` — events after ``seq`` N (``limit`` 1 to
   10000, default 2000; 400 ``invalid_query`` otherwise).
+* ``GET  /api/v1/stream`` — the snapshot, then its changes and the events, pushed as
+  Server-Sent Events with ``Last-Event-ID`` resume (:mod:`symphony_tui.api.stream`).
 * ``POST /api/v1/commands`` — a command body (``{"type": "approve", "approval_id": ...}``, the
   ``Command`` union) -> 200 ``{ok: true, message}``; 409 ``command_rejected`` (with ``ok:
   false`` and the message) when it does not apply now, e.g. no such pending approval; 400
   ``invalid_command`` on a bad body.
 
 The server binds 127.0.0.1 unless told otherwise (``server.host``); ``--port`` beats
-``server.port``; port 0 picks a free port (see :attr:`ApiServer.port`).
+``server.port``; port 0 picks a free port (see :attr:`ApiServer.port`). A non-loopback
+address needs a bearer token on every request (:mod:`symphony_tui.api.auth`); without one
+:meth:`ApiServer.start` refuses to bind. Requests whose ``Host`` is not one of the server's
+names, and writes from a foreign ``Origin``, are refused (403) before the token is looked at.
 """
 
 from __future__ import annotations
@@ -25,15 +30,26 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 from pydantic import TypeAdapter, ValidationError
 
+from symphony_tui.api import announce
+from symphony_tui.api.auth import (
+    LOOPBACK_NAMES,
+    TokenError,
+    is_loopback,
+    log_refusal,
+    token_matches,
+)
+from symphony_tui.api.stream import StreamHub
 from symphony_tui.domain.commands import Command, Refresh
 from symphony_tui.scheduler.port import SchedulerPort
 
 _COMMAND = TypeAdapter(Command)
+STREAM = web.AppKey("stream", StreamHub)
 log = logging.getLogger(__name__)
 RECENT_EVENTS = 50
 
@@ -81,9 +97,6 @@ def _issue_payload(port: SchedulerPort, identifier: str) -> dict[str, Any] | Non
     }
 
 
-LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
-
-
 def _host_name(host: str | None) -> str:
     """``host[:port]`` -> host (IPv6 brackets kept off), lowercased."""
     if not host:
@@ -98,10 +111,19 @@ def _origin_host(origin: str) -> str:
     return origin.split("://", 1)[-1].split("/", 1)[0]
 
 
-def create_app(port: SchedulerPort, *, hosts: frozenset[str] = frozenset()) -> web.Application:
+def create_app(
+    port: SchedulerPort,
+    *,
+    hosts: frozenset[str] = frozenset(),
+    token: str | None = None,
+    stream: StreamHub | None = None,
+) -> web.Application:
     """The aiohttp application; also usable with aiohttp's test client. ``hosts`` are extra
-    names (besides loopback) that clients may use in ``Host`` / ``Origin``."""
+    names (besides loopback) that clients may use in ``Host`` / ``Origin``; ``token``, when
+    set, is required as ``Authorization: Bearer`` on every request; ``stream`` carries the
+    event stream's rates (defaults: :class:`StreamHub`)."""
     allowed_hosts = LOOPBACK_NAMES | {h.lower() for h in hosts}
+    hub = stream or StreamHub(port)
 
     routes = web.RouteTableDef()
 
@@ -143,6 +165,11 @@ def create_app(port: SchedulerPort, *, hosts: frozenset[str] = frozenset()) -> w
         found = port.events_since(since, limit=limit, issue_id=issue_id)
         body = "[" + ",".join(e.model_dump_json() for e in found) + "]"
         return web.Response(text=body, content_type="application/json")
+
+    @routes.route("*", "/api/v1/stream")
+    @only("GET")
+    async def stream_route(request: web.Request) -> web.StreamResponse:
+        return await hub.handle(request)
 
     @routes.route("*", "/api/v1/refresh")
     @only("POST")
@@ -210,6 +237,21 @@ def create_app(port: SchedulerPort, *, hosts: frozenset[str] = frozenset()) -> w
         return await handler(request)
 
     @web.middleware
+    async def bearer(request: web.Request, handler: Callable) -> web.StreamResponse:
+        if token is None:
+            return await handler(request)
+        header = request.headers.get("Authorization")
+        if not token_matches(header, token):
+            log_refusal(request.remote, request.method, request.path, header)
+            response = _error(401, "unauthorized", "send the API token as Authorization: Bearer")
+            response.headers["WWW-Authenticate"] = 'Bearer realm="symphony-tui"'
+            return response
+        return await handler(request)
+
+    async def end_streams(_app: web.Application) -> None:
+        hub.closing.set()
+
+    @web.middleware
     async def json_errors(request: web.Request, handler: Callable) -> web.StreamResponse:
         # aiohttp's own 404/405 pages are plain text; every error here is the JSON envelope.
         try:
@@ -220,42 +262,75 @@ def create_app(port: SchedulerPort, *, hosts: frozenset[str] = frozenset()) -> w
             code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status, "http_error")
             return _error(exc.status, code, f"{request.method} {request.path}: {exc.reason}")
 
-    app = web.Application(middlewares=[json_errors, local_only])
+    app = web.Application(middlewares=[json_errors, local_only, bearer])
     app.add_routes(routes)
+    app.on_shutdown.append(end_streams)
+    app[STREAM] = hub
     return app
 
 
 class ApiServer:
-    """Runs :func:`create_app` on the current event loop until :meth:`stop`."""
+    """Runs :func:`create_app` on the current event loop until :meth:`stop`.
 
-    def __init__(self, port: SchedulerPort, *, host: str = "127.0.0.1", bind_port: int = 0) -> None:
+    ``token``: the bearer token (see :func:`~symphony_tui.api.auth.resolve_token`); required
+    when ``host`` is not loopback. ``announce_dir``: where to leave a small JSON note of the
+    address while serving (:mod:`symphony_tui.api.announce`; ``attach ssh://`` reads it)."""
+
+    def __init__(
+        self,
+        port: SchedulerPort,
+        *,
+        host: str = "127.0.0.1",
+        bind_port: int = 0,
+        token: str | None = None,
+        announce_dir: Path | None = None,
+        stream: StreamHub | None = None,
+    ) -> None:
         self._port = port
         self.host = host
         self._bind_port = bind_port
+        self.token = token
+        self._announce_dir = announce_dir
+        self._announced: Path | None = None
+        self._stream = stream
         self._runner: web.AppRunner | None = None
         self.port: int | None = None
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
 
     async def start(self) -> None:
-        """Bind and serve. Raises ``OSError`` when the address is taken."""
-        if self.host not in LOOPBACK_NAMES:
-            log.warning(
-                "HTTP API bound to %s: anyone who can reach it can approve agent commands",
-                self.host,
+        """Bind and serve. Raises :class:`~symphony_tui.api.auth.TokenError` (before
+        binding) for a non-loopback ``host`` without a token, ``OSError`` when the address
+        is taken."""
+        if not is_loopback(self.host) and not self.token:
+            raise TokenError(
+                f"refusing to serve the HTTP API on {self.host} without a token "
+                "(anyone who reaches it could approve agent commands)"
             )
-        self._runner = web.AppRunner(
-            create_app(self._port, hosts=frozenset({self.host})), access_log=None
+        app = create_app(
+            self._port, hosts=frozenset({self.host}), token=self.token, stream=self._stream
         )
+        self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self._bind_port)
         await site.start()
         addresses = self._runner.addresses
         self.port = int(addresses[0][1]) if addresses else self._bind_port
+        if self._announce_dir is not None:
+            try:
+                self._announced = announce.write(
+                    self._announce_dir, host=self.host, port=self.port, token=bool(self.token)
+                )
+            except OSError as exc:
+                log.warning("HTTP API: cannot note the address for attach ssh://: %s", exc)
 
     async def stop(self) -> None:
+        if self._announced is not None:
+            announce.remove(self._announced)
+            self._announced = None
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

@@ -212,8 +212,14 @@ class OpenCodeSettings(_Section):
 
 
 class ServerSettings(_Section):
+    """The HTTP API (docs/http-api.md). ``auth_token_env``: the environment variable holding
+    the bearer token; ``require_token``: ask for it on loopback too (a non-loopback ``host``
+    always needs one)."""
+
     port: int | None = Field(default=None, ge=0)
     host: str = "127.0.0.1"
+    auth_token_env: str | None = None
+    require_token: bool = False
 
 
 class Settings(_Section):

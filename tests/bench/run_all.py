@@ -7,6 +7,7 @@ in-process benchmarks only (no scheduler processes, no agents).
 import argparse
 
 from tests.bench import (
+    bench_attach,
     bench_console,
     bench_flood,
     bench_quit,
@@ -25,6 +26,7 @@ if __name__ == "__main__":
     bench_rpc.run()
     bench_console.run()
     bench_usage_ledger.run()
+    bench_attach.run()
     if not args.quick:
         bench_flood.run()
         bench_quit.run()

@@ -85,7 +85,10 @@ class MainScreen(Screen[None]):
         """Render ``snapshot`` (called by the app's refresh tick while visible)."""
         self._snapshot = snapshot
         with self.app.batch_update():
-            self.query_one("#status-line", Static).update(status_text(snapshot, now, tones))
+            link = getattr(self.app.port, "link", None)  # attached consoles only
+            self.query_one("#status-line", Static).update(
+                status_text(snapshot, now, tones, link() if link else None)
+            )
             alert = alert_text(snapshot, now, tones)
             alert_line = self.query_one("#alert-line", Static)
             alert_line.display = alert is not None

@@ -12,10 +12,26 @@ from symphony_tui.console.tones import Tones
 from symphony_tui.domain import Snapshot
 
 
-def status_text(snapshot: Snapshot, now: datetime, tones: Tones) -> Text:
-    """One line: workflow, tracker, backend, counts, next poll, approvals, paused."""
+def link_text(link, tones: Tones) -> Text:
+    """An attached console's link: ``◌ connecting``, ``● live``, ``◌ reconnecting · 4s
+    old``, ``✗ STALE · 32s old``. ``link`` has ``state`` and ``age_s`` (seconds since the
+    scheduler was last heard from), as :meth:`RemotePort.link` returns."""
+    age = "" if link.age_s is None else f" · {fmt.duration(link.age_s)} old"
+    if link.state == "live":
+        return Text("● live", style=tones.success, end="")
+    if link.state == "stale":
+        return Text(f"✗ STALE{age}", style=tones.error + tones.bold, end="")
+    return Text(f"◌ {link.state}{age}", style=tones.warning, end="")
+
+
+def status_text(snapshot: Snapshot, now: datetime, tones: Tones, link=None) -> Text:
+    """One line: the link (attached consoles), counts, next poll, approvals, paused,
+    tracker, backend, workflow."""
     s = snapshot
     text = Text(end="", no_wrap=True, overflow="ellipsis")
+    if link is not None:
+        text.append_text(link_text(link, tones))
+        text.append(" │ ")
     # most urgent first: a narrow terminal cuts the end of the line
     cap = f"/{s.max_concurrent_agents}" if s.max_concurrent_agents else ""
     text.append(f"● {len(s.running)}{cap} running", style=tones.success if s.running else "")

@@ -1,0 +1,216 @@
+"""``GET /api/v1/stream``: the scheduler's state pushed as Server-Sent Events (WHATWG HTML
+"Server-sent events"; wire format in docs/http-api.md, "Event stream").
+
+Frames (``data`` is one JSON object; ``id`` is ``<epoch>:<seq>``, where ``epoch`` names the
+scheduler process and ``seq`` is the last event sequence number delivered so far):
+
+* ``event: snapshot`` — always the first frame: ``{"snapshot": <Snapshot JSON>, "version",
+  "reset", "gap"}``. ``reset``: the ``Last-Event-ID`` came from another scheduler process
+  (a restart), so the client must forget its events; ``gap``: events between the client's
+  position and the oldest one still held were pushed out of the bounded ring.
+* ``event: change`` — ``{"version", "patch": <RFC 6902 JSON Patch from the previous version
+  or null>, "events": [AgentEvent...]}``, at most one every ``interval_s`` unless events
+  are still being caught up (frames are cut at :data:`FRAME_EVENTS` events or
+  :data:`FRAME_BYTES`).
+* ``event: keepalive`` — ``{}`` after ``keepalive_s`` without a frame, so a silent link is
+  told from a quiet scheduler.
+
+Resuming with ``Last-Event-ID: <epoch>:<seq>`` delivers every held event with a larger
+``seq``, once. The connection computes each frame from the newest state when it gets to
+write it, so a slow client skips snapshot versions instead of queueing them: memory per
+client is one document and the socket's write buffer (``resp.write`` waits for it to
+drain). A client that takes nothing for ``write_timeout_s`` is dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import jsonpatch
+from aiohttp import web
+
+from symphony_tui.domain import Snapshot
+from symphony_tui.scheduler.port import SchedulerPort
+
+log = logging.getLogger(__name__)
+
+FRAME_EVENTS = 500
+FRAME_BYTES = 256_000
+HISTORY_EVENTS = 1_000
+_LAST_ID = re.compile(r"^([0-9a-z]+):([0-9]+)$")
+
+
+def epoch_of(snapshot: Snapshot) -> str:
+    """A name for the scheduler process behind a snapshot: its start time in ms, base 16."""
+    started = snapshot.started_at
+    return f"{int(started.timestamp() * 1000):x}" if started is not None else "0"
+
+
+def parse_last_event_id(text: str) -> tuple[str, int]:
+    """``"<epoch>:<seq>"`` -> ``(epoch, seq)``; raises ``ValueError`` on anything else."""
+    found = _LAST_ID.match(text.strip())
+    if found is None:
+        raise ValueError(f"Last-Event-ID {text[:40]!r} is not <epoch>:<seq>")
+    return found.group(1), int(found.group(2))
+
+
+class SnapshotVersions:
+    """Snapshots as JSON documents numbered 1, 2, ...; the patch between two consecutive
+    versions is computed once and shared by every connection that is up to date."""
+
+    def __init__(self, port: SchedulerPort) -> None:
+        self._port = port
+        self._snapshot: Snapshot | None = None
+        self.version = 0
+        self.doc: dict[str, Any] = {}
+        self._patch: list[dict[str, Any]] | None = None
+
+    def current(self) -> tuple[int, dict[str, Any], Snapshot]:
+        snapshot = self._port.snapshot()
+        if snapshot is not self._snapshot:
+            doc = json.loads(snapshot.model_dump_json())
+            self._patch = jsonpatch.make_patch(self.doc, doc).patch if self.version else None
+            self._snapshot, self.doc = snapshot, doc
+            self.version += 1
+        assert self._snapshot is not None
+        return self.version, self.doc, self._snapshot
+
+    def patch_from(self, version: int, doc: dict[str, Any]) -> list[dict[str, Any]]:
+        """Operations turning ``doc`` (at ``version``) into the current document."""
+        if version == self.version - 1 and self._patch is not None:
+            return self._patch
+        return jsonpatch.make_patch(doc, self.doc).patch
+
+
+@dataclass
+class StreamStats:
+    """What one connection did (for tests and the log): frames written and the largest
+    socket write buffer seen (bytes)."""
+
+    peer: str
+    frames: int = 0
+    buffered_max: int = 0
+    closed: bool = False
+    transport: asyncio.Transport | None = field(default=None, repr=False)
+
+
+@dataclass
+class StreamHub:
+    port: SchedulerPort
+    interval_s: float = 0.5
+    keepalive_s: float = 10.0
+    write_timeout_s: float = 30.0
+    retry_ms: int = 2_000
+    closing: asyncio.Event = field(default_factory=asyncio.Event)
+    connections: list[StreamStats] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.versions = SnapshotVersions(self.port)
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        raw_id = request.headers.get("Last-Event-ID") or request.query.get("last_event_id")
+        resume: tuple[str, int] | None = None
+        if raw_id:
+            try:
+                resume = parse_last_event_id(raw_id)
+            except ValueError as exc:
+                return web.json_response(
+                    {"error": {"code": "invalid_last_event_id", "message": str(exc)}}, status=400
+                )
+        response = web.StreamResponse(
+            headers={
+                "Content-Type": "text/event-stream",
+                "Cache-Control": "no-cache",
+                "X-Accel-Buffering": "no",
+            }
+        )
+        await response.prepare(request)
+        stats = StreamStats(peer=str(request.remote), transport=request.transport)
+        self.connections.append(stats)
+        del self.connections[:-64]  # the newest connections' stats only
+        try:
+            await self._serve(request, response, resume, stats)
+        except (ConnectionError, TimeoutError) as exc:
+            log.info("HTTP API: stream to %s ended: %s", stats.peer, type(exc).__name__)
+        finally:
+            stats.closed = True
+            stats.transport = None
+        return response
+
+    async def _serve(
+        self,
+        request: web.Request,
+        response: web.StreamResponse,
+        resume: tuple[str, int] | None,
+        stats: StreamStats,
+    ) -> None:
+        version, doc, snapshot = self.versions.current()
+        epoch = epoch_of(snapshot)
+        reset = resume is not None and resume[0] != epoch
+        gap = False
+        if resume is not None and not reset:
+            seq = resume[1]
+            oldest = self.port.events_since(0, limit=1)
+            gap = bool(oldest) and seq < oldest[0].seq - 1 and seq > 0
+        else:
+            history = self.port.events_since(0, limit=10_000)[-HISTORY_EVENTS:]
+            seq = history[0].seq - 1 if history else 0
+
+        async def write(kind: str, payload: str, event_id: str | None = None) -> None:
+            head = f"event: {kind}\n" + (f"id: {event_id}\n" if event_id else "")
+            await asyncio.wait_for(
+                response.write(f"{head}data: {payload}\n\n".encode()), self.write_timeout_s
+            )
+            stats.frames += 1
+            transport = request.transport
+            if transport is not None:
+                stats.buffered_max = max(stats.buffered_max, transport.get_write_buffer_size())
+
+        await response.write(f"retry: {self.retry_ms}\n\n".encode())
+        first = json.dumps({"version": version, "reset": reset, "gap": gap})
+        body = '{"snapshot":' + json.dumps(doc, separators=(",", ":")) + "," + first[1:]
+        await write("snapshot", body, f"{epoch}:{seq}")
+        last_write = time.monotonic()
+        while not self.closing.is_set():
+            events, seq, more = self._events_after(seq)
+            now_version, now_doc, _ = self.versions.current()
+            if events or now_version != version:
+                patch = None
+                if now_version != version:
+                    patch = self.versions.patch_from(version, doc)
+                    version, doc = now_version, now_doc
+                body = (
+                    f'{{"version":{version},"patch":{json.dumps(patch, separators=(",", ":"))},'
+                    f'"events":[{",".join(events)}]}}'
+                )
+                await write("change", body, f"{epoch}:{seq}")
+                last_write = time.monotonic()
+                if more:
+                    continue  # catching up: the next page now, paced by the socket
+            elif time.monotonic() - last_write >= self.keepalive_s:
+                await write("keepalive", "{}")
+                last_write = time.monotonic()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.closing.wait(), timeout=self.interval_s)
+
+    def _events_after(self, seq: int) -> tuple[list[str], int, bool]:
+        """JSON of the held events after ``seq`` (a page bounded in count and bytes), the
+        new position, and whether more are waiting."""
+        found = self.port.events_since(seq, limit=FRAME_EVENTS)
+        out: list[str] = []
+        size = 0
+        for event in found:
+            text = event.model_dump_json(exclude_defaults=True)
+            if out and size + len(text) > FRAME_BYTES:
+                return out, seq, True
+            out.append(text)
+            size += len(text)
+            seq = event.seq
+        return out, seq, len(found) == FRAME_EVENTS

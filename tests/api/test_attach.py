@@ -1,0 +1,141 @@
+"""Attached consoles (RemotePort on the stream): link states and backoff, several consoles
+on one scheduler, an approval answered once."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+import pytest
+
+from symphony_tui.api.client import BACKOFF_CAP_S, RemotePort, backoff_s
+from symphony_tui.api.server import ApiServer
+from symphony_tui.api.stream import StreamHub
+from symphony_tui.domain.commands import Approve
+from tests.api.test_http_api import asking
+from tests.scheduler.conftest import make_issue
+
+
+async def until(predicate, timeout=10.0):
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError("condition not reached")
+        await asyncio.sleep(0.02)
+
+
+@pytest.fixture
+async def served(make_harness):
+    h = make_harness([make_issue(1)], script=asking, front="agent:\n  max_turns: 1\n")
+    await h.start()
+    await h.settle()
+    api = ApiServer(h.orch, stream=StreamHub(h.orch, interval_s=0.05, keepalive_s=0.2))
+    await api.start()
+    yield h, api
+    await api.stop()
+
+
+def test_backoff_is_jittered_and_capped():
+    assert backoff_s(0, rng=lambda lo, hi: hi) == 0.5
+    assert backoff_s(3, rng=lambda lo, hi: hi) == 4.0
+    assert backoff_s(30, rng=lambda lo, hi: hi) == BACKOFF_CAP_S
+    assert backoff_s(5, rng=lambda lo, hi: lo) == 0.0
+    draws = {round(backoff_s(4), 6) for _ in range(50)}
+    assert len(draws) > 10 and all(0 <= d <= 8.0 for d in draws)
+
+
+async def test_link_goes_connecting_live_reconnecting_stale_and_back(served):
+    _h, api = served
+    now = [1000.0]
+    remote = RemotePort(api.url, stale_after_s=5.0, clock=lambda: now[0])
+    assert remote.link().state == "connecting" and remote.link().age_s is None
+    task = asyncio.create_task(remote.run())
+    try:
+        await until(lambda: remote.link().state == "live")
+        assert remote.snapshot().approvals[0].id == "ap-1"
+        assert remote.link().via == "stream"
+        await api.stop()  # the scheduler's API goes away
+        await until(lambda: remote.link().state == "reconnecting")
+        await until(lambda: "unreachable" in (remote.snapshot().tracker_error or ""))
+        assert remote.link().state == "reconnecting"
+        now[0] += 6.0  # nothing heard for longer than stale_after_s
+        link = remote.link()
+        assert link.state == "stale" and link.age_s == pytest.approx(6.0)
+        await api.start()  # back (another port: point the client there)
+        remote._client.base_url = api.url
+        await until(lambda: remote.link().state == "live", timeout=20)
+        assert remote.link().age_s < 1.0
+    finally:
+        await remote.close()
+        task.cancel()
+
+
+async def test_a_server_without_the_stream_is_polled(served):
+    _h, api = served
+
+    async def no_stream(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/api/v1/stream":
+            return httpx.Response(404, json={"error": {"code": "not_found", "message": "-"}})
+        async with httpx.AsyncClient(base_url=api.url) as real:
+            got = await real.request(request.method, request.url.path, params=request.url.params)
+            return httpx.Response(got.status_code, content=got.content, headers=got.headers)
+
+    client = httpx.AsyncClient(base_url=api.url, transport=httpx.MockTransport(no_stream))
+    remote = RemotePort(api.url, client=client)
+    task = asyncio.create_task(remote.run())
+    try:
+        await until(lambda: remote.link().state == "live")
+        assert remote.mode == "poll" and remote.snapshot().approvals
+    finally:
+        await remote.close()
+        task.cancel()
+
+
+async def test_many_consoles_see_one_state_and_an_approval_is_answered_once(served):
+    h, api = served
+    consoles = [RemotePort(api.url) for _ in range(3)]
+    tasks = [asyncio.create_task(c.run()) for c in consoles]
+    try:
+        await until(lambda: all(c.snapshot().approvals and c.events_since(0) for c in consoles))
+        assert {c.snapshot().approvals[0].id for c in consoles} == {"ap-1"}
+        assert len({c.events_since(0)[-1].seq for c in consoles}) == 1
+        first = await consoles[0].send(Approve(approval_id="ap-1"))
+        assert first.ok
+        await until(lambda: not any(c.snapshot().approvals for c in consoles))
+        second = await consoles[1].send(Approve(approval_id="ap-1"))
+        assert not second.ok and "no pending approval" in second.message
+        async with httpx.AsyncClient(base_url=api.url) as raw:
+            r = await raw.post("/api/v1/commands", json={"type": "approve", "approval_id": "ap-1"})
+        assert r.status_code == 409
+        await h.settle()
+        await until(
+            lambda: all(c.events_since(0)[-1].seq == h.orch.events.last_seq for c in consoles)
+        )
+    finally:
+        for c in consoles:
+            await c.close()
+        for t in tasks:
+            t.cancel()
+
+
+def test_the_header_never_shows_stale_data_as_live():
+    from datetime import UTC, datetime
+
+    from symphony_tui.api.client import LinkStatus
+    from symphony_tui.console.tones import Tones
+    from symphony_tui.console.widgets.status import status_text
+    from symphony_tui.domain import Snapshot
+
+    snap = Snapshot(generated_at=datetime.now(UTC))
+    now = datetime.now(UTC)
+
+    def header(link):
+        return status_text(snap, now, Tones(), link).plain
+
+    assert header(LinkStatus("connecting", None, "stream")).startswith("◌ connecting │")
+    assert header(LinkStatus("live", 0.4, "stream")).startswith("● live │")
+    assert header(LinkStatus("reconnecting", 4.0, "stream")).startswith("◌ reconnecting · 4s old")
+    stale = header(LinkStatus("stale", 75.0, "stream"))
+    assert stale.startswith("✗ STALE · 1m15s old") and "live" not in stale
+    assert "live" not in header(None) and "STALE" not in header(None)  # a local scheduler
