@@ -4,7 +4,7 @@
     symphony-tui [run] [WORKFLOW] [--headless [--exit-when-idle]] [--port N] [--no-lock]
     symphony-tui demo [--headless [--exit-when-idle]] [--keep]
     symphony-tui doctor [WORKFLOW] [--timeout S]
-    symphony-tui attach URL
+    symphony-tui attach URL | ssh://[user@]host[:port] | --ssh [user@]host
     symphony-tui paths [WORKFLOW] [--json]
 
 ``run`` is the default command: ``symphony-tui WORKFLOW.md`` is ``symphony-tui run
@@ -149,7 +149,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     attach = command("attach")
-    attach.add_argument("url", help="the scheduler's API, e.g. http://127.0.0.1:8080")
+    attach.add_argument(
+        "url", nargs="?", help="the API (http://127.0.0.1:8080) or ssh://[user@]host[:port]"
+    )
+    attach.add_argument("--ssh", metavar="[USER@]HOST", help="forward to HOST's API through ssh")
+    attach.add_argument("--api-port", type=_port, help="(ssh) the API port, if several run there")
+    attach.add_argument(
+        "--token-env",
+        default="SYMPHONY_API_TOKEN",
+        help="environment variable holding the API token (default SYMPHONY_API_TOKEN)",
+    )
+    attach.add_argument("--poll", action="store_true", help="poll instead of the event stream")
 
     paths = command("paths")
     _workflow_argument(paths)
@@ -271,7 +281,13 @@ def _run(
         return _fail(str(exc))
     except OSError as exc:  # the lock folder or the event file cannot be created
         return _fail(f"startup failed: {exc}")
-    api = _api_server(runtime, getattr(args, "port", None))
+    from symphony_tui.api.auth import TokenError
+
+    try:
+        api = _api_server(runtime, getattr(args, "port", None), announce=True)
+    except TokenError as exc:
+        asyncio.run(runtime.close())
+        return _fail(str(exc))
     if args.headless:
         print(f"symphony-tui: running {path} headless; log: {log_file}", file=sys.stderr)
         _freeze_startup_heap()
@@ -351,15 +367,34 @@ def _no_terminal(hint: str = "use --headless, or run it in tmux / `ssh -t`") -> 
     )
 
 
-def _api_server(runtime, cli_port: int | None):
-    """The HTTP API when ``--port`` or ``server.port`` asks for one (``--port`` wins)."""
+def _api_server(runtime, cli_port: int | None, *, announce: bool = False):
+    """The HTTP API when ``--port`` or ``server.port`` asks for one (``--port`` wins), with
+    its bearer token (a generated one is printed here, once). Raises ``TokenError``."""
     server = runtime.store.current.settings.server
     port = cli_port if cli_port is not None else server.port
     if port is None:
         return None
+    from symphony_tui.api import announce as notes
+    from symphony_tui.api.auth import resolve_token
     from symphony_tui.api.server import ApiServer
 
-    return ApiServer(runtime.orchestrator, host=server.host, bind_port=port)
+    choice = resolve_token(
+        server.host, token_env=server.auth_token_env, require_token=server.require_token
+    )
+    if choice.generated:
+        print(
+            f"symphony-tui: HTTP API token (shown once; clients send it as "
+            f"Authorization: Bearer): {choice.token}",
+            file=sys.stderr,
+            flush=True,
+        )
+    return ApiServer(
+        runtime.orchestrator,
+        host=server.host,
+        bind_port=port,
+        token=choice.token,
+        announce_dir=notes.default_dir() if announce else None,
+    )
 
 
 async def _headless(runtime, exit_when_idle: bool, api) -> int:
@@ -392,26 +427,28 @@ def _attach(args: argparse.Namespace) -> int:
     problem = _no_terminal("run attach in a terminal, in tmux or over `ssh -t`")
     if problem:
         return _fail(f"attach: {problem}")
-    from symphony_tui.api.client import RemoteError, RemotePort
-
-    async def probe() -> None:
-        remote = RemotePort(args.url)
-        try:
-            await remote.refresh_once()
-        finally:
-            await remote.close()
+    from symphony_tui.api.attach import AttachError, open_attach
 
     try:
-        asyncio.run(probe())
-    except RemoteError as exc:
+        attachment = open_attach(
+            args.url,
+            ssh=args.ssh,
+            api_port=args.api_port,
+            token=os.environ.get(args.token_env) or None,
+            mode="poll" if args.poll else "stream",
+        )
+    except AttachError as exc:
         return _fail(f"attach: {exc}")
     from symphony_tui.console.app import SymphonyApp
 
-    remote = RemotePort(args.url)
-    app = SymphonyApp(
-        remote, runner=remote.run, shutdown=remote.close, title=f"symphony @ {args.url}"
-    )
-    app.run()
+    try:
+        remote = attachment.port()
+        app = SymphonyApp(
+            remote, runner=remote.run, shutdown=remote.close, title=f"symphony @ {attachment}"
+        )
+        app.run()
+    finally:
+        attachment.close()
     return app.return_code or 0
 
 

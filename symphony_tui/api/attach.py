@@ -1,0 +1,85 @@
+"""What ``symphony-tui attach`` connects to: an ``http://`` API directly, or a scheduler on
+another host through an SSH forward (:mod:`symphony_tui.api.ssh`). :func:`open_attach`
+checks the API answers before the console starts; :meth:`Attachment.port` makes the
+:class:`~symphony_tui.api.client.RemotePort` the console runs on."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Literal
+
+from symphony_tui.api.client import RemoteError, RemotePort
+from symphony_tui.api.ssh import SshError, SshTunnel, choose, discover, parse_target
+
+
+class AttachError(Exception):
+    """Attaching failed before the console started (one line)."""
+
+
+@dataclass
+class Attachment:
+    url: str
+    token: str | None
+    mode: Literal["stream", "poll"]
+    tunnel: SshTunnel | None = None
+    label: str = ""
+
+    def port(self) -> RemotePort:
+        """A fresh :class:`RemotePort` (its HTTP client belongs to the loop that uses it)."""
+        client = self.tunnel.client() if self.tunnel is not None else None
+        return RemotePort(self.url, client=client, token=self.token, mode=self.mode)
+
+    def close(self) -> None:
+        if self.tunnel is not None:
+            self.tunnel.close()
+
+    def __str__(self) -> str:
+        return self.label or self.url
+
+
+def open_attach(
+    url: str | None,
+    *,
+    ssh: str | None = None,
+    api_port: int | None = None,
+    token: str | None = None,
+    mode: Literal["stream", "poll"] = "stream",
+) -> Attachment:
+    """Resolve ``url`` (``http(s)://...`` or ``ssh://[user@]host[:port]``) or ``ssh``
+    (``[user@]host``), open the forward when it is SSH, and probe the API once. Raises
+    :class:`AttachError`."""
+    if ssh and url:
+        raise AttachError("give either a URL or --ssh, not both")
+    if not ssh and not url:
+        raise AttachError("give the scheduler's URL (http://HOST:PORT or ssh://HOST)")
+    text = ssh or url or ""
+    attachment: Attachment
+    if ssh or text.startswith("ssh://"):
+        try:
+            target = parse_target(text)
+            port = choose(discover(target) if api_port is None else [], target, api_port=api_port)
+            tunnel = SshTunnel(target, port).open()
+        except (ValueError, SshError) as exc:
+            raise AttachError(str(exc)) from None
+        attachment = Attachment(
+            tunnel.base_url, token, mode, tunnel=tunnel, label=f"{target} (API port {port})"
+        )
+    elif text.startswith(("http://", "https://")):
+        attachment = Attachment(text, token, mode)
+    else:
+        raise AttachError(f"{text!r} is not http://HOST:PORT or ssh://[user@]host[:port]")
+    try:
+        asyncio.run(_probe(attachment))
+    except RemoteError as exc:
+        attachment.close()
+        raise AttachError(str(exc)) from None
+    return attachment
+
+
+async def _probe(attachment: Attachment) -> None:
+    remote = attachment.port()
+    try:
+        await remote.refresh_once()
+    finally:
+        await remote.close()

@@ -1,0 +1,176 @@
+"""A real headless scheduler (the demo agent) in a subprocess, and a real ``sshd`` on a free
+loopback port with its own host key, config and authorized key: for the attach tests."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from symphony_tui.cli import prepare_demo
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def issues_yaml(count: int, description: str) -> str:
+    rows = []
+    for n in range(1, count + 1):
+        rows.append(
+            f"  - id: t-{n}\n    identifier: T-{n}\n    title: Task {n}\n"
+            f"    description: |\n      {description}\n    priority: 1\n    state: Todo\n"
+        )
+    return "issues:\n" + "".join(rows)
+
+
+class HeadlessScheduler:
+    """``symphony-tui WORKFLOW --headless --port 0`` on a demo copy; ``url`` once serving."""
+
+    def __init__(self, tmp: Path, issues: str, *, state_home: Path, speed: str = "1") -> None:
+        folder = tmp / "project"
+        folder.mkdir()
+        self.workflow = prepare_demo(folder)
+        (folder / "issues.yaml").write_text(issues)
+        self.state_home = state_home
+        env = dict(os.environ)
+        env.update(
+            PYTHONPATH=str(ROOT),
+            XDG_STATE_HOME=str(state_home),
+            SYMPHONY_PYTHON=sys.executable,
+            SYMPHONY_DEMO_SPEED=speed,
+        )
+        env.pop("SYMPHONY_API_TOKEN", None)
+        self.stderr_path = tmp / "scheduler.stderr"
+        self._stderr = self.stderr_path.open("w")
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "symphony_tui.cli",
+                str(self.workflow),
+                "--headless",
+                "--port",
+                "0",
+                "--no-lock",
+                "--log-dir",
+                str(tmp / "logs"),
+            ],
+            cwd=folder,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=self._stderr,
+            start_new_session=True,
+        )
+        self.url = self._wait_url()
+
+    def _wait_url(self, timeout: float = 60.0) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = re.search(r"HTTP API on (http://\S+)", self.stderr_path.read_text())
+            if found:
+                return found.group(1)
+            if self.proc.poll() is not None:
+                raise AssertionError(f"scheduler exited: {self.stderr_path.read_text()}")
+            time.sleep(0.1)
+        raise AssertionError(f"no API after {timeout}s: {self.stderr_path.read_text()}")
+
+    def signal(self, sig: int) -> None:
+        os.killpg(self.proc.pid, sig)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGCONT)
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self._stderr.close()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Sshd:
+    """``sshd -D`` on 127.0.0.1:<free port>; everything it reads lives in ``folder``.
+    ``ssh_command`` is what ``$SYMPHONY_SSH`` should be for a client that trusts it."""
+
+    def __init__(self, folder: Path, *, session_env: dict[str, str]) -> None:
+        sshd = shutil.which("sshd") or "/usr/sbin/sshd"
+        folder.mkdir(parents=True, exist_ok=True)
+        os.chmod(folder, 0o700)
+        for name in ("host_key", "client_key"):
+            subprocess.run(
+                ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(folder / name)],
+                check=True,
+            )
+        shutil.copy(folder / "client_key.pub", folder / "authorized_keys")
+        self.port = free_port()
+        setenv = " ".join(f"{k}={v}" for k, v in session_env.items())
+        config = folder / "sshd_config"
+        config.write_text(
+            textwrap.dedent(
+                f"""\
+                Port {self.port}
+                ListenAddress 127.0.0.1
+                HostKey {folder / "host_key"}
+                PidFile {folder / "sshd.pid"}
+                AuthorizedKeysFile {folder / "authorized_keys"}
+                PasswordAuthentication no
+                KbdInteractiveAuthentication no
+                PubkeyAuthentication yes
+                PermitRootLogin prohibit-password
+                StrictModes no
+                UsePAM no
+                AllowTcpForwarding yes
+                SetEnv {setenv}
+                """
+            )
+        )
+        known = folder / "known_hosts"
+        known.write_text(f"[127.0.0.1]:{self.port} {(folder / 'host_key.pub').read_text()}")
+        client_config = folder / "ssh_config"
+        client_config.write_text(
+            textwrap.dedent(
+                f"""\
+                Host *
+                  IdentityFile {folder / "client_key"}
+                  IdentitiesOnly yes
+                  UserKnownHostsFile {known}
+                  StrictHostKeyChecking yes
+                  BatchMode yes
+                  LogLevel ERROR
+                """
+            )
+        )
+        self.ssh_command = f"ssh -F {client_config}"
+        self.log = folder / "sshd.log"
+        self.proc = subprocess.Popen(
+            [sshd, "-D", "-e", "-f", str(config)],
+            stdout=subprocess.DEVNULL,
+            stderr=self.log.open("w"),
+        )
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return
+            if self.proc.poll() is not None:
+                raise AssertionError(f"sshd exited: {self.log.read_text()}")
+            time.sleep(0.05)
+        raise AssertionError("sshd did not listen")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
