@@ -134,3 +134,32 @@ async def test_the_remote_port_sends_its_token(guarded):
         assert remote.snapshot().approvals[0].id == "ap-1"
     finally:
         await remote.close()
+
+
+def test_the_cli_refuses_to_start_when_the_named_token_variable_is_unset(
+    tmp_path, monkeypatch, capsys
+):
+    from symphony_tui.cli import main
+    from tests.scheduler.conftest import write_workflow
+
+    monkeypatch.delenv("NO_SUCH_TOKEN_VAR", raising=False)
+    path = write_workflow(
+        tmp_path, "server:\n  port: 0\n  host: 0.0.0.0\n  auth_token_env: NO_SUCH_TOKEN_VAR\n"
+    )
+    code = main([str(path), "--headless", "--no-lock", "--log-dir", str(tmp_path / "logs")])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "NO_SUCH_TOKEN_VAR" in err and "refusing" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_the_cli_prints_a_generated_token_once(tmp_path, capsys):
+    from symphony_tui.cli import _api_server
+    from symphony_tui.runtime import build_runtime
+    from tests.scheduler.conftest import write_workflow
+
+    path = write_workflow(tmp_path, "server:\n  port: 0\n  require_token: true\n")
+    runtime = build_runtime(path, lock=False, events_path=tmp_path / "e.jsonl")
+    api = _api_server(runtime, None)
+    err = capsys.readouterr().err
+    assert api.token and err.count(api.token) == 1 and "shown once" in err
