@@ -40,7 +40,7 @@ def emit(h, n: int, text: str = "note") -> list[AgentEvent]:
         h.orch.events.append(AgentEvent(kind=EventKind.MESSAGE, message=f"{text} {i}"))
         for i in range(n)
     ]
-    h.orch._changed()
+    h.orch.state.changed()
     return out
 
 
