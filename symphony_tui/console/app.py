@@ -26,6 +26,7 @@ from textual.worker import Worker, WorkerState
 
 from symphony_tui.console.approval_text import asked, permission_choices
 from symphony_tui.console.keymap import default_keymap_path, load_keymap
+from symphony_tui.console.messages import ConfirmCommand, OpenWorker, SendCommand
 from symphony_tui.console.palette import ConsoleCommands
 from symphony_tui.console.registry import (
     APP_BY_ACTION,
@@ -738,6 +739,17 @@ class SymphonyApp(App[None]):
         """Push the worker detail screen of ``issue_id``."""
         self.push_screen(WorkerScreen(issue_id))
         self.call_after_refresh(self.tick)
+
+    # -- what screens ask (console.messages) ----------------------------------------------
+
+    def on_send_command(self, message: SendCommand) -> None:
+        self.send(message.command)
+
+    def on_confirm_command(self, message: ConfirmCommand) -> None:
+        self.confirm_then(message.title, message.body, message.command, message.yes)
+
+    def on_open_worker(self, message: OpenWorker) -> None:
+        self.open_worker(message.issue_id)
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.key_for))

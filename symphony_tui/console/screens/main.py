@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -16,6 +16,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Input, Static
 
 from symphony_tui.console.layout import table_heights, tables_height
+from symphony_tui.console.messages import ConsoleHost, OpenWorker, host
 from symphony_tui.console.registry import bindings_for
 from symphony_tui.console.sanitize import one_line
 from symphony_tui.console.selection import oldest_approval
@@ -28,8 +29,8 @@ from symphony_tui.console.widgets.tokens import TokenPane
 from symphony_tui.console.widgets.workers import WorkersTable
 from symphony_tui.domain import ApprovalRequest, Snapshot
 
-if TYPE_CHECKING:
-    from symphony_tui.console.app import SymphonyApp
+STATUS_LINES = 1  # #status-line in console.tcss
+ALERT_MAX_LINES = 3  # #alert-line max-height in console.tcss
 
 PANES = {"issues": "#issues", "workers": "#workers", "log": "#log", "tokens": "#tokens"}
 
@@ -49,10 +50,11 @@ class MainScreen(Screen[None]):
         super().__init__(id="main")
         self._last_table = "workers"
         self._snapshot: Snapshot | None = None
+        self._alert: Text | None = None
 
     @property
-    def console(self) -> SymphonyApp:
-        return self.app  # type: ignore[return-value]
+    def console(self) -> ConsoleHost:
+        return host(self)
 
     def compose(self) -> ComposeResult:
         yield Static(id="status-line")
@@ -89,7 +91,7 @@ class MainScreen(Screen[None]):
             self.query_one("#status-line", Static).update(
                 status_text(snapshot, now, tones, link() if link else None)
             )
-            alert = alert_text(snapshot, now, tones)
+            alert = self._alert = alert_text(snapshot, now, tones)
             alert_line = self.query_one("#alert-line", Static)
             alert_line.display = alert is not None
             if alert is not None:
@@ -113,9 +115,16 @@ class MainScreen(Screen[None]):
         in half of it; the issues table and the bottom panes take what is left."""
         if self._snapshot is None:
             return
-        tables, bottom = self.query_one("#tables"), self.query_one("#bottom")
-        available = tables.outer_size.height + bottom.outer_size.height
-        if available <= 0:
+        tables = self.query_one("#tables")
+        # from the screen's size and the rows above and below, not from the last layout:
+        # an alert line that just appeared is not laid out yet when this runs
+        available = (
+            self.size.height
+            - STATUS_LINES
+            - self._alert_height()
+            - self.query_one(ConsoleFooter).outer_size.height
+        )
+        if self.size.height <= 0 or available <= 0:
             return  # not laid out yet: the next paint does it
         issues, running = len(self._snapshot.issues), len(self._snapshot.running)
         height = tables_height(available, issues, running)
@@ -123,6 +132,16 @@ class MainScreen(Screen[None]):
         for widget, cells in ((tables, height), (self.query_one(WorkersTable), workers)):
             if widget.styles.height is None or widget.styles.height.cells != cells:
                 widget.styles.height = cells
+
+    def _alert_height(self) -> int:
+        """Rows the alert line takes at this width (``#alert-line``: wrapped, padding 1
+        each side, at most ``ALERT_MAX_LINES``)."""
+        if self._alert is None:
+            return 0
+        width = max(self.size.width - 2, 1)
+        lines = self._alert.plain.split("\n")
+        rows = sum(max(1, -(-cell_len(line) // width)) for line in lines)
+        return min(rows, ALERT_MAX_LINES)
 
     def on_resize(self) -> None:
         self.call_after_refresh(self._share_tables)
@@ -195,7 +214,7 @@ class MainScreen(Screen[None]):
     def action_open_worker(self) -> None:
         issue_id = self.selected_issue_id()
         if issue_id:
-            self.console.open_worker(issue_id)
+            self.post_message(OpenWorker(issue_id))
 
     def action_filter_log(self) -> None:
         box = self.query_one("#log-filter", FilterInput)

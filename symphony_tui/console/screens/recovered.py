@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on
@@ -15,6 +14,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from symphony_tui.console import fmt
+from symphony_tui.console.messages import ConfirmCommand, ConsoleHost, SendCommand, host
 from symphony_tui.console.registry import bindings_for
 from symphony_tui.console.sanitize import inert, one_line
 from symphony_tui.console.tones import Tones
@@ -27,9 +27,6 @@ from symphony_tui.domain import (
     Rerun,
     Snapshot,
 )
-
-if TYPE_CHECKING:
-    from symphony_tui.console.app import SymphonyApp
 
 # narrow on purpose: all eight columns fit 80 terminal columns; the detail has the rest
 COLUMNS = (
@@ -190,8 +187,8 @@ class RecoveredScreen(Screen[None]):
         self._snapshot: Snapshot | None = None
 
     @property
-    def console(self) -> SymphonyApp:
-        return self.app  # type: ignore[return-value]
+    def console(self) -> ConsoleHost:
+        return host(self)
 
     def compose(self) -> ComposeResult:
         table = KeyedTable(COLUMNS, flex="title", id="recovered", classes="pane")
@@ -280,7 +277,7 @@ class RecoveredScreen(Screen[None]):
         w, plan = self.selected_workspace(), self._plan()
         if w is None or w.issue_id is None or plan is None or not plan.allowed:
             return
-        self.console.send(Rerun(issue_id=w.issue_id))
+        self.post_message(SendCommand(Rerun(issue_id=w.issue_id)))
 
     def action_remove_workspace(self) -> None:
         w = self.selected_workspace()
@@ -290,11 +287,10 @@ class RecoveredScreen(Screen[None]):
         body.append_text(inert(w.path, "bold", limit=200))
         body.append("? The before_remove hook runs first; the folder and everything in it")
         body.append(" are deleted.")
-        self.console.confirm_then(
-            "Remove workspace",
-            body,
-            RemoveWorkspace(issue_identifier=w.key),
-            "Remove",
+        self.post_message(
+            ConfirmCommand(
+                "Remove workspace", body, RemoveWorkspace(issue_identifier=w.key), "Remove"
+            )
         )
 
     def action_copy_path(self) -> None:

@@ -98,6 +98,15 @@ class KeyedTable(DataTable):
         self._set_columns(self._column_widths(0))
 
     def on_resize(self) -> None:
+        self._fit_columns()
+
+    def watch_show_vertical_scrollbar(self) -> None:
+        # the scrollbar takes a column from the flex one without a Resize event
+        self.call_after_refresh(self._fit_columns)
+
+    def _fit_columns(self) -> None:
+        if not self.is_mounted:
+            return
         widths = self._column_widths(self.scrollable_content_region.width)
         if widths != self._widths:
             self._set_columns(widths)
@@ -118,6 +127,13 @@ class KeyedTable(DataTable):
         self.clear(columns=True)
         for (key, label, _), width in zip(self._column_spec, widths, strict=True):
             self.add_column(label, width=width, key=key)
+
+    def column_width(self, key: str) -> int:
+        """Cells of column ``key`` as laid out now (its given width before the first
+        layout)."""
+        keys = [c[0] for c in self._column_spec]
+        widths = self._widths or tuple(w for _, _, w in self._column_spec)
+        return widths[keys.index(key)]
 
     @property
     def selected_key(self) -> str | None:

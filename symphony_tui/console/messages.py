@@ -1,0 +1,69 @@
+"""What screens ask of the console, as typed Textual messages.
+
+Screens never import the app (that would be an import circle): they post one of these,
+which bubbles from the screen to :class:`~symphony_tui.console.app.SymphonyApp`, whose
+``on_*`` handlers act on it. What screens *read* from the app is the
+:class:`ConsoleHost` protocol, reached through :func:`host`.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, cast
+
+from rich.text import Text
+from textual.dom import DOMNode
+from textual.message import Message
+
+from symphony_tui.console.registry import ConsoleCommand
+from symphony_tui.console.tones import Tones
+from symphony_tui.domain.commands import Command
+from symphony_tui.scheduler.port import SchedulerPort
+
+
+class SendCommand(Message):
+    """Send ``command`` to the scheduler; its result becomes a notification."""
+
+    def __init__(self, command: Command) -> None:
+        super().__init__()
+        self.command = command
+
+
+class ConfirmCommand(Message):
+    """Ask the operator (a ``Confirm`` dialog titled ``title`` with ``body`` and a ``yes``
+    button), then send ``command`` if they agree."""
+
+    def __init__(self, title: str, body: Text, command: Command, yes: str) -> None:
+        super().__init__()
+        self.title = title
+        self.body = body
+        self.command = command
+        self.yes = yes
+
+
+class OpenWorker(Message):
+    """Open the worker detail screen of ``issue_id``."""
+
+    def __init__(self, issue_id: str) -> None:
+        super().__init__()
+        self.issue_id = issue_id
+
+
+class ConsoleHost(Protocol):
+    """What screens read from the console app."""
+
+    port: SchedulerPort
+    cursor_blink: bool
+
+    @property
+    def tones(self) -> Tones:
+        """Styles of the current theme."""
+        ...
+
+    def key_for(self, cmd: ConsoleCommand) -> str:
+        """The key(s) that run ``cmd`` now, after keymap remapping, for display."""
+        ...
+
+
+def host(node: DOMNode) -> ConsoleHost:
+    """The console app of ``node`` (a mounted screen or widget), typed as what it offers."""
+    return cast(ConsoleHost, node.app)
