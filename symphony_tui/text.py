@@ -64,3 +64,13 @@ def one_line(text: object, limit: int | None = None) -> str:
     if limit is not None and len(s) > limit:
         s = s[: max(limit - 1, 0)] + "…"
     return s
+
+
+def one_line_tail(text: object, limit: int) -> str:
+    """:func:`one_line` keeping the *end*: the last ``limit`` cells, with a leading ``…``
+    when longer. For rolling agent text, whose newest words are at the end
+    (``symphony_tui.domain.activity``)."""
+    s = one_line(text)
+    if len(s) > limit:
+        s = "…" + s[len(s) - max(limit - 1, 0) :]
+    return s

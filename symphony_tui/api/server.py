@@ -3,7 +3,8 @@
 Endpoints (JSON; errors are ``{"error": {"code", "message"}}``; a wrong method is 405):
 
 * ``GET  /api/v1/state`` — the spec's state summary (``Snapshot.state_payload``).
-* ``GET  /api/v1/<identifier>`` — one issue: running / retry / tracker rows, recent events;
+* ``GET  /api/v1/<identifier>`` — one issue: running / retry / tracker rows, its newest 50
+  events newest first (``recent_events``, ``symphony_tui.domain.activity``);
   404 ``issue_not_found`` when the scheduler does not know it.
 * ``POST /api/v1/refresh`` — queue a poll + reconcile; 202 ``{queued, coalesced,
   requested_at, operations}``.
@@ -45,13 +46,14 @@ from symphony_tui.api.auth import (
     token_matches,
 )
 from symphony_tui.api.stream import StreamHub
+from symphony_tui.domain.activity import recent_events
 from symphony_tui.domain.commands import Command, Refresh
 from symphony_tui.scheduler.port import SchedulerPort
 
 _COMMAND = TypeAdapter(Command)
 STREAM = web.AppKey("stream", StreamHub)
 log = logging.getLogger(__name__)
-RECENT_EVENTS = 50
+EVENTS_LIMIT = 10_000  # the most /api/v1/events serves; transcripts keep fewer
 
 
 def _error(status: int, code: str, message: str) -> web.Response:
@@ -73,7 +75,8 @@ def _issue_payload(port: SchedulerPort, identifier: str) -> dict[str, Any] | Non
         or (recovered.issue_id if recovered else None)
     )
     status = "running" if running else "retrying" if retry else (row.claim.value if row else "idle")
-    events = port.events_since(0, limit=RECENT_EVENTS, issue_id=issue_id) if issue_id else []
+    # the whole kept transcript of the issue, then its newest events (domain.activity)
+    events = port.events_since(0, limit=EVENTS_LIMIT, issue_id=issue_id) if issue_id else []
     return {
         "issue_identifier": identifier,
         "issue_id": issue_id,
@@ -90,9 +93,8 @@ def _issue_payload(port: SchedulerPort, identifier: str) -> dict[str, Any] | Non
         ],
         "recent_events": [
             {"at": e.at.isoformat() if e.at else None, "event": e.kind.value, "message": e.message}
-            for e in events
-            if e.kind.value not in ("message_delta", "command_output")
-        ][-RECENT_EVENTS:],
+            for e in recent_events(events)
+        ],
         "last_error": retry.error if retry else None,
     }
 
@@ -160,7 +162,7 @@ def create_app(
             return _error(400, "invalid_query", "since and limit must be integers")
         if limit < 1:
             return _error(400, "invalid_query", "limit must be at least 1 (at most 10000 kept)")
-        limit = min(limit, 10_000)
+        limit = min(limit, EVENTS_LIMIT)
         issue_id = request.query.get("issue_id") or None
         found = port.events_since(since, limit=limit, issue_id=issue_id)
         body = "[" + ",".join(e.model_dump_json() for e in found) + "]"

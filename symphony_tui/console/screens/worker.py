@@ -4,7 +4,6 @@ with the worker's own keys (interrupt, stop, rerun, follow)."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -12,18 +11,18 @@ from textual.screen import Screen
 from textual.widgets import RichLog, Static
 
 from symphony_tui.console import fmt
+from symphony_tui.console.messages import ConsoleHost, SendCommand, host
 from symphony_tui.console.registry import bindings_for
 from symphony_tui.console.sanitize import inert, one_line
 from symphony_tui.console.selection import oldest_approval
 from symphony_tui.console.tones import Tones
 from symphony_tui.console.transcript import Transcript, plan_progress, plan_steps
 from symphony_tui.console.widgets.footer import ConsoleFooter
+from symphony_tui.console.widgets.workers import last_activity
 from symphony_tui.domain import ApprovalRequest, EventKind, Rerun, Snapshot
 
-if TYPE_CHECKING:
-    from symphony_tui.console.app import SymphonyApp
-
 TRANSCRIPT_LINES = 5000
+LAST_ACTIVITY_CELLS = 160  # two lines of the header at 80 columns
 BATCH = 2000
 
 
@@ -71,10 +70,10 @@ def worker_header(
     hooks: dict[str, str] | None = None,
     plan: list[tuple[str, str]] | None = None,
 ) -> Text:
-    """Ids, status, workspace, tokens, hook results, plan progress and pending approvals
-    of ``issue_id``. ``hooks`` (name -> result) and ``plan`` come from this issue's
-    events; when it is not running, the last run's manifest (a recovered workspace)
-    speaks instead."""
+    """Ids, status, workspace, tokens, last activity (as the worker row defines it, with
+    more room), hook results, plan progress and pending approvals of ``issue_id``.
+    ``hooks`` (name -> result) and ``plan`` come from this issue's events; when it is not
+    running, the last run's manifest (a recovered workspace) speaks instead."""
     row = next((r for r in snapshot.running if r.issue_id == issue_id), None)
     issue = next((i for i in snapshot.issues if i.issue_id == issue_id), None)
     recovered = next((w for w in snapshot.recovered if w.issue_id == issue_id), None)
@@ -155,6 +154,13 @@ def worker_header(
     )
     if tok.cost_usd is not None:
         text.append(f"  ${tok.cost_usd:.2f}")
+    if row.last_event or row.last_message:
+        # the row's last activity (domain.activity), with room for more of its newest text
+        text.append("\n")
+        text.append("last ", style=tones.muted)
+        if row.last_event_at is not None:
+            text.append(f"{fmt.age(row.last_event_at, now)} ago  ", style=tones.muted)
+        text.append_text(last_activity(row, tones, LAST_ACTIVITY_CELLS))
     _hooks_and_plan(text, hooks, plan, tones)
     return text
 
@@ -174,8 +180,8 @@ class WorkerScreen(Screen[None]):
         self.plan: list[tuple[str, str]] = []  # the latest plan's (status, step)
 
     @property
-    def console(self) -> SymphonyApp:
-        return self.app  # type: ignore[return-value]
+    def console(self) -> ConsoleHost:
+        return host(self)
 
     def compose(self) -> ComposeResult:
         header = Static(id="worker-header", classes="pane")
@@ -274,7 +280,7 @@ class WorkerScreen(Screen[None]):
 
     def action_rerun_worker(self) -> None:
         if self.check_action("rerun_worker", ()):
-            self.console.send(Rerun(issue_id=self.issue_id))
+            self.post_message(SendCommand(Rerun(issue_id=self.issue_id)))
 
     def action_follow_transcript(self) -> None:
         log = self.query_one("#transcript", RichLog)

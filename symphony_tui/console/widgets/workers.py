@@ -11,6 +11,7 @@ from symphony_tui.console.sanitize import inert, one_line
 from symphony_tui.console.tones import Tones
 from symphony_tui.console.widgets.keyed_table import KeyedTable, Row, RowCache
 from symphony_tui.domain import RunningRow, Snapshot
+from symphony_tui.text import one_line_tail
 
 COLUMNS = (
     ("approval", "", 2),
@@ -23,25 +24,38 @@ COLUMNS = (
     ("last", "Last event", 16),
 )
 
+MIN_MESSAGE_CELLS = 8  # below this the event kind gives way to the message
+
 
 def last_activity(row: RunningRow, tones: Tones, limit: int = 120) -> Text:
-    """``event: message`` on one line, inert."""
+    """``event: message`` on one line, inert, at most ``limit`` cells. The message keeps
+    its end, the newest words (``symphony_tui.domain.activity``): ``last_message`` is a
+    rolling window of streamed text whose head is older than the column is wide."""
     text = Text(end="")
-    if row.last_event:
-        text.append(one_line(row.last_event, 20), style=tones.muted)
+    event = one_line(row.last_event, 20) if row.last_event else ""
+    if row.last_message and limit - len(event) - 2 < MIN_MESSAGE_CELLS:
+        event = ""  # a narrow column: the words, not the kind
+    if event:
+        text.append(event, style=tones.muted)
         if row.last_message:
             text.append(": ", style=tones.muted)
     if row.last_message:
-        room = max(limit - len(text.plain), 8)
-        text.append_text(inert(row.last_message, limit=room))
+        room = max(limit - len(text.plain), 1)
+        text.append_text(inert(one_line_tail(row.last_message, room)))
     return text
 
 
 def worker_rows(
-    snapshot: Snapshot, now: datetime, tones: Tones, cache: RowCache | None = None
+    snapshot: Snapshot,
+    now: datetime,
+    tones: Tones,
+    cache: RowCache | None = None,
+    last_width: int = 120,
 ) -> list[tuple[str, Row]]:
-    """(issue id, cells) of the running rows. With a ``cache``, only cells whose value
-    changed are rebuilt (with many busy workers, usually just the last event)."""
+    """(issue id, cells) of the running rows; the last-event cell fits ``last_width``
+    cells (its column's width: the table would crop the newest words). With a ``cache``,
+    only cells whose value changed are rebuilt (with many busy workers, usually just the
+    last event)."""
     cache = cache if cache is not None else RowCache()
 
     def plain(v: str) -> Text:
@@ -55,7 +69,7 @@ def worker_rows(
         plain,
         plain,
         plain,
-        lambda a: last_activity(a.row, tones),
+        lambda a: last_activity(a.row, tones, a.width),
     )
     rows: list[tuple[str, Row]] = []
     for r in snapshot.running:
@@ -67,7 +81,7 @@ def worker_rows(
             "-" if r.attempt is None else str(r.attempt),
             fmt.age(r.started_at, now),
             fmt.compact(r.tokens.total_tokens),
-            _Activity(r),
+            _Activity(r, last_width),
         )
         rows.append((r.issue_id, cache.row(r.issue_id, inputs, makers, tones)))
     cache.retain(k for k, _ in rows)
@@ -75,13 +89,14 @@ def worker_rows(
 
 
 class _Activity:
-    """The last-event cell's input: equal when the event name and message are."""
+    """The last-event cell's input: equal when the event name, message and width are."""
 
-    __slots__ = ("_key", "row")
+    __slots__ = ("_key", "row", "width")
 
-    def __init__(self, row: RunningRow) -> None:
+    def __init__(self, row: RunningRow, width: int) -> None:
         self.row = row
-        self._key = (row.last_event, row.last_message)
+        self.width = width
+        self._key = (row.last_event, row.last_message, width)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, _Activity) and self._key == other._key
@@ -95,4 +110,5 @@ class WorkersTable(KeyedTable):
         self._cache = RowCache()
 
     def show(self, snapshot: Snapshot, now: datetime, tones: Tones) -> bool:
-        return self.sync(worker_rows(snapshot, now, tones, self._cache))
+        width = self.column_width("last")
+        return self.sync(worker_rows(snapshot, now, tones, self._cache, width))

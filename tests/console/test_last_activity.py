@@ -1,0 +1,44 @@
+"""One "last activity" for the worker row and the worker detail (issue 12.7): both show the
+end of the rolling agent text, its newest words, never its head."""
+
+from __future__ import annotations
+
+from symphony_tui.console.screens.worker import worker_header
+from symphony_tui.console.tones import Tones
+from symphony_tui.console.widgets.workers import worker_rows
+from tests.console.sample import NOW, ago, sample_snapshot
+
+OLD = "old words streamed forty seconds ago " * 8
+NEWEST = "and these are the newest words"
+
+
+def streaming():
+    snap = sample_snapshot()
+    row = snap.running[1].model_copy(
+        update={
+            "last_event": "message_delta",
+            "last_message": (OLD + NEWEST)[-400:],
+            "last_event_at": ago(1),
+        }
+    )
+    return snap.model_copy(update={"running": (snap.running[0], row)}), row
+
+
+def test_worker_row_shows_the_newest_text_in_its_column_width():
+    snap, row = streaming()
+    for width in (16, 40, 70):
+        cells = dict(worker_rows(snap, NOW, Tones(), last_width=width))[row.issue_id]
+        last = cells[-1].plain
+        assert len(last) <= width
+        assert "…" in last
+        prefix = "" if width < 24 else "message_delta: "
+        assert last == prefix + "…" + (OLD + NEWEST)[-(width - len(prefix) - 1) :]
+
+
+def test_worker_detail_shows_the_same_activity_longer():
+    snap, row = streaming()
+    header = worker_header(snap, row.issue_id, NOW, Tones()).plain
+    last = next(line for line in header.split("\n") if line.startswith("last "))
+    assert last.startswith("last 1s ago  message_delta: …")
+    assert last.endswith(NEWEST)
+    assert len(last) > 100  # more of the newest text than a row has room for
