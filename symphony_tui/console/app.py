@@ -12,6 +12,7 @@ agent events costs one repaint per tick (STYLE.md practice 3).
 from __future__ import annotations
 
 import signal
+import weakref
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -124,7 +125,9 @@ class SymphonyApp(App[None]):
         self._user_keymap: dict[str, str] = {}
         self._refresh_hz = refresh_hz
         self._snapshot: Snapshot | None = None
-        self._render_keys: dict[int, tuple] = {}
+        # what each screen last showed; weak, so closed screens (a worker screen per enter)
+        # are not kept, and a new screen never inherits a dead one's key through its id
+        self._render_keys: weakref.WeakKeyDictionary[Screen, tuple] = weakref.WeakKeyDictionary()
         self._tones: tuple[str, Tones] | None = None
         self._port_error: str | None = None
         self._stopping = False
@@ -385,9 +388,9 @@ class SymphonyApp(App[None]):
         if show is None or not screen.is_mounted:
             return  # a screen still composing is painted by the next tick
         try:
-            if self._render_keys.get(id(screen)) != key:
+            if self._render_keys.get(screen) != key:
                 show(snapshot, now, tones)
-                self._render_keys[id(screen)] = key
+                self._render_keys[screen] = key
             elif (pull := getattr(screen, "pull", None)) is not None:
                 pull(tones)
         except NoMatches:

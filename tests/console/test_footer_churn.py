@@ -94,3 +94,17 @@ async def test_unchanged_keys_are_not_rebuilt(port, make_app):
             await settle(pilot)
         assert list(footer.query(FooterKey)) == keys
         assert all(a is b for a, b in zip(footer.query(FooterKey), keys, strict=True))
+
+
+async def test_closed_worker_screens_are_not_kept(port, make_app):
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for _ in range(8):
+            await pilot.press("2", "enter")
+            await settle(pilot)
+            assert type(app.screen).__name__ == "WorkerScreen"
+            await pilot.press("escape")
+            await settle(pilot)
+        gc.collect()
+        assert len(app._render_keys) <= len(app.screen_stack)
