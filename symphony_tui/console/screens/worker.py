@@ -7,6 +7,7 @@ from datetime import datetime
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.events import Resize
 from textual.screen import Screen
 from textual.widgets import RichLog, Static
 
@@ -165,6 +166,20 @@ def worker_header(
     return text
 
 
+class TranscriptLog(RichLog):
+    """The transcript: follows the newest block also when its height changes (the header
+    above grows with a plan, hooks or an approval), not only when a block is written."""
+
+    def on_resize(self, event: Resize) -> None:
+        super().on_resize(event)
+        if self.auto_scroll:
+            self.call_after_refresh(self._follow)
+
+    def _follow(self) -> None:
+        if self.auto_scroll:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
+
+
 class WorkerScreen(Screen[None]):
     CONSOLE_SCOPE = "worker"
     BINDINGS = bindings_for("worker")
@@ -187,7 +202,7 @@ class WorkerScreen(Screen[None]):
         header = Static(id="worker-header", classes="pane")
         header.border_title = "Worker"
         yield header
-        transcript = RichLog(
+        transcript = TranscriptLog(
             max_lines=TRANSCRIPT_LINES,
             markup=False,
             highlight=False,
