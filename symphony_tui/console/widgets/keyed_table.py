@@ -110,7 +110,12 @@ class KeyedTable(DataTable):
         widths = self._column_widths(self.scrollable_content_region.width)
         if widths != self._widths:
             self._set_columns(widths)
-            self._rebuild([(k, self._rows[k]) for k in self._order])
+            self._rebuild(self.rows_for_widths() or [(k, self._rows[k]) for k in self._order])
+
+    def rows_for_widths(self) -> list[tuple[str, Row]] | None:
+        """Rows rebuilt for new column widths, or ``None`` to keep the cells as they are
+        (for tables whose cells do not depend on the widths)."""
+        return None
 
     def _column_widths(self, available: int) -> tuple[int, ...]:
         widths = [w for _, _, w in self._column_spec]

@@ -108,7 +108,16 @@ class WorkersTable(KeyedTable):
     def __init__(self, **kwargs) -> None:
         super().__init__(COLUMNS, flex="last", **kwargs)
         self._cache = RowCache()
+        self._shown: tuple[Snapshot, datetime, Tones] | None = None
 
     def show(self, snapshot: Snapshot, now: datetime, tones: Tones) -> bool:
+        self._shown = (snapshot, now, tones)
         width = self.column_width("last")
         return self.sync(worker_rows(snapshot, now, tones, self._cache, width))
+
+    def rows_for_widths(self) -> list[tuple[str, Row]] | None:
+        # the last-event cell is cut to its column: a new width needs new cells
+        if self._shown is None:
+            return None
+        snapshot, now, tones = self._shown
+        return worker_rows(snapshot, now, tones, self._cache, self.column_width("last"))
