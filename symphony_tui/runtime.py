@@ -16,7 +16,7 @@ from symphony_tui.config.store import WorkflowStore
 from symphony_tui.config.validate import validate_dispatch
 from symphony_tui.observability.redact import register_secret
 from symphony_tui.paths import events_file
-from symphony_tui.scheduler.eventlog import EventLog
+from symphony_tui.scheduler.eventlog import EventHistory
 from symphony_tui.scheduler.orchestrator import Orchestrator, StartupError
 from symphony_tui.scheduler.project_lock import ProjectLock, project_key_for
 from symphony_tui.scheduler.usage_ledger import UsageLedger, usage_file
@@ -94,7 +94,7 @@ def build_runtime(
             lambda name: create_backend(
                 name, lambda: store.current.settings, env=base, unset=secrets
             ),
-            event_log=EventLog(jsonl_path=events_path or events_file(project_key)),
+            event_log=EventHistory(jsonl_path=events_path or events_file(project_key)),
             usage=UsageLedger(usage_path or usage_file(project_key)),
         )
     except BaseException:

@@ -5,13 +5,15 @@ back an :class:`AgentSession`. Protocol framing, reconnects and wire quirks stay
 backend; the scheduler sees only normalized :class:`~symphony_tui.domain.AgentEvent` values
 (DESIGN.md "agents"; spec §10).
 
-Event conventions every backend follows:
+Event conventions every backend follows (payload types in
+:mod:`symphony_tui.domain.payloads`):
 
-* ``TOKEN_USAGE`` events carry ``data["usage"]``: a ``TokenUsage.model_dump()`` of the
-  **absolute** totals of the backend session (codex thread, OpenHands conversation, OpenCode
-  session). The scheduler adds only the growth since the previous report (spec §13.5).
-* ``RATE_LIMITS`` events carry ``data["rate_limits"]``: a ``RateLimits.model_dump()``.
-* ``SESSION_STARTED`` carries ``data["thread_id"]`` / ``data["session_id"]`` when known.
+* ``TOKEN_USAGE`` events carry a ``TokenReport`` with the **absolute** totals of the
+  backend session (codex thread, OpenHands conversation, OpenCode session). The scheduler
+  adds only the growth since the previous report (spec §13.5).
+* ``RATE_LIMITS`` events carry a ``RateLimitReport``.
+* ``SESSION_STARTED`` carries a ``SessionStarted`` with the thread / session ids when known.
+* Turn ends carry a ``TurnEnded`` (``TurnEnded.of`` picks the outcome and the kind).
 * Agent text goes into ``message`` raw; the console sanitizes on display.
 """
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from symphony_tui.domain import AgentEvent, EventKind
+from symphony_tui.domain.payloads import SessionStarted
 
 
 class ServerProcess(Protocol):
@@ -152,22 +153,27 @@ def session_started(
     *,
     resumed: bool,
     state: str,
-    data: dict[str, Any],
+    pending_approvals: int,
+    directory: str | None = None,
+    interrupted_messages: int | None = None,
 ) -> AgentEvent:
     """The ``SESSION_STARTED`` event for the server-side session ``session_id`` (a ``noun``
     like ``"conversation"``) in server state ``state``: message ``"started <noun> <id>
-    (<state>)"`` or ``"re-attached to ..."``; data ``thread_id`` / ``session_id`` (both the
-    id), ``server_url``, ``resumed`` and the backend's own ``data``."""
+    (<state>)"`` or ``"re-attached to ..."``; payload ``thread_id`` / ``session_id`` (both
+    the id), ``server_url``, ``resumed``, ``state`` and the approvals already pending."""
     verb = "re-attached to" if resumed else "started"
     return AgentEvent(
         kind=EventKind.SESSION_STARTED,
         message=f"{verb} {noun} {session_id} ({state})",
         session_id=session_id,
-        data={
-            "thread_id": session_id,
-            "session_id": session_id,
-            "server_url": server_url,
-            "resumed": resumed,
-            **data,
-        },
+        payload=SessionStarted(
+            thread_id=session_id,
+            session_id=session_id,
+            server_url=server_url,
+            resumed=resumed,
+            state=state,
+            pending_approvals=pending_approvals,
+            directory=directory,
+            interrupted_messages=interrupted_messages,
+        ),
     )

@@ -1,7 +1,7 @@
 """Turn a worker's events into transcript blocks (pure; no Textual).
 
-Source: the backend event conventions in ``symphony_tui/agents/base.py`` and the kinds in
-``symphony_tui.domain.events``. Streaming deltas (``message_delta``, ``command_output``)
+Source: the kinds in ``symphony_tui.domain.events`` and their payload types in
+``symphony_tui.domain.payloads``. Streaming deltas (``message_delta``, ``command_output``)
 are not shown line by line: the completed item carries the text, and command output is
 kept per item so a completed command can show its tail.
 """
@@ -15,6 +15,14 @@ from symphony_tui.console import fmt
 from symphony_tui.console.sanitize import clean, inert, one_line
 from symphony_tui.console.tones import Tones
 from symphony_tui.domain import AgentEvent, EventKind
+from symphony_tui.domain.payloads import (
+    CommandEnded,
+    CommandStarted,
+    FileChange,
+    HookResult,
+    NoteDelivered,
+    Plan,
+)
 
 OUTPUT_TAIL_LINES = 8
 DIFF_LINES = 40  # per file change; the rest is counted, the workspace has it all
@@ -26,17 +34,13 @@ HIDDEN = frozenset({EventKind.MESSAGE_DELTA, EventKind.TOKEN_USAGE, EventKind.RA
 PLAN_GLYPHS = {"completed": "✓", "inprogress": "▸", "in_progress": "▸", "pending": "○"}
 
 
-def plan_steps(data: dict) -> list[tuple[str, str]]:
-    """``(status, step)`` pairs from a PLAN event's ``data["plan"]`` (codex
-    ``turn/plan/updated``: ``[{step, status}]``); ``[]`` when absent or malformed."""
-    steps = data.get("plan")
-    if not isinstance(steps, list):
+def plan_steps(event: AgentEvent) -> list[tuple[str, str]]:
+    """``(status, step)`` pairs of a PLAN event's steps (status ``pending`` /
+    ``in_progress`` / ``completed``); ``[]`` for a plan without steps or another event."""
+    plan = event.payload
+    if not isinstance(plan, Plan):
         return []
-    out = []
-    for s in steps:
-        if isinstance(s, dict) and s.get("step"):
-            out.append((str(s.get("status") or "pending"), str(s["step"])))
-    return out
+    return [(s.status, s.step) for s in plan.steps if s.step]
 
 
 def plan_progress(steps: list[tuple[str, str]]) -> tuple[int, str | None]:
@@ -105,12 +109,12 @@ class Transcript:
         """The block for ``event``, or ``None`` when it is folded into a later one."""
         t = self.tones
         kind = event.kind
-        data = event.data or {}
+        payload = event.payload
         if kind in HIDDEN:
             return None
         if kind == EventKind.COMMAND_OUTPUT:
-            item = str(data.get("item_id", ""))
-            chunk = data.get("delta") or event.message
+            item = str(getattr(payload, "item_id", None) or "")
+            chunk = event.message
             kept = self._output.get(item, "") + clean(chunk, multiline=True)
             self._output[item] = kept[-_OUTPUT_KEEP:]
             return None
@@ -122,19 +126,19 @@ class Transcript:
             head.append("thinking ", style=t.muted)
             head.append_text(inert(event.message, t.muted, multiline=True))
         elif kind == EventKind.COMMAND_STARTED:
+            command = payload.command if isinstance(payload, CommandStarted) else ""
             head.append("$ ", style=t.accent + t.bold)
-            head.append_text(inert(data.get("command") or event.message, t.bold, limit=500))
+            head.append_text(inert(command or event.message, t.bold, limit=500))
         elif kind == EventKind.COMMAND_COMPLETED:
-            code = data.get("exit_code")
+            ended = payload if isinstance(payload, CommandEnded) else CommandEnded()
+            code = ended.exit_code
             ok = code == 0
             head.append("✓ " if ok else "✗ ", style=t.success if ok else t.error)
-            head.append_text(inert(data.get("command") or event.message, limit=200))
+            head.append_text(inert(ended.command or event.message, limit=200))
             head.append(f"  exit {code if code is not None else '?'}",
                         style=t.success if ok else t.error)  # fmt: skip
-            item = str(data.get("item_id", ""))
-            output = data.get("output") or data.get("aggregated_output")
-            streamed = self._output.pop(item, "")
-            output = output if isinstance(output, str) and output else streamed
+            streamed = self._output.pop(str(ended.item_id or ""), "")
+            output = ended.output or streamed
             if output:
                 head.append("\n")
                 head.append_text(inert(tail(output), t.muted, multiline=True))
@@ -142,7 +146,7 @@ class Transcript:
             self._file_change(head, event)
         elif kind == EventKind.PLAN:
             head.append("plan", style=t.primary + t.bold)
-            steps = plan_steps(data)
+            steps = plan_steps(event)
             if not steps:
                 head.append("\n")
                 head.append_text(inert(event.message, multiline=True))
@@ -160,24 +164,23 @@ class Transcript:
                     head.append(f"\n{glyph} ", style=tone)
                     head.append_text(inert(step, tone, limit=300))
         elif kind == EventKind.HOOK:
-            ok = data.get("ok")
+            hook = payload if isinstance(payload, HookResult) else None
+            ok = hook.ok if hook is not None else None
             head.append("⚙ ", style=t.muted if ok is not False else t.error)
-            # a hook result reads "<hook>: ok in N ms" (workspace notes carry no "hook")
-            name = data.get("hook")
-            if name and not event.message.startswith("hook "):
+            # a hook result reads "<hook>: ok in N ms" (workspace notes carry no result)
+            if hook is not None and not event.message.startswith("hook "):
                 head.append("hook ", style=t.muted)
             head.append_text(inert(event.message, "" if ok is not False else t.error, limit=300))
-            output = data.get("output")
-            if ok is False and isinstance(output, str) and output.strip():
+            if hook is not None and not hook.ok and hook.output.strip():
                 head.append("\n")
-                head.append_text(inert(tail(output), t.muted, multiline=True))
+                head.append_text(inert(tail(hook.output), t.muted, multiline=True))
         elif kind in (EventKind.ERROR, EventKind.TURN_FAILED, EventKind.MALFORMED):
             head.append(f"{kind.value} ", style=t.error + t.bold)
             head.append_text(inert(event.message, multiline=True))
         elif kind == EventKind.WARNING:
             head.append("warning ", style=t.warning + t.bold)
             head.append_text(inert(event.message, multiline=True))
-        elif data.get("operator_note"):
+        elif isinstance(payload, NoteDelivered):
             head.append("→ to the agent ", style=t.accent + t.bold)
             head.append_text(inert(event.message.removeprefix("sent to the agent: "), limit=600))
         elif kind == EventKind.APPROVAL_REQUESTED:
@@ -192,11 +195,12 @@ class Transcript:
         """``± path (kind)`` per file; the diff once the change completed (codex sends the
         item at start too, with the same diff: shown once, at the end)."""
         t = self.tones
-        data = event.data or {}
-        status = str(data.get("status") or "")
-        changes = [c for c in data.get("changes") or [] if isinstance(c, dict)]
-        names = _file_names(data)
-        if not changes:
+        change_event = event.payload if isinstance(event.payload, FileChange) else FileChange()
+        status = change_event.status or ""
+        # an edit named without its path is not shown as a file
+        changes = [c for c in change_event.changes if c.path]
+        names = change_event.paths
+        if not any(c.diff is not None or c.kind for c in changes):
             head.append("± ", style=t.warning + t.bold)
             head.append_text(inert(", ".join(names) if names else event.message, limit=300))
             return
@@ -205,28 +209,16 @@ class Transcript:
             if i:
                 head.append("\n")
             head.append("± ", style=t.warning + t.bold)
-            head.append_text(inert(change.get("path") or "?", t.bold, limit=300))
-            kind = change.get("kind")
-            state = kind if isinstance(kind, str) else ""
+            head.append_text(inert(change.path or "?", t.bold, limit=300))
+            state = change.kind or ""
             if status and status.lower() != "completed":
                 state = f"{state} · {status}" if state else status
             if state:
                 head.append(f"  {one_line(state, 40)}", style=t.muted)
-            diff = change.get("diff")
-            if final and isinstance(diff, str) and diff.strip():
+            diff = change.diff
+            if final and diff and diff.strip():
                 head.append("\n")
                 head.append_text(diff_text(diff, t))
-
-
-def _file_names(data: dict) -> list[str]:
-    """Each path once, in first-seen order (``files``/``paths`` and ``changes`` name the
-    same files)."""
-    files = data.get("files") or data.get("paths") or []
-    changes = data.get("changes") or []
-    names = [str(f) for f in files if f] if isinstance(files, list) else []
-    if isinstance(changes, list):
-        names += [str(c["path"]) for c in changes if isinstance(c, dict) and c.get("path")]
-    return list(dict.fromkeys(names))
 
 
 def describe_ids(values: dict[str, str | None]) -> Text:

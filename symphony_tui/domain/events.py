@@ -3,6 +3,12 @@
 Backends translate their wire messages into :class:`AgentEvent`; the scheduler stamps
 ``seq`` (monotonic per process) and keeps a bounded ring of them for the console, the
 HTTP API and the JSONL event file.
+
+Wire and JSONL form: the model's JSON, with ``v`` the format version
+(:data:`EVENT_FORMAT`). Format 2 carries a typed ``payload`` (see
+:mod:`symphony_tui.domain.payloads`); format 1 lines (no ``v``, a free ``data`` object)
+still load: their ``data`` is read into the payload of their kind
+(:mod:`symphony_tui.domain.event_upgrade`).
 """
 
 from __future__ import annotations
@@ -11,7 +17,13 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from symphony_tui.domain.event_upgrade import upgrade_v1
+from symphony_tui.domain.payloads import Payload
+
+#: The version written in every event's ``v``: 2 = typed ``payload`` (1 had ``data``).
+EVENT_FORMAT = 2
 
 
 class EventKind(StrEnum):
@@ -56,12 +68,13 @@ class EventKind(StrEnum):
 class AgentEvent(BaseModel):
     """One event. ``message`` is a short human line (raw agent text; the console sanitizes).
 
-    ``data`` carries kind-specific fields (e.g. ``command``, ``exit_code``, ``item_id``,
-    ``usage``). ``issue_id`` is ``None`` for process-wide events.
+    ``payload`` carries the kind's typed fields (``None`` for kinds that have none, such
+    as a tracker or config note). ``issue_id`` is ``None`` for process-wide events.
     """
 
     model_config = ConfigDict(frozen=True)
 
+    v: int = EVENT_FORMAT
     kind: EventKind
     message: str = ""
     issue_id: str | None = None
@@ -69,4 +82,12 @@ class AgentEvent(BaseModel):
     session_id: str | None = None
     at: datetime | None = None
     seq: int = 0
-    data: dict[str, Any] = Field(default_factory=dict)
+    payload: Payload | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _upgrade(cls, value: Any) -> Any:
+        """A format-1 event (no ``v``, a ``data`` object) is read into format 2."""
+        if isinstance(value, dict) and "data" in value and "v" not in value:
+            return upgrade_v1(value)
+        return value

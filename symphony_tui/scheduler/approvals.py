@@ -22,6 +22,7 @@ from symphony_tui.domain import (
     EventKind,
     RunStatus,
 )
+from symphony_tui.domain.payloads import ApprovalAnswered, ApprovalAsked
 from symphony_tui.observability.redact import redact
 from symphony_tui.scheduler.clock import Clock
 from symphony_tui.scheduler.port import CommandResult
@@ -101,7 +102,7 @@ class ApprovalDesk:
             AgentEvent(
                 kind=EventKind.APPROVAL_REQUESTED,
                 message=f"{request.kind.value}: {request.summary or request.command or ''}".strip(),
-                data={"approval_id": request.id, "kind": request.kind.value},
+                payload=ApprovalAsked(approval_id=request.id, approval_kind=request.kind.value),
             ),
         )
         try:
@@ -167,12 +168,12 @@ class ApprovalDesk:
                 kind=EventKind.APPROVAL_RESOLVED,
                 message=f"{request.kind.value} {answer.decision.value} by {answer.by}"
                 + (f": {answer.message}" if answer.message else ""),
-                data={
-                    "approval_id": request.id,
-                    "decision": answer.decision.value,
-                    "by": answer.by,
-                    "timed_out": answer.timed_out,
-                },
+                payload=ApprovalAnswered(
+                    approval_id=request.id,
+                    decision=answer.decision.value,
+                    by=answer.by,
+                    timed_out=answer.timed_out,
+                ),
             ),
         )
 

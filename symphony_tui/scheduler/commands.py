@@ -39,6 +39,7 @@ from symphony_tui.domain.commands import (
     Rerun,
     Stop,
 )
+from symphony_tui.domain.payloads import OperatorAction
 from symphony_tui.observability.logs import log_kv
 from symphony_tui.scheduler import policy
 from symphony_tui.scheduler.approvals import ApprovalDesk
@@ -151,7 +152,10 @@ class OperatorCommands:
         issue = self._command_issue(command)
         what = describe_command(command)
         self._state.emit_system(
-            EventKind.OPERATOR, f"operator: {what}", issue=issue, command=command.type
+            EventKind.OPERATOR,
+            f"operator: {what}",
+            issue=issue,
+            payload=OperatorAction(command=command.type),
         )
         return command, issue, what
 
@@ -167,7 +171,9 @@ class OperatorCommands:
         )
         if not result.ok:
             self._state.emit_system(
-                EventKind.OPERATOR, f"operator: {what} refused: {result.message}", issue=issue
+                EventKind.OPERATOR,
+                f"operator: {what} refused: {result.message}",
+                issue=issue,
             )
 
     def apply(self, command: Command) -> Applied:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from symphony_tui.config.settings import Settings
 from symphony_tui.domain import EventKind, Issue
+from symphony_tui.domain.payloads import Dispatched
 from symphony_tui.scheduler import policy
 from symphony_tui.scheduler.retries import Retries
 from symphony_tui.scheduler.run import Run
@@ -83,7 +84,7 @@ class Dispatcher:
             EventKind.DISPATCH,
             f"dispatched {issue.identifier}" + (f" (attempt {attempt})" if attempt else ""),
             issue=issue,
-            attempt=attempt,
+            payload=Dispatched(attempt=attempt),
         )
         state.log(
             "info", "dispatch", issue_id=issue.id, issue_identifier=issue.identifier,

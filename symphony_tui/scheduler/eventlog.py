@@ -1,12 +1,19 @@
 """The scheduler's event history: a bounded ring for the console, per-issue transcripts for
-worker detail, and an optional JSONL file with the full history (STYLE.md practice 5)."""
+worker detail, and an optional JSONL file with the full history (STYLE.md practice 5).
+
+The JSONL file holds one event per line in its wire form (``AgentEvent`` JSON with its
+format version ``v``); :func:`read_history` reads it back, lines of every format so far
+included."""
 
 from __future__ import annotations
 
 import json
 import logging
 from collections import deque
+from collections.abc import Iterator
 from pathlib import Path
+
+from pydantic import BaseModel
 
 from symphony_tui.domain import AgentEvent, EventKind
 from symphony_tui.observability.redact import redact
@@ -23,7 +30,7 @@ QUIET_KINDS = frozenset({EventKind.TOKEN_USAGE, EventKind.RATE_LIMITS})
 MAX_MESSAGE_CHARS = 16_384
 
 
-class EventLog:
+class EventHistory:
     """Stamps ``seq`` on events and keeps them. Memory is bounded by ``ring_size`` plus
     ``transcript_size`` per issue (transcripts of issues no longer known are dropped by
     :meth:`forget`)."""
@@ -60,9 +67,10 @@ class EventLog:
         message = updates.get("message", event.message)
         if isinstance(message, str) and message:
             message = updates["message"] = redact(message)
-        data = updates.get("data", event.data)
-        if data and any(isinstance(v, str) for v in data.values()):
-            updates["data"] = {k: redact(v) if isinstance(v, str) else v for k, v in data.items()}
+        if event.payload is not None:
+            payload = _redacted(event.payload)
+            if payload is not event.payload:
+                updates["payload"] = payload
         if isinstance(message, str) and len(message) > MAX_MESSAGE_CHARS:
             cut = len(message) - MAX_MESSAGE_CHARS
             updates["message"] = message[:MAX_MESSAGE_CHARS] + f"… [{cut} more chars]"
@@ -106,3 +114,32 @@ class EventLog:
 
 def event_json(event: AgentEvent) -> str:
     return json.dumps(event.model_dump(mode="json"))
+
+
+def read_history(path: Path) -> Iterator[AgentEvent]:
+    """The events of a JSONL history file, oldest first. A line that is not an event is
+    skipped with a one-line warning naming the file and line; the rest still load."""
+    with path.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                yield AgentEvent.model_validate_json(line)
+            except ValueError as exc:
+                first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                log.warning("%s:%d: not an event, skipped (%s)", path, number, first)
+
+
+def _redacted(model: BaseModel) -> BaseModel:
+    """``model`` with secrets masked in its text fields (nested edits included); the same
+    object when nothing needed masking."""
+    updates: dict[str, object] = {}
+    for name, value in model:
+        if isinstance(value, str):
+            if value and (masked := redact(value)) != value:
+                updates[name] = masked
+        elif isinstance(value, tuple) and value and isinstance(value[0], BaseModel):
+            items = tuple(_redacted(v) if isinstance(v, BaseModel) else v for v in value)
+            if any(a is not b for a, b in zip(items, value, strict=True)):
+                updates[name] = items
+    return model.model_copy(update=updates) if updates else model

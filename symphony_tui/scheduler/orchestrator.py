@@ -39,7 +39,7 @@ from symphony_tui.scheduler.approvals import ApprovalDesk
 from symphony_tui.scheduler.clock import Clock, RealClock
 from symphony_tui.scheduler.commands import OperatorCommands
 from symphony_tui.scheduler.dispatch import Dispatcher
-from symphony_tui.scheduler.eventlog import EventLog
+from symphony_tui.scheduler.eventlog import EventHistory
 from symphony_tui.scheduler.inbox import (
     AgentTraffic,
     Barrier,
@@ -103,7 +103,7 @@ class Orchestrator:
         backends: BackendFactory,
         *,
         clock: Clock | None = None,
-        event_log: EventLog | None = None,
+        event_log: EventHistory | None = None,
         watch_workflow: bool = True,
         usage: UsageLedger | None = None,
     ) -> None:
@@ -113,7 +113,7 @@ class Orchestrator:
         self._backend_factory = backends
         self._backends: dict[str, AgentBackend] = {}
         self.clock: Clock = clock or RealClock()
-        self.events = event_log or EventLog()
+        self.events = event_log or EventHistory()
         self._watch_workflow = watch_workflow
         #: Set once the WORKFLOW.md watcher is armed (edits before that are caught by the
         #: check at arming time and by the re-check before each dispatch).

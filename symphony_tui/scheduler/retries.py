@@ -13,6 +13,7 @@ from collections.abc import Callable
 from datetime import timedelta
 
 from symphony_tui.domain import EventKind, Issue, RetryEntry, RunOutcome
+from symphony_tui.domain.payloads import RetryScheduled, RunEnded
 from symphony_tui.scheduler import policy
 from symphony_tui.scheduler.inbox import Input, RetryDue
 from symphony_tui.scheduler.run import Ending, Run
@@ -62,8 +63,7 @@ class Retries:
                 f"retry {attempt} of {issue.identifier} in {delay_ms / 1000:g}s"
                 + (f": {error}" if error else ""),
                 issue=issue,
-                attempt=attempt,
-                delay_ms=delay_ms,
+                payload=RetryScheduled(attempt=attempt, delay_ms=delay_ms),
             )
         return retry
 
@@ -93,9 +93,7 @@ class Retries:
             EventKind.RUN_ENDED,
             f"{issue.identifier} ended: {status.value}" + (f" ({error})" if error else ""),
             issue=issue,
-            outcome=outcome.value,
-            status=status.value,
-            error=error,
+            payload=RunEnded(outcome=outcome.value, status=status.value, error=error),
         )
         state.log(
             "info" if outcome is RunOutcome.NORMAL else "warning",

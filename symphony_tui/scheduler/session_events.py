@@ -1,5 +1,5 @@
-"""What agent sessions report about their run: normalized events and session facts (the event
-conventions in ``agents/base.py``'s module docstring; tokens per spec §13.5 and PROTOCOLS.md).
+"""What agent sessions report about their run: normalized events and session facts (the payload
+types of ``domain/payloads.py``; tokens per spec §13.5 and PROTOCOLS.md).
 
 Each event updates its :class:`Run`'s live fields (session and turn ids, last event and
 message, tokens), the shared :class:`TokenLedger` and the latest rate limits, then goes into
@@ -15,11 +15,18 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from symphony_tui.domain import AgentEvent, EventKind, RateLimits, RunStatus, TokenUsage
+from symphony_tui.domain.payloads import (
+    AgentTrouble,
+    RateLimitReport,
+    SessionStarted,
+    TokenReport,
+    TurnStarted,
+)
 from symphony_tui.observability.logs import log_kv
 from symphony_tui.observability.redact import redact
 from symphony_tui.scheduler import manifests
 from symphony_tui.scheduler.clock import Clock
-from symphony_tui.scheduler.eventlog import FRAGMENT_KINDS, QUIET_KINDS, EventLog
+from symphony_tui.scheduler.eventlog import FRAGMENT_KINDS, QUIET_KINDS, EventHistory
 from symphony_tui.scheduler.run import Run
 from symphony_tui.scheduler.tokens import TokenLedger
 
@@ -63,7 +70,7 @@ class SessionRecorder:
         self,
         clock: Clock,
         ledger: TokenLedger,
-        events: EventLog,
+        events: EventHistory,
         *,
         changed: Callable[[], None],
     ) -> None:
@@ -76,31 +83,27 @@ class SessionRecorder:
     def on_event(self, run: Run, event: AgentEvent) -> None:
         """Apply ``event`` to ``run`` and append it to the event log (stamped with the issue,
         session id and time). ``TOKEN_USAGE`` carries absolute session totals in
-        ``data["usage"]``; only their growth is counted (the first report of a re-attached
-        session, ``data["attached"]``, is its baseline). Malformed payloads are ignored."""
+        its :class:`TokenReport`; only their growth is counted (the first report of a
+        re-attached session, ``attached``, is its baseline)."""
         now_mono = self._clock.monotonic()
         now = self._clock.now()
-        data = event.data or {}
-        if event.kind is EventKind.SESSION_STARTED:
-            thread = data.get("thread_id")
-            if thread:
-                self._set_thread(run, str(thread))
-            if data.get("session_id"):
-                run.session_id = str(data["session_id"])
-        elif event.kind is EventKind.TURN_STARTED:
-            turn = data.get("turn_id")
-            if turn:
-                run.turn_id = str(turn)
-                run.session_id = f"{run.thread_id}-{turn}" if run.thread_id else str(turn)
-        if data.get("session_id") and event.kind is not EventKind.SESSION_STARTED:
-            run.session_id = str(data["session_id"])
+        payload = event.payload
+        if isinstance(payload, SessionStarted):
+            if payload.thread_id:
+                self._set_thread(run, payload.thread_id)
+            if payload.session_id:
+                run.session_id = payload.session_id
+        elif isinstance(payload, TurnStarted) and payload.turn_id:
+            turn = payload.turn_id
+            run.turn_id = turn
+            run.session_id = f"{run.thread_id}-{turn}" if run.thread_id else turn
         stamp = {
             "issue_id": run.issue.id,
             "issue_identifier": run.issue.identifier,
             "session_id": event.session_id or run.session_id,
             "at": event.at or now,
         }
-        if event.kind is EventKind.ERROR and data.get("will_retry"):
+        if isinstance(payload, AgentTrouble) and payload.will_retry:
             # The backend cannot reach its model and retries by itself (codex: "Reconnecting...",
             # for ever while the port refuses). Shown as such; not progress, so the stall
             # timeout ends the attempt instead of codex.turn_timeout_ms (an hour by default).
@@ -124,13 +127,10 @@ class SessionRecorder:
                 run.delta_buffer = ""
             if event.message:
                 run.last_message = redact(event.message[-LAST_MESSAGE_CHARS:])
-        elif event.kind is EventKind.TOKEN_USAGE:
-            self._count_tokens(run, data, now_mono)
-        elif event.kind is EventKind.RATE_LIMITS:
-            raw = data.get("rate_limits")
-            if isinstance(raw, dict):
-                with contextlib.suppress(ValueError):
-                    self.rate_limits = RateLimits.model_validate(raw)
+        elif isinstance(payload, TokenReport):
+            self._count_tokens(run, payload, now_mono)
+        elif isinstance(payload, RateLimitReport):
+            self.rate_limits = payload.rate_limits
         event = self._events.append(event, **stamp)
         self._changed()
         if event.kind not in FRAGMENT_KINDS and event.kind not in QUIET_KINDS:
@@ -166,16 +166,10 @@ class SessionRecorder:
             return
         manifests.thread_tokens(run, baseline)
 
-    def _count_tokens(self, run: Run, data: Mapping[str, Any], now_mono: float) -> None:
-        usage = data.get("usage")
-        if not isinstance(usage, dict):
-            return
-        try:
-            absolute = TokenUsage.model_validate(usage)
-        except ValueError:
-            return
+    def _count_tokens(self, run: Run, report: TokenReport, now_mono: float) -> None:
+        absolute = report.usage
         key = session_key(run)
-        if data.get("attached") and self._ledger.baseline(key) is None:
+        if report.attached and self._ledger.baseline(key) is None:
             # Totals of a re-attached session, reported before any new work: the starting
             # point, not new usage (it was counted by whoever ran it).
             self._ledger.seed(key, absolute)

@@ -31,9 +31,10 @@ from symphony_tui.domain import (
     RetryEntry,
     Snapshot,
 )
+from symphony_tui.domain.payloads import Payload
 from symphony_tui.observability.logs import log_kv
 from symphony_tui.scheduler.clock import Clock, TimerHandle
-from symphony_tui.scheduler.eventlog import EventLog
+from symphony_tui.scheduler.eventlog import EventHistory
 from symphony_tui.scheduler.holds import Holds
 from symphony_tui.scheduler.run import Run
 from symphony_tui.scheduler.session_events import SessionRecorder
@@ -68,7 +69,7 @@ class SchedulerState:
         self,
         store: WorkflowStore,
         clock: Clock,
-        events: EventLog,
+        events: EventHistory,
         workspaces: WorkspaceManager,
     ) -> None:
         self.store = store
@@ -304,7 +305,12 @@ class SchedulerState:
     # ------------------------------------------------------------------ events, snapshot
 
     def emit_system(
-        self, kind: EventKind, message: str, *, issue: Issue | None = None, **data: Any
+        self,
+        kind: EventKind,
+        message: str,
+        *,
+        issue: Issue | None = None,
+        payload: Payload | None = None,
     ) -> None:
         """Append a scheduler event (not from a session) to the history."""
         self.events.append(
@@ -314,7 +320,7 @@ class SchedulerState:
                 issue_id=issue.id if issue else None,
                 issue_identifier=issue.identifier if issue else None,
                 at=self.clock.now(),
-                data={k: v for k, v in data.items() if v is not None},
+                payload=payload,
             )
         )
         self.changed()

@@ -20,6 +20,7 @@ from symphony_tui.agents.base import AgentBackend, AgentError, AgentSession, Tur
 from symphony_tui.config.errors import WorkflowError
 from symphony_tui.config.prompt import render_prompt
 from symphony_tui.domain import EventKind, RunOutcome, RunStatus
+from symphony_tui.domain.payloads import HookResult
 from symphony_tui.scheduler import manifests
 from symphony_tui.scheduler.approvals import ApprovalDesk
 from symphony_tui.scheduler.host import RunHost
@@ -264,10 +265,14 @@ class Worker:
             EventKind.HOOK,
             f"{hook.name}: {summary} in {hook.duration_ms} ms",
             issue=self._run.issue,
-            hook=hook.name,
-            ok=hook.ok,
-            exit_code=hook.exit_code,
-            output=hook.output[-2000:],
+            payload=HookResult(
+                hook=hook.name,
+                ok=hook.ok,
+                exit_code=hook.exit_code,
+                timed_out=hook.timed_out,
+                duration_ms=hook.duration_ms,
+                output=hook.output[-2000:],
+            ),
         )
         manifests.hook_ran(self._run, hook.name, summary)
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from symphony_tui.agents.base import AgentError, SessionHost, TurnResult, TurnStatus
 from symphony_tui.domain import AgentEvent, EventKind, TokenUsage
+from symphony_tui.domain.payloads import SessionStarted, TokenReport, TurnStarted
 
 TurnScript = Callable[["ScriptedSession", str, int], Awaitable[TurnResult]]
 
@@ -42,7 +43,9 @@ class ScriptedSession:
         self.prompts.append(prompt)
         self.turn_id = f"turn-{self.turns}"
         self.interrupted.clear()
-        self.host.emit(AgentEvent(kind=EventKind.TURN_STARTED, data={"turn_id": self.turn_id}))
+        self.host.emit(
+            AgentEvent(kind=EventKind.TURN_STARTED, payload=TurnStarted(turn_id=self.turn_id))
+        )
         assert self.script is not None
         return await self.script(self, prompt, self.turns)
 
@@ -60,7 +63,7 @@ class ScriptedSession:
             output_tokens=output,
             total_tokens=total,
         )
-        self.host.emit(AgentEvent(kind=EventKind.TOKEN_USAGE, data={"usage": usage.model_dump()}))
+        self.host.emit(AgentEvent(kind=EventKind.TOKEN_USAGE, payload=TokenReport(usage=usage)))
 
     async def wait_interrupt(self) -> TurnResult:
         await self.interrupted.wait()
@@ -90,7 +93,9 @@ class ScriptedBackend:
         thread = host.resume.get("thread_id") or f"thread-{next(self._threads)}"
         session = ScriptedSession(host=host, thread_id=thread, script=self.script)
         host.record_session(thread_id=thread)
-        host.emit(AgentEvent(kind=EventKind.SESSION_STARTED, data={"thread_id": thread}))
+        host.emit(
+            AgentEvent(kind=EventKind.SESSION_STARTED, payload=SessionStarted(thread_id=thread))
+        )
         self.sessions.append(session)
         return session
 

@@ -22,6 +22,7 @@ from symphony_tui.domain import (
     EventKind,
     Issue,
 )
+from symphony_tui.domain.payloads import ApprovalAnswered, ApprovalAsked
 
 SET_STATE_TOOL = ToolSpec(
     name="symphony_set_issue_state",
@@ -124,7 +125,7 @@ class RecordingSessionHost:
             AgentEvent(
                 kind=EventKind.APPROVAL_REQUESTED,
                 message=request.summary,
-                data={"approval_id": request.id, "kind": request.kind.value},
+                payload=ApprovalAsked(approval_id=request.id, approval_kind=request.kind.value),
             )
         )
         policy = self._approve
@@ -140,7 +141,9 @@ class RecordingSessionHost:
             AgentEvent(
                 kind=EventKind.APPROVAL_RESOLVED,
                 message=f"{request.id} {answer.decision.value}",
-                data={"approval_id": request.id, "decision": answer.decision.value},
+                payload=ApprovalAnswered(
+                    approval_id=request.id, decision=answer.decision.value, by=answer.by
+                ),
             )
         )
         return answer

@@ -17,7 +17,7 @@ from symphony_tui.config.store import WorkflowStore
 from symphony_tui.domain import AgentEvent, ApprovalKind, ApprovalRequest, EventKind
 from symphony_tui.observability.logs import configure_logging
 from symphony_tui.observability.redact import register_secret
-from symphony_tui.scheduler.eventlog import EventLog
+from symphony_tui.scheduler.eventlog import EventHistory
 from symphony_tui.scheduler.orchestrator import Orchestrator
 from symphony_tui.testing.memory_tracker import MemoryTracker
 from symphony_tui.testing.scripted_backend import ScriptedBackend
@@ -136,7 +136,7 @@ async def test_a_registered_api_key_never_reaches_logs_events_or_the_screen(
         MemoryTracker([make_issue(1)]),
         WorkspaceManager(lambda: store.current.settings),
         lambda name: backend,
-        event_log=EventLog(jsonl_path=tmp_path / "events.jsonl"),
+        event_log=EventHistory(jsonl_path=tmp_path / "events.jsonl"),
         watch_workflow=False,
     )
     app = SymphonyApp(orch, runner=orch.run, shutdown=orch.shutdown, cursor_blink=False)

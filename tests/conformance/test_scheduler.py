@@ -50,7 +50,7 @@ async def test_workspace_population_errors_are_surfaced(make_harness):
     assert "after_create" in error and "exit 7" in error
     assert h.orch.snapshot().retrying[0].error == error
     hook_events = [e for e in h.orch.events_since(0) if e.kind is EventKind.HOOK]
-    assert any("clone failed" in e.data.get("output", "") for e in hook_events)
+    assert any("clone failed" in getattr(e.payload, "output", "") for e in hook_events)
     assert not h.ws("ABC-1").exists()  # the half-prepared new workspace is removed
     assert h.backend.sessions == []
 

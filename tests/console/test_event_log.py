@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from symphony_tui.console.widgets.event_log import MAX_LINES, EventLog, LogFilter, kinds_named
+from symphony_tui.console.widgets.event_log import MAX_LINES, EventLogView, LogFilter, kinds_named
 from symphony_tui.domain import AgentEvent, EventKind
 from tests.console.helpers import SIZE, notifications, settle
 from tests.console.sample import NOW, sample_snapshot
@@ -46,7 +46,7 @@ async def test_issue_filter_hides_fragments_in_the_pane(port, make_app):
     app = make_app(port)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        log = app.screen.query_one(EventLog)
+        log = app.screen.query_one(EventLogView)
         kinds = {line.split()[2] for line in log.plain_lines()}
         await pilot.press("slash", *"DEMO-1", "enter")
         await settle(pilot)
@@ -63,7 +63,7 @@ async def test_kind_filter_in_the_pane(port, make_app):
         await settle(pilot)
         await pilot.press("slash", *"kind:approval", "enter")
         await settle(pilot)
-        log = app.screen.query_one(EventLog)
+        log = app.screen.query_one(EventLogView)
         assert [line.split()[2] for line in log.plain_lines()] == ["approval?"]
         title = str(app.screen.query_one("#log-pane").border_title)
         assert "filter: kind:approval" in title
@@ -80,7 +80,7 @@ async def test_follow_off_keeps_the_view_still(port, make_app):
         for i in range(100):
             port.add_event(EventKind.MESSAGE, f"line {i}", issue_id="demo-3", at=NOW)
         await settle(pilot)
-        log = app.screen.query_one(EventLog)
+        log = app.screen.query_one(EventLogView)
         assert log.scroll_y == log.max_scroll_y > 0  # following: at the end
         await pilot.press("3", "f")
         assert not log.follow
@@ -100,7 +100,7 @@ async def test_pause_counts_then_resume_appends(port, make_app):
     app = make_app(port)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        log = app.screen.query_one(EventLog)
+        log = app.screen.query_one(EventLogView)
         before = log.plain_lines()
         await pilot.press("space")
         assert log.paused
@@ -128,7 +128,7 @@ async def test_resume_after_a_flood_stays_bounded(port, make_app):
         for i in range(MAX_LINES + 500):
             port.add_event(EventKind.MESSAGE, f"flood {i}", issue_id="demo-3", at=NOW)
         await settle(pilot)
-        log = app.screen.query_one(EventLog)
+        log = app.screen.query_one(EventLogView)
         assert log.missed == MAX_LINES + 500
         await pilot.press("space")
         await settle(pilot)
@@ -143,7 +143,7 @@ async def test_only_visible_lines_are_rendered(port, make_app):
         for i in range(800):
             port.add_event(EventKind.MESSAGE, f"row {i}", issue_id="demo-3", at=NOW)
         await settle(pilot)
-        log = app.screen.query_one(EventLog)
+        log = app.screen.query_one(EventLogView)
         # a strip per visible row (plus a few rows rendered earlier), not one per line
         assert len(log._strips) <= 3 * log.size.height
 
@@ -157,7 +157,7 @@ async def test_follow_survives_a_change_of_the_pane_height(port, make_app):
         for i in range(100):
             port.add_event(EventKind.MESSAGE, f"line {i}", issue_id="demo-3", at=NOW)
         await settle(pilot)
-        log = app.screen.query_one(EventLog)
+        log = app.screen.query_one(EventLogView)
         assert log.scroll_y == log.max_scroll_y > 0
         await pilot.resize_terminal(SIZE[0], SIZE[1] - 6)
         await settle(pilot)

@@ -11,7 +11,7 @@ from symphony_tui.console.screens.approvals import ApprovalsScreen
 from symphony_tui.console.screens.main import MainScreen
 from symphony_tui.console.screens.modals import Choose
 from symphony_tui.console.screens.worker import WorkerScreen
-from symphony_tui.console.widgets.event_log import MAX_LINES, EventLog
+from symphony_tui.console.widgets.event_log import MAX_LINES, EventLogView
 from symphony_tui.console.widgets.issues import IssuesTable
 from symphony_tui.console.widgets.keyed_table import KeyedTable
 from symphony_tui.console.widgets.workers import WorkersTable
@@ -25,7 +25,7 @@ def strip_text(strip) -> str:
 
 
 def log_lines(log) -> list[str]:
-    if isinstance(log, EventLog):
+    if isinstance(log, EventLogView):
         return [line.rstrip() for line in log.plain_lines()]
     return [strip_text(line).rstrip() for line in log.lines]
 
@@ -123,7 +123,7 @@ async def test_event_log_lines_and_filter(port, make_app):
     app = make_app(port)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        log = app.screen.query_one(EventLog)
+        log = app.screen.query_one(EventLogView)
         lines = log_lines(log)
         assert len(lines) == len(port.events)
         assert lines[0].startswith("09:47:26 DEMO-1   dispatch  dispatched")
@@ -157,7 +157,7 @@ async def test_filter_input_escape_keeps_old_filter(port, make_app):
         await settle(pilot)
         await pilot.press("slash", *"zzz", "escape")
         await settle(pilot)
-        log = app.screen.query_one(EventLog)
+        log = app.screen.query_one(EventLogView)
         assert log.filter.text == ""
         assert len(log_lines(log)) == len(port.events)
 
@@ -172,7 +172,7 @@ async def test_agent_and_tracker_text_render_literally(port, make_app):
         assert title.spans == []
         last = app.screen.query_one(WorkersTable).get_cell("demo-3", "last")
         assert "Looking at the cache [red]module[/red]" in last.plain
-        lines = log_lines(app.screen.query_one(EventLog))
+        lines = log_lines(app.screen.query_one(EventLogView))
         assert any("Evil [bold]markup[/bold]" in line for line in lines)
         svg = app.export_screenshot()
         assert "\x1b" not in svg and "ZXZpbA" not in svg
@@ -186,7 +186,7 @@ async def test_flood_is_bounded_and_coalesced(port, make_app):
             port.add_event(EventKind.MESSAGE, f"chunk {i}", issue_id="demo-3", at=NOW)
         before = len(port.queries)
         await settle(pilot)
-        log = app.screen.query_one(EventLog)
+        log = app.screen.query_one(EventLogView)
         assert log.line_count <= MAX_LINES
         assert log_lines(log)[-1].endswith("chunk 1499")
         assert len(port.queries) - before <= 3  # a few ticks, not one query per event

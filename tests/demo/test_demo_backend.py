@@ -56,7 +56,7 @@ async def test_a_full_run_with_an_approval(tmp_path: Path) -> None:
         EventKind.TURN_COMPLETED,
     ):
         assert kind in kinds, kind
-    totals = [e.data["usage"]["total_tokens"] for e in host.of_kind(EventKind.TOKEN_USAGE)]
+    totals = [e.payload.usage.total_tokens for e in host.of_kind(EventKind.TOKEN_USAGE)]
     assert totals == sorted(totals) and totals[-1] > 0
 
 

@@ -182,5 +182,5 @@ def events_of(rt: Runtime, kind: EventKind, issue_id: str | None = None) -> list
 
 
 def run_ends(rt: Runtime) -> list[dict[str, Any]]:
-    """``data`` of every RUN_ENDED event (outcome, status, error)."""
-    return [e.data for e in events_of(rt, EventKind.RUN_ENDED)]
+    """The payload of every RUN_ENDED event (outcome, status, error) as a dict."""
+    return [e.payload.model_dump() for e in events_of(rt, EventKind.RUN_ENDED)]

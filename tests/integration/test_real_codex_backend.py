@@ -24,6 +24,7 @@ from symphony_tui.domain import (
     EventKind,
     TokenUsage,
 )
+from symphony_tui.domain.payloads import NoteDelivered
 from symphony_tui.testing.codex_env import (
     CodexSchema,
     generate_schema,
@@ -86,7 +87,7 @@ def _env(tmp_path: Path, fake: FakeModelServer) -> dict[str, str]:
 
 
 def _usage(host: RecordingSessionHost) -> TokenUsage:
-    return TokenUsage(**host.of_kind(EventKind.TOKEN_USAGE)[-1].data["usage"])
+    return host.of_kind(EventKind.TOKEN_USAGE)[-1].payload.usage
 
 
 async def test_text_turn_reports_the_fake_models_token_totals(backend, fake, workspace):
@@ -103,7 +104,7 @@ async def test_text_turn_reports_the_fake_models_token_totals(backend, fake, wor
     assert _usage(host) == fake.usage_total
     assert _usage(host).cached_input_tokens > 0
     assert host.kinds()[-1] == EventKind.TURN_COMPLETED
-    assert host.of_kind(EventKind.RATE_LIMITS)[-1].data["rate_limits"]["source"] == "codex"
+    assert host.of_kind(EventKind.RATE_LIMITS)[-1].payload.rate_limits.source == "codex"
 
 
 async def test_escalated_command_accepted_runs(backend, fake, workspace):
@@ -118,7 +119,7 @@ async def test_escalated_command_accepted_runs(backend, fake, workspace):
     assert "echo approved > out.txt" in (req.command or "")
     assert req.reason and "outside the sandbox" in req.reason
     done = host.of_kind(EventKind.COMMAND_COMPLETED)[-1]
-    assert done.data["exit_code"] == 0 and done.data["status"] == "completed"
+    assert done.payload.exit_code == 0 and done.payload.status == "completed"
     assert (workspace / "out.txt").read_text().strip() == "approved"
     assert _usage(host) == fake.usage_total
 
@@ -131,7 +132,7 @@ async def test_escalated_command_declined_turn_goes_on(backend, fake, workspace)
     assert result.status == TurnStatus.COMPLETED
     assert len(host.approvals) == 1
     done = host.of_kind(EventKind.COMMAND_COMPLETED)[-1]
-    assert done.data["status"] == "declined"
+    assert done.payload.status == "declined"
     assert not (workspace / "out.txt").exists()
     assert fake.decisions() == ["shell", "text"]  # the model saw the refusal and answered
 
@@ -150,7 +151,9 @@ async def test_decline_with_a_message_reaches_the_model(backend, fake, workspace
     # The model's next request carried the operator's words as user input.
     later = [json.dumps(r["body"]) for r in fake.requests[1:]]
     assert any("use the staging bucket instead" in body for body in later)
-    (note,) = [e for e in host.of_kind(EventKind.NOTIFICATION) if e.data.get("operator_note")]
+    (note,) = [
+        e for e in host.of_kind(EventKind.NOTIFICATION) if isinstance(e.payload, NoteDelivered)
+    ]
     assert "use the staging bucket instead" in note.message
     assert not [w for w in host.of_kind(EventKind.WARNING) if "not delivered" in w.message]
 
@@ -163,8 +166,8 @@ async def test_dynamic_tool_call_reaches_the_host(backend, fake, workspace):
     assert result.status == TurnStatus.COMPLETED
     assert host.tool_calls == [("symphony_set_issue_state", {"state": "Done"})]
     assert host.state_changes == ["Done"]
-    call = [e for e in host.of_kind(EventKind.TOOL_CALL) if e.data["status"] == "completed"]
-    assert call and call[-1].data["success"] is True
+    call = [e for e in host.of_kind(EventKind.TOOL_CALL) if e.payload.status == "completed"]
+    assert call and call[-1].payload.success is True
     assert "moved to Done" in host.of_kind(EventKind.MESSAGE)[-1].message
 
 
@@ -182,8 +185,8 @@ async def test_interrupt_during_a_slow_answer(backend, fake, workspace):
     assert elapsed < 2.0, f"interrupt took {elapsed:.2f}s"
     assert host.kinds()[-1] == EventKind.TURN_CANCELLED
     # the streaming message was left open by codex: it is closed for the UI
-    closed = [e for e in host.of_kind(EventKind.MESSAGE) if e.data.get("synthetic")]
-    assert closed and closed[-1].data["status"] == "interrupted"
+    closed = [e for e in host.of_kind(EventKind.MESSAGE) if getattr(e.payload, "synthetic", None)]
+    assert closed and closed[-1].payload.status == "interrupted"
     await session.interrupt()  # idempotent once the turn is over
     # the session stays usable
     again = await session.run_turn("after the interrupt")
@@ -199,8 +202,8 @@ async def test_continuation_turn_on_the_same_thread(backend, fake, workspace):
     assert first.status == second.status == TurnStatus.COMPLETED
     assert first.turn_id != second.turn_id
     started = host.of_kind(EventKind.TURN_STARTED)
-    assert [e.data["continuation"] for e in started] == [False, True]
-    assert {e.data["thread_id"] for e in started} == {session.thread_id}
+    assert [e.payload.continuation for e in started] == [False, True]
+    assert {e.payload.thread_id for e in started} == {session.thread_id}
     # the second request carried the first exchange as history
     assert len(fake.requests[1]["body"]["input"]) > len(fake.requests[0]["body"]["input"])
     assert _usage(host) == fake.usage_total
@@ -217,7 +220,7 @@ async def test_resume_after_the_process_is_gone(backend, fake, workspace):
     host2 = RecordingSessionHost(workspace, resume=dict(host1.recorded))
     s2: CodexSession = await backend.start_session(host2)
     assert s2.thread_id == s1.thread_id
-    assert host2.of_kind(EventKind.SESSION_STARTED)[0].data["resumed"] is True
+    assert host2.of_kind(EventKind.SESSION_STARTED)[0].payload.resumed is True
     assert (await s2.run_turn("and now?")).status == TurnStatus.COMPLETED
     history = fake.requests[-1]["body"]["input"]
     assert any("remember me" in str(item) for item in history)
@@ -271,7 +274,7 @@ async def test_model_server_down_ends_by_turn_timeout(codex_bin, fake, tmp_path,
     finally:
         await backend.aclose()
     assert result.status == TurnStatus.FAILED and "turn_timeout" in (result.error or "")
-    assert any(e.data.get("will_retry") for e in host.of_kind(EventKind.ERROR))
+    assert any(getattr(e.payload, "will_retry", None) for e in host.of_kind(EventKind.ERROR))
     assert host.kinds()[-1] == EventKind.TURN_FAILED
 
 
@@ -305,8 +308,8 @@ async def test_interrupt_while_an_approval_is_pending(backend, fake, workspace):
 
     assert result.status == TurnStatus.INTERRUPTED
     await asyncio.wait_for(withdrawn.wait(), 5)  # the host stopped waiting for an answer
-    started = {e.data["item_id"] for e in host.of_kind(EventKind.COMMAND_STARTED)}
-    ended = {e.data["item_id"] for e in host.of_kind(EventKind.COMMAND_COMPLETED)}
+    started = {e.payload.item_id for e in host.of_kind(EventKind.COMMAND_STARTED)}
+    ended = {e.payload.item_id for e in host.of_kind(EventKind.COMMAND_COMPLETED)}
     assert started and started <= ended
     assert not (workspace / "out.txt").exists()
     assert (await session.run_turn("still there?")).status == TurnStatus.COMPLETED

@@ -105,7 +105,8 @@ async def test_decline_from_the_console_and_the_turn_goes_on(project_factory, fa
         await pilot.press("d")
         ends = await until(pilot, lambda: run_ends(rt))
         completed = [
-            e.data.get("status") for e in events_of(rt, EventKind.COMMAND_COMPLETED, "e2e-1")
+            getattr(e.payload, "status", None)
+            for e in events_of(rt, EventKind.COMMAND_COMPLETED, "e2e-1")
         ]
         await quit_console(pilot, app)
 
@@ -230,7 +231,9 @@ async def test_token_pane_totals_over_turns_and_a_retry_and_rate_limits(project_
         totals = str(app.screen.query_one("#token-totals", Static).render())
         limits = str(app.screen.query_one("#token-limits", Static).render())
         reasoning = [
-            e for e in events_of(rt, EventKind.MESSAGE_DELTA, "e2e-1") if e.data.get("reasoning")
+            e
+            for e in events_of(rt, EventKind.MESSAGE_DELTA, "e2e-1")
+            if getattr(e.payload, "reasoning", None)
         ]
         await quit_console(pilot, app)
 

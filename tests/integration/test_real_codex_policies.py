@@ -31,7 +31,7 @@ async def test_approval_policy_answers_without_an_operator(
 
     assert ends[0]["outcome"] == "normal", ends
     (resolved,) = events_of(rt, EventKind.APPROVAL_RESOLVED)
-    assert resolved.data["decision"] == wire and resolved.data["by"] == by
+    assert resolved.payload.decision == wire and resolved.payload.by == by
     assert not rt.orchestrator.snapshot().approvals  # nothing ever queued for an operator
     assert [
         r["result"]["decision"] for r in project.responses() if "decision" in r.get("result", {})
@@ -64,7 +64,7 @@ async def test_unanswered_approval_is_declined_at_the_timeout_and_the_attempt_fa
     assert ends[0]["outcome"] == "failed", ends
     assert ends[0]["error"] == "command approval unanswered for 1.5s: declined"
     (resolved,) = events_of(rt, EventKind.APPROVAL_RESOLVED)
-    assert resolved.data["by"] == "timeout" and resolved.data["timed_out"] is True
+    assert resolved.payload.by == "timeout" and resolved.payload.timed_out is True
     assert [
         r["result"]["decision"] for r in project.responses() if "decision" in r.get("result", {})
     ] == ["decline"]

@@ -46,7 +46,9 @@ async def test_model_server_down_fails_at_the_turn_deadline_and_the_retry_comple
     retrying = await wait_for(lambda: orch.snapshot().retrying)
     assert retrying[0].issue_identifier == "E2E-1" and retrying[0].attempt == 2
     assert retrying[0].error == ends[1]["error"]
-    reconnects = [e for e in events_of(rt, EventKind.ERROR) if e.data.get("will_retry")]
+    reconnects = [
+        e for e in events_of(rt, EventKind.ERROR) if getattr(e.payload, "will_retry", None)
+    ]
     assert reconnects, "codex did not report retrying the dead model server"
     # the attempt ended by the deadline: dispatch -> end took the turn timeout, not longer
     dispatches = events_of(rt, EventKind.DISPATCH)
@@ -104,7 +106,7 @@ async def test_restart_mid_run_resumes_the_recorded_thread(project_factory, fake
     (resumed,) = project.sent("thread/resume")
     assert resumed["threadId"] == thread
     sessions = events_of(rt2, EventKind.SESSION_STARTED)
-    assert sessions[0].data["resumed"] is True and sessions[0].data["thread_id"] == thread
+    assert sessions[0].payload.resumed is True and sessions[0].payload.thread_id == thread
     # the new process counts only what was used after the restart (its totals also hold
     # what the first one counted, restored from the usage ledger: together, all of it)
     shown = rt2.orchestrator.snapshot().totals

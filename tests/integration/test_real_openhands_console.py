@@ -114,11 +114,11 @@ async def test_accept_then_reject_with_a_message_from_the_console(tmp_path):
     assert retry.attempt == 1
     assert retry.due_at - snap.generated_at > timedelta(milliseconds=policy.FAILURE_BASE_MS * 0.8)
     (resolved,) = [
-        e for e in events(runtime, EventKind.APPROVAL_RESOLVED) if e.data["decision"] == "decline"
+        e for e in events(runtime, EventKind.APPROVAL_RESOLVED) if e.payload.decision == "decline"
     ]
-    assert resolved.data["by"] == "operator" and reason in resolved.message
+    assert resolved.payload.by == "operator" and reason in resolved.message
     (turn_end,) = events(runtime, EventKind.TURN_CANCELLED)
-    assert turn_end.data["outcome"] == "rejected_by_operator"
+    assert turn_end.payload.outcome == "rejected_by_operator"
     assert turn_end.message == f"rejected by operator: {reason}"
     assert not events(runtime, EventKind.TURN_FAILED)
     assert not events(runtime, EventKind.ERROR)
@@ -136,7 +136,9 @@ async def test_interrupt_from_the_console_cancels_and_holds_the_issue(tmp_path):
         async with app.run_test(size=(120, 36)) as pilot:
             await wait_until(
                 pilot,
-                lambda: any(e.data.get("status") == "running" for e in events(runtime, None)),
+                lambda: any(
+                    getattr(e.payload, "status", None) == "running" for e in events(runtime, None)
+                ),
             )
             await pilot.press("2")
             await pilot.pause(0.3)
@@ -152,10 +154,10 @@ async def test_interrupt_from_the_console_cancels_and_holds_the_issue(tmp_path):
     (row,) = [r for r in snap.issues if r.identifier == IDENTIFIER]
     assert row.claim is ClaimState.RELEASED and row.note == "held by operator"
     (ended,) = events(runtime, EventKind.RUN_ENDED)
-    assert ended.data["outcome"] == "cancelled"
-    assert ended.data["status"] == RunStatus.INTERRUPTED.value
+    assert ended.payload.outcome == "cancelled"
+    assert ended.payload.status == RunStatus.INTERRUPTED.value
     (turn_end,) = events(runtime, EventKind.TURN_CANCELLED)
-    assert turn_end.data["outcome"] == "cancelled"
+    assert turn_end.payload.outcome == "cancelled"
     assert len(events(runtime, EventKind.DISPATCH)) == 1
     assert read_manifest(project.workspace)["run"]["status"] == "interrupted"
 
@@ -194,9 +196,11 @@ async def test_console_restart_reattaches_and_shows_the_pending_approval_again(t
             await quit_console(app, pilot, runtime)
     assert (project.workspace / "r.txt").read_text() == "after-restart\n"
     assert "state: Done" in project.issues_file.read_text()
-    (started,) = [e for e in events(runtime, EventKind.SESSION_STARTED) if e.data.get("resumed")]
-    assert started.data["execution_status"] == "waiting_for_confirmation"
-    assert started.data["conversation_id"] == recorded["conversation_id"]
+    (started,) = [
+        e for e in events(runtime, EventKind.SESSION_STARTED) if getattr(e.payload, "resumed", None)
+    ]
+    assert started.payload.state == "waiting_for_confirmation"
+    assert started.payload.session_id == recorded["conversation_id"]
     # The first prompt was never sent again while the action waited for confirmation.
     last_user = [
         str(m.get("content"))

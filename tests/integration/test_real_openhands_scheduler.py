@@ -91,8 +91,8 @@ async def test_a_failed_model_call_is_the_attempts_error_and_the_retry_finishes(
     assert statuses[0] == 500 and set(statuses[1:]) == {200}
     events = [json.loads(line) for line in (tmp_path / "events.jsonl").open()]
     ended = [e for e in events if e["kind"] == "run_ended"]
-    assert [e["data"]["status"] for e in ended] == ["failed", "succeeded"]
-    error = ended[0]["data"]["error"]
+    assert [e["payload"]["status"] for e in ended] == ["failed", "succeeded"]
+    error = ended[0]["payload"]["error"]
     assert error.startswith("LLMServiceUnavailableError: ") and error.endswith("fake failure 500")
     assert ended[0]["message"] == f"{IDENTIFIER} ended: failed ({error})"
 
@@ -174,9 +174,11 @@ async def test_dropped_socket_reconnects_and_the_transcript_loses_no_event(tmp_p
             wire = await _server_events(server.base_url, server.api_key, cid)
     assert code == 0
     assert json.loads(out.getvalue().strip().splitlines()[-1])["completed"] == [IDENTIFIER]
-    notices = [e.data.get("notice") for e in events]
+    notices = [getattr(e.payload, "notice", None) for e in events]
     assert "reconnecting" in notices and "reconnected" in notices
-    reported = Counter(e.data["event_id"] for e in events if "event_id" in e.data)
+    reported = Counter(
+        e.payload.wire_id for e in events if getattr(e.payload, "wire_id", None) is not None
+    )
     expected = [w["id"] for w in wire if translate(w) is not None]
     assert expected and all(reported[i] == 1 for i in expected), (
         f"missing or repeated: {[i for i in expected if reported[i] != 1]}"

@@ -316,9 +316,9 @@ async def test_operator_commands_are_logged_against_their_issue(make_harness):
 
 def test_events_since_pages_oldest_first_without_gaps():
     from symphony_tui.domain import AgentEvent
-    from symphony_tui.scheduler.eventlog import EventLog
+    from symphony_tui.scheduler.eventlog import EventHistory
 
-    log = EventLog(ring_size=100)
+    log = EventHistory(ring_size=100)
     for i in range(30):
         log.append(AgentEvent(kind=EventKind.MESSAGE, message=f"m{i}"))
     seen, cursor = [], 0

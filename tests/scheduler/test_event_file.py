@@ -7,7 +7,7 @@ import json
 
 from symphony_tui.domain import AgentEvent, EventKind
 from symphony_tui.scheduler.event_file import RotatingJsonl, last_seq_in
-from symphony_tui.scheduler.eventlog import EventLog
+from symphony_tui.scheduler.eventlog import EventHistory
 
 
 def event(n: int) -> AgentEvent:
@@ -20,10 +20,10 @@ def seqs(path) -> list[int]:
 
 def test_sequence_numbers_continue_after_a_restart(tmp_path):
     path = tmp_path / "events.jsonl"
-    first = EventLog(jsonl_path=path)
+    first = EventHistory(jsonl_path=path)
     assert [first.append(event(n)).seq for n in range(3)] == [1, 2, 3]
     first.close()
-    second = EventLog(jsonl_path=path)
+    second = EventHistory(jsonl_path=path)
     assert second.last_seq == 3
     assert second.append(event(4)).seq == 4
     second.close()
@@ -32,14 +32,14 @@ def test_sequence_numbers_continue_after_a_restart(tmp_path):
 
 def test_a_torn_last_line_does_not_reset_the_numbering(tmp_path):
     path = tmp_path / "events.jsonl"
-    log = EventLog(jsonl_path=path)
+    log = EventHistory(jsonl_path=path)
     for n in range(2):
         log.append(event(n))
     log.close()
     with path.open("a") as f:
         f.write('{"kind": "notice", "seq": 9')  # the process died mid-write
     assert last_seq_in(path) == 2
-    assert EventLog(jsonl_path=path).append(event(3)).seq == 3
+    assert EventHistory(jsonl_path=path).append(event(3)).seq == 3
 
 
 def test_the_file_rotates_by_size_and_keeps_the_newest_backups(tmp_path):
@@ -62,6 +62,6 @@ def test_the_file_rotates_by_size_and_keeps_the_newest_backups(tmp_path):
 def test_an_unwritable_history_is_dropped_and_the_log_goes_on(tmp_path, caplog):
     blocker = tmp_path / "file"
     blocker.write_text("")
-    log = EventLog(jsonl_path=blocker / "events.jsonl")
+    log = EventHistory(jsonl_path=blocker / "events.jsonl")
     assert log.append(event(1)).seq == 1
     assert "event file unavailable" in caplog.text

@@ -4,8 +4,8 @@ Pure functions (no I/O). Shapes follow the 0.171 schema (``codex app-server
 generate-json-schema``) and PROTOCOLS.md "Codex app-server". Agent text stays raw (the
 console sanitizes) but every text field is capped at :data:`MAX_TEXT` characters.
 
-Item events carry ``data["item_id"]`` and ``data["status"]`` so a consumer can pair a start
-with its end; :func:`item_closed_event` synthesizes the end of an item the server never
+Item events carry ``item_id`` and ``status`` in their payload so a consumer can pair a
+start with its end; :func:`item_closed_event` synthesizes the end of an item the server never
 closed (an interrupted turn).
 """
 
@@ -16,6 +16,18 @@ from datetime import UTC, datetime
 from typing import Any
 
 from symphony_tui.domain import AgentEvent, EventKind, RateLimits, RateLimitWindow, TokenUsage
+from symphony_tui.domain.payloads import (
+    CommandEnded,
+    CommandStarted,
+    FileChange,
+    FileEdit,
+    ItemNote,
+    Payload,
+    Plan,
+    PlanStep,
+    ToolCall,
+    plan_status,
+)
 from symphony_tui.domain.tokens import reported_count
 
 MAX_TEXT = 64 * 1024
@@ -92,20 +104,21 @@ def rate_limits(r: dict[str, Any] | None) -> RateLimits:
     )
 
 
-def _changes(item: dict[str, Any]) -> list[dict[str, Any]]:
+def _changes(item: dict[str, Any]) -> tuple[FileEdit, ...]:
     out = []
     for c in item.get("changes") or []:
         if not isinstance(c, dict):
             continue
         kind = c.get("kind")
+        kind = kind.get("type") if isinstance(kind, dict) else kind
         out.append(
-            {
-                "path": str(c.get("path") or ""),
-                "kind": kind.get("type") if isinstance(kind, dict) else kind,
-                "diff": cap(c.get("diff"), 16 * 1024),
-            }
+            FileEdit(
+                path=str(c.get("path") or ""),
+                kind=kind if isinstance(kind, str) else None,
+                diff=cap(c.get("diff"), 16 * 1024),
+            )
         )
-    return out
+    return tuple(out)
 
 
 def _small(value: Any, limit: int = 8192) -> Any:
@@ -113,7 +126,7 @@ def _small(value: Any, limit: int = 8192) -> Any:
     try:
         text = json.dumps(value)
     except (TypeError, ValueError):
-        text = str(value)
+        return cap(str(value), limit)
     return value if len(text) <= limit else cap(text, limit)
 
 
@@ -125,99 +138,137 @@ def _tool_text(item: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
+def _str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _opt_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def item_event(item: dict[str, Any], phase: str) -> AgentEvent | None:
     """The event for ``item/started`` (``phase="started"``) or ``item/completed``.
 
     None for items with nothing to show (user messages, a message that only started).
     """
     typ = item.get("type")
-    iid = item.get("id")
-    status = item.get("status") or ("inProgress" if phase == "started" else "completed")
-    base: dict[str, Any] = {"item_id": iid, "item_type": typ, "status": status}
+    tname = _str(typ)
+    iid = _str(item.get("id"))
+    status = str(item.get("status") or ("inProgress" if phase == "started" else "completed"))
     if typ == "commandExecution":
         command = cap(item.get("command"), 8192)
-        base.update(command=command, cwd=item.get("cwd"))
+        cwd = _str(item.get("cwd"))
         if phase == "started":
-            return AgentEvent(kind=EventKind.COMMAND_STARTED, message=command, data=base)
-        code = item.get("exitCode")
-        base.update(
+            started = CommandStarted(
+                item_id=iid, item_type=tname, status=status, command=command, cwd=cwd
+            )
+            return AgentEvent(kind=EventKind.COMMAND_STARTED, message=command, payload=started)
+        code = _opt_int(item.get("exitCode"))
+        ended = CommandEnded(
+            item_id=iid,
+            item_type=tname,
+            status=status,
+            command=command,
             exit_code=code,
-            duration_ms=item.get("durationMs"),
+            duration_ms=_opt_int(item.get("durationMs")),
             output=cap_tail(item.get("aggregatedOutput") or ""),
         )
         tail = f"exit {code}" if code is not None else status
         return AgentEvent(
-            kind=EventKind.COMMAND_COMPLETED, message=f"{command} ({tail})", data=base
+            kind=EventKind.COMMAND_COMPLETED, message=f"{command} ({tail})", payload=ended
         )
     if typ == "fileChange":
-        changes = _changes(item)
-        paths = [c["path"] for c in changes]
-        base.update(paths=paths, changes=changes)
+        change = FileChange(item_id=iid, item_type=tname, status=status, changes=_changes(item))
         verb = "editing" if phase == "started" else f"edit {status}:"
+        paths = [c.path for c in change.changes]
         return AgentEvent(
-            kind=EventKind.FILE_CHANGE, message=f"{verb} {', '.join(paths)}", data=base
+            kind=EventKind.FILE_CHANGE, message=f"{verb} {', '.join(paths)}", payload=change
         )
     if typ in ("mcpToolCall", "dynamicToolCall"):
         tool = str(item.get("tool") or "")
         if item.get("server"):
             tool = f"{item['server']}.{tool}"
-        base.update(tool=tool, arguments=_small(item.get("arguments")))
+        call = ToolCall(
+            item_id=iid,
+            item_type=tname,
+            status=status,
+            tool=tool,
+            arguments=_small(item.get("arguments")),
+        )
         if phase == "completed":
-            base.update(success=item.get("success"), result=cap(_tool_text(item), 8192))
-            if item.get("error"):
-                base["error"] = cap(item.get("error"), 2048)
-        return AgentEvent(kind=EventKind.TOOL_CALL, message=f"{tool} {status}", data=base)
+            success = item.get("success")
+            call = ToolCall(
+                item_id=iid,
+                item_type=tname,
+                status=status,
+                tool=tool,
+                arguments=call.arguments,
+                success=success if isinstance(success, bool) else None,
+                result=cap(_tool_text(item), 8192),
+                error=cap(item.get("error"), 2048) if item.get("error") else None,
+            )
+        return AgentEvent(kind=EventKind.TOOL_CALL, message=f"{tool} {status}", payload=call)
     if phase == "started":
         return None
+    note = ItemNote(item_id=iid, item_type=tname, status=status)
     if typ == "agentMessage":
-        return AgentEvent(kind=EventKind.MESSAGE, message=cap(item.get("text")), data=base)
+        return AgentEvent(kind=EventKind.MESSAGE, message=cap(item.get("text")), payload=note)
     if typ == "reasoning":
         parts = [str(s) for s in (item.get("summary") or item.get("content") or [])]
-        return AgentEvent(kind=EventKind.REASONING, message=cap("\n".join(parts)), data=base)
+        return AgentEvent(kind=EventKind.REASONING, message=cap("\n".join(parts)), payload=note)
     if typ == "plan":
-        return AgentEvent(kind=EventKind.PLAN, message=cap(item.get("text")), data=base)
+        return AgentEvent(
+            kind=EventKind.PLAN,
+            message=cap(item.get("text")),
+            payload=Plan(item_id=iid, item_type=tname),
+        )
     if typ in ("userMessage", "hookPrompt", "functionCallOutput"):
         return None
-    return AgentEvent(kind=EventKind.NOTIFICATION, message=f"{typ} {status}", data=base)
-
-
-_CLOSE_KIND = {
-    "commandExecution": EventKind.COMMAND_COMPLETED,
-    "fileChange": EventKind.FILE_CHANGE,
-    "mcpToolCall": EventKind.TOOL_CALL,
-    "dynamicToolCall": EventKind.TOOL_CALL,
-    "agentMessage": EventKind.MESSAGE,
-    "reasoning": EventKind.REASONING,
-    "plan": EventKind.PLAN,
-}
+    return AgentEvent(kind=EventKind.NOTIFICATION, message=f"{typ} {status}", payload=note)
 
 
 def item_closed_event(item: dict[str, Any], status: str) -> AgentEvent:
     """A synthetic end for an item the server left open (``status``: e.g. ``interrupted``)."""
-    typ = str(item.get("type") or "item")
-    kind = _CLOSE_KIND.get(typ, EventKind.NOTIFICATION)
-    data: dict[str, Any] = {
-        "item_id": item.get("id"),
-        "item_type": typ,
-        "status": status,
-        "synthetic": True,
-    }
+    typ = tname = str(item.get("type") or "item")
+    iid = _str(item.get("id"))
     label = item.get("command") or item.get("tool") or typ
+    message = f"{cap(label, 200)} ({status})"
+    payload: Payload
     if typ == "commandExecution":
-        data.update(command=item.get("command"), exit_code=None)
-    return AgentEvent(kind=kind, message=f"{cap(label, 200)} ({status})", data=data)
+        kind = EventKind.COMMAND_COMPLETED
+        command = cap(item.get("command"), 8192)
+        payload = CommandEnded(
+            item_id=iid, item_type=tname, status=status, synthetic=True, command=command
+        )
+    elif typ == "fileChange":
+        kind = EventKind.FILE_CHANGE
+        payload = FileChange(item_id=iid, item_type=tname, status=status, synthetic=True)
+    elif typ in ("mcpToolCall", "dynamicToolCall"):
+        kind = EventKind.TOOL_CALL
+        tool = str(item.get("tool") or "")
+        payload = ToolCall(item_id=iid, item_type=tname, status=status, synthetic=True, tool=tool)
+    elif typ == "plan":
+        kind, payload = EventKind.PLAN, Plan(item_id=iid, item_type=tname)
+    else:
+        kind = {"agentMessage": EventKind.MESSAGE, "reasoning": EventKind.REASONING}.get(
+            typ, EventKind.NOTIFICATION
+        )
+        payload = ItemNote(item_id=iid, item_type=tname, status=status, synthetic=True)
+    return AgentEvent(kind=kind, message=message, payload=payload)
 
 
 def plan_event(params: dict[str, Any]) -> AgentEvent:
-    """``turn/plan/updated {explanation?, plan:[{step, status}]}`` -> PLAN."""
-    steps = [
-        {"step": str(s.get("step") or ""), "status": s.get("status")}
-        for s in params.get("plan") or []
-        if isinstance(s, dict)
-    ]
-    lines = [f"[{s['status']}] {s['step']}" for s in steps]
-    msg = "\n".join(([str(params["explanation"])] if params.get("explanation") else []) + lines)
-    return AgentEvent(kind=EventKind.PLAN, message=cap(msg), data={"plan": steps})
+    """``turn/plan/updated {explanation?, plan:[{step, status}]}`` -> PLAN (steps in the
+    neutral words: ``pending`` / ``in_progress`` / ``completed``)."""
+    raw = [s for s in params.get("plan") or [] if isinstance(s, dict)]
+    steps = tuple(
+        PlanStep(step=str(s.get("step") or ""), status=plan_status(s.get("status"))) for s in raw
+    )
+    explanation = str(params["explanation"]) if params.get("explanation") else None
+    lines = [f"[{s.get('status')}] {s.get('step') or ''}" for s in raw]
+    msg = "\n".join(([explanation] if explanation else []) + lines)
+    plan = Plan(steps=steps, explanation=explanation)
+    return AgentEvent(kind=EventKind.PLAN, message=cap(msg), payload=plan)
 
 
 def error_text(err: Any) -> str:

@@ -28,6 +28,17 @@ from symphony_tui.agents.codex.server_requests import (
 )
 from symphony_tui.config.settings import CodexSettings
 from symphony_tui.domain import AgentEvent, EventKind
+from symphony_tui.domain.payloads import (
+    AgentTrouble,
+    ItemNote,
+    NoteDelivered,
+    Notice,
+    RateLimitReport,
+    SessionStarted,
+    TokenReport,
+    TurnEnded,
+    TurnStarted,
+)
 
 CLIENT_NAME = "symphony-tui"
 CLIENT_VERSION = __version__
@@ -192,7 +203,7 @@ class CodexSession:
                     AgentEvent(
                         kind=EventKind.WARNING,
                         message=f"cannot resume thread {previous}; starting a new one ({e})",
-                        data={"thread_id": str(previous)},
+                        payload=Notice(notice="resume_failed", thread_id=str(previous)),
                     )
                 )
         tools = [
@@ -229,7 +240,7 @@ class CodexSession:
             AgentEvent(
                 kind=EventKind.SESSION_STARTED,
                 message=f"codex thread {tid} {verb} (pid {self.pid})",
-                data={"thread_id": tid, "resumed": resumed, "pid": self.pid},
+                payload=SessionStarted(thread_id=tid, resumed=resumed, pid=self.pid),
             )
         )
 
@@ -320,11 +331,9 @@ class CodexSession:
                 AgentEvent(
                     kind=EventKind.TURN_STARTED,
                     message=f"turn {turn_id} started",
-                    data={
-                        "thread_id": self._thread_id,
-                        "turn_id": turn_id,
-                        "continuation": turn.continuation,
-                    },
+                    payload=TurnStarted(
+                        turn_id=turn_id, thread_id=self._thread_id, continuation=turn.continuation
+                    ),
                 )
             )
 
@@ -339,18 +348,9 @@ class CodexSession:
             self._emit(ev.item_closed_event(item, close_as))
         turn.open_items.clear()
         self._drop_serving()
-        kind = {
-            TurnStatus.COMPLETED: EventKind.TURN_COMPLETED,
-            TurnStatus.INTERRUPTED: EventKind.TURN_CANCELLED,
-        }.get(status, EventKind.TURN_FAILED)
+        end = TurnEnded.of(status.value, error, turn_id=turn.turn_id)
         msg = f"turn {turn.turn_id} {status.value}" + (f": {error}" if error else "")
-        self._emit(
-            AgentEvent(
-                kind=kind,
-                message=msg,
-                data={"turn_id": turn.turn_id, "status": status.value, "error": error},
-            )
-        )
+        self._emit(AgentEvent(kind=EventKind(end.kind_name), message=msg, payload=end))
         turn.done.set_result(TurnResult(status, turn.turn_id, error))
 
     def _abandon(self, turn: _Turn, why: str) -> None:
@@ -544,7 +544,7 @@ class CodexSession:
             AgentEvent(
                 kind=EventKind.NOTIFICATION,
                 message=ev.cap(f"sent to the agent: {note.text}", 2000),
-                data={"operator_note": True, "turn_id": turn_id},
+                payload=NoteDelivered(turn_id=turn_id),
             )
         )
 
@@ -575,7 +575,7 @@ class CodexSession:
                 AgentEvent(
                     kind=EventKind.MESSAGE_DELTA,
                     message=ev.cap(p.get("delta")),
-                    data={"item_id": p.get("itemId")},
+                    payload=ItemNote(item_id=_opt_str(p.get("itemId"))),
                 )
             )
         elif method in ("item/reasoning/summaryTextDelta", "item/reasoning/textDelta"):
@@ -585,11 +585,11 @@ class CodexSession:
                 AgentEvent(
                     kind=EventKind.MESSAGE_DELTA,
                     message=ev.cap(p.get("delta")),
-                    data={
-                        "item_id": p.get("itemId"),
-                        "reasoning": True,
-                        "summary": method.endswith("summaryTextDelta"),
-                    },
+                    payload=ItemNote(
+                        item_id=_opt_str(p.get("itemId")),
+                        reasoning=True,
+                        summary=method.endswith("summaryTextDelta"),
+                    ),
                 )
             )
         elif method == "item/commandExecution/outputDelta":
@@ -597,7 +597,7 @@ class CodexSession:
                 AgentEvent(
                     kind=EventKind.COMMAND_OUTPUT,
                     message=ev.cap(p.get("delta")),
-                    data={"item_id": p.get("itemId")},
+                    payload=ItemNote(item_id=_opt_str(p.get("itemId"))),
                 )
             )
         elif method == "turn/plan/updated":
@@ -605,7 +605,9 @@ class CodexSession:
         elif method == "turn/diff/updated":
             diff = ev.cap(p.get("diff"))
             self._emit(
-                AgentEvent(kind=EventKind.NOTIFICATION, message="diff updated", data={"diff": diff})
+                AgentEvent(
+                    kind=EventKind.NOTIFICATION, message="diff updated", payload=Notice(diff=diff)
+                )
             )
         elif method == "thread/tokenUsage/updated":
             self._on_tokens(p)
@@ -615,7 +617,7 @@ class CodexSession:
                 AgentEvent(
                     kind=EventKind.RATE_LIMITS,
                     message="rate limits updated",
-                    data={"rate_limits": limits.model_dump(mode="json")},
+                    payload=RateLimitReport(rate_limits=limits),
                 )
             )
         elif method == "error":
@@ -624,14 +626,16 @@ class CodexSession:
                 AgentEvent(
                     kind=EventKind.ERROR,
                     message=ev.error_text(p.get("error")),
-                    data={"will_retry": retry, "turn_id": p.get("turnId")},
+                    payload=AgentTrouble(will_retry=retry, turn_id=_opt_str(p.get("turnId"))),
                 )
             )
         elif method in _WARNING_METHODS:
             text = p.get("message") or p.get("summary") or p.get("details") or method
             self._emit(
                 AgentEvent(
-                    kind=EventKind.WARNING, message=ev.cap(text, 2000), data={"method": method}
+                    kind=EventKind.WARNING,
+                    message=ev.cap(text, 2000),
+                    payload=Notice(notice=method),
                 )
             )
         elif method == "turn/completed":
@@ -660,19 +664,19 @@ class CodexSession:
         usage = p.get("tokenUsage") or {}
         total = ev.token_usage(usage.get("total"))
         last = ev.token_usage(usage.get("last"))
-        data = {
-            "usage": total.model_dump(),
-            "last": last.model_dump(),
-            "model_context_window": usage.get("modelContextWindow"),
-            "turn_id": p.get("turnId"),
-        }
-        if self._turn is None:
-            data["attached"] = True
+        window = usage.get("modelContextWindow")
+        report = TokenReport(
+            usage=total,
+            last=last,
+            model_context_window=window if isinstance(window, int) else None,
+            turn_id=_opt_str(p.get("turnId")),
+            attached=self._turn is None,
+        )
         self._emit(
             AgentEvent(
                 kind=EventKind.TOKEN_USAGE,
                 message=f"tokens: {total.total_tokens} total ({last.total_tokens} last)",
-                data=data,
+                payload=report,
             )
         )
 
@@ -699,3 +703,7 @@ def _stamp_unpublished(event: AgentEvent, update: dict[str, Any]) -> None:
     """Set fields of a frozen event that no one else references yet (see ``_emit``)."""
     event.__dict__.update(update)
     event.__pydantic_fields_set__.update(update)
+
+
+def _opt_str(value: Any) -> str | None:
+    return None if value is None else str(value)

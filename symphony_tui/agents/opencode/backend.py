@@ -156,12 +156,9 @@ class OpenCodeBackend:
                 endpoint.base_url,
                 resumed=resumed,
                 state=session.status,
-                data={
-                    "directory": directory,
-                    "status": session.status,
-                    "pending_requests": len(session.pending.ids),
-                    "interrupted_messages": len(session.stale),
-                },
+                pending_approvals=len(session.pending.ids),
+                directory=directory,
+                interrupted_messages=len(session.stale),
             )
         )
         session.report_attached_usage()

@@ -18,7 +18,7 @@ arrives:
 * ``step-finish``: ``tokens`` + ``cost`` of one model call; their sum over the session's
   parts is the session's absolute usage (:meth:`PartFolder.usage`).
 
-Every event carries ``data["part_id"]`` (= ``item_id``) and ``data["message_id"]``.
+Every event's payload carries the part id as ``item_id``.
 """
 
 from __future__ import annotations
@@ -27,6 +27,14 @@ import json
 from typing import Any
 
 from symphony_tui.domain import AgentEvent, EventKind, TokenUsage
+from symphony_tui.domain.payloads import (
+    CommandEnded,
+    CommandStarted,
+    FileChange,
+    FileEdit,
+    ItemNote,
+    ToolCall,
+)
 from symphony_tui.domain.tokens import reported_count
 from symphony_tui.text import one_line
 
@@ -141,9 +149,8 @@ class PartFolder:
             return None
         if self.roles.get(str(props.get("messageID"))) == "user":
             return None
-        data = {"item_id": pid, "part_id": pid, "message_id": props.get("messageID")}
         return AgentEvent(
-            kind=EventKind.MESSAGE_DELTA, message=delta, data={**data, "delta": delta}
+            kind=EventKind.MESSAGE_DELTA, message=delta, payload=ItemNote(item_id=pid)
         )
 
     def part(self, part: Wire) -> list[AgentEvent]:
@@ -152,7 +159,6 @@ class PartFolder:
         if not isinstance(pid, str) or not isinstance(typ, str):
             return []
         self._types[pid] = typ
-        base = {"item_id": pid, "part_id": pid, "message_id": part.get("messageID")}
         if typ == "step-finish":
             # Usage is read as a whole through usage(); the session reports its changes.
             self._steps[pid] = step_usage(part)
@@ -164,25 +170,24 @@ class PartFolder:
             if time.get("end") is None or not self._mark(pid, "end"):
                 return []
             kind = EventKind.MESSAGE if typ == "text" else EventKind.REASONING
-            return [AgentEvent(kind=kind, message=cap(part.get("text")), data=base)]
+            note = ItemNote(item_id=pid, item_type=typ)
+            return [AgentEvent(kind=kind, message=cap(part.get("text")), payload=note)]
         if typ == "tool":
-            return self._tool(part, base)
+            return self._tool(pid, part)
         return []
 
     # ------------------------------------------------------------ tools
 
-    def _tool(self, part: Wire, base: Wire) -> list[AgentEvent]:
+    def _tool(self, pid: str, part: Wire) -> list[AgentEvent]:
         state = part.get("state") if isinstance(part.get("state"), dict) else {}
         status = state.get("status")
         if status not in ("running", "completed", "error"):
             return []
-        pid = base["part_id"]
         tool = str(part.get("tool") or "")
         command = tool_command(part)
-        data = {**base, "tool": tool, "call_id": part.get("callID"), "command": command}
         out: list[AgentEvent] = []
         if self._mark(pid, "start"):
-            out.append(self._started(tool, part, data))
+            out.append(self._started(pid, tool, command, part))
         meta = state.get("metadata") if isinstance(state.get("metadata"), dict) else {}
         text = state.get("output") if status == "completed" else meta.get("output")
         if tool in COMMAND_TOOLS and isinstance(text, str) and not self.seen(pid, "end"):
@@ -194,63 +199,70 @@ class PartFolder:
                     AgentEvent(
                         kind=EventKind.COMMAND_OUTPUT,
                         message=cap(piece),
-                        data={**data, "delta": cap(piece)},
+                        payload=ItemNote(item_id=pid, item_type="tool"),
                     )
                 )
         if status in ("completed", "error") and self._mark(pid, "end"):
-            out.append(self._ended(tool, part, state, meta, data))
+            out.append(self._ended(pid, tool, command, part, state, meta))
         return out
 
-    def _started(self, tool: str, part: Wire, data: Wire) -> AgentEvent:
-        status = {"status": "in_progress"}
+    def _started(self, pid: str, tool: str, command: str, part: Wire) -> AgentEvent:
+        item = {"item_id": pid, "item_type": "tool", "status": "in_progress", "tool": tool}
         if tool in COMMAND_TOOLS:
-            return AgentEvent(
-                kind=EventKind.COMMAND_STARTED, message=data["command"], data={**data, **status}
-            )
+            started = CommandStarted(**item, command=command)
+            return AgentEvent(kind=EventKind.COMMAND_STARTED, message=command, payload=started)
         if tool in FILE_TOOLS:
             files = tool_files(part)
+            change = FileChange(**item, changes=tuple(FileEdit(path=f) for f in files))
             return AgentEvent(
                 kind=EventKind.FILE_CHANGE,
                 message=f"editing {', '.join(files) or tool}",
-                data={**data, **status, "files": files},
+                payload=change,
             )
-        return AgentEvent(
-            kind=EventKind.TOOL_CALL, message=f"{data['command']} started", data={**data, **status}
-        )
+        call = ToolCall(**item)
+        return AgentEvent(kind=EventKind.TOOL_CALL, message=f"{command} started", payload=call)
 
-    def _ended(self, tool: str, part: Wire, state: Wire, meta: Wire, data: Wire) -> AgentEvent:
+    def _ended(
+        self, pid: str, tool: str, command: str, part: Wire, state: Wire, meta: Wire
+    ) -> AgentEvent:
         ok = state.get("status") == "completed"
         error = None if ok else one_line(state.get("error") or "tool failed", 500)
-        end: Wire = {**data, "status": "completed" if ok else "failed"}
-        if error:
-            end["error"] = error
+        item = {
+            "item_id": pid,
+            "item_type": "tool",
+            "status": "completed" if ok else "failed",
+            "tool": tool,
+            "error": error,
+        }
         if tool in COMMAND_TOOLS:
             code = meta.get("exit")
             exit_code = code if isinstance(code, int) and not isinstance(code, bool) else None
             output = state.get("output") if ok else meta.get("output")
-            end.update(exit_code=exit_code, output=cap(output if isinstance(output, str) else ""))
+            ended = CommandEnded(
+                **item,
+                command=command,
+                exit_code=exit_code,
+                output=cap(output if isinstance(output, str) else ""),
+            )
             tail = f"exit {exit_code}" if exit_code is not None else (error or "failed")
             return AgentEvent(
-                kind=EventKind.COMMAND_COMPLETED, message=f"{data['command']} ({tail})", data=end
+                kind=EventKind.COMMAND_COMPLETED, message=f"{command} ({tail})", payload=ended
             )
         if tool in FILE_TOOLS:
             files = tool_files(part)
             diff = meta.get("diff") if isinstance(meta.get("diff"), str) else ""
-            end["files"] = files
-            end["changes"] = [
-                {"path": f, "kind": tool, "diff": cap(diff, 16 * 1024)} for f in files[:1]
-            ]
-            end["changes"] += [{"path": f, "kind": tool} for f in files[1:]]
+            edits = [FileEdit(path=f, kind=tool, diff=cap(diff, 16 * 1024)) for f in files[:1]]
+            edits += [FileEdit(path=f, kind=tool) for f in files[1:]]
+            change = FileChange(**item, changes=tuple(edits))
             verb = "edit completed:" if ok else f"edit failed ({error}):"
             return AgentEvent(
-                kind=EventKind.FILE_CHANGE, message=f"{verb} {', '.join(files)}", data=end
+                kind=EventKind.FILE_CHANGE, message=f"{verb} {', '.join(files)}", payload=change
             )
-        if ok:
-            end["result"] = cap(state.get("output"), 8192)
+        call = ToolCall(**item, success=ok, result=cap(state.get("output"), 8192) if ok else None)
         return AgentEvent(
             kind=EventKind.TOOL_CALL,
-            message=f"{data['command']} {'completed' if ok else f'failed: {error}'}",
-            data=end,
+            message=f"{command} {'completed' if ok else f'failed: {error}'}",
+            payload=call,
         )
 
     def _mark(self, part_id: str, phase: str) -> bool:

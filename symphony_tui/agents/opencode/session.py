@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from symphony_tui.agents.base import AgentError, SessionHost, TurnResult, TurnStatus
+from symphony_tui.agents.http_session import turn_end_event
 from symphony_tui.agents.opencode.approvals import (
     PendingRequests,
     permission_reply,
@@ -50,11 +51,18 @@ from symphony_tui.agents.opencode.client import OpenCodeClient
 from symphony_tui.agents.opencode.normalize import PartFolder
 from symphony_tui.agents.opencode.stream import EventStream, StreamOptions
 from symphony_tui.domain import AgentEvent, ApprovalDecision, EventKind, TokenUsage
+from symphony_tui.domain.payloads import (
+    AgentTrouble,
+    NoteDelivered,
+    Notice,
+    Payload,
+    TokenReport,
+    TurnStarted,
+)
 from symphony_tui.text import one_line
 
 Wire = dict[str, Any]
 ABORTED = "MessageAbortedError"
-REJECTED_OUTCOME = "rejected_by_operator"
 SETTLE_S = 3.0
 MAX_REASON = 300
 
@@ -168,7 +176,7 @@ class OpenCodeSession:
             self.stale = {i for i, m in self.messages.items() if _open_assistant(m)}
 
     def report_attached_usage(self) -> None:
-        """Emit the totals found on attach (``data["attached"]``): a re-attached session's
+        """Emit the totals found on attach (``TokenReport.attached``): a re-attached session's
         earlier usage is a baseline for the scheduler, not new growth."""
         if not self.usage.is_zero:
             self._emit_usage(attached=True)
@@ -189,8 +197,7 @@ class OpenCodeSession:
             self._emit(
                 EventKind.TURN_STARTED,
                 "adopted the session's current run" if adopt else "prompt sent",
-                adopted=adopt,
-                continuation=continuation,
+                TurnStarted(adopted=adopt, continuation=continuation),
             )
             try:
                 result = await self._follow(turn)
@@ -327,7 +334,7 @@ class OpenCodeSession:
             self._emit(
                 EventKind.NOTIFICATION,
                 f"sent to the agent: {one_line(message, 500)}",
-                operator_note=True,
+                NoteDelivered(),
             )
 
     async def _question_flow(self, question: Wire) -> None:
@@ -430,8 +437,7 @@ class OpenCodeSession:
                 EventKind.ERROR,
                 f"model call failed, the server retries (attempt {raw.get('attempt')}): "
                 f"{one_line(raw.get('message') or '', 300)}",
-                will_retry=True,
-                attempt=raw.get("attempt"),
+                AgentTrouble(will_retry=True, attempt=_opt_int(raw.get("attempt"))),
             )
         if turn is None:
             return
@@ -447,18 +453,18 @@ class OpenCodeSession:
         if aborted:
             self._emit(EventKind.NOTIFICATION, "the session's run was aborted")
         else:
-            self._emit(EventKind.ERROR, error_reason(error), error=error, sub_session=not root)
+            self._emit(EventKind.ERROR, error_reason(error), AgentTrouble(sub_session=not root))
 
     def _on_request_error(self, request_id: str, error: Exception) -> None:
         self._emit(
             EventKind.WARNING,
             f"answering {request_id} failed: {one_line(str(error) or repr(error), 300)}",
-            request_id=request_id,
+            Notice(notice="answer_failed", request_id=request_id),
         )
 
     def _on_notice(self, kind: str, message: str) -> None:
         level = EventKind.MALFORMED if kind == "malformed" else EventKind.WARNING
-        self._emit(level, message, notice=kind, malformed_total=self.stream.malformed)
+        self._emit(level, message, Notice(notice=kind, malformed_total=self.stream.malformed))
 
     def _on_failed(self, error: AgentError) -> None:
         self._failed = error
@@ -476,49 +482,30 @@ class OpenCodeSession:
     def _emit_event(self, event: AgentEvent) -> None:
         self.host.emit(event.model_copy(update={"session_id": self._session_id}))
 
-    def _emit(self, kind: EventKind, message: str, **data: Any) -> None:
+    def _emit(self, kind: EventKind, message: str, payload: Payload | None = None) -> None:
         self.host.emit(
-            AgentEvent(
-                kind=kind,
-                message=message,
-                session_id=self._session_id,
-                data={"opencode_session": self._session_id, **data},
-            )
+            AgentEvent(kind=kind, message=message, session_id=self._session_id, payload=payload)
         )
 
     def _emit_usage(self, *, attached: bool = False) -> None:
         u = self.usage
-        data: dict[str, Any] = {"usage": u.model_dump()}
-        if attached:
-            data["attached"] = True
+        assert u is not None
         self._emit(
             EventKind.TOKEN_USAGE,
             f"tokens in {u.input_tokens} out {u.output_tokens} total {u.total_tokens}",
-            **data,
+            TokenReport(usage=u, attached=attached),
         )
 
     def _emit_turn_end(self, turn: _Turn, result: TurnResult) -> None:
-        if result.status == TurnStatus.COMPLETED:
-            self._emit(EventKind.TURN_COMPLETED, "finished", outcome="finished")
-        elif result.status == TurnStatus.INTERRUPTED:
-            self._emit(EventKind.TURN_CANCELLED, result.error or "cancelled", outcome="cancelled")
-        elif turn.rejection is not None and turn.rejected_by == "operator":
-            # The operator's decision: reported like a stop, not as a crash.
-            self._emit(
-                EventKind.TURN_CANCELLED,
-                result.error or "rejected by operator",
-                outcome=REJECTED_OUTCOME,
-                reason=turn.rejection,
-            )
-        else:
-            self._emit(
-                EventKind.TURN_FAILED,
-                result.error or "failed",
-                outcome="declined" if turn.rejection is not None else "error",
-                reason=turn.rejection,
-            )
+        # The operator's rejection: reported like a stop, not as a crash.
+        by_operator = turn.rejected_by == "operator"
+        self.host.emit(turn_end_event(result, turn.rejection, by_operator, self._session_id))
 
 
 def _open_assistant(info: Wire) -> bool:
     time = info.get("time") if isinstance(info.get("time"), dict) else {}
     return info.get("role") == "assistant" and time.get("completed") is None
+
+
+def _opt_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

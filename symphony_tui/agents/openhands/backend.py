@@ -134,11 +134,7 @@ class OpenHandsBackend:
                 endpoint.base_url,
                 resumed=resumed,
                 state=session.status,
-                data={
-                    "conversation_id": cid,
-                    "execution_status": session.status,
-                    "pending_confirmations": len(session.pending_actions),
-                },
+                pending_approvals=len(session.pending_actions),
             )
         )
         session.report_attached_usage()

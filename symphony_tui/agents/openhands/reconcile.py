@@ -2,7 +2,7 @@
 
 OpenHands events reach us twice over: live on the WebSocket and, after a reconnect, again
 from ``GET /api/conversations/{id}/events/search`` (PROTOCOLS.md "OpenHands agent-server").
-:class:`EventLog` decides which of them are new. A frame that is not a JSON object with a
+:class:`SeenEvents` decides which of them are new. A frame that is not a JSON object with a
 string ``id`` and ``kind`` is malformed: it is counted and skipped, never fatal.
 
 Event shape (wire): ``{"kind": str, "id": str, "timestamp": "2026-11-30T07:02:57.212970",
@@ -49,7 +49,7 @@ def is_event(value: Any) -> bool:
     )
 
 
-class EventLog:
+class SeenEvents:
     """Seen-event bookkeeping for one conversation.
 
     ``malformed`` counts frames and search items that were skipped. ``last_malformed`` is a

@@ -43,6 +43,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from symphony_tui.agents.base import AgentError, SessionHost, ToolResult, TurnResult, TurnStatus
+from symphony_tui.agents.http_session import turn_end_event
 from symphony_tui.agents.openhands.client import OpenHandsClient
 from symphony_tui.agents.openhands.client_tools import result_line, with_results
 from symphony_tui.agents.openhands.failure import FAILED_STATUSES, MAX_REASON, FailureWatch
@@ -57,11 +58,11 @@ from symphony_tui.domain import (
     EventKind,
     TokenUsage,
 )
+from symphony_tui.domain.payloads import Notice, Payload, TokenReport, TurnStarted
 from symphony_tui.text import one_line
 
 WAITING = "waiting_for_confirmation"
 ACTIVE = ("running", WAITING)
-REJECTED_OUTCOME = "rejected_by_operator"
 CAUSE_GRACE_S = 10.0  # how long a failed run's cause may trail its status (see .failure)
 _RESOLVING = ("ObservationEvent", "UserRejectObservation")
 
@@ -148,7 +149,7 @@ class OpenHandsSession:
         await self.stream.attach()
 
     def report_attached_usage(self) -> None:
-        """Emit the conversation's token totals found on attach (``data["attached"]``), so
+        """Emit the conversation's token totals found on attach (``TokenReport.attached``), so
         a re-attached conversation's earlier usage is a known baseline, not new growth."""
         if self.usage is not None and not self.usage.is_zero:
             self._emit_usage(attached=True)
@@ -172,8 +173,7 @@ class OpenHandsSession:
             self._emit(
                 EventKind.TURN_STARTED,
                 "adopted the conversation's current run" if adopt else "message sent",
-                adopted=adopt,
-                continuation=continuation,
+                TurnStarted(adopted=adopt, continuation=continuation),
             )
             try:
                 result = await self._follow(idx, armed=adopt)
@@ -341,7 +341,9 @@ class OpenHandsSession:
         self._tool_results.append(result_line(name, args, result))
         if not result.success:
             self._emit(
-                EventKind.WARNING, f"{name} failed: {one_line(result.text, MAX_REASON)}", tool=name
+                EventKind.WARNING,
+                f"{name} failed: {one_line(result.text, MAX_REASON)}",
+                Notice(notice="tool_failed", tool=name),
             )
 
     async def _finish_tool_calls(self) -> None:
@@ -417,7 +419,11 @@ class OpenHandsSession:
             self._statuses.append(status)
             self._status_marks.append(mark)
             if not replay:
-                self._emit(EventKind.NOTIFICATION, f"execution_status: {status}", status=status)
+                self._emit(
+                    EventKind.NOTIFICATION,
+                    f"execution_status: {status}",
+                    Notice(notice="status", status=status),
+                )
         if not replay:
             normalized = translate(event)
             if normalized is not None:
@@ -426,7 +432,7 @@ class OpenHandsSession:
 
     def _on_notice(self, kind: str, message: str) -> None:
         level = EventKind.MALFORMED if kind == "malformed" else EventKind.WARNING
-        self._emit(level, message, notice=kind, malformed_total=self.stream.log.malformed)
+        self._emit(level, message, Notice(notice=kind, malformed_total=self.stream.log.malformed))
 
     def _on_failed(self, error: AgentError) -> None:
         self._failed = error
@@ -441,51 +447,28 @@ class OpenHandsSession:
         if self._failed is not None:
             raise self._failed
 
-    def _emit(self, kind: EventKind, message: str, **data: Any) -> None:
+    def _emit(self, kind: EventKind, message: str, payload: Payload | None = None) -> None:
         self.host.emit(
-            AgentEvent(
-                kind=kind,
-                message=message,
-                session_id=self.conversation_id,
-                data={"conversation_id": self.conversation_id, **data},
-            )
+            AgentEvent(kind=kind, message=message, session_id=self.conversation_id, payload=payload)
         )
 
     def _by_operator(self) -> bool:
         return self._rejected_by == "operator"
 
     def _emit_usage(self, *, attached: bool = False) -> None:
-        assert self.usage is not None
-        data: dict[str, Any] = {"usage": self.usage.model_dump()}
-        if attached:
-            data["attached"] = True
         u = self.usage
+        assert u is not None
         self._emit(
             EventKind.TOKEN_USAGE,
             f"tokens in {u.input_tokens} out {u.output_tokens} total {u.total_tokens}",
-            **data,
+            TokenReport(usage=u, attached=attached),
         )
 
     def _emit_turn_end(self, result: TurnResult) -> None:
-        if result.status == TurnStatus.COMPLETED:
-            self._emit(EventKind.TURN_COMPLETED, "finished", outcome="finished")
-        elif result.status == TurnStatus.INTERRUPTED:
-            self._emit(EventKind.TURN_CANCELLED, result.error or "cancelled", outcome="cancelled")
-        elif self._rejection is not None and self.status == "idle" and self._by_operator():
-            # The operator's decision: reported like a stop, not as a crash.
-            self._emit(
-                EventKind.TURN_CANCELLED,
-                result.error or "rejected by operator",
-                outcome=REJECTED_OUTCOME,
-                reason=self._rejection,
-            )
-        else:
-            self._emit(
-                EventKind.TURN_FAILED,
-                result.error or "failed",
-                outcome="declined" if self._rejection is not None else (self.status or "failed"),
-                reason=self._rejection,
-            )
+        # An operator's rejection that left the conversation idle is the operator's
+        # decision: reported like a stop, not as a crash.
+        by_operator = self.status == "idle" and self._by_operator()
+        self.host.emit(turn_end_event(result, self._rejection, by_operator, self.conversation_id))
 
 
 def _is_client_tool_result(event: WireEvent, names: set[str]) -> bool:

@@ -35,7 +35,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from symphony_tui.agents.base import AgentError
 from symphony_tui.agents.openhands.client import API_KEY_HEADER, OpenHandsClient
-from symphony_tui.agents.openhands.reconcile import EventLog, WireEvent
+from symphony_tui.agents.openhands.reconcile import SeenEvents, WireEvent
 from symphony_tui.agents.reconnect import Backoff, Reconnector
 
 WsAuth = Literal["first_frame", "query", "header", "none"]
@@ -83,7 +83,7 @@ class EventStream:
         self.conversation_id = conversation_id
         self.ws_auth: WsAuth = ws_auth
         self.options = options or StreamOptions()
-        self.log = EventLog()
+        self.log = SeenEvents()
         self.reconnects = 0
         self.failed: AgentError | None = None
         self._on_event = on_event

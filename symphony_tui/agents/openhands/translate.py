@@ -1,8 +1,9 @@
 """OpenHands wire events -> normalized :class:`~symphony_tui.domain.AgentEvent` values.
 
 Source: PROTOCOLS.md "OpenHands agent-server" and the server's ``/openapi.json`` (1.58.2).
-Every produced event carries ``data["event_id"]`` (the OpenHands event id) and
-``data["oh_kind"]``. Token totals come from ``stats.usage_to_metrics`` summed over usage ids
+Every produced event's payload carries ``wire_id`` (the OpenHands event id) and
+``item_type`` (the event's ``kind``); item events carry ``item_id`` (the action's event id,
+at its start and in its observation). Token totals come from ``stats.usage_to_metrics`` summed over usage ids
 (the top-level ``metrics`` is null on this server and is ignored).
 """
 
@@ -12,6 +13,16 @@ from typing import Any
 
 from symphony_tui.agents.openhands.reconcile import WireEvent
 from symphony_tui.domain import AgentEvent, EventKind, TokenUsage
+from symphony_tui.domain.payloads import (
+    AgentTrouble,
+    CommandEnded,
+    CommandStarted,
+    FileChange,
+    FileEdit,
+    ItemNote,
+    Notice,
+    ToolCall,
+)
 
 MAX_TEXT = 4000  # characters of agent text or command output kept per event
 TERMINAL_TOOLS = ("terminal", "execute_bash", "bash")
@@ -112,60 +123,79 @@ def translate(event: WireEvent) -> AgentEvent | None:
     ``ConversationStateUpdateEvent`` is handled by the session (status, tokens), not here.
     """
     kind = event.get("kind")
-    base: dict[str, Any] = {"event_id": event.get("id"), "oh_kind": kind}
+    wire = {"wire_id": _opt_str(event.get("id")), "item_type": _opt_str(kind)}
     if kind == "MessageEvent":
         if event.get("source") != "agent":
             return None
-        return AgentEvent(kind=EventKind.MESSAGE, message=message_text(event), data=base)
+        return AgentEvent(
+            kind=EventKind.MESSAGE, message=message_text(event), payload=ItemNote(**wire)
+        )
     if kind == "ActionEvent":
         if event.get("action") is None:
             return None  # a tool call the SDK could not parse; an AgentErrorEvent follows
         tool = str(event.get("tool_name") or "")
-        data = {
-            **base,
-            "item_id": event.get("id"),
-            "tool": tool,
-            "command": action_command(event),
-            "security_risk": event.get("security_risk"),
-        }
+        command = action_command(event)
+        item = {**wire, "item_id": wire["wire_id"], "tool": tool}
         if tool in TERMINAL_TOOLS:
-            return AgentEvent(kind=EventKind.COMMAND_STARTED, message=data["command"], data=data)
+            started = CommandStarted(**item, command=command)
+            return AgentEvent(kind=EventKind.COMMAND_STARTED, message=command, payload=started)
+        action = event["action"] if isinstance(event["action"], dict) else {}
         if tool in FILE_TOOLS:
-            action = event["action"] if isinstance(event["action"], dict) else {}
-            data["files"] = [action["path"]] if isinstance(action.get("path"), str) else []
-            return AgentEvent(kind=EventKind.FILE_CHANGE, message=data["command"], data=data)
+            path = action.get("path")
+            edits = (FileEdit(path=path),) if isinstance(path, str) else ()
+            change = FileChange(**item, changes=edits)
+            return AgentEvent(kind=EventKind.FILE_CHANGE, message=command, payload=change)
         if tool == "finish":
-            action = event["action"] if isinstance(event["action"], dict) else {}
             text = action.get("message") if isinstance(action.get("message"), str) else ""
-            return AgentEvent(kind=EventKind.MESSAGE, message=_clip(text), data=data)
-        return AgentEvent(kind=EventKind.TOOL_CALL, message=data["command"], data=data)
+            note = ItemNote(**{k: v for k, v in item.items() if k != "tool"})
+            return AgentEvent(kind=EventKind.MESSAGE, message=_clip(text), payload=note)
+        call = ToolCall(**item)
+        return AgentEvent(kind=EventKind.TOOL_CALL, message=command, payload=call)
     if kind == "ObservationEvent":
         obs = event.get("observation") if isinstance(event.get("observation"), dict) else {}
         tool = str(event.get("tool_name") or "")
         text = _clip(_content_text(obs.get("content")))
-        data = {**base, "item_id": event.get("action_id"), "tool": tool, "output": text}
+        item = {**wire, "item_id": _opt_str(event.get("action_id")), "tool": tool}
         if tool in TERMINAL_TOOLS:
-            data["exit_code"] = obs.get("exit_code")
-            data["command"] = obs.get("command")
+            code = obs.get("exit_code")
+            ended = CommandEnded(
+                **item,
+                command=str(obs.get("command") or ""),
+                exit_code=code if isinstance(code, int) and not isinstance(code, bool) else None,
+                output=text,
+            )
             line = text or f"exit code {obs.get('exit_code')}"
-            return AgentEvent(kind=EventKind.COMMAND_COMPLETED, message=line, data=data)
-        return AgentEvent(kind=EventKind.TOOL_CALL, message=f"{tool} result: {text}", data=data)
+            return AgentEvent(kind=EventKind.COMMAND_COMPLETED, message=line, payload=ended)
+        call = ToolCall(**item, status="completed", result=text)
+        return AgentEvent(kind=EventKind.TOOL_CALL, message=f"{tool} result: {text}", payload=call)
     if kind == "UserRejectObservation":
         reason = str(event.get("rejection_reason") or "")
-        data = {**base, "item_id": event.get("action_id"), "reason": reason}
-        return AgentEvent(kind=EventKind.WARNING, message=f"action rejected: {reason}", data=data)
+        notice = Notice(
+            notice="rejected", item_id=_opt_str(event.get("action_id")), wire_id=wire["wire_id"]
+        )
+        return AgentEvent(
+            kind=EventKind.WARNING, message=f"action rejected: {reason}", payload=notice
+        )
     if kind == "AgentErrorEvent":
         err = _clip(str(event.get("error") or "agent error"))
-        return AgentEvent(kind=EventKind.ERROR, message=err, data=base)
+        return AgentEvent(
+            kind=EventKind.ERROR, message=err, payload=AgentTrouble(wire_id=wire["wire_id"])
+        )
     if kind == "ConversationErrorEvent":
         err = _clip(f"{event.get('code') or 'error'}: {event.get('detail') or ''}")
-        return AgentEvent(kind=EventKind.ERROR, message=err, data=base)
+        return AgentEvent(
+            kind=EventKind.ERROR, message=err, payload=AgentTrouble(wire_id=wire["wire_id"])
+        )
     if kind in ("PauseEvent", "InterruptEvent"):
         word = "paused" if kind == "PauseEvent" else "interrupted"
-        return AgentEvent(kind=EventKind.NOTIFICATION, message=f"conversation {word}", data=base)
+        return AgentEvent(
+            kind=EventKind.NOTIFICATION, message=f"conversation {word}", payload=ItemNote(**wire)
+        )
     if kind == "StreamingDeltaEvent":
         delta = event.get("content") or event.get("delta") or ""
-        return AgentEvent(kind=EventKind.MESSAGE_DELTA, message=str(delta), data=base)
+        return AgentEvent(
+            kind=EventKind.MESSAGE_DELTA, message=str(delta), payload=ItemNote(**wire)
+        )
     if kind in (
         "ConversationStateUpdateEvent",
         "SystemPromptEvent",
@@ -173,7 +203,11 @@ def translate(event: WireEvent) -> AgentEvent | None:
         "LLMCompletionLogEvent",
     ):
         return None
-    return AgentEvent(kind=EventKind.NOTIFICATION, message=str(kind), data=base)
+    return AgentEvent(kind=EventKind.NOTIFICATION, message=str(kind), payload=ItemNote(**wire))
+
+
+def _opt_str(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 def _content_text(content: Any) -> str:

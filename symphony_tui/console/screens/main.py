@@ -21,7 +21,7 @@ from symphony_tui.console.registry import bindings_for
 from symphony_tui.console.sanitize import one_line
 from symphony_tui.console.selection import oldest_approval
 from symphony_tui.console.tones import Tones
-from symphony_tui.console.widgets.event_log import EventLog, LogFilter
+from symphony_tui.console.widgets.event_log import EventLogView, LogFilter
 from symphony_tui.console.widgets.footer import ConsoleFooter
 from symphony_tui.console.widgets.issues import IssuesTable
 from symphony_tui.console.widgets.status import alert_text, status_text
@@ -70,7 +70,7 @@ class MainScreen(Screen[None]):
         with Horizontal(id="bottom"):
             with Vertical(id="log-pane", classes="pane") as log_pane:
                 log_pane.border_title = "3 Events"
-                yield EventLog(id="log")
+                yield EventLogView(id="log")
                 yield FilterInput(placeholder="filter: issue id, kind:NAME, words", id="log-filter")
             tokens = TokenPane(id="tokens", classes="pane")
             tokens.border_title = "4 Tokens"
@@ -148,7 +148,7 @@ class MainScreen(Screen[None]):
 
     def pull(self, tones: Tones) -> None:
         """New events (also called alone when the snapshot did not change)."""
-        log = self.query_one(EventLog)
+        log = self.query_one(EventLogView)
         missed = log.missed
         log.pull(self.console.port, tones)
         if log.paused and log.missed != missed:
@@ -156,7 +156,7 @@ class MainScreen(Screen[None]):
 
     def _show_log_title(self) -> None:
         """``3 Events`` plus the filter, ``follow off`` and the paused badge."""
-        log = self.query_one(EventLog)
+        log = self.query_one(EventLogView)
         title = Text("3 Events", end="")
         if log.filter.text:
             title.append(f" · filter: {one_line(log.filter.text, 40)}")
@@ -199,7 +199,7 @@ class MainScreen(Screen[None]):
         if action == "open_worker":
             return bool(self.selected_issue_id())
         if action == "clear_filter":
-            logs = self.query(EventLog)
+            logs = self.query(EventLogView)
             return bool(logs) and bool(logs.first().filter.text)
         return True
 
@@ -218,14 +218,14 @@ class MainScreen(Screen[None]):
 
     def action_filter_log(self) -> None:
         box = self.query_one("#log-filter", FilterInput)
-        box.value = self.query_one(EventLog).filter.text
+        box.value = self.query_one(EventLogView).filter.text
         box.display = True
         box.focus()
 
     def hide_filter(self) -> None:
         box = self.query_one("#log-filter", FilterInput)
         box.display = False
-        self.query_one(EventLog).focus()
+        self.query_one(EventLogView).focus()
 
     @on(Input.Submitted, "#log-filter")
     def _filter_submitted(self, event: Input.Submitted) -> None:
@@ -234,7 +234,7 @@ class MainScreen(Screen[None]):
         self.hide_filter()
 
     def apply_filter(self, text: str) -> None:
-        log = self.query_one(EventLog)
+        log = self.query_one(EventLogView)
         snapshot = self._snapshot or self.console.port.snapshot()
         log_filter = LogFilter.parse(text, snapshot)
         log.set_filter(log_filter, self.console.port, self.console.tones)
@@ -247,12 +247,12 @@ class MainScreen(Screen[None]):
         self.apply_filter("")
 
     def action_follow_log(self) -> None:
-        log = self.query_one(EventLog)
+        log = self.query_one(EventLogView)
         log.set_follow(not log.follow)
         self._show_log_title()
 
     def action_pause_log(self) -> None:
-        log = self.query_one(EventLog)
+        log = self.query_one(EventLogView)
         log.set_paused(not log.paused)
         if not log.paused:
             log.pull(self.console.port, self.console.tones)

@@ -21,6 +21,7 @@ from symphony_tui.console.transcript import Transcript, plan_progress, plan_step
 from symphony_tui.console.widgets.footer import ConsoleFooter
 from symphony_tui.console.widgets.workers import last_activity
 from symphony_tui.domain import ApprovalRequest, EventKind, Rerun, Snapshot
+from symphony_tui.domain.payloads import HookResult
 
 TRANSCRIPT_LINES = 5000
 LAST_ACTIVITY_CELLS = 160  # two lines of the header at 80 columns
@@ -250,15 +251,15 @@ class WorkerScreen(Screen[None]):
         log = self.query_one("#transcript", RichLog)
         noted = False
         for event in events:
-            data = event.data or {}
-            if event.kind == EventKind.HOOK and data.get("hook"):
+            hook = event.payload
+            if isinstance(hook, HookResult):
                 # "hook before_run: exit 3 in 12 ms" -> "exit 3 in 12 ms"
                 _, _, state = event.message.partition(": ")
                 if not state:
-                    state = "ok" if data.get("ok") else f"exit {data.get('exit_code')}"
-                self.hooks[str(data["hook"])] = one_line(state, 60)
+                    state = "ok" if hook.ok else f"exit {hook.exit_code}"
+                self.hooks[hook.hook] = one_line(state, 60)
                 noted = True
-            elif event.kind == EventKind.PLAN and (steps := plan_steps(data)):
+            elif event.kind == EventKind.PLAN and (steps := plan_steps(event)):
                 self.plan = steps
                 noted = True
             block = self._transcript.block(event)

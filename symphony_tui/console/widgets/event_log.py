@@ -123,7 +123,7 @@ class LogFilter:
         return fmt.event_matches(event, self.words)
 
 
-class EventLog(ScrollView, can_focus=True):
+class EventLogView(ScrollView, can_focus=True):
     """The log widget. Call :meth:`pull` from the refresh tick while visible."""
 
     def __init__(self, *, max_lines: int = MAX_LINES, **kwargs) -> None:

@@ -145,7 +145,7 @@ async def test_reasoning_deltas_and_emitted_at(fake_codex, host):
     await session.run_turn("x")
 
     deltas = host.of_kind(EventKind.MESSAGE_DELTA)
-    assert [(d.message, d.data["reasoning"], d.data["summary"]) for d in deltas] == [
+    assert [(d.message, d.payload.reasoning, d.payload.summary) for d in deltas] == [
         ("thinking ", True, True),
         ("raw", True, False),
     ]
@@ -190,5 +190,5 @@ async def test_restored_totals_of_a_resumed_thread_are_a_baseline(fake_codex, wo
     kinds = host.kinds()
     assert kinds.index(EventKind.SESSION_STARTED) < kinds.index(EventKind.TOKEN_USAGE)
     restored, grown = host.of_kind(EventKind.TOKEN_USAGE)
-    assert restored.data["attached"] is True and restored.data["usage"]["total_tokens"] == 500
-    assert "attached" not in grown.data and grown.data["usage"]["total_tokens"] == 650
+    assert restored.payload.attached is True and restored.payload.usage.total_tokens == 500
+    assert grown.payload.attached is False and grown.payload.usage.total_tokens == 650

@@ -63,7 +63,7 @@ def test_item_events_and_synthetic_close():
     }
     done = ev.item_event(cmd, "completed")
     assert done.kind == EventKind.COMMAND_COMPLETED
-    assert done.data["exit_code"] == 2 and done.data["output"] == "oops"
+    assert done.payload.exit_code == 2 and done.payload.output == "oops"
     assert ev.item_event({"type": "agentMessage", "id": "m"}, "started") is None
     assert ev.item_event({"type": "userMessage", "id": "u"}, "completed") is None
     reasoning = ev.item_event({"type": "reasoning", "id": "r", "summary": ["a", "b"]}, "completed")
@@ -73,7 +73,7 @@ def test_item_events_and_synthetic_close():
     closed = ev.item_closed_event(
         {"type": "dynamicToolCall", "id": "t", "tool": "x"}, "interrupted"
     )
-    assert closed.kind == EventKind.TOOL_CALL and closed.data["status"] == "interrupted"
+    assert closed.kind == EventKind.TOOL_CALL and closed.payload.status == "interrupted"
 
 
 def test_plan_event():

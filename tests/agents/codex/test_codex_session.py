@@ -14,6 +14,7 @@ from symphony_tui.agents.codex import CodexBackend
 from symphony_tui.agents.codex.process import group_members
 from symphony_tui.config.settings import Settings
 from symphony_tui.domain import ApprovalAnswer, ApprovalDecision, ApprovalKind, EventKind
+from symphony_tui.domain.payloads import CommandEnded, NoteDelivered
 from symphony_tui.testing.session_host import RecordingSessionHost
 
 from .conftest import HANDSHAKE, note, server_request, turn_completed, turn_start
@@ -79,8 +80,8 @@ async def test_text_turn_events_and_handshake(fake_codex, host):
     assert kinds.count(EventKind.TURN_STARTED) == 1
     assert [e.message for e in host.of_kind(EventKind.MESSAGE_DELTA)] == ["Hel", "lo"]
     assert host.of_kind(EventKind.MESSAGE)[0].message == "Hello"
-    usage = host.of_kind(EventKind.TOKEN_USAGE)[0].data
-    assert usage["usage"] == {
+    usage = host.of_kind(EventKind.TOKEN_USAGE)[0].payload
+    assert usage.usage.model_dump() == {
         "input_tokens": 130,
         "cached_input_tokens": 20,
         "output_tokens": 20,
@@ -88,8 +89,8 @@ async def test_text_turn_events_and_handshake(fake_codex, host):
         "total_tokens": 150,
         "cost_usd": None,
     }
-    assert usage["last"]["total_tokens"] == 50
-    limits = host.of_kind(EventKind.RATE_LIMITS)[0].data["rate_limits"]
+    assert usage.last.total_tokens == 50
+    limits = host.of_kind(EventKind.RATE_LIMITS)[0].payload.rate_limits.model_dump(mode="json")
     assert limits["primary"]["used_percent"] == 12.5
     assert limits["primary"]["window_minutes"] == 300
     assert limits["credits_balance"] == "9.5" and limits["plan_type"] == "pro"
@@ -126,9 +127,9 @@ async def test_a_usage_report_without_a_total_counts_input_plus_output(fake_code
     run = fake_codex([*HANDSHAKE, turn_start(), usage_without_total, turn_completed()])
     session = await run.backend.start_session(host)
     await session.run_turn("hi")
-    data = host.of_kind(EventKind.TOKEN_USAGE)[0].data
-    assert data["usage"]["total_tokens"] == 150 and data["last"]["total_tokens"] == 50
-    assert data["usage"]["input_tokens"] == 130 and data["usage"]["output_tokens"] == 20
+    report = host.of_kind(EventKind.TOKEN_USAGE)[0].payload
+    assert report.usage.total_tokens == 150 and report.last.total_tokens == 50
+    assert report.usage.input_tokens == 130 and report.usage.output_tokens == 20
 
 
 async def test_settings_pass_through(fake_codex, workspace):
@@ -365,7 +366,7 @@ async def test_command_approval_declined(fake_codex, workspace):
     )
     assert req.details["availableDecisions"][1] == {"acceptWithExecpolicyAmendment": {}}
     assert run.responses()[0]["result"] == {"decision": "decline"}
-    assert host.of_kind(EventKind.COMMAND_COMPLETED)[0].data["status"] == "declined"
+    assert host.of_kind(EventKind.COMMAND_COMPLETED)[0].payload.status == "declined"
 
 
 @pytest.mark.parametrize(
@@ -403,7 +404,7 @@ async def test_file_change_approval_carries_paths(fake_codex, workspace, decisio
     assert req.kind == ApprovalKind.FILE_CHANGE and req.files == ("a.py",)
     assert run.responses()[4]["result"] == {"decision": wire}
     changes = host.of_kind(EventKind.FILE_CHANGE)
-    assert changes[-1].data["paths"] == ["a.py"] and changes[-1].data["changes"][0]["diff"]
+    assert changes[-1].payload.paths == ["a.py"] and changes[-1].payload.changes[0].diff
 
 
 async def test_permissions_user_input_and_elicitation(fake_codex, workspace):
@@ -565,14 +566,14 @@ async def test_interrupt_closes_open_items_and_pending_approval(fake_codex, work
     assert result.status == TurnStatus.INTERRUPTED
     await asyncio.wait_for(cancelled.wait(), 5)
     closed = host.of_kind(EventKind.COMMAND_COMPLETED)
-    assert closed and closed[-1].data == {
-        "item_id": "c1",
-        "item_type": "commandExecution",
-        "status": "interrupted",
-        "synthetic": True,
-        "command": "sleep 99",
-        "exit_code": None,
-    }
+    assert closed and closed[-1].payload == CommandEnded(
+        item_id="c1",
+        item_type="commandExecution",
+        status="interrupted",
+        synthetic=True,
+        command="sleep 99",
+        exit_code=None,
+    )
     interrupts = [m for m in run.received() if m.get("method") == "turn/interrupt"]
     assert len(interrupts) == 1
     assert interrupts[0]["params"] == {"threadId": "th-1", "turnId": "tu-1"}
@@ -617,7 +618,7 @@ async def test_failed_turn_reports_the_error(fake_codex, host):
     result = await session.run_turn("x")
     assert result.status == TurnStatus.FAILED and result.error == "stream disconnected"
     err = host.of_kind(EventKind.ERROR)[0]
-    assert err.data["will_retry"] is True and "Reconnecting" in err.message
+    assert err.payload.will_retry is True and "Reconnecting" in err.message
 
 
 async def test_turn_timeout_interrupts_and_fails(fake_codex, host):
@@ -648,7 +649,7 @@ async def test_resume_and_fallback(fake_codex, workspace):
     host = RecordingSessionHost(workspace, resume={"thread_id": "th-old"})
     session = await resumed.backend.start_session(host)
     assert session.thread_id == "th-old"
-    assert host.of_kind(EventKind.SESSION_STARTED)[0].data["resumed"] is True
+    assert host.of_kind(EventKind.SESSION_STARTED)[0].payload.resumed is True
 
     fallback = fake_codex(
         [
@@ -723,7 +724,7 @@ async def test_operator_decline_message_is_steered_into_the_turn(fake_codex, wor
     (text,) = [i["text"] for i in steer["params"]["input"]]
     assert "declined" in text and "make deploy" in text and "not on a Friday" in text
     assert run.responses()[0]["result"] == {"decision": "decline"}  # answered after the steer
-    await host.wait_for(lambda e: e.data.get("operator_note") is True)
+    await host.wait_for(lambda e: isinstance(e.payload, NoteDelivered))
 
 
 async def test_a_rejected_steer_is_a_warning_not_a_failure(fake_codex, workspace):

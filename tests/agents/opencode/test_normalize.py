@@ -49,7 +49,7 @@ def fold_list(folder: PartFolder) -> list:
 
 def finals(events) -> list[tuple]:
     streamed = (EventKind.MESSAGE_DELTA, EventKind.COMMAND_OUTPUT)
-    return [(e.kind, e.data["part_id"], e.message) for e in events if e.kind not in streamed]
+    return [(e.kind, e.payload.item_id, e.message) for e in events if e.kind not in streamed]
 
 
 def test_live_frames_give_messages_commands_and_usage():
@@ -61,10 +61,10 @@ def test_live_frames_give_messages_commands_and_usage():
     assert "NO WAY use ls" in messages[-1]
     assert kinds[EventKind.COMMAND_STARTED] == 3  # accepted, rejected, aborted
     done = [e for e in events if e.kind is EventKind.COMMAND_COMPLETED]
-    assert [d.data["exit_code"] for d in done] == [0, None, None]
-    assert done[0].data["output"] == "hi-from-shell\n"
-    assert done[1].data["status"] == "failed" and "NO WAY use ls" in done[1].data["error"]
-    assert done[2].data["error"] == "Tool execution aborted"
+    assert [d.payload.exit_code for d in done] == [0, None, None]
+    assert done[0].payload.output == "hi-from-shell\n"
+    assert done[1].payload.status == "failed" and "NO WAY use ls" in done[1].payload.error
+    assert done[2].payload.error == "Tool execution aborted"
     # The user's prompt is not agent output.
     assert not any("SHELL:" in e.message for e in events if e.kind is EventKind.MESSAGE)
     deltas = "".join(e.message for e in events if e.kind is EventKind.MESSAGE_DELTA)

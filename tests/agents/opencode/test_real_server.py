@@ -32,6 +32,7 @@ from symphony_tui.domain import (
     ApprovalRequest,
     EventKind,
 )
+from symphony_tui.domain.payloads import NoteDelivered
 from symphony_tui.testing.opencode_env import opencode_settings, server_command
 from symphony_tui.testing.session_host import RecordingSessionHost, make_issue
 
@@ -111,9 +112,9 @@ async def test_full_run_completes_with_token_totals_of_the_model(
     assert host.recorded["backend"] == "opencode"
     assert host.recorded["directory"] == str(host.workspace.resolve())
     assert host.recorded["server_url"].startswith("http://127.0.0.1:")
-    last = host.of_kind(EventKind.TOKEN_USAGE)[-1].data["usage"]
+    last = host.of_kind(EventKind.TOKEN_USAGE)[-1].payload.usage
     assert fake_model.usage_total.total_tokens > 0
-    assert _no_cost(last) == _no_cost(fake_model.usage_total.model_dump())
+    assert _no_cost(last.model_dump()) == _no_cost(fake_model.usage_total.model_dump())
     messages = [e.message for e in host.of_kind(EventKind.MESSAGE)]
     assert messages == [
         "Hello from the fake model. You said: Say hello.",
@@ -141,7 +142,7 @@ async def test_an_accepted_permission_runs_the_command(tmp_path, oc_env, oc_serv
     assert request.command == "echo hi > made.txt"
     assert request.id.startswith(f"{host.issue.id}:per_")
     [done] = host.of_kind(EventKind.COMMAND_COMPLETED)
-    assert done.data["exit_code"] == 0 and done.data["command"] == "echo hi > made.txt"
+    assert done.payload.exit_code == 0 and done.payload.command == "echo hi > made.txt"
     assert len(host.of_kind(EventKind.COMMAND_STARTED)) == 1
 
 
@@ -162,7 +163,7 @@ async def test_a_rejection_with_a_message_reaches_the_model_and_the_turn_goes_on
     last_request = json.dumps(fake_model.requests[-1]["body"]["messages"])
     assert note in last_request
     assert note in host.of_kind(EventKind.MESSAGE)[-1].message
-    assert any(e.data.get("operator_note") for e in host.events)
+    assert any(isinstance(e.payload, NoteDelivered) for e in host.events)
 
 
 async def test_a_rejection_without_a_message_stops_the_turn_as_the_operators_decision(
@@ -179,7 +180,7 @@ async def test_a_rejection_without_a_message_stops_the_turn_as_the_operators_dec
     assert result.status == TurnStatus.FAILED
     assert result.error == "rejected by operator: rejected by the operator"
     [end] = host.of_kind(EventKind.TURN_CANCELLED)
-    assert end.data["outcome"] == "rejected_by_operator"
+    assert end.payload.outcome == "rejected_by_operator"
     assert len(fake_model.requests) == 1
 
 
@@ -231,7 +232,7 @@ async def test_an_interrupt_mid_answer_ends_the_turn_as_interrupted(
         await backend.aclose()
     assert result.status == TurnStatus.INTERRUPTED, result
     assert again.status == TurnStatus.COMPLETED, again
-    assert host.of_kind(EventKind.TURN_CANCELLED)[0].data["outcome"] == "cancelled"
+    assert host.of_kind(EventKind.TURN_CANCELLED)[0].payload.outcome == "cancelled"
 
 
 async def test_an_interrupt_while_a_permission_is_pending_leaves_none_behind(
@@ -290,20 +291,20 @@ async def test_a_dropped_stream_reconnects_and_loses_no_event(
         finally:
             await backend.aclose()
     assert result.status == TurnStatus.COMPLETED, result
-    notices = [e.data.get("notice") for e in host.events]
+    notices = [getattr(e.payload, "notice", None) for e in host.events]
     assert "reconnecting" in notices and "reconnected" in notices
     streamed = (EventKind.MESSAGE_DELTA, EventKind.COMMAND_OUTPUT)
     parts = Counter(
-        (e.kind, e.data["part_id"])
+        (e.kind, e.payload.item_id)
         for e in host.events
-        if "part_id" in e.data and e.kind not in streamed
+        if getattr(e.payload, "item_id", None) is not None and e.kind not in streamed
     )
     assert all(n == 1 for n in parts.values()), parts
     [done] = host.of_kind(EventKind.COMMAND_COMPLETED)
-    assert done.data["output"] == "survived\n" and done.data["exit_code"] == 0
+    assert done.payload.output == "survived\n" and done.payload.exit_code == 0
     assert host.of_kind(EventKind.MESSAGE)[-1].message.endswith("survived")
-    last = host.of_kind(EventKind.TOKEN_USAGE)[-1].data["usage"]
-    assert _no_cost(last) == _no_cost(fake_model.usage_total.model_dump())
+    last = host.of_kind(EventKind.TOKEN_USAGE)[-1].payload.usage
+    assert _no_cost(last.model_dump()) == _no_cost(fake_model.usage_total.model_dump())
 
 
 async def until_idle(server: ManagedServer, session_id: str, directory: str) -> None:
@@ -342,7 +343,7 @@ async def test_a_restarted_backend_reattaches_to_the_recorded_session(
         await first_backend.aclose()
     with pytest.raises(AgentError):  # the session closed under the turn
         await asyncio.wait_for(turn, 10)
-    before = first.of_kind(EventKind.TOKEN_USAGE)[-1].data["usage"]
+    before = first.of_kind(EventKind.TOKEN_USAGE)[-1].payload.usage
 
     second_backend = make_backend(tmp_path, oc_env, command=command)
     second = make_host(tmp_path, resume=dict(first.recorded))
@@ -353,14 +354,16 @@ async def test_a_restarted_backend_reattaches_to_the_recorded_session(
         await second_backend.aclose()
     assert again.session_id == session.session_id
     started = second.of_kind(EventKind.SESSION_STARTED)[0]
-    assert started.data["resumed"] is True
+    assert started.payload.resumed is True
     # Measured on 1.18.33: a SIGKILL mid-answer loses that turn's messages (they never
     # reached storage), so nothing is left open; the unit tests cover an open one.
-    assert started.data["interrupted_messages"] == 0
+    assert started.payload.interrupted_messages == 0
     assert result.status == TurnStatus.COMPLETED, result
     usage = second.of_kind(EventKind.TOKEN_USAGE)
-    assert usage[0].data["attached"] is True and usage[0].data["usage"] == before
-    assert _no_cost(usage[-1].data["usage"]) == _no_cost(fake_model.usage_total.model_dump())
+    assert usage[0].payload.attached is True and usage[0].payload.usage == before
+    assert _no_cost(usage[-1].payload.usage.model_dump()) == _no_cost(
+        fake_model.usage_total.model_dump()
+    )
 
 
 async def test_a_failing_model_is_retried_by_the_server_and_reported(
@@ -375,7 +378,7 @@ async def test_a_failing_model_is_retried_by_the_server_and_reported(
     finally:
         await backend.aclose()
     assert result.status == TurnStatus.COMPLETED, result
-    [retry] = [e for e in host.of_kind(EventKind.ERROR) if e.data.get("will_retry")]
+    [retry] = [e for e in host.of_kind(EventKind.ERROR) if getattr(e.payload, "will_retry", None)]
     assert "fake failure 500" in retry.message
 
 

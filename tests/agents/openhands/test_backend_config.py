@@ -147,9 +147,9 @@ def test_translation_of_terminal_action_and_observation() -> None:
     }
     started, done = translate(action), translate(obs)
     assert started is not None and started.kind == EventKind.COMMAND_STARTED
-    assert started.message == "ls -la" and started.data["event_id"] == "a1"
+    assert started.message == "ls -la" and started.payload.wire_id == "a1"
     assert done is not None and done.kind == EventKind.COMMAND_COMPLETED
-    assert (done.message, done.data["exit_code"], done.data["item_id"]) == ("total 0", 0, "a1")
+    assert (done.message, done.payload.exit_code, done.payload.item_id) == ("total 0", 0, "a1")
     assert translate({"id": "u", "kind": "MessageEvent", "source": "user"}) is None
     unknown = translate({"id": "z", "kind": "SomethingNew"})
     assert unknown is not None and unknown.kind == EventKind.NOTIFICATION

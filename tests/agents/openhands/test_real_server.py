@@ -109,7 +109,7 @@ async def test_full_run_finishes_with_token_totals_of_the_model(
     assert host.recorded["server_url"] == oh_server.base_url
     assert host.recorded["ws_auth"] == "query"
     assert host.recorded["backend"] == "openhands"
-    last = host.of_kind(EventKind.TOKEN_USAGE)[-1].data["usage"]
+    last = host.of_kind(EventKind.TOKEN_USAGE)[-1].payload.usage.model_dump()
     assert {k: v for k, v in last.items() if k != "cost_usd"} == _usage_wo_cost(
         fake_model.usage_total
     )
@@ -152,7 +152,7 @@ async def test_reject_with_reason_ends_as_the_operators_decision(
         await backend.aclose()
     assert result.status == TurnStatus.FAILED
     assert result.error == "rejected by operator: not in this repo"
-    assert host.of_kind(EventKind.TURN_CANCELLED)[-1].data["outcome"] == "rejected_by_operator"
+    assert host.of_kind(EventKind.TURN_CANCELLED)[-1].payload.outcome == "rejected_by_operator"
     assert not (tmp_path / "r.txt").exists()
     (reject,) = [e for e in events if e["kind"] == "UserRejectObservation"]
     assert reject["rejection_reason"] == "not in this repo"
@@ -182,7 +182,7 @@ async def test_interrupt_ends_the_turn_as_cancelled(
     try:
         session = await backend.start_session(host)
         turn = asyncio.create_task(session.run_turn("SLOW200 take your time"))
-        await host.wait_for(lambda e: e.data.get("status") == "running")
+        await host.wait_for(lambda e: getattr(e.payload, "status", None) == "running")
         await session.interrupt()
         result = await asyncio.wait_for(turn, 30)
         status = await server_status(oh_server, session.conversation_id)
@@ -190,7 +190,7 @@ async def test_interrupt_ends_the_turn_as_cancelled(
     finally:
         await backend.aclose()
     assert result.status == TurnStatus.INTERRUPTED
-    assert host.of_kind(EventKind.TURN_CANCELLED)[-1].data["outcome"] == "cancelled"
+    assert host.of_kind(EventKind.TURN_CANCELLED)[-1].payload.outcome == "cancelled"
     assert status == "paused"
     assert any(e["kind"] == "InterruptEvent" for e in events)
     assert not any(e["kind"] == "PauseEvent" for e in events)  # /interrupt, not /pause
@@ -223,11 +223,13 @@ async def test_dropped_socket_reconnects_and_loses_no_event(
     assert result.status == TurnStatus.COMPLETED, result
     assert session.stream.reconnects >= 1
     assert {e["id"] for e in events} <= session.stream.log.ids
-    reported = [e.data["event_id"] for e in host.events if "event_id" in e.data]
+    reported = [
+        e.payload.wire_id for e in host.events if getattr(e.payload, "wire_id", None) is not None
+    ]
     assert len(reported) == len(set(reported))
     completed = host.of_kind(EventKind.COMMAND_COMPLETED)
     assert [e.message for e in completed] == ["survived"]
-    assert any(e.data.get("notice") == "reconnected" for e in host.events)
+    assert any(getattr(e.payload, "notice", None) == "reconnected" for e in host.events)
 
 
 async def test_console_restart_reattaches_and_asks_again(
@@ -268,9 +270,9 @@ async def test_console_restart_reattaches_and_asks_again(
     try:
         session2 = await second.start_session(host2)
         started = host2.of_kind(EventKind.SESSION_STARTED)[0]
-        assert started.data["resumed"] is True
-        assert started.data["execution_status"] == "waiting_for_confirmation"
-        assert started.data["pending_confirmations"] == 1
+        assert started.payload.resumed is True
+        assert started.payload.state == "waiting_for_confirmation"
+        assert started.payload.pending_approvals == 1
         result = await session2.run_turn("this prompt is not sent while an action waits")
     finally:
         await second.aclose()
@@ -387,5 +389,5 @@ async def test_a_policy_decline_is_not_reported_as_the_operators_decision(
     assert result.status == TurnStatus.FAILED
     assert result.error == "rejected by policy: approvals are denied by policy"
     assert not host.of_kind(EventKind.TURN_CANCELLED)
-    assert host.of_kind(EventKind.TURN_FAILED)[-1].data["outcome"] == "declined"
+    assert host.of_kind(EventKind.TURN_FAILED)[-1].payload.outcome == "declined"
     assert not (tmp_path / "d.txt").exists()

@@ -10,7 +10,7 @@ import pytest
 
 from symphony_tui.agents.base import AgentError
 from symphony_tui.agents.openhands.client import OpenHandsClient
-from symphony_tui.agents.openhands.reconcile import EventLog
+from symphony_tui.agents.openhands.reconcile import SeenEvents
 from symphony_tui.agents.openhands.stream import EventStream, StreamOptions
 
 from .fake_server import CID, FakeEventServer, ev, status_ev
@@ -18,11 +18,11 @@ from .fake_server import CID, FakeEventServer, ev, status_ev
 FAST = StreamOptions(readiness_timeout_s=5, backoff_initial_s=0.01, backoff_max_s=0.05)
 
 
-# ---------------------------------------------------------------- EventLog
+# ---------------------------------------------------------------- SeenEvents
 
 
 def test_merge_dedupes_and_orders_by_timestamp_then_id() -> None:
-    log = EventLog()
+    log = SeenEvents()
     a, b, c = ev(1), ev(2), ev(3)
     tie_late_id = ev(9, at_ms=20)  # same timestamp as e002, larger id
     assert log.accept(b)
@@ -33,7 +33,7 @@ def test_merge_dedupes_and_orders_by_timestamp_then_id() -> None:
 
 
 def test_malformed_items_are_counted_not_fatal() -> None:
-    log = EventLog()
+    log = SeenEvents()
     assert log.parse("{not json") is None
     assert log.parse(b"\xff\xfe") is None
     assert log.parse(json.dumps([1, 2])) is None
@@ -46,7 +46,7 @@ def test_malformed_items_are_counted_not_fatal() -> None:
 
 
 def test_unparsable_timestamps_sort_first_and_are_kept() -> None:
-    log = EventLog()
+    log = SeenEvents()
     odd = {**ev(5), "timestamp": "yesterday"}
     assert [e["id"] for e in log.merge([ev(1), odd])] == ["e005", "e001"]
 
