@@ -33,6 +33,7 @@ from symphony_tui.domain.payloads import (
     FileChange,
     FileEdit,
     ItemNote,
+    Payload,
     ToolCall,
 )
 from symphony_tui.domain.tokens import reported_count
@@ -116,9 +117,11 @@ class PartFolder:
     :meth:`part` takes a part (live ``message.part.updated`` or from the message list) and
     returns the events it newly implies; :meth:`delta` takes a ``message.part.delta``.
     ``roles`` maps message id -> role (user text parts are the prompt, not agent output).
+    Events are stamped with ``session_id`` (the OpenCode session the parts belong to).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, session_id: str | None = None) -> None:
+        self.session_id = session_id
         self.roles: dict[str, str] = {}
         self._phases: dict[str, set[str]] = {}
         self._types: dict[str, str] = {}
@@ -149,7 +152,7 @@ class PartFolder:
             return None
         if self.roles.get(str(props.get("messageID"))) == "user":
             return None
-        return AgentEvent(
+        return self._event(
             kind=EventKind.MESSAGE_DELTA, message=delta, payload=ItemNote(item_id=pid)
         )
 
@@ -171,7 +174,7 @@ class PartFolder:
                 return []
             kind = EventKind.MESSAGE if typ == "text" else EventKind.REASONING
             note = ItemNote(item_id=pid, item_type=typ)
-            return [AgentEvent(kind=kind, message=cap(part.get("text")), payload=note)]
+            return [self._event(kind=kind, message=cap(part.get("text")), payload=note)]
         if typ == "tool":
             return self._tool(pid, part)
         return []
@@ -196,7 +199,7 @@ class PartFolder:
                 self._output[pid] = len(text)
                 piece = text[done:]
                 out.append(
-                    AgentEvent(
+                    self._event(
                         kind=EventKind.COMMAND_OUTPUT,
                         message=cap(piece),
                         payload=ItemNote(item_id=pid, item_type="tool"),
@@ -210,17 +213,17 @@ class PartFolder:
         item = {"item_id": pid, "item_type": "tool", "status": "in_progress", "tool": tool}
         if tool in COMMAND_TOOLS:
             started = CommandStarted(**item, command=command)
-            return AgentEvent(kind=EventKind.COMMAND_STARTED, message=command, payload=started)
+            return self._event(kind=EventKind.COMMAND_STARTED, message=command, payload=started)
         if tool in FILE_TOOLS:
             files = tool_files(part)
             change = FileChange(**item, changes=tuple(FileEdit(path=f) for f in files))
-            return AgentEvent(
+            return self._event(
                 kind=EventKind.FILE_CHANGE,
                 message=f"editing {', '.join(files) or tool}",
                 payload=change,
             )
         call = ToolCall(**item)
-        return AgentEvent(kind=EventKind.TOOL_CALL, message=f"{command} started", payload=call)
+        return self._event(kind=EventKind.TOOL_CALL, message=f"{command} started", payload=call)
 
     def _ended(
         self, pid: str, tool: str, command: str, part: Wire, state: Wire, meta: Wire
@@ -245,7 +248,7 @@ class PartFolder:
                 output=cap(output if isinstance(output, str) else ""),
             )
             tail = f"exit {exit_code}" if exit_code is not None else (error or "failed")
-            return AgentEvent(
+            return self._event(
                 kind=EventKind.COMMAND_COMPLETED, message=f"{command} ({tail})", payload=ended
             )
         if tool in FILE_TOOLS:
@@ -255,15 +258,18 @@ class PartFolder:
             edits += [FileEdit(path=f, kind=tool) for f in files[1:]]
             change = FileChange(**item, changes=tuple(edits))
             verb = "edit completed:" if ok else f"edit failed ({error}):"
-            return AgentEvent(
+            return self._event(
                 kind=EventKind.FILE_CHANGE, message=f"{verb} {', '.join(files)}", payload=change
             )
         call = ToolCall(**item, success=ok, result=cap(state.get("output"), 8192) if ok else None)
-        return AgentEvent(
+        return self._event(
             kind=EventKind.TOOL_CALL,
             message=f"{command} {'completed' if ok else f'failed: {error}'}",
             payload=call,
         )
+
+    def _event(self, *, kind: EventKind, message: str, payload: Payload) -> AgentEvent:
+        return AgentEvent(kind=kind, message=message, session_id=self.session_id, payload=payload)
 
     def _mark(self, part_id: str, phase: str) -> bool:
         """Record ``phase`` for ``part_id``; True when it is new."""

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from symphony_tui.agents.base import AgentError, SessionHost, TurnResult, TurnStatus
-from symphony_tui.agents.http_session import turn_end_event
+from symphony_tui.agents.http_session import HttpServerSession
 from symphony_tui.agents.opencode.approvals import (
     PendingRequests,
     permission_reply,
@@ -50,14 +50,11 @@ from symphony_tui.agents.opencode.approvals import (
 from symphony_tui.agents.opencode.client import OpenCodeClient
 from symphony_tui.agents.opencode.normalize import PartFolder
 from symphony_tui.agents.opencode.stream import EventStream, StreamOptions
-from symphony_tui.domain import AgentEvent, ApprovalDecision, EventKind, TokenUsage
+from symphony_tui.domain import ApprovalDecision, EventKind, TokenUsage
 from symphony_tui.domain.payloads import (
     AgentTrouble,
     NoteDelivered,
     Notice,
-    Payload,
-    TokenReport,
-    TurnStarted,
 )
 from symphony_tui.text import one_line
 
@@ -103,7 +100,7 @@ def session_of(props: Wire) -> str | None:
     return None
 
 
-class OpenCodeSession:
+class OpenCodeSession(HttpServerSession):
     """A live session. Built by ``OpenCodeBackend.start_session``."""
 
     def __init__(
@@ -119,13 +116,10 @@ class OpenCodeSession:
         request_timeout_s: float = 30.0,
         settle_s: float = SETTLE_S,
     ) -> None:
-        self.host = host
-        self.client = client
+        super().__init__(host, client, session_id, pid=pid, request_timeout_s=request_timeout_s)
+        self.client: OpenCodeClient = client
         self.directory = directory
-        self._session_id = session_id
         self._model = model
-        self._pid = pid
-        self._request_timeout_s = request_timeout_s
         self._settle_s = settle_s
         self.stream = EventStream(
             client,
@@ -136,37 +130,17 @@ class OpenCodeSession:
             on_failed=self._on_failed,
             options=stream_options,
         )
-        self.folder = PartFolder()
+        self.folder = PartFolder(session_id=session_id)
         self.status = "idle"
         self.ids = {session_id}
-        self.usage = TokenUsage()
+        self.usage: TokenUsage = TokenUsage()
         self.messages: dict[str, Wire] = {}  # this session's message infos by id
         self.stale: set[str] = set()  # assistant messages left open before we attached
         self.pending = PendingRequests(self._on_request_error)
         self._turn: _Turn | None = None
-        self._interrupted = False
-        self._failed: AgentError | None = None
-        self._wake = asyncio.Event()
-        self._turn_lock = asyncio.Lock()
-        self._closed = False
+        self._last_turn: _Turn | None = None
 
     # ------------------------------------------------------------ AgentSession
-
-    @property
-    def session_id(self) -> str | None:
-        return self._session_id
-
-    @property
-    def thread_id(self) -> str | None:
-        return self._session_id
-
-    @property
-    def pid(self) -> int | None:
-        return self._pid
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
 
     async def attach(self) -> None:
         """Open the event stream, then fold the history in. Raises :class:`AgentError`."""
@@ -175,62 +149,49 @@ class OpenCodeSession:
         if self.status == "idle":
             self.stale = {i for i, m in self.messages.items() if _open_assistant(m)}
 
-    def report_attached_usage(self) -> None:
-        """Emit the totals found on attach (``TokenReport.attached``): a re-attached session's
-        earlier usage is a baseline for the scheduler, not new growth."""
-        if not self.usage.is_zero:
-            self._emit_usage(attached=True)
+    # ------------------------------------------------------------ turn steps
 
-    async def run_turn(self, prompt: str, *, continuation: bool = False) -> TurnResult:
-        async with self._turn_lock:
-            self._raise_if_failed()
-            self._interrupted = False
-            users = {i for i, m in self.messages.items() if m.get("role") == "user"}
-            turn = self._turn = _Turn(baseline=users)
-            adopt = self.status in ("busy", "retry")
-            if adopt:
-                turn.busy = True
-            else:
-                await self.client.prompt_async(
-                    self.directory, self._session_id, prompt, self._model
-                )
-            self._emit(
-                EventKind.TURN_STARTED,
-                "adopted the session's current run" if adopt else "prompt sent",
-                TurnStarted(adopted=adopt, continuation=continuation),
-            )
-            try:
-                result = await self._follow(turn)
-            finally:
-                self._turn = None
-            self._emit_turn_end(turn, result)
-            return result
+    def _start_turn(self) -> bool:
+        users = {i for i, m in self.messages.items() if m.get("role") == "user"}
+        turn = self._turn = self._last_turn = _Turn(baseline=users)
+        adopt = self.status in ("busy", "retry")
+        turn.busy = adopt
+        return adopt
 
-    async def interrupt(self) -> None:
-        """``POST /session/{id}/abort``, then reject what is still pending (bounded)."""
-        self._interrupted = True
-        self._wake.set()
+    async def _send_prompt(self, prompt: str) -> None:
+        await self.client.prompt_async(self.directory, self._server_session_id, prompt, self._model)
+
+    async def _follow_turn(self, adopted: bool) -> TurnResult:
+        turn = self._turn
+        assert turn is not None
         try:
-            async with asyncio.timeout(self._request_timeout_s):
-                await self.client.abort(self.directory, self._session_id)
-                await self._drop_pending("interrupted by the operator")
-        except (AgentError, TimeoutError) as e:
-            self._emit(EventKind.WARNING, f"interrupt failed: {one_line(str(e), 300)}")
+            return await self._follow(turn)
+        finally:
+            self._turn = None
 
-    async def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
+    def _end_of_turn(self) -> tuple[str | None, bool]:
+        turn = self._last_turn
+        if turn is None:
+            return None, False
+        return turn.rejection, turn.rejected_by == "operator"
+
+    async def _stop_run(self) -> None:
+        """``POST /session/{id}/abort``, then reject what is still pending."""
+        await self.client.abort(self.directory, self._server_session_id)
+        await self._drop_pending("interrupted by the operator")
+
+    async def _release(self) -> None:
         await self.pending.cancel_all()
-        await self.stream.aclose()
-        self._wake.set()
+
+    def _malformed_total(self) -> int:
+        return self.stream.malformed
 
     # ------------------------------------------------------------ reconcile
 
     async def reconcile(self, *, replay: bool = False) -> None:
         """Bring the view up to date through REST (after a reconnect, and on attach with
         ``replay=True``: history is folded in silently). Raises :class:`AgentError`."""
-        d, sid = self.directory, self._session_id
+        d, sid = self.directory, self._server_session_id
         for item in await self.client.messages(d, sid):
             self._fold_message(item["info"], replay=replay)
             for part in item.get("parts") or []:
@@ -280,7 +241,7 @@ class OpenCodeSession:
         }
 
     def _outcome(self, turn: _Turn, *, left_open: bool = False) -> TurnResult:
-        sid = self._session_id
+        sid = self._server_session_id
         if turn.cancelled or self._interrupted:
             return TurnResult(TurnStatus.INTERRUPTED, sid, "interrupted by the operator")
         error = turn.error or self._turn_message_error(turn)
@@ -315,7 +276,7 @@ class OpenCodeSession:
         self.pending.start(question["id"], self._question_flow(question))
 
     async def _permission_flow(self, perm: Wire) -> None:
-        request = permission_request(perm, self.host, self._session_id)
+        request = permission_request(perm, self.host, self._server_session_id)
         answer = await self.host.request_approval(request)
         self.pending.answering(perm["id"])
         reply, message = permission_reply(answer)
@@ -323,7 +284,7 @@ class OpenCodeSession:
         if answer.decision == ApprovalDecision.CANCEL:
             if turn is not None:
                 turn.cancelled = True
-            await self.client.abort(self.directory, self._session_id)
+            await self.client.abort(self.directory, self._server_session_id)
         elif reply == "reject" and message is None and turn is not None:
             turn.rejected_by = "timeout" if answer.timed_out else answer.by
             turn.rejection = answer.message or (
@@ -338,7 +299,7 @@ class OpenCodeSession:
             )
 
     async def _question_flow(self, question: Wire) -> None:
-        request = question_request(question, self.host, self._session_id)
+        request = question_request(question, self.host, self._server_session_id)
         answer = await self.host.request_approval(request)
         self.pending.answering(question["id"])
         answers = question_answers(question, answer)
@@ -373,7 +334,7 @@ class OpenCodeSession:
         sid = session_of(props)
         if sid not in self.ids:
             return
-        root = sid == self._session_id
+        root = sid == self._server_session_id
         if kind == "message.updated" and isinstance(props.get("info"), dict):
             self._fold_message(props["info"])
         elif kind == "message.part.updated" and isinstance(props.get("part"), dict):
@@ -381,7 +342,7 @@ class OpenCodeSession:
         elif kind == "message.part.delta":
             delta = self.folder.delta(props)
             if delta is not None:
-                self._emit_event(delta)
+                self.host.emit(delta)
         elif kind == "session.status" and root:
             status = props.get("status") if isinstance(props.get("status"), dict) else {}
             self._set_status(str(status.get("type") or ""), status)
@@ -400,7 +361,7 @@ class OpenCodeSession:
     def _fold_message(self, info: Wire, *, replay: bool = False) -> None:
         self.folder.message(info)
         mid = info.get("id")
-        if info.get("sessionID") != self._session_id or not isinstance(mid, str):
+        if info.get("sessionID") != self._server_session_id or not isinstance(mid, str):
             return
         self.messages[mid] = info
         turn = self._turn
@@ -413,7 +374,7 @@ class OpenCodeSession:
             turn.user_id = mid
 
     def _fold_part(self, part: Wire, *, replay: bool = False) -> None:
-        if part.get("type") == "step-finish" and part.get("sessionID") != self._session_id:
+        if part.get("type") == "step-finish" and part.get("sessionID") != self._server_session_id:
             return  # a sub-agent's usage is its own session's
         events = self.folder.part(part)
         usage = self.folder.usage()
@@ -421,7 +382,7 @@ class OpenCodeSession:
             self.usage = usage
             return
         for event in events:
-            self._emit_event(event)
+            self.host.emit(event)
         if usage != self.usage:
             self.usage = usage
             self._emit_usage()
@@ -461,45 +422,6 @@ class OpenCodeSession:
             f"answering {request_id} failed: {one_line(str(error) or repr(error), 300)}",
             Notice(notice="answer_failed", request_id=request_id),
         )
-
-    def _on_notice(self, kind: str, message: str) -> None:
-        level = EventKind.MALFORMED if kind == "malformed" else EventKind.WARNING
-        self._emit(level, message, Notice(notice=kind, malformed_total=self.stream.malformed))
-
-    def _on_failed(self, error: AgentError) -> None:
-        self._failed = error
-        self._emit(EventKind.ERROR, f"event stream failed: {error}")
-        self._wake.set()
-
-    # ------------------------------------------------------------ helpers
-
-    def _raise_if_failed(self) -> None:
-        if self._closed:
-            raise AgentError("transport_error", "session closed")
-        if self._failed is not None:
-            raise self._failed
-
-    def _emit_event(self, event: AgentEvent) -> None:
-        self.host.emit(event.model_copy(update={"session_id": self._session_id}))
-
-    def _emit(self, kind: EventKind, message: str, payload: Payload | None = None) -> None:
-        self.host.emit(
-            AgentEvent(kind=kind, message=message, session_id=self._session_id, payload=payload)
-        )
-
-    def _emit_usage(self, *, attached: bool = False) -> None:
-        u = self.usage
-        assert u is not None
-        self._emit(
-            EventKind.TOKEN_USAGE,
-            f"tokens in {u.input_tokens} out {u.output_tokens} total {u.total_tokens}",
-            TokenReport(usage=u, attached=attached),
-        )
-
-    def _emit_turn_end(self, turn: _Turn, result: TurnResult) -> None:
-        # The operator's rejection: reported like a stop, not as a crash.
-        by_operator = turn.rejected_by == "operator"
-        self.host.emit(turn_end_event(result, turn.rejection, by_operator, self._session_id))
 
 
 def _open_assistant(info: Wire) -> bool:

@@ -43,7 +43,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from symphony_tui.agents.base import AgentError, SessionHost, ToolResult, TurnResult, TurnStatus
-from symphony_tui.agents.http_session import turn_end_event
+from symphony_tui.agents.http_session import HttpServerSession
 from symphony_tui.agents.openhands.client import OpenHandsClient
 from symphony_tui.agents.openhands.client_tools import result_line, with_results
 from symphony_tui.agents.openhands.failure import FAILED_STATUSES, MAX_REASON, FailureWatch
@@ -51,14 +51,12 @@ from symphony_tui.agents.openhands.reconcile import WireEvent, order_key
 from symphony_tui.agents.openhands.stream import EventStream, StreamOptions, WsAuth
 from symphony_tui.agents.openhands.translate import action_command, state_update, translate
 from symphony_tui.domain import (
-    AgentEvent,
     ApprovalDecision,
     ApprovalKind,
     ApprovalRequest,
     EventKind,
-    TokenUsage,
 )
-from symphony_tui.domain.payloads import Notice, Payload, TokenReport, TurnStarted
+from symphony_tui.domain.payloads import Notice
 from symphony_tui.text import one_line
 
 WAITING = "waiting_for_confirmation"
@@ -67,8 +65,11 @@ CAUSE_GRACE_S = 10.0  # how long a failed run's cause may trail its status (see 
 _RESOLVING = ("ObservationEvent", "UserRejectObservation")
 
 
-class OpenHandsSession:
+class OpenHandsSession(HttpServerSession):
     """A live session on one conversation. Built by ``OpenHandsBackend.start_session``."""
+
+    sent_message = "message sent"
+    adopted_message = "adopted the conversation's current run"
 
     def __init__(
         self,
@@ -82,11 +83,10 @@ class OpenHandsSession:
         request_timeout_s: float = 30.0,
         cause_grace_s: float = CAUSE_GRACE_S,
     ) -> None:
-        self.host = host
-        self.client = client
-        self.conversation_id = conversation_id
-        self._pid = pid
-        self._request_timeout_s = request_timeout_s
+        super().__init__(
+            host, client, conversation_id, pid=pid, request_timeout_s=request_timeout_s
+        )
+        self.client: OpenHandsClient = client
         self._cause_grace_s = cause_grace_s
         self.stream = EventStream(
             client,
@@ -99,21 +99,16 @@ class OpenHandsSession:
         )
         self.status: str | None = None
         self.policy: str | None = None
-        self.usage: TokenUsage | None = None
         self.failure = FailureWatch()
         self._statuses: list[str] = []
         self._status_marks: list[int] = []  # failure.snapshots when each status arrived
+        self._follow_from = 0  # the first status the current turn reads
         self._actions: dict[str, WireEvent] = {}
         self._answered: set[str] = set()
-        self._failed: AgentError | None = None
-        self._wake = asyncio.Event()
-        self._turn_lock = asyncio.Lock()
         self._approval_task: asyncio.Task[None] | None = None
-        self._interrupted = False
         self._rejection: str | None = None
         self._rejected_by = "operator"  # who declined: operator | timeout | policy | auto
         self._cancelled = False
-        self._closed = False
         self._client_tools = {t.name for t in host.tools}
         self._tool_actions: dict[str, WireEvent] = {}
         self._tool_tasks: set[asyncio.Task[None]] = set()
@@ -122,20 +117,8 @@ class OpenHandsSession:
     # ------------------------------------------------------------ AgentSession
 
     @property
-    def session_id(self) -> str | None:
-        return self.conversation_id
-
-    @property
-    def thread_id(self) -> str | None:
-        return self.conversation_id
-
-    @property
-    def pid(self) -> int | None:
-        return self._pid
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
+    def conversation_id(self) -> str:
+        return self._server_session_id
 
     @property
     def pending_actions(self) -> list[WireEvent]:
@@ -148,67 +131,53 @@ class OpenHandsSession:
         """Connect the event stream and fold in the history. Raises :class:`AgentError`."""
         await self.stream.attach()
 
-    def report_attached_usage(self) -> None:
-        """Emit the conversation's token totals found on attach (``TokenReport.attached``), so
-        a re-attached conversation's earlier usage is a known baseline, not new growth."""
-        if self.usage is not None and not self.usage.is_zero:
-            self._emit_usage(attached=True)
+    # ------------------------------------------------------------ turn steps
 
-    async def run_turn(self, prompt: str, *, continuation: bool = False) -> TurnResult:
-        async with self._turn_lock:
-            self._raise_if_failed()
-            self._interrupted = self._cancelled = False
-            self._rejection, self._rejected_by = None, "operator"
-            self.failure.reset()
-            adopt = self.status in ACTIVE
-            if adopt:
-                # Start from the current status so a pending confirmation is asked again.
-                idx = max(len(self._statuses) - 1, 0)
-            else:
-                idx = len(self._statuses)
-                results = list(self._tool_results)
-                text = with_results(prompt, results)
-                await self.client.send_message(self.conversation_id, text, run=True)
-                del self._tool_results[: len(results)]
-            self._emit(
-                EventKind.TURN_STARTED,
-                "adopted the conversation's current run" if adopt else "message sent",
-                TurnStarted(adopted=adopt, continuation=continuation),
-            )
-            try:
-                result = await self._follow(idx, armed=adopt)
-            finally:
-                await self._stop_approvals()
-            await self._finish_tool_calls()
-            self._emit_turn_end(result)
-            return result
+    def _start_turn(self) -> bool:
+        self._cancelled = False
+        self._rejection, self._rejected_by = None, "operator"
+        self.failure.reset()
+        adopt = self.status in ACTIVE
+        # Adopting starts from the current status, so a pending confirmation is asked again.
+        self._follow_from = max(len(self._statuses) - 1, 0) if adopt else len(self._statuses)
+        return adopt
 
-    async def interrupt(self) -> None:
-        """Stop the current run. ``/interrupt`` does not touch a run that waits for a
-        confirmation (measured on 1.58.2), so pending actions are rejected instead."""
-        self._interrupted = True
-        self._wake.set()
+    async def _send_prompt(self, prompt: str) -> None:
+        results = list(self._tool_results)
+        text = with_results(prompt, results)
+        await self.client.send_message(self.conversation_id, text, run=True)
+        del self._tool_results[: len(results)]
+
+    async def _follow_turn(self, adopted: bool) -> TurnResult:
         try:
-            async with asyncio.timeout(self._request_timeout_s):
-                if self.status == WAITING:
-                    await self._stop_approvals()
-                    await self.client.respond_to_confirmation(
-                        self.conversation_id, accept=False, reason="interrupted by the operator"
-                    )
-                else:
-                    await self.client.interrupt(self.conversation_id)
-        except (AgentError, TimeoutError) as e:
-            self._emit(EventKind.WARNING, f"interrupt failed: {e}")
+            result = await self._follow(self._follow_from, armed=adopted)
+        finally:
+            await self._stop_approvals()
+        await self._finish_tool_calls()
+        return result
 
-    async def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
+    def _end_of_turn(self) -> tuple[str | None, bool]:
+        # An operator's rejection that left the conversation idle is the operator's call.
+        return self._rejection, self.status == "idle" and self._by_operator()
+
+    async def _stop_run(self) -> None:
+        """``/interrupt`` does not touch a run that waits for a confirmation (measured on
+        1.58.2), so pending actions are rejected instead."""
+        if self.status == WAITING:
+            await self._stop_approvals()
+            await self.client.respond_to_confirmation(
+                self.conversation_id, accept=False, reason="interrupted by the operator"
+            )
+        else:
+            await self.client.interrupt(self.conversation_id)
+
+    async def _release(self) -> None:
         await self._stop_approvals()
         for task in list(self._tool_tasks):
             task.cancel()
-        await self.stream.aclose()
-        self._wake.set()
+
+    def _malformed_total(self) -> int:
+        return self.stream.log.malformed
 
     # ------------------------------------------------------------ turn loop
 
@@ -430,45 +399,8 @@ class OpenHandsSession:
                 self.host.emit(normalized)
         self._wake.set()
 
-    def _on_notice(self, kind: str, message: str) -> None:
-        level = EventKind.MALFORMED if kind == "malformed" else EventKind.WARNING
-        self._emit(level, message, Notice(notice=kind, malformed_total=self.stream.log.malformed))
-
-    def _on_failed(self, error: AgentError) -> None:
-        self._failed = error
-        self._emit(EventKind.ERROR, f"event stream failed: {error}")
-        self._wake.set()
-
-    # ------------------------------------------------------------ helpers
-
-    def _raise_if_failed(self) -> None:
-        if self._closed:
-            raise AgentError("transport_error", "session closed")
-        if self._failed is not None:
-            raise self._failed
-
-    def _emit(self, kind: EventKind, message: str, payload: Payload | None = None) -> None:
-        self.host.emit(
-            AgentEvent(kind=kind, message=message, session_id=self.conversation_id, payload=payload)
-        )
-
     def _by_operator(self) -> bool:
         return self._rejected_by == "operator"
-
-    def _emit_usage(self, *, attached: bool = False) -> None:
-        u = self.usage
-        assert u is not None
-        self._emit(
-            EventKind.TOKEN_USAGE,
-            f"tokens in {u.input_tokens} out {u.output_tokens} total {u.total_tokens}",
-            TokenReport(usage=u, attached=attached),
-        )
-
-    def _emit_turn_end(self, result: TurnResult) -> None:
-        # An operator's rejection that left the conversation idle is the operator's
-        # decision: reported like a stop, not as a crash.
-        by_operator = self.status == "idle" and self._by_operator()
-        self.host.emit(turn_end_event(result, self._rejection, by_operator, self.conversation_id))
 
 
 def _is_client_tool_result(event: WireEvent, names: set[str]) -> bool:
