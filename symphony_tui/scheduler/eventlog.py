@@ -130,11 +130,26 @@ def read_history(path: Path) -> Iterator[AgentEvent]:
                 log.warning("%s:%d: not an event, skipped (%s)", path, number, first)
 
 
+def _texts(model: BaseModel) -> Iterator[str]:
+    for value in model.__dict__.values():
+        if isinstance(value, str):
+            yield value
+        elif isinstance(value, tuple):
+            for item in value:
+                if isinstance(item, BaseModel):
+                    yield from _texts(item)
+
+
 def _redacted(model: BaseModel) -> BaseModel:
     """``model`` with secrets masked in its text fields (nested edits included); the same
-    object when nothing needed masking."""
+    object when nothing needed masking. Most payloads hold no secret: one pass over all
+    their text (joined by newlines, which no mask pattern spans without changing the
+    text) tells, before any field is looked at alone."""
+    joined = "\n".join(_texts(model))
+    if not joined or redact(joined) == joined:
+        return model
     updates: dict[str, object] = {}
-    for name, value in model:
+    for name, value in model.__dict__.items():
         if isinstance(value, str):
             if value and (masked := redact(value)) != value:
                 updates[name] = masked
