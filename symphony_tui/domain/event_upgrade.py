@@ -86,6 +86,10 @@ def _payload(kind: str, d: dict[str, Any]) -> BaseModel | None:
         return _build(p.AgentTrouble, {**d, "wire_id": item.get("wire_id")})
     if kind == "notification" and d.get("operator_note"):
         return _build(p.NoteDelivered, d)
+    if kind == "notification" and isinstance(d.get("status"), str):
+        return _build(p.ServerStatus, d)
+    if kind == "notification" and isinstance(d.get("diff"), str):
+        return _build(p.TurnDiff, d)
     if kind in ("warning", "malformed", "notification"):
         return _build(p.Notice, {**d, "wire_id": item.get("wire_id")}, notice="method")
     if kind == "hook":

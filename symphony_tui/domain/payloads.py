@@ -314,22 +314,35 @@ class AgentTrouble(_Base):
 
 
 class Notice(_Base):
-    """``WARNING`` / ``MALFORMED`` / ``NOTIFICATION`` diagnostics. ``notice``: a short
-    category (a stream's ``reconnected`` or ``malformed``, a codex warning method, a
-    failed client ``tool`` call, an ``answer_failed`` request); ``malformed_total`` the
-    stream's count of bad frames so far; ``status`` the server's new state for a status
-    change (OpenHands ``execution_status``); ``diff`` the turn's aggregated diff (codex)."""
+    """``WARNING`` / ``MALFORMED`` diagnostics. ``notice``: a short category (a stream's
+    ``reconnecting`` / ``reconnected`` / ``malformed``, a codex warning method,
+    ``resume_failed`` for ``thread_id``, ``tool_failed`` for a client ``tool``,
+    ``answer_failed`` for an approval ``request_id``, ``rejected`` for the action
+    ``item_id``); ``malformed_total`` the stream's count of bad frames so far."""
 
     type: Literal["notice"] = "notice"
     notice: str | None = None
     malformed_total: int | None = None
-    status: str | None = None
     thread_id: str | None = None
     tool: str | None = None
     request_id: str | None = None
-    diff: str | None = None
     wire_id: str | None = None
     item_id: str | None = None
+
+
+class ServerStatus(_Base):
+    """The server's state of the session changed (``NOTIFICATION``; OpenHands
+    ``execution_status``: ``running``, ``waiting_for_confirmation``, ``finished``...)."""
+
+    type: Literal["server_status"] = "server_status"
+    status: str
+
+
+class TurnDiff(_Base):
+    """The turn's aggregated diff so far (``NOTIFICATION``; codex ``turn/diff/updated``)."""
+
+    type: Literal["turn_diff"] = "turn_diff"
+    diff: str
 
 
 class NoteDelivered(_Base):
@@ -402,6 +415,8 @@ Payload = Annotated[
     | RateLimitReport
     | AgentTrouble
     | Notice
+    | ServerStatus
+    | TurnDiff
     | NoteDelivered
     | HookResult
     | Dispatched

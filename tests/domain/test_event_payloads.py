@@ -15,12 +15,15 @@ from symphony_tui.domain.payloads import (
     FileChange,
     FileEdit,
     HookResult,
+    ItemNote,
     NoteDelivered,
     Plan,
     PlanStep,
     RunEnded,
+    ServerStatus,
     SessionStarted,
     TokenReport,
+    TurnDiff,
     TurnEnded,
     plan_status,
 )
@@ -173,3 +176,17 @@ def test_session_and_run_payloads_keep_their_ids():
     assert ended.error is None
     edit = FileChange(changes=(FileEdit(path="a"), FileEdit(path="a", diff="+x")))
     assert edit.paths == ["a"]
+
+
+def test_format_1_notifications_load_by_what_they_carried():
+    def load(data: str):
+        return AgentEvent.model_validate_json(
+            '{"kind":"notification","message":"m","data":' + data + "}"
+        ).payload
+
+    assert load('{"conversation_id":"c1","status":"running"}') == ServerStatus(status="running")
+    assert load('{"diff":"+x"}') == TurnDiff(diff="+x")
+    assert load('{"operator_note":true,"turn_id":"t1"}') == NoteDelivered(turn_id="t1")
+    assert load('{"item_id":"w","item_type":"webSearch","status":"completed"}') == ItemNote(
+        item_id="w", item_type="webSearch", status="completed"
+    )

@@ -36,6 +36,7 @@ from symphony_tui.domain.payloads import (
     RateLimitReport,
     SessionStarted,
     TokenReport,
+    TurnDiff,
     TurnEnded,
     TurnStarted,
 )
@@ -606,7 +607,7 @@ class CodexSession:
             diff = ev.cap(p.get("diff"))
             self._emit(
                 AgentEvent(
-                    kind=EventKind.NOTIFICATION, message="diff updated", payload=Notice(diff=diff)
+                    kind=EventKind.NOTIFICATION, message="diff updated", payload=TurnDiff(diff=diff)
                 )
             )
         elif method == "thread/tokenUsage/updated":

@@ -56,7 +56,7 @@ from symphony_tui.domain import (
     ApprovalRequest,
     EventKind,
 )
-from symphony_tui.domain.payloads import Notice
+from symphony_tui.domain.payloads import Notice, ServerStatus
 from symphony_tui.text import one_line
 
 WAITING = "waiting_for_confirmation"
@@ -391,7 +391,7 @@ class OpenHandsSession(HttpServerSession):
                 self._emit(
                     EventKind.NOTIFICATION,
                     f"execution_status: {status}",
-                    Notice(notice="status", status=status),
+                    ServerStatus(status=status),
                 )
         if not replay:
             normalized = translate(event)
