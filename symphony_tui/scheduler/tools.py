@@ -14,6 +14,7 @@ from typing import Any
 
 from symphony_tui.agents.base import ToolResult, ToolSpec
 from symphony_tui.domain import AgentEvent, EventKind, Issue
+from symphony_tui.domain.payloads import ToolCall
 from symphony_tui.scheduler.run import Run
 from symphony_tui.trackers.base import Tracker, TrackerError
 
@@ -65,7 +66,11 @@ class SessionTools:
         errors and unknown tools come back as a failed result with ``{"error": ...}``."""
         self._emit(
             run,
-            AgentEvent(kind=EventKind.TOOL_CALL, message=f"{name} {_short_json(arguments)}"),
+            AgentEvent(
+                kind=EventKind.TOOL_CALL,
+                message=f"{name} {_short_json(arguments)}",
+                payload=ToolCall(tool=name, status="started"),
+            ),
         )
         if name == SET_STATE_TOOL.name:
             return await self._set_state(run, arguments)
