@@ -207,7 +207,7 @@ class StreamHub:
         out: list[str] = []
         size = 0
         for event in found:
-            text = event.model_dump_json(exclude_defaults=True)
+            text = event.model_dump_json(exclude_none=True)  # keeps v and the payload type tag
             if out and size + len(text) > FRAME_BYTES:
                 return out, seq, True
             out.append(text)
