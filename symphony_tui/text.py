@@ -1,8 +1,9 @@
 """Untrusted text made inert: no terminal escapes, no control characters.
 
-Agent output, issue titles and tracker or server errors are untrusted (STYLE.md practice
-10). They may carry ANSI/VT escape sequences (colours, cursor moves, OSC 52 clipboard
-writes, OSC 8 links, title changes), C0/C1 control characters or Unicode bidi overrides.
+Agent output, issue titles and tracker or server errors are untrusted: they are shown as
+plain text, never as markup or terminal control. They may carry ANSI/VT escape sequences
+(colours, cursor moves, OSC 52 clipboard writes, OSC 8 links, title changes), C0/C1 control
+characters or Unicode bidi overrides.
 :func:`clean` removes them; :func:`one_line` also folds the text onto one bounded line, for
 reasons, errors and log lines. Pure string functions: the console builds its literal
 ``rich`` text on top of them (``console/sanitize.py``), the core uses them directly.

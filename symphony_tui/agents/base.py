@@ -3,7 +3,7 @@
 The scheduler hands a backend a :class:`SessionHost` (its side of the conversation) and gets
 back an :class:`AgentSession`. Protocol framing, reconnects and wire quirks stay inside the
 backend; the scheduler sees only normalized :class:`~symphony_tui.domain.AgentEvent` values
-(DESIGN.md "agents"; spec §10).
+(docs/architecture.md "Layers"; spec §10).
 
 Event conventions every backend follows (payload types in
 :mod:`symphony_tui.domain.payloads`):

@@ -1,6 +1,6 @@
 """JSON requests to a local agent server, with failures as one-line :class:`AgentError`.
 
-Shared by the OpenHands and OpenCode REST clients (PROTOCOLS.md "OpenHands agent-server",
+Shared by the OpenHands and OpenCode REST clients (docs/protocols.md "OpenHands agent-server",
 "OpenCode server"): both speak JSON over plain HTTP on loopback and report failures the same
 way, ``transport_error`` when the server cannot be reached or times out, ``protocol_error``
 for an unexpected status or a body that is not JSON.

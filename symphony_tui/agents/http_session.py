@@ -1,7 +1,7 @@
 """The session skeleton the HTTP-server backends (OpenHands, OpenCode) share.
 
 Both drive one server-side session turn by turn over REST plus an event stream
-(PROTOCOLS.md "OpenHands agent-server", "OpenCode server"): a turn sends the prompt (or
+(docs/protocols.md "OpenHands agent-server", "OpenCode server"): a turn sends the prompt (or
 adopts the run the server is already doing after a re-attach), follows the stream until
 the server's status ends it, and reports the end. :class:`HttpServerSession` holds that
 skeleton (the turn lock, the wake-up event, stream failure and notices, interrupts bounded

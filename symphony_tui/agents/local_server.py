@@ -1,6 +1,6 @@
 """A local HTTP agent server started, probed and stopped by its backend (managed mode).
 
-The launch the OpenHands and OpenCode backends share (PROTOCOLS.md "OpenHands agent-server",
+The launch the OpenHands and OpenCode backends share (docs/protocols.md "OpenHands agent-server",
 "OpenCode server"): ``<argv> <host flag> 127.0.0.1 --port <free port>`` in its own process
 group, with the environment and working directory the backend chose, stdout and stderr
 appended to one log file. Ready when the backend's health probe says so, before a deadline;

@@ -1,7 +1,7 @@
 """Reconnecting a dropped event stream: capped exponential backoff with jitter.
 
 Shared by the HTTP-server backends (OpenHands' event WebSocket, OpenCode's SSE stream;
-PROTOCOLS.md). Attempt ``n`` (1-based) waits ``min(initial * 2**(n-1), max)`` seconds
+docs/protocols.md). Attempt ``n`` (1-based) waits ``min(initial * 2**(n-1), max)`` seconds
 scaled by a random factor in ``[1 - jitter, 1]`` ("equal jitter" for ``jitter = 0.5``):
 never longer than the cap, and many sessions of one server that lost their streams at
 the same moment do not all come back in the same instant. The random source and the sleep

@@ -1,6 +1,6 @@
 """What an HTTP agent backend holds of its server: the managed process, one client, sessions.
 
-Shared by the OpenHands and OpenCode backends (PROTOCOLS.md "OpenHands agent-server",
+Shared by the OpenHands and OpenCode backends (docs/protocols.md "OpenHands agent-server",
 "OpenCode server"). A backend reaches its server either at a configured ``base_url`` or
 through a managed local server it starts on first use; :class:`ServerLink` keeps
 

@@ -2,11 +2,11 @@
 
 It reads immutable snapshots and events through a
 :class:`~symphony_tui.scheduler.port.SchedulerPort` and sends commands; it never touches
-scheduler objects (STYLE.md practice 2). The scheduler's main coroutine runs on the same
-asyncio loop, in a worker of group ``scheduler``.
+scheduler objects (docs/architecture.md "Who owns which state"). The scheduler's main
+coroutine runs on the same asyncio loop, in a worker of group ``scheduler``.
 
 Rendering is driven by one steady timer (``REFRESH_HZ``), not by events, so a flood of
-agent events costs one repaint per tick (STYLE.md practice 3).
+agent events costs one repaint per tick (a steady rate, never one repaint per event).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """What an approval asks, in words (pure; no Textual). Source: ApprovalRequest fields,
-PROTOCOLS.md cross-backend approval map."""
+docs/protocols.md "Cross-backend map" / "Approvals"."""
 
 from __future__ import annotations
 

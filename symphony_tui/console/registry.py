@@ -1,8 +1,8 @@
 """Every console command, defined once.
 
 One :class:`ConsoleCommand` produces the ``Binding`` (with ``id=`` so a keymap can remap
-it), the footer text, the command-palette entry and the help-screen line (STYLE.md
-practice 7, after hike / textual-enhanced). Screens ask :func:`bindings_for` for their
+it), the footer text, the command-palette entry and the help-screen line (each command is
+defined once, after hike / textual-enhanced). Screens ask :func:`bindings_for` for their
 scope; the help screen and the palette read :data:`COMMANDS`.
 
 Scopes: ``app`` commands act on "the selected issue / approval" of whatever screen is

@@ -2,7 +2,7 @@
 
 Table cells and log lines are ``rich.text.Text`` (so agent text stays inert), which cannot
 name ``$success`` directly; we resolve the theme variables once per theme instead of
-hard-coding colours (STYLE.md practice 9). Textual strips colour for ``NO_COLOR``.
+hard-coding colours (theme variables, never hex literals). Textual strips colour for ``NO_COLOR``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The demo app-server: the codex methods a Symphony client uses (PROTOCOLS.md "Codex").
+"""The demo app-server: the codex methods a Symphony client uses (docs/protocols.md
+"Codex app-server").
 
 Handles ``initialize`` / ``initialized``, ``thread/start`` (records ``dynamicTools``),
 ``thread/resume`` (in memory, else from the thread file under ``cwd``), ``thread/read``,

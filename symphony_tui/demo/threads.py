@@ -1,7 +1,7 @@
 """Thread state of the demo agent: turns, token totals, approvals granted, persistence.
 
 Shapes follow the codex 0.171 v2 schema (``Thread``, ``Turn``, ``ThreadTokenUsage``,
-``SandboxPolicy``; PROTOCOLS.md "Codex app-server"). A thread is saved as JSON under
+``SandboxPolicy``; docs/protocols.md "Codex app-server"). A thread is saved as JSON under
 ``<cwd>/.symphony-demo/threads/<id>.json`` after every turn, so that ``thread/resume`` works in
 a new agent process the way codex reloads its rollout files; a turn still ``inProgress`` when
 the process died reads back as ``interrupted``.

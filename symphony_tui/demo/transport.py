@@ -1,4 +1,4 @@
-"""JSON-RPC lines on stdio, server side (PROTOCOLS.md "Codex app-server", "Wire").
+"""JSON-RPC lines on stdio, server side (docs/protocols.md "Codex app-server", "Wire").
 
 One JSON object per line, no ``jsonrpc`` field. The demo agent is the *server*: it answers the
 client's requests, sends notifications (each stamped with a top-level ``emittedAtMs``, as codex

@@ -1,4 +1,5 @@
-"""The deterministic script of one demo turn (notification order per PROTOCOLS.md "Codex").
+"""The deterministic script of one demo turn (notification order per docs/protocols.md
+"Codex app-server").
 
 A turn goes: ``thread/status/changed`` active -> ``turn/started`` -> the user message item ->
 a reasoning item -> an agent message streamed in deltas -> ``account/rateLimits/updated`` ->
@@ -51,7 +52,7 @@ class EndTurn(Exception):
 
 
 def _approval_needed(policy: Any, escalated: bool) -> bool:
-    """Whether a command asks first, per ``approvalPolicy`` (PROTOCOLS.md "Enums")."""
+    """Whether a command asks first, per ``approvalPolicy`` (docs/protocols.md "Enums")."""
     if policy == "never":
         return False
     if policy == "untrusted":

@@ -1,6 +1,6 @@
 """Plain pydantic models shared by every layer. No I/O, no Textual, no HTTP clients.
 
-See ``../shared/DESIGN.md`` (domain layer) and the Symphony spec §4 (domain model).
+See ``docs/architecture.md`` "Layers" (the domain layer) and the Symphony spec §4 (domain model).
 """
 
 from symphony_tui.domain.approvals import (

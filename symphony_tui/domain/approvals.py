@@ -2,7 +2,7 @@
 
 Covers codex server requests (command / file-change / permissions approvals,
 ``item/tool/requestUserInput``, MCP elicitation), OpenHands confirmations and OpenCode
-permissions (PROTOCOLS.md cross-backend map).
+permissions (docs/protocols.md "Cross-backend map").
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Operator commands: what the console, the CLI and the HTTP API send to the scheduler.
 
-The scheduler is the only place that acts on them (DESIGN.md "Operator commands").
+The scheduler is the only place that acts on them (docs/architecture.md "The path of one
+operator command").
 """
 
 from __future__ import annotations

@@ -96,7 +96,7 @@ class RetryEntry(BaseModel):
 
 
 class RecoveredWorkspace(BaseModel):
-    """What a workspace's manifests say about its last run (our extension, SPEC-NOTES §9)."""
+    """What a workspace's manifests say about its last run (our extension of spec §9)."""
 
     model_config = ConfigDict(frozen=True)
 

@@ -1,4 +1,4 @@
-"""Token usage and rate limits (spec §13.5, PROTOCOLS.md token sections)."""
+"""Token usage and rate limits (spec §13.5, docs/protocols.md "Token usage")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Approval requests from agent sessions and their answers (PROTOCOLS.md approvals; DESIGN.md
-"Operator commands"; ``agent.approvals`` / ``agent.approval_timeout_ms`` settings).
+"""Approval requests from agent sessions and their answers (docs/protocols.md "Approvals";
+docs/architecture.md "Who owns which state"; ``agent.approvals`` /
+``agent.approval_timeout_ms`` settings).
 
 A session asks through ``SessionHost.request_approval`` and waits. Under ``agent.approvals:
 operator`` the request waits for the operator (``Approve`` / ``Deny`` / ``Answer`` commands)

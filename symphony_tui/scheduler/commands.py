@@ -1,5 +1,5 @@
-"""Operator commands applied to the scheduler state (DESIGN.md "Operator commands"; the
-``SchedulerPort.send`` side of ``port.py``).
+"""Operator commands applied to the scheduler state (docs/architecture.md "The path of one
+operator command"; the ``SchedulerPort.send`` side of ``port.py``).
 
 Front ends (console, HTTP API) send ``Command`` models; the scheduling loop takes them from
 the inbox's control lane (before queued agent traffic) and hands them to

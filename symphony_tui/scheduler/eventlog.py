@@ -1,5 +1,6 @@
 """The scheduler's event history: a bounded ring for the console, per-issue transcripts for
-worker detail, and an optional JSONL file with the full history (STYLE.md practice 5).
+worker detail, and an optional JSONL file with the full history (the console's log stays
+bounded; the full history and its filtering live here, in the core).
 
 The JSONL file holds one event per line in its wire form (``AgentEvent`` JSON with its
 format version ``v``); :func:`read_history` reads it back, lines of every format so far

@@ -1,5 +1,5 @@
-"""Operator holds: issues the scheduler must not dispatch on its own (DESIGN.md "Operator
-commands").
+"""Operator holds: issues the scheduler must not dispatch on its own (docs/architecture.md
+"The path of one operator command").
 
 When the operator interrupts or stops a run, its issue is held so the next tick does not
 simply start it again. A hold ends when the operator reruns the issue, when the tracker shows

@@ -1,5 +1,6 @@
 """The scheduler's inbox: every input the scheduling loop handles, typed, in two lanes
-(DESIGN.md "Operator commands"; the reference orchestrator is one process with one mailbox).
+(docs/architecture.md "Who owns which state"; the reference orchestrator is one process with
+one mailbox).
 
 - The **control lane** holds operator commands, their follow-ups and approval traffic. The
   loop always takes from it first, so an operator's interrupt or an approval answer is

@@ -1,5 +1,5 @@
 """Every workspace-manifest read and write the scheduler makes, in one place (the manifest
-layout is ``workspaces/manifest.py``'s; SPEC-NOTES §9 recovery).
+layout is ``workspaces/manifest.py``'s; spec §9 recovery).
 
 The scheduler writes the ``run`` section (attempt start and end, hook results, operator
 holds) and the ``session`` section (session facts, thread token totals); the workspace

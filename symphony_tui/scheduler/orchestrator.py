@@ -1,5 +1,5 @@
-"""The scheduling loop (spec §7, §8, §16; DESIGN.md): one task that takes the inputs of one
-inbox, one at a time, and applies each to the scheduler state.
+"""The scheduling loop (spec §7, §8, §16; docs/architecture.md): one task that takes the
+inputs of one inbox, one at a time, and applies each to the scheduler state.
 
 - ``state.SchedulerState`` owns what the scheduler knows; its methods are the only mutators.
 - ``inbox.Inbox`` holds the typed inputs: a control lane (operator commands, approvals),
@@ -318,7 +318,8 @@ class Orchestrator:
     # ------------------------------------------------------------------ front-end port
 
     async def send(self, command: Command) -> CommandResult:
-        """Apply an operator command (DESIGN.md "Operator commands") as a control input.
+        """Apply an operator command as a control input (docs/architecture.md "The path of one
+        operator command").
         ``issue_id`` fields also accept an issue identifier (``ABC-12``).
 
         With no other control input waiting, the command is handled at once, by this task:

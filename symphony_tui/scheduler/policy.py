@@ -1,4 +1,4 @@
-"""Pure scheduling rules: eligibility, dispatch order, retry delays (spec §8, SPEC-NOTES)."""
+"""Pure scheduling rules: eligibility, dispatch order, retry delays (spec §8)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """What a front end (console, HTTP API, headless runner) may do with a scheduler.
 
 Front ends read immutable snapshots and events and send commands; they never touch
-scheduler objects (DESIGN.md, STYLE.md practice 2). The console polls at a steady rate
+scheduler objects (docs/architecture.md "Who owns which state"). The console polls at a steady rate
 (``snapshot()`` + ``events_since(last_seq)``), which coalesces floods by construction.
 """
 

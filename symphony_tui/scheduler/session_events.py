@@ -1,5 +1,5 @@
 """What agent sessions report about their run: normalized events and session facts (the payload
-types of ``domain/payloads.py``; tokens per spec §13.5 and PROTOCOLS.md).
+types of ``domain/payloads.py``; tokens per spec §13.5 and docs/protocols.md "Token usage").
 
 Each event updates its :class:`Run`'s live fields (session and turn ids, last event and
 message, tokens), the shared :class:`TokenLedger` and the latest rate limits, then goes into

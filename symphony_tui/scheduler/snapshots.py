@@ -1,4 +1,5 @@
-"""Building the immutable :class:`Snapshot` front ends read (spec §13.3, §13.7; DESIGN.md).
+"""Building the immutable :class:`Snapshot` front ends read (spec §13.3, §13.7;
+docs/architecture.md).
 
 Pure: scheduler state in, a new ``Snapshot`` out. Nothing here mutates its inputs, reads a
 clock or does I/O, so the orchestrator decides when to rebuild (and caches the result).

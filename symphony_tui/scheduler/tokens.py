@@ -1,4 +1,4 @@
-"""Token accounting across sessions (spec §13.5; PROTOCOLS.md token sections).
+"""Token accounting across sessions (spec §13.5; docs/protocols.md "Token usage").
 
 Backends report **absolute** session totals; the ledger adds only the growth since the last
 report of the same session, so continuation turns, retries and resumed threads never double

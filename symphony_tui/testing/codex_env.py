@@ -1,4 +1,5 @@
-"""Run the real codex app-server in isolation against a local fake model (PROTOCOLS.md "Codex").
+"""Run the real codex app-server in isolation against a local fake model (docs/protocols.md
+"Codex app-server").
 
 :func:`find_codex_bin` locates the pinned binary; :func:`make_codex_home` writes a
 ``CODEX_HOME`` whose ``config.toml`` points codex at a :class:`FakeModelServer` and returns
@@ -87,7 +88,8 @@ def make_codex_home(
     """Write ``dir/config.toml`` and return the env overlay to launch codex with.
 
     The overlay holds ``CODEX_HOME``, ``FAKE_API_KEY`` and proxy settings that send any
-    stray outbound call to a closed loopback port (PROTOCOLS.md: keep traffic on loopback).
+    stray outbound call to a closed loopback port (docs/protocols.md "Loopback and the fake
+    model").
     """
     dir.mkdir(parents=True, exist_ok=True)
     (dir / "config.toml").write_text(codex_config_toml(model_url, trusted, features=features))

@@ -1,7 +1,7 @@
 """A scripted OpenAI-compatible model server for driving real coding agents offline.
 
 Stdlib only (``ThreadingHTTPServer``), bound to 127.0.0.1. Codex, OpenHands (LiteLLM) and
-OpenCode all accept it (PROTOCOLS.md "Worker backends on the wire").
+OpenCode all accept it (docs/protocols.md "Loopback and the fake model").
 
 Endpoints (also accepted without the ``/v1`` prefix):
 

@@ -1,6 +1,6 @@
 """The local tracker: issues in a YAML file in the repository (no account needed).
 
-File format (COMMON.md "Local tracker file format")::
+File format::
 
     issues:
       - id: demo-1            # required

@@ -1,4 +1,4 @@
-"""Per-issue workspaces: create, reuse, hooks, removal and recovery (spec §9, SPEC-NOTES).
+"""Per-issue workspaces: create, reuse, hooks, removal and recovery (spec §9).
 
 Settings come from a provider so a reloaded ``WORKFLOW.md`` (new root, new hooks, new
 timeout) applies to the next call without rebuilding the manager (spec §6.2).

@@ -1,4 +1,4 @@
-"""Workspace manifests: what a workspace's last run looked like, on disk (SPEC-NOTES §9).
+"""Workspace manifests: what a workspace's last run looked like, on disk (spec §9).
 
 Files live in ``<workspace>/.symphony/<section>.json``, one JSON object per section:
 

@@ -7,7 +7,7 @@ environment it gives agents)::
         [--approval-every-s S] [--batch N]
 
 It answers ``initialize``, ``thread/start``, ``thread/resume``, ``turn/start``,
-``turn/interrupt`` and ``turn/steer`` the way ``codex app-server`` does (PROTOCOLS.md "Codex
+``turn/interrupt`` and ``turn/steer`` the way ``codex app-server`` does (docs/protocols.md "Codex
 app-server"), and while a turn runs writes ``item/agentMessage/delta`` notifications:
 
 * ``--rate`` lines per second (0, the default: as fast as the pipe takes them; the pipe's

@@ -1,6 +1,6 @@
 """The core (everything outside symphony_tui.console) never loads textual, and never
-imports rich itself (STYLE.md practice 1, after harlequin). Each module is imported in a
-fresh interpreter.
+imports rich itself (after harlequin, which proves the same of its core). Each module is
+imported in a fresh interpreter.
 
 Why rich is judged by importer: ``import httpx`` loads ``rich.console`` on its own when
 rich is installed (``httpx._main``, its CLI), and rich is installed because textual

@@ -2,7 +2,7 @@
 
 Deterministic: fixed sample data and datetimes, a frozen clock, UTC, no cursor blink.
 Update after an intended change with ``pytest tests/console --snapshot-update`` and
-review the .svg diff (STYLE.md practice 12).
+review the .svg diff (textual is pinned exactly; bump it on purpose with this review).
 """
 
 from __future__ import annotations

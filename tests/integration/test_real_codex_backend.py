@@ -1,6 +1,6 @@
 """The codex backend against the real codex app-server (0.171.0) and the fake model server.
 
-Skips only when codex is missing and ``CI`` is unset (COMMON.md). Every message the backend
+Skips only when codex is missing and ``CI`` is unset. Every message the backend
 sends is validated against the schema the same binary generates.
 """
 

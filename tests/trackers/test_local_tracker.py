@@ -1,4 +1,5 @@
-"""The local tracker (COMMON.md file format) against the spec §17.3 tracker bullets."""
+"""The local tracker (file format in ``trackers/local.py``) against the spec §17.3 tracker
+bullets."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Workspace manifests: atomic JSON sections that never break a reader (SPEC-NOTES §9)."""
+"""Workspace manifests: atomic JSON sections that never break a reader (spec §9)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Codex v2 notifications and thread items -> normalized :class:`AgentEvent` values.
 
 Pure functions (no I/O). Shapes follow the 0.171 schema (``codex app-server
-generate-json-schema``) and PROTOCOLS.md "Codex app-server". Agent text stays raw (the
+generate-json-schema``) and docs/protocols.md "Codex app-server". Agent text stays raw (the
 console sanitizes) but every text field is capped at :data:`MAX_TEXT` characters.
 
 Item events carry ``item_id`` and ``status`` in their payload so a consumer can pair a

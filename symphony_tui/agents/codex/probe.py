@@ -1,5 +1,5 @@
 """Does ``codex.command`` start? Launch it and do only the ``initialize`` request of the
-handshake (PROTOCOLS.md "Codex app-server"; no ``thread/start``, so no thread is created),
+handshake (docs/protocols.md "Codex app-server"; no ``thread/start``, so no thread is created),
 then end its process group. Used by ``symphony-tui doctor``."""
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """JSON-RPC over newline-delimited JSON on a child's stdio (codex app-server framing).
 
-PROTOCOLS.md "Codex app-server": one JSON object per line, JSON-RPC 2.0 shapes without the
+docs/protocols.md "Codex app-server": one JSON object per line, JSON-RPC 2.0 shapes without the
 ``jsonrpc`` field. Both sides send requests; ids are per sender. This module knows nothing
 of codex methods: it frames lines, matches responses to client requests, and hands server
 requests and notifications to callbacks.
 
-Robustness (spec §10.1, COMMON.md): partial lines are buffered; a line longer than
+Robustness (spec §10.1): partial lines are buffered; a line longer than
 ``line_limit`` bytes (10 MB) is skipped with one ``on_malformed`` report; undecodable or
 non-object lines are reported and skipped; a callback that raises is reported, never fatal.
 

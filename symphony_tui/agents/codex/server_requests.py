@@ -1,6 +1,6 @@
 """Answers to the app-server's own requests (approvals, user input, elicitation, tool calls).
 
-PROTOCOLS.md "Codex app-server" / Approvals. Every request gets an answer: a result for the
+docs/protocols.md "Codex app-server" / Approvals. Every request gets an answer: a result for the
 methods below, JSON-RPC ``-32601`` for anything else. Host failures never leave a request
 hanging: an approval the host cannot answer is declined, a tool call that raises returns
 ``success=false``.

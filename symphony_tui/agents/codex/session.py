@@ -1,4 +1,4 @@
-"""One codex app-server process driving one thread for one issue (spec §10; PROTOCOLS.md).
+"""One codex app-server process driving one thread for one issue (spec §10; docs/protocols.md).
 
 Lifecycle: :meth:`CodexSession.open` launches ``bash -lc <codex.command>`` in the workspace,
 does the handshake (``initialize`` -> ``initialized`` -> ``thread/resume`` or
@@ -397,7 +397,7 @@ class CodexSession:
             self._end_turn(turn, TurnStatus.INTERRUPTED, "interrupt acknowledged; no turn end")
 
     async def _check_persisted(self, turn: _Turn) -> None:
-        """``thread/read`` fallback for a missing ``turn/completed`` (PROTOCOLS.md)."""
+        """``thread/read`` fallback for a missing ``turn/completed`` (docs/protocols.md)."""
         if self._rpc is None or turn.turn_id is None or turn.done.done():
             return
         try:

@@ -1,4 +1,4 @@
-"""The OpenCode server backend (``agent.backend: opencode``; PROTOCOLS.md "OpenCode server").
+"""The OpenCode server backend (``agent.backend: opencode``; docs/protocols.md "OpenCode server").
 
 Modules: ``client`` (REST), ``stream`` (SSE: readiness, watchdog, reconnect),
 ``normalize`` (message parts -> AgentEvent, once each; token usage), ``approvals``

@@ -1,6 +1,6 @@
 """OpenCode permissions and questions as :class:`~symphony_tui.domain.ApprovalRequest` values.
 
-Wire (PROTOCOLS.md "OpenCode server", ``GET /doc`` of 1.18.33):
+Wire (docs/protocols.md "OpenCode server", ``GET /doc`` of 1.18.33):
 
 * ``permission.asked {id, sessionID, permission, patterns, metadata, always, tool?}``;
   answered by ``POST /permission/{id}/reply {reply: once|always|reject, message?}``.

@@ -1,4 +1,5 @@
-"""``agent.backend: opencode``: sessions on an OpenCode server (PROTOCOLS.md "OpenCode server").
+"""``agent.backend: opencode``: sessions on an OpenCode server (docs/protocols.md
+"OpenCode server").
 
 Two ways to reach a server, from the ``opencode:`` block of WORKFLOW.md:
 

@@ -1,4 +1,4 @@
-"""REST calls to an OpenCode server (PROTOCOLS.md "OpenCode server"; ``GET /doc`` of 1.18.33).
+"""REST calls to an OpenCode server (docs/protocols.md "OpenCode server"; ``GET /doc`` of 1.18.33).
 
 Only the classic routes are used (the newer ``/api/*`` set does not control sessions started
 by the classic ones). Every call but the health probe carries ``directory=<workspace>``: one

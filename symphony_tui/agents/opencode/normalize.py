@@ -1,6 +1,6 @@
 """OpenCode message parts -> normalized :class:`~symphony_tui.domain.AgentEvent` values, once.
 
-Source: PROTOCOLS.md "OpenCode server" and frames recorded from 1.18.33
+Source: docs/protocols.md "OpenCode server" and frames recorded from 1.18.33
 (``tests/agents/opencode/frames``). A part (``prt_...``) is sent again on every change
 (``message.part.updated``), and after a reconnect the whole history comes back from
 ``GET /session/{id}/message``. :class:`PartFolder` remembers, per part id, which phases it

@@ -1,6 +1,6 @@
 """A local ``opencode serve`` the backend starts, probes and stops (managed mode).
 
-Launch (PROTOCOLS.md "OpenCode server"): ``<command> --hostname 127.0.0.1 --port <free>``
+Launch (docs/protocols.md "OpenCode server"): ``<command> --hostname 127.0.0.1 --port <free>``
 (the port defaults to random: always passed) in its own process group, working directory
 ``cwd`` (the workspace root: the project; every request still names its workspace with
 ``directory=``). Isolation: ``HOME`` and ``XDG_CONFIG_HOME`` / ``XDG_DATA_HOME`` /

@@ -1,4 +1,4 @@
-"""One issue's OpenCode session, driven turn by turn (PROTOCOLS.md "OpenCode server").
+"""One issue's OpenCode session, driven turn by turn (docs/protocols.md "OpenCode server").
 
 A turn is ``POST /session/{id}/prompt_async`` (204 at once); the turn's progress comes from
 the instance's event stream (:mod:`.stream`), filtered to this session and the sessions it

@@ -1,6 +1,6 @@
 """The instance's event stream ``GET /event``: readiness, watchdog, reconnect, reconcile.
 
-PROTOCOLS.md "OpenCode server": each SSE ``data:`` line is ``{"id", "type", "properties"}``
+docs/protocols.md "OpenCode server": each SSE ``data:`` line is ``{"id", "type", "properties"}``
 (the SSE ``id`` field is empty, so nothing can be resumed by ``Last-Event-ID``); the first
 event is ``server.connected``, then ``server.heartbeat`` about every 10 s when quiet. The
 stream can die silently, so a connection that says nothing for ``watchdog_s`` is dropped.

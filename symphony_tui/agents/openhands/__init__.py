@@ -1,4 +1,4 @@
-"""The OpenHands agent-server backend (``agent.backend: openhands``; PROTOCOLS.md).
+"""The OpenHands agent-server backend (``agent.backend: openhands``; docs/protocols.md).
 
 Modules: ``client`` (REST), ``stream`` (event socket: readiness, reconnect, reconcile),
 ``reconcile`` (dedupe and ordering), ``translate`` (wire events -> AgentEvent),

@@ -1,4 +1,4 @@
-"""``agent.backend: openhands``: sessions on an OpenHands agent-server (PROTOCOLS.md).
+"""``agent.backend: openhands``: sessions on an OpenHands agent-server (docs/protocols.md).
 
 Two ways to reach a server, from the ``openhands:`` block of WORKFLOW.md:
 

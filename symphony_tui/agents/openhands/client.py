@@ -1,4 +1,4 @@
-"""REST calls to an OpenHands agent-server (PROTOCOLS.md "OpenHands agent-server").
+"""REST calls to an OpenHands agent-server (docs/protocols.md "OpenHands agent-server").
 
 Every call sends ``X-Session-API-Key`` when a key is configured. Failures raise
 :class:`~symphony_tui.agents.base.AgentError`: ``transport_error`` when the server cannot be

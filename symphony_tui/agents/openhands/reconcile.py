@@ -1,7 +1,7 @@
 """The conversation's event log: parse frames, deduplicate by id, order by timestamp then id.
 
 OpenHands events reach us twice over: live on the WebSocket and, after a reconnect, again
-from ``GET /api/conversations/{id}/events/search`` (PROTOCOLS.md "OpenHands agent-server").
+from ``GET /api/conversations/{id}/events/search`` (docs/protocols.md "OpenHands agent-server").
 :class:`SeenEvents` decides which of them are new. A frame that is not a JSON object with a
 string ``id`` and ``kind`` is malformed: it is counted and skipped, never fatal.
 
@@ -35,7 +35,8 @@ def event_time(event: WireEvent) -> datetime:
 
 
 def order_key(event: WireEvent) -> tuple[datetime, str]:
-    """Sort key: timestamp, then id (PROTOCOLS.md: dedupe by id, order by timestamp then id)."""
+    """Sort key: timestamp, then id (docs/protocols.md "Event stream": dedupe by id, order by
+    timestamp then id)."""
     return event_time(event), str(event.get("id", ""))
 
 

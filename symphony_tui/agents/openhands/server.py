@@ -1,6 +1,6 @@
 """A local OpenHands agent-server the backend starts, probes and stops (managed mode).
 
-Launch (PROTOCOLS.md "OpenHands agent-server"): ``<command> --host 127.0.0.1 --port <free>``
+Launch (docs/protocols.md "OpenHands agent-server"): ``<command> --host 127.0.0.1 --port <free>``
 in its own process group, with ``OH_CONVERSATIONS_PATH`` / ``OH_WORKSPACE_PATH`` under the
 state directory, VS Code / VNC / tool preloading off, ``OH_SECRET_KEY`` (kept in
 ``<state>/secret_key`` so conversations resume across restarts) and a fresh random

@@ -1,4 +1,5 @@
-"""One issue's OpenHands conversation, driven turn by turn (PROTOCOLS.md "OpenHands").
+"""One issue's OpenHands conversation, driven turn by turn (docs/protocols.md "OpenHands
+agent-server").
 
 A turn is a user message sent with ``run: true``; it ends on the conversation's
 ``execution_status`` (see :func:`outcome`). A turn is *armed* once the server reports

@@ -1,6 +1,6 @@
 """The conversation's event socket: readiness, reconnect with backoff, reconcile by REST.
 
-``WS /sockets/events/{id}`` (PROTOCOLS.md "OpenHands agent-server"). A connection is *ready*
+``WS /sockets/events/{id}`` (docs/protocols.md "OpenHands agent-server"). A connection is *ready*
 when its first ``ConversationStateUpdateEvent`` (the server sends ``full_state`` first)
 arrives within the readiness timeout. After every (re)connect the stream pages through
 ``events/search`` and hands over only events it has not delivered before, oldest first

@@ -1,6 +1,6 @@
 """OpenHands wire events -> normalized :class:`~symphony_tui.domain.AgentEvent` values.
 
-Source: PROTOCOLS.md "OpenHands agent-server" and the server's ``/openapi.json`` (1.58.2).
+Source: docs/protocols.md "OpenHands agent-server" and the server's ``/openapi.json`` (1.58.2).
 Every produced event's payload carries ``wire_id`` (the OpenHands event id) and
 ``item_type`` (the event's ``kind``); item events carry ``item_id`` (the action's event id,
 at its start and in its observation). Token totals come from ``stats.usage_to_metrics`` summed over usage ids

@@ -1,8 +1,9 @@
 """Pane 3: the live event log.
 
 Bounded (``MAX_LINES``); the full history lives in the core's ring buffer and JSONL file
-(STYLE.md practice 5). The log pulls ``events_since(last_seq)`` at the screen's refresh
-rate, so a flood of agent events costs one batch per tick, not one write per event.
+(the widget stays small; filtering happens in the core). The log pulls
+``events_since(last_seq)`` at the screen's refresh rate, so a flood of agent events costs
+one batch per tick, not one write per event.
 
 It is a line-API widget (after toolong): a write only stores the event; a line is
 formatted and rendered to a strip when it scrolls into view, and strips are kept in a
