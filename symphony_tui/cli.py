@@ -221,6 +221,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "demo":
         return _demo(args)
     if args.command == "attach":
+        if not args.url and not args.ssh:
+            args.command_parser.error("the following arguments are required: url (or --ssh HOST)")
+        if args.url and args.ssh:
+            args.command_parser.error("give a URL or --ssh HOST, not both")
         return _attach(args)
     if args.command == "doctor":
         from symphony_tui.doctor import run_doctor
