@@ -1,0 +1,134 @@
+"""State shared by the parts of one codex session, and how its events are stamped.
+
+:class:`SessionCore` holds what a codex app-server session knows (process, connection, thread,
+turn in flight, pending server requests) and the helpers every part uses: :meth:`_emit`
+(stamps session id and server time, spec §10.4; docs/protocols.md), :meth:`_spawn` and
+:meth:`_live_rpc`. The parts (:mod:`.thread`, :mod:`.turns`, :mod:`.notifications`,
+:mod:`.steering`) build on it; :mod:`.session` puts them together.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from symphony_tui.agents.base import AgentError, SessionHost, TurnResult
+from symphony_tui.agents.codex.process import StderrTail
+from symphony_tui.agents.codex.rpc import RequestId, RpcConnection
+from symphony_tui.agents.codex.server_requests import ServerRequests
+from symphony_tui.config.settings import CodexSettings
+from symphony_tui.domain import AgentEvent
+
+
+@dataclass
+class Turn:
+    """The turn in flight: its id once known, open items, and how it ended."""
+
+    done: asyncio.Future[TurnResult]
+    turn_id: str | None = None
+    started_emitted: bool = False
+    open_items: dict[str, dict[str, Any]] = field(default_factory=dict)
+    id_known: asyncio.Event = field(default_factory=asyncio.Event)
+    timeout_error: str | None = None  # set when turn_timeout_ms expired
+    continuation: bool = False
+
+
+class SessionCore:
+    """The state every part of a :class:`~symphony_tui.agents.codex.session.CodexSession`
+    shares, and the helpers they all use (emit, spawn, the live connection).
+
+    ``sent``: optional list that records every JSON-RPC message written (tests validate
+    them against the binary's schema).
+    """
+
+    def __init__(
+        self,
+        host: SessionHost,
+        settings: CodexSettings,
+        env: Mapping[str, str],
+        *,
+        sent: list[dict[str, Any]] | None = None,
+        on_close: Callable[[Any], None] | None = None,
+    ) -> None:
+        self._host = host
+        self._on_close = on_close
+        self._cfg = settings
+        self._env = dict(env)
+        self._sent = sent
+        self._timeout_s = settings.read_timeout_ms / 1000
+        self._proc: asyncio.subprocess.Process | None = None
+        self._rpc: RpcConnection | None = None
+        self._stderr = StderrTail()
+        self._stderr_task: asyncio.Task[None] | None = None
+        self._thread_id: str | None = None
+        self._model: str | None = settings.model  # the thread's model, for collaborationMode
+        self._session_id: str | None = None
+        self._turn: Turn | None = None
+        self._early_tokens: dict[str, Any] | None = None  # totals seen before the thread id
+        self._requests = ServerRequests(host, self._files_of)
+        self._serving: dict[RequestId, asyncio.Task[None]] = {}
+        self._file_items: dict[str, tuple[str, ...]] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._interrupting: asyncio.Task[None] | None = None
+        self._closed = False
+
+    # ------------------------------------------------------------------ facts
+    @property
+    def session_id(self) -> str | None:
+        return self._session_id
+
+    @property
+    def thread_id(self) -> str | None:
+        return self._thread_id
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    @property
+    def stderr_tail(self) -> list[str]:
+        return list(self._stderr.lines)
+
+    # ------------------------------------------------------------------ wire in
+    def _live_rpc(self) -> RpcConnection:
+        if self._rpc is None or self._closed:
+            raise AgentError("process_exited", "session is closed")
+        if self._rpc.is_closed:
+            raise AgentError("process_exited", self._rpc.close_reason())
+        return self._rpc
+
+    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
+        task = asyncio.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def _emit(self, event: AgentEvent) -> None:
+        """Stamp the session id and the server's time on ``event`` and hand it to the host.
+
+        Every event passed here was built by this session for this call and nobody else
+        holds it yet, so the stamps are written into it before it is published instead of
+        copying it (a copy per agent line was a seventh of the scheduler's CPU under a
+        flood; issue 11): the event is still built once and immutable once emitted."""
+        update: dict[str, Any] = {}
+        if self._session_id and event.session_id is None:
+            update["session_id"] = self._session_id
+        emitted = self._rpc.emitted_at if self._rpc is not None else None
+        if event.at is None and emitted is not None:
+            update["at"] = emitted  # the server's clock for what it notified
+        if update:
+            _stamp_unpublished(event, update)
+        with contextlib.suppress(Exception):
+            self._host.emit(event)
+
+    def _files_of(self, item_id: str) -> tuple[str, ...]:
+        return self._file_items.get(item_id, ())
+
+
+def _stamp_unpublished(event: AgentEvent, update: dict[str, Any]) -> None:
+    """Set fields of a frozen event that no one else references yet (see ``_emit``)."""
+    event.__dict__.update(update)
+    event.__pydantic_fields_set__.update(update)
