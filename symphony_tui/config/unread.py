@@ -11,6 +11,7 @@ path, walking the :class:`~symphony_tui.config.settings.Settings` sections; free
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,17 +29,25 @@ def _section_model(annotation: Any) -> type[BaseModel] | None:
     )
 
 
-def unread_keys(raw: Mapping[str, Any]) -> list[str]:
-    """Dotted paths of the keys of front matter ``raw`` that nothing reads, in file order."""
-    out: list[str] = []
+def _close(word: str, known: tuple[str, ...]) -> str | None:
+    """The key of ``known`` closest to ``word`` (``difflib`` ratio >= 0.75), or None."""
+    match = difflib.get_close_matches(word, known, n=1, cutoff=0.75)
+    return match[0] if match else None
+
+
+def _unread(raw: Mapping[str, Any]) -> list[tuple[str, str | None]]:
+    """``(dotted path, did-you-mean path or None)`` for each unread key, in file order."""
+    top = tuple(k for k in Settings.model_fields if k not in _INTERNAL)
+    out: list[tuple[str, str | None]] = []
     for key, value in raw.items():
         name = str(key)
         field = Settings.model_fields.get(name)
         if field is None or name in _INTERNAL:
+            guess = _close(name, top)
             if isinstance(value, Mapping) and value:
-                out.extend(f"{name}.{sub}" for sub in value)
+                out.extend((f"{name}.{sub}", f"{guess}.{sub}" if guess else None) for sub in value)
             else:
-                out.append(name)
+                out.append((name, guess))
             continue
         section = _section_model(field.annotation)
         if section is None or not isinstance(value, Mapping):
@@ -46,14 +55,27 @@ def unread_keys(raw: Mapping[str, Any]) -> list[str]:
         for sub, nested in value.items():
             path = f"{name}.{sub}"
             if str(sub) not in section.model_fields:
-                out.append(path)
+                guess = _close(str(sub), tuple(section.model_fields))
+                out.append((path, f"{name}.{guess}" if guess else None))
             elif name == "tracker" and sub == "provider" and isinstance(nested, Mapping):
-                out.extend(f"{path}.{k}" for k in nested if str(k) not in PROVIDER_KEYS)
+                for k in nested:
+                    if str(k) not in PROVIDER_KEYS:
+                        guess = _close(str(k), tuple(PROVIDER_KEYS))
+                        out.append((f"{path}.{k}", f"{path}.{guess}" if guess else None))
     return out
 
 
+def unread_keys(raw: Mapping[str, Any]) -> list[str]:
+    """Dotted paths of the keys of front matter ``raw`` that nothing reads, in file order."""
+    return [path for path, _guess in _unread(raw)]
+
+
 def unread_warnings(raw: Mapping[str, Any]) -> tuple[str, ...]:
-    """One line per unread key: ``unknown setting <path> is ignored (nothing reads it)``."""
-    return tuple(
-        f"unknown setting {path} is ignored (nothing reads it)" for path in unread_keys(raw)
-    )
+    """One line per unread key: ``unknown setting <path> is ignored (nothing reads it)``,
+    with ``; did you mean <path>?`` when a key read at the same level is a close spelling
+    (``agnet.max_turns`` -> ``agent.max_turns``)."""
+    lines = []
+    for path, guess in _unread(raw):
+        line = f"unknown setting {path} is ignored (nothing reads it)"
+        lines.append(f"{line}; did you mean {guess}?" if guess else line)
+    return tuple(lines)

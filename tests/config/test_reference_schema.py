@@ -84,6 +84,25 @@ def test_keys_nothing_reads_are_one_warning_each(tmp_path: Path, caplog) -> None
     assert all("\n" not in line for line in lines)
 
 
+def test_a_misspelt_key_gets_a_did_you_mean(tmp_path: Path) -> None:
+    path = tmp_path / "WORKFLOW.md"
+    path.write_text(
+        "---\ntracker:\n  kind: local\n  path: i.yaml\n  projet_slug: x\n"
+        "  provider:\n    api_kee: k\nagnet:\n  max_turns: 3\npollling: {}\n"
+        "worker:\n  ssh_hosts: [a]\n---\n"
+    )
+    assert load_workflow(path, env={}).warnings == (
+        "unknown setting tracker.projet_slug is ignored (nothing reads it); "
+        "did you mean tracker.project_slug?",
+        "unknown setting tracker.provider.api_kee is ignored (nothing reads it); "
+        "did you mean tracker.provider.api_key?",
+        "unknown setting agnet.max_turns is ignored (nothing reads it); "
+        "did you mean agent.max_turns?",
+        "unknown setting pollling is ignored (nothing reads it); did you mean polling?",
+        "unknown setting worker.ssh_hosts is ignored (nothing reads it)",
+    )
+
+
 def test_a_file_of_our_own_keys_has_no_warnings(tmp_path: Path) -> None:
     path = tmp_path / "WORKFLOW.md"
     path.write_text(
