@@ -1,0 +1,162 @@
+"""Sending commands to the scheduler port, with confirmation where they are drastic.
+
+Each command goes out in a worker of group ``commands``; its :class:`CommandResult`
+becomes a notification. Screens ask through ``console.messages`` (``SendCommand``,
+``ConfirmCommand``) instead of importing the app.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from symphony_tui.console.messages import ConfirmCommand, SendCommand
+from symphony_tui.console.sanitize import inert, one_line
+from symphony_tui.console.screens.modals import AskText, Choose, Confirm
+from symphony_tui.domain import (
+    Interrupt,
+    MoveIssue,
+    PauseDispatch,
+    Refresh,
+    Rerun,
+    Stop,
+)
+from symphony_tui.domain.commands import Command
+from symphony_tui.scheduler.port import CommandResult
+
+
+class CommandsMixin:
+    """Send / confirm-then-send, and the issue and dispatch actions.
+
+    A mixin of :class:`~symphony_tui.console.app.SymphonyApp` (it uses the App's API and
+    the attributes set in ``SymphonyApp.__init__``); it never imports the app."""
+
+    def send(self, command: Command) -> None:
+        """Send ``command`` in a worker; its result becomes a notification."""
+        self.run_worker(self._send(command), group="commands", exit_on_error=False)
+
+    async def _send(self, command: Command) -> CommandResult:
+        result = await self.port.send(command)
+        message = (
+            one_line(result.message, 300) or f"{command.type}: {'ok' if result.ok else 'failed'}"
+        )
+        # a confirmation is one line ("accept sent for DEMO-3"); a failure names its command
+        self.notify(
+            message,
+            title="" if result.ok else command.type.replace("_", " "),
+            severity="information" if result.ok else "error",
+            markup=False,
+        )
+        return result
+
+    def _ident(self, issue_id: str) -> str:
+        if self._snapshot is not None:
+            for r in self._snapshot.running:
+                if r.issue_id == issue_id:
+                    return r.issue_identifier
+            for i in self._snapshot.issues:
+                if i.issue_id == issue_id:
+                    return i.identifier
+        return issue_id
+
+    def confirm_then(self, title: str, body: Text, command: Command, yes: str) -> None:
+        """Ask (``Confirm``), then send ``command`` if the operator says yes."""
+
+        def decided(ok: bool | None) -> None:
+            if ok:
+                self.send(command)
+
+        self.push_screen(Confirm(title, body, yes=yes), decided)
+
+    def action_interrupt(self) -> None:
+        issue = self._selected_issue()
+        if issue is None or issue not in self._running_ids():
+            return
+        body = Text("Interrupt the running turn of ", end="")
+        body.append_text(inert(self._ident(issue), "bold"))
+        body.append("? The run ends as cancelled.")
+        self.confirm_then("Interrupt worker", body, Interrupt(issue_id=issue), "Interrupt")
+
+    def action_stop(self) -> None:
+        issue = self._selected_issue()
+        if issue is None or issue not in self._running_ids():
+            return
+        body = Text("Stop the worker of ", end="")
+        body.append_text(inert(self._ident(issue), "bold"))
+        body.append("? Its workspace is kept and the claim released.")
+        self.confirm_then("Stop worker", body, Stop(issue_id=issue), "Stop")
+
+    def action_rerun(self) -> None:
+        issue = self._selected_issue()
+        if issue is not None:
+            self.send(Rerun(issue_id=issue))
+
+    def action_move(self) -> None:
+        """Offer the workflow's states (``Snapshot.tracker_states``: active, then terminal)
+        as a list, with free text for any other state the tracker knows. A scheduler
+        that does not report them (an older one behind ``attach``) gets a text box that
+        suggests the states its issues are in."""
+        issue = self._selected_issue()
+        if issue is None or self._snapshot is None:
+            return
+        snapshot = self._snapshot
+        current = next((i.state for i in snapshot.issues if i.issue_id == issue), None)
+        body = Text("Move ", end="")
+        body.append_text(inert(self._ident(issue), "bold"))
+        if current:
+            body.append(" (now ")
+            body.append_text(inert(current, limit=40))
+            body.append(")")
+        body.append(" to tracker state:")
+
+        known = {s.casefold(): s for s in snapshot.tracker_states}
+
+        def entered(state: str | None) -> None:
+            if not state:
+                return
+            if state.casefold() in known:
+                state = known[state.casefold()]  # the tracker's spelling: "todo" -> "Todo"
+            if state == current:
+                self.notify(f"{self._ident(issue)} is already in {one_line(state, 40)}")
+                return
+            move = MoveIssue(issue_id=issue, state=state)
+            if not known or state in known.values():
+                self.send(move)
+                return
+            # A typo, or a state outside the workflow: the scheduler would stop tracking
+            # the issue and it would leave this list, with no row left to move it back.
+            warning = Text("", end="")
+            warning.append_text(inert(state, "bold", limit=40))
+            warning.append(" is not one of this workflow's active or terminal states. ")
+            warning.append_text(inert(self._ident(issue), "bold"))
+            warning.append(" will leave the scheduler's issue list (the tracker keeps it).")
+            self.confirm_then("Move issue", warning, move, "Move anyway")
+
+        if snapshot.tracker_states:
+            choices = [
+                (state, "current" if state == current else None)
+                for state in dict.fromkeys(snapshot.tracker_states)
+            ]
+            dialog = Choose(
+                "Move issue", body, choices, allow_text=True, text_placeholder="or type a state"
+            )
+            self.push_screen(dialog, entered)
+            return
+        states = sorted({i.state for i in snapshot.issues})
+        if states:
+            body.append(f"\nknown: {one_line(', '.join(states), 200)}", style="dim")
+        self.push_screen(
+            AskText("Move issue", body, placeholder="state", suggestions=states), entered
+        )
+
+    def action_refresh(self) -> None:
+        self.send(Refresh())
+
+    def action_toggle_pause(self) -> None:
+        paused = bool(self._snapshot and self._snapshot.dispatch_paused)
+        self.send(PauseDispatch(paused=not paused))
+
+    def on_send_command(self, message: SendCommand) -> None:
+        self.send(message.command)
+
+    def on_confirm_command(self, message: ConfirmCommand) -> None:
+        self.confirm_then(message.title, message.body, message.command, message.yes)

@@ -1,0 +1,202 @@
+"""The console's lifecycle: signals, a lost terminal, the scheduler worker, quitting.
+
+SIGHUP / SIGTERM / SIGINT and a terminal that went away all take one path: stop the
+workers (or only detach, behind ``attach``) once, then exit (docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+import signal
+
+from rich.text import Text
+from textual.worker import Worker, WorkerState
+
+from symphony_tui.console.sanitize import one_line
+from symphony_tui.console.screens.modals import Confirm
+from symphony_tui.console.terminal_watch import TerminalWatch
+
+TERMINAL_CHECK_S = 1.0
+
+
+class LifecycleMixin:
+    """Signals, the terminal watch, the scheduler worker's outcome and ``q``.
+
+    A mixin of :class:`~symphony_tui.console.app.SymphonyApp` (it uses the App's API and
+    the attributes set in ``SymphonyApp.__init__``); it never imports the app."""
+
+    def on_unmount(self) -> None:
+        for sig in self._signals_installed:
+            try:
+                self._event_loop().remove_signal_handler(sig)
+            except (NotImplementedError, RuntimeError, ValueError):
+                pass
+        self._signals_installed = []
+
+    def _event_loop(self):
+        import asyncio
+
+        return asyncio.get_running_loop()
+
+    def _install_signals(self) -> None:
+        """SIGHUP (a dropped SSH session), SIGTERM (``kill``, a service manager) and
+        SIGINT (``kill -INT``; ctrl+c is a key in raw mode) all stop the workers and
+        leave with exit 0. SIGHUP means the terminal is gone; the other two leave it
+        working, so Textual restores it (main screen, mouse off, cursor shown)."""
+        handlers = {
+            signal.SIGHUP: self._on_sighup,
+            signal.SIGTERM: lambda: self._on_stop_signal("terminated"),
+            signal.SIGINT: lambda: self._on_stop_signal("interrupted"),
+        }
+        for sig, handler in handlers.items():
+            try:
+                self._event_loop().add_signal_handler(sig, handler)
+            except (NotImplementedError, RuntimeError, ValueError, AttributeError):
+                continue
+            self._signals_installed.append(sig)
+
+    def _on_sighup(self) -> None:
+        self.terminal_lost("hangup")
+
+    def _on_stop_signal(self, reason: str) -> None:
+        """SIGTERM / SIGINT: the quit path without asking. A second signal while the
+        workers stop forces the exit, as a second ``q`` does."""
+        done = "detached" if self.detach_only else "workers stopped"
+        self.run_worker(
+            self.shutdown_and_exit(0, f"{reason}: {done}"),
+            group="lifecycle",
+            exit_on_error=False,
+        )
+
+    def _guard_sigcont(self) -> None:
+        """Let SIGCONT resume the screen only after our own suspend (ctrl+z).
+
+        A hung-up terminal sends SIGHUP *and* SIGCONT. Textual's driver answers every
+        SIGCONT by restarting application mode inside the signal handler, which writes to
+        the output queue from within the main thread's own (possibly interrupted) write:
+        the process deadlocks and outlives its terminal. Textual is pinned; the private
+        ``_must_signal_resume`` flag is set by its SIGTSTP handler just before stopping.
+        """
+        driver = self._driver
+        if driver is None or not hasattr(driver, "_must_signal_resume"):
+            return
+        try:
+            textual_handler = signal.getsignal(signal.SIGCONT)
+        except (ValueError, AttributeError):
+            return
+        if not callable(textual_handler):
+            return
+
+        def on_sigcont(signum: int, frame: object) -> None:
+            if getattr(driver, "_must_signal_resume", False):
+                textual_handler(signum, frame)
+
+        try:
+            signal.signal(signal.SIGCONT, on_sigcont)
+        except ValueError:  # not the main thread
+            pass
+
+    def _mute_terminal(self) -> None:
+        """The terminal is gone: drop output instead of queueing it. Textual's writer
+        thread dies on the first EIO, and its bounded queue would then block the event
+        loop (and the shutdown of the workers) forever."""
+        writer = getattr(self._driver, "_writer_thread", None)
+        if writer is not None:
+            writer.write = lambda text: None
+            writer.stop = lambda: None
+
+    def _start_terminal_watch(self) -> None:
+        if self._terminal_watch is None and not self.is_headless:
+            self._terminal_watch = TerminalWatch()
+        if self._terminal_watch is not None and self._terminal_watch.active:
+            self.set_interval(TERMINAL_CHECK_S, self.check_terminal, name="terminal-watch")
+
+    def check_terminal(self) -> None:
+        """Called once a second: a lost terminal takes the SIGHUP path."""
+        watch = self._terminal_watch
+        reason = watch.lost() if watch is not None else None
+        if reason is not None and not self._stopping:
+            self.terminal_lost(reason)
+
+    def terminal_lost(self, reason: str) -> None:
+        """The operator's terminal is gone (SIGHUP, hung-up tty, dead parent): stop the
+        workers (or detach) and exit 0, never spin or leave workers behind silently."""
+        if self._stopping:
+            return
+        self._mute_terminal()
+        done = "detached" if self.detach_only else "workers stopped"
+        self.run_worker(
+            self.shutdown_and_exit(0, f"{reason}: {done}"),
+            group="lifecycle",
+            exit_on_error=False,
+        )
+
+    async def _run_scheduler(self) -> None:
+        assert self._runner_fn is not None
+        await self._runner_fn()
+
+    async def shutdown_and_exit(self, return_code: int = 0, message: str | None = None) -> None:
+        """Await ``shutdown`` once, then exit. A second call while stopping forces the
+        exit (a hung shutdown must not trap the operator)."""
+        if self._stopping:
+            self.exit(return_code=1, message="forced quit while stopping workers")
+            return
+        self._stopping = True
+        if self._shutdown_fn is not None:
+            self.notify("detaching…" if self.detach_only else "stopping workers…", timeout=30)
+            try:
+                await self._shutdown_fn()
+            except Exception as exc:
+                return_code = 1
+                message = f"shutdown failed: {one_line(exc, 200)}"
+        self.exit(return_code=return_code, message=message)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """The one place worker outcomes are routed (harlequin style)."""
+        worker = event.worker
+        if event.state == WorkerState.ERROR:
+            error = worker.error
+            text = one_line(f"{type(error).__name__}: {error}", 300)
+            if worker.group == "scheduler":
+                self.run_worker(
+                    self.shutdown_and_exit(1, f"scheduler failed: {text}"),
+                    group="lifecycle",
+                    exit_on_error=False,
+                )
+            else:
+                self.notify(text, title=f"{worker.group} failed", severity="error", markup=False)
+        elif (
+            event.state == WorkerState.SUCCESS
+            and worker.group == "scheduler"
+            and not self._stopping
+        ):
+            self.scheduler_stopped = True
+            self.notify("the scheduler stopped", severity="warning", timeout=30)
+
+    async def action_quit(self) -> None:
+        if self._stopping:
+            await self.shutdown_and_exit(1)
+            return
+        running = self._snapshot.running if self._snapshot else ()
+        message = "detached; the scheduler keeps running" if self.detach_only else None
+        if not running:
+            await self.shutdown_and_exit(0, message)
+            return
+        if self.detach_only:
+            # an attached console only detaches: the scheduler and its workers go on
+            body = Text(
+                f"Detach from the scheduler? Its {len(running)} worker(s) keep running "
+                "there; attach again any time.",
+                end="",
+            )
+            title, yes, danger = "Detach", "Detach", False
+        else:
+            body = Text(f"{len(running)} worker(s) running. Quit and stop them?", end="")
+            title, yes, danger = "Quit", "Quit", True
+
+        def decided(ok: bool | None) -> None:
+            if ok:
+                self.run_worker(
+                    self.shutdown_and_exit(0, message), group="lifecycle", exit_on_error=False
+                )
+
+        self.push_screen(Confirm(title, body, yes=yes, danger=danger), decided)
