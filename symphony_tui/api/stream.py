@@ -30,6 +30,7 @@ import json
 import logging
 import re
 import time
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +46,36 @@ FRAME_EVENTS = 500
 FRAME_BYTES = 256_000
 HISTORY_EVENTS = 1_000
 _LAST_ID = re.compile(r"^([0-9a-z]+):([0-9]+)$")
+_CODING = re.compile(r"^\s*([a-z0-9*-]+)\s*(?:;\s*q\s*=\s*([0-9.]+))?\s*$", re.IGNORECASE)
+
+
+def accepts_gzip(accept_encoding: str) -> bool:
+    """Whether an ``Accept-Encoding`` value (RFC 9110 section 12.5.3) allows ``gzip``: named, or
+    ``*``, with a quality above 0. Unparseable items are ignored."""
+    allowed: dict[str, float] = {}
+    for item in accept_encoding.split(","):
+        found = _CODING.match(item)
+        if found is None:
+            continue
+        try:
+            quality = float(found.group(2)) if found.group(2) is not None else 1.0
+        except ValueError:
+            continue
+        allowed[found.group(1).lower()] = quality
+    return allowed.get("gzip", allowed.get("x-gzip", allowed.get("*", 0.0))) > 0.0
+
+
+class FrameGzip:
+    """One gzip member (RFC 1952) for a whole connection, flushed at each frame's end
+    (``Z_SYNC_FLUSH``), so every frame decodes as soon as it arrives while the compressor
+    keeps its 32 KiB window across frames: the field names, paths and texts that repeat
+    from frame to frame cost a few bytes each. Memory: zlib's state, about 256 KiB."""
+
+    def __init__(self, level: int = 6) -> None:
+        self._zlib = zlib.compressobj(level, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+
+    def frame(self, data: bytes) -> bytes:
+        return self._zlib.compress(data) + self._zlib.flush(zlib.Z_SYNC_FLUSH)
 
 
 def epoch_of(snapshot: Snapshot) -> str:
@@ -108,6 +139,7 @@ class StreamHub:
     keepalive_s: float = 10.0
     write_timeout_s: float = 30.0
     retry_ms: int = 2_000
+    compress: bool = True
     closing: asyncio.Event = field(default_factory=asyncio.Event)
     connections: list[StreamStats] = field(default_factory=list)
 
@@ -124,19 +156,22 @@ class StreamHub:
                 return web.json_response(
                     {"error": {"code": "invalid_last_event_id", "message": str(exc)}}, status=400
                 )
-        response = web.StreamResponse(
-            headers={
-                "Content-Type": "text/event-stream",
-                "Cache-Control": "no-cache",
-                "X-Accel-Buffering": "no",
-            }
-        )
+        headers = {
+            "Content-Type": "text/event-stream",
+            "Cache-Control": "no-cache",
+            "X-Accel-Buffering": "no",
+            "Vary": "Accept-Encoding",
+        }
+        gzip = self.compress and accepts_gzip(request.headers.get("Accept-Encoding", ""))
+        if gzip:
+            headers["Content-Encoding"] = "gzip"
+        response = web.StreamResponse(headers=headers)
         await response.prepare(request)
         stats = StreamStats(peer=str(request.remote), transport=request.transport)
         self.connections.append(stats)
         del self.connections[:-64]  # the newest connections' stats only
         try:
-            await self._serve(request, response, resume, stats)
+            await self._serve(request, response, resume, stats, FrameGzip() if gzip else None)
         except (ConnectionError, TimeoutError) as exc:
             log.info("HTTP API: stream to %s ended: %s", stats.peer, type(exc).__name__)
         finally:
@@ -150,6 +185,7 @@ class StreamHub:
         response: web.StreamResponse,
         resume: tuple[str, int] | None,
         stats: StreamStats,
+        gzip: FrameGzip | None,
     ) -> None:
         version, doc, snapshot = self.versions.current()
         epoch = epoch_of(snapshot)
@@ -163,17 +199,20 @@ class StreamHub:
             history = self.port.events_since(0, limit=10_000)[-HISTORY_EVENTS:]
             seq = history[0].seq - 1 if history else 0
 
+        async def send(data: bytes) -> None:
+            if gzip is not None:
+                data = gzip.frame(data)
+            await asyncio.wait_for(response.write(data), self.write_timeout_s)
+
         async def write(kind: str, payload: str, event_id: str | None = None) -> None:
             head = f"event: {kind}\n" + (f"id: {event_id}\n" if event_id else "")
-            await asyncio.wait_for(
-                response.write(f"{head}data: {payload}\n\n".encode()), self.write_timeout_s
-            )
+            await send(f"{head}data: {payload}\n\n".encode())
             stats.frames += 1
             transport = request.transport
             if transport is not None:
                 stats.buffered_max = max(stats.buffered_max, transport.get_write_buffer_size())
 
-        await response.write(f"retry: {self.retry_ms}\n\n".encode())
+        await send(f"retry: {self.retry_ms}\n\n".encode())
         first = json.dumps({"version": version, "reset": reset, "gap": gap})
         body = '{"snapshot":' + json.dumps(doc, separators=(",", ":")) + "," + first[1:]
         await write("snapshot", body, f"{epoch}:{seq}")
