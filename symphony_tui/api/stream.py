@@ -92,24 +92,69 @@ def parse_last_event_id(text: str) -> tuple[str, int]:
     return found.group(1), int(found.group(2))
 
 
+#: Accounting fields (:class:`~symphony_tui.domain.Snapshot` top level, and each running
+#: row's ``tokens``) that change with every token update of every busy worker: published at
+#: most once every ``usage_s`` (docs/http-api.md, "Event stream").
+USAGE_FIELDS = ("totals", "seconds_running", "token_rate_per_min", "token_history", "rate_limits")
+ROW_USAGE_FIELDS = ("tokens",)
+
+
+def hold_usage(previous: dict[str, Any], doc: dict[str, Any]) -> bool:
+    """Put ``previous``'s accounting fields (:data:`USAGE_FIELDS`, and
+    :data:`ROW_USAGE_FIELDS` of the running rows present in both, matched by ``issue_id``)
+    into ``doc`` in place; True if any of them differed (an update is being held back)."""
+    held = False
+    for name in USAGE_FIELDS:
+        if name in previous and previous[name] != doc.get(name):
+            doc[name] = previous[name]
+            held = True
+    before = {row.get("issue_id"): row for row in previous.get("running") or ()}
+    for row in doc.get("running") or ():
+        old = before.get(row.get("issue_id"))
+        if old is None:
+            continue  # a new row shows its own counts
+        for name in ROW_USAGE_FIELDS:
+            if name in old and old[name] != row.get(name):
+                row[name] = old[name]
+                held = True
+    return held
+
+
 class SnapshotVersions:
     """Snapshots as JSON documents numbered 1, 2, ...; the patch between two consecutive
-    versions is computed once and shared by every connection that is up to date."""
+    versions is computed once and shared by every connection that is up to date.
 
-    def __init__(self, port: SchedulerPort) -> None:
+    Accounting (:func:`hold_usage`) is coalesced: a version made less than ``usage_s``
+    after the last one that published it carries the previous counts, and the held update
+    is published by the first version made after ``usage_s`` (with nothing else changed,
+    it makes one). So token counts lag the scheduler by at most ``usage_s`` plus a frame
+    interval, and everything else (status, last activity, approvals) is never held."""
+
+    def __init__(self, port: SchedulerPort, *, usage_s: float = 1.0, clock=time.monotonic) -> None:
         self._port = port
+        self.usage_s = usage_s
+        self._clock = clock
         self._snapshot: Snapshot | None = None
         self.version = 0
         self.doc: dict[str, Any] = {}
         self._patch: list[dict[str, Any]] | None = None
+        self._usage_at = float("-inf")
+        self._held = False
 
     def current(self) -> tuple[int, dict[str, Any], Snapshot]:
         snapshot = self._port.snapshot()
-        if snapshot is not self._snapshot:
+        now = self._clock()
+        due = now - self._usage_at >= self.usage_s
+        if snapshot is not self._snapshot or (self._held and due):
             doc = json.loads(snapshot.model_dump_json())
-            self._patch = jsonpatch.make_patch(self.doc, doc).patch if self.version else None
-            self._snapshot, self.doc = snapshot, doc
-            self.version += 1
+            self._held = bool(self.version) and not due and hold_usage(self.doc, doc)
+            if not self._held:
+                self._usage_at = now
+            self._snapshot = snapshot
+            if not self.version or doc != self.doc:
+                self._patch = jsonpatch.make_patch(self.doc, doc).patch if self.version else None
+                self.doc = doc
+                self.version += 1
         assert self._snapshot is not None
         return self.version, self.doc, self._snapshot
 
@@ -140,11 +185,12 @@ class StreamHub:
     write_timeout_s: float = 30.0
     retry_ms: int = 2_000
     compress: bool = True
+    usage_s: float = 1.0
     closing: asyncio.Event = field(default_factory=asyncio.Event)
     connections: list[StreamStats] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.versions = SnapshotVersions(self.port)
+        self.versions = SnapshotVersions(self.port, usage_s=self.usage_s)
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         raw_id = request.headers.get("Last-Event-ID") or request.query.get("last_event_id")

@@ -1,5 +1,7 @@
 """Attach figures: the bytes per second an attached console pulls from a scheduler's HTTP API,
-at idle and with 50 busy workers, for the pushed stream and for the polling fallback.
+at idle and with 50 busy workers, for the polling fallback, for the pushed stream as it
+first shipped (``stream, before``: no compression, every token update sent) and for the stream
+now (gzip per connection, token accounting coalesced to 1 s), side by side from one run.
 
 The console side is a :class:`~symphony_tui.api.client.RemotePort` (what ``symphony-tui
 attach`` runs); the bytes are counted by a TCP relay between it and the API server, so the
@@ -8,6 +10,7 @@ figure is what crosses the wire (headers and framing included)."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import tempfile
 from pathlib import Path
@@ -15,6 +18,7 @@ from pathlib import Path
 from symphony_tui.agents.base import TurnResult, TurnStatus
 from symphony_tui.api.client import RemotePort
 from symphony_tui.api.server import ApiServer
+from symphony_tui.api.stream import StreamHub
 from symphony_tui.config.store import WorkflowStore
 from symphony_tui.domain import AgentEvent, EventKind
 from symphony_tui.scheduler.orchestrator import Orchestrator
@@ -28,14 +32,30 @@ SECONDS = 6.0
 EVENTS_PER_WORKER_S = 5
 
 
+def _corpus() -> str:
+    """Text that reads like an agent's: this project's own source and docs (about 1 MB), so
+    the compressed figures are not flattered by a repeated message."""
+    root = Path(__file__).resolve().parents[2]
+    files = sorted([*root.joinpath("symphony_tui").rglob("*.py"), *root.glob("docs/*.md")])
+    return " ".join(" ".join(f.read_text(encoding="utf-8").split()) for f in files)
+
+
+CORPUS = _corpus()
+_WORKERS = itertools.count()
+
+
 async def busy(session, prompt, turn):
-    """A worker that talks all the time: a message, a streamed fragment and a token update
-    per step, five steps a second, until interrupted."""
+    """A worker that talks all the time: a message (about 80 characters of the corpus, each
+    worker reading its own part), a streamed fragment (the next 40) and a token update per
+    step, five steps a second, until interrupted."""
+    at = next(_WORKERS) * 20_011 % len(CORPUS)
     step = 0
     while not session.interrupted.is_set():
         step += 1
-        session.host.emit(AgentEvent(kind=EventKind.MESSAGE, message=f"working on step {step}"))
-        session.host.emit(AgentEvent(kind=EventKind.MESSAGE_DELTA, message="x" * 40))
+        message, at = CORPUS[at : at + 80], (at + 120) % (len(CORPUS) - 120)
+        fragment = CORPUS[max(at - 40, 0) : at]
+        session.host.emit(AgentEvent(kind=EventKind.MESSAGE, message=f"{step}: {message}"))
+        session.host.emit(AgentEvent(kind=EventKind.MESSAGE_DELTA, message=fragment))
         session.usage(1000 + step * 37, output=step * 5)
         await asyncio.sleep(1 / EVENTS_PER_WORKER_S)
     return TurnResult(TurnStatus.INTERRUPTED, session.turn_id, "interrupted")
@@ -95,12 +115,22 @@ def _build(root: Path, workers: int, script) -> Orchestrator:
     )
 
 
-async def measure(root: Path, workers: int, mode: str) -> float:
-    """Bytes/s a console attached in ``mode`` receives over :data:`SECONDS`."""
+#: label -> (RemotePort mode, StreamHub options or None for the defaults)
+MODES = {
+    "poll": ("poll", None),
+    "stream, before": ("stream", {"compress": False, "usage_s": 0.0}),
+    "stream": ("stream", None),
+}
+
+
+async def measure(root: Path, workers: int, label: str) -> float:
+    """Bytes/s a console attached as :data:`MODES` ``label`` receives over :data:`SECONDS`."""
+    mode, options = MODES[label]
     orch = _build(root, workers, busy if workers else idle)
     if workers:
         await orch.tick()
-    api = ApiServer(orch, bind_port=0)
+    hub = StreamHub(orch, **options) if options is not None else None
+    api = ApiServer(orch, bind_port=0, stream=hub)
     await api.start()
     relay = Relay(api.port)
     await relay.start()
@@ -120,9 +150,14 @@ async def measure(root: Path, workers: int, mode: str) -> float:
 
 async def main(root: Path) -> None:
     for label, workers in (("idle", 0), ("50 busy workers", 50)):
-        for mode in ("poll", "stream"):
-            rate = await measure(root / f"{mode}-{workers}", workers, mode)
-            figure(f"attach ({mode}), {label}", rate / 1000, "kB/s")
+        rates = {}
+        for mode in MODES:
+            rates[mode] = await measure(
+                root / f"{mode}-{workers}".replace(", ", "-"), workers, mode
+            )
+            figure(f"attach ({mode}), {label}", rates[mode] / 1000, "kB/s")
+        for mode in ("stream, before", "stream"):
+            figure(f"attach ({mode}) / poll, {label}", 100 * rates[mode] / rates["poll"], "%")
 
 
 def run() -> None:
