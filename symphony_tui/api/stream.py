@@ -20,6 +20,10 @@ Resuming with ``Last-Event-ID: <epoch>:<seq>`` delivers every held event with a 
 write it, so a slow client skips snapshot versions instead of queueing them: memory per
 client is one document and the socket's write buffer (``resp.write`` waits for it to
 drain). A client that takes nothing for ``write_timeout_s`` is dropped.
+
+Bandwidth: a client whose ``Accept-Encoding`` allows gzip gets the response as one gzip
+member flushed at every frame (:class:`FrameGzip`), and token accounting is published at
+most once every ``usage_s`` (:class:`SnapshotVersions`); figures in tests/bench/README.md.
 """
 
 from __future__ import annotations
