@@ -239,13 +239,17 @@ class RemotePort:
             if response.status_code != 200:
                 await response.aread()
                 raise RemoteError(f"{self.base_url}: {response.status_code} {_message(response)}")
+            snapshot_seen = False
             async for sse in source.aiter_sse():
                 if sse.event == "snapshot":
                     self._apply_snapshot(json.loads(sse.data))
+                    snapshot_seen = True
                 elif sse.event == "change":
                     self._apply_change(json.loads(sse.data))
                 if sse.id:
                     self.last_event_id = sse.id
+                if not snapshot_seen:
+                    continue  # the ``retry:`` advice alone: not live before this link's state
                 self._heard()
                 self.error = None
                 if self._stop.is_set():

@@ -254,18 +254,20 @@ class StreamHub:
                 data = gzip.frame(data)
             await asyncio.wait_for(response.write(data), self.write_timeout_s)
 
-        async def write(kind: str, payload: str, event_id: str | None = None) -> None:
-            head = f"event: {kind}\n" + (f"id: {event_id}\n" if event_id else "")
+        async def write(
+            kind: str, payload: str, event_id: str | None = None, before: str = ""
+        ) -> None:
+            head = before + f"event: {kind}\n" + (f"id: {event_id}\n" if event_id else "")
             await send(f"{head}data: {payload}\n\n".encode())
             stats.frames += 1
             transport = request.transport
             if transport is not None:
                 stats.buffered_max = max(stats.buffered_max, transport.get_write_buffer_size())
 
-        await send(f"retry: {self.retry_ms}\n\n".encode())
         first = json.dumps({"version": version, "reset": reset, "gap": gap})
         body = '{"snapshot":' + json.dumps(doc, separators=(",", ":")) + "," + first[1:]
-        await write("snapshot", body, f"{epoch}:{seq}")
+        # the reconnect advice and the state in one write: one gzip flush, one TCP segment
+        await write("snapshot", body, f"{epoch}:{seq}", before=f"retry: {self.retry_ms}\n\n")
         last_write = time.monotonic()
         while not self.closing.is_set():
             events, seq, more = self._events_after(seq)

@@ -139,3 +139,42 @@ def test_the_header_never_shows_stale_data_as_live():
     stale = header(LinkStatus("stale", 75.0, "stream"))
     assert stale.startswith("✗ STALE · 1m15s old") and "live" not in stale
     assert "live" not in header(None) and "STALE" not in header(None)  # a local scheduler
+
+
+async def test_the_link_is_not_live_before_the_first_snapshot_arrives():
+    """A connection that has only sent its ``retry:`` advice has shown no state yet: the
+    console says connecting, not live with an empty snapshot."""
+    from aiohttp import web
+
+    release, finished = asyncio.Event(), asyncio.Event()
+
+    async def stream(request):
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        await response.write(b"retry: 2000\n\n")
+        await release.wait()
+        frame = '{"snapshot":{"generated_at":"2026-01-01T00:00:00Z"},"version":1}'
+        await response.write(f"event: snapshot\nid: 0:0\ndata: {frame}\n\n".encode())
+        await finished.wait()
+        return response
+
+    app = web.Application()
+    app.router.add_get("/api/v1/stream", stream)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]
+    remote = RemotePort(f"http://127.0.0.1:{port}")
+    task = asyncio.create_task(remote.run())
+    try:
+        await asyncio.sleep(0.5)  # the advice has long arrived
+        assert remote.link().state == "connecting"
+        release.set()
+        await until(lambda: remote.link().state == "live")
+        assert remote.last_event_id == "0:0"
+    finally:
+        await remote.close()
+        task.cancel()
+        finished.set()
+        await runner.cleanup()
