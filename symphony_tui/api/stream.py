@@ -185,7 +185,7 @@ class StreamStats:
 class StreamHub:
     port: SchedulerPort
     interval_s: float = 0.5
-    keepalive_s: float = 10.0
+    keepalive_s: float = 5.0
     write_timeout_s: float = 30.0
     retry_ms: int = 2_000
     compress: bool = True
