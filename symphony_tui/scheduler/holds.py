@@ -49,7 +49,7 @@ class Holds:
         if workspace is not None:
             # Survives a restart: a held issue must not be dispatched by the next console
             # just because this one's memory is gone.
-            manifests.hold(workspace, issue)
+            manifests.hold(self._workspaces.manifests, workspace, issue)
 
     def release(self, issue_id: str, issue: Issue | None) -> None:
         """End the hold on ``issue_id`` (if any); with its ``issue`` known, also clear the
@@ -60,7 +60,7 @@ class Holds:
         with contextlib.suppress(WorkspaceError, OSError):
             path = self._workspaces.path_for(issue.identifier)
             if path.is_dir():
-                manifests.unhold(path)
+                manifests.unhold(self._workspaces.manifests, path)
 
     def release_stale(self, current: Mapping[str, Issue], previous: Mapping[str, Issue]) -> None:
         """After a candidate fetch: release holds on issues missing from ``current`` (issue
@@ -76,7 +76,9 @@ class Holds:
 
     def restore(self, recovered: Iterable[RecoveredWorkspace]) -> None:
         """Re-hold issues an operator interrupted or stopped before a restart, as their run
-        manifests say. Unreadable manifests or stamps hold without a stamp or not at all."""
+        manifests say. Unreadable manifests or stamps hold without a stamp or not at all.
+        Waits for queued manifest writes first (start-up: seldom any)."""
+        self._workspaces.manifests.flush_sync()
         for workspace in recovered:
             if not workspace.issue_id:
                 continue

@@ -5,29 +5,28 @@ The scheduler writes the ``run`` section (attempt start and end, hook results, o
 holds) and the ``session`` section (session facts, thread token totals); the workspace
 manager writes ``issue`` and ``run.hooks`` itself. A failed write is logged and the run goes
 on: memory is what the scheduler acts on, the manifest is for recovery after a restart.
+
+Writes go through the workspace manager's :class:`ManifestWriter` (``WorkspaceManager.
+manifests``): they never block the event loop, land in order per file, and are on disk after
+``await writer.flush()`` (the manager flushes before its own writes, removal and recovery;
+the orchestrator on shutdown and in ``barrier()``).
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from symphony_tui.domain import Issue, TokenUsage
-from symphony_tui.observability.logs import log_kv
 from symphony_tui.scheduler.run import Ending, Run
-from symphony_tui.workspaces.manifest import read_manifest, read_section, update_manifest
+from symphony_tui.workspaces.manifest import read_manifest, read_section
+from symphony_tui.workspaces.manifest_writer import ManifestWriter
 
-log = logging.getLogger("symphony_tui.scheduler")
 
-
-def _write(ws: Path, section: str, what: str, **fields: Any) -> None:
-    try:
-        update_manifest(ws, section, **fields)
-    except (OSError, TypeError, ValueError) as exc:
-        log_kv(log, "warning", f"{what} manifest write failed", path=str(ws), error=str(exc))
+def _write(writer: ManifestWriter, ws: Path, section: str, what: str, **fields: Any) -> None:
+    writer.write(ws, section, what, **fields)
 
 
 def resume_facts(ws: Path, backend: str) -> dict[str, Any]:
@@ -40,11 +39,12 @@ def resume_facts(ws: Path, backend: str) -> dict[str, Any]:
     return {}
 
 
-def attempt_started(run: Run) -> None:
+def attempt_started(writer: ManifestWriter, run: Run) -> None:
     """``run`` section at the start of an attempt (status ``running``)."""
     if run.workspace is None:
         return
     _write(
+        writer,
         run.workspace,
         "run",
         "attempt",
@@ -57,11 +57,12 @@ def attempt_started(run: Run) -> None:
     )
 
 
-def attempt_ended(run: Run, ending: Ending, now: datetime) -> None:
+def attempt_ended(writer: ManifestWriter, run: Run, ending: Ending, now: datetime) -> None:
     """``run`` section at the end of an attempt, and the issue's last seen state."""
     if run.workspace is None:
         return
     _write(
+        writer,
         run.workspace,
         "run",
         "attempt",
@@ -73,38 +74,38 @@ def attempt_ended(run: Run, ending: Ending, now: datetime) -> None:
         tokens=run.tokens.model_dump(),
         last_event=run.last_event,
     )
-    _write(run.workspace, "issue", "issue", state=run.issue.state)
+    _write(writer, run.workspace, "issue", "issue", state=run.issue.state)
 
 
-def hook_ran(run: Run, hook_name: str, summary: str) -> None:
+def hook_ran(writer: ManifestWriter, run: Run, hook_name: str, summary: str) -> None:
     """``run.hook_<name>``: how a hook of this attempt went (``ok``, ``exit 2``...)."""
     if run.workspace is not None:
-        _write(run.workspace, "run", "hook", **{f"hook_{hook_name}": summary})
+        _write(writer, run.workspace, "run", "hook", **{f"hook_{hook_name}": summary})
 
 
-def session_facts(run: Run, fields: Mapping[str, Any]) -> None:
+def session_facts(writer: ManifestWriter, run: Run, fields: Mapping[str, Any]) -> None:
     """Merge a backend's session facts (``thread_id``, ``session_id``, resume data) into
     the ``session`` section, with the run's backend."""
     if run.workspace is not None:
-        _write(run.workspace, "session", "session", **{"backend": run.backend, **fields})
+        _write(writer, run.workspace, "session", "session", **{"backend": run.backend, **fields})
 
 
-def thread_tokens(run: Run, totals: TokenUsage) -> None:
+def thread_tokens(writer: ManifestWriter, run: Run, totals: TokenUsage) -> None:
     """``session.thread_tokens``: the thread's absolute token totals, so a re-attached
     thread counts only new usage."""
     if run.workspace is not None:
-        _write(run.workspace, "session", "token", thread_tokens=totals.model_dump())
+        _write(writer, run.workspace, "session", "token", thread_tokens=totals.model_dump())
 
 
-def hold(ws: Path, issue: Issue) -> None:
+def hold(writer: ManifestWriter, ws: Path, issue: Issue) -> None:
     """``run.held``: the operator holds the issue (with its ``updated_at`` then)."""
     stamp = issue.updated_at.isoformat() if issue.updated_at else None
-    _write(ws, "run", "hold", held=True, held_updated_at=stamp)
+    _write(writer, ws, "run", "hold", held=True, held_updated_at=stamp)
 
 
-def unhold(ws: Path) -> None:
+def unhold(writer: ManifestWriter, ws: Path) -> None:
     """Clear ``run.held``."""
-    _write(ws, "run", "hold", held=False)
+    _write(writer, ws, "run", "hold", held=False)
 
 
 def read_hold(ws: Path) -> tuple[bool, datetime | None]:

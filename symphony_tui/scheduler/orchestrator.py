@@ -157,7 +157,7 @@ class Orchestrator:
             approvals=self._approvals,
             tools=self._tools,
             post=inbox.post,
-            barrier=self.barrier,
+            barrier=self._inbox_barrier,
         )
         self.polling = Polling(
             state,
@@ -298,6 +298,8 @@ class Orchestrator:
         if state.usage is not None:
             state.usage.checkpoint(state.running.values(), self.clock.monotonic())
             await asyncio.to_thread(state.usage.close)
+        if not await self.workspaces.manifests.flush(timeout=SHUTDOWN_TIMEOUT_S):
+            state.log("warning", "manifest writes still queued at shutdown")
         self._stop_loop()
         self.events.close()
         state.changed()
@@ -381,7 +383,14 @@ class Orchestrator:
         await self.polling.apply_running_states(ids or [])
 
     async def barrier(self) -> None:
-        """Wait until every input posted before this call was handled."""
+        """Wait until every input posted before this call was handled and the manifest
+        writes made until then are on disk (``WorkspaceManager.manifests``)."""
+        await self._ask(Barrier())
+        await self.workspaces.manifests.flush()
+
+    async def _inbox_barrier(self) -> None:
+        """Wait until every input posted before this call was handled (workers: the
+        session's reports are applied before the turn's outcome is read)."""
         await self._ask(Barrier())
 
     def refresh_recovered(self) -> None:

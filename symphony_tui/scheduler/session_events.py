@@ -29,6 +29,7 @@ from symphony_tui.scheduler.clock import Clock
 from symphony_tui.scheduler.eventlog import FRAGMENT_KINDS, QUIET_KINDS, EventHistory
 from symphony_tui.scheduler.run import Run
 from symphony_tui.scheduler.tokens import TokenLedger
+from symphony_tui.workspaces.manifest_writer import ManifestWriter
 
 log = logging.getLogger("symphony_tui.scheduler")
 
@@ -73,8 +74,10 @@ class SessionRecorder:
         events: EventHistory,
         *,
         changed: Callable[[], None],
+        manifests: ManifestWriter,
     ) -> None:
         self._clock = clock
+        self._manifests = manifests
         self._ledger = ledger
         self._events = events
         self._changed = changed
@@ -153,7 +156,7 @@ class SessionRecorder:
             self._set_thread(run, str(thread))
         if fields.get("session_id"):
             run.session_id = str(fields["session_id"])
-        manifests.session_facts(run, fields)
+        manifests.session_facts(self._manifests, run, fields)
         self._changed()
 
     def persist_tokens(self, run: Run) -> None:
@@ -164,7 +167,7 @@ class SessionRecorder:
         baseline = self._ledger.baseline(session_key(run))
         if baseline is None:
             return
-        manifests.thread_tokens(run, baseline)
+        manifests.thread_tokens(self._manifests, run, baseline)
 
     def _count_tokens(self, run: Run, report: TokenReport, now_mono: float) -> None:
         absolute = report.usage

@@ -82,7 +82,9 @@ class SchedulerState:
         self.completed: list[str] = []
         self.known: dict[str, Issue] = {}
         self.ledger = TokenLedger()
-        self.recorder = SessionRecorder(clock, self.ledger, events, changed=self.changed)
+        self.recorder = SessionRecorder(
+            clock, self.ledger, events, changed=self.changed, manifests=workspaces.manifests
+        )
         self.recovered: tuple[RecoveredWorkspace, ...] = ()
         self.dispatch_paused = False
         self.config_error: str | None = None

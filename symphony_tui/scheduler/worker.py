@@ -123,7 +123,7 @@ class Worker:
         state.update_run(run, workspace=path, resume=manifests.resume_facts(path, run.backend))
         if created:
             state.emit_system(EventKind.HOOK, f"workspace created at {path}", issue=issue)
-        manifests.attempt_started(run)
+        manifests.attempt_started(ctx.workspaces.manifests, run)
         hook = await ctx.workspaces.run_hook("before_run", path, issue)
         if hook is not None:
             self._hook_ran(hook)
@@ -251,7 +251,7 @@ class Worker:
             self._hook_ran(hook)
         await ctx.barrier()  # the session's last reports are applied before they are saved
         state.recorder.persist_tokens(run)
-        manifests.attempt_ended(run, ending, state.clock.now())
+        manifests.attempt_ended(ctx.workspaces.manifests, run, ending, state.clock.now())
         requested = self._ending
         if ending.remove_workspace or (requested is not None and requested.remove_workspace):
             try:
@@ -274,7 +274,7 @@ class Worker:
                 output=hook.output[-2000:],
             ),
         )
-        manifests.hook_ran(self._run, hook.name, summary)
+        manifests.hook_ran(self._ctx.workspaces.manifests, self._run, hook.name, summary)
 
 
 def _hook_error(hook: Any) -> str:

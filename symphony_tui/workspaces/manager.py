@@ -31,8 +31,8 @@ from symphony_tui.workspaces.manifest import (
     manifest_mtime,
     read_manifest,
     read_section,
-    update_manifest,
 )
+from symphony_tui.workspaces.manifest_writer import ManifestWriter
 from symphony_tui.workspaces.paths import ensure_inside_root, workspace_key, workspace_path
 
 log = logging.getLogger(__name__)
@@ -110,6 +110,10 @@ class WorkspaceManager:
         self._env = dict(env or {})
         self._unset = frozenset(unset)
         self._locks: dict[str, asyncio.Lock] = {}
+        #: Every manifest write of this root goes through this writer (one thread, per-file
+        #: order kept): the scheduler's ``run`` / ``session`` sections and this manager's
+        #: ``issue`` and ``run.hooks``, so two writers of one file never race.
+        self.manifests = ManifestWriter()
 
     @property
     def root(self) -> Path:
@@ -173,9 +177,11 @@ class WorkspaceManager:
                 "workspace_key": path.name,
                 "updated_at": now,
             }
-            if created or not read_section(path, "issue").get("created_at"):
+            if created:
                 fields["created_at"] = now
-            update_manifest(path, "issue", **fields)
+            # Queued (the writer keeps per-file order with the scheduler's writes); on disk
+            # after ``manifests.flush()``.
+            self.manifests.write(path, "issue", "issue", defaults={"created_at": now}, **fields)
             log_kv(
                 log,
                 "INFO",
@@ -195,6 +201,7 @@ class WorkspaceManager:
             _rmtree_quiet(path)
             raise
         if result is not None and not result.ok:
+            await self.manifests.flush()  # the hook's queued write lands before removal
             await asyncio.to_thread(_rmtree_quiet, path)
             raise WorkspaceError(
                 "after_create_failed",
@@ -246,6 +253,7 @@ class WorkspaceManager:
         else:
             # before_remove runs from an identifier only (start-up sweep, reconciliation):
             # the manifest still knows the issue, so every hook sees the same variables.
+            await self.manifests.flush()  # the queued issue write is on disk
             known = read_section(path, "issue")
             for var, key in (
                 ("SYMPHONY_ISSUE_ID", "id"),
@@ -255,10 +263,8 @@ class WorkspaceManager:
                     env[var] = known[key]
         result = await run_hook(name, script, path, settings.hooks.timeout_ms, env, inherit=inherit)
         if path.is_dir():
-            hooks = read_section(path, "run").get("hooks")
-            hooks = dict(hooks) if isinstance(hooks, dict) else {}
-            hooks[name] = result.summary()
-            update_manifest(path, "run", hooks=hooks)
+            # Merged into ``run.hooks`` on the writer thread, after the file's earlier writes.
+            self.manifests.write(path, "run", "hooks", nested={"hooks": {name: result.summary()}})
         return result
 
     async def remove(self, identifier: str) -> HookResult | None:
@@ -278,6 +284,7 @@ class WorkspaceManager:
                 path.unlink()
                 return None
             result = await self.run_hook("before_remove", path)
+            await self.manifests.flush()  # no queued write recreates files in it
             try:
                 await asyncio.to_thread(_rmtree, path)
             except OSError as err:
@@ -289,7 +296,10 @@ class WorkspaceManager:
 
     def recover(self) -> list[RecoveredWorkspace]:
         """Every workspace folder under the root that has manifests, newest first (by the
-        latest manifest write). Unreadable folders and bad manifest values are skipped."""
+        latest manifest write). Unreadable folders and bad manifest values are skipped.
+        Blocks until queued manifest writes are on disk (call it from a thread when some
+        may be waiting)."""
+        self.manifests.flush_sync()
         root = self.root
         found: list[tuple[float, RecoveredWorkspace]] = []
         try:

@@ -91,32 +91,40 @@ def read_manifest(ws: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
-def update_manifest(ws: Path, section: str, **fields: Any) -> bool:
-    """Merge ``fields`` into ``.symphony/<section>.json`` and write it atomically.
+def merge_section(ws: Path, section: str, fields: dict[str, Any]) -> None:
+    """Merge ``fields`` into ``.symphony/<section>.json`` and write it atomically (fsynced).
 
     Values are made JSON-safe (datetimes as ISO strings, pydantic models dumped, enums by
-    value, anything else by ``str``). Returns False (and logs a warning) when the file
-    could not be written, so a full disk degrades recovery rather than failing a run.
-    Raises ``ValueError`` for an unknown section (a programming error).
+    value, anything else by ``str``). Raises ``OSError`` when the file could not be written
+    and ``ValueError`` for an unknown section (a programming error).
     """
     if section not in SECTIONS:
         raise ValueError(f"unknown manifest section {section!r} (use one of {SECTIONS})")
     directory = manifest_dir(ws)
     merged = {**read_section(ws, section), **fields}
     payload = json.dumps(merged, default=_json_default, indent=2, sort_keys=True) + "\n"
+    directory.mkdir(exist_ok=True)
+    ignore = directory / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text(_GITIGNORE, encoding="utf-8")
+    atomic_write_bytes(directory / f"{section}.json", payload.encode("utf-8"), 0o644)
+
+
+def update_manifest(ws: Path, section: str, **fields: Any) -> bool:
+    """:func:`merge_section`, now, in the caller's thread. Returns False (and logs a
+    warning) when the file could not be written, so a full disk degrades recovery rather
+    than failing a run. Raises ``ValueError`` for an unknown section (a programming error).
+    The scheduler queues its writes instead (``manifest_writer.ManifestWriter``).
+    """
     try:
-        directory.mkdir(exist_ok=True)
-        ignore = directory / ".gitignore"
-        if not ignore.exists():
-            ignore.write_text(_GITIGNORE, encoding="utf-8")
-        atomic_write_bytes(directory / f"{section}.json", payload.encode("utf-8"), 0o644)
+        merge_section(ws, section, fields)
         return True
     except OSError as err:
         log_kv(
             log,
             "WARNING",
             "manifest write failed",
-            path=str(directory),
+            path=str(manifest_dir(ws)),
             section=section,
             error=str(err),
         )

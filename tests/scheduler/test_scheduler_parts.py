@@ -177,6 +177,7 @@ def test_holds_survive_a_restart_and_end_when_the_tracker_changes(tmp_path):
     path.mkdir(parents=True)
     holds = Holds(workspaces)
     holds.hold(issue, path)
+    workspaces.manifests.flush_sync()  # the hold is written by the manifest writer
     assert issue.id in holds and read_manifest(path)["run"]["held"] is True
 
     restarted = Holds(workspaces)
@@ -186,6 +187,7 @@ def test_holds_survive_a_restart_and_end_when_the_tracker_changes(tmp_path):
     assert issue.id in restarted  # unchanged in the tracker: still held
     changed = issue.model_copy(update={"updated_at": T0 + timedelta(minutes=1)})
     restarted.release_stale({issue.id: changed}, {})
+    workspaces.manifests.flush_sync()
     assert issue.id not in restarted and read_manifest(path)["run"]["held"] is False
 
     update_manifest(path, "run", held=True, held_updated_at="not a time")

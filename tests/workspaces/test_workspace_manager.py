@@ -44,6 +44,7 @@ async def test_missing_workspace_directory_is_created(config: Config) -> None:
     path, created = await mgr.ensure(make_issue("ABC/1"))
     assert created and path.is_dir()
     assert path == (config.tmp_path / "ws").resolve() / "ABC_1"
+    await mgr.manifests.flush()  # manifest writes are queued to the writer thread
     issue = read_section(path, "issue")
     assert issue["id"] == "id-ABC/1" and issue["identifier"] == "ABC/1"
     assert issue["workspace_key"] == "ABC_1" and issue["created_at"]
@@ -53,10 +54,12 @@ async def test_existing_workspace_directory_is_reused(config: Config) -> None:
     mgr = WorkspaceManager(config)
     path, _ = await mgr.ensure(make_issue())
     (path / "work.txt").write_text("keep me")
+    await mgr.manifests.flush()
     created_at = read_section(path, "issue")["created_at"]
     again, created = await mgr.ensure(make_issue())
     assert again == path and not created
     assert (path / "work.txt").read_text() == "keep me"
+    await mgr.manifests.flush()
     assert read_section(path, "issue")["created_at"] == created_at
 
 
@@ -96,7 +99,9 @@ async def test_after_create_hook_runs_only_on_new_workspace_creation(config: Con
 async def test_after_create_sees_an_empty_folder(config: Config) -> None:
     # `git clone <url> .` needs an empty folder: manifests are written after the hook.
     config.set(after_create='test -z "$(ls -A)"')
-    path, created = await WorkspaceManager(config).ensure(make_issue())
+    mgr = WorkspaceManager(config)
+    path, created = await mgr.ensure(make_issue())
+    await mgr.manifests.flush()
     assert created and read_section(path, "run")["hooks"] == {"after_create": "ok"}
 
 
@@ -137,6 +142,7 @@ async def test_before_run_failure_and_timeout_are_reported_to_abort_the_attempt(
     config.set(before_run="sleep 30", timeout_ms=1500)
     result = await mgr.run_hook("before_run", path, make_issue())
     assert result is not None and result.timed_out and not result.ok
+    await mgr.manifests.flush()
     assert read_section(path, "run")["hooks"]["before_run"].startswith("timed out")
 
 
