@@ -24,8 +24,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import signal
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -33,19 +31,24 @@ from symphony_tui.agents.base import AgentBackend
 from symphony_tui.config.settings import Settings
 from symphony_tui.config.store import WorkflowStore
 from symphony_tui.config.validate import validate_dispatch
-from symphony_tui.domain import AgentEvent, EventKind, RunOutcome, RunStatus, Snapshot
+from symphony_tui.domain import AgentEvent, EventKind, Snapshot
 from symphony_tui.domain.commands import Command
-from symphony_tui.scheduler.approvals import ApprovalDesk
+from symphony_tui.scheduler.builder import (
+    LoopSide,
+    build_parts,
+    close_clients,
+    close_records,
+    kill_agent_groups,
+    restore_usage,
+    stop_workers,
+)
 from symphony_tui.scheduler.clock import Clock, RealClock
-from symphony_tui.scheduler.commands import OperatorCommands
-from symphony_tui.scheduler.dispatch import Dispatcher
 from symphony_tui.scheduler.eventlog import EventHistory
 from symphony_tui.scheduler.inbox import (
     AgentTraffic,
     Barrier,
     Candidates,
     CommandDone,
-    Inbox,
     Input,
     IssueMoved,
     OperatorCommand,
@@ -62,15 +65,11 @@ from symphony_tui.scheduler.inbox import (
     WorkspaceRemoved,
     reply,
 )
-from symphony_tui.scheduler.polling import Polling
 from symphony_tui.scheduler.port import CommandResult
-from symphony_tui.scheduler.retries import Retries
-from symphony_tui.scheduler.run import Ending, Run
+from symphony_tui.scheduler.run import Run
 from symphony_tui.scheduler.startup import sweep_terminal_workspaces
-from symphony_tui.scheduler.state import SchedulerState
-from symphony_tui.scheduler.tools import SessionTools
 from symphony_tui.scheduler.usage_ledger import UsageLedger
-from symphony_tui.scheduler.worker import WorkerContext, start_worker
+from symphony_tui.scheduler.worker import start_worker
 from symphony_tui.trackers.base import Tracker
 from symphony_tui.workspaces.manager import WorkspaceManager
 
@@ -119,66 +118,38 @@ class Orchestrator:
         #: check at arming time and by the re-check before each dispatch).
         self.watch_ready = asyncio.Event()
 
-        self.state = state = SchedulerState(store, self.clock, self.events, workspaces)
-        state.usage = usage
-        self._inbox = inbox = Inbox()
-        self.retries = Retries(state, inbox.post)
-        self.dispatcher = Dispatcher(state, self.retries, self._start_worker)
-        self._tools = SessionTools(
-            tracker,
-            emit=lambda run, event: inbox.post(AgentTraffic(run, event)),
-            moved=lambda run, moved: inbox.post(IssueMoved(moved, run)),
-        )
-        self._approvals = ApprovalDesk(
-            self.clock,
+        side = LoopSide(
             settings=lambda: self.settings,
-            runs=lambda: state.running.values(),
-            # Approval traffic is control: it is applied before queued agent events.
-            emit=lambda run, event: inbox.post_control(AgentTraffic(run, event)),
-            changed=state.changed,
-        )
-        self._commands = OperatorCommands(
-            state,
-            dispatcher=self.dispatcher,
-            retries=self.retries,
-            approvals=self._approvals,
-            tracker=tracker,
-            workspaces=workspaces,
-            post_control=inbox.post_control,
+            start_worker=self._start_worker,
+            backend=self._backend,
+            post=self._post,
+            ask=self._ask,
+            inbox_barrier=self._inbox_barrier,
+            spawn=self._spawn,
             request_refresh=self.request_refresh,
             refresh_recovered=self.refresh_recovered,
-            spawn=self._spawn,
         )
-        self._worker_ctx = WorkerContext(
-            state=state,
+        parts = build_parts(
+            side,
+            store=store,
             tracker=tracker,
             workspaces=workspaces,
-            backend=self._backend,
-            approvals=self._approvals,
-            tools=self._tools,
-            post=inbox.post,
-            barrier=self._inbox_barrier,
+            clock=self.clock,
+            events=self.events,
+            usage=usage,
         )
-        self.polling = Polling(
-            state,
-            store,
-            tracker,
-            self.dispatcher,
-            ask=self._ask,
-            post=self._post,
-            spawn=self._spawn,
-            request_refresh=self.request_refresh,
-        )
+        self.state = parts.state
+        self._inbox = parts.inbox
+        self.retries = parts.retries
+        self.dispatcher = parts.dispatcher
+        self.polling = parts.polling
+        self._commands = parts.commands
+        self._scans = parts.scans
+        self._worker_ctx = parts.worker_ctx
         self._loop_task: asyncio.Task | None = None
         self._loop_gone = False
-        self._recovered_stale = False
-        self._recovered_scan: asyncio.Task | None = None
-        self._recovered_generation = 0
         self._tasks: set[asyncio.Task] = set()
         self._stopped = asyncio.Event()
-        self._snapshot: Snapshot | None = None
-        self._snapshot_version = -1
-        self._snapshot_mono = -1.0
 
     # ------------------------------------------------------------------ state, read-only
 
@@ -213,13 +184,7 @@ class Orchestrator:
     @property
     def needs_tick_for_idle(self) -> bool:
         """True when idleness cannot be decided until another tick runs."""
-        state = self.state
-        return (
-            not state.running
-            and not state.retrying
-            and state.last_tick_done_mono <= state.last_change_mono
-            and self.polling.task is None
-        )
+        return self.polling.needs_tick_for_idle
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -233,7 +198,7 @@ class Orchestrator:
             raise StartupError("; ".join(errors))
         self._ensure_loop()
         if self.state.usage is not None:
-            await self._restore_usage(self.state.usage)
+            await restore_usage(self.state, self.state.usage)
         self.state.mark_started()
         self.state.log("info", "scheduler starting", workflow=str(self.store.current.path))
         await sweep_terminal_workspaces(self.state, self.tracker)
@@ -245,18 +210,6 @@ class Orchestrator:
                 name="workflow-watch",
             )
         self.request_refresh()
-
-    async def _restore_usage(self, usage: UsageLedger) -> None:
-        """Count what earlier processes used (tokens, running seconds) and checkpoint the
-        live runs from now on (``usage_ledger.py``)."""
-        state = self.state
-        loaded = await asyncio.to_thread(usage.open)
-        state.ledger.restore({issue_id: u.tokens for issue_id, u in loaded.by_issue.items()})
-        state.ended_seconds += loaded.seconds
-        if loaded.warning:
-            state.emit_system(EventKind.WARNING, loaded.warning)
-        usage.start_checkpoints(self.clock, lambda: state.running.values())
-        state.changed()
 
     async def run(self) -> None:
         """Start and keep running until :meth:`shutdown` (the console's runner)."""
@@ -271,35 +224,16 @@ class Orchestrator:
             return
         state.mark_stopping()
         state.log("info", "scheduler stopping", running=len(state.running))
-        self.polling.cancel_timer()
-        for issue_id in list(state.retrying):
-            state.pop_retry(issue_id)
-        workers = []
-        for run in list(state.running.values()):
-            if run.worker is not None:
-                run.worker.stop(Ending(RunOutcome.STOPPED, RunStatus.STOPPED, "scheduler shutdown"))
-            if run.task is not None:
-                run.task.cancel()
-                workers.append(run.task)
-        if workers:
-            await asyncio.wait(workers, timeout=SHUTDOWN_TIMEOUT_S)
+        await stop_workers(state, self.polling, timeout=SHUTDOWN_TIMEOUT_S)
         await self.barrier()  # the ended workers are applied to the state
         for task in list(self._tasks):
             task.cancel()
         for task in list(self._tasks):
             with contextlib.suppress(BaseException):
                 await asyncio.wait_for(task, timeout=2)
-        for backend in self._backends.values():
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(backend.aclose(), timeout=SESSION_CLOSE_TIMEOUT_S)
-        with contextlib.suppress(Exception):
-            await self.tracker.aclose()
+        await close_clients(self._backends.values(), self.tracker, SESSION_CLOSE_TIMEOUT_S)
         await self.barrier()
-        if state.usage is not None:
-            state.usage.checkpoint(state.running.values(), self.clock.monotonic())
-            await asyncio.to_thread(state.usage.close)
-        if not await self.workspaces.manifests.flush(timeout=SHUTDOWN_TIMEOUT_S):
-            state.log("warning", "manifest writes still queued at shutdown")
+        await close_records(state, timeout=SHUTDOWN_TIMEOUT_S)
         self._stop_loop()
         self.events.close()
         state.changed()
@@ -308,14 +242,7 @@ class Orchestrator:
     def kill_agents_now(self) -> int:
         """Last resort when the event loop is gone (the console crashed): SIGKILL the process
         group of every live agent session. Returns how many groups were signalled."""
-        killed = 0
-        for run in list(self.state.running.values()):
-            pid = run.session.pid if run.session is not None else None
-            if pid:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(pid, signal.SIGKILL)
-                    killed += 1
-        return killed
+        return kill_agent_groups(self.state.running.values())
 
     # ------------------------------------------------------------------ front-end port
 
@@ -340,19 +267,9 @@ class Orchestrator:
         return result if result is not None else CommandResult(False, "scheduler stopped")
 
     def snapshot(self) -> Snapshot:
-        """The state as an immutable snapshot, rebuilt when the state changed (its version
-        moved) or half a second passed (running times and token rates move with time)."""
-        now_mono = self.clock.monotonic()
-        version = self.state.version
-        if (
-            self._snapshot is None
-            or version != self._snapshot_version
-            or now_mono - self._snapshot_mono >= 0.5
-        ):
-            self._snapshot = self.state.snapshot()
-            self._snapshot_version = version
-            self._snapshot_mono = now_mono
-        return self._snapshot
+        """The state as an immutable snapshot (``SchedulerState.cached_snapshot``: rebuilt
+        when the state changed or half a second passed)."""
+        return self.state.cached_snapshot()
 
     def events_since(
         self, seq: int, *, limit: int = 2000, issue_id: str | None = None
@@ -396,11 +313,7 @@ class Orchestrator:
     def refresh_recovered(self) -> None:
         """Rescan workspaces left by earlier runs (shown as recovered), now. A background
         rescan still running is then outdated: its result is dropped."""
-        self._recovered_generation += 1
-        try:
-            self.state.set_recovered(tuple(self.workspaces.recover()))
-        except Exception as exc:
-            self.state.log("warning", "workspace recovery scan failed", error=str(exc))
+        self._scans.now()
 
     # ------------------------------------------------------------------ the loop
 
@@ -460,10 +373,10 @@ class Orchestrator:
                 handled += 1
                 if handled >= LOOP_BATCH:
                     handled = 0
-                    self._rescan_if_stale()
+                    self._scans.rescan_if_stale()
                     await asyncio.sleep(0)
                 item = inbox.take()
-            self._rescan_if_stale()
+            self._scans.rescan_if_stale()
 
     def _handle(self, item: Input) -> None:
         """Apply one input to the state (synchronously: a handler never awaits)."""
@@ -507,33 +420,15 @@ class Orchestrator:
                 self.retries.after_run(run, ending)
                 # One rescan for all the runs that end together, off the loop (it reads
                 # every workspace's manifests).
-                self._recovered_stale = True
+                self._scans.mark_stale()
             case Recovered(workspaces=found, generation=generation):
-                self._recovered_scan = None
-                if found is not None and generation == self._recovered_generation:
-                    state.set_recovered(found)
+                self._scans.apply(found, generation)
             case Reload():
                 self.polling.on_workflow_reloaded()
             case Barrier(reply=answer):
                 reply(answer, None)
 
     # ------------------------------------------------------------------ workers
-
-    def _rescan_if_stale(self) -> None:
-        if not self._recovered_stale or self._recovered_scan is not None:
-            return
-        self._recovered_stale = False
-        generation = self._recovered_generation
-
-        async def scan() -> None:
-            try:
-                found = tuple(await asyncio.to_thread(self.workspaces.recover))
-            except Exception as exc:
-                self.state.log("warning", "workspace recovery scan failed", error=str(exc))
-                found = None
-            self._post(Recovered(found, generation))
-
-        self._recovered_scan = self._spawn(scan(), name="recovered-scan")
 
     def _start_worker(self, run: Run) -> None:
         start_worker(run, self._worker_ctx, lambda ending: self._post(WorkerEnded(run, ending)))

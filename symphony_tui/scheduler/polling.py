@@ -67,6 +67,18 @@ class Polling:
         self._tick_again = False
         self._tick_timer: TimerHandle | None = None
 
+    @property
+    def needs_tick_for_idle(self) -> bool:
+        """Nothing running or retrying, no tick under way, and none finished since the last
+        change: idleness (``--exit-when-idle``) cannot be decided until another tick runs."""
+        state = self.state
+        return (
+            not state.running
+            and not state.retrying
+            and state.last_tick_done_mono <= state.last_change_mono
+            and self.task is None
+        )
+
     def cancel_timer(self) -> None:
         if self._tick_timer is not None:
             self._tick_timer.cancel()

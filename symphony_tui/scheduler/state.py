@@ -105,6 +105,7 @@ class SchedulerState:
         self.usage: UsageLedger | None = None
         #: Bumped by every change a snapshot shows.
         self.version = 0
+        self._snapshot: tuple[int, float, Snapshot] | None = None
 
     @property
     def settings(self) -> Settings:
@@ -139,6 +140,15 @@ class SchedulerState:
         run.issue = issue
         if remember:
             self.known[issue.id] = issue
+        self.changed()
+
+    def run_moved_by_agent(self, run: Run, moved: Issue) -> None:
+        """``run``'s agent moved its issue (the ``symphony_set_issue_state`` tool, spec
+        §10.5): ``moved`` is the issue as the tracker answered; a reconcile that reads its
+        new state takes it for the agent's own move (``run.agent_moved_state``). The issue
+        becomes known when the loop applies the ``IssueMoved`` input that follows."""
+        run.issue = moved
+        run.agent_moved_state = moved.state
         self.changed()
 
     def unclaim(self, run: Run) -> None:
@@ -329,6 +339,15 @@ class SchedulerState:
 
     def log(self, level: str, msg: str, **fields: Any) -> None:
         log_kv(log, level, msg, **fields)
+
+    def cached_snapshot(self) -> Snapshot:
+        """The last :meth:`snapshot`, rebuilt when the state changed (its version moved) or
+        half a second passed (running times and token rates move with time)."""
+        now_mono = self.clock.monotonic()
+        cached = self._snapshot
+        if cached is None or cached[0] != self.version or now_mono - cached[1] >= 0.5:
+            cached = self._snapshot = (self.version, now_mono, self.snapshot())
+        return cached[2]
 
     def snapshot(self) -> Snapshot:
         """A new immutable snapshot of the state now (``snapshots.build_snapshot``)."""

@@ -37,8 +37,9 @@ class SessionTools:
     """The tools for sessions against one tracker.
 
     ``emit`` records an event against a run (each call is logged as ``TOOL_CALL``);
-    ``moved`` is told after the agent moved its run's issue (``run.issue`` is already the
-    moved issue then).
+    ``set_issue`` applies a move the tracker accepted to the run
+    (``SchedulerState.run_moved_by_agent``); ``moved`` is told after that (``run.issue`` is
+    already the moved issue then).
     """
 
     def __init__(
@@ -47,10 +48,12 @@ class SessionTools:
         *,
         emit: Callable[[Run, AgentEvent], None],
         moved: Callable[[Run, Issue], None],
+        set_issue: Callable[[Run, Issue], None],
     ) -> None:
         self._tracker = tracker
         self._emit = emit
         self._moved = moved
+        self._set_issue = set_issue
 
     def specs(self) -> tuple[ToolSpec, ...]:
         """What a new session advertises to its agent."""
@@ -96,8 +99,7 @@ class SessionTools:
         except TrackerError as exc:
             run.agent_moved_state = previous_intent
             return ToolResult(False, json.dumps({"error": str(exc)}))
-        run.issue = moved
-        run.agent_moved_state = moved.state
+        self._set_issue(run, moved)
         self._moved(run, moved)
         return ToolResult(True, json.dumps({"issue": moved.identifier, "state": moved.state}))
 

@@ -148,6 +148,6 @@ async def test_runs_that_end_together_cost_one_workspace_rescan_not_one_each(mak
         )
         h.orch._inbox.post(WorkerEnded(run, Ending(RunOutcome.FAILED, RunStatus.FAILED, "x")))
     await h.orch.barrier()
-    await h.until(lambda: h.orch._recovered_scan is None and scans)
+    await h.until(lambda: h.orch._scans.task is None and scans)
     assert len(scans) == 1
     assert len(h.orch.retrying) == 5  # each ended run was still applied

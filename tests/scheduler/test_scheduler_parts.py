@@ -197,14 +197,18 @@ def test_holds_survive_a_restart_and_end_when_the_tracker_changes(tmp_path):
     assert len(again) == 0
 
 
-async def test_session_tools_report_bad_calls_and_keep_the_intent_only_on_success():
+async def test_session_tools_report_bad_calls_and_keep_the_intent_only_on_success(
+    make_harness,
+):
     tracker = MemoryTracker([make_issue(1, state="In Progress")])
     emitted: list[AgentEvent] = []
     moved: list[str] = []
+    state = make_harness([]).orch.state
     tools = SessionTools(
         tracker,
         emit=lambda run, event: emitted.append(event),
         moved=lambda run, issue: moved.append(issue.state),
+        set_issue=state.run_moved_by_agent,
     )
     assert tools.specs() == (SET_STATE_TOOL,)
     run = _run(1)
