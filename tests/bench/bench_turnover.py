@@ -99,12 +99,12 @@ async def run(issues: int, workers: int, rounds: int) -> None:
     figure(f"shutdown with {workers} workers", quit_s, "s", "< 5 s")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--issues", type=int, default=300)
     p.add_argument("--workers", type=int, default=50)
     p.add_argument("--rounds", type=int, default=4)
-    args = p.parse_args()
+    args = p.parse_args(argv)
     asyncio.run(run(args.issues, args.workers, args.rounds))
 
 

@@ -14,6 +14,7 @@ from tests.bench import (
     bench_rpc,
     bench_scheduler,
     bench_soak,
+    bench_turnover,
     bench_usage_ledger,
 )
 
@@ -27,6 +28,7 @@ if __name__ == "__main__":
     bench_console.run()
     bench_usage_ledger.run()
     bench_attach.run()
+    bench_turnover.main([])
     if not args.quick:
         bench_flood.run()
         bench_quit.run()
