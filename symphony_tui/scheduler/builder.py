@@ -1,4 +1,4 @@
-"""Wiring of one scheduler (DESIGN.md "Scheduler"): the parts the loop in
+"""Wiring of one scheduler (docs/architecture.md "Who owns which state"): the parts the loop in
 ``orchestrator.py`` drives, built once and connected to it by callbacks.
 
 :func:`build_parts` makes the state owner (``state.SchedulerState``), the inbox, and the

@@ -1,4 +1,4 @@
-"""Scans of the workspaces earlier runs left (shown as recovered; SPEC-NOTES §9 recovery).
+"""Scans of the workspaces earlier runs left (shown as recovered; spec §9).
 
 A scan reads every workspace's manifests (``WorkspaceManager.recover``, which first waits
 for queued manifest writes). The loop asks for one now (:meth:`RecoveredScans.now`: start-up

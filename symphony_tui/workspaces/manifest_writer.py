@@ -1,5 +1,5 @@
 """Manifest writes off the event loop: one writer thread, per-file order kept, repeated
-writes of one file coalesced (SPEC-NOTES §9 recovery; the layout is ``manifest.py``'s).
+writes of one file coalesced (spec §9 recovery; the layout is ``manifest.py``'s).
 
 Every manifest write merges fields into ``.symphony/<section>.json`` and fsyncs it
 (``atomic.atomic_write_bytes``). At run turnover dozens of runs end and start together and
