@@ -22,14 +22,16 @@ HTTP API, the console) for seconds. :class:`ManifestWriter` takes a write as a f
   thread or the writes queued behind it.
 
 The thread starts on the first write and ends when nothing is waiting, so an idle writer
-holds no thread.
+holds no thread; at interpreter exit every live writer is flushed (``EXIT_FLUSH_S``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import logging
 import threading
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +41,17 @@ from symphony_tui.workspaces.manifest import merge_section, read_section
 log = logging.getLogger(__name__)
 
 _Key = tuple[Path, str]
+#: Seconds the interpreter's exit waits for each writer's queued writes.
+EXIT_FLUSH_S = 5.0
+_LIVE: weakref.WeakSet[ManifestWriter] = weakref.WeakSet()
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    # The thread is a daemon: an exit that skipped the orchestrator's shutdown (a crash
+    # path) still lands what was queued, within EXIT_FLUSH_S per writer.
+    for writer in list(_LIVE):
+        writer.flush_sync(EXIT_FLUSH_S)
 
 
 class _Merge:
@@ -104,6 +117,7 @@ class ManifestWriter:
         self.failures = 0
         #: Files written (after coalescing).
         self.files_written = 0
+        _LIVE.add(self)
 
     # ---------------------------------------------------------------- writing
 

@@ -89,3 +89,19 @@ async def test_flush_waits_for_earlier_writes_and_returns_at_once_when_idle(
     assert await writer.flush(timeout=10)
     assert read_section(tmp_path, "session") == {"backend": "codex", "thread_id": "t-1"}
     assert writer.idle
+
+
+def test_writes_still_queued_at_interpreter_exit_land(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import time\n"
+        "from pathlib import Path\n"
+        "from symphony_tui.workspaces import manifest, manifest_writer\n"
+        "real = manifest.atomic_write_bytes\n"
+        "manifest.atomic_write_bytes = lambda *a: (time.sleep(0.5), real(*a))\n"
+        f"w = manifest_writer.ManifestWriter()\nw.write(Path({str(tmp_path)!r}), 'run', x=1)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+    assert read_section(tmp_path, "run") == {"x": 1}
