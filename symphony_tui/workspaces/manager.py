@@ -284,7 +284,8 @@ class WorkspaceManager:
                 path.unlink()
                 return None
             result = await self.run_hook("before_remove", path)
-            await self.manifests.flush()  # no queued write recreates files in it
+            if self.manifests.discard(path):  # its queued writes are moot; none in flight
+                await self.manifests.flush()
             try:
                 await asyncio.to_thread(_rmtree, path)
             except OSError as err:

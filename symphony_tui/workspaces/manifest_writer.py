@@ -112,6 +112,7 @@ class ManifestWriter:
         self._pending: dict[_Key, _Merge] = {}
         self._seq = 0  # writes taken so far
         self._busy: int | None = None  # first sequence number of the entry being written
+        self._busy_ws: Path | None = None
         self._thread: threading.Thread | None = None
         #: Writes that failed (each was logged).
         self.failures = 0
@@ -158,6 +159,7 @@ class ManifestWriter:
                 key = next(iter(self._pending))
                 entry = self._pending.pop(key)
                 self._busy = entry.first
+                self._busy_ws = key[0]
             what = entry.what
             ok, error = True, ""
             try:
@@ -175,11 +177,23 @@ class ManifestWriter:
                 )
             with self._cond:
                 self._busy = None
+                self._busy_ws = None
                 if ok:
                     self.files_written += 1
                 else:
                     self.failures += 1
                 self._cond.notify_all()
+
+    def discard(self, ws: Path) -> bool:
+        """Drop the queued writes of workspace ``ws`` (it is being removed: they are moot).
+        True when the thread is writing into ``ws`` right now (wait with :meth:`flush`
+        before deleting the folder)."""
+        ws = Path(ws)
+        with self._cond:
+            for key in [k for k in self._pending if k[0] == ws]:
+                del self._pending[key]
+            self._cond.notify_all()
+            return self._busy_ws == ws
 
     # ---------------------------------------------------------------- barriers
 

@@ -105,3 +105,24 @@ def test_writes_still_queued_at_interpreter_exit_land(tmp_path: Path) -> None:
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
     assert read_section(tmp_path, "run") == {"x": 1}
+
+
+def test_discard_drops_a_removed_workspaces_queued_writes(tmp_path: Path, monkeypatch) -> None:
+    gate = threading.Event()
+    real = manifest_writer.merge_section
+
+    def held(ws, section, fields):
+        gate.wait(5)
+        real(ws, section, fields)
+
+    monkeypatch.setattr(manifest_writer, "merge_section", held)
+    busy, doomed = tmp_path / "busy", tmp_path / "doomed"
+    busy.mkdir()
+    doomed.mkdir()
+    writer = ManifestWriter()
+    writer.write(busy, "run", x=1)  # taken by the thread, held at the gate
+    writer.write(doomed, "run", x=2)
+    assert writer.discard(doomed) is False  # queued only: dropped, nothing in flight
+    gate.set()
+    assert writer.flush_sync(timeout=10)
+    assert read_section(busy, "run") == {"x": 1} and read_section(doomed, "run") == {}
