@@ -13,9 +13,24 @@ from typing import Any
 
 from rich.text import Text
 from textual.binding import Binding
+from textual.cache import LRUCache
 from textual.widgets import DataTable
 
 Row = tuple[Text, ...]
+
+# DataTable keeps up to 1000 rendered rows / lines and 10000 rendered cells per table, keyed
+# by row key and update count: with workers churning, entries of rows that ended (and of
+# every cell update) pile up until those bounds, tens of MB per table (issue 12.1). A table
+# only needs what it shows, a few times over (cursor / hover variants, scrolling).
+_LINES_PER_ROW_SHOWN = 4
+_LINES_SPARE = 50
+
+
+def cache_bounds(height: int, columns: int) -> tuple[int, int]:
+    """``(lines, cells)``: how many rendered rows / lines and cells a table ``height``
+    lines tall with ``columns`` columns keeps."""
+    lines = _LINES_PER_ROW_SHOWN * max(height, 0) + _LINES_SPARE
+    return lines, lines * max(columns, 1)
 
 
 def _same(a: Text, b: Text) -> bool:
@@ -93,12 +108,24 @@ class KeyedTable(DataTable):
         self._widths: tuple[int, ...] = ()
         self._rows: dict[str, Row] = {}
         self._order: list[str] = []
+        self._bound_caches()
 
     def on_mount(self) -> None:
         self._set_columns(self._column_widths(0))
 
     def on_resize(self) -> None:
+        self._bound_caches()
         self._fit_columns()
+
+    def _bound_caches(self) -> None:
+        """Size DataTable's render caches to this table's height (see
+        :func:`cache_bounds`); the caches start over, as on any resize."""
+        lines, cells = cache_bounds(self.size.height, len(self._column_spec))
+        if self._line_cache.maxsize != lines:
+            self._row_render_cache = LRUCache(lines)
+            self._row_renderable_cache = LRUCache(lines)
+            self._line_cache = LRUCache(lines)
+            self._cell_render_cache = LRUCache(cells)
 
     def watch_show_vertical_scrollbar(self) -> None:
         # the scrollbar takes a column from the flex one without a Resize event
