@@ -398,6 +398,7 @@ def _api_server(runtime, cli_port: int | None, *, announce: bool = False):
         bind_port=port,
         token=choice.token,
         announce_dir=notes.default_dir() if announce else None,
+        allowed_hosts=server.allowed_hosts,
     )
 
 

@@ -27,9 +27,11 @@ names, and writes from a foreign ``Origin``, are refused (403) before the token 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
-from collections.abc import Awaitable, Callable
+import socket
+from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -229,7 +231,11 @@ def create_app(
         # Host is not this machine's name for itself (DNS rebinding) and cross-site writes
         # (an Origin from elsewhere; a body that is not JSON needs no CORS preflight).
         if _host_name(request.host) not in allowed_hosts:
-            return _error(403, "forbidden_host", f"Host {request.host!r} is not allowed")
+            return _error(
+                403,
+                "forbidden_host",
+                f"Host {request.host!r} is not allowed (add it to server.allowed_hosts)",
+            )
         if request.method not in ("GET", "HEAD", "OPTIONS"):
             origin = request.headers.get("Origin")
             if origin is not None and _host_name(_origin_host(origin)) not in allowed_hosts:
@@ -271,6 +277,23 @@ def create_app(
     return app
 
 
+WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", ""})
+
+
+def serving_names(host: str, extra: Iterable[str] = ()) -> frozenset[str]:
+    """The ``Host`` names (besides loopback) a server bound to ``host`` answers to: ``host``
+    itself and ``extra`` (``server.allowed_hosts``); bound to every address (``0.0.0.0``,
+    ``::``), also this machine's host name, its fully qualified name and the addresses that
+    name resolves to, so ``http://<machine>:PORT`` works from the network."""
+    names = {host, *extra}
+    if host in WILDCARD_HOSTS:
+        machine = socket.gethostname()
+        names |= {machine, socket.getfqdn()}
+        with contextlib.suppress(OSError):
+            names |= {info[4][0] for info in socket.getaddrinfo(machine, None)}
+    return frozenset(n.lower() for n in names if n)
+
+
 class ApiServer:
     """Runs :func:`create_app` on the current event loop until :meth:`stop`.
 
@@ -287,9 +310,11 @@ class ApiServer:
         token: str | None = None,
         announce_dir: Path | None = None,
         stream: StreamHub | None = None,
+        allowed_hosts: Iterable[str] = (),
     ) -> None:
         self._port = port
         self.host = host
+        self.allowed_hosts = serving_names(host, allowed_hosts)
         self._bind_port = bind_port
         self.token = token
         self._announce_dir = announce_dir
@@ -313,7 +338,7 @@ class ApiServer:
                 "(anyone who reaches it could approve agent commands)"
             )
         app = create_app(
-            self._port, hosts=frozenset({self.host}), token=self.token, stream=self._stream
+            self._port, hosts=self.allowed_hosts, token=self.token, stream=self._stream
         )
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()

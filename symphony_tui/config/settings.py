@@ -214,12 +214,14 @@ class OpenCodeSettings(_Section):
 class ServerSettings(_Section):
     """The HTTP API (docs/http-api.md). ``auth_token_env``: the environment variable holding
     the bearer token; ``require_token``: ask for it on loopback too (a non-loopback ``host``
-    always needs one)."""
+    always needs one); ``allowed_hosts``: further names clients may use in ``Host`` /
+    ``Origin`` (the DNS-rebinding check), e.g. the machine's DNS name behind a proxy."""
 
     port: int | None = Field(default=None, ge=0)
     host: str = "127.0.0.1"
     auth_token_env: str | None = None
     require_token: bool = False
+    allowed_hosts: list[str] = Field(default_factory=list)
 
 
 class Settings(_Section):

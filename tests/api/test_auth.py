@@ -163,3 +163,35 @@ def test_the_cli_prints_a_generated_token_once(tmp_path, capsys):
     api = _api_server(runtime, None)
     err = capsys.readouterr().err
     assert api.token and err.count(api.token) == 1 and "shown once" in err
+
+
+def test_a_server_on_every_address_answers_to_the_machine_s_names():
+    """Bound to 0.0.0.0 (token required), requests naming the machine by its host name
+    are served; names beyond those come from ``server.allowed_hosts``."""
+    import socket
+
+    from symphony_tui.api.server import serving_names
+
+    wide = serving_names("0.0.0.0")
+    assert socket.gethostname().lower() in wide and "0.0.0.0" in wide
+    assert serving_names("10.9.8.7") == frozenset({"10.9.8.7"})
+    assert "symphony.example" in serving_names("10.9.8.7", ["Symphony.Example"])
+    assert ApiServer(None, host="::", token=TOKEN).allowed_hosts >= {socket.gethostname().lower()}
+
+
+async def test_an_allowed_host_is_served_and_another_is_told_how_to_allow_it(make_harness):
+    h = make_harness([make_issue(1)], script=asking, front="agent:\n  max_turns: 1\n")
+    await h.start()
+    await h.settle()
+    api = ApiServer(h.orch, token=TOKEN, allowed_hosts=["symphony.example"])
+    await api.start()
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    try:
+        async with httpx.AsyncClient(base_url=api.url, timeout=10.0) as client:
+            ok = await client.get("/api/v1/state", headers=dict(auth, Host="symphony.example:80"))
+            assert ok.status_code == 200
+            other = await client.get("/api/v1/state", headers=dict(auth, Host="other.example"))
+            assert other.status_code == 403
+            assert "server.allowed_hosts" in other.json()["error"]["message"]
+    finally:
+        await api.stop()
