@@ -163,3 +163,14 @@ def signal_group(pgid: int, sig: signal.Signals) -> None:
     """Send ``sig`` to process group ``pgid``; a group that is gone or not ours is ignored."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
+
+
+async def health_answered(client, tries: int = 3, pause_s: float = 0.5) -> bool:
+    """``await client.health()`` asked up to ``tries`` times, ``pause_s`` apart (a loaded host
+    can miss one); True once one answers healthy (``doctor``'s server check)."""
+    for attempt in range(tries):
+        if await client.health():
+            return True
+        if attempt + 1 < tries:
+            await asyncio.sleep(pause_s)
+    return False

@@ -33,13 +33,13 @@ own tools on or off); see the package README section for what it would take.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 import platformdirs
 
 from symphony_tui.agents.base import AgentError, SessionHost
+from symphony_tui.agents.local_server import health_answered
 from symphony_tui.agents.opencode.client import OpenCodeClient, OpenCodeHTTPError
 from symphony_tui.agents.opencode.server import ManagedServer
 from symphony_tui.agents.opencode.session import OpenCodeSession
@@ -187,7 +187,7 @@ class OpenCodeBackend:
         ``opencode.command`` is set) and ask ``GET /global/health``; returns its base URL.
         Raises ``AgentError("launch_failed")``. For ``doctor``; :meth:`aclose` stops it."""
         endpoint = await self._connect(self._settings().opencode, cwd)
-        if not await _healthy(endpoint.client):
+        if not await health_answered(endpoint.client):
             raise AgentError(
                 "launch_failed", f"{endpoint.base_url}: GET /global/health is not healthy"
             )
@@ -230,13 +230,3 @@ class OpenCodeBackend:
                 pid,
                 lambda: OpenCodeClient(url, password=password, timeout_s=REQUEST_TIMEOUT_S),
             )
-
-
-async def _healthy(client, tries: int = 3, pause_s: float = 0.5) -> bool:
-    """``client.health()`` asked up to ``tries`` times (a loaded host can miss one)."""
-    for attempt in range(tries):
-        if await client.health():
-            return True
-        if attempt + 1 < tries:
-            await asyncio.sleep(pause_s)
-    return False

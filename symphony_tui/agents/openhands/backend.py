@@ -36,7 +36,6 @@ next attempt or after a restart (``host.resume``).
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -45,6 +44,7 @@ from typing import Any
 import platformdirs
 
 from symphony_tui.agents.base import AgentError, SessionHost
+from symphony_tui.agents.local_server import health_answered
 from symphony_tui.agents.openhands.client import OpenHandsClient, OpenHandsHTTPError
 from symphony_tui.agents.openhands.client_tools import client_tool_specs
 from symphony_tui.agents.openhands.server import ManagedServer
@@ -151,7 +151,7 @@ class OpenHandsBackend:
         ``openhands.command`` is set) and ask ``GET /health``; returns its base URL. Raises
         ``AgentError("launch_failed")``. For ``doctor``; :meth:`aclose` stops what it started."""
         endpoint, _ws_auth = await self._connect(self._settings().openhands)
-        if not await _healthy(endpoint.client):
+        if not await health_answered(endpoint.client):
             raise AgentError(
                 "launch_failed", f"{endpoint.base_url}: GET /health did not answer 200"
             )
@@ -237,13 +237,3 @@ class OpenHandsBackend:
 
 def _options(cfg: OpenHandsSettings) -> StreamOptions:
     return StreamOptions(readiness_timeout_s=cfg.read_timeout_ms / 1000)
-
-
-async def _healthy(client, tries: int = 3, pause_s: float = 0.5) -> bool:
-    """``client.health()`` asked up to ``tries`` times (a loaded host can miss one)."""
-    for attempt in range(tries):
-        if await client.health():
-            return True
-        if attempt + 1 < tries:
-            await asyncio.sleep(pause_s)
-    return False
