@@ -122,6 +122,9 @@ async def test_decline_from_the_console_and_the_turn_goes_on(project_factory, fa
     assert "state: Done" in project.issues_file.read_text()
 
 
+# A wall-clock bound on a shared 2-core machine: rerun (twice at most) rather than
+# mistake a loaded host for a regression; a real regression fails all three.
+@pytest.mark.flaky(reruns=2, reruns_delay=1)
 async def test_interrupt_during_a_streamed_answer_ends_cancelled_within_2s(project_factory, fake):
     project = project_factory(fake, issues=[("E2E-1", "SLOW200")])
     rt = project.runtime()
