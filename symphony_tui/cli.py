@@ -292,8 +292,11 @@ def _run(
     except TokenError as exc:
         asyncio.run(runtime.close())
         return _fail(str(exc))
+    warnings = runtime.store.current.warnings
     if args.headless:
         print(f"symphony-tui: running {path} headless; log: {log_file}", file=sys.stderr)
+        for warning in warnings:
+            print(f"symphony-tui: warning: {warning}", file=sys.stderr)
         _freeze_startup_heap()
         try:
             return asyncio.run(_headless(runtime, args.exit_when_idle, api))
@@ -317,7 +320,9 @@ def _run(
             await api.stop()
         await runtime.close()
 
-    app = SymphonyApp(runtime.orchestrator, runner=runner, shutdown=shutdown, title=title)
+    app = SymphonyApp(
+        runtime.orchestrator, runner=runner, shutdown=shutdown, title=title, notices=warnings
+    )
     try:
         code = app.run()
     finally:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import signal
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -80,6 +80,8 @@ class SymphonyApp(
     only detaches and never stops workers; defaults to the port's ``detach_only``
     attribute. ``terminal_watch`` checks for a terminal that went away without SIGHUP
     (default: a :class:`TerminalWatch` of stdin/stdout; headless test runs watch nothing).
+    ``notices`` are shown once as warnings when the console opens (the workflow's unread
+    settings: ``Workflow.warnings``).
     """
 
     CSS_PATH = "console.tcss"
@@ -101,6 +103,7 @@ class SymphonyApp(
         refresh_hz: float = REFRESH_HZ,
         detach_only: bool | None = None,
         terminal_watch: TerminalWatch | None = None,
+        notices: Sequence[str] = (),
     ) -> None:
         super().__init__()
         self.port = port
@@ -126,6 +129,7 @@ class SymphonyApp(
             bool(getattr(port, "detach_only", False)) if detach_only is None else detach_only
         )
         self._terminal_watch = terminal_watch
+        self._notices = tuple(notices)
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -139,6 +143,8 @@ class SymphonyApp(
             self.set_keymap(loaded.keymap)
         for error in loaded.errors:
             self.notify(error, severity="warning", markup=False)
+        for notice in self._notices:
+            self.notify(notice, title="WORKFLOW.md", severity="warning", markup=False)
         self._install_signals()
         self._guard_sigcont()
         self._start_terminal_watch()

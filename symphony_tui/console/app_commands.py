@@ -58,14 +58,25 @@ class CommandsMixin:
                     return i.identifier
         return issue_id
 
-    def confirm_then(self, title: str, body: Text, command: Command, yes: str) -> None:
-        """Ask (``Confirm``), then send ``command`` if the operator says yes."""
+    def confirm_then(
+        self, title: str, body: Text, command: Command, yes: str, *, running: str | None = None
+    ) -> None:
+        """Ask (``Confirm``), then send ``command`` if the operator says yes. With
+        ``running`` (an issue id) the question is about that issue's worker: the dialog
+        closes by itself, sending nothing, once the worker has ended."""
 
         def decided(ok: bool | None) -> None:
             if ok:
                 self.send(command)
 
-        self.push_screen(Confirm(title, body, yes=yes), decided)
+        still_valid = None
+        gone = ""
+        if running is not None:
+            still_valid = lambda snap: any(r.issue_id == running for r in snap.running)  # noqa: E731
+            gone = f"{self._ident(running)} ended before you answered; nothing was sent"
+        self.push_screen(
+            Confirm(title, body, yes=yes, still_valid=still_valid, gone=gone), decided
+        )
 
     def action_interrupt(self) -> None:
         issue = self._selected_issue()
@@ -74,7 +85,9 @@ class CommandsMixin:
         body = Text("Interrupt the running turn of ", end="")
         body.append_text(inert(self._ident(issue), "bold"))
         body.append("? The run ends as cancelled.")
-        self.confirm_then("Interrupt worker", body, Interrupt(issue_id=issue), "Interrupt")
+        self.confirm_then(
+            "Interrupt worker", body, Interrupt(issue_id=issue), "Interrupt", running=issue
+        )
 
     def action_stop(self) -> None:
         issue = self._selected_issue()
@@ -83,7 +96,7 @@ class CommandsMixin:
         body = Text("Stop the worker of ", end="")
         body.append_text(inert(self._ident(issue), "bold"))
         body.append("? Its workspace is kept and the claim released.")
-        self.confirm_then("Stop worker", body, Stop(issue_id=issue), "Stop")
+        self.confirm_then("Stop worker", body, Stop(issue_id=issue), "Stop", running=issue)
 
     def action_rerun(self) -> None:
         issue = self._selected_issue()

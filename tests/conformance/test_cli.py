@@ -341,3 +341,21 @@ def test_symphony_tui_entry_point_is_installed_and_runs(tmp_path):
         capture_output=True, text=True, env=child_env(), timeout=60,
     )  # fmt: skip
     assert done.returncode != 0 and "missing_workflow_file" in one_line(done.stderr)
+
+
+def test_headless_names_unread_settings_on_stderr_and_doctor_prints_no_bare_log_line(tmp_path):
+    # A mistyped key is the operator's to fix: headless has no console to show it in, so
+    # it goes on stderr once, with the did-you-mean; doctor reports it in its own words only.
+    project = write_project(tmp_path / "project", [issue(1)], front="agnet:\n  max_turns: 3\n")
+    done = cli(
+        "--headless", "--exit-when-idle", "--log-dir", str(tmp_path / "logs"), cwd=project.folder
+    )
+    assert done.returncode == 0, done.stderr
+    warned = [line for line in done.stderr.splitlines() if "agnet.max_turns" in line]
+    assert warned == [
+        "symphony-tui: warning: unknown setting agnet.max_turns is ignored (nothing reads it); "
+        "did you mean agent.max_turns?"
+    ]
+    doctor = cli("doctor", cwd=project.folder, timeout=60)
+    assert "workflow setting ignored" not in doctor.stdout + doctor.stderr
+    assert "did you mean agent.max_turns?" in doctor.stdout

@@ -67,6 +67,26 @@ async def test_interrupt_cancelled_sends_nothing(port, make_app):
         assert port.sent == []
 
 
+async def test_interrupt_dialog_closes_when_its_worker_ends_first(port, make_app):
+    # the question lapses: answering "yes" later would only fail, so nothing is offered
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_worker(pilot, "DEMO-3")
+        await pilot.press("i")
+        assert isinstance(app.screen, Confirm)
+        port.current = port.current.model_copy(
+            update={"running": [r for r in port.current.running if r.issue_id != "demo-3"]}
+        )
+        app.tick()
+        await done(pilot)
+        assert not isinstance(app.screen, Confirm)
+        await pilot.press("y")
+        await done(pilot)
+        assert port.sent == []
+        assert any("ended before you answered" in text for text, _ in notifications(app))
+
+
 async def test_stop_asks_first(port, make_app):
     app = make_app(port)
     async with app.run_test(size=SIZE) as pilot:
@@ -405,3 +425,10 @@ async def test_confirmations_are_brief_and_failures_stay(port, make_app):
         ok, failed = shown["rerun queued for DEMO-2"], shown["tracker down"]
         assert ok.title == "" and ok.timeout <= 3  # one line, gone quickly
         assert failed.title == "refresh" and failed.timeout >= 2 * ok.timeout
+
+
+async def test_workflow_notices_are_shown_when_the_console_opens(port, make_app):
+    app = make_app(port, notices=("unknown setting agnet.max_turns is ignored",))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert ("unknown setting agnet.max_turns is ignored", "warning") in notifications(app)

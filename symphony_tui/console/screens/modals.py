@@ -7,6 +7,9 @@ quote agent or tracker text, so they take ``rich.text.Text`` built by the caller
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import datetime
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -18,22 +21,48 @@ from textual.widgets.option_list import Option
 
 from symphony_tui.console.messages import host
 from symphony_tui.console.sanitize import one_line
+from symphony_tui.domain import Snapshot
 
 
 class Confirm(ModalScreen[bool]):
-    """Yes / no. ``y`` or ``enter`` on Yes confirms; ``n`` / ``esc`` cancels."""
+    """Yes / no. ``y`` or ``enter`` on Yes confirms; ``n`` / ``esc`` cancels.
+
+    ``still_valid`` is asked on every repaint with the newest snapshot; once it says
+    ``False`` (the worker the question is about has ended, say) the dialog closes as a
+    "no" and tells the operator ``gone``, instead of offering an answer that would only
+    fail."""
 
     BINDINGS = [
         Binding("y", "answer(True)", "Yes", id="confirm_yes"),
         Binding("n,escape", "answer(False)", "No", id="confirm_no"),
     ]
 
-    def __init__(self, title: str, body: Text, *, yes: str = "Yes", danger: bool = True) -> None:
+    def __init__(
+        self,
+        title: str,
+        body: Text,
+        *,
+        yes: str = "Yes",
+        danger: bool = True,
+        still_valid: Callable[[Snapshot], bool] | None = None,
+        gone: str = "",
+    ) -> None:
         super().__init__(classes="dialog")
         self._title = title
         self._body = body
         self._yes = yes
         self._danger = danger
+        self._still_valid = still_valid
+        self._gone = gone
+
+    def show(self, snapshot: Snapshot, now: datetime, tones: object) -> None:
+        """Repaint hook of the console's refresh tick: close when the question lapsed."""
+        if self._still_valid is None or self._still_valid(snapshot) or not self.is_current:
+            return
+        self._still_valid = None  # once
+        if self._gone:
+            self.app.notify(self._gone, severity="warning", markup=False)
+        self.dismiss(False)
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog") as box:
