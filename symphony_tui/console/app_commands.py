@@ -74,9 +74,7 @@ class CommandsMixin:
         if running is not None:
             still_valid = lambda snap: any(r.issue_id == running for r in snap.running)  # noqa: E731
             gone = f"{self._ident(running)} ended before you answered; nothing was sent"
-        self.push_screen(
-            Confirm(title, body, yes=yes, still_valid=still_valid, gone=gone), decided
-        )
+        self.push_screen(Confirm(title, body, yes=yes, still_valid=still_valid, gone=gone), decided)
 
     def action_interrupt(self) -> None:
         issue = self._selected_issue()
