@@ -136,6 +136,15 @@ class AgentSession(Protocol):
         ``INTERRUPTED``. Idempotent; bounded in time."""
         ...
 
+    async def steer(self, text: str) -> bool:
+        """Add the operator's ``text`` to the turn in flight, for the model's next request
+        (codex ``turn/steer``; OpenHands a user message with ``run: true``; OpenCode
+        ``prompt_async`` on the busy session: docs/protocols.md "Steering"). True when
+        the server took it; False when no turn is in flight that can take it now (the
+        caller then sends it with the next turn). Raises :class:`AgentError` when the
+        server refused it or the transport is gone."""
+        ...
+
     async def close(self) -> None:
         """End the session and whatever process it started (the whole process group)."""
         ...

@@ -18,6 +18,7 @@ from symphony_tui.domain import (
     PauseDispatch,
     Refresh,
     Rerun,
+    Steer,
     Stop,
 )
 from symphony_tui.domain.commands import Command
@@ -95,6 +96,22 @@ class CommandsMixin:
         body.append_text(inert(self._ident(issue), "bold"))
         body.append("? Its workspace is kept and the claim released.")
         self.confirm_then("Stop worker", body, Stop(issue_id=issue), "Stop", running=issue)
+
+    def action_steer(self) -> None:
+        """Ask for a message and send it to the selected worker's agent (``Steer``): into
+        the running turn, or with the next one; the result is a notification."""
+        issue = self._selected_issue()
+        if issue is None or issue not in self._running_ids():
+            return
+        body = Text("Message for the agent of ", end="")
+        body.append_text(inert(self._ident(issue), "bold"))
+        body.append(" (it reads it before its next step):")
+
+        def entered(text: str | None) -> None:
+            if text:
+                self.send(Steer(issue_id=issue, text=text))
+
+        self.push_screen(AskText("Message the agent", body, placeholder="message"), entered)
 
     def action_rerun(self) -> None:
         issue = self._selected_issue()

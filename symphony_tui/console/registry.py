@@ -120,6 +120,11 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
         requires="rerun", show=False,
     ),
     ConsoleCommand(
+        "steer", "n", "steer", "Message",
+        "Send a message to the selected worker's agent now (into its running turn)",
+        requires="running", show=False,
+    ),
+    ConsoleCommand(
         "stop", "s", "stop", "Stop",
         "Stop the selected worker, keep its workspace",
         requires="running", confirm=True,

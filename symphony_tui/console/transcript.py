@@ -180,6 +180,14 @@ class Transcript:
         elif kind == EventKind.WARNING:
             head.append("warning ", style=t.warning + t.bold)
             head.append_text(inert(event.message, multiline=True))
+        elif isinstance(payload, NoteDelivered) and payload.steered:
+            # the operator's own words, as a turn of the conversation (like "agent")
+            head.append("operator", style=t.accent + t.bold)
+            head.append(" → agent" + (" (with the next turn)" if payload.queued else ""),
+                        style=t.muted)  # fmt: skip
+            head.append("\n")
+            said = event.message.removeprefix("sent to the agent: ")
+            head.append_text(inert(said, multiline=True, limit=4000))
         elif isinstance(payload, NoteDelivered):
             head.append("→ to the agent ", style=t.accent + t.bold)
             head.append_text(inert(event.message.removeprefix("sent to the agent: "), limit=600))

@@ -22,6 +22,7 @@ from symphony_tui.domain.commands import (
     Refresh,
     RemoveWorkspace,
     Rerun,
+    Steer,
     Stop,
 )
 from symphony_tui.domain.events import AgentEvent, EventKind
@@ -72,6 +73,7 @@ __all__ = [
     "RunStatus",
     "RunningRow",
     "Snapshot",
+    "Steer",
     "Stop",
     "TokenUsage",
 ]

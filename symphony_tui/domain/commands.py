@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 
 class _Cmd(BaseModel):
@@ -87,6 +87,16 @@ class MoveIssue(_Cmd):
     state: str
 
 
+class Steer(_Cmd):
+    """Send the operator's ``text`` to the agent of ``issue_id`` in its running turn (codex
+    ``turn/steer``; docs/protocols.md "Steering"). Between turns it goes with the next turn;
+    a run that ends first reports it as not delivered."""
+
+    type: Literal["steer"] = "steer"
+    issue_id: str
+    text: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=8000)]
+
+
 class RemoveWorkspace(_Cmd):
     """Delete the workspace folder of ``issue_identifier`` (``before_remove`` runs first;
     spec §9.4). The workspace key (the folder name, the identifier's sanitized form) works
@@ -106,6 +116,7 @@ Command = Annotated[
     | Rerun
     | PauseDispatch
     | MoveIssue
+    | Steer
     | RemoveWorkspace,
     Field(discriminator="type"),
 ]

@@ -346,10 +346,14 @@ class TurnDiff(_Base):
 
 
 class NoteDelivered(_Base):
-    """An operator's message was delivered to the agent (``NOTIFICATION``)."""
+    """An operator's message was delivered to the agent (``NOTIFICATION``). ``steered``:
+    the operator sent it on their own (the ``steer`` command), not with an approval answer;
+    ``queued``: it went with a new turn's prompt because no turn was running."""
 
     type: Literal["note_delivered"] = "note_delivered"
     turn_id: str | None = None
+    steered: bool = False
+    queued: bool = False
 
 
 # ---------------------------------------------------------------- scheduler side

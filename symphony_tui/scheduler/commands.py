@@ -18,6 +18,7 @@ import logging
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from symphony_tui.agents.base import AgentError
 from symphony_tui.domain import (
     ApprovalAnswer,
     ApprovalDecision,
@@ -37,6 +38,7 @@ from symphony_tui.domain.commands import (
     Refresh,
     RemoveWorkspace,
     Rerun,
+    Steer,
     Stop,
 )
 from symphony_tui.domain.payloads import OperatorAction
@@ -60,6 +62,9 @@ log = logging.getLogger("symphony_tui.scheduler")
 
 #: What applying a command gives: its result now, or a coroutine doing its I/O part.
 Applied = CommandResult | Coroutine[Any, Any, CommandResult]
+
+#: Seconds a steer may take to reach the backend before the operator is told it failed.
+STEER_TIMEOUT_S = 30.0
 
 #: Seconds an interrupted session gets to end its turn before its worker is cancelled.
 INTERRUPT_GRACE_S = 10.0
@@ -221,6 +226,8 @@ class OperatorCommands:
                 return self._move(issue_id, target)
             case RemoveWorkspace(issue_identifier=identifier):
                 return self._remove_workspace(identifier)
+            case Steer(issue_id=issue_id, text=text):
+                return self._steer(issue_id, text)
         return CommandResult(False, f"unknown command {command!r}")
 
     def issue_moved(self, moved: Issue) -> None:
@@ -297,6 +304,28 @@ class OperatorCommands:
             return CommandResult(True, f"interrupt sent to {identifier}")
 
         return interrupt_session()
+
+    def _steer(self, issue_id: str, text: str) -> Applied:
+        """Send the operator's message to the run's agent (``Worker.steer``): into the turn
+        in flight, else queued for the next turn. Refused without a running worker or once
+        it is ending; a backend's refusal or a timeout is a failed result."""
+        run = self._state.running.get(issue_id)
+        if run is None or run.worker is None:
+            return CommandResult(False, "no running worker for that issue")
+        if run.stopping:
+            return CommandResult(False, f"{run.identifier} is ending; no turn will follow")
+        worker, identifier = run.worker, run.identifier
+
+        async def steer() -> CommandResult:
+            try:
+                said = await asyncio.wait_for(worker.steer(text), STEER_TIMEOUT_S)
+            except TimeoutError:
+                return CommandResult(False, f"{identifier}: not delivered (no answer in time)")
+            except AgentError as exc:
+                return CommandResult(False, f"{identifier}: not delivered: {exc.message}")
+            return CommandResult(True, f"{identifier}: {said}")
+
+        return steer()
 
     def _rerun(self, issue_id: str) -> CommandResult:
         """Clear the hold and any backoff, then dispatch now when eligible and a slot is

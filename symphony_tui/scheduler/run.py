@@ -53,6 +53,11 @@ class WorkerControl(Protocol):
         (interrupt) before the worker is cancelled; otherwise the worker is cancelled now."""
         ...
 
+    async def steer(self, text: str) -> str:
+        """Send the operator's message to the agent (in the turn in flight, else with the
+        next turn); what happened in words. Raises ``AgentError`` when refused."""
+        ...
+
 
 @dataclass
 class PendingApproval:

@@ -20,7 +20,7 @@ from symphony_tui.agents.base import AgentBackend, AgentError, AgentSession, Tur
 from symphony_tui.config.errors import WorkflowError
 from symphony_tui.config.prompt import render_prompt
 from symphony_tui.domain import EventKind, RunOutcome, RunStatus
-from symphony_tui.domain.payloads import HookResult
+from symphony_tui.domain.payloads import HookResult, NoteDelivered
 from symphony_tui.scheduler import manifests
 from symphony_tui.scheduler.approvals import ApprovalDesk
 from symphony_tui.scheduler.host import RunHost
@@ -74,6 +74,8 @@ class Worker:
         self._ctx = ctx
         self._ending: Ending | None = None
         self.task: asyncio.Task | None = None
+        self._in_turn = False
+        self._queued: list[str] = []  # operator messages for the next turn's prompt
 
     @property
     def stopping(self) -> bool:
@@ -92,6 +94,39 @@ class Worker:
             self.task.cancel()
         return taken
 
+    async def steer(self, text: str) -> str:
+        """Send the operator's ``text`` to the agent: into the turn in flight
+        (``AgentSession.steer``), else with the next turn's prompt. Returns what happened
+        in words; raises :class:`AgentError` when the backend refused it."""
+        session = self._run.session
+        if self._in_turn and session is not None and await session.steer(text):
+            self._note(text, queued=False)
+            return "sent to the agent in the running turn"
+        if self._ending is not None:
+            raise AgentError("run_ending", "the run is ending; no turn will follow")
+        self._queued.append(text)
+        return "queued: it goes with the next turn"
+
+    def _note(self, text: str, *, queued: bool) -> None:
+        """The operator's message in the issue's transcript (``NoteDelivered``)."""
+        run = self._run
+        self._ctx.state.emit_system(
+            EventKind.NOTIFICATION,
+            f"sent to the agent: {text}",
+            issue=run.issue,
+            payload=NoteDelivered(turn_id=run.turn_id, steered=True, queued=queued),
+        )
+
+    def _with_queued(self, prompt: str) -> str:
+        """``prompt`` after the operator's queued messages (each then shown as sent)."""
+        if not self._queued:
+            return prompt
+        notes, self._queued = self._queued, []
+        for text in notes:
+            self._note(text, queued=True)
+        said = "\n\n".join(notes)
+        return f"A message from the operator:\n{said}\n\n{prompt}"
+
     async def run(self) -> Ending:
         """The attempt, then its cleanup; returns how it ended. Never raises."""
         ending = _failed("worker ended without an outcome")
@@ -102,6 +137,13 @@ class Worker:
         except Exception as exc:
             log.exception("worker crashed")
             ending = _failed(f"worker error: {exc}")
+        if self._queued:
+            count, self._queued = len(self._queued), []
+            self._ctx.state.emit_system(
+                EventKind.WARNING,
+                f"{count} operator message(s) not delivered: the run ended before another turn",
+                issue=self._run.issue,
+            )
         try:
             await self._cleanup(ending)
         except asyncio.CancelledError:
@@ -152,7 +194,13 @@ class Worker:
             turn += 1
             state.update_run(run, turn_count=turn, status=RunStatus.STREAMING_TURN)
             text = prompt if turn == 1 else self._continuation_prompt(turn, max_turns)
-            result = await self._run_turn(session, text, continuation=turn > 1)
+            self._in_turn = True
+            try:
+                result = await self._run_turn(
+                    session, self._with_queued(text), continuation=turn > 1
+                )
+            finally:
+                self._in_turn = False
             await ctx.barrier()  # what the session reported during the turn is applied
             state.recorder.persist_tokens(run)
             if self._ending is not None:

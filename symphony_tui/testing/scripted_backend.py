@@ -29,6 +29,9 @@ class ScriptedSession:
     prompts: list[str] = field(default_factory=list)
     script: TurnScript | None = None
     turn_id: str | None = None
+    in_turn: bool = False
+    steered: list[str] = field(default_factory=list)
+    steer_arrived: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
     def session_id(self) -> str | None:
@@ -47,10 +50,23 @@ class ScriptedSession:
             AgentEvent(kind=EventKind.TURN_STARTED, payload=TurnStarted(turn_id=self.turn_id))
         )
         assert self.script is not None
-        return await self.script(self, prompt, self.turns)
+        self.in_turn = True
+        try:
+            return await self.script(self, prompt, self.turns)
+        finally:
+            self.in_turn = False
 
     async def interrupt(self) -> None:
         self.interrupted.set()
+
+    async def steer(self, text: str) -> bool:
+        """Taken only while a turn's script runs (as the real backends); kept in
+        ``steered`` and signalled on ``steer_arrived``."""
+        if not self.in_turn:
+            return False
+        self.steered.append(text)
+        self.steer_arrived.set()
+        return True
 
     async def close(self) -> None:
         self.closed = True

@@ -323,3 +323,19 @@ async def test_accept_for_session_is_not_asked_again(backend, fake, workspace):
         assert result.status == TurnStatus.COMPLETED
     assert len(host.approvals) == 1
     assert (workspace / "out.txt").read_text().split() == ["again", "again"]
+
+
+async def test_steer_mid_turn_reaches_the_models_next_request(backend, fake, workspace):
+    host = RecordingSessionHost(workspace)
+    session = await backend.start_session(host)
+    task = asyncio.create_task(session.run_turn("SLOW30"))
+    await host.wait_for(EventKind.MESSAGE_DELTA)
+    assert await session.steer("STEERED: please also update the changelog")
+    result = await asyncio.wait_for(task, 30)
+
+    assert result.status == TurnStatus.COMPLETED
+    assert "STEERED" not in json.dumps(fake.requests[0]["body"])
+    later = [json.dumps(r["body"]) for r in fake.requests[1:]]
+    assert any("please also update the changelog" in body for body in later)
+    # once the turn is over there is nothing to steer: the caller keeps it for the next turn
+    assert await session.steer("after the turn") is False

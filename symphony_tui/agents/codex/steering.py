@@ -7,6 +7,7 @@ attached to the answer is delivered first with ``turn/steer``.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from symphony_tui.agents.base import AgentError
@@ -48,6 +49,31 @@ class RequestServing(SessionCore):
         finally:
             self._serving.pop(rid, None)
             self._requests.take_note(rid)  # not delivered when cancelled: do not keep it
+
+    async def steer(self, text: str) -> bool:
+        """The operator's own message into the turn in flight (``turn/steer``, as the
+        notes above). False when no turn runs, or it ended before codex took the message;
+        raises :class:`AgentError` when codex refused it for another reason."""
+        turn = self._turn
+        if turn is None or turn.done.done():
+            return False
+        rpc = self._live_rpc()
+        try:
+            await asyncio.wait_for(turn.id_known.wait(), self._timeout_s)
+        except TimeoutError:
+            return False
+        params = {
+            "threadId": self._thread_id,
+            "expectedTurnId": turn.turn_id,
+            "input": [{"type": "text", "text": text}],
+        }
+        try:
+            await rpc.request("turn/steer", params, self._timeout_s)
+        except RpcError as e:
+            if turn.done.done():
+                return False  # the turn ended meanwhile: the caller keeps it for the next
+            raise AgentError("protocol_error", f"turn/steer refused: {e.message}") from e
+        return True
 
     async def _steer(self, rpc: RpcConnection, note: OperatorNote) -> None:
         """Deliver an operator's message to the model in the running turn (``turn/steer``).

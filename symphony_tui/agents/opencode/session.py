@@ -158,6 +158,17 @@ class OpenCodeSession(HttpServerSession):
         turn.busy = adopt
         return adopt
 
+    async def steer(self, text: str) -> bool:
+        """``prompt_async`` on the busy session: the server stores the user message at
+        once and its running loop reads it before the model's next call (the loop goes on
+        while the newest user message is unanswered). False when no turn is in flight or
+        the session is idle (a prompt then would start a run this turn does not follow)."""
+        if self._turn is None or self._closed or self.status not in ("busy", "retry"):
+            return False
+        self._raise_if_failed()
+        await self.client.prompt_async(self.directory, self._server_session_id, text, self._model)
+        return True
+
     async def _send_prompt(self, prompt: str) -> None:
         await self.client.prompt_async(self.directory, self._server_session_id, prompt, self._model)
 

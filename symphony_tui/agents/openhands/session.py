@@ -62,6 +62,7 @@ from symphony_tui.text import one_line
 
 WAITING = "waiting_for_confirmation"
 ACTIVE = ("running", WAITING)
+RERUN_GRACE_S = 10.0  # how long a steered turn waits for the server's rerun (see steer)
 CAUSE_GRACE_S = 10.0  # how long a failed run's cause may trail its status (see .failure)
 _RESOLVING = ("ObservationEvent", "UserRejectObservation")
 
@@ -114,6 +115,10 @@ class OpenHandsSession(HttpServerSession):
         self._tool_actions: dict[str, WireEvent] = {}
         self._tool_tasks: set[asyncio.Task[None]] = set()
         self._tool_results: list[str] = []  # not yet handed to the agent
+        # Steering: a message was sent mid-run (the server then reruns once the run ends)
+        # and the end that comes before that rerun's ``running`` does not end the turn.
+        self._steered = False
+        self._rerun_grace_s = RERUN_GRACE_S
 
     # ------------------------------------------------------------ AgentSession
 
@@ -142,6 +147,23 @@ class OpenHandsSession(HttpServerSession):
         # Adopting starts from the current status, so a pending confirmation is asked again.
         self._follow_from = max(len(self._statuses) - 1, 0) if adopt else len(self._statuses)
         return adopt
+
+    async def steer(self, text: str) -> bool:
+        """A user message with ``run: true`` while the conversation runs: the server adds
+        it to the conversation at once (the model's next call reads it) and, as the run
+        already goes on, runs again once it ends, so the model answers it even when the
+        message came during its last step. Not while a confirmation waits (a message
+        would not be read before the decision): False then, and between turns."""
+        if not self._turn_lock.locked() or self.status != "running" or self._closed:
+            return False
+        self._raise_if_failed()
+        self._steered = True
+        try:
+            await self.client.send_message(self.conversation_id, text, run=True)
+        except AgentError:
+            self._steered = False
+            raise
+        return True
 
     async def _send_prompt(self, prompt: str) -> None:
         results = list(self._tool_results)
@@ -183,6 +205,8 @@ class OpenHandsSession(HttpServerSession):
     # ------------------------------------------------------------ turn loop
 
     async def _follow(self, idx: int, *, armed: bool) -> TurnResult:
+        self._steered = False
+        held: str | None = None  # an end held back while a steered rerun is awaited
         while True:
             self._raise_if_failed()
             while idx < len(self._statuses):
@@ -190,8 +214,15 @@ class OpenHandsSession(HttpServerSession):
                 idx += 1
                 if status in ACTIVE:
                     armed = True
+                    if status == "running":
+                        held = None
                 if not armed:
                     continue
+                if status in ("finished", "idle") and self._steered and not self._stopped():
+                    self._steered, held = False, status
+                    continue
+                if held is not None and status in ("finished", "idle"):
+                    continue  # the trail of the steered run's end, before the rerun
                 if status != WAITING:
                     await self._stop_approvals()
                 if status in FAILED_STATUSES:
@@ -204,7 +235,20 @@ class OpenHandsSession(HttpServerSession):
             if armed and self.status == WAITING:
                 self._maybe_ask()
             self._wake.clear()
-            await self._wake.wait()
+            if held is None:
+                await self._wake.wait()
+                continue
+            try:
+                async with asyncio.timeout(self._rerun_grace_s):
+                    await self._wake.wait()
+            except TimeoutError:
+                result = self._outcome(held)  # the rerun never came: the held end stands
+                if result is not None:
+                    return result
+
+    def _stopped(self) -> bool:
+        """The turn is being stopped (interrupt, cancel, a rejection): ends are final."""
+        return self._interrupted or self._cancelled or self._rejection is not None
 
     async def _await_cause(self, mark: int) -> None:
         """Wait (at most ``cause_grace_s``) until the failed run's cause has arrived or

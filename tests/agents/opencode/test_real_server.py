@@ -396,3 +396,25 @@ async def test_an_unknown_model_fails_the_turn_with_the_servers_reason(
     assert result.error is not None and result.error.startswith("UnknownError: Model not found")
     assert "\n" not in result.error
     assert fake_model.requests == []
+
+
+async def test_steer_mid_answer_reaches_the_models_next_request(
+    tmp_path, oc_env, oc_server, fake_model
+):
+    backend = make_backend(tmp_path, oc_env, server=oc_server)
+    host = make_host(tmp_path)
+    try:
+        session = await backend.start_session(host)
+        turn = asyncio.create_task(session.run_turn("SLOW40 please"))
+        await host.wait_for(EventKind.MESSAGE_DELTA, timeout=60)
+        assert await session.steer("STEERED: please also update the changelog")
+        result = await asyncio.wait_for(turn, 60)
+        after = await session.steer("between turns")
+    finally:
+        await backend.aclose()
+    assert result.status == TurnStatus.COMPLETED, result
+    bodies = [json.dumps(r["body"]) for r in fake_model.requests]
+    first = next(i for i, b in enumerate(bodies) if "SLOW40" in b)
+    assert "STEERED" not in bodies[first]
+    assert any("please also update the changelog" in b for b in bodies[first + 1 :])
+    assert after is False  # no turn in flight: the caller keeps it for the next turn

@@ -391,3 +391,28 @@ async def test_a_policy_decline_is_not_reported_as_the_operators_decision(
     assert not host.of_kind(EventKind.TURN_CANCELLED)
     assert host.of_kind(EventKind.TURN_FAILED)[-1].payload.outcome == "declined"
     assert not (tmp_path / "d.txt").exists()
+
+
+async def test_steer_mid_run_reaches_the_models_next_request(
+    oh_server: ManagedServer, fake_model: FakeModelServer, tmp_path: Path
+) -> None:
+    backend = backend_for(oh_server, fake_model, policy="NeverConfirm")
+    host = RecordingSessionHost(tmp_path, issue=make_issue("OH-9"))
+    try:
+        session = await backend.start_session(host)
+        turn = asyncio.create_task(session.run_turn("SLOW10 take your time"))
+        await host.wait_for(lambda e: getattr(e.payload, "status", None) == "running")
+        while not fake_model.requests:
+            await asyncio.sleep(0.05)
+        assert await session.steer("STEERED: please also update the changelog")
+        result = await asyncio.wait_for(turn, 60)
+        status = await server_status(oh_server, session.conversation_id)
+        after = await session.steer("between turns")
+    finally:
+        await backend.aclose()
+    assert result.status == TurnStatus.COMPLETED, result
+    assert "STEERED" not in str(fake_model.requests[0]["body"])
+    later = [str(r["body"]) for r in fake_model.requests[1:]]
+    assert any("please also update the changelog" in body for body in later)
+    assert status == "finished"
+    assert after is False  # no turn in flight: the caller keeps it for the next turn
