@@ -26,6 +26,7 @@ from symphony_tui.observability.logs import LOG_FILE_NAME, default_log_dir
 
 APP = "symphony-tui"
 EVENTS_FILE_NAME = "events.jsonl"
+AUDIT_FILE_NAME = "audit.jsonl"
 #: Environment variables that move these folders (shown by ``paths`` and ``--help``).
 PATH_ENV_VARS = ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "SYMPHONY_LOCK_DIR")
 
@@ -78,6 +79,11 @@ def events_file(project_key: str, base: Path | None = None) -> Path:
     return project_state_dir(project_key, base) / EVENTS_FILE_NAME
 
 
+def audit_file(project_key: str, base: Path | None = None) -> Path:
+    """The project's audit log of operator actions (JSONL, rotated by size)."""
+    return project_state_dir(project_key, base) / AUDIT_FILE_NAME
+
+
 @dataclass(frozen=True)
 class ProjectPaths:
     """The files one workflow's scheduler uses."""
@@ -85,6 +91,7 @@ class ProjectPaths:
     project_key: str
     events_file: Path
     lock_file: Path
+    audit_file: Path
     workspace_root: Path
 
 
@@ -94,6 +101,7 @@ def project_paths(project_key: str, workspace_root: Path | str) -> ProjectPaths:
         project_key=project_key,
         events_file=events_file(project_key),
         lock_file=lock_file_for(project_key),
+        audit_file=audit_file(project_key),
         workspace_root=Path(workspace_root),
     )
 
@@ -113,6 +121,7 @@ def project_rows(paths: ProjectPaths) -> list[tuple[str, Path | str]]:
     return [
         ("project", paths.project_key),
         ("events", paths.events_file),
+        ("audit", paths.audit_file),
         ("lock file", paths.lock_file),
         ("workspaces", paths.workspace_root),
     ]

@@ -15,7 +15,8 @@ from symphony_tui.config.child_env import secret_env_names
 from symphony_tui.config.store import WorkflowStore
 from symphony_tui.config.validate import validate_dispatch
 from symphony_tui.observability.redact import register_secret
-from symphony_tui.paths import events_file
+from symphony_tui.paths import AUDIT_FILE_NAME, events_file
+from symphony_tui.scheduler.audit import AuditLog
 from symphony_tui.scheduler.eventlog import EventHistory
 from symphony_tui.scheduler.orchestrator import Orchestrator, StartupError
 from symphony_tui.scheduler.project_lock import ProjectLock, project_key_for
@@ -79,6 +80,8 @@ def build_runtime(
     if problems:
         raise StartupError("; ".join(problems))
     project_key = project_key_for(workflow.settings)
+    # the audit log lives beside the event history (paths.audit_file)
+    events_path = events_path or events_file(project_key)
     project_lock = ProjectLock.acquire_for(workflow.settings) if lock else None
     try:
         tracker = create_tracker(store)
@@ -94,7 +97,8 @@ def build_runtime(
             lambda name: create_backend(
                 name, lambda: store.current.settings, env=base, unset=secrets
             ),
-            event_log=EventHistory(jsonl_path=events_path or events_file(project_key)),
+            event_log=EventHistory(jsonl_path=events_path),
+            audit=AuditLog(events_path.with_name(AUDIT_FILE_NAME)),
             usage=UsageLedger(usage_path or usage_file(project_key)),
         )
     except BaseException:

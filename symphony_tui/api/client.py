@@ -21,17 +21,23 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
+from urllib.parse import quote
 
 import httpx
 import jsonpatch
 from httpx_sse import aconnect_sse
 from pydantic import TypeAdapter
 
+from symphony_tui.api.operator_routes import OPERATOR_HEADER
 from symphony_tui.domain import AgentEvent, Snapshot
+from symphony_tui.domain.audit import AuditEntry
 from symphony_tui.domain.commands import Command
+from symphony_tui.domain.diff import DiffPage, WorkspaceDiff
+from symphony_tui.scheduler.audit import local_operator
 from symphony_tui.scheduler.port import CommandResult
 
 _EVENTS = TypeAdapter(list[AgentEvent])
+_AUDIT = TypeAdapter(list[AuditEntry])
 POLL_S = 0.25
 TRANSCRIPT_S = 1.0
 ASKED_KEEP_S = 10.0
@@ -87,6 +93,7 @@ class RemotePort:
     ) -> None:
         self.base_url = base_url.rstrip("/")
         headers = {"Authorization": f"Bearer {token}"} if token else {}
+        headers[OPERATOR_HEADER] = local_operator()  # who, in the scheduler's audit log
         self._client = client or httpx.AsyncClient(base_url=self.base_url, timeout=10.0)
         self._client.headers.update(headers)
         self.mode = mode
@@ -120,7 +127,10 @@ class RemotePort:
             source = self._ring
         return [e for e in source if e.seq > seq][-limit:]
 
-    async def send(self, command: Command) -> CommandResult:
+    async def send(
+        self, command: Command, *, who: str | None = None, via: str = "console"
+    ) -> CommandResult:
+        # who: this console's user (the X-Symphony-Operator header); via: the server's view
         try:
             response = await self._client.post(
                 "/api/v1/commands",
@@ -134,6 +144,59 @@ class RemotePort:
             message = (body.get("error") or {}).get("message", response.text[:200])
             return CommandResult(False, message)
         return CommandResult(bool(body.get("ok")), str(body.get("message", "")))
+
+    # -- workspace diffs and the audit log (asked for on demand, never cached) ----------------
+    async def _get_json(self, url: str, **params: object) -> tuple[int, bytes]:
+        try:
+            response = await self._client.get(url, params=params)
+        except httpx.HTTPError as exc:
+            raise RemoteError(f"scheduler unreachable: {exc}") from exc
+        return response.status_code, response.content
+
+    async def diff(self, issue: str) -> WorkspaceDiff:
+        try:
+            status, body = await self._get_json(f"/api/v1/diff/{quote(issue, safe='')}")
+        except RemoteError as exc:
+            return WorkspaceDiff(issue_identifier=issue, error=str(exc))
+        if status != 200:
+            return WorkspaceDiff(issue_identifier=issue, error=_body_message(status, body))
+        return WorkspaceDiff.model_validate_json(body)
+
+    async def diff_file(
+        self, issue: str, path: str, *, offset: int = 0, limit: int = 400
+    ) -> DiffPage:
+        url = f"/api/v1/diff/{quote(issue, safe='')}/file"
+        try:
+            status, body = await self._get_json(url, path=path, offset=offset, limit=limit)
+        except RemoteError as exc:
+            return DiffPage(path=path, error=str(exc))
+        if status != 200:
+            return DiffPage(path=path, error=_body_message(status, body))
+        return DiffPage.model_validate_json(body)
+
+    async def audit_entries(self, limit: int = 500) -> list[AuditEntry]:
+        """Raises :class:`RemoteError` when the scheduler does not answer with its log."""
+        status, body = await self._get_json("/api/v1/audit", limit=min(limit, 1000))
+        if status != 200:
+            raise RemoteError(_body_message(status, body))
+        return _AUDIT.validate_python(json.loads(body)["entries"])
+
+    async def note_action(self, what: str, **fields: object) -> AuditEntry | None:
+        """Audit a console action on the scheduler's side (its log is the one log); ``None``
+        when it could not be (the scheduler is unreachable or keeps no log)."""
+        fields.pop("who", None)
+        fields.pop("via", None)
+        try:
+            response = await self._client.post(
+                "/api/v1/audit",
+                content=json.dumps({"what": what, **fields}),
+                headers={"Content-Type": "application/json"},
+            )
+        except httpx.HTTPError:
+            return None
+        if response.status_code != 201:
+            return None
+        return AuditEntry.model_validate_json(response.content)
 
     # -- freshness ------------------------------------------------------------------------
     def link(self) -> LinkStatus:
@@ -321,6 +384,13 @@ class RemotePort:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await running
         await self._client.aclose()
+
+
+def _body_message(status: int, body: bytes) -> str:
+    try:
+        return f"{status}: {json.loads(body)['error']['message']}"
+    except (ValueError, KeyError, TypeError):
+        return f"{status}: {body[:200].decode('utf-8', 'replace')}"
 
 
 def _message(response: httpx.Response) -> str:

@@ -13,6 +13,8 @@ Endpoints (JSON; errors are ``{"error": {"code", "message"}}``; a wrong method i
   10000, default 2000; 400 ``invalid_query`` otherwise).
 * ``GET  /api/v1/stream`` — the snapshot, then its changes and the events, pushed as
   Server-Sent Events with ``Last-Event-ID`` resume (:mod:`symphony_tui.api.stream`).
+* ``GET /metrics``, ``/api/v1/audit``, ``/api/v1/diff/<issue>``: the operator's tools
+  (:mod:`symphony_tui.api.operator_routes`).
 * ``POST /api/v1/commands`` — a command body (``{"type": "approve", "approval_id": ...}``, the
   ``Command`` union) -> 200 ``{ok: true, message}``; 409 ``command_rejected`` (with ``ok:
   false`` and the message) when it does not apply now, e.g. no such pending approval; 400
@@ -47,6 +49,7 @@ from symphony_tui.api.auth import (
     log_refusal,
     token_matches,
 )
+from symphony_tui.api.operator_routes import operator_routes, who_and_via
 from symphony_tui.api.stream import StreamHub
 from symphony_tui.domain.activity import recent_events
 from symphony_tui.domain.commands import Command, Refresh
@@ -178,7 +181,8 @@ def create_app(
     @routes.route("*", "/api/v1/refresh")
     @only("POST")
     async def refresh(request: web.Request) -> web.Response:
-        result = await port.send(Refresh())
+        who, via = who_and_via(request)
+        result = await port.send(Refresh(), who=who, via=via)
         return web.json_response(
             {
                 "queued": result.ok,
@@ -203,7 +207,8 @@ def create_app(
             return _error(400, "invalid_command", problems)
         except ValueError as exc:
             return _error(400, "invalid_command", f"body is not JSON: {exc}")
-        result = await port.send(command)
+        who, via = who_and_via(request)
+        result = await port.send(command, who=who, via=via)
         if not result.ok:
             # valid, but it does not apply now (no such pending approval, not running, ...)
             return web.json_response(
@@ -271,6 +276,7 @@ def create_app(
             return _error(exc.status, code, f"{request.method} {request.path}: {exc.reason}")
 
     app = web.Application(middlewares=[json_errors, local_only, bearer])
+    app.add_routes(operator_routes(port))  # before /api/v1/{identifier}
     app.add_routes(routes)
     app.on_shutdown.append(end_streams)
     app[STREAM] = hub

@@ -90,6 +90,8 @@ class Snapshot(BaseModel):
     dispatch_paused: bool = False
     config_error: str | None = None
     tracker_error: str | None = None
+    tracker_errors: int = 0
+    """Failed tracker calls since the scheduler started (``/metrics``)."""
     tracker_paused_until: datetime | None = None
     last_poll_at: datetime | None = None
     next_poll_at: datetime | None = None

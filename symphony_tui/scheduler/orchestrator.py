@@ -32,7 +32,11 @@ from symphony_tui.config.settings import Settings
 from symphony_tui.config.store import WorkflowStore
 from symphony_tui.config.validate import validate_dispatch
 from symphony_tui.domain import AgentEvent, EventKind, Snapshot
+from symphony_tui.domain.audit import AuditEntry
 from symphony_tui.domain.commands import Command
+from symphony_tui.domain.diff import DiffPage, WorkspaceDiff
+from symphony_tui.scheduler import workspace_view
+from symphony_tui.scheduler.audit import AuditLog, local_operator
 from symphony_tui.scheduler.builder import (
     LoopSide,
     build_parts,
@@ -105,6 +109,7 @@ class Orchestrator:
         event_log: EventHistory | None = None,
         watch_workflow: bool = True,
         usage: UsageLedger | None = None,
+        audit: AuditLog | None = None,
     ) -> None:
         self.store = store
         self.tracker = tracker
@@ -113,6 +118,7 @@ class Orchestrator:
         self._backends: dict[str, AgentBackend] = {}
         self.clock: Clock = clock or RealClock()
         self.events = event_log or EventHistory()
+        self.audit = audit or AuditLog()
         self._watch_workflow = watch_workflow
         #: Set once the WORKFLOW.md watcher is armed (edits before that are caught by the
         #: check at arming time and by the re-check before each dispatch).
@@ -236,6 +242,7 @@ class Orchestrator:
         await close_records(state, timeout=SHUTDOWN_TIMEOUT_S)
         self._stop_loop()
         self.events.close()
+        self.audit.close()
         state.changed()
         self._stopped.set()
 
@@ -246,9 +253,12 @@ class Orchestrator:
 
     # ------------------------------------------------------------------ front-end port
 
-    async def send(self, command: Command) -> CommandResult:
+    async def send(
+        self, command: Command, *, who: str | None = None, via: str = "console"
+    ) -> CommandResult:
         """Apply an operator command as a control input (docs/architecture.md "The path of one
-        operator command").
+        operator command") and write it to the audit log (``who``: ``user@host``, default
+        this process's user; ``via``: ``console`` or ``api <address>``).
         ``issue_id`` fields also accept an issue identifier (``ABC-12``).
 
         With no other control input waiting, the command is handled at once, by this task:
@@ -264,7 +274,11 @@ class Orchestrator:
             self._ensure_loop()
             self._handle(item)
         result = await item.reply
-        return result if result is not None else CommandResult(False, "scheduler stopped")
+        result = result if result is not None else CommandResult(False, "scheduler stopped")
+        self.audit.record_command(
+            command, result.ok, result.message, who=who or local_operator(), via=via
+        )
+        return result
 
     def snapshot(self) -> Snapshot:
         """The state as an immutable snapshot (``SchedulerState.cached_snapshot``: rebuilt
@@ -275,6 +289,26 @@ class Orchestrator:
         self, seq: int, *, limit: int = 2000, issue_id: str | None = None
     ) -> list[AgentEvent]:
         return self.events.since(seq, limit=limit, issue_id=issue_id)
+
+    # Workspace diffs and the audit log (the port's read side; scheduler/workspace_view.py).
+    async def diff(self, issue: str) -> WorkspaceDiff:
+        return await workspace_view.diff_of(self.snapshot(), issue)
+
+    async def diff_file(
+        self, issue: str, path: str, *, offset: int = 0, limit: int = 400
+    ) -> DiffPage:
+        return await workspace_view.file_diff_of(
+            self.snapshot(), issue, path, offset=offset, limit=limit
+        )
+
+    async def audit_entries(self, limit: int = 500) -> list[AuditEntry]:
+        return self.audit.recent(limit)
+
+    async def note_action(self, what: str, **fields: Any) -> AuditEntry:
+        """Audit an operator action done outside the scheduler (a shell in a workspace, an
+        export): ``fields`` are :meth:`AuditLog.record`'s (``who`` defaults to this user)."""
+        fields.setdefault("who", local_operator())
+        return self.audit.record(what, **fields)
 
     # ------------------------------------------------------------------ inputs from outside
 

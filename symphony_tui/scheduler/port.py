@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from symphony_tui.domain import AgentEvent, Snapshot
+from symphony_tui.domain.audit import AuditEntry
 from symphony_tui.domain.commands import Command
+from symphony_tui.domain.diff import DiffPage, WorkspaceDiff
 
 
 @dataclass(frozen=True)
@@ -34,7 +36,31 @@ class SchedulerPort(Protocol):
         filtered to one issue when ``issue_id`` is given."""
         ...
 
-    async def send(self, command: Command) -> CommandResult:
+    async def send(
+        self, command: Command, *, who: str | None = None, via: str = "console"
+    ) -> CommandResult:
         """Apply an operator command (Refresh, Interrupt, Stop, Approve, Deny, Answer,
-        Rerun, PauseDispatch, MoveIssue) and report what happened."""
+        Rerun, PauseDispatch, MoveIssue) and report what happened; the audit log names
+        ``who`` (``user@host``, default the scheduler's user) and ``via``."""
+        ...
+
+    async def diff(self, issue: str) -> WorkspaceDiff:
+        """The changed files of ``issue``'s workspace (id or identifier; its live run's,
+        else its recovered workspace) against its base, computed by the scheduler
+        (``workspaces/diff.py``); ``error`` says why when there is none."""
+        ...
+
+    async def diff_file(
+        self, issue: str, path: str, *, offset: int = 0, limit: int = 400
+    ) -> DiffPage:
+        """Lines ``offset`` .. ``offset + limit`` of one changed file's diff."""
+        ...
+
+    async def audit_entries(self, limit: int = 500) -> list[AuditEntry]:
+        """The newest ``limit`` operator actions of the audit log, oldest first."""
+        ...
+
+    async def note_action(self, what: str, **fields: object) -> AuditEntry | None:
+        """Audit an operator action the console did itself (shell, editor, export, copy):
+        ``issue``, ``detail``, ``ok``, ``message`` as in ``AuditLog.record``."""
         ...

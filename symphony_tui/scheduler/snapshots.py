@@ -51,6 +51,7 @@ def build_snapshot(
     tracker_paused_until: datetime | None,
     last_poll_at: datetime | None,
     next_poll_at: datetime | None,
+    tracker_errors: int = 0,
 ) -> Snapshot:
     """The scheduler's state as one frozen ``Snapshot``.
 
@@ -94,6 +95,7 @@ def build_snapshot(
         dispatch_paused=dispatch_paused,
         config_error=config_error,
         tracker_error=tracker_error,
+        tracker_errors=tracker_errors,
         tracker_paused_until=tracker_paused_until,
         last_poll_at=last_poll_at,
         next_poll_at=next_poll_at,

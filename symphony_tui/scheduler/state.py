@@ -89,6 +89,7 @@ class SchedulerState:
         self.dispatch_paused = False
         self.config_error: str | None = None
         self.tracker_error: str | None = None
+        self.tracker_errors = 0  # failed tracker calls since start (/metrics)
         self.tracker_paused_until: datetime | None = None
         self.started_at: datetime | None = None
         self.last_poll_at: datetime | None = None
@@ -244,6 +245,7 @@ class SchedulerState:
         until its reset. The same failure again is logged at debug level only."""
         repeat = self.tracker_error == str(exc) and exc.retry_at is None
         self.tracker_error = str(exc)
+        self.tracker_errors += 1
         self.changed()
         if repeat:
             # The same failure again (a broken issues file fails every poll and refresh):
@@ -369,6 +371,7 @@ class SchedulerState:
             dispatch_paused=self.dispatch_paused,
             config_error=self.config_error,
             tracker_error=self.tracker_error,
+            tracker_errors=self.tracker_errors,
             tracker_paused_until=self.tracker_paused_until,
             last_poll_at=self.last_poll_at,
             next_poll_at=self.next_poll_at,

@@ -10,7 +10,9 @@ from collections.abc import Callable
 from datetime import datetime
 
 from symphony_tui.domain import AgentEvent, EventKind, Snapshot
+from symphony_tui.domain.audit import AuditEntry
 from symphony_tui.domain.commands import Command
+from symphony_tui.domain.diff import DiffPage, WorkspaceDiff
 from symphony_tui.scheduler.port import CommandResult
 
 
@@ -24,6 +26,12 @@ class FakePort:
             True, f"{c.type} accepted"
         )
         self.snapshot_error: Exception | None = None
+        # diff screen: the diff per issue and each file's diff lines; the audit log
+        self.diffs: dict[str, WorkspaceDiff] = {}
+        self.file_lines: dict[str, list[str]] = {}
+        self.page_asks: list[tuple[str, str, int, int]] = []
+        self.audit: list[AuditEntry] = []
+        self.audit_error: Exception | None = None
 
     # -- the port ----------------------------------------------------------------------
 
@@ -41,9 +49,42 @@ class FakePort:
         ]
         return out[:limit]
 
-    async def send(self, command: Command) -> CommandResult:
+    async def send(
+        self, command: Command, *, who: str | None = None, via: str = "console"
+    ) -> CommandResult:
         self.sent.append(command)
         return self.reply(command)
+
+    async def diff(self, issue: str) -> WorkspaceDiff:
+        return self.diffs.get(issue) or WorkspaceDiff(
+            issue_identifier=issue, error=f"{issue} has no workspace here"
+        )
+
+    async def diff_file(
+        self, issue: str, path: str, *, offset: int = 0, limit: int = 400
+    ) -> DiffPage:
+        self.page_asks.append((issue, path, offset, limit))
+        lines = self.file_lines.get(path)
+        if lines is None:
+            return DiffPage(path=path, error=f"{path!r} is not a file of this workspace")
+        return DiffPage(
+            path=path,
+            offset=offset,
+            lines=tuple(lines[offset : offset + limit]),
+            total_lines=len(lines),
+            binary=not lines,
+        )
+
+    async def audit_entries(self, limit: int = 500) -> list[AuditEntry]:
+        if self.audit_error is not None:
+            raise self.audit_error
+        return self.audit[-limit:]
+
+    async def note_action(self, what: str, **fields) -> AuditEntry:
+        fields.setdefault("who", "ann@console")
+        entry = AuditEntry(at=self.current.generated_at, what=what, **fields)
+        self.audit.append(entry)
+        return entry
 
     # -- scripting ---------------------------------------------------------------------
 

@@ -1,0 +1,113 @@
+"""The operator's tool endpoints of the HTTP API (issue 16; docs/http-api.md):
+
+* ``GET  /metrics`` — Prometheus text format (:mod:`symphony_tui.api.metrics`).
+* ``GET  /api/v1/audit?limit=N`` — ``{"entries": [...]}``, the newest ``N`` (1 to 1000,
+  default 200) operator actions oldest first (:class:`~symphony_tui.domain.audit.AuditEntry`).
+* ``POST /api/v1/audit`` — ``{"what", "issue"?, "detail"?, "ok"?, "message"?}``: an action an
+  attached console did on its own machine (an export), audited here -> 201 the entry.
+* ``GET  /api/v1/diff/<issue>`` — the :class:`~symphony_tui.domain.diff.WorkspaceDiff` of the
+  issue's workspace (id or identifier); 404 ``no_workspace`` when it has none.
+* ``GET  /api/v1/diff/<issue>/file?path=P&offset=N&limit=M`` — one
+  :class:`~symphony_tui.domain.diff.DiffPage` (``limit`` 1 to 2000, default 400); 400
+  ``invalid_query`` for a missing path or bad numbers.
+
+Who did a command or an action: the ``X-Symphony-Operator`` header (``user@host``, which
+``symphony-tui attach`` sends), else ``api``; ``via`` is ``api <client address>``.
+"""
+
+from __future__ import annotations
+
+import json
+
+from aiohttp import web
+
+from symphony_tui.api import metrics
+from symphony_tui.scheduler.port import SchedulerPort
+
+OPERATOR_HEADER = "X-Symphony-Operator"
+AUDIT_LIMIT = 1_000
+PAGE_LIMIT = 2_000
+
+
+def _error(status: int, code: str, message: str) -> web.Response:
+    return web.json_response({"error": {"code": code, "message": message}}, status=status)
+
+
+def who_and_via(request: web.Request) -> tuple[str, str]:
+    """``(who, via)`` of a request for the audit log."""
+    who = (request.headers.get(OPERATOR_HEADER) or "").strip()[:120] or "api"
+    return who, f"api {request.remote or '?'}"
+
+
+def _int(request: web.Request, name: str, default: int, low: int, high: int) -> int:
+    raw = request.query.get(name)
+    if raw is None:
+        return default
+    value = int(raw)  # ValueError: the caller answers 400
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be {low} to {high}")
+    return value
+
+
+def operator_routes(port: SchedulerPort) -> web.RouteTableDef:
+    """The routes above; added before ``/api/v1/{identifier}``, which would match
+    ``/api/v1/audit``."""
+    routes = web.RouteTableDef()
+
+    @routes.get("/metrics")
+    async def metrics_route(request: web.Request) -> web.Response:
+        body = metrics.render(port.snapshot)
+        return web.Response(body=body, headers={"Content-Type": metrics.CONTENT_TYPE_LATEST})
+
+    @routes.get("/api/v1/audit")
+    async def audit(request: web.Request) -> web.Response:
+        try:
+            limit = _int(request, "limit", 200, 1, AUDIT_LIMIT)
+        except ValueError as exc:
+            return _error(400, "invalid_query", f"limit: {exc}")
+        entries = await port.audit_entries(limit)
+        body = '{"entries":[' + ",".join(e.model_dump_json() for e in entries) + "]}"
+        return web.Response(text=body, content_type="application/json")
+
+    @routes.post("/api/v1/audit")
+    async def note(request: web.Request) -> web.Response:
+        try:
+            body = json.loads(await request.text())
+        except ValueError as exc:
+            return _error(400, "invalid_body", f"body is not JSON: {exc}")
+        if not isinstance(body, dict) or not isinstance(body.get("what"), str) or not body["what"]:
+            return _error(400, "invalid_body", "what (a non-empty string) is required")
+        fields = {
+            k: body[k]
+            for k, kind in (("issue", str), ("detail", str), ("message", str), ("ok", bool))
+            if isinstance(body.get(k), kind)
+        }
+        who, via = who_and_via(request)
+        entry = await port.note_action(body["what"], who=who, via=via, **fields)
+        if entry is None:
+            return _error(409, "not_audited", "this scheduler keeps no audit log")
+        return web.Response(text=entry.model_dump_json(), content_type="application/json",
+                            status=201)  # fmt: skip
+
+    @routes.get("/api/v1/diff/{issue}")
+    async def diff(request: web.Request) -> web.Response:
+        found = await port.diff(request.match_info["issue"])
+        status = 404 if found.error and not found.workspace_path else 200
+        if status == 404:
+            return _error(404, "no_workspace", found.error or "no workspace")
+        return web.Response(text=found.model_dump_json(), content_type="application/json")
+
+    @routes.get("/api/v1/diff/{issue}/file")
+    async def diff_file(request: web.Request) -> web.Response:
+        path = request.query.get("path")
+        if not path:
+            return _error(400, "invalid_query", "path (the file, relative) is required")
+        try:
+            offset = _int(request, "offset", 0, 0, 10**9)
+            limit = _int(request, "limit", 400, 1, PAGE_LIMIT)
+        except ValueError as exc:
+            return _error(400, "invalid_query", str(exc))
+        page = await port.diff_file(request.match_info["issue"], path, offset=offset, limit=limit)
+        return web.Response(text=page.model_dump_json(), content_type="application/json")
+
+    return routes

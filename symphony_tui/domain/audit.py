@@ -1,0 +1,35 @@
+"""One operator action as the audit log keeps it (``audit.jsonl``, one object a line).
+
+Written by :mod:`symphony_tui.scheduler.audit`; served at ``GET /api/v1/audit``
+(docs/http-api.md) and shown in the console's audit screen.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict
+
+
+class AuditEntry(BaseModel):
+    """``who`` did ``what`` ``at`` (UTC) and how it went.
+
+    ``who`` is ``user@host`` of the operator (for the HTTP API: what the client says,
+    ``X-Symphony-Operator``, else ``api``); ``via`` is ``console`` (this process),
+    ``api <address>`` (a request) or ``attached console <address>``; ``what`` is the
+    command type (``interrupt``, ``approve``...) or a console action (``shell``,
+    ``editor``, ``export``, ``copy``); ``issue`` the issue id or identifier acted on;
+    ``detail`` the command's other fields, one line; ``ok`` and ``message`` its result.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    v: int = 1
+    at: datetime
+    who: str
+    via: str = "console"
+    what: str
+    issue: str | None = None
+    detail: str = ""
+    ok: bool = True
+    message: str = ""
