@@ -19,7 +19,8 @@ _PATH_ENV = (
 
 _RUN_SETTINGS = """\
 WORKFLOW.md settings (YAML front matter; the body is the prompt template):
-  tracker.kind (linear | local), tracker.api_key, tracker.project_slug, tracker.path,
+  tracker.kind (linear | local | github), tracker.api_key, tracker.project_slug, tracker.path,
+  tracker.repo, tracker.token, tracker.api_url, tracker.project   (github)
   tracker.active_states, tracker.terminal_states   where issues come from
   polling.interval_ms   how often the tracker is polled
   workspace.root        where each issue's workspace folder is made

@@ -7,7 +7,8 @@ treat the scheduler's secrets, ``env`` overrides and ``$VAR`` values the same wa
 1. **Base**: the scheduler's environment (``os.environ`` with the caller's ``env`` laid
    over it) without every *secret name* (:func:`secret_env_names`): the tracker key's
    variables (``LINEAR_API_KEY`` always, plus the ``$VAR`` named by ``tracker.api_key`` or
-   ``tracker.provider.api_key``), the variables named by ``tracker.secret_env_names``,
+   ``tracker.provider.api_key``; for ``tracker.kind: github`` also ``GITHUB_TOKEN`` and the
+   ``$VAR`` of ``tracker.token``), the variables named by ``tracker.secret_env_names``,
    ``openhands.session_api_key_env`` and ``opencode.password_env``.
 2. **Defaults** of the child kind (an isolated ``HOME``, the OpenCode switches...).
 3. **Overrides** (``codex.env``, ``openhands.env``, ``opencode.env``, ``hooks.env``): a
@@ -55,10 +56,14 @@ def secret_env_names(raw: Mapping[str, Any]) -> frozenset[str]:
     front matter ``raw`` (as parsed, before ``$VAR`` resolution): see the module doc."""
     names = set(ALWAYS_SECRET_NAMES)
     tracker = _section(raw, "tracker")
+    github = str(tracker.get("kind") or "").strip().lower() == "github"
+    if github:
+        names.add("GITHUB_TOKEN")
     for holder in (tracker, _section(tracker, "provider")):
-        name = env_reference(holder.get("api_key"))
-        if name:
-            names.add(name)
+        for key in ("api_key", "token") if github else ("api_key",):
+            name = env_reference(holder.get(key))
+            if name:
+                names.add(name)
     extra = tracker.get("secret_env_names")
     if isinstance(extra, str):
         extra = [extra]

@@ -20,11 +20,15 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from symphony_tui.config.child_env import secret_env_names
 
 LINEAR_ENDPOINT = "https://api.linear.app/graphql"
+GITHUB_API_URL = "https://api.github.com"
 DEFAULT_ACTIVE_STATES = ("Todo", "In Progress")
 DEFAULT_TERMINAL_STATES = ("Closed", "Cancelled", "Canceled", "Duplicate", "Done")
 DEFAULT_HOOK_TIMEOUT_MS = 60_000
 #: ``tracker.provider`` keys read (the reference's schema); each wins over ``tracker.<key>``.
-PROVIDER_KEYS = ("endpoint", "api_key", "project_slug", "assignee")
+PROVIDER_KEYS = ("endpoint", "api_key", "project_slug", "assignee", "repo", "token", "api_url")
+#: States of ``tracker.kind: github`` without a board or state labels (the reference's).
+GITHUB_ACTIVE_STATES = ("open",)
+GITHUB_TERMINAL_STATES = ("closed",)
 
 
 class _Section(BaseModel):
@@ -36,6 +40,18 @@ def _states(value: Any) -> Any:
     if isinstance(value, str):
         return tuple(s.strip() for s in value.split(",") if s.strip())
     return value
+
+
+class GitHubProjectSettings(_Section):
+    """``tracker.project`` of ``tracker.kind: github``: a Projects (v2) board whose
+    single-select ``status_field`` is the issue state (trackers/github/board.py). ``owner``
+    is the organization or user login (default: the repository's owner); ``priority_field``
+    a single-select (first option = 1, most urgent) or number field."""
+
+    owner: str | None = None
+    number: int = Field(gt=0)
+    status_field: str = "Status"
+    priority_field: str | None = None
 
 
 class TrackerSettings(_Section):
@@ -53,12 +69,33 @@ class TrackerSettings(_Section):
     # dispatched (trimmed, lowercased, deduplicated).
     provider: dict[str, Any] = Field(default_factory=dict)
     required_labels: tuple[str, ...] = ()
+    # tracker.kind github (trackers/github): ``repo`` is owner/name, ``token`` a $VAR (default
+    # $GITHUB_TOKEN; resolved into ``api_key``), ``api_url`` https://HOST/api/v3 on GitHub
+    # Enterprise Server; ``state_labels`` are labels that name an open issue's state;
+    # ``priority_labels`` map a label to a priority (1 most urgent).
+    repo: str | None = None
+    token: str | None = None
+    api_url: str = GITHUB_API_URL
+    project: GitHubProjectSettings | None = None
+    state_labels: tuple[str, ...] = ()
+    priority_labels: dict[str, int] = Field(default_factory=dict)
     # Environment variables holding the scheduler's credentials, scrubbed from every child
     # (agents and hooks, see config/child_env.py): the names written here plus the ones
     # :func:`resolve_settings` derives (``LINEAR_API_KEY``, the ``$VAR`` of ``api_key``...).
     secret_env_names: tuple[str, ...] = ()
 
-    _split = field_validator("active_states", "terminal_states", mode="before")(_states)
+    _split = field_validator("active_states", "terminal_states", "state_labels", mode="before")(
+        _states
+    )
+
+    @field_validator("priority_labels", mode="before")
+    @classmethod
+    def _priority_labels(cls, value: Any) -> Any:
+        if value is None:
+            return {}
+        if isinstance(value, dict):
+            return {str(k).strip().lower(): v for k, v in value.items() if str(k).strip()}
+        return value
 
     @field_validator("secret_env_names", mode="before")
     @classmethod
@@ -310,7 +347,10 @@ def resolve_settings(
 
     ``tracker.provider.<key>`` (:data:`PROVIDER_KEYS`) wins over ``tracker.<key>``;
     ``tracker.api_key`` falls back to ``$LINEAR_API_KEY`` and ``tracker.assignee`` to
-    ``$LINEAR_ASSIGNEE`` for the linear tracker.
+    ``$LINEAR_ASSIGNEE`` for the linear tracker. For ``tracker.kind: github`` the token is
+    ``tracker.token`` (or ``api_key``), else ``$GITHUB_TOKEN``, resolved into ``api_key``;
+    ``repo`` falls back to ``$GITHUB_REPO``; without a board or state labels the states
+    default to ``open`` / ``closed``.
     Raises :class:`pydantic.ValidationError` on bad types or values.
     """
     env = dict(os.environ) if env is None else env
@@ -329,8 +369,13 @@ def resolve_settings(
     assignee = resolve_env(tracker.assignee, env)
     if assignee is None and tracker.assignee is None and linear:
         assignee = env.get("LINEAR_ASSIGNEE") or None
+    github: dict[str, Any] = {}
+    if tracker.kind == "github":
+        github = _github_defaults(tracker, raw.get("tracker"), env)
+        api_key = github.pop("api_key")
     tracker = tracker.model_copy(
         update={
+            **github,
             "api_key": api_key,
             "project_slug": resolve_env(tracker.project_slug, env),
             "assignee": assignee,
@@ -342,3 +387,20 @@ def resolve_settings(
         update={"root": resolve_path(s.workspace.root, workflow_dir, env)}
     )
     return s.model_copy(update={"tracker": tracker, "workspace": workspace})
+
+
+def _github_defaults(tracker: TrackerSettings, raw: Any, env: dict[str, str]) -> dict[str, Any]:
+    """Resolved token (as ``api_key``), repo and default states of a github tracker."""
+    given = raw if isinstance(raw, dict) else {}
+    token_ref = tracker.token if tracker.token is not None else tracker.api_key
+    token = resolve_env(token_ref, env)
+    if token is None and token_ref is None:
+        token = env.get("GITHUB_TOKEN") or None
+    repo = resolve_env(tracker.repo, env) if tracker.repo else env.get("GITHUB_REPO") or None
+    out: dict[str, Any] = {"api_key": token, "repo": repo.strip() if repo else None}
+    if tracker.project is None and not tracker.state_labels:
+        if "active_states" not in given:
+            out["active_states"] = GITHUB_ACTIVE_STATES
+        if "terminal_states" not in given:
+            out["terminal_states"] = GITHUB_TERMINAL_STATES
+    return out

@@ -7,11 +7,15 @@ with the spec's error category where there is one (§11.4).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from urllib.parse import urlsplit
 
-from symphony_tui.config.settings import Settings
+from symphony_tui.config.settings import Settings, TrackerSettings
 
-SUPPORTED_TRACKERS = ("linear", "local")
+SUPPORTED_TRACKERS = ("linear", "local", "github")
+_REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def validate_dispatch(settings: Settings) -> list[str]:
@@ -38,6 +42,8 @@ def validate_dispatch(settings: Settings) -> list[str]:
             )
         if not tracker.project_slug:
             problems.append("missing_tracker_project_slug: tracker.project_slug is not set")
+    elif kind == "github":
+        problems.extend(_github_problems(tracker))
     elif kind == "local":
         if not tracker.path:
             problems.append("local_tracker_file: tracker.path is not set for tracker.kind local")
@@ -57,4 +63,33 @@ def validate_dispatch(settings: Settings) -> list[str]:
             "invalid_agent_config: agent.backend opencode needs opencode.base_url "
             "or opencode.command"
         )
+    return problems
+
+
+def _github_problems(tracker: TrackerSettings) -> list[str]:
+    """``tracker.kind: github`` (trackers/github): repo, token, api_url and, without a board
+    or state labels, states limited to ``open`` / ``closed`` (as the reference's adapter)."""
+    problems: list[str] = []
+    if not tracker.repo:
+        problems.append(
+            "missing_github_repo: tracker.repo is not set (owner/name, or $GITHUB_REPO)"
+        )
+    elif not _REPO.match(tracker.repo):
+        problems.append(f"invalid_github_repo: tracker.repo {tracker.repo!r} is not owner/name")
+    if not tracker.api_key:
+        problems.append(
+            "missing_github_token: no GitHub token (set tracker.token: $VAR, or $GITHUB_TOKEN)"
+        )
+    url = urlsplit(tracker.api_url)
+    local = url.scheme == "http" and url.hostname in _LOOPBACK
+    if not url.hostname or (url.scheme != "https" and not local):
+        problems.append(f"invalid_github_api_url: tracker.api_url {tracker.api_url!r} is not https")
+    if tracker.project is None and not tracker.state_labels:
+        bad = [s for s in tracker.active_states if s.strip().lower() != "open"]
+        bad += [s for s in tracker.terminal_states if s.strip().lower() != "closed"]
+        if bad:
+            problems.append(
+                f"invalid_github_states: {', '.join(map(repr, bad))}: without tracker.project "
+                "or tracker.state_labels the states are open (active) and closed (terminal)"
+            )
     return problems

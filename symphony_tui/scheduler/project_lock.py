@@ -89,11 +89,13 @@ def _open_lock_file(path: Path) -> int:
 
 def project_key_for(settings: Settings) -> str:
     """The identity of the tracker project a workflow dispatches from: ``linear:<endpoint>
-    #<project_slug>``, ``local:<resolved file path>``, else ``<kind>:<workflow folder>``."""
+    #<project_slug>``, ``github:<api_url>#<repo>``, ``local:<resolved file path>``, else ``<kind>:<workflow folder>``."""
     tracker = settings.tracker
     kind = (tracker.kind or "linear").strip().lower()
     if kind == "linear":
         return f"linear:{tracker.endpoint.rstrip('/')}#{tracker.project_slug or ''}"
+    if kind == "github":
+        return f"github:{tracker.api_url.rstrip('/')}#{tracker.repo or ''}"
     if kind == "local" and tracker.path:
         return f"local:{os.path.realpath(tracker.path)}"
     return f"{kind}:{os.path.realpath(settings.workflow_dir)}"

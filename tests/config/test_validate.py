@@ -25,7 +25,7 @@ def test_tracker_kind_must_be_present(tmp_path: Path) -> None:
 def test_tracker_kind_validation_enforces_supported_kinds(tmp_path: Path) -> None:
     problems = validate_dispatch(settings({"tracker": {"kind": "jira"}}, tmp_path))
     assert problems == [
-        "unsupported_tracker_kind: tracker.kind 'jira' is not supported (use one of: linear, local)"
+        "unsupported_tracker_kind: tracker.kind 'jira' is not supported (use one of: linear, local, github)"
     ]
 
 
