@@ -49,6 +49,10 @@ def create_tracker(store: WorkflowStore) -> Tracker:
         from symphony_tui.trackers.linear import LinearTracker
 
         return LinearTracker(provider)
+    if kind == "github":
+        from symphony_tui.trackers.github import GitHubTracker
+
+        return GitHubTracker(provider)
     raise TrackerError("unsupported_tracker_kind", f"tracker.kind {kind!r} is not supported")
 
 

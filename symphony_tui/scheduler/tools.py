@@ -2,7 +2,8 @@
 and ``SessionHost.call_tool`` in ``agents/base.py``).
 
 ``symphony_set_issue_state`` moves the session's own issue to another tracker state. With a
-Linear tracker, ``linear_graphql`` is offered too. Results are JSON text in a
+Linear tracker, ``linear_graphql`` is offered too; with a GitHub tracker, ``github_api``
+(trackers/github/tool.py). Results are JSON text in a
 :class:`ToolResult`; a tool never raises into the session.
 """
 
@@ -62,6 +63,10 @@ class SessionTools:
             from symphony_tui.trackers.linear.tool import LINEAR_GRAPHQL_TOOL
 
             tools.append(LINEAR_GRAPHQL_TOOL)
+        elif self._tracker.kind == "github":
+            from symphony_tui.trackers.github.tool import GITHUB_API_TOOL
+
+            tools.append(GITHUB_API_TOOL)
         return tuple(tools)
 
     async def call(self, run: Run, name: str, arguments: Any) -> ToolResult:
@@ -84,6 +89,13 @@ class SessionTools:
                 return await call_linear_graphql(self._tracker, arguments)
             except Exception as exc:
                 return ToolResult(False, json.dumps({"error": f"linear_graphql failed: {exc}"}))
+        if name == "github_api" and self._tracker.kind == "github":
+            from symphony_tui.trackers.github.tool import call_github_api
+
+            try:
+                return await call_github_api(self._tracker, run.issue.id, arguments)
+            except Exception as exc:
+                return ToolResult(False, json.dumps({"error": f"github_api failed: {exc}"}))
         return ToolResult(False, json.dumps({"error": f"unsupported tool: {name}"}))
 
     async def _set_state(self, run: Run, arguments: Any) -> ToolResult:

@@ -1,0 +1,118 @@
+"""The ``github_api`` client-side tool (spec §10.5; the reference's GitHub adapter offers the
+same tool): one GitHub REST request with the scheduler's token, which never enters the agent's
+environment.
+
+Input ``{"method", "path", "params"?, "body"?}``; ``path`` is relative to ``tracker.api_url``
+(``/repos/owner/name/issues/7/comments``). The scheduler's token may reach much more than the
+agent needs, so the tool is narrower than the token: reads (GET) under the configured
+repository (``/repos/{owner}/{name}...``) and writes (POST, PATCH, PUT, DELETE) on the
+session's own issue only (``/repos/{owner}/{name}/issues/{number}`` and below: comments,
+labels, assignees, state). Result text is ``{"status": <int>, "body": <JSON>}`` (success for
+2xx), or ``{"error": {"code", "message"}}`` for bad input, refusals and failed requests.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from symphony_tui.agents.base import ToolResult, ToolSpec
+from symphony_tui.trackers.base import TrackerError
+from symphony_tui.trackers.github.tracker import GitHubTracker
+
+METHODS = ("GET", "POST", "PATCH", "PUT", "DELETE")
+_MAX_TEXT = 60_000
+
+GITHUB_API_TOOL = ToolSpec(
+    name="github_api",
+    description=(
+        "Send one GitHub REST API request with Symphony's configured auth. Reads anywhere in "
+        "the configured repository; writes only on your own issue (comment, label, close...)."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "method": {"type": "string", "enum": list(METHODS), "description": "HTTP method"},
+            "path": {
+                "type": "string",
+                "description": "REST path such as /repos/owner/repo/issues/1/comments",
+            },
+            "params": {
+                "type": ["object", "null"],
+                "description": "Query parameters",
+                "additionalProperties": True,
+            },
+            "body": {"description": "JSON request body"},
+        },
+        "required": ["method", "path"],
+        "additionalProperties": False,
+    },
+)
+
+
+async def call_github_api(tracker: GitHubTracker, issue_id: str, arguments: Any) -> ToolResult:
+    """Run one ``github_api`` call for the session working on ``issue_id`` (its number);
+    never raises for bad input, a refusal or a failed request."""
+    parsed = _parse(arguments)
+    if isinstance(parsed, ToolResult):
+        return parsed
+    method, path, params, body = parsed
+    repo = tracker.repo
+    refusal = scope_refusal(method, path, repo, issue_id)
+    if refusal:
+        return _failure("forbidden", refusal)
+    try:
+        response = await tracker.rest(method, path, params, body)
+    except TrackerError as exc:
+        extra: dict[str, Any] = {}
+        if exc.retry_at is not None:
+            extra["retry_at"] = exc.retry_at.isoformat()
+        return _failure(exc.category, exc.message, **extra)
+    payload = response.body if response.body is not None else response.text[:_MAX_TEXT]
+    text = tracker.redact(json.dumps({"status": response.status, "body": payload}))
+    return ToolResult(success=200 <= response.status < 300, text=text[: _MAX_TEXT * 2])
+
+
+def scope_refusal(method: str, path: str, repo: str, issue_id: str) -> str | None:
+    """Why ``method path`` is outside the tool's scope (see the module doc), or None."""
+    bare = path.split("?", 1)[0].rstrip("/")
+    base = f"/repos/{repo}".lower()
+    low = bare.lower()
+    if low != base and not low.startswith(base + "/"):
+        return f"path must be under /repos/{repo}"
+    if method == "GET":
+        return None
+    own = f"{base}/issues/{issue_id}".lower()
+    if low != own and not low.startswith(own + "/"):
+        return f"writes are limited to your own issue: /repos/{repo}/issues/{issue_id}"
+    return None
+
+
+def _parse(arguments: Any) -> tuple[str, str, dict[str, Any] | None, Any] | ToolResult:
+    if not isinstance(arguments, dict):
+        return _failure("invalid_input", "arguments must be an object with method and path")
+    method = arguments.get("method")
+    if not isinstance(method, str) or method.strip().upper() not in METHODS:
+        return _failure("invalid_input", f"method must be one of {', '.join(METHODS)}")
+    path = arguments.get("path")
+    if (
+        not isinstance(path, str)
+        or not path.startswith("/")
+        or "://" in path
+        or re.search(r"[\s\x00]", path)
+        or "/../" in path + "/"
+        or "/./" in path + "/"
+    ):
+        return _failure("invalid_input", "path must be a relative REST path starting with /")
+    params = arguments.get("params")
+    if params is not None and not isinstance(params, dict):
+        return _failure("invalid_input", "params must be an object")
+    return method.strip().upper(), path, params, arguments.get("body")
+
+
+def _failure(code: str, message: str, **extra: Any) -> ToolResult:
+    return ToolResult(
+        success=False,
+        text=json.dumps({"error": {"code": code, "message": message, **extra}}, default=str),
+    )

@@ -1,0 +1,92 @@
+"""Fixtures for the GitHub tracker tests: GitHub's contracts (skipped with a reason when they
+are not installed, a failure under CI), a fake clock, a started FakeGitHub that validates
+every request and answer against them, settings pointing at it and a GitHubTracker.
+
+Every test using ``fake`` ends by asserting that no request or answer broke the contracts."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from symphony_tui.config.settings import Settings
+from symphony_tui.testing.github_contracts import missing_contracts
+
+TOKEN = "ghp_SECRET_4f1b7c9e2d3a5b60"
+REPO = "octo/app"
+
+
+def require_contracts() -> None:
+    """Skip (outside CI) or fail (``CI=true``) when the contract files are missing."""
+    missing = missing_contracts()
+    if not missing:
+        return
+    reason = (
+        "GitHub's API contracts are not installed (.ci/run installs @octokit/openapi and "
+        f"@octokit/graphql-schema): missing {', '.join(missing)}"
+    )
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+class FakeClock:
+    """Aware UTC time that moves only when told."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self.now = start or datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+class SettingsBox:
+    """Mutable holder so a test can 'reload' settings; the tracker calls it every request."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.value = settings
+
+    def __call__(self) -> Settings:
+        return self.value
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def fake(clock: FakeClock) -> Iterator:
+    require_contracts()
+    from symphony_tui.testing.fake_github import FakeGitHub
+
+    with FakeGitHub(token=TOKEN, repo=REPO, clock=clock) as gh:
+        yield gh
+    assert gh.violations == [], gh.violations[:10]
+
+
+def github_settings(fake, **tracker: object) -> Settings:
+    raw = {"kind": "github", "repo": REPO, "api_url": fake.url, "token": TOKEN, **tracker}
+    from symphony_tui.config.settings import resolve_settings
+
+    return resolve_settings({"tracker": raw}, workflow_dir=__import__("pathlib").Path("."), env={})
+
+
+@pytest.fixture
+def settings(fake) -> SettingsBox:
+    return SettingsBox(github_settings(fake))
+
+
+@pytest.fixture
+async def tracker(settings: SettingsBox, clock: FakeClock) -> AsyncIterator:
+    from symphony_tui.trackers.github import GitHubTracker
+
+    t = GitHubTracker(settings, clock=clock)
+    yield t
+    await t.aclose()

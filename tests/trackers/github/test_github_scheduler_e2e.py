@@ -1,0 +1,154 @@
+"""The real Orchestrator with the GitHub tracker against FakeGitHub, from a WORKFLOW.md written
+for the reference's GitHub adapter (``tracker.provider.repo``, ``token: $GITHUB_TOKEN``, states
+``open`` / ``closed``): 120 candidates, 60 running.
+
+Dispatch fills 60 slots from two Link pages; every reconcile refreshes the 60 running issues in
+two GraphQL requests (50 + 10) and stops nobody as missing; a closed issue is stopped and its
+slot refilled; a spent primary budget pauses polling until the stated reset (visible in the
+snapshot), keeps every worker and sends nothing meanwhile."""
+
+from __future__ import annotations
+
+import asyncio
+import textwrap
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from symphony_tui.config.store import WorkflowStore
+from symphony_tui.scheduler.clock import FakeClock
+from symphony_tui.scheduler.orchestrator import Orchestrator
+from symphony_tui.testing.scripted_backend import ScriptedBackend
+from symphony_tui.trackers.github import GitHubTracker
+from symphony_tui.workspaces.manager import WorkspaceManager
+
+from .conftest import REPO, TOKEN
+
+T0 = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
+
+
+async def hang(session, prompt, turn):
+    return await session.wait_interrupt()
+
+
+async def until(predicate: Callable[[], bool], timeout: float = 30.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(0.01)
+
+
+def write_reference_workflow(root: Path, fake, *, extra: str = "", states: str = "") -> Path:
+    """A WORKFLOW.md as the reference's GitHub adapter documents it; ``states`` replaces the
+    two state lines of ``tracker`` (unindented); ``extra`` follows them as it is."""
+    states = states or 'active_states: ["open"]\nterminal_states: ["closed"]'
+    tracker = (
+        textwrap.dedent(
+            f"""\
+        tracker:
+          kind: github
+          provider:
+            repo: {REPO}
+            token: "$GITHUB_TOKEN"
+            api_url: {fake.url}
+        """
+        )
+        + textwrap.indent(states, "  ")
+        + "\n"
+    )
+    rest = textwrap.dedent(
+        """\
+        workspace:
+          root: ws
+        polling:
+          interval_ms: 30000
+        agent:
+          max_concurrent_agents: 60
+        codex:
+          stall_timeout_ms: 0
+        """
+    )
+    path = root / "WORKFLOW.md"
+    body = "Work on {{ issue.identifier }}: {{ issue.title }}\n"
+    path.write_text(f"---\n{tracker}{extra}{rest}---\n{body}")
+    return path
+
+
+def orchestrator(tmp_path: Path, fake, clock: FakeClock, backend, **kw) -> tuple:
+    store = WorkflowStore(
+        write_reference_workflow(tmp_path, fake, **kw), env={"GITHUB_TOKEN": TOKEN}
+    )
+    store.load_initial()
+    tracker = GitHubTracker(lambda: store.current.settings, clock=clock.now)
+    orch = Orchestrator(
+        store,
+        tracker,
+        WorkspaceManager(lambda: store.current.settings),
+        lambda name: backend,
+        clock=clock,
+        watch_workflow=False,
+    )
+    return orch, tracker, store
+
+
+async def test_120_candidates_60_running_refresh_reconcile_and_rate_limit(
+    tmp_path: Path, fake
+) -> None:
+    clock = FakeClock(T0)
+    fake._clock = clock.now
+    numbers = fake.add_issues(120)
+    backend = ScriptedBackend(hang)
+    orch, _tracker, store = orchestrator(tmp_path, fake, clock, backend)
+    assert store.current.settings.tracker.active_states == ("open",)
+    try:
+        await orch.start()
+        await until(lambda: orch.ticks >= 1 and len(backend.sessions) == 60)
+        assert set(orch.running) == {str(n) for n in numbers[:60]}
+        assert len(fake.rest_requests("GET", "/repos/octo/app/issues")) >= 2
+
+        # Tick 2: 60 running issues refreshed in two GraphQL requests; nobody stops.
+        before = len(fake.graphql_requests("SymphonyGitHubIssuesByNumber"))
+        await clock.advance(30)
+        await until(lambda: orch.ticks >= 2)
+        refresh = fake.graphql_requests("SymphonyGitHubIssuesByNumber")[before:]
+        assert sorted(r.graphql.count("issue(number:") for r in refresh) == [10, 50]
+        assert set(orch.running) == {str(n) for n in numbers[:60]}
+        pages = fake.rest_requests("GET", "/repos/octo/app/issues")
+        assert [r.status for r in pages[-2:]] == [304, 304]  # candidates unchanged: ETag
+
+        # A person closes one running issue: it stops, a new one starts in its slot.
+        fake.close(numbers[0])
+        await clock.advance(30)
+        await until(lambda: str(numbers[0]) not in orch.running)
+        orch.request_refresh()
+        await until(lambda: len(orch.running) == 60 and str(numbers[60]) in orch.running)
+
+        # The primary budget is spent until a reset 75 s ahead.
+        reset = (clock.now() + timedelta(seconds=75)).replace(microsecond=0)
+        fake.exhaust(reset)
+        ticks = orch.ticks
+        await clock.advance(30)
+        await until(lambda: orch.ticks > ticks)
+        assert orch.snapshot().tracker_paused_until == reset  # the console shows this
+        assert any("paused until" in e.message for e in orch.events_since(0))
+        assert len(orch.running) == 60
+        sent = len(fake.requests)
+        ticks = orch.ticks
+        await clock.advance(30)
+        await until(lambda: orch.ticks > ticks)
+        assert len(fake.requests) == sent  # paused: nothing sent
+        ticks = orch.ticks
+        await clock.advance(30)
+        await until(lambda: orch.ticks > ticks)
+        assert orch.snapshot().tracker_paused_until is None
+        assert len(fake.requests) > sent and len(orch.running) == 60
+
+        messages = [e.message for e in orch.events_since(0)]
+        assert not [m for m in messages if "no longer returned" in m]
+        stopped = [m for m in messages if m.startswith("stopping ")]
+        assert [m.split(":")[0] for m in stopped] == [f"stopping GH-{numbers[0]}"], stopped
+        assert all(r.headers["authorization"] == f"Bearer {TOKEN}" for r in fake.requests)
+    finally:
+        await orch.shutdown()
