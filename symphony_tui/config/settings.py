@@ -189,6 +189,10 @@ class AgentSettings(_Section):
     # Backend-neutral deadlines (None: take ``codex.*``, see Settings.turn_timeout_ms).
     turn_timeout_ms: int | None = Field(default=None, gt=0)
     stall_timeout_ms: int | None = None
+    # Token budgets (total tokens; None: no limit). Crossing one interrupts the turn and
+    # holds the run until the operator extends it or stops it (scheduler/budgets.py).
+    max_tokens_per_issue: int | None = Field(default=None, gt=0)
+    max_tokens_per_attempt: int | None = Field(default=None, gt=0)
 
     @field_validator("max_concurrent_agents_by_state", mode="before")
     @classmethod

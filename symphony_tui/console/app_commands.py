@@ -13,6 +13,7 @@ from symphony_tui.console.messages import ConfirmCommand, SendCommand
 from symphony_tui.console.sanitize import inert, one_line
 from symphony_tui.console.screens.modals import AskText, Choose, Confirm
 from symphony_tui.domain import (
+    ExtendBudget,
     Interrupt,
     MoveIssue,
     PauseDispatch,
@@ -23,6 +24,22 @@ from symphony_tui.domain import (
 )
 from symphony_tui.domain.commands import Command
 from symphony_tui.scheduler.port import CommandResult
+
+BUDGET_STEPS = ("50k", "200k", "1M")
+STOP_CHOICE = "stop the run"
+
+
+def parse_tokens(text: str) -> int | None:
+    """A positive token count from ``"300k"``, ``"1.5M"``, ``"250,000"``; None otherwise."""
+    raw = text.strip().lower().replace(",", "").replace("_", "")
+    scale = {"k": 1_000, "m": 1_000_000}.get(raw[-1:], 1)
+    if scale != 1:
+        raw = raw[:-1]
+    try:
+        tokens = int(float(raw) * scale)
+    except (ValueError, OverflowError):
+        return None
+    return tokens if 0 < tokens <= 1_000_000_000 else None
 
 
 class CommandsMixin:
@@ -112,6 +129,45 @@ class CommandsMixin:
                 self.send(Steer(issue_id=issue, text=text))
 
         self.push_screen(AskText("Message the agent", body, placeholder="message"), entered)
+
+    def action_budget(self) -> None:
+        """A run held by its token budget: extend it by a chosen amount (a choice, or a
+        typed number such as ``300k``), or stop it (``Interrupt``: the issue is held)."""
+        issue = self._selected_issue()
+        row = next(
+            (r for r in (self._snapshot.running if self._snapshot else ()) if r.issue_id == issue),
+            None,
+        )
+        if issue is None or row is None or not row.budget_reached:
+            return
+        body = Text("", end="")
+        body.append_text(inert(row.issue_identifier, "bold"))
+        body.append(" reached its token budget: ")
+        body.append_text(inert(row.budget_reached, limit=80))
+        choices = [(f"extend by {n}", None) for n in BUDGET_STEPS]
+        choices.append((STOP_CHOICE, "the issue is held until you rerun it"))
+
+        def chosen(answer: str | None) -> None:
+            if not answer:
+                return
+            if answer == STOP_CHOICE:
+                self.send(Interrupt(issue_id=issue))
+                return
+            tokens = parse_tokens(answer.removeprefix("extend by "))
+            if tokens is None:
+                self.notify(
+                    f"not a number of tokens: {one_line(answer, 40)}",
+                    title="budget",
+                    severity="error",
+                    markup=False,
+                )
+                return
+            self.send(ExtendBudget(issue_id=issue, tokens=tokens))
+
+        self.push_screen(
+            Choose("Token budget", body, choices, allow_text=True, text_placeholder="or type 300k"),
+            chosen,
+        )
 
     def action_rerun(self) -> None:
         issue = self._selected_issue()

@@ -42,6 +42,9 @@ STATUS_LABELS: dict[RunStatus, tuple[str, str, str]] = {
     RunStatus.STOPPED: ("■", "stopped", "warning"),
 }
 
+#: A run held by a token budget (``RunningRow.budget_reached``), in place of its status.
+BUDGET_LABEL: tuple[str, str, str] = ("$", "budget", "error")
+
 EVENT_TONES: dict[EventKind, str] = {
     EventKind.ERROR: "error",
     EventKind.TURN_FAILED: "error",

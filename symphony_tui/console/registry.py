@@ -19,7 +19,7 @@ from textual.binding import Binding
 
 Scope = Literal["app", "main", "worker", "approvals", "recovered"]
 Requires = Literal[
-    "issue", "running", "approval", "accept", "decline", "cancel", "question", "rerun"
+    "issue", "running", "approval", "accept", "decline", "cancel", "question", "rerun", "budget"
 ]
 
 SCOPE_TITLES: dict[Scope, str] = {
@@ -123,6 +123,11 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
         "steer", "n", "steer", "Message",
         "Send a message to the selected worker's agent now (into its running turn)",
         requires="running", show=False,
+    ),
+    ConsoleCommand(
+        "budget", "b", "budget", "Budget",
+        "Extend the token budget of the selected worker held by it, or stop it",
+        requires="budget",
     ),
     ConsoleCommand(
         "stop", "s", "stop", "Stop",

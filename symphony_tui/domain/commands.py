@@ -97,6 +97,16 @@ class Steer(_Cmd):
     text: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=8000)]
 
 
+class ExtendBudget(_Cmd):
+    """Raise the token budgets of ``issue_id`` by ``tokens`` so its run, held by a budget
+    (``agent.max_tokens_per_issue`` / ``max_tokens_per_attempt``), goes on. Stopping it
+    instead is ``Interrupt``."""
+
+    type: Literal["extend_budget"] = "extend_budget"
+    issue_id: str
+    tokens: int = Field(gt=0, le=1_000_000_000)
+
+
 class RemoveWorkspace(_Cmd):
     """Delete the workspace folder of ``issue_identifier`` (``before_remove`` runs first;
     spec §9.4). The workspace key (the folder name, the identifier's sanitized form) works
@@ -117,6 +127,7 @@ Command = Annotated[
     | PauseDispatch
     | MoveIssue
     | Steer
+    | ExtendBudget
     | RemoveWorkspace,
     Field(discriminator="type"),
 ]

@@ -50,6 +50,8 @@ class RunningRow(BaseModel):
     tokens: TokenUsage = Field(default_factory=TokenUsage)
     workspace_path: str = ""
     pending_approvals: int = 0
+    # Why the run is held by a token budget ("12,400 of 10,000 tokens per issue"), or None.
+    budget_reached: str | None = None
 
 
 class RetryRow(BaseModel):

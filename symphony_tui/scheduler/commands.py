@@ -32,6 +32,7 @@ from symphony_tui.domain.commands import (
     Approve,
     Command,
     Deny,
+    ExtendBudget,
     Interrupt,
     MoveIssue,
     PauseDispatch,
@@ -88,6 +89,8 @@ def describe_command(command: Command) -> str:
             return "pause dispatch" if paused else "resume dispatch"
         case RemoveWorkspace(issue_identifier=identifier):
             return f"{what} {one_line(identifier, 60)}"
+        case ExtendBudget(tokens=tokens):
+            return f"extend the token budget by {tokens:,}"
     return what
 
 
@@ -228,6 +231,8 @@ class OperatorCommands:
                 return self._remove_workspace(identifier)
             case Steer(issue_id=issue_id, text=text):
                 return self._steer(issue_id, text)
+            case ExtendBudget(issue_id=issue_id, tokens=tokens):
+                return self._extend_budget(issue_id, tokens)
         return CommandResult(False, f"unknown command {command!r}")
 
     def issue_moved(self, moved: Issue) -> None:
@@ -282,7 +287,10 @@ class OperatorCommands:
         run = state.running.get(issue_id)
         if run is None or run.worker is None:
             return CommandResult(False, "no running worker for that issue")
-        ending = Ending(RunOutcome.CANCELLED, RunStatus.INTERRUPTED, "interrupted by operator")
+        why = "interrupted by operator"
+        if run.budget_reached is not None:
+            why = f"budget reached ({run.budget_reached}); stopped by operator"
+        ending = Ending(RunOutcome.CANCELLED, RunStatus.INTERRUPTED, why)
         session = run.session
         if session is None or (run.turn_count == 0 and run.status is not RunStatus.STREAMING_TURN):
             run.worker.stop(ending)
@@ -326,6 +334,22 @@ class OperatorCommands:
             return CommandResult(True, f"{identifier}: {said}")
 
         return steer()
+
+    def _extend_budget(self, issue_id: str, tokens: int) -> CommandResult:
+        """Raise the issue's budgets (``budgets.Budgets.extend``) and let its held run go
+        on. Refused when the run is not held by a budget, or when ``tokens`` would not
+        take it back under (the answer names the least that would)."""
+        state = self._state
+        run = state.running.get(issue_id)
+        if run is None or run.worker is None or run.budget_reached is None:
+            return CommandResult(False, "that issue's run is not held by a token budget")
+        need = state.budgets.needed(run, state.settings.agent)
+        if tokens < need:
+            return CommandResult(False, f"not enough: at least {need:,} more tokens are needed")
+        state.budgets.extend(issue_id, tokens)
+        state.budget_extended(run)
+        run.worker.budget_extended()
+        return CommandResult(True, f"{run.identifier}: budget extended by {tokens:,} tokens")
 
     def _rerun(self, issue_id: str) -> CommandResult:
         """Clear the hold and any backoff, then dispatch now when eligible and a slot is

@@ -53,6 +53,15 @@ class WorkerControl(Protocol):
         (interrupt) before the worker is cancelled; otherwise the worker is cancelled now."""
         ...
 
+    def interrupt_turn(self) -> None:
+        """Interrupt the turn in flight, if any, without ending the attempt (a budget
+        hold: the worker then waits for :meth:`budget_extended` or a stop)."""
+        ...
+
+    def budget_extended(self) -> None:
+        """The operator extended the budget: the held worker goes on."""
+        ...
+
     async def steer(self, text: str) -> str:
         """Send the operator's message to the agent (in the turn in flight, else with the
         next turn); what happened in words. Raises ``AgentError`` when refused."""
@@ -96,6 +105,8 @@ class Run:
     # the turn finish instead of killing the agent for its own last act.
     agent_moved_state: str | None = None
     resume: dict = field(default_factory=dict)
+    # Why the run is held by a token budget (scheduler/budgets.py); None when it is not.
+    budget_reached: str | None = None
 
     @property
     def identifier(self) -> str:
@@ -103,7 +114,7 @@ class Run:
 
     @property
     def waiting_for_operator(self) -> bool:
-        return bool(self.pending)
+        return bool(self.pending) or self.budget_reached is not None
 
     @property
     def stopping(self) -> bool:

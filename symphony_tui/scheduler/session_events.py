@@ -82,6 +82,8 @@ class SessionRecorder:
         self._events = events
         self._changed = changed
         self.rate_limits: RateLimits | None = None
+        #: Called with a run whose token count grew (the state's budget check).
+        self.on_tokens: Callable[[Run], None] | None = None
 
     def on_event(self, run: Run, event: AgentEvent) -> None:
         """Apply ``event`` to ``run`` and append it to the event log (stamped with the issue,
@@ -179,6 +181,8 @@ class SessionRecorder:
         else:
             growth = self._ledger.report(key, absolute, now_mono, issue_id=run.issue.id)
             run.tokens = run.tokens + growth
+            if self.on_tokens is not None and growth.total_tokens:
+                self.on_tokens(run)
 
     def _set_thread(self, run: Run, thread_id: str) -> None:
         if run.thread_id == thread_id:

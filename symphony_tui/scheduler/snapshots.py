@@ -164,6 +164,7 @@ def _running_rows(running: Mapping[str, Run]) -> tuple[RunningRow, ...]:
             tokens=r.tokens,
             workspace_path=str(r.workspace or ""),
             pending_approvals=len(r.pending),
+            budget_reached=r.budget_reached,
         )
         for r in sorted(running.values(), key=lambda r: r.started_mono)
     )

@@ -33,6 +33,7 @@ from symphony_tui.domain import (
 )
 from symphony_tui.domain.payloads import Payload
 from symphony_tui.observability.logs import log_kv
+from symphony_tui.scheduler.budgets import Budgets
 from symphony_tui.scheduler.clock import Clock, TimerHandle
 from symphony_tui.scheduler.eventlog import EventHistory
 from symphony_tui.scheduler.holds import Holds
@@ -85,6 +86,8 @@ class SchedulerState:
         self.recorder = SessionRecorder(
             clock, self.ledger, events, changed=self.changed, manifests=workspaces.manifests
         )
+        self.budgets = Budgets(self.ledger)
+        self.recorder.on_tokens = self.check_budget
         self.recovered: tuple[RecoveredWorkspace, ...] = ()
         self.dispatch_paused = False
         self.config_error: str | None = None
@@ -317,6 +320,25 @@ class SchedulerState:
         )
 
     # ------------------------------------------------------------------ events, snapshot
+
+    def check_budget(self, run: Run) -> None:
+        """Hold ``run`` when it crossed a token budget (:mod:`.budgets`): mark it
+        ``budget_reached``, say so, and interrupt its turn in flight. Once per crossing."""
+        if run.budget_reached is not None or run.stopping or run.worker is None:
+            return
+        why = self.budgets.over(run, self.settings.agent)
+        if why is None:
+            return
+        run.budget_reached = why
+        self.emit_system(
+            EventKind.WARNING, f"budget reached: {why}; extend it or stop", issue=run.issue
+        )
+        run.worker.interrupt_turn()
+
+    def budget_extended(self, run: Run) -> None:
+        """The operator extended ``run``'s budget: it is no longer held by it."""
+        run.budget_reached = None
+        self.changed()
 
     def emit_system(
         self,

@@ -76,6 +76,8 @@ class Worker:
         self.task: asyncio.Task | None = None
         self._in_turn = False
         self._queued: list[str] = []  # operator messages for the next turn's prompt
+        self._go_on = asyncio.Event()  # a budget hold ends: extended, or a stop request
+        self._interrupting: asyncio.Task | None = None
 
     @property
     def stopping(self) -> bool:
@@ -90,9 +92,37 @@ class Worker:
         taken = self._ending is None
         if taken:
             self._ending = ending
+        self._go_on.set()  # a run held by its budget ends now
         if not graceful and self.task is not None and not self.task.done():
             self.task.cancel()
         return taken
+
+    def interrupt_turn(self) -> None:
+        session = self._run.session
+        if not self._in_turn or session is None:
+            return
+        if self._interrupting is None or self._interrupting.done():
+            self._interrupting = asyncio.ensure_future(session.interrupt())
+
+    def budget_extended(self) -> None:
+        self._go_on.set()
+
+    async def _budget_hold(self) -> Ending | None:
+        """While the run is over a token budget (``SchedulerState.check_budget``): wait
+        for the operator. The ending to return when they stopped it, else None (go on)."""
+        state, run = self._ctx.state, self._run
+        state.check_budget(run)  # a crossing between turns is caught here
+        if run.budget_reached is None:
+            return None
+        state.update_run(run, status=RunStatus.WAITING_FOR_OPERATOR)
+        self._go_on.clear()
+        while run.budget_reached is not None and self._ending is None:
+            await self._go_on.wait()
+            self._go_on.clear()
+        if self._ending is not None:
+            return self._ending
+        state.update_run(run, status=RunStatus.STREAMING_TURN)
+        return None
 
     async def steer(self, text: str) -> str:
         """Send the operator's ``text`` to the agent: into the turn in flight
@@ -190,6 +220,9 @@ class Worker:
             return self._ending
         max_turns = state.settings.agent.max_turns
         turn = 0
+        stopped = await self._budget_hold()  # an issue already over its budget
+        if stopped is not None:
+            return stopped
         while True:
             turn += 1
             state.update_run(run, turn_count=turn, status=RunStatus.STREAMING_TURN)
@@ -207,11 +240,17 @@ class Worker:
                 return self._ending
             if run.approval_timed_out:
                 return _failed(run.approval_timed_out)
-            if result.status is TurnStatus.INTERRUPTED:
+            held = run.budget_reached is not None or state.budgets.over(run, state.settings.agent)
+            if held:
+                # The budget, not the turn's end, decides (its interrupt ended the turn).
+                stopped = await self._budget_hold()
+                if stopped is not None:
+                    return stopped
+            elif result.status is TurnStatus.INTERRUPTED:
                 return Ending(
                     RunOutcome.CANCELLED, RunStatus.INTERRUPTED, result.error or "interrupted"
                 )
-            if result.status is not TurnStatus.COMPLETED:
+            elif result.status is not TurnStatus.COMPLETED:
                 return _failed(result.error or result.status.value)
             try:
                 fresh = await ctx.tracker.fetch_issue_states_by_ids([issue.id])

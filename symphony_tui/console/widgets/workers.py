@@ -64,7 +64,7 @@ def worker_rows(
     makers = (
         lambda n: Text(f"⚑{min(n, 9)}", style=tones.warning, end="") if n else Text("", end=""),
         lambda v: inert(v, tones.bold, limit=10),
-        lambda v: fmt.labelled(fmt.STATUS_LABELS[v], tones),
+        lambda v: fmt.labelled(fmt.STATUS_LABELS.get(v) or fmt.BUDGET_LABEL, tones),
         plain,
         plain,
         plain,
@@ -73,10 +73,13 @@ def worker_rows(
     )
     rows: list[tuple[str, Row]] = []
     for r in snapshot.running:
+        budget = r.budget_reached
+        if budget is not None:  # held: the row says why, until the operator decides
+            r = r.model_copy(update={"last_event": "budget reached", "last_message": budget})
         inputs = (
             r.pending_approvals,
             r.issue_identifier,
-            r.status,
+            r.status if budget is None else "budget",
             str(r.turn_count),
             "-" if r.attempt is None else str(r.attempt),
             fmt.age(r.started_at, now),

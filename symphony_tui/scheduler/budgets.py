@@ -1,0 +1,54 @@
+"""Token budgets of a run (``agent.max_tokens_per_issue``, ``agent.max_tokens_per_attempt``).
+
+A run whose counted tokens cross a budget is held: its turn in flight is interrupted
+(``Worker.interrupt_turn``), no further turn starts, and the row reads ``budget reached``
+until the operator extends the budget (the ``extend_budget`` command, by a chosen number of
+tokens) or stops the run (``interrupt``: the issue is then held as a stop does). Both
+limits count total tokens (input + output, as the token pane): per attempt, the run's own
+growth (``Run.tokens``); per issue, everything counted for the issue, earlier attempts and
+earlier processes included (``TokenLedger.by_issue``). An extension raises both allowances
+of that issue for the life of this scheduler process.
+"""
+
+from __future__ import annotations
+
+from symphony_tui.config.settings import AgentSettings
+from symphony_tui.scheduler.run import Run
+from symphony_tui.scheduler.tokens import TokenLedger
+
+
+class Budgets:
+    """The extensions the operator granted (issue id -> tokens) and the budget test."""
+
+    def __init__(self, ledger: TokenLedger) -> None:
+        self._ledger = ledger
+        self.extra: dict[str, int] = {}
+
+    def over(self, run: Run, agent: AgentSettings) -> str | None:
+        """Why ``run`` is over a budget (``"12,400 of 10,000 tokens per issue"``), or None."""
+        return self._over(run, agent, self.extra.get(run.issue.id, 0))
+
+    def needed(self, run: Run, agent: AgentSettings) -> int:
+        """The smallest extension that takes ``run`` back under every budget (0: none)."""
+        extra = self.extra.get(run.issue.id, 0)
+        need = 0
+        for used, limit in self._pairs(run, agent):
+            if limit is not None:
+                need = max(need, used + 1 - (limit + extra))
+        return need
+
+    def extend(self, issue_id: str, tokens: int) -> None:
+        self.extra[issue_id] = self.extra.get(issue_id, 0) + tokens
+
+    def _over(self, run: Run, agent: AgentSettings, extra: int) -> str | None:
+        for (used, limit), what in zip(self._pairs(run, agent), ("attempt", "issue"), strict=True):
+            if limit is not None and used >= limit + extra:
+                return f"{used:,} of {limit + extra:,} tokens per {what}"
+        return None
+
+    def _pairs(self, run: Run, agent: AgentSettings) -> list[tuple[int, int | None]]:
+        issue_total = self._ledger.by_issue.get(run.issue.id)
+        return [
+            (run.tokens.total_tokens, agent.max_tokens_per_attempt),
+            (issue_total.total_tokens if issue_total else 0, agent.max_tokens_per_issue),
+        ]
