@@ -34,6 +34,7 @@ A value written `$NAME` is read from the environment variable NAME."""
 _RUN_ENV = f"""\
 environment:
   LINEAR_API_KEY        the Linear key when tracker.api_key is not set
+  GITHUB_TOKEN, GITHUB_REPO   tracker.kind github: the token and repo when not set
 {_PATH_ENV}
 Reloads: WORKFLOW.md is watched and re-read while running."""
 
@@ -78,6 +79,7 @@ COMMAND_HELP: dict[str, tuple[str, str, str]] = {
         "codex.read_timeout_ms,\n  openhands.command / openhands.base_url, opencode.command / "
         "opencode.base_url\n\nenvironment:\n"
         "  LINEAR_API_KEY        the Linear key when tracker.api_key is not set\n"
+        "  GITHUB_TOKEN, GITHUB_REPO   tracker.kind github: the token and repo when not set\n"
         f"{_PATH_ENV}",
     ),
     "attach": (

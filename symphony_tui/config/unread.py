@@ -6,7 +6,8 @@ another implementation (the reference's ``worker.ssh_hosts``, ``observability.*`
 operator who set it should know it has no effect. :func:`unread_keys` lists them by dotted
 path, walking the :class:`~symphony_tui.config.settings.Settings` sections; free-form maps
 (``env``, ``llm``, ``approval_policy``...) are not walked, ``tracker.provider`` is (only
-:data:`~symphony_tui.config.settings.PROVIDER_KEYS` are read there).
+:data:`~symphony_tui.config.settings.PROVIDER_KEYS` are read there), and so is the GitHub
+board's ``tracker.project``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from symphony_tui.config.settings import PROVIDER_KEYS, Settings
+from symphony_tui.config.settings import PROVIDER_KEYS, GitHubProjectSettings, Settings
 
 #: Keys :func:`~symphony_tui.config.settings.resolve_settings` fills itself.
 _INTERNAL = frozenset({"workflow_dir"})
@@ -61,6 +62,12 @@ def _unread(raw: Mapping[str, Any]) -> list[tuple[str, str | None]]:
                 for k in nested:
                     if str(k) not in PROVIDER_KEYS:
                         guess = _close(str(k), tuple(PROVIDER_KEYS))
+                        out.append((f"{path}.{k}", f"{path}.{guess}" if guess else None))
+            elif name == "tracker" and sub == "project" and isinstance(nested, Mapping):
+                keys = tuple(GitHubProjectSettings.model_fields)
+                for k in nested:
+                    if str(k) not in keys:
+                        guess = _close(str(k), keys)
                         out.append((f"{path}.{k}", f"{path}.{guess}" if guess else None))
     return out
 

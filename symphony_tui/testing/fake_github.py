@@ -121,8 +121,11 @@ class FakeGitHub:
         repo: str = "octo/app",
         clock: Callable[[], datetime] | None = None,
         validate: bool = True,
+        enterprise: bool = False,
     ) -> None:
         self.token = token
+        # GitHub Enterprise Server serves REST under /api/v3 and GraphQL at /api/graphql.
+        self._prefix = "/api/v3" if enterprise else ""
         self.repo = repo
         self._clock = clock or (lambda: datetime.now(UTC))
         self._validate = validate
@@ -170,11 +173,12 @@ class FakeGitHub:
 
     @property
     def url(self) -> str:
-        """The REST base (``tracker.api_url``); GraphQL is at ``<url>/graphql``."""
+        """The REST base (``tracker.api_url``); GraphQL is at ``<url>/graphql`` (with
+        ``enterprise``: ``<host>/api/v3`` and ``<host>/api/graphql``)."""
         if self._server is None:
             raise RuntimeError("FakeGitHub is not started")
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host}:{port}{self._prefix}"
 
     def html_url(self, number: int) -> str:
         return f"https://github.com/{self.repo}/issues/{number}"
@@ -366,6 +370,14 @@ class FakeGitHub:
         """One request -> (status, headers, body). Called from the server thread."""
         split = urlsplit(target)
         path = unquote(split.path)
+        if self._prefix:
+            graphql_path = self._prefix.rsplit("/", 1)[0] + "/graphql"
+            if path == graphql_path:
+                path = "/graphql"
+            elif path.startswith(self._prefix + "/"):
+                path = path[len(self._prefix) :]
+            else:
+                path = "/not-found" + path
         query = parse_qs(split.query, keep_blank_values=True)
         try:
             body = json.loads(raw) if raw else None

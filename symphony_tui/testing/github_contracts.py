@@ -82,6 +82,7 @@ class Operation:
     template: str
     method: str
     spec: dict[str, Any]
+    path_values: dict[str, str]
 
 
 class RestContract:
@@ -110,10 +111,17 @@ class RestContract:
     def operation(self, method: str, path: str) -> Operation | None:
         """The operation ``method`` ``path`` (a concrete path, no query) is, or None."""
         for _, pattern, template in self._routes:
-            if pattern.match(path):
+            match = pattern.match(path)
+            if match:
                 spec = self.document["paths"][template].get(method.lower())
                 if spec is not None:
-                    return Operation(template, method.upper(), spec)
+                    names = re.findall(r"\{([^}]+)\}", template)
+                    return Operation(
+                        template,
+                        method.upper(),
+                        spec,
+                        dict(zip(names, match.groups(), strict=True)),
+                    )
         return None
 
     def validate_request(
@@ -133,6 +141,11 @@ class RestContract:
             param = self._at(pointer)
             if param.get("in") == "query":
                 known[param["name"]] = (param, pointer + "/schema")
+            elif param.get("in") == "path" and param.get("name") in op.path_values:
+                value = _coerce(op.path_values[param["name"]], param.get("schema", {}))
+                problems += self._check(
+                    self._write, value, pointer + "/schema", f"{where}: path {param['name']}"
+                )
         for name, values in query.items():
             if name not in known:
                 problems.append(f"{where}: unknown query parameter {name!r}")

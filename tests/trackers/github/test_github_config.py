@@ -102,3 +102,13 @@ def test_runtime_builds_a_github_tracker(tmp_path: Path) -> None:
     store = WorkflowStore(path, env={"GITHUB_TOKEN": "ghp_x"})
     store.load_initial()
     assert create_tracker(store).kind == "github"
+
+
+def test_a_misspelt_board_key_is_reported() -> None:
+    from symphony_tui.config.unread import unread_warnings
+
+    raw = {"tracker": {"kind": "github", "project": {"number": 1, "priorty_field": "P"}}}
+    assert unread_warnings(raw) == (
+        "unknown setting tracker.project.priorty_field is ignored (nothing reads it); "
+        "did you mean tracker.project.priority_field?",
+    )

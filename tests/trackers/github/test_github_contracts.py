@@ -31,6 +31,8 @@ def test_rest_contract_finds_operations_and_flags_bad_requests() -> None:
     assert unknown == ["GET /repos/o/r/issues: unknown query parameter 'stat'"]
     body = contract.validate_request("PATCH", "/repos/o/r/issues/1", {}, {"state": "done"}, True)
     assert body and "done" in body[0]
+    number = contract.validate_request("GET", "/repos/o/r/issues/GH-1", {}, None, False)
+    assert number and "path issue_number" in number[0]
     missing = contract.validate_request("POST", "/repos/o/r/issues/1/comments", {}, {}, True)
     assert missing and "'body' is a required property" in missing[0]
 

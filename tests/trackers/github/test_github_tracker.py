@@ -130,3 +130,30 @@ async def test_token_never_in_errors(fake, tracker) -> None:
         await tracker.fetch_candidate_issues()
     assert info.value.category == "github_api_status"
     assert TOKEN not in str(info.value) and "[redacted]" in str(info.value)
+
+
+async def test_enterprise_server_api_url(clock) -> None:
+    from symphony_tui.testing.fake_github import FakeGitHub
+    from symphony_tui.trackers.github import GitHubTracker
+
+    from .conftest import require_contracts
+
+    require_contracts()
+    with FakeGitHub(token=TOKEN, clock=clock, enterprise=True) as ghes:
+        assert ghes.url.endswith("/api/v3")
+        (n,) = ghes.add_issues(1)
+        tracker = GitHubTracker(lambda: github_settings(ghes), clock=clock)
+        assert [i.id for i in await tracker.fetch_candidate_issues()] == [str(n)]
+        assert [i.id for i in await tracker.fetch_issue_states_by_ids([str(n)])] == [str(n)]
+        await tracker.aclose()
+    assert ghes.violations == []
+    assert all(r.status == 200 for r in ghes.requests)
+
+
+async def test_assignee_narrows_candidates_not_refreshes(fake, settings, tracker) -> None:
+    settings.value = github_settings(fake, assignee="Bot-User")
+    mine = fake.add_issue("mine", assignees=["bot-user"])
+    theirs = fake.add_issue("theirs", assignees=["someone"])
+    assert [i.id for i in await tracker.fetch_candidate_issues()] == [str(mine)]
+    refreshed = await tracker.fetch_issue_states_by_ids([str(mine), str(theirs)])
+    assert [i.id for i in refreshed] == [str(mine), str(theirs)]
