@@ -40,6 +40,9 @@ class Issue(BaseModel):
     branch_name: str | None = None
     url: str | None = None
     labels: tuple[str, ...] = ()
+    # Who the issue is assigned to, as the tracker names them (GitHub: logins); an addition
+    # to spec §4.1.1, empty when the tracker does not say.
+    assignees: tuple[str, ...] = ()
     blocked_by: tuple[BlockerRef, ...] = ()
     created_at: datetime | None = None
     updated_at: datetime | None = None
@@ -48,6 +51,7 @@ class Issue(BaseModel):
         """The ``issue`` object given to the prompt template (spec §5.4): plain, JSON-like."""
         data = self.model_dump(mode="json")
         data["labels"] = list(self.labels)
+        data["assignees"] = list(self.assignees)
         data["blocked_by"] = [b.model_dump(mode="json") for b in self.blocked_by]
         return data
 

@@ -93,6 +93,7 @@ def from_rest(
         state=state,
         url=_str(item.get("html_url")),
         labels=labels,
+        assignees=assignees_rest(item),
         blocked_by=blocked_by,
         created_at=parse_timestamp(item.get("created_at")),
         updated_at=parse_timestamp(item.get("updated_at")),
@@ -128,6 +129,9 @@ def from_graphql(
         state=name,
         url=_str(node.get("url")),
         labels=labels,
+        assignees=tuple(
+            a["login"] for a in _nodes(node.get("assignees")) if isinstance(a.get("login"), str)
+        ),
         created_at=parse_timestamp(node.get("createdAt")),
         updated_at=parse_timestamp(node.get("updatedAt")),
     )

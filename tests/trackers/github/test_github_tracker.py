@@ -157,3 +157,5 @@ async def test_assignee_narrows_candidates_not_refreshes(fake, settings, tracker
     assert [i.id for i in await tracker.fetch_candidate_issues()] == [str(mine)]
     refreshed = await tracker.fetch_issue_states_by_ids([str(mine), str(theirs)])
     assert [i.id for i in refreshed] == [str(mine), str(theirs)]
+    assert [i.assignees for i in refreshed] == [("bot-user",), ("someone",)]
+    assert refreshed[0].template_view()["assignees"] == ["bot-user"]
