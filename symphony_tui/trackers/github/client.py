@@ -11,6 +11,10 @@ authorized 304 against the primary rate limit).
 
 **Pagination**: :meth:`GitHubClient.paged` follows ``Link: <...>; rel="next"`` to the end.
 
+**Writes** (POST, PATCH, PUT, DELETE and GraphQL mutations) go one at a time, at least
+:data:`WRITE_INTERVAL_S` apart, as GitHub's best practices ask to stay clear of secondary
+limits ("make requests serially", "wait at least one second between each" write).
+
 **Rate limits** (:mod:`.ratelimit`): a refusal (primary or secondary) pauses the client until
 the time GitHub states; while paused every call raises ``TrackerError("rate_limited",
 retry_at=...)`` without sending anything. An accepted answer with ``x-ratelimit-remaining: 0``
@@ -19,10 +23,12 @@ pauses the same way, before GitHub has to refuse us.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -39,6 +45,8 @@ log = logging.getLogger(__name__)
 API_VERSION = "2022-11-28"
 USER_AGENT = "symphony-tui"
 ETAG_ENTRIES = 512
+WRITE_INTERVAL_S = 1.0
+"""Least time between two writes (GitHub REST docs, "Best practices": one second)."""
 MAX_PAGES = 500
 """Guard against a ``Link`` chain that never ends (50 000 issues at 100 a page)."""
 _MAX_DETAIL = 300
@@ -104,10 +112,16 @@ class GitHubClient:
         *,
         transport: httpx.AsyncBaseTransport | None = None,
         clock: Callable[[], datetime] | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._settings = settings
         self._transport = transport
         self._clock = clock or _utcnow
+        self._sleep = sleep
+        self._monotonic = monotonic
+        self._write_lock: asyncio.Lock | None = None
+        self._last_write: float | None = None
         self._http: httpx.AsyncClient | None = None
         self._paused_until: datetime | None = None
         self._limits: dict[str, dict[str, Any]] = {}
@@ -160,7 +174,10 @@ class GitHubClient:
         kept = self._etags.get(cache_key) if request.method == "GET" else None
         if kept is not None and kept.headers.get("etag"):
             request.headers["If-None-Match"] = kept.headers["etag"]
-        response = await self._send(request)
+        if request.method == "GET":
+            response = await self._send(request)
+        else:
+            response = await self._paced(request)
         if response.status == 304 and kept is not None:
             self.not_modified += 1
             self._etags.move_to_end(cache_key)
@@ -226,6 +243,8 @@ class GitHubClient:
             headers=self._headers(),
             timeout=tracker.timeout_ms / 1000,
         )
+        if query.lstrip().startswith("mutation"):
+            return await self._paced(request)
         return await self._send(request)
 
     async def graphql(self, query: str, variables: dict[str, Any] | None = None) -> dict:
@@ -270,6 +289,20 @@ class GitHubClient:
                 raise TrackerError("github_api_request", "Link points outside tracker.api_url")
             return path_or_url
         return api_url.rstrip("/") + "/" + path_or_url.lstrip("/")
+
+    async def _paced(self, request: httpx.Request) -> RestResponse:
+        """Send a write: after the previous one, :data:`WRITE_INTERVAL_S` after it at least."""
+        if self._write_lock is None:
+            self._write_lock = asyncio.Lock()
+        async with self._write_lock:
+            if self._last_write is not None:
+                wait = self._last_write + WRITE_INTERVAL_S - self._monotonic()
+                if wait > 0:
+                    await self._sleep(wait)
+            try:
+                return await self._send(request)
+            finally:
+                self._last_write = self._monotonic()
 
     async def _send(self, request: httpx.Request) -> RestResponse:
         token = self._settings().tracker.api_key

@@ -109,3 +109,32 @@ async def test_missing_token_is_a_config_error(fake) -> None:
     assert info.value.category == "missing_github_token"
     assert fake.requests == []
     await tracker.aclose()
+
+
+async def test_writes_go_one_at_a_time_a_second_apart(fake, settings, clock) -> None:
+    import asyncio
+
+    from symphony_tui.trackers.github.client import GitHubClient
+
+    now = [100.0]
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(round(seconds, 3))
+        now[0] += seconds
+
+    client = GitHubClient(settings, clock=clock, sleep=sleep, monotonic=lambda: now[0])
+    a, b = fake.add_issues(2)
+    await client.request("GET", f"/repos/octo/app/issues/{a}")
+    await client.request("GET", f"/repos/octo/app/issues/{b}")
+    assert waits == []  # reads are not paced
+    path = "/repos/octo/app/issues/{}/comments"
+    await asyncio.gather(
+        client.request("POST", path.format(a), body={"body": "one"}),
+        client.request("POST", path.format(b), body={"body": "two"}),
+    )
+    now[0] += 0.25
+    await client.request("PATCH", f"/repos/octo/app/issues/{a}", body={"state": "closed"})
+    assert waits == [1.0, 0.75]
+    assert [r.method for r in fake.requests[-3:]] == ["POST", "POST", "PATCH"]
+    await client.aclose()
