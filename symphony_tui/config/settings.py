@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from symphony_tui.config.child_env import secret_env_names
+from symphony_tui.config.worker_hosts import WorkerSettings
 
 LINEAR_ENDPOINT = "https://api.linear.app/graphql"
 GITHUB_API_URL = "https://api.github.com"
@@ -277,6 +278,7 @@ class Settings(_Section):
     openhands: OpenHandsSettings = Field(default_factory=OpenHandsSettings)
     opencode: OpenCodeSettings = Field(default_factory=OpenCodeSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
+    worker: WorkerSettings = Field(default_factory=WorkerSettings)
     workflow_dir: str = "."
 
     @field_validator(
@@ -289,6 +291,7 @@ class Settings(_Section):
         "openhands",
         "opencode",
         "server",
+        "worker",
         mode="before",
     )
     @classmethod

@@ -2,7 +2,7 @@
 
 Unknown keys do not fail a load, so files written for the reference implementation (or a
 newer one) still load; but a key nothing reads is almost always a typo or a setting of
-another implementation (the reference's ``worker.ssh_hosts``, ``observability.*``), and an
+another implementation (the reference's ``observability.*``), and an
 operator who set it should know it has no effect. :func:`unread_keys` lists them by dotted
 path, walking the :class:`~symphony_tui.config.settings.Settings` sections; free-form maps
 (``env``, ``llm``, ``approval_policy``...) are not walked, ``tracker.provider`` is (only

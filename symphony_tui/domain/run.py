@@ -102,6 +102,8 @@ class RecoveredWorkspace(BaseModel):
 
     key: str
     path: str
+    #: The worker host the workspace is on (a ``worker.ssh_hosts`` entry); None: here.
+    host: str | None = None
     issue_id: str | None = None
     issue_identifier: str | None = None
     issue_title: str | None = None

@@ -18,11 +18,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
-
 from symphony_tui.config.child_env import ChildEnv
 from symphony_tui.config.settings import Settings
 from symphony_tui.domain import Issue, RecoveredWorkspace
+from symphony_tui.hosts.ssh import HostTargets
 from symphony_tui.observability.logs import log_kv
 from symphony_tui.workspaces.errors import WorkspaceError
 from symphony_tui.workspaces.hooks import HookResult, run_hook
@@ -34,6 +33,8 @@ from symphony_tui.workspaces.manifest import (
 )
 from symphony_tui.workspaces.manifest_writer import ManifestWriter
 from symphony_tui.workspaces.paths import ensure_inside_root, workspace_key, workspace_path
+from symphony_tui.workspaces.recovery import recovered_from
+from symphony_tui.workspaces.remote import RemoteWorkspaces
 
 log = logging.getLogger(__name__)
 
@@ -42,23 +43,7 @@ HOOK_NAMES = ("after_create", "before_run", "after_run", "before_remove")
 #: "temporary artifacts (tmp, .elixir_ls) are removed during prep").
 TEMP_ARTIFACTS = ("tmp", ".elixir_ls")
 
-# RecoveredWorkspace fields read from the session section first, then from the run section.
-_SESSION_FIRST = (
-    "backend",
-    "session_id",
-    "thread_id",
-    "conversation_id",
-    "server_url",
-    "tokens",
-    "last_event",
-)
-_RUN_ONLY = ("attempt", "status", "error", "started_at", "ended_at", "hooks")
-_ISSUE_FIELDS = {
-    "issue_id": "id",
-    "issue_identifier": "identifier",
-    "issue_title": "title",
-    "issue_state": "state",
-}
+_EPOCH = datetime.min.replace(tzinfo=UTC)
 
 
 def _now() -> datetime:
@@ -114,6 +99,11 @@ class WorkspaceManager:
         #: order kept): the scheduler's ``run`` / ``session`` sections and this manager's
         #: ``issue`` and ``run.hooks``, so two writers of one file never race.
         self.manifests = ManifestWriter()
+        #: Workspaces on worker hosts (``worker.ssh_hosts``; issue 14): the methods below
+        #: take ``host=`` and hand those calls to it.
+        self.remote = RemoteWorkspaces(
+            settings, HostTargets(settings), self.manifests, secrets=self._unset
+        )
 
     @property
     def root(self) -> Path:
@@ -131,8 +121,10 @@ class WorkspaceManager:
             lock = self._locks[key] = asyncio.Lock()
         return lock
 
-    async def ensure(self, issue: Issue) -> tuple[Path, bool]:
-        """Create the issue's workspace if missing; returns ``(path, created)``.
+    async def ensure(self, issue: Issue, *, host: str | None = None) -> tuple[Path, bool]:
+        """Create the issue's workspace if missing; returns ``(path, created)``. With
+        ``host`` (a ``worker.ssh_hosts`` entry) the workspace is on that host
+        (:class:`~symphony_tui.workspaces.remote.RemoteWorkspaces`).
 
         A new workspace runs ``after_create``; when it fails (or times out) the folder is
         removed and ``WorkspaceError("after_create_failed")`` is raised with ``.hook`` set.
@@ -142,6 +134,10 @@ class WorkspaceManager:
         ``git clone .`` there must work).
         """
         async with self._lock(issue.identifier):
+            if host is not None:
+                path, created = await self.remote.ensure(host, issue)
+                self._issue_manifest(path, issue, created)
+                return path, created
             root = self.root
             try:
                 root.mkdir(parents=True, exist_ok=True)
@@ -167,21 +163,7 @@ class WorkspaceManager:
                     ) from err
                 created = True
                 await self._after_create(path, issue)
-            now = _now()
-            fields: dict[str, Any] = {
-                "id": issue.id,
-                "identifier": issue.identifier,
-                "title": issue.title,
-                "state": issue.state,
-                "url": issue.url,
-                "workspace_key": path.name,
-                "updated_at": now,
-            }
-            if created:
-                fields["created_at"] = now
-            # Queued (the writer keeps per-file order with the scheduler's writes); on disk
-            # after ``manifests.flush()``.
-            self.manifests.write(path, "issue", "issue", defaults={"created_at": now}, **fields)
+            self._issue_manifest(path, issue, created)
             log_kv(
                 log,
                 "INFO",
@@ -192,6 +174,23 @@ class WorkspaceManager:
                 created=created,
             )
             return path, created
+
+    def _issue_manifest(self, path: Path, issue: Issue, created: bool) -> None:
+        now = _now()
+        fields: dict[str, Any] = {
+            "id": issue.id,
+            "identifier": issue.identifier,
+            "title": issue.title,
+            "state": issue.state,
+            "url": issue.url,
+            "workspace_key": path.name,
+            "updated_at": now,
+        }
+        if created:
+            fields["created_at"] = now
+        # Queued (the writer keeps per-file order with the scheduler's writes); on disk
+        # after ``manifests.flush()``.
+        self.manifests.write(path, "issue", "issue", defaults={"created_at": now}, **fields)
 
     async def _after_create(self, path: Path, issue: Issue) -> None:
         try:
@@ -227,7 +226,7 @@ class WorkspaceManager:
                 )
 
     async def run_hook(
-        self, name: str, path: Path, issue: Issue | None = None
+        self, name: str, path: Path, issue: Issue | None = None, *, host: str | None = None
     ) -> HookResult | None:
         """Run hook ``name`` (one of :data:`HOOK_NAMES`) in ``path``; None when the hook is
         not configured. The result is recorded under ``run.hooks`` in the manifest. The
@@ -235,6 +234,8 @@ class WorkspaceManager:
         attempt; ``after_run`` / ``before_remove`` failures are only logged (here)."""
         if name not in HOOK_NAMES:
             raise ValueError(f"unknown hook {name!r} (use one of {HOOK_NAMES})")
+        if host is not None:
+            return await self.remote.run_hook(host, name, path, issue)
         settings = self._settings()
         script = getattr(settings.hooks, name)
         if not script or not script.strip():
@@ -267,12 +268,16 @@ class WorkspaceManager:
             self.manifests.write(path, "run", "hooks", nested={"hooks": {name: result.summary()}})
         return result
 
-    async def remove(self, identifier: str) -> HookResult | None:
+    async def remove(
+        self, identifier: str, *, host: str | None = None, path: Path | None = None
+    ) -> HookResult | None:
         """Delete the workspace of ``identifier`` (no-op when missing). ``before_remove``
         runs first; its failure is logged and ignored (spec §9.4). A symlink at the path is
         unlinked, never followed. Raises ``WorkspaceError("workspace_remove_failed")`` when
         the folder cannot be deleted."""
         async with self._lock(identifier):
+            if host is not None:
+                return await self.remote.remove(host, identifier, path)
             path = self.path_for(identifier)
             if path.is_symlink():
                 path.unlink()
@@ -299,8 +304,16 @@ class WorkspaceManager:
         """Every workspace folder under the root that has manifests, newest first (by the
         latest manifest write). Unreadable folders and bad manifest values are skipped.
         Blocks until queued manifest writes are on disk (call it from a thread when some
-        may be waiting)."""
+        may be waiting). Workspaces on worker hosts follow, with their ``host`` set (an
+        unreachable host lists none)."""
         self.manifests.flush_sync()
+        remote: list[RecoveredWorkspace] = []
+        for host in self._settings().worker.ssh_hosts:
+            remote.extend(self.remote.recover_sync(host))
+        remote.sort(key=lambda r: (r.ended_at or r.started_at or _EPOCH, r.key), reverse=True)
+        return self._recover_local() + remote
+
+    def _recover_local(self) -> list[RecoveredWorkspace]:
         root = self.root
         found: list[tuple[float, RecoveredWorkspace]] = []
         try:
@@ -316,39 +329,8 @@ class WorkspaceManager:
             ws = Path(entry.path)
             if not manifest_dir(ws).is_dir():
                 continue
-            recovered = _recovered_from(ws, read_manifest(ws))
+            recovered = recovered_from(ws, read_manifest(ws))
             if recovered is not None:
                 found.append((manifest_mtime(ws), recovered))
         found.sort(key=lambda item: (item[0], item[1].key), reverse=True)
         return [r for _, r in found]
-
-
-_ADAPTERS = {
-    name: TypeAdapter(field.annotation) for name, field in RecoveredWorkspace.model_fields.items()
-}
-
-
-def _recovered_from(ws: Path, manifest: dict[str, dict[str, Any]]) -> RecoveredWorkspace | None:
-    if not manifest:
-        return None
-    issue = manifest.get("issue", {})
-    run = manifest.get("run", {})
-    session = manifest.get("session", {})
-    raw: dict[str, Any] = {}
-    for field, key in _ISSUE_FIELDS.items():
-        raw[field] = issue.get(key)
-    for field in _SESSION_FIRST:
-        raw[field] = session.get(field, run.get(field))
-    for field in _RUN_ONLY:
-        raw[field] = run.get(field)
-    if isinstance(raw.get("hooks"), dict):
-        raw["hooks"] = {str(k): str(v) for k, v in raw["hooks"].items()}
-    values: dict[str, Any] = {"key": ws.name, "path": str(ws)}
-    for field, value in raw.items():
-        if value is None:
-            continue
-        try:
-            values[field] = _ADAPTERS[field].validate_python(value)
-        except ValidationError:
-            log_kv(log, "WARNING", "ignoring bad manifest value", path=str(ws), field=field)
-    return RecoveredWorkspace(**values)

@@ -32,8 +32,9 @@ import atexit
 import logging
 import threading
 import weakref
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from symphony_tui.observability.logs import log_kv
 from symphony_tui.workspaces.manifest import merge_section, read_section
@@ -87,11 +88,13 @@ class _Merge:
             else:
                 self.nested[key] = {**self.nested.get(key, {}), **part}
 
-    def resolve(self, ws: Path, section: str) -> dict[str, Any]:
-        """The fields to merge into the file as it is on disk now."""
+    def resolve(
+        self, ws: Path, section: str, read: Callable[[Path, str], dict[str, Any]] = read_section
+    ) -> dict[str, Any]:
+        """The fields to merge into the file as it is on disk now (``read`` reads it)."""
         out = dict(self.fields)
         if self.defaults or self.nested:
-            current = read_section(ws, section)
+            current = read(ws, section)
             for key, value in self.defaults.items():
                 if key not in current:
                     out[key] = value
@@ -99,6 +102,15 @@ class _Merge:
                 base = current.get(key)
                 out[key] = {**(base if isinstance(base, dict) else {}), **part}
         return out
+
+
+class ManifestStore(Protocol):
+    """Where a mounted workspace's manifests live instead of this machine's disk (a
+    worker host's, ``workspaces/remote_manifest.py``). Called on the writer thread."""
+
+    def read(self, ws: Path, section: str) -> dict[str, Any]: ...
+
+    def merge(self, ws: Path, section: str, fields: dict[str, Any]) -> None: ...
 
 
 class ManifestWriter:
@@ -118,7 +130,29 @@ class ManifestWriter:
         self.failures = 0
         #: Files written (after coalescing).
         self.files_written = 0
+        #: Workspaces whose manifests live elsewhere (:meth:`mount`).
+        self._stores: dict[Path, ManifestStore] = {}
         _LIVE.add(self)
+
+    def mount(self, ws: Path, store: ManifestStore) -> None:
+        """From now on, writes of workspace ``ws`` go to ``store`` (a worker host)."""
+        with self._cond:
+            self._stores[Path(ws)] = store
+
+    def unmount(self, ws: Path) -> None:
+        with self._cond:
+            self._stores.pop(Path(ws), None)
+
+    def store(self, ws: Path) -> ManifestStore | None:
+        """The store ``ws`` is mounted on (None: this machine's disk)."""
+        with self._cond:
+            return self._stores.get(Path(ws))
+
+    def read(self, ws: Path, section: str) -> dict[str, Any]:
+        """One section of ``ws`` wherever it lives (call :meth:`flush` first for what was
+        queued); ``{}`` when missing or unreadable."""
+        store = self.store(ws)
+        return read_section(ws, section) if store is None else store.read(ws, section)
 
     # ---------------------------------------------------------------- writing
 
@@ -160,10 +194,14 @@ class ManifestWriter:
                 entry = self._pending.pop(key)
                 self._busy = entry.first
                 self._busy_ws = key[0]
+                store = self._stores.get(key[0])
             what = entry.what
             ok, error = True, ""
             try:
-                merge_section(key[0], key[1], entry.resolve(*key))
+                if store is None:
+                    merge_section(key[0], key[1], entry.resolve(*key))
+                else:
+                    store.merge(key[0], key[1], entry.resolve(*key, read=store.read))
             except Exception as exc:  # a bad value must not stop the writes behind it
                 ok, error = False, f"{type(exc).__name__}: {exc}"
             if not ok:

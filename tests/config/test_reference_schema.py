@@ -25,6 +25,8 @@ tracker:
   active_states: [Todo, In Progress]
 worker:
   ssh_hosts: [build-1]
+telemetry:
+  endpoint: https://collector
 observability:
   dashboard_enabled: true
 agnet:
@@ -70,7 +72,7 @@ def test_keys_nothing_reads_are_one_warning_each(tmp_path: Path, caplog) -> None
     unread = [w.split()[2] for w in wf.warnings]
     assert unread == [
         "tracker.provider.colour",
-        "worker.ssh_hosts",
+        "telemetry.endpoint",
         "observability.dashboard_enabled",
         "agnet.max_turns",
         "codex.sandbox",
@@ -80,7 +82,7 @@ def test_keys_nothing_reads_are_one_warning_each(tmp_path: Path, caplog) -> None
         WorkflowStore(path, env={}).load_initial()
     fmt = KeyValueFormatter()
     lines = [fmt.format(r) for r in caplog.records if r.getMessage() == "workflow setting ignored"]
-    assert len(lines) == 5 and "worker.ssh_hosts" in lines[1]
+    assert len(lines) == 5 and "telemetry.endpoint" in lines[1]
     assert all("\n" not in line for line in lines)
 
 
@@ -89,7 +91,7 @@ def test_a_misspelt_key_gets_a_did_you_mean(tmp_path: Path) -> None:
     path.write_text(
         "---\ntracker:\n  kind: local\n  path: i.yaml\n  projet_slug: x\n"
         "  provider:\n    api_kee: k\nagnet:\n  max_turns: 3\npollling: {}\n"
-        "worker:\n  ssh_hosts: [a]\n---\n"
+        "telemetry:\n  endpoint: a\n---\n"
     )
     assert load_workflow(path, env={}).warnings == (
         "unknown setting tracker.projet_slug is ignored (nothing reads it); "
@@ -99,7 +101,7 @@ def test_a_misspelt_key_gets_a_did_you_mean(tmp_path: Path) -> None:
         "unknown setting agnet.max_turns is ignored (nothing reads it); "
         "did you mean agent.max_turns?",
         "unknown setting pollling is ignored (nothing reads it); did you mean polling?",
-        "unknown setting worker.ssh_hosts is ignored (nothing reads it)",
+        "unknown setting telemetry.endpoint is ignored (nothing reads it)",
     )
 
 
@@ -118,14 +120,14 @@ def test_doctor_prints_the_warnings_without_failing_on_them(tmp_path: Path, monk
     path = tmp_path / "WORKFLOW.md"
     path.write_text(
         f"---\ntracker:\n  kind: local\n  path: i.yaml\n  required_labels: agent\n"
-        f"workspace:\n  root: {tmp_path / 'ws'}\nworker:\n  ssh_hosts: [a]\n"
+        f"workspace:\n  root: {tmp_path / 'ws'}\ntelemetry:\n  endpoint: a\n"
         "codex:\n  command: sh app-server\n---\nprompt\n"
     )
     monkeypatch.setenv("SYMPHONY_LOCK_DIR", str(tmp_path / "locks"))
     out = io.StringIO()
     code = run_doctor(str(path), out)
     text = out.getvalue()
-    assert "[warn] workflow: unknown setting worker.ssh_hosts is ignored" in text
+    assert "[warn] workflow: unknown setting telemetry.endpoint is ignored" in text
     # The warning is a line of its own, neither a failure nor counted as a check (doctor
     # has six checks; the agent command here is not a real app-server).
     assert "[FAIL] workflow" not in text and code in (0, 1)

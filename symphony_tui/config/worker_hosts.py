@@ -1,0 +1,186 @@
+"""``worker.*``: the SSH worker hosts agents run on (issue 14; the reference's
+``worker.ssh_hosts`` and ``worker.max_concurrent_agents_per_host``, so its files load).
+
+A host is written as OpenSSH takes it: ``host``, ``user@host``, ``host:2222`` or
+``[::1]:2222`` (a bare IPv6 address needs the brackets only with a port). The text as
+written is the host's name everywhere (console, API, manifests, ``worker.hosts`` keys).
+Everything else about the connection (keys, ``ProxyJump``, user defaults) comes from the
+user's ``~/.ssh/config`` or ``$SYMPHONY_SSH_CONFIG``.
+
+No hosts (the default) means agents and workspaces stay on this machine, as before.
+Validation errors are ``ValueError`` inside pydantic (one line, naming the entry).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+_NAME = re.compile(r"^[A-Za-z0-9._%+-]+$")
+_USER = re.compile(r"^[A-Za-z0-9._-][A-Za-z0-9._@-]*$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class HostSpec:
+    """One ``worker.ssh_hosts`` entry: ``name`` (as written), ``user`` (None: ssh's
+    default), ``hostname`` (without brackets) and ``port`` (None: ssh's default)."""
+
+    name: str
+    hostname: str
+    user: str | None = None
+    port: int | None = None
+
+    @property
+    def destination(self) -> str:
+        """What ``ssh`` takes as its destination argument: ``user@hostname``."""
+        return f"{self.user}@{self.hostname}" if self.user else self.hostname
+
+
+def parse_host(text: Any) -> HostSpec:
+    """Parse one host entry; raises ``ValueError`` with a one-line reason."""
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"worker.ssh_hosts entry {text!r} is not a host name")
+    name = text.strip()
+    rest = name
+    user = None
+    if "@" in rest:
+        user, _, rest = rest.rpartition("@")
+        if not _USER.match(user) or user.startswith("-"):
+            raise ValueError(f"worker.ssh_hosts entry {name!r}: bad user {user!r}")
+    port: str | None = None
+    if rest.startswith("["):
+        host, sep, tail = rest[1:].partition("]")
+        if not sep or not host:
+            raise ValueError(f"worker.ssh_hosts entry {name!r}: unclosed '['")
+        if tail:
+            if not tail.startswith(":"):
+                raise ValueError(f"worker.ssh_hosts entry {name!r}: junk after ']'")
+            port = tail[1:]
+        if not re.match(r"^[0-9A-Fa-f:.%A-Za-z]+$", host):
+            raise ValueError(f"worker.ssh_hosts entry {name!r}: bad address {host!r}")
+    elif rest.count(":") == 1:
+        host, _, port = rest.partition(":")
+        if not _NAME.match(host) or host.startswith("-"):
+            raise ValueError(f"worker.ssh_hosts entry {name!r}: bad host name {host!r}")
+    elif rest.count(":") > 1:
+        host = rest  # a bare IPv6 address, no port
+        if not re.match(r"^[0-9A-Fa-f:.]+$", host):
+            raise ValueError(f"worker.ssh_hosts entry {name!r}: bad address {host!r}")
+    else:
+        host = rest
+        if not _NAME.match(host) or host.startswith("-"):
+            raise ValueError(f"worker.ssh_hosts entry {name!r}: bad host name {host!r}")
+    number = None
+    if port is not None:
+        if not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f"worker.ssh_hosts entry {name!r}: bad port {port!r}")
+        number = int(port)
+    if not host:
+        raise ValueError(f"worker.ssh_hosts entry {name!r}: no host name")
+    return HostSpec(name=name, hostname=host, user=user, port=number)
+
+
+class HostOverrides(BaseModel):
+    """``worker.hosts.<entry>``: what one host does differently. ``workspace_root`` (on the
+    host; default ``worker.workspace_root``, else ``workspace.root``),
+    ``max_concurrent_agents`` (default ``worker.max_concurrent_agents_per_host``), ``env``
+    (laid over the agents' and hooks' ``env`` on that host; ``$VAR`` resolved here)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    workspace_root: str | None = None
+    max_concurrent_agents: int | None = Field(default=None, gt=0)
+    env: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for key in value:
+            if not _ENV_NAME.match(key):
+                raise ValueError(f"env name {key!r} is not a shell variable name")
+        return value
+
+
+class WorkerSettings(BaseModel):
+    """``worker.*`` (see the module doc). ``ssh_hosts``: the hosts, in order;
+    ``max_concurrent_agents_per_host``: each host's cap (None: only the global
+    ``agent.max_concurrent_agents``); ``workspace_root``: the root on every host;
+    ``hosts``: per-host :class:`HostOverrides` keyed by the entry as written;
+    ``connect_timeout_ms``: ssh's ``ConnectTimeout``; ``down_backoff_ms``: the first wait
+    before a down host is probed again (doubling, up to ``down_backoff_max_ms``)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    ssh_hosts: tuple[str, ...] = ()
+    max_concurrent_agents_per_host: int | None = Field(default=None, gt=0)
+    workspace_root: str | None = None
+    hosts: dict[str, HostOverrides] = Field(default_factory=dict)
+    connect_timeout_ms: int = Field(default=10_000, gt=0)
+    down_backoff_ms: int = Field(default=5_000, gt=0)
+    down_backoff_max_ms: int = Field(default=300_000, gt=0)
+
+    @field_validator("ssh_hosts", mode="before")
+    @classmethod
+    def _hosts(cls, value: Any) -> Any:
+        if value is None:
+            return ()
+        if isinstance(value, str):
+            value = [v for v in value.split(",") if v.strip()]
+        if not isinstance(value, list | tuple):
+            raise ValueError("must be a list of hosts (host, user@host, host:2222, [::1]:2222)")
+        out: list[str] = []
+        for entry in value:
+            spec = parse_host(entry)
+            if spec.name in out:
+                raise ValueError(f"worker.ssh_hosts lists {spec.name!r} twice")
+            out.append(spec.name)
+        return tuple(out)
+
+    @field_validator("hosts", mode="before")
+    @classmethod
+    def _overrides(cls, value: Any) -> Any:
+        return {} if value is None else value
+
+    @model_validator(mode="after")
+    def _known_overrides(self) -> WorkerSettings:
+        for key in self.hosts:
+            if key not in self.ssh_hosts:
+                raise ValueError(f"worker.hosts.{key} names no worker.ssh_hosts entry")
+        return self
+
+    @property
+    def enabled(self) -> bool:
+        """True when agents run on SSH hosts (at least one is listed)."""
+        return bool(self.ssh_hosts)
+
+    def specs(self) -> tuple[HostSpec, ...]:
+        return tuple(parse_host(name) for name in self.ssh_hosts)
+
+    def spec(self, name: str) -> HostSpec:
+        """The spec of host ``name``; ``KeyError`` when it is not listed."""
+        if name not in self.ssh_hosts:
+            raise KeyError(name)
+        return parse_host(name)
+
+    def capacity(self, name: str) -> int | None:
+        """How many agents host ``name`` may run at once (None: no per-host cap)."""
+        own = self.hosts.get(name)
+        if own is not None and own.max_concurrent_agents is not None:
+            return own.max_concurrent_agents
+        return self.max_concurrent_agents_per_host
+
+    def workspace_root_for(self, name: str, default: str) -> str:
+        """The workspace root on host ``name`` (``default``: ``workspace.root``)."""
+        own = self.hosts.get(name)
+        if own is not None and own.workspace_root:
+            return own.workspace_root
+        return self.workspace_root or default
+
+    def env_for(self, name: str) -> dict[str, str]:
+        """The host's ``env`` overrides (empty when none)."""
+        own = self.hosts.get(name)
+        return dict(own.env) if own is not None else {}

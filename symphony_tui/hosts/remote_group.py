@@ -1,0 +1,105 @@
+"""A command on a worker host in a process group of its own, and how to end that group
+(issue 14: "nothing of a run may survive on the host").
+
+Killing the local ``ssh`` client does not end what it started: without a terminal, sshd
+sends the remote command no signal, and an agent's children (a build, a test server) live
+on. So every remote agent or hook runs under a small ``sh`` wrapper
+(:func:`group_script`) that starts the command as the leader of a new session
+(``setsid``, else ``perl``'s ``setpgrp``), writes that process group id to a *pgid file*
+in the workspace, waits for it and removes the file. :func:`kill_script` (run through a
+second ssh connection) sends the group SIGTERM, waits up to ``grace_s``, then SIGKILL.
+
+The command runs under ``bash -lc`` when the host has bash (what a local launch does,
+spec §10.1), else ``sh -c``; the wrapper itself is plain POSIX ``sh``.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+
+from symphony_tui.hosts.ssh import env_exports, sh_word
+
+#: Exit status of the wrapper when the workspace folder cannot be entered.
+NO_WORKSPACE_EXIT = 94
+#: Exit status the shell uses for a program it cannot find (POSIX ``sh``).
+NOT_FOUND_EXIT = 127
+
+
+def home_path(path: str) -> str:
+    """A path as a shell word; a leading ``~/`` becomes ``"$HOME"/`` (expanded there)."""
+    if path == "~":
+        return '"$HOME"'
+    if path.startswith("~/"):
+        return '"$HOME"/' + shlex.quote(path[2:])
+    return shlex.quote(path)
+
+
+def group_script(
+    cwd: str,
+    command: str,
+    *,
+    pgid_file: str,
+    env: Mapping[str, str | None] | None = None,
+    merge_stderr: bool = False,
+) -> str:
+    """The ``sh`` script that runs ``command`` in ``cwd`` as a new process group.
+
+    ``env``: names to export (None: unset); ``pgid_file``: a path relative to ``cwd``
+    (its folder is created); ``merge_stderr``: send the command's stderr to stdout (hook
+    output). stdin is passed through (an agent's JSON-RPC channel). Exits with the
+    command's status, :data:`NO_WORKSPACE_EXIT` when ``cwd`` is missing."""
+    exports = env_exports({k: v for k, v in (env or {}).items() if v is not None})
+    unsets = "".join(f"unset {k}; " for k, v in (env or {}).items() if v is None)
+    folder = pgid_file.rsplit("/", 1)[0] if "/" in pgid_file else "."
+    redirect = " 2>&1" if merge_stderr else ""
+    return (
+        f"cd {home_path(cwd)} 2>/dev/null || "
+        f"{{ echo 'workspace {cwd} does not exist on this host' >&2; exit {NO_WORKSPACE_EXIT}; }}; "
+        f"{unsets}{exports}"
+        f"mkdir -p {shlex.quote(folder)} 2>/dev/null; "
+        f"pgf={shlex.quote(pgid_file)}; "
+        f"cmd={sh_word(command)}; "
+        "if command -v bash >/dev/null 2>&1; then sh_=bash; fl=-lc; else sh_=sh; fl=-c; fi; "
+        "if command -v setsid >/dev/null 2>&1; then "
+        'set -- setsid "$sh_" "$fl" "$cmd"; '
+        "elif command -v perl >/dev/null 2>&1; then "
+        'set -- perl -e \'setpgrp(0,0); exec @ARGV or exit 127\' "$sh_" "$fl" "$cmd"; '
+        'else set -- "$sh_" "$fl" "$cmd"; fi; '
+        # A background job's stdin would be /dev/null (POSIX, without job control):
+        # keep the channel on fd 3 and give it back.
+        "exec 3<&0; "
+        f'"$@" 0<&3 3<&-{redirect} & '
+        'pid=$!; exec 3<&-; echo "$pid" > "$pgf"; '
+        "trap 'kill -s TERM -- -$pid 2>/dev/null' HUP TERM; "
+        'wait "$pid"; rc=$?; rm -f "$pgf"; exit $rc'
+    )
+
+
+def kill_script(cwd: str, pgid_file: str, *, grace_s: float = 2.0) -> str:
+    """The ``sh`` script that ends the group named in ``pgid_file`` (relative to
+    ``cwd``): SIGTERM, up to ``grace_s`` seconds, SIGKILL. Prints ``killed <pgid>``,
+    ``gone`` (the group had ended) or ``none`` (no pgid file). Exit 0 in every case."""
+    steps = max(1, int(grace_s * 10))
+    return (
+        f"cd {home_path(cwd)} 2>/dev/null || {{ echo none; exit 0; }}; "
+        f"pgf={shlex.quote(pgid_file)}; "
+        '[ -f "$pgf" ] || { echo none; exit 0; }; '
+        'pid=$(cat "$pgf" 2>/dev/null); '
+        'case "$pid" in ""|*[!0-9]*) rm -f "$pgf"; echo none; exit 0;; esac; '
+        'kill -s 0 -- -"$pid" 2>/dev/null || { rm -f "$pgf"; echo gone; exit 0; }; '
+        'kill -s TERM -- -"$pid" 2>/dev/null; i=0; '
+        f'while kill -s 0 -- -"$pid" 2>/dev/null && [ $i -lt {steps} ]; do '
+        "sleep 0.1; i=$((i+1)); done; "
+        'kill -s KILL -- -"$pid" 2>/dev/null; rm -f "$pgf"; echo "killed $pid"; exit 0'
+    )
+
+
+def alive_script(cwd: str, pgid_file: str) -> str:
+    """Prints ``alive <pgid>`` while the group in ``pgid_file`` has a live member, else
+    ``none`` (for tests and diagnostics)."""
+    return (
+        f"cd {home_path(cwd)} 2>/dev/null || {{ echo none; exit 0; }}; "
+        f"pid=$(cat {shlex.quote(pgid_file)} 2>/dev/null); "
+        '[ -n "$pid" ] && kill -s 0 -- -"$pid" 2>/dev/null && echo "alive $pid" || echo none'
+    )

@@ -1,0 +1,352 @@
+"""Commands on a worker host through the system ``ssh`` client (issue 14).
+
+The system client, so ``~/.ssh/config``, ``ProxyJump``, agents and keys work as they do
+for the operator; ``$SYMPHONY_SSH_CONFIG`` names another client config file (``ssh -F``,
+as the reference reads it). Every call runs ``BatchMode=yes`` (never a password prompt)
+with ``ConnectTimeout`` from ``worker.connect_timeout_ms``.
+
+Connection reuse: with ``reuse`` (the default) every call shares one OpenSSH master
+connection per host (``ControlMaster=auto``, ``ControlPersist``), so a hook or a launch
+after the first pays one channel open instead of a full handshake. The control sockets
+live in a private folder (mode 0700) of this process, named by ssh's ``%C`` hash; the
+masters are told to exit when this process does.
+
+Quoting: the remote side gets one command line, which the host's login shell (not
+trusted to be bash) reads: always ``sh -c <script>`` with the script quoted by
+:func:`shlex.quote` and free of newlines (:func:`sh_word` spells a multi-line text with
+``printf``), so any POSIX-like login shell passes it to ``sh`` untouched.
+
+Errors: :class:`SshError` with a one-line reason: ssh exit 255 is the *connection*
+failing (``unreachable``, ``refused``, ``timeout``, ``auth``, ``unknown_host``), never the
+remote command; a local deadline is ``timeout``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import hashlib
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from symphony_tui.config.settings import Settings
+from symphony_tui.config.worker_hosts import HostSpec
+
+#: Exit status ssh uses for its own (connection) errors (ssh(1) "EXIT STATUS").
+SSH_ERROR_EXIT = 255
+#: Seconds a master connection lingers after its last use.
+CONTROL_PERSIST_S = 120
+_ENV_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+_control_lock = threading.RLock()
+_control_dir: Path | None = None
+_masters: dict[str, list[str]] = {}
+
+
+class SshError(Exception):
+    """The connection to a host failed. ``code``: ``unreachable``, ``refused``,
+    ``timeout``, ``auth``, ``unknown_host``, ``no_ssh``; ``host``: the entry's name;
+    ``str()`` is one line: ``host <name> <reason>``."""
+
+    def __init__(self, code: str, host: str, reason: str) -> None:
+        self.code = code
+        self.host = host
+        self.reason = reason
+        super().__init__(f"host {host} {reason}")
+
+
+@dataclass(frozen=True)
+class Completed:
+    """A remote command that ran: its ``exit_code`` and the raw ``stdout`` / ``stderr``."""
+
+    exit_code: int
+    stdout: bytes
+    stderr: bytes
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+    def stderr_line(self, limit: int = 300) -> str:
+        """The last non-empty stderr line (for one-line errors)."""
+        lines = [x for x in self.stderr.decode("utf-8", "replace").splitlines() if x.strip()]
+        return lines[-1][:limit] if lines else ""
+
+
+def control_dir() -> Path:
+    """This process's private folder (0700) for master connection sockets."""
+    global _control_dir
+    with _control_lock:
+        if _control_dir is None or not _control_dir.is_dir():
+            # Short base: a socket path is limited to ~104 bytes.
+            base = "/tmp" if os.path.isdir("/tmp") else None
+            _control_dir = Path(tempfile.mkdtemp(prefix="sym-ssh-", dir=base))
+            os.chmod(_control_dir, 0o700)
+        return _control_dir
+
+
+@atexit.register
+def close_masters() -> None:
+    """Ask every master connection this process started to exit; remove the folder."""
+    with _control_lock:
+        masters = list(_masters.values())
+        _masters.clear()
+        folder = _control_dir
+    for argv in masters:
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            subprocess.run(argv, capture_output=True, timeout=5, check=False)
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def sh_word(text: str) -> str:
+    """A shell word, without newlines, that ``sh`` expands to ``text`` (trailing newlines
+    dropped): plain :func:`shlex.quote` when ``text`` has no newline, else
+    ``"$(printf %b '<text with \\n>')"``."""
+    if "\n" not in text:
+        return shlex.quote(text)
+    escaped = text.replace("\\", "\\\\").replace("\n", "\\n")
+    return f'"$(printf %b {shlex.quote(escaped)})"'
+
+
+def env_exports(env: Mapping[str, str]) -> str:
+    """``export A=...; export B=...; `` for ``env`` (names checked: ``ValueError`` for a
+    name that is not a shell variable name)."""
+    parts = []
+    for name, value in env.items():
+        if not name or name[0].isdigit() or not set(name) <= _ENV_SAFE:
+            raise ValueError(f"environment name {name!r} is not a shell variable name")
+        parts.append(f"export {name}={sh_word(value)}; ")
+    return "".join(parts)
+
+
+def remote_command(script: str) -> str:
+    """The one command line ssh sends: ``sh -c <script>`` (``script`` may span lines)."""
+    one_line = script if "\n" not in script else f"eval {sh_word(script)}"
+    return "sh -c " + shlex.quote(one_line)
+
+
+def _classify(host: str, stderr: str) -> SshError:
+    text = stderr.strip().splitlines()
+    last = text[-1].strip() if text else "ssh exited 255 without a message"
+    low = stderr.lower()
+    if "connection refused" in low:
+        return SshError("refused", host, f"refused the connection ({last})")
+    if "timed out" in low or "timeout" in low:
+        return SshError("timeout", host, f"did not answer in time ({last})")
+    if "permission denied" in low or "no supported authentication" in low:
+        return SshError("auth", host, f"refused the key ({last})")
+    if "could not resolve" in low or "name or service not known" in low:
+        return SshError("unknown_host", host, f"is unknown ({last})")
+    if "host key verification failed" in low:
+        return SshError("auth", host, f"host key not trusted ({last})")
+    return SshError("unreachable", host, f"is unreachable ({last})")
+
+
+class SshTarget:
+    """How to reach one host: builds ``ssh`` argument lists and runs commands there.
+
+    ``config_file``: passed as ``-F`` (default ``$SYMPHONY_SSH_CONFIG`` when set);
+    ``reuse``: share a master connection (see the module doc); ``program``: the ssh
+    client (default ``ssh``)."""
+
+    def __init__(
+        self,
+        spec: HostSpec,
+        *,
+        connect_timeout_ms: int = 10_000,
+        config_file: str | None = None,
+        reuse: bool = True,
+        program: str = "ssh",
+    ) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.connect_timeout_s = max(1, round(connect_timeout_ms / 1000))
+        if config_file is None:
+            config_file = os.environ.get("SYMPHONY_SSH_CONFIG") or None
+        self.config_file = config_file
+        self.reuse = reuse
+        self.program = program
+        self._master_lock = threading.Lock()
+
+    def _base(self) -> list[str]:
+        argv = [self.program]
+        if self.config_file:
+            argv += ["-F", self.config_file]
+        argv += [
+            "-o", "BatchMode=yes",
+            "-o", f"ConnectTimeout={self.connect_timeout_s}",
+            "-o", "ServerAliveInterval=5",
+            "-o", "ServerAliveCountMax=3",
+        ]  # fmt: skip
+        if self.spec.port is not None:
+            argv += ["-p", str(self.spec.port)]
+        return argv
+
+    @property
+    def control_path(self) -> Path:
+        """This host's master socket (named by a hash of the entry and config file)."""
+        digest = hashlib.sha1(f"{self.name}|{self.config_file}".encode()).hexdigest()[:16]
+        return control_dir() / digest
+
+    def options(self) -> list[str]:
+        """Every option of a command on this target, before the destination. With reuse,
+        commands ride the master (``ControlMaster=no``: when it is gone, ssh connects on
+        its own)."""
+        argv = self._base()
+        if self.reuse:
+            argv += ["-o", "ControlMaster=no", "-o", f"ControlPath={self.control_path}"]
+        return argv
+
+    def _ensure_master_sync(self) -> None:
+        """Start the master connection unless its socket is there; raises
+        :class:`SshError` when the host cannot be reached. ``-f`` puts it in the
+        background after authentication, with no file of ours left open."""
+        with self._master_lock:
+            if self.control_path.exists():
+                return
+            argv = [
+                *self._base(),
+                "-o", "ControlMaster=yes",
+                "-o", f"ControlPath={self.control_path}",
+                "-o", f"ControlPersist={CONTROL_PERSIST_S}",
+                "-N", "-f", "--", self.spec.destination,
+            ]  # fmt: skip
+            with tempfile.TemporaryFile() as err:
+                try:
+                    code = subprocess.call(
+                        argv,
+                        stdin=subprocess.DEVNULL,
+                        stdout=subprocess.DEVNULL,
+                        stderr=err,
+                        timeout=self.connect_timeout_s + 10,
+                        start_new_session=True,
+                    )
+                except subprocess.TimeoutExpired:
+                    raise SshError(
+                        "timeout", self.name, f"did not answer within {self.connect_timeout_s}s"
+                    ) from None
+                except OSError as exc:
+                    raise SshError(
+                        "no_ssh", self.name, f"cannot start {self.program}: {exc}"
+                    ) from exc
+                err.seek(0)
+                message = err.read().decode("utf-8", "replace")
+            if code != 0:
+                raise _classify(self.name, message)
+            with _control_lock:
+                _masters[str(self.control_path)] = [
+                    *self._base(), "-o", f"ControlPath={self.control_path}",
+                    "-O", "exit", "--", self.spec.destination,
+                ]  # fmt: skip
+
+    async def ensure_master(self) -> None:
+        """:meth:`_ensure_master_sync` off the event loop (a no-op when it is up)."""
+        if self.reuse and not self.control_path.exists():
+            await asyncio.to_thread(self._ensure_master_sync)
+
+    def argv(self, script: str, *, forward: str | None = None) -> list[str]:
+        """``ssh <options> -T [-L forward] -- <destination> sh -c <script>``."""
+        argv = [*self.options(), "-T"]
+        if forward:
+            argv += ["-L", forward]
+        return [*argv, "--", self.spec.destination, remote_command(script)]
+
+    async def run(
+        self, script: str, *, stdin: bytes | None = None, timeout_s: float | None = None
+    ) -> Completed:
+        """Run ``script`` with ``sh`` on the host; its exit code is the result's (an
+        unreachable host raises :class:`SshError`; so does a ``timeout_s`` deadline, after
+        the local client is killed)."""
+        await self.ensure_master()
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *self.argv(script),
+                stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+            )
+        except OSError as err:
+            raise SshError("no_ssh", self.name, f"cannot start {self.program}: {err}") from err
+        try:
+            out, err_out = await asyncio.wait_for(proc.communicate(stdin), timeout_s)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+            raise SshError(
+                "timeout", self.name, f"did not finish the command within {timeout_s:g}s"
+            ) from None
+        except asyncio.CancelledError:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            raise
+        code = proc.returncode if proc.returncode is not None else SSH_ERROR_EXIT
+        if code == SSH_ERROR_EXIT:
+            raise _classify(self.name, err_out.decode("utf-8", "replace"))
+        return Completed(code, out, err_out)
+
+    def run_sync(
+        self, script: str, *, stdin: bytes | None = None, timeout_s: float = 30.0
+    ) -> Completed:
+        """:meth:`run` for a worker thread (the manifest writer)."""
+        if self.reuse:
+            self._ensure_master_sync()
+        try:
+            done = subprocess.run(
+                self.argv(script),
+                input=stdin if stdin is not None else b"",
+                capture_output=True,
+                timeout=timeout_s,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise SshError(
+                "timeout", self.name, f"did not finish the command within {timeout_s:g}s"
+            ) from None
+        except OSError as err:
+            raise SshError("no_ssh", self.name, f"cannot start {self.program}: {err}") from err
+        if done.returncode == SSH_ERROR_EXIT:
+            raise _classify(self.name, done.stderr.decode("utf-8", "replace"))
+        return Completed(done.returncode, done.stdout, done.stderr)
+
+    async def probe(self, timeout_s: float | None = None) -> float:
+        """Round trip of a no-op command in milliseconds; raises :class:`SshError`."""
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        result = await self.run("exit 0", timeout_s=timeout_s or self.connect_timeout_s + 5)
+        if not result.ok:
+            raise SshError("unreachable", self.name, f"probe exited {result.exit_code}")
+        return (loop.time() - started) * 1000
+
+
+class HostTargets:
+    """The :class:`SshTarget` of each ``worker.ssh_hosts`` entry of ``settings()``, built
+    once per host and connection settings (a reloaded workflow's new timeout or a changed
+    ``$SYMPHONY_SSH_CONFIG`` gives a new one). ``reuse``: connection reuse (tests and the
+    benchmark turn it off). Raises ``KeyError`` for a host that is not listed."""
+
+    def __init__(self, settings: Callable[[], Settings], *, reuse: bool = True) -> None:
+        self._settings = settings
+        self.reuse = reuse
+        self._built: dict[str, tuple[tuple[Any, ...], SshTarget]] = {}
+
+    def __call__(self, name: str) -> SshTarget:
+        worker = self._settings().worker
+        spec = worker.spec(name)
+        key = (spec, worker.connect_timeout_ms, os.environ.get("SYMPHONY_SSH_CONFIG"), self.reuse)
+        built = self._built.get(name)
+        if built is None or built[0] != key:
+            target = SshTarget(spec, connect_timeout_ms=worker.connect_timeout_ms, reuse=self.reuse)
+            built = self._built[name] = (key, target)
+        return built[1]

@@ -1,0 +1,92 @@
+"""Workspace manifests on a worker host (issue 14; the layout is ``manifest.py``'s).
+
+A :class:`RemoteManifests` is the :class:`~symphony_tui.workspaces.manifest_writer.
+ManifestStore` of one host: the manifest writer thread calls it for every workspace
+mounted on that host. A write sends the merged section on stdin to ``cat > tmp && mv
+tmp <section>.json`` in the same folder, so the file on the host is replaced atomically
+(rename), never half written. This scheduler is the only writer of a remote manifest, so
+the merged sections are kept here after the first read (one round trip per write).
+
+Errors: a failed write raises ``OSError`` with a one-line reason (the writer logs it and
+goes on); reads never raise (``{}``).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import threading
+from pathlib import Path
+from typing import Any
+
+from symphony_tui.hosts.remote_group import home_path
+from symphony_tui.hosts.ssh import SshError, SshTarget
+from symphony_tui.workspaces.manifest import _GITIGNORE, MANIFEST_DIR, SECTIONS, _json_default
+
+#: Seconds one manifest read or write may take on the host.
+MANIFEST_TIMEOUT_S = 30.0
+_IGNORE = shlex.quote(_GITIGNORE.replace("\n", "\\n"))  # printf's format, one line
+
+
+def write_script(ws: str, section: str) -> str:
+    """The ``sh`` script that replaces ``<ws>/.symphony/<section>.json`` with stdin."""
+    folder = f"{home_path(ws)}/{MANIFEST_DIR}"
+    return (
+        f'd={folder}; mkdir -p "$d" || exit 1; '
+        f'[ -f "$d/.gitignore" ] || printf {_IGNORE} '
+        '> "$d/.gitignore"; '
+        f't="$d/.{section}.json.$$"; '
+        f'if cat > "$t" && mv -f "$t" "$d/{section}.json"; then exit 0; fi; '
+        'rm -f "$t"; exit 1'
+    )
+
+
+class RemoteManifests:
+    """The manifests of every workspace on one host (thread-safe)."""
+
+    def __init__(self, target: SshTarget) -> None:
+        self.target = target
+        self._lock = threading.Lock()
+        self._cache: dict[tuple[Path, str], dict[str, Any]] = {}
+
+    def read(self, ws: Path, section: str) -> dict[str, Any]:
+        with self._lock:
+            cached = self._cache.get((Path(ws), section))
+        if cached is not None:
+            return dict(cached)
+        script = f"cat {home_path(str(ws))}/{MANIFEST_DIR}/{section}.json 2>/dev/null; exit 0"
+        try:
+            done = self.target.run_sync(script, timeout_s=MANIFEST_TIMEOUT_S)
+            data = json.loads(done.stdout) if done.stdout.strip() else {}
+        except (SshError, ValueError):
+            return {}
+        data = data if isinstance(data, dict) else {}
+        with self._lock:
+            self._cache[(Path(ws), section)] = data
+        return dict(data)
+
+    def merge(self, ws: Path, section: str, fields: dict[str, Any]) -> None:
+        """Merge ``fields`` into the section on the host; raises ``OSError``."""
+        if section not in SECTIONS:
+            raise ValueError(f"unknown manifest section {section!r} (use one of {SECTIONS})")
+        merged = {**self.read(ws, section), **fields}
+        payload = json.dumps(merged, default=_json_default, indent=2, sort_keys=True) + "\n"
+        try:
+            done = self.target.run_sync(
+                write_script(str(ws), section),
+                stdin=payload.encode("utf-8"),
+                timeout_s=MANIFEST_TIMEOUT_S,
+            )
+        except SshError as err:
+            raise OSError(str(err)) from None
+        if not done.ok:
+            raise OSError(f"host {self.target.name}: {done.stderr_line() or 'write failed'}")
+        with self._lock:
+            # What is on the host now (JSON round trip: the same values a read returns).
+            self._cache[(Path(ws), section)] = json.loads(payload)
+
+    def forget(self, ws: Path) -> None:
+        """Drop what is kept of ``ws`` (it was removed)."""
+        with self._lock:
+            for key in [k for k in self._cache if k[0] == Path(ws)]:
+                del self._cache[key]

@@ -1,0 +1,87 @@
+"""Issue 14: ``worker.ssh_hosts`` and friends load (the reference's names), bad entries
+are one-line errors, and no hosts means nothing changes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from symphony_tui.config.errors import WorkflowError
+from symphony_tui.config.worker_hosts import HostSpec, parse_host
+from symphony_tui.config.workflow import load_workflow
+
+
+@pytest.mark.parametrize(
+    ("text", "spec"),
+    [
+        ("build-1", HostSpec("build-1", "build-1")),
+        ("me@build-1", HostSpec("me@build-1", "build-1", user="me")),
+        ("build-1:2222", HostSpec("build-1:2222", "build-1", port=2222)),
+        ("[::1]:2222", HostSpec("[::1]:2222", "::1", port=2222)),
+        ("me@[fe80::1]:22", HostSpec("me@[fe80::1]:22", "fe80::1", user="me", port=22)),
+        ("::1", HostSpec("::1", "::1")),
+        ("10.0.0.7", HostSpec("10.0.0.7", "10.0.0.7")),
+    ],
+)
+def test_every_form_the_reference_takes_parses(text: str, spec: HostSpec) -> None:
+    assert parse_host(text) == spec
+    assert parse_host(text).destination == (f"me@{spec.hostname}" if spec.user else spec.hostname)
+
+
+@pytest.mark.parametrize(
+    "text", ["", "a b", "host:0", "host:99999", "-oProxyCommand=x", "[::1", "[::1]x", "-u@h"]
+)
+def test_a_bad_entry_is_refused(text: str) -> None:
+    with pytest.raises(ValueError) as err:
+        parse_host(text)
+    assert "\n" not in str(err.value)
+
+
+def _load(tmp_path: Path, worker: str):
+    path = tmp_path / "WORKFLOW.md"
+    path.write_text(
+        f"---\ntracker:\n  kind: local\n  path: i.yaml\nworkspace:\n  root: {tmp_path}/ws\n"
+        f"{worker}---\nprompt\n"
+    )
+    return load_workflow(path, env={})
+
+
+def test_hosts_caps_and_overrides_load_without_warnings(tmp_path: Path) -> None:
+    wf = _load(
+        tmp_path,
+        "worker:\n  ssh_hosts: [a, 'me@b:2222']\n  max_concurrent_agents_per_host: 3\n"
+        "  hosts:\n    'me@b:2222':\n      workspace_root: ~/ws\n      max_concurrent_agents: 1\n"
+        "      env: {PATH: /opt/bin}\n",
+    )
+    worker = wf.settings.worker
+    assert wf.warnings == ()
+    assert worker.enabled and worker.ssh_hosts == ("a", "me@b:2222")
+    assert (worker.capacity("a"), worker.capacity("me@b:2222")) == (3, 1)
+    assert worker.workspace_root_for("a", "/x") == "/x"
+    assert worker.workspace_root_for("me@b:2222", "/x") == "~/ws"
+    assert worker.env_for("me@b:2222") == {"PATH": "/opt/bin"} and worker.env_for("a") == {}
+
+
+def test_no_hosts_is_local_behaviour(tmp_path: Path) -> None:
+    worker = _load(tmp_path, "").settings.worker
+    assert not worker.enabled and worker.specs() == ()
+    # The reference writes an empty list; that is no hosts too.
+    assert not _load(tmp_path, "worker:\n  ssh_hosts: []\n").settings.worker.enabled
+
+
+@pytest.mark.parametrize(
+    ("worker", "needle"),
+    [
+        ("worker:\n  ssh_hosts: ['a b']\n", "bad host name 'a b'"),
+        ("worker:\n  ssh_hosts: [a, a]\n", "lists 'a' twice"),
+        ("worker:\n  ssh_hosts: [a]\n  hosts: {b: {}}\n", "worker.hosts.b names no"),
+        ("worker:\n  ssh_hosts: [a]\n  max_concurrent_agents_per_host: 0\n", "greater than 0"),
+        ("worker:\n  ssh_hosts: [a]\n  hosts: {a: {env: {'1X': y}}}\n", "not a shell variable"),
+    ],
+)
+def test_bad_worker_settings_are_one_line_errors(tmp_path: Path, worker: str, needle: str) -> None:
+    with pytest.raises(WorkflowError) as err:
+        _load(tmp_path, worker)
+    assert err.value.code == "invalid_settings"
+    assert needle in str(err.value) and "\n" not in str(err.value)

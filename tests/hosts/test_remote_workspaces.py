@@ -1,0 +1,145 @@
+"""Issue 14: workspaces on a worker host: created under the host's root, the hooks run
+there (a hung one is killed there), manifests land there atomically, removal runs
+``before_remove`` there, and recovery lists them with their host. Real sshd on loopback."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from symphony_tui.config.settings import Settings
+from symphony_tui.domain import Issue
+from symphony_tui.workspaces.errors import WorkspaceError
+from symphony_tui.workspaces.manager import WorkspaceManager
+
+pytestmark = pytest.mark.slow
+
+ISSUE = Issue(id="id-1", identifier="ABC/1 x", title="T", state="Todo")
+
+
+def manager(tmp_path: Path, fleet, **hooks) -> tuple[WorkspaceManager, str, Path]:
+    host = fleet.names[0]
+    root = tmp_path / "remote-root"
+    settings = Settings.model_validate(
+        {
+            "workspace": {"root": str(tmp_path / "local-root")},
+            "hooks": {**hooks, "env": {"FROM_HOOKS": "yes", "LINEAR_API_KEY": "$LINEAR_API_KEY"}},
+            "worker": {
+                "ssh_hosts": fleet.names,
+                "hosts": {host: {"workspace_root": str(root), "env": {"HOST_VAR": "h1"}}},
+            },
+        }
+    )
+    return WorkspaceManager(lambda: settings, env={"LINEAR_API_KEY": "lin_secret"}), host, root
+
+
+async def test_a_workspace_and_its_hooks_live_on_the_host(tmp_path, fleet) -> None:
+    mgr, host, root = manager(
+        tmp_path,
+        fleet,
+        after_create="echo created > made.txt; env > env.txt",
+        before_run="printf 'line one\\nline two\\n'; exit 4",
+    )
+    path, created = await mgr.ensure(ISSUE, host=host)
+    assert created and path == root.resolve() / "ABC_1_x"
+    assert not (tmp_path / "local-root").exists()  # nothing here
+    assert (path / "made.txt").read_text() == "created\n"
+    env = dict(
+        line.split("=", 1) for line in (path / "env.txt").read_text().splitlines() if "=" in line
+    )
+    assert env["SYMPHONY_ISSUE_IDENTIFIER"] == "ABC/1 x" and env["SYMPHONY_WORKSPACE"] == str(path)
+    assert env["FROM_HOOKS"] == "yes" and env["HOST_VAR"] == "h1"
+    assert "LINEAR_API_KEY" not in env  # a tracker secret never reaches a host
+    hook = await mgr.run_hook("before_run", path, ISSUE, host=host)
+    assert hook is not None and not hook.ok and hook.exit_code == 4
+    assert hook.output == "line one\nline two\n"
+    await mgr.manifests.flush()
+    issue = json.loads((path / ".symphony" / "issue.json").read_text())
+    assert issue["identifier"] == "ABC/1 x" and issue["workspace_key"] == "ABC_1_x"
+    run = json.loads((path / ".symphony" / "run.json").read_text())
+    assert run["hooks"] == {"after_create": "ok", "before_run": "exit 4"}
+    assert not [p for p in (path / ".symphony").iterdir() if p.name.startswith(".run")]
+    again, created = await mgr.ensure(ISSUE, host=host)
+    assert again == path and not created
+
+
+async def test_a_hung_hook_is_killed_on_the_host(tmp_path, fleet) -> None:
+    mgr, host, _ = manager(tmp_path, fleet, before_run="sleep 300 & sleep 301; echo never")
+    path, _ = await mgr.ensure(ISSUE, host=host)
+    settings = mgr._settings()
+    short = settings.model_copy(
+        update={"hooks": settings.hooks.model_copy(update={"timeout_ms": 1500})}
+    )
+    mgr._settings = lambda: short
+    mgr.remote._settings = lambda: short
+    hook = await mgr.run_hook("before_run", path, ISSUE, host=host)
+    assert hook is not None and hook.timed_out and not hook.ok
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _sleepers(fleet):
+        time.sleep(0.1)
+    assert _sleepers(fleet) == []
+
+
+def _sleepers(fleet) -> list[int]:
+    out = []
+    for host in fleet.hosts:
+        for pid in host.sessions():
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if b"sleep\x00300" in cmd and state != "Z":
+                out.append(pid)
+    # Reparented sleepers (their group leader died) are not the sshd's children any more.
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmd = (entry / "cmdline").read_bytes()
+                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if cmd.startswith(b"sleep\x00300") and state != "Z" and int(entry.name) not in out:
+                out.append(int(entry.name))
+    return out
+
+
+async def test_remove_runs_before_remove_there_and_recovery_names_the_host(tmp_path, fleet) -> None:
+    marker = tmp_path / "removed-from"
+    mgr, host, root = manager(tmp_path, fleet, before_remove=f"pwd > {marker}")
+    path, _ = await mgr.ensure(ISSUE, host=host)
+    mgr.manifests.write(path, "run", "run", attempt=2, status="failed", error="boom")
+    await mgr.manifests.flush()
+    found = [r for r in mgr.recover() if r.host == host]
+    assert len(found) == 1
+    assert (found[0].issue_identifier, found[0].attempt, found[0].error) == ("ABC/1 x", 2, "boom")
+    assert found[0].path == str(path)
+    # A fresh manager (a restarted scheduler) removes it from the identifier alone.
+    fresh, _, _ = manager(tmp_path, fleet, before_remove=f"pwd > {marker}")
+    hook = await fresh.remove(ISSUE.identifier, host=host)
+    assert hook is not None and hook.ok
+    assert marker.read_text().strip() == str(path)
+    assert not path.exists() and root.is_dir()
+    assert [r for r in fresh.recover() if r.host == host] == []
+
+
+async def test_a_symlink_in_place_of_a_workspace_is_refused(tmp_path, fleet) -> None:
+    mgr, host, root = manager(tmp_path, fleet)
+    root.mkdir(parents=True)
+    os.symlink("/etc", root / "ABC_1_x")
+    with pytest.raises(WorkspaceError) as err:
+        await mgr.ensure(ISSUE, host=host)
+    assert err.value.code == "workspace_outside_root" and "\n" not in str(err.value)
+
+
+async def test_an_unreachable_host_is_a_one_line_workspace_error(tmp_path, fleet) -> None:
+    mgr, host, _ = manager(tmp_path, fleet)
+    fleet.hosts[0].kill()
+    with pytest.raises(WorkspaceError) as err:
+        await mgr.ensure(ISSUE, host=host)
+    assert err.value.code == "workspace_host_unreachable"
+    assert getattr(err.value, "host_lost", None) and "\n" not in str(err.value)
