@@ -41,11 +41,15 @@ def state_of(
     open_: bool, labels: Iterable[str], board: BoardValues | None, tracker: TrackerSettings
 ) -> str | None:
     """The issue's state name: the board status with a board (``None`` when the issue is not
-    on the board or has no status); else, with ``state_labels``, the first of them the open
+    on the board or has no status; ``closed`` for a closed issue whose status is not a
+    terminal state, so it is not worked on); else, with ``state_labels``, the first of them the open
     issue carries (``open`` when none); else ``open`` / ``closed``. A closed issue is
     ``closed`` without a board."""
     if tracker.project is not None:
-        return board.status if board is not None and board.status else None
+        status = board.status if board is not None and board.status else None
+        if status is not None and not open_ and not tracker.is_terminal(status):
+            return "closed"  # closed on GitHub while the board still says it is in play
+        return status
     if not open_:
         return "closed"
     have = {label.lower() for label in labels}

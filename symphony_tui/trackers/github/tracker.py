@@ -65,6 +65,7 @@ class GitHubTracker:
         self._settings = settings
         self.client = GitHubClient(settings, transport=transport, clock=clock)
         self._board = Board(settings, self.client)
+        self._last_board: dict[int, BoardValues] | None = None
 
     # -- rate limits, for the console --------------------------------------------------
 
@@ -175,8 +176,6 @@ class GitHubTracker:
         await self.client.aclose()
 
     # -- internals ---------------------------------------------------------------------
-
-    _last_board: dict[int, BoardValues] | None = None
 
     def _tracker(self) -> TrackerSettings:
         return self._settings().tracker

@@ -9,10 +9,11 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
-from symphony_tui.config.settings import Settings
+from symphony_tui.config.settings import Settings, resolve_settings
 from symphony_tui.testing.github_contracts import missing_contracts
 
 TOKEN = "ghp_SECRET_4f1b7c9e2d3a5b60"
@@ -72,10 +73,9 @@ def fake(clock: FakeClock) -> Iterator:
 
 
 def github_settings(fake, **tracker: object) -> Settings:
+    """Resolved settings for ``fake`` (``tracker`` keys override), as a WORKFLOW.md gives them."""
     raw = {"kind": "github", "repo": REPO, "api_url": fake.url, "token": TOKEN, **tracker}
-    from symphony_tui.config.settings import resolve_settings
-
-    return resolve_settings({"tracker": raw}, workflow_dir=__import__("pathlib").Path("."), env={})
+    return resolve_settings({"tracker": raw}, workflow_dir=Path("."), env={})
 
 
 @pytest.fixture

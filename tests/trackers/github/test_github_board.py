@@ -100,3 +100,16 @@ async def test_unknown_board_is_one_line_error(fake, settings, tracker) -> None:
     with pytest.raises(TrackerError) as info:
         await tracker.fetch_candidate_issues()
     assert info.value.category == "github_unknown_project"
+
+
+async def test_a_closed_issue_still_in_play_on_the_board_reads_closed(
+    fake, settings, tracker
+) -> None:
+    fake.add_board(statuses=STATUSES)
+    settings.value = board_settings(fake)
+    running = fake.add_issue("closed by a person", status="In Progress")
+    done = fake.add_issue("closed and done", status="Done")
+    fake.close(running)
+    fake.close(done)
+    found = await tracker.fetch_issue_states_by_ids([str(running), str(done)])
+    assert [i.state for i in found] == ["closed", "Done"]
