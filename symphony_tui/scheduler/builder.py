@@ -130,6 +130,7 @@ def build_parts(
         tools=tools,
         post=inbox.post,
         barrier=side.inbox_barrier,
+        room=inbox.room,
     )
     polling = Polling(
         state,

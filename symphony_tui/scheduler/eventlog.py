@@ -12,6 +12,7 @@ import json
 import logging
 from collections import deque
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -19,6 +20,7 @@ from pydantic import BaseModel
 from symphony_tui.domain import AgentEvent, EventKind
 from symphony_tui.observability.redact import redact
 from symphony_tui.scheduler.event_file import RotatingJsonl
+from symphony_tui.scheduler.transcripts import LiveItem, Transcripts, event_cost, payload_texts
 
 log = logging.getLogger(__name__)
 
@@ -32,21 +34,34 @@ MAX_MESSAGE_CHARS = 16_384
 
 
 class EventHistory:
-    """Stamps ``seq`` on events and keeps them. Memory is bounded by ``ring_size`` plus
-    ``transcript_size`` per issue (transcripts of issues no longer known are dropped by
-    :meth:`forget`)."""
+    """Stamps ``seq`` on events and keeps them. Memory is bounded by bytes: the ring by
+    ``ring_size`` events and ``ring_bytes``, the transcripts by ``transcript_size`` entries
+    each and ``transcript_bytes`` over all issues (:mod:`scheduler.transcripts`: oldest
+    dropped first, counted; streamed fragments coalesced into one entry per item and read).
+    Transcripts of issues no longer known are dropped by :meth:`forget`."""
 
     def __init__(
         self,
         *,
         ring_size: int = 5_000,
+        ring_bytes: int = 16 * 1024 * 1024,
         transcript_size: int = 2_000,
+        transcript_bytes: int = 48 * 1024 * 1024,
         jsonl_path: Path | None = None,
     ) -> None:
         self._seq = 0
-        self._ring: deque[AgentEvent] = deque(maxlen=ring_size)
-        self._transcripts: dict[str, deque[AgentEvent]] = {}
-        self._transcript_size = transcript_size
+        self._ring: deque[AgentEvent] = deque()
+        self._ring_size = ring_size
+        self.ring_bytes_budget = ring_bytes
+        self.ring_bytes = 0
+        #: Events dropped from the ring to keep its budget (count, bytes).
+        self.ring_dropped = (0, 0)
+        self.transcripts = Transcripts(
+            max_entries=transcript_size,
+            budget_bytes=transcript_bytes,
+            max_chars=MAX_MESSAGE_CHARS,
+            seal=self._seal,
+        )
         self._jsonl: RotatingJsonl | None = None
         self.jsonl_path = jsonl_path
         if jsonl_path is not None:  # rotated by size; seq goes on from the file's last
@@ -62,7 +77,19 @@ class EventHistory:
 
         Secrets are masked here, the one door every event passes (spec §15.3): an agent
         that prints its environment must not put an API key on the operator's screen or
-        in the JSONL file."""
+        in the JSONL file. A streamed fragment of an issue goes to :meth:`append_fragment`
+        instead (no copy; the event is returned as given)."""
+        if event.kind in FRAGMENT_KINDS:
+            issue_id = updates.get("issue_id", event.issue_id)
+            if isinstance(issue_id, str):
+                self.append_fragment(
+                    issue_id,
+                    event,
+                    issue_identifier=updates.get("issue_identifier", event.issue_identifier),  # type: ignore[arg-type]
+                    session_id=updates.get("session_id", event.session_id),  # type: ignore[arg-type]
+                    at=updates.get("at", event.at),  # type: ignore[arg-type]
+                )
+                return event
         self._seq += 1
         updates["seq"] = self._seq
         message = updates.get("message", event.message)
@@ -77,35 +104,98 @@ class EventHistory:
             updates["message"] = message[:MAX_MESSAGE_CHARS] + f"… [{cut} more chars]"
         event = event.model_copy(update=updates)
         if event.issue_id is not None:
-            t = self._transcripts.get(event.issue_id)
-            if t is None:
-                t = self._transcripts[event.issue_id] = deque(maxlen=self._transcript_size)
-            t.append(event)
+            self.transcripts.add(event.issue_id, event)
         if event.kind not in FRAGMENT_KINDS:
             if event.kind not in QUIET_KINDS:
-                self._ring.append(event)
+                self._keep_in_ring(event)
             if self._jsonl is not None:
                 self._jsonl.write(event.model_dump_json())
         return event
+
+    def append_fragment(
+        self,
+        issue_id: str,
+        event: AgentEvent,
+        *,
+        issue_identifier: str | None,
+        session_id: str | None,
+        at: datetime | None,
+    ) -> int:
+        """Take a streamed fragment's text into ``issue_id``'s transcript (its live item);
+        no event is copied or kept per fragment. Fragments stay out of the ring and the
+        JSONL file. ``at`` is read only for an item's first fragment (None is allowed: the
+        item is then stamped when it is sealed). Returns the fragment's ``seq``."""
+        self._seq += 1
+        self.transcripts.add_fragment(
+            issue_id,
+            event.kind,
+            event.message,
+            self._seq,
+            issue_identifier=issue_identifier,
+            session=session_id,
+            at=at,
+            payload=event.payload,
+        )
+        return self._seq
+
+    def _seal(self, issue_id: str, live: LiveItem) -> AgentEvent:
+        """The event a live item becomes: its parts joined and masked once (a secret split
+        across fragments is masked too), capped at MAX_MESSAGE_CHARS."""
+        text = redact("".join(live.parts))
+        payload = _redacted(live.payload) if live.payload is not None else None
+        return AgentEvent(
+            kind=live.kind,
+            message=text[:MAX_MESSAGE_CHARS],
+            issue_id=issue_id,
+            issue_identifier=live.issue_identifier,
+            session_id=live.session,
+            at=live.at or datetime.now(UTC),
+            seq=live.seq,
+            payload=payload,
+        )
+
+    def _keep_in_ring(self, event: AgentEvent) -> None:
+        ring = self._ring
+        ring.append(event)
+        self.ring_bytes += event_cost(event)
+        while len(ring) > 1 and (
+            len(ring) > self._ring_size or self.ring_bytes > self.ring_bytes_budget
+        ):
+            cost = event_cost(ring.popleft())
+            self.ring_bytes -= cost
+            count, size = self.ring_dropped
+            self.ring_dropped = (count + 1, size + cost)
 
     def since(
         self, seq: int, *, limit: int = 2_000, issue_id: str | None = None
     ) -> list[AgentEvent]:
         """The oldest ``limit`` events with ``seq`` above ``seq``, oldest first, so a reader
         that pages with the last seq it saw misses nothing the buffer still holds."""
-        source = self._transcripts.get(issue_id, ()) if issue_id is not None else self._ring
+        if issue_id is not None:
+            return self.transcripts.since(issue_id, seq, limit)
         newer: list[AgentEvent] = []
-        for event in reversed(source):  # newest first: stop at the first one already seen
+        for event in reversed(self._ring):  # newest first: stop at the first one already seen
             if event.seq <= seq:
                 break
             newer.append(event)
         newer.reverse()
         return newer[:limit]
 
+    def stats(self) -> dict[str, int]:
+        """Held and dropped bytes and events (ring and transcripts), for figures and tests."""
+        t = self.transcripts
+        return {
+            "ring_events": len(self._ring),
+            "ring_bytes": self.ring_bytes,
+            "ring_dropped_events": self.ring_dropped[0],
+            "ring_dropped_bytes": self.ring_dropped[1],
+            "transcript_bytes": t.bytes,
+            "transcript_dropped_events": t.dropped_events,
+            "transcript_dropped_bytes": t.dropped_bytes,
+        }
+
     def forget(self, keep_issue_ids: set[str]) -> None:
-        for issue_id in list(self._transcripts):
-            if issue_id not in keep_issue_ids:
-                del self._transcripts[issue_id]
+        self.transcripts.forget(keep_issue_ids)
 
     def close(self) -> None:
         if self._jsonl is not None:
@@ -131,22 +221,12 @@ def read_history(path: Path) -> Iterator[AgentEvent]:
                 log.warning("%s:%d: not an event, skipped (%s)", path, number, first)
 
 
-def _texts(model: BaseModel) -> Iterator[str]:
-    for value in model.__dict__.values():
-        if isinstance(value, str):
-            yield value
-        elif isinstance(value, tuple):
-            for item in value:
-                if isinstance(item, BaseModel):
-                    yield from _texts(item)
-
-
 def _redacted(model: BaseModel) -> BaseModel:
     """``model`` with secrets masked in its text fields (nested edits included); the same
     object when nothing needed masking. Most payloads hold no secret: one pass over all
     their text (joined by newlines, which no mask pattern spans without changing the
     text) tells, before any field is looked at alone."""
-    joined = "\n".join(_texts(model))
+    joined = "\n".join(payload_texts(model))
     if not joined or redact(joined) == joined:
         return model
     updates: dict[str, object] = {}

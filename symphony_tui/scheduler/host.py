@@ -6,7 +6,8 @@ applied by the scheduling loop in order; approval requests and tool calls are aw
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +31,10 @@ class RunHost:
         post: Callable[[Input], None],
         approvals: ApprovalDesk,
         tool_calls: SessionTools,
+        room: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._run = run
+        self._room = room
         self._tools = tools
         self._post = post
         self._approvals = approvals
@@ -60,6 +63,13 @@ class RunHost:
 
     def emit(self, event: AgentEvent) -> None:
         self._post(AgentTraffic(self._run, event))
+
+    async def pace(self) -> None:
+        """Wait for room in the inbox's main lane (``Inbox.room``); yields at least once."""
+        if self._room is None:
+            await asyncio.sleep(0)
+        else:
+            await self._room()
 
     async def request_approval(self, request: ApprovalRequest) -> ApprovalAnswer:
         return await self._approvals.request(self._run, request)

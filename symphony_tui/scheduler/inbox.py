@@ -11,6 +11,13 @@ one mailbox).
 
 Posting never blocks and never yields (sessions post from their reader callbacks). An input
 with a ``reply`` future gets the handler's result there (or its exception).
+
+Back-pressure (issue 11): a session's reader awaits :meth:`Inbox.room` between batches of
+lines; past :data:`HIGH_WATER` queued main-lane inputs it waits until the loop has taken the
+lane down to :data:`LOW_WATER`. Agent traffic then waits in the agents' pipes (which slow the
+agents down) instead of piling up here, where every queued event is memory, garbage
+collector work and latency for whatever the operator reads next. The control lane has no
+such bound.
 """
 
 from __future__ import annotations
@@ -209,13 +216,33 @@ Input = (
 )
 
 
+#: Main-lane inputs queued before readers wait (:meth:`Inbox.room`), and the level that
+#: lets them go on.
+HIGH_WATER = 4_096
+LOW_WATER = 1_024
+
+
 class Inbox:
     """Two FIFO lanes and a wake-up. Only the scheduling loop takes from it."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, high_water: int = HIGH_WATER, low_water: int = LOW_WATER) -> None:
         self._control: deque[Input] = deque()
         self._main: deque[Input] = deque()
         self._wake = asyncio.Event()
+        self._high = high_water
+        self._low = low_water
+        self._room: asyncio.Event | None = None  # set while readers wait for room
+
+    async def room(self) -> None:
+        """Return once the main lane is under the high-water mark (at once when it is; then
+        after the loop took it down to the low-water mark). Readers call it between
+        batches of lines; it always yields to the loop once."""
+        if len(self._main) < self._high:
+            await asyncio.sleep(0)
+            return
+        if self._room is None:
+            self._room = asyncio.Event()
+        await self._room.wait()
 
     def post(self, item: Input) -> None:
         """Queue ``item`` in the main lane."""
@@ -242,7 +269,11 @@ class Inbox:
         if self._control:
             return self._control.popleft()
         if self._main:
-            return self._main.popleft()
+            item = self._main.popleft()
+            if self._room is not None and len(self._main) <= self._low:
+                self._room.set()  # wake the readers that wait (room)
+                self._room = None
+            return item
         return None
 
     async def wait(self) -> None:
@@ -256,4 +287,7 @@ class Inbox:
         items = [*self._control, *self._main]
         self._control.clear()
         self._main.clear()
+        if self._room is not None:
+            self._room.set()
+            self._room = None
         return items

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Protocol
 
@@ -96,6 +96,9 @@ class Run:
     turn_count: int = 0
     last_event: str | None = None
     last_event_at: datetime | None = None
+    #: Set instead of ``last_event_at`` by streamed fragments (a monotonic reading: no
+    #: datetime per delta); the snapshot turns it into a wall time (``settle_event_time``).
+    last_event_at_mono: float | None = None
     last_message: str | None = None  # may hold a secret: snapshots mask it
     delta_buffer: str = ""
     tokens: TokenUsage = field(default_factory=TokenUsage)
@@ -107,6 +110,14 @@ class Run:
     resume: dict = field(default_factory=dict)
     # Why the run is held by a token budget (scheduler/budgets.py); None when it is not.
     budget_reached: str | None = None
+
+    def settle_event_time(self, now: datetime, now_mono: float) -> None:
+        """Turn ``last_event_at_mono`` into ``last_event_at`` (a wall time, from the clock
+        reading ``now`` / ``now_mono``); once, so the value holds still afterwards."""
+        if self.last_event_at_mono is not None:
+            ago = max(0.0, now_mono - self.last_event_at_mono)
+            self.last_event_at = now - timedelta(seconds=ago)
+            self.last_event_at_mono = None
 
     @property
     def identifier(self) -> str:

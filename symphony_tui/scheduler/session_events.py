@@ -26,7 +26,7 @@ from symphony_tui.observability.logs import log_kv
 from symphony_tui.observability.redact import redact
 from symphony_tui.scheduler import manifests
 from symphony_tui.scheduler.clock import Clock
-from symphony_tui.scheduler.eventlog import FRAGMENT_KINDS, QUIET_KINDS, EventHistory
+from symphony_tui.scheduler.eventlog import QUIET_KINDS, EventHistory
 from symphony_tui.scheduler.run import Run
 from symphony_tui.scheduler.tokens import TokenLedger
 from symphony_tui.workspaces.manifest_writer import ManifestWriter
@@ -91,8 +91,30 @@ class SessionRecorder:
         its :class:`TokenReport`; only their growth is counted (the first report of a
         re-attached session, ``attached``, is its baseline)."""
         now_mono = self._clock.monotonic()
-        now = self._clock.now()
         payload = event.payload
+        kind = event.kind
+        if kind is EventKind.MESSAGE_DELTA or kind is EventKind.COMMAND_OUTPUT:
+            # The hot path under a flood (issue 11): no wall-clock read, no stamp dict, no
+            # copy; the text joins the transcript's live item (eventlog.append_fragment).
+            run.last_event_mono = now_mono
+            if run.status is RunStatus.RETRYING_MODEL:
+                run.status = RunStatus.STREAMING_TURN
+            run.last_event = kind.value
+            run.last_event_at_mono = now_mono  # turned into a wall time when read
+            if kind is EventKind.MESSAGE_DELTA:
+                # Kept raw: masked once per snapshot (snapshots.py), not once per delta.
+                run.delta_buffer = (run.delta_buffer + event.message)[-LAST_MESSAGE_CHARS:]
+                run.last_message = run.delta_buffer
+            self._events.append_fragment(
+                run.issue.id,
+                event,
+                issue_identifier=run.issue.identifier,
+                session_id=event.session_id or run.session_id,
+                at=event.at,
+            )
+            self._changed()
+            return
+        now = self._clock.now()
         if isinstance(payload, SessionStarted):
             if payload.thread_id:
                 self._set_thread(run, payload.thread_id)
@@ -118,16 +140,12 @@ class SessionRecorder:
             run.last_event_mono = now_mono
             if run.status is RunStatus.RETRYING_MODEL:
                 run.status = RunStatus.STREAMING_TURN
-        if event.kind not in QUIET_KINDS:
+        if kind not in QUIET_KINDS:
             run.last_event_at = now
-            run.last_event = event.kind.value
-        if event.kind is EventKind.MESSAGE_DELTA:
-            # Kept raw: masked once per snapshot (snapshots.py), not once per delta, which
-            # re-scanned the whole 400-character window for every few words (issue 11).
-            run.delta_buffer = (run.delta_buffer + event.message)[-LAST_MESSAGE_CHARS:]
-            run.last_message = run.delta_buffer
-        elif event.kind in _MESSAGE_KINDS:
-            if event.kind in (EventKind.MESSAGE, EventKind.REASONING):
+            run.last_event_at_mono = None
+            run.last_event = kind.value
+        if kind in _MESSAGE_KINDS:
+            if kind in (EventKind.MESSAGE, EventKind.REASONING):
                 # a finished item: the next deltas (reasoning or answer) start afresh
                 run.delta_buffer = ""
             if event.message:
@@ -138,11 +156,11 @@ class SessionRecorder:
             self.rate_limits = payload.rate_limits
         event = self._events.append(event, **stamp)
         self._changed()
-        if event.kind not in FRAGMENT_KINDS and event.kind not in QUIET_KINDS:
+        if kind not in QUIET_KINDS:
             log_kv(
                 log,
-                "debug" if event.kind is EventKind.MESSAGE_DELTA else "info",
-                event.kind.value,
+                "info",
+                kind.value,
                 issue_id=run.issue.id,
                 issue_identifier=run.issue.identifier,
                 session_id=event.session_id,

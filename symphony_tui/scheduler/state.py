@@ -375,9 +375,12 @@ class SchedulerState:
 
     def snapshot(self) -> Snapshot:
         """A new immutable snapshot of the state now (``snapshots.build_snapshot``)."""
+        now, now_mono = self.clock.now(), self.clock.monotonic()
+        for run in self.running.values():  # streamed fragments stamp a monotonic reading
+            run.settle_event_time(now, now_mono)
         return build_snapshot(
-            now=self.clock.now(),
-            now_mono=self.clock.monotonic(),
+            now=now,
+            now_mono=now_mono,
             settings=self.settings,
             workflow_path=str(self.store.current.path),
             started_at=self.started_at,

@@ -64,6 +64,8 @@ class WorkerContext:
     tools: SessionTools
     post: Callable[[Input], None]
     barrier: Callable[[], Awaitable[None]]
+    #: Waits for room in the inbox's main lane (``Inbox.room``: back-pressure on readers).
+    room: Callable[[], Awaitable[None]] | None = None
 
 
 class Worker:
@@ -210,7 +212,7 @@ class Worker:
         except WorkflowError as exc:
             return _failed(str(exc))
         state.update_run(run, status=RunStatus.LAUNCHING_AGENT)
-        host = RunHost(run, ctx.tools.specs(), ctx.post, ctx.approvals, ctx.tools)
+        host = RunHost(run, ctx.tools.specs(), ctx.post, ctx.approvals, ctx.tools, ctx.room)
         try:
             session = await ctx.backend(run.backend).start_session(host)
         except AgentError as exc:

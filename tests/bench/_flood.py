@@ -103,11 +103,24 @@ class FloodProject:
     issues: int | None = None
     tmp: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="symphony-bench-")))
     port: int = field(default_factory=free_port)
+    #: The tree whose code the scheduler runs (``ROOT``, or a checkout of an earlier commit
+    #: for a before/after comparison in one run: :func:`checkout`).
+    root: Path = ROOT
+    #: Agents stream only once :attr:`go_file` exists (:meth:`go`); False: at once.
+    gated: bool = False
     proc: subprocess.Popen[bytes] | None = None
 
     @property
     def reports(self) -> Path:
         return self.tmp / "reports"
+
+    @property
+    def go_file(self) -> Path:
+        return self.tmp / "go"
+
+    def go(self) -> None:
+        """Let gated agents stream."""
+        self.go_file.touch()
 
     @property
     def stats_file(self) -> Path:
@@ -128,6 +141,8 @@ class FloodProject:
         (self.tmp / "issues.yaml").write_text("\n".join(lines) + "\n", encoding="utf-8")
         cmd = [sys.executable, str(AGENT), "--report", str(self.reports), "--rate", str(self.rate)]
         cmd += ["--turn-s", str(self.turn_s), "--approval-every-s", str(self.approval_every_s)]
+        if self.gated:
+            cmd += ["--go-file", str(self.go_file)]
         command = " ".join(shlex.quote(c) for c in cmd)
         front = f"""---
 tracker:
@@ -167,13 +182,13 @@ You are working on issue {{{{ issue.identifier }}}}.
 
     def env(self) -> dict[str, str]:
         env = dict(os.environ)
-        env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+        env["PYTHONPATH"] = str(self.root) + os.pathsep + env.get("PYTHONPATH", "")
         return env
 
     def start(self) -> subprocess.Popen[bytes]:
         self.proc = subprocess.Popen(
             self.host_argv(),
-            cwd=ROOT,
+            cwd=self.root,
             env=self.env(),
             stdout=subprocess.DEVNULL,
             stderr=open(self.tmp / "stderr.txt", "wb"),  # noqa: SIM115
@@ -250,6 +265,18 @@ You are working on issue {{{{ issue.identifier }}}}.
         subprocess.run(["rm", "-rf", str(self.tmp)], check=False)
 
 
+def checkout(ref: str) -> Path:
+    """A throw-away copy of this repository's tree at ``ref`` (``git archive``), for running
+    the scheduler of an earlier commit beside this tree's in the same bench run. The
+    caller removes it (``shutil.rmtree``)."""
+    dest = Path(tempfile.mkdtemp(prefix="symphony-before-"))
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", ref], check=True, capture_output=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    return dest
+
+
 class ConsoleOnPty:
     """The console (``symphony-tui`` without ``--headless``) of ``project`` on a pseudo-terminal
     of ``cols`` x ``rows``; a thread drains the screen output and counts its bytes."""
@@ -268,7 +295,7 @@ class ConsoleOnPty:
         env.update(TERM="xterm-256color", COLORTERM="truecolor", COLUMNS=str(cols), LINES=str(rows))
         self.proc = subprocess.Popen(
             project.host_argv(headless=False),
-            cwd=ROOT,
+            cwd=project.root,
             env=env,
             stdin=slave,
             stdout=slave,

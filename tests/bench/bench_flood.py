@@ -1,7 +1,11 @@
 """End-to-end ingest under a flood (issue 11; issue 12 benchmark b).
 
 ``python -m tests.bench.bench_flood [--workers 50 200] [--seconds 20] [--rate 0]
-[--until-events N]``
+[--until-events N] [--before REF]``
+
+``--before REF`` runs the scheduler of git commit REF (a ``git archive`` copy) right before
+this tree's, per worker count, and prints the two side by side: before/after figures of one
+run, under the same machine load. Agents start streaming only once every run is up.
 
 For each worker count: the real ``symphony-tui --headless`` (HTTP API on loopback) runs that
 many codex sessions, each on a scripted agent (:mod:`tests.bench.flood_agent`) streaming
@@ -27,11 +31,23 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
+import shutil
 import threading
 import time
+from pathlib import Path
 
 from tests.bench._common import figure
-from tests.bench._flood import STAMP, Api, FloodProject, cpu_seconds, percentile, rss_mb
+from tests.bench._flood import (
+    ROOT,
+    STAMP,
+    Api,
+    FloodProject,
+    checkout,
+    cpu_seconds,
+    percentile,
+    rss_mb,
+)
 
 
 def _ms(values: list[float]) -> str:
@@ -146,16 +162,44 @@ class Probes:
         return out
 
 
-def flood(workers: int, seconds: float, rate: float, until_events: int) -> dict[str, float]:
-    project = FloodProject(workers, rate=rate, approval_every_s=max(2.0, workers / 5))
-    print(f"-- {workers} workers, {'saturating' if rate <= 0 else f'{rate:g} lines/s each'}")
+class Figures:
+    """Prints each figure as it is measured and keeps its text for a side-by-side table."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, str] = {}
+
+    def num(self, name: str, value: float, unit: str, target: str = "") -> None:
+        figure(name, value, unit, target)
+        self.rows[name] = f"{value:,.1f} {unit}"
+
+    def ms(self, name: str, values: list[float], target: str = "") -> None:
+        line(name, _ms(values) + (f"   (target {target})" if target else ""))
+        if values:
+            p50, p99 = percentile(values, 50) * 1000, percentile(values, 99) * 1000
+            self.rows[name] = f"{p50:,.0f} / {p99:,.0f} / {max(values) * 1000:,.0f} ms"
+        else:
+            self.rows[name] = "no samples"
+
+
+def flood(
+    workers: int, seconds: float, rate: float, until_events: int, root: Path = ROOT
+) -> dict[str, str]:
+    project = FloodProject(
+        workers, rate=rate, approval_every_s=max(2.0, workers / 5), root=root, gated=True
+    )
+    label = "this tree" if root == ROOT else f"code of {root}"
+    print(
+        f"-- {workers} workers, {'saturating' if rate <= 0 else f'{rate:g} lines/s each'}, {label}"
+    )
+    out = Figures()
     try:
         project.start()
         assert project.proc is not None
         pid = project.proc.pid
         api = Api(project.port)
         took = project.wait_running(api, workers, timeout_s=120 + 3 * workers)
-        figure(f"start-up to {workers} streaming runs", took, "s")
+        out.num(f"start-up to {workers} runs (before the flood)", took, "s")
+        project.go()
         time.sleep(3.0)  # warm-up
         probes = Probes(project)
         threads = probes.start()
@@ -171,44 +215,41 @@ def flood(workers: int, seconds: float, rate: float, until_events: int) -> dict[
         events = n1 - n0
         rate_s = events / (t1 - t0)
         us = (c1 - c0) / max(events, 1) * 1e6
-        figure("agent events taken in", rate_s, "events/s", ">= 25,000/s")
-        figure("scheduler CPU per event", us, "us", "<= 40 us")
-        figure("scheduler CPU use", (c1 - c0) / (t1 - t0) * 100, "% of a core")
-        line("agent line -> API last_message", _ms(probes.line_latency))
-        line(
-            "GET /api/v1/state under the flood",
-            _ms(probes.state_latency) + "   (target p99 <= 250)",
-        )
-        line("GET /api/v1/snapshot under the flood", _ms(probes.snapshot_latency))
-        line("POST /api/v1/commands under the flood", _ms(probes.command_latency))
-        line(
-            "interrupt -> agent reads turn/interrupt",
-            _ms(probes.interrupt_latency()) + "   (target p99 <= 250)",
-        )
-        line(
-            "requestApproval -> visible in the API",
-            _ms(probes.approval_visible) + "   (target p99 <= 250)",
-        )
+        out.num("agent events taken in", rate_s, "events/s", ">= 25,000/s")
+        out.num("scheduler CPU per event", us, "us", "<= 40 us")
+        out.num("scheduler CPU use", (c1 - c0) / (t1 - t0) * 100, "% of a core")
+        out.ms("agent line -> API last_message", probes.line_latency)
+        out.ms("GET /api/v1/state under the flood", probes.state_latency, "p99 <= 250")
+        out.ms("GET /api/v1/snapshot under the flood", probes.snapshot_latency)
+        out.ms("POST /api/v1/commands under the flood", probes.command_latency)
+        out.ms("interrupt -> agent reads turn/interrupt", probes.interrupt_latency(), "p99 <= 250")
+        out.ms("requestApproval -> visible in the API", probes.approval_visible, "p99 <= 250")
         if until_events:
             deadline = time.monotonic() + 3600
             while project.agent_lines() < until_events and time.monotonic() < deadline:
                 time.sleep(1.0)
                 rss_max = max(rss_max, rss_mb(pid))
-            figure(
-                f"RSS after {project.agent_lines():,} events", rss_mb(pid), "MB", "<= 150 MB at 50"
-            )
-        figure("scheduler RSS (max over the window)", rss_max, "MB")
+            out.num(f"RSS after {until_events:,}+ events", rss_mb(pid), "MB", "<= 150 MB at 50")
+        out.num("scheduler RSS (max over the window)", rss_max, "MB")
         gc = project.gc_stats()
-        figure(
-            "longest GC pause (any generation)", gc.get("gc_max_ms", float("nan")), "ms", "<= 50 ms"
+        out.num(
+            "longest GC pause (any generation)", gc.get("gc_max_ms", float("nan")), "ms", "<= 50"
         )
-        figure("longest full (gen 2) GC pause", gc.get("gc2_max_ms", float("nan")), "ms")
+        out.num("longest full (gen 2) GC pause", gc.get("gc2_max_ms", float("nan")), "ms")
         quit_s = project.stop()
-        figure(f"quit (SIGTERM, headless) with {workers} workers", quit_s, "s", "< 5 s")
-        return {"events_s": rate_s, "us": us}
+        out.num(f"quit (SIGTERM, headless) with {workers} workers", quit_s, "s", "< 5 s")
+        return out.rows
     finally:
         project.stop()
         project.cleanup()
+
+
+def side_by_side(workers: int, before: dict[str, str], after: dict[str, str]) -> None:
+    print(f"\n{workers} workers | before | after")
+    print("--- | --- | ---")
+    for name in dict.fromkeys([*before, *after]):
+        print(f"{name} | {before.get(name, '-')} | {after.get(name, '-')}")
+    print()
 
 
 def run(
@@ -216,10 +257,23 @@ def run(
     seconds: float = 20.0,
     rate: float = 0.0,
     until_events: int = 0,
+    before_ref: str = "",
 ) -> None:
+    """``before_ref``: also run the scheduler of that commit, right before this tree's, per
+    worker count, and print both side by side (figures of one run, same machine load)."""
     print("== end-to-end flood through the codex backend (issue 11)")
-    for n in workers:
-        flood(n, seconds, rate, until_events)
+    print(f"load average before: {os.getloadavg()}")
+    before_root = checkout(before_ref) if before_ref else None
+    try:
+        for n in workers:
+            before = flood(n, seconds, rate, until_events, before_root) if before_root else None
+            after = flood(n, seconds, rate, until_events)
+            if before is not None:
+                side_by_side(n, before, after)
+            print(f"load average now: {os.getloadavg()}")
+    finally:
+        if before_root is not None:
+            shutil.rmtree(before_root, ignore_errors=True)
 
 
 def main() -> None:
@@ -228,8 +282,14 @@ def main() -> None:
     p.add_argument("--seconds", type=float, default=20.0)
     p.add_argument("--rate", type=float, default=0.0)
     p.add_argument("--until-events", type=int, default=0)
+    p.add_argument(
+        "--before",
+        default="",
+        metavar="REF",
+        help="also run the scheduler of git REF first and print both side by side",
+    )
     a = p.parse_args()
-    run(tuple(a.workers), a.seconds, a.rate, a.until_events)
+    run(tuple(a.workers), a.seconds, a.rate, a.until_events, a.before)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@ app-server"), and while a turn runs writes ``item/agentMessage/delta`` notificat
 * each delta's text starts with ``@<epoch seconds>`` (the time the line was written), so the
   bench reads an agent's line-to-API latency from a worker's ``last_message``;
 * ``--turn-s``: the turn completes after that many seconds (0: runs until interrupted);
+* ``--go-file``: the first turn streams only once that file exists (the bench starts every
+  run before any floods, so start-up is not measured under the flood);
 * ``--approval-every-s``: sends ``item/commandExecution/requestApproval`` with the command
   ``flood-approve <n> <epoch seconds>`` that often (0: never), one at a time.
 
@@ -131,6 +133,8 @@ class Agent:
             + item
             + '","delta":"@'
         )
+        while a.go_file and not os.path.exists(a.go_file) and not self.interrupted.is_set():
+            time.sleep(0.1)
         start = time.time()
         sent_at_report = 0.0
         next_approval = start + a.approval_every_s if a.approval_every_s > 0 else float("inf")
@@ -211,6 +215,7 @@ def main() -> None:
     p.add_argument("--turn-s", type=float, default=0.0)
     p.add_argument("--approval-every-s", type=float, default=0.0)
     p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--go-file", default="")
     args = p.parse_args()
     try:
         Agent(args).main()

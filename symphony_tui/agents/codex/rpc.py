@@ -48,6 +48,10 @@ def _emitted_at(ms: Any) -> datetime | None:
         return None
 
 
+async def _yield() -> None:
+    await asyncio.sleep(0)
+
+
 class RpcError(Exception):
     """An error response to one of our requests: ``code``, ``message``, optional ``data``."""
 
@@ -71,6 +75,10 @@ class RpcConnection:
     * ``on_eof()`` - awaited once when stdout ends; returns the one-line reason used to fail
       pending requests (``AgentError("process_exited", reason)``).
 
+    ``pace``: awaited after every :data:`BATCH_LINES` lines (default: one yield to the loop);
+    a host passes its back-pressure there (``SessionHost.pace``), so a reader stops taking
+    lines while the scheduler has too many queued.
+
     ``sent``: when a list is given, every message written is appended to it (tests validate
     them against the app-server's JSON schema).
 
@@ -90,8 +98,10 @@ class RpcConnection:
         on_eof: Callable[[], Awaitable[str]] | None = None,
         line_limit: int = LINE_LIMIT,
         sent: list[dict[str, Any]] | None = None,
+        pace: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._reader = reader
+        self._pace = pace or _yield
         self._writer = writer
         self._on_notification = on_notification
         self._on_request = on_request
@@ -227,7 +237,7 @@ class RpcConnection:
                     handled += 1
                     if handled >= BATCH_LINES:
                         handled = 0
-                        await asyncio.sleep(0)  # let commands, the API, other sessions in
+                        await self._pace()  # let commands, the API, other sessions in
                 if tail and not skipping:
                     partial += tail  # (empty here whenever this chunk ended a line)
                     if len(partial) > limit:

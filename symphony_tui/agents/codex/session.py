@@ -63,6 +63,7 @@ class CodexSession(NotificationDispatch, RequestServing, ThreadStart):
             on_malformed=self._on_malformed,
             on_eof=self._describe_exit,
             sent=self._sent,
+            pace=getattr(self._host, "pace", None),  # the scheduler's back-pressure
         )
         self._rpc.start()
         try:

@@ -1,0 +1,273 @@
+"""Per-issue transcripts of the event history, bounded by bytes (issue 11: memory bounded by
+bytes, not event counts; streamed fragments coalesced, not one object per delta).
+
+A transcript holds an issue's events oldest first for worker detail and the API's
+``recent_events`` (``EventHistory.since(..., issue_id=)``). Two things keep it small:
+
+* **Coalesced fragments.** Consecutive streamed fragments (``MESSAGE_DELTA``,
+  ``COMMAND_OUTPUT``) of the same item and session are one *live item*: the text of each is
+  appended to a list of parts, no event object is built per fragment. The live item becomes
+  one :class:`AgentEvent` (its parts joined, masked once, capped at ``max_chars``) when
+  anything else joins the transcript, when it reaches ``max_chars``, or when a reader is
+  handed it: a reader never sees an item grow after it read it, so paging by ``seq`` stays
+  exact. The event carries the ``seq`` of its newest fragment and the ``at`` of its first.
+* **A byte budget.** Every entry is costed (:func:`event_cost`: its text plus a measured
+  per-object overhead); past ``budget_bytes`` over all transcripts the oldest entries are
+  dropped first, whichever issue they belong to, so memory stays flat however many issues
+  run (sub-linear in workers). ``max_entries`` still caps one transcript. What is dropped
+  is counted (``dropped_events``, ``dropped_bytes``; per issue in :meth:`dropped_of`).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterator
+from datetime import datetime
+
+from pydantic import BaseModel
+
+from symphony_tui.domain import AgentEvent, EventKind
+from symphony_tui.domain.payloads import Payload
+
+#: Bytes an event costs beyond its text: the model instance, its ``__dict__`` and
+#: fields-set, a small payload model, the deque slot (CPython 3.11, measured with
+#: ``tracemalloc`` on ``ItemNote`` deltas).
+ENTRY_OVERHEAD = 700
+
+
+def payload_texts(model: BaseModel) -> Iterator[str]:
+    """Every string field of ``model`` and of the models in its tuple fields."""
+    for value in model.__dict__.values():
+        if isinstance(value, str):
+            yield value
+        elif isinstance(value, tuple):
+            for item in value:
+                if isinstance(item, BaseModel):
+                    yield from payload_texts(item)
+
+
+def event_cost(event: AgentEvent) -> int:
+    """Approximate bytes ``event`` holds: message and payload text plus ENTRY_OVERHEAD."""
+    cost = ENTRY_OVERHEAD + len(event.message)
+    if event.payload is not None:
+        cost += sum(len(t) for t in payload_texts(event.payload))
+    return cost
+
+
+class LiveItem:
+    """The fragments of one item still arriving (see the module docstring)."""
+
+    __slots__ = ("at", "chars", "issue_identifier", "kind", "parts", "payload", "seq", "session")
+
+    def __init__(
+        self,
+        kind: EventKind,
+        text: str,
+        seq: int,
+        *,
+        issue_identifier: str | None,
+        session: str | None,
+        at: datetime | None,
+        payload: Payload | None,
+    ) -> None:
+        self.kind = kind
+        self.parts = [text]
+        self.chars = len(text)
+        self.seq = seq
+        self.issue_identifier = issue_identifier
+        self.session = session
+        self.at = at
+        self.payload = payload
+
+    def same_item(self, kind: EventKind, session: str | None, payload: Payload | None) -> bool:
+        return (
+            kind is self.kind
+            and session == self.session
+            and (payload is self.payload or _same_fields(payload, self.payload))
+        )
+
+
+def _same_fields(a: Payload | None, b: Payload | None) -> bool:
+    """Field-wise equality of two payloads (cheaper than pydantic's ``==``; fragments'
+    payloads are flat)."""
+    if a is None or b is None:
+        return a is b
+    return type(a) is type(b) and a.__dict__ == b.__dict__
+
+
+class Transcript:
+    """One issue's entries, oldest first (events, and at most one live item, last)."""
+
+    __slots__ = ("bytes", "dead", "dropped_bytes", "dropped_events", "entries", "live", "skip")
+
+    def __init__(self) -> None:
+        self.entries: deque[AgentEvent | LiveItem] = deque()
+        self.live: LiveItem | None = None
+        self.bytes = 0
+        self.skip = 0  # references in the book's age order to entries already dropped here
+        self.dead = False
+        self.dropped_events = 0
+        self.dropped_bytes = 0
+
+
+class Transcripts:
+    """Every issue's transcript, bounded by ``budget_bytes`` in all and ``max_entries`` each.
+
+    ``seal`` turns a live item into its event (``EventHistory`` masks the joined text there,
+    the one door every event passes)."""
+
+    def __init__(
+        self,
+        *,
+        max_entries: int,
+        budget_bytes: int,
+        max_chars: int,
+        seal: Callable[[str, LiveItem], AgentEvent],
+    ) -> None:
+        self._by_issue: dict[str, Transcript] = {}
+        self._age: deque[Transcript] = deque()  # one reference per entry, oldest first
+        self._max_entries = max_entries
+        self.budget_bytes = budget_bytes
+        self._max_chars = max_chars
+        self._seal = seal
+        self.bytes = 0
+        self.dropped_events = 0
+        self.dropped_bytes = 0
+
+    def _of(self, issue_id: str) -> Transcript:
+        t = self._by_issue.get(issue_id)
+        if t is None:
+            t = self._by_issue[issue_id] = Transcript()
+        return t
+
+    def add(self, issue_id: str, event: AgentEvent) -> None:
+        """Keep a whole event (after sealing the issue's live item, if any)."""
+        t = self._of(issue_id)
+        if t.live is not None:
+            self._close(issue_id, t)
+        self._push(t, event, event_cost(event))
+
+    def add_fragment(
+        self,
+        issue_id: str,
+        kind: EventKind,
+        text: str,
+        seq: int,
+        *,
+        issue_identifier: str | None,
+        session: str | None,
+        at: datetime | None,
+        payload: Payload | None,
+    ) -> None:
+        """Append a fragment's ``text`` to the issue's live item for that item and session,
+        or start one. ``at`` is only read for the first fragment of an item."""
+        t = self._of(issue_id)
+        live = t.live
+        if live is not None:
+            if live.chars + len(text) <= self._max_chars and live.same_item(kind, session, payload):
+                live.parts.append(text)
+                live.chars += len(text)
+                live.seq = seq
+                t.bytes += len(text)
+                self.bytes += len(text)
+                if self.bytes > self.budget_bytes:
+                    self._trim()
+                return
+            self._close(issue_id, t)
+        live = t.live = LiveItem(
+            kind,
+            text,
+            seq,
+            issue_identifier=issue_identifier,
+            session=session,
+            at=at,
+            payload=payload,
+        )
+        self._push(t, live, ENTRY_OVERHEAD + len(text))
+
+    def since(self, issue_id: str, seq: int, limit: int) -> list[AgentEvent]:
+        """The oldest ``limit`` entries above ``seq``, as events; a live item handed out is
+        sealed first (so it never grows after it was read)."""
+        t = self._by_issue.get(issue_id)
+        if t is None:
+            return []
+        if t.live is not None and t.live.seq > seq:
+            self._close(issue_id, t)
+        newer: list[AgentEvent] = []
+        for entry in reversed(t.entries):  # newest first: stop at the first one already seen
+            if entry.seq <= seq:
+                break
+            newer.append(entry)  # type: ignore[arg-type]  # only the last can be live
+        newer.reverse()
+        return newer[:limit]
+
+    def dropped_of(self, issue_id: str) -> tuple[int, int]:
+        """(events, bytes) dropped from ``issue_id``'s transcript so far."""
+        t = self._by_issue.get(issue_id)
+        return (t.dropped_events, t.dropped_bytes) if t is not None else (0, 0)
+
+    def forget(self, keep_issue_ids: set[str]) -> None:
+        """Drop the transcripts of issues not in ``keep_issue_ids`` (not counted as dropped:
+        nobody can ask for them any more)."""
+        for issue_id in list(self._by_issue):
+            if issue_id not in keep_issue_ids:
+                t = self._by_issue.pop(issue_id)
+                t.dead = True
+                self.bytes -= t.bytes
+                t.entries.clear()
+                t.live = None
+                t.bytes = 0
+
+    # -- internals
+    def _push(self, t: Transcript, entry: AgentEvent | LiveItem, cost: int) -> None:
+        if len(t.entries) >= self._max_entries:
+            self._drop_oldest_of(t)
+            t.skip += 1  # its reference in the age order is now stale
+        t.entries.append(entry)
+        t.bytes += cost
+        self.bytes += cost
+        self._age.append(t)
+        if self.bytes > self.budget_bytes:
+            self._trim()
+
+    def _close(self, issue_id: str, t: Transcript) -> None:
+        live = t.live
+        assert live is not None
+        t.live = None
+        event = self._seal(issue_id, live)
+        was = ENTRY_OVERHEAD + live.chars
+        now = event_cost(event)
+        t.bytes += now - was
+        self.bytes += now - was
+        t.entries[-1] = event  # a live item is always its transcript's last entry
+
+    def _cost_of(self, entry: AgentEvent | LiveItem) -> int:
+        if isinstance(entry, LiveItem):
+            return ENTRY_OVERHEAD + entry.chars
+        return event_cost(entry)
+
+    def _drop_oldest_of(self, t: Transcript) -> None:
+        entry = t.entries.popleft()
+        if entry is t.live:
+            t.live = None
+        cost = self._cost_of(entry)
+        t.bytes -= cost
+        self.bytes -= cost
+        t.dropped_events += 1
+        t.dropped_bytes += cost
+        self.dropped_events += 1
+        self.dropped_bytes += cost
+
+    def _trim(self) -> None:
+        """Drop the oldest entries of all transcripts until the budget holds (the newest
+        entry is kept even when it alone is over budget)."""
+        age = self._age
+        while self.bytes > self.budget_bytes and len(age) > 1:
+            t = age.popleft()
+            if t.dead:
+                continue
+            if t.skip:
+                t.skip -= 1
+                continue
+            if t.entries:
+                self._drop_oldest_of(t)
