@@ -73,7 +73,12 @@ class TurnResult:
 
 @runtime_checkable
 class SessionHost(Protocol):
-    """The scheduler's side of one agent session (one issue, one run attempt)."""
+    """The scheduler's side of one agent session (one issue, one run attempt).
+
+    A host may also offer ``async def pace() -> None`` (the scheduler's does: ``RunHost``):
+    a backend that reads a stream awaits it between batches of lines, and it returns once
+    the host has room for more events (back-pressure under a flood). Backends look it up
+    with ``getattr`` and yield to the loop instead where a host has none."""
 
     @property
     def issue(self) -> Issue: ...

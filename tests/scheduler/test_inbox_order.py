@@ -48,6 +48,30 @@ def test_the_inbox_serves_its_control_lane_first_and_keeps_each_lane_in_order():
     assert [inbox.take(), inbox.take(), inbox.take(), inbox.take()] == [c, a, b, None]
 
 
+async def test_readers_wait_for_room_past_the_high_water_mark_and_control_does_not():
+    inbox = Inbox(high_water=10, low_water=4)
+    for _ in range(9):
+        inbox.post(Tick())
+    await inbox.room()  # under the mark: one yield, no wait
+    inbox.post(Tick())
+    waiting = asyncio.ensure_future(inbox.room())
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    inbox.post_control(Barrier())  # control has no bound
+    assert isinstance(inbox.take(), Barrier)
+    for _ in range(5):  # 10 -> 5 queued: still above the low-water mark
+        inbox.take()
+        await asyncio.sleep(0)
+    assert not waiting.done()
+    inbox.take()  # 4 queued
+    await asyncio.sleep(0)
+    assert waiting.done()
+    late = asyncio.ensure_future(inbox.room())  # room again: no wait
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert late.done()
+
+
 async def test_a_command_sent_during_a_flood_is_applied_before_the_queued_agent_events(
     make_harness,
 ):

@@ -98,27 +98,45 @@ def group_members(pgid: int) -> list[int] | None:
     Zombies are excluded: in a container whose init does not reap, re-parented children of
     a dead app-server stay zombies forever and would make ``killpg(pgid, 0)`` succeed.
     """
-    proc = Path("/proc")
-    if not proc.is_dir():
+    try:
+        names = os.listdir("/proc")
+    except OSError:
         return None
-    out = []
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # "pid (comm) state ppid pgrp ..." - comm may contain spaces and parentheses
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) > 2 and fields[0] not in ("Z", "X") and int(fields[2]) == pgid:
-            out.append(int(entry.name))
-    return out
+    return [int(name) for name in names if name.isdigit() and _live_pid(int(name), pgid)]
 
 
-def _group_alive(pgid: int) -> bool:
-    members = group_members(pgid)
-    return _signal_group(pgid, 0) if members is None else bool(members)
+def _live_pid(pid: int, pgid: int) -> bool:
+    """True while ``pid`` is a non-zombie member of group ``pgid`` (reads its /proc stat)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return False
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    return len(fields) > 2 and fields[0] not in (b"Z", b"X") and int(fields[2]) == pgid
+
+
+class _GroupWatch:
+    """Whether a process group still has live members, cheaply enough to ask every few
+    milliseconds while dozens of groups end at once (issue 12: a full ``/proc`` scan per
+    question and group took most of the scheduler's CPU when sessions closed under a
+    flood). ``killpg(pgid, 0)`` failing means no member at all; otherwise the members
+    found by the last full scan are re-read one by one, and only when none of them is left
+    is ``/proc`` scanned again (a member may have forked a new one meanwhile)."""
+
+    def __init__(self, pgid: int) -> None:
+        self.pgid = pgid
+        self._members: list[int] | None = None
+
+    def alive(self) -> bool:
+        if not _signal_group(self.pgid, 0):
+            return False
+        if self._members:
+            self._members = [p for p in self._members if _live_pid(p, self.pgid)]
+            if self._members:
+                return True
+        self._members = group_members(self.pgid)
+        return True if self._members is None else bool(self._members)
 
 
 async def kill_group(proc: asyncio.subprocess.Process, grace_s: float = KILL_GRACE_S) -> None:
@@ -132,6 +150,7 @@ async def kill_group(proc: asyncio.subprocess.Process, grace_s: float = KILL_GRA
         with contextlib.suppress(Exception):
             proc.stdin.close()
     if _signal_group(pgid, signal.SIGTERM):
+        group = _GroupWatch(pgid)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + grace_s
         while loop.time() < deadline:
@@ -140,12 +159,12 @@ async def kill_group(proc: asyncio.subprocess.Process, grace_s: float = KILL_GRA
                     await asyncio.wait_for(proc.wait(), 0.05)
             else:
                 await asyncio.sleep(0.05)
-            if proc.returncode is not None and not _group_alive(pgid):
+            if proc.returncode is not None and not group.alive():
                 break
         if _signal_group(pgid, signal.SIGKILL):
             # SIGKILL is not instant: let the kernel finish so callers see an empty group.
             deadline = loop.time() + 1.0
-            while _group_alive(pgid) and loop.time() < deadline:
+            while group.alive() and loop.time() < deadline:
                 await asyncio.sleep(0.02)
     if proc.returncode is None:
         with contextlib.suppress(TimeoutError):

@@ -120,3 +120,27 @@ async def test_emitted_at_is_the_notifications_own_time_and_only_inside_the_call
     later = datetime.fromtimestamp((ms + 1) / 1000, tz=UTC)
     assert sink.stamps == [at, at, None, later, None]
     assert conn.emitted_at is None
+
+
+async def test_the_reader_waits_for_the_hosts_pace_between_batches():
+    # Back-pressure (issue 11): while the host says "no room", no further line is taken.
+    reader = asyncio.StreamReader(limit=2**20)
+    reader.feed_data(b"".join(_line(i) for i in range(3 * BATCH_LINES)))
+    reader.feed_eof()
+    sink = Sink()
+    room = asyncio.Event()
+    paced: list[int] = []
+
+    async def pace() -> None:
+        paced.append(len(sink.deltas))
+        await room.wait()
+
+    conn = _connect(reader, sink, pace=pace)
+    conn.start()
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert len(sink.deltas) == BATCH_LINES and paced == [BATCH_LINES]
+    room.set()
+    await conn.closed
+    assert sink.deltas == [f"d{i}" for i in range(3 * BATCH_LINES)]
+    assert paced == [BATCH_LINES, 2 * BATCH_LINES, 3 * BATCH_LINES]
