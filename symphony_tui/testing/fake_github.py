@@ -122,8 +122,10 @@ class FakeGitHub:
         clock: Callable[[], datetime] | None = None,
         validate: bool = True,
         enterprise: bool = False,
+        viewer_login: str = "symphony-bot",
     ) -> None:
         self.token = token
+        self.viewer_login = viewer_login
         # GitHub Enterprise Server serves REST under /api/v3 and GraphQL at /api/graphql.
         self._prefix = "/api/v3" if enterprise else ""
         self.repo = repo
@@ -583,7 +585,7 @@ class FakeGitHub:
             "url": f"https://api.github.com/repos/{self.repo}/issues/comments/{cid}",
             "html_url": f"{self.html_url(record.number)}#issuecomment-{cid}",
             "issue_url": f"https://api.github.com/repos/{self.repo}/issues/{record.number}",
-            "user": _user("symphony-bot"), "created_at": now, "updated_at": now,
+            "user": _user(self.viewer_login), "created_at": now, "updated_at": now,
             "author_association": "MEMBER",
         }  # fmt: skip
         record.comments.append(comment)

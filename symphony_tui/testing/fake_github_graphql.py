@@ -6,7 +6,7 @@ it executes).
 
 Objects are plain dicts; a field with arguments is a callable ``(info, **args)`` (graphql-core's
 default resolver calls it), unions and interfaces resolve through ``__typename``. Resolved:
-``repository(owner, name) { nameWithOwner issue(number) }``, ``repositoryOwner(login) { ... on
+``viewer { login }``, ``repository(owner, name) { nameWithOwner issue(number) }``, ``repositoryOwner(login) { ... on
 ProjectV2Owner { projectV2(number) } }``, ``node(id)`` (a project), ``Issue { id number title body
 state url createdAt updatedAt labels assignees projectItems repository }``, ``ProjectV2 { id
 number title field(name) items(first, after) }``, ``ProjectV2Item { id project content
@@ -84,6 +84,7 @@ def _root(fake: FakeGitHub) -> dict[str, Any]:
         return {"projectV2Item": _item(fake, fake._set_board_value(input))}
 
     return {
+        "viewer": {"__typename": "User", "login": fake.viewer_login},
         "repository": repository,
         "repositoryOwner": repository_owner,
         "node": node,

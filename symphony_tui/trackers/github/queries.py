@@ -154,7 +154,15 @@ mutation SymphonyGitHubSetStatus($projectId: ID!, $itemId: ID!, $fieldId: ID!, $
 """
 """Move an issue on the board: set its status field to another option."""
 
+VIEWER = """
+query SymphonyGitHubViewer {
+  viewer { login }
+}
+"""
+"""The token's own login (``tracker.assignee: me``)."""
+
 ALL_DOCUMENTS: tuple[str, ...] = (
+    VIEWER,
     issues_by_numbers([1, 2], board=False, priority=False),
     issues_by_numbers([1, 2], board=True, priority=False),
     issues_by_numbers([1, 2], board=True, priority=True),

@@ -66,6 +66,7 @@ class GitHubTracker:
         self.client = GitHubClient(settings, transport=transport, clock=clock)
         self._board = Board(settings, self.client)
         self._last_board: dict[int, BoardValues] | None = None
+        self._viewer: str | None = None
 
     # -- rate limits, for the console --------------------------------------------------
 
@@ -84,8 +85,8 @@ class GitHubTracker:
         tracker = self._tracker()
         issues = await self._listed("open", tracker)
         wanted = [(item, i) for item, i in issues if tracker.is_active(i.state)]
-        if tracker.assignee:
-            who = tracker.assignee.strip().lower()
+        if tracker.assignee and tracker.assignee.strip():
+            who = (await self._assignee(tracker.assignee.strip())).lower()
             wanted = [(it, i) for it, i in wanted if who in _lower(normalize.assignees_rest(it))]
         board = self._last_board
         out = []
@@ -206,6 +207,18 @@ class GitHubTracker:
             if issue is not None:
                 out.append((item, issue))
         return out
+
+    async def _assignee(self, value: str) -> str:
+        """``tracker.assignee``: a login, or ``me`` (the token's own login, asked once)."""
+        if value.lower() != "me":
+            return value
+        if self._viewer is None:
+            data = await self.client.graphql(queries.VIEWER)
+            login = (data.get("viewer") or {}).get("login")
+            if not isinstance(login, str) or not login:
+                raise TrackerError("github_unknown_payload", "viewer has no login")
+            self._viewer = login
+        return self._viewer
 
     async def _blockers(
         self, number: int, tracker: TrackerSettings, board: dict[int, BoardValues] | None

@@ -128,9 +128,10 @@ async def test_120_candidates_60_running_refresh_reconcile_and_rate_limit(
         # The primary budget is spent until a reset 75 s ahead.
         reset = (clock.now() + timedelta(seconds=75)).replace(microsecond=0)
         fake.exhaust(reset)
-        ticks = orch.ticks
         await clock.advance(30)
-        await until(lambda: orch.ticks > ticks)
+        # Wait for the pause itself: a tick that began before the budget ran out may end
+        # first, so counting ticks would race.
+        await until(lambda: orch.snapshot().tracker_paused_until is not None)
         assert orch.snapshot().tracker_paused_until == reset  # the console shows this
         assert any("paused until" in e.message for e in orch.events_since(0))
         assert len(orch.running) == 60
@@ -139,11 +140,10 @@ async def test_120_candidates_60_running_refresh_reconcile_and_rate_limit(
         await clock.advance(30)
         await until(lambda: orch.ticks > ticks)
         assert len(fake.requests) == sent  # paused: nothing sent
-        ticks = orch.ticks
-        await clock.advance(30)
-        await until(lambda: orch.ticks > ticks)
-        assert orch.snapshot().tracker_paused_until is None
-        assert len(fake.requests) > sent and len(orch.running) == 60
+        await clock.advance(30)  # past the reset: polling resumes
+        await until(lambda: orch.snapshot().tracker_paused_until is None)
+        await until(lambda: len(fake.requests) > sent)
+        assert len(orch.running) == 60
 
         messages = [e.message for e in orch.events_since(0)]
         assert not [m for m in messages if "no longer returned" in m]

@@ -159,3 +159,12 @@ async def test_assignee_narrows_candidates_not_refreshes(fake, settings, tracker
     assert [i.id for i in refreshed] == [str(mine), str(theirs)]
     assert [i.assignees for i in refreshed] == [("bot-user",), ("someone",)]
     assert refreshed[0].template_view()["assignees"] == ["bot-user"]
+
+
+async def test_assignee_me_is_the_tokens_login(fake, settings, tracker) -> None:
+    settings.value = github_settings(fake, assignee="me")
+    mine = fake.add_issue("mine", assignees=[fake.viewer_login])
+    fake.add_issue("theirs", assignees=["someone"])
+    assert [i.id for i in await tracker.fetch_candidate_issues()] == [str(mine)]
+    assert [i.id for i in await tracker.fetch_candidate_issues()] == [str(mine)]
+    assert len(fake.graphql_requests("SymphonyGitHubViewer")) == 1
