@@ -28,7 +28,8 @@ Usage::
         settings = Settings.model_validate({"tracker": {
             "kind": "github", "repo": "octo/app", "api_url": gh.url, "api_key": "ghp_test"}})
 
-Needs ``graphql-core``, ``openapi-schema-validator`` and the contract files for validation.
+Needs ``graphql-core`` and ``openapi-schema-validator``; GraphQL always runs on the installed
+schema file, REST checks need the OpenAPI file (``validate=False`` skips them).
 """
 
 from __future__ import annotations
