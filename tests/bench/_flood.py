@@ -163,7 +163,7 @@ agent:
 codex:
   command: {json.dumps(command)}
   approval_policy: on-request
-  read_timeout_ms: 30000
+  read_timeout_ms: 120000
   stall_timeout_ms: 600000
   turn_timeout_ms: 3600000
 ---

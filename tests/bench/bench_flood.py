@@ -197,7 +197,7 @@ def flood(
         assert project.proc is not None
         pid = project.proc.pid
         api = Api(project.port)
-        took = project.wait_running(api, workers, timeout_s=120 + 3 * workers)
+        took = project.wait_running(api, workers, timeout_s=300 + 3 * workers)
         out.num(f"start-up to {workers} runs (before the flood)", took, "s")
         project.go()
         time.sleep(3.0)  # warm-up
