@@ -266,6 +266,31 @@ class ServerSettings(_Section):
     allowed_hosts: list[str] = Field(default_factory=list)
 
 
+AlertKind = Literal["approval", "question", "failed", "tracker"]
+ALERT_KINDS: tuple[AlertKind, ...] = ("approval", "question", "failed", "tracker")
+
+
+class NotifySettings(_Section):
+    """Getting the operator's attention (scheduler/attention.py). Kinds: ``approval`` (an
+    approval arrived), ``question`` (an agent's question), ``failed`` (a run failed
+    ``failures`` attempts in a row), ``tracker`` (the tracker became unreachable).
+
+    ``bell``: kinds that ring the terminal bell; ``desktop``: kinds that also send a desktop
+    notification through the terminal, with ``terminal``: ``auto`` (OSC 9 or OSC 777 where
+    the terminal is known to show them, nothing elsewhere), ``osc9``, ``osc777``, ``off``.
+    ``command``: a shell command run (``bash -lc``, in the workflow's folder, at most
+    ``command_timeout_ms``) for the kinds in ``command_on``, with ``SYMPHONY_ALERT_*`` in its
+    environment."""
+
+    bell: list[AlertKind] = Field(default_factory=lambda: list(ALERT_KINDS))
+    desktop: list[AlertKind] = Field(default_factory=lambda: list(ALERT_KINDS))
+    terminal: Literal["auto", "osc9", "osc777", "off"] = "auto"
+    command: str | None = None
+    command_on: list[AlertKind] = Field(default_factory=lambda: list(ALERT_KINDS))
+    command_timeout_ms: int = Field(default=30_000, gt=0)
+    failures: int = Field(default=3, gt=0)
+
+
 class Settings(_Section):
     """All settings of one WORKFLOW.md, resolved. ``workflow_dir`` anchors relative paths."""
 
@@ -279,6 +304,7 @@ class Settings(_Section):
     opencode: OpenCodeSettings = Field(default_factory=OpenCodeSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
+    notify: NotifySettings = Field(default_factory=NotifySettings)
     workflow_dir: str = "."
 
     @field_validator(
@@ -292,6 +318,7 @@ class Settings(_Section):
         "opencode",
         "server",
         "worker",
+        "notify",
         mode="before",
     )
     @classmethod

@@ -26,11 +26,13 @@ from textual.app import App
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
+from symphony_tui.config.settings import NotifySettings, Settings
 from symphony_tui.console.app_approvals import ApprovalActionsMixin
 from symphony_tui.console.app_commands import CommandsMixin
 from symphony_tui.console.app_enablement import EnablementMixin
 from symphony_tui.console.app_lifecycle import LifecycleMixin
 from symphony_tui.console.app_refresh import RefreshMixin
+from symphony_tui.console.attention import ConsoleAttention
 from symphony_tui.console.keymap import default_keymap_path, load_keymap
 from symphony_tui.console.messages import OpenWorker
 from symphony_tui.console.palette import ConsoleCommands
@@ -90,6 +92,11 @@ class SymphonyApp(
     ENABLE_COMMAND_PALETTE = True
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
 
+    def _write_terminal(self, text: str) -> None:
+        """Raw output to the terminal (a desktop notification escape); none when headless."""
+        if not self.is_headless and self._driver is not None:
+            self._driver.write(text)
+
     def __init__(
         self,
         port: SchedulerPort,
@@ -104,6 +111,7 @@ class SymphonyApp(
         detach_only: bool | None = None,
         terminal_watch: TerminalWatch | None = None,
         notices: Sequence[str] = (),
+        notify: Callable[[], NotifySettings] | None = None,
     ) -> None:
         super().__init__()
         self.port = port
@@ -130,6 +138,13 @@ class SymphonyApp(
         )
         self._terminal_watch = terminal_watch
         self._notices = tuple(notices)
+        if notify is None:
+            # in process: the workflow's live settings; attached: the defaults
+            live = getattr(port, "settings", None)
+            notify = (
+                (lambda: port.settings.notify) if isinstance(live, Settings) else NotifySettings
+            )
+        self.attention = ConsoleAttention(notify, bell=self.bell, write=self._write_terminal)
 
     # -- lifecycle ------------------------------------------------------------------
 

@@ -77,6 +77,7 @@ class RefreshMixin:
             return
         self._port_error = None
         self._snapshot = snapshot
+        self.attention.on_snapshot(snapshot)
         now = self.clock()
         tones = self.tones
         key = (id(snapshot), snapshot.generated_at, int(now.timestamp()), self.theme)

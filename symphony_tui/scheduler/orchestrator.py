@@ -36,6 +36,7 @@ from symphony_tui.domain.audit import AuditEntry
 from symphony_tui.domain.commands import Command
 from symphony_tui.domain.diff import DiffPage, WorkspaceDiff
 from symphony_tui.scheduler import workspace_view
+from symphony_tui.scheduler.attention import watch_for_hook
 from symphony_tui.scheduler.audit import AuditLog, local_operator
 from symphony_tui.scheduler.builder import (
     LoopSide,
@@ -215,6 +216,7 @@ class Orchestrator:
                 self.store.watch(lambda: self._inbox.post(Reload()), ready=self.watch_ready),
                 name="workflow-watch",
             )
+        self._spawn(watch_for_hook(self.snapshot, lambda: self.settings), name="notify-watch")
         self.request_refresh()
 
     async def run(self) -> None:

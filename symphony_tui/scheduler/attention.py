@@ -1,0 +1,196 @@
+"""What needs the operator's attention, found by comparing snapshots, and the
+``notify.command`` hook (config/settings.py ``NotifySettings``).
+
+:class:`AttentionWatch` turns each new :class:`~symphony_tui.domain.Snapshot` into the
+:class:`Alert` values it brings: an approval or an agent's question that was not pending
+before; a retry entry whose attempt reached ``notify.failures`` after a failure (a run
+failing attempt after attempt: the retries go on, the operator should look); the tracker
+going from reachable to failing. Both front ends use it: the console rings the bell and
+sends the desktop notification (console/attention.py), and the scheduler runs the hook
+(:class:`NotifyHook`), so headless runs notify too. Snapshots are compared rather than
+events read, so a flood of agent events costs nothing here.
+
+Alert text comes partly from agents and trackers (an approval's summary, an error): it is
+cleaned to one inert line (:func:`symphony_tui.text.one_line`) before it leaves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from symphony_tui.config.child_env import ChildEnv
+from symphony_tui.config.settings import AlertKind, NotifySettings, Settings
+from symphony_tui.domain import ApprovalKind, Snapshot
+from symphony_tui.observability.logs import log_kv
+from symphony_tui.observability.redact import redact
+from symphony_tui.text import one_line
+from symphony_tui.workspaces.hooks import run_hook
+
+log = logging.getLogger("symphony_tui.scheduler")
+
+MESSAGE_LIMIT = 300
+_QUESTIONS = (ApprovalKind.USER_INPUT, ApprovalKind.ELICITATION)
+
+
+@dataclass(frozen=True)
+class Alert:
+    """One thing for the operator: ``kind`` (a ``notify`` kind), the issue it is about
+    (None for the tracker), a short ``title`` and a one-line ``message``, both inert."""
+
+    kind: AlertKind
+    issue_identifier: str | None
+    title: str
+    message: str
+
+    def environment(self) -> dict[str, str]:
+        """The facts as ``SYMPHONY_ALERT_*`` variables for ``notify.command``."""
+        return {
+            "SYMPHONY_ALERT_KIND": self.kind,
+            "SYMPHONY_ALERT_ISSUE": self.issue_identifier or "",
+            "SYMPHONY_ALERT_TITLE": self.title,
+            "SYMPHONY_ALERT_MESSAGE": self.message,
+        }
+
+
+def _line(text: object) -> str:
+    return one_line(redact(str(text or "")), MESSAGE_LIMIT)
+
+
+class AttentionWatch:
+    """Feed it every snapshot (:meth:`alerts`); it remembers what it already reported.
+    ``failures``: the attempt count at which a failing issue is reported (once per issue
+    until its retries end)."""
+
+    def __init__(self, failures: Callable[[], int]) -> None:
+        self._failures = failures
+        self._approvals: set[str] = set()
+        self._failing: set[str] = set()
+        self._tracker_error: str | None = None
+        self._last: Snapshot | None = None
+
+    def alerts(self, snapshot: Snapshot) -> list[Alert]:
+        """The alerts ``snapshot`` brings since the previous one (none for the same one)."""
+        if snapshot is self._last:
+            return []
+        self._last = snapshot
+        out: list[Alert] = []
+        pending = {a.id for a in snapshot.approvals}
+        for approval in snapshot.approvals:
+            if approval.id in self._approvals:
+                continue
+            question = approval.kind in _QUESTIONS
+            what = approval.summary or approval.command or approval.kind.value
+            out.append(
+                Alert(
+                    kind="question" if question else "approval",
+                    issue_identifier=approval.issue_identifier or None,
+                    title=f"{approval.issue_identifier}: "
+                    + ("the agent asks a question" if question else "approval needed"),
+                    message=_line(what),
+                )
+            )
+        self._approvals = pending
+        threshold = self._failures()
+        failing = set()
+        for retry in snapshot.retrying:
+            if retry.error is None or retry.attempt < threshold:
+                continue
+            failing.add(retry.issue_id)
+            if retry.issue_id not in self._failing:
+                out.append(
+                    Alert(
+                        kind="failed",
+                        issue_identifier=retry.issue_identifier,
+                        title=f"{retry.issue_identifier}: failed {retry.attempt} times in a row",
+                        message=_line(retry.error),
+                    )
+                )
+        running = {r.issue_id for r in snapshot.running}
+        self._failing = failing | (self._failing & running)  # a retry running is still failing
+        error = snapshot.tracker_error
+        if error is not None and self._tracker_error is None:
+            out.append(Alert("tracker", None, "tracker unreachable", _line(error)))
+        self._tracker_error = error
+        return out
+
+
+class NotifyHook:
+    """Runs ``notify.command`` for each alert of a kind in ``notify.command_on``, one at a
+    time in arrival order (a slow hook delays the next, never the scheduler), with the
+    agents' environment recipe (the scheduler's secrets scrubbed) plus the alert's
+    ``SYMPHONY_ALERT_*``. A failing hook is logged, never raised."""
+
+    def __init__(
+        self,
+        settings: Callable[[], NotifySettings],
+        cwd: Callable[[], Path],
+        env: Callable[[], ChildEnv],
+    ) -> None:
+        self._settings = settings
+        self._cwd = cwd
+        self._env = env
+        self._queue: asyncio.Queue[Alert] = asyncio.Queue(maxsize=100)
+        self._task: asyncio.Task | None = None
+
+    def send(self, alert: Alert) -> None:
+        settings = self._settings()
+        if not settings.command or alert.kind not in settings.command_on:
+            return
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._drain(), name="notify")
+        with contextlib.suppress(asyncio.QueueFull):  # a hook that cannot keep up
+            self._queue.put_nowait(alert)
+
+    async def _drain(self) -> None:
+        while True:
+            alert = await self._queue.get()
+            settings = self._settings()
+            if not settings.command:
+                continue
+            result = await run_hook(
+                "notify",
+                settings.command,
+                self._cwd(),
+                settings.command_timeout_ms,
+                alert.environment(),
+                inherit=self._env().scrubbed(),
+            )
+            if not result.ok:
+                log_kv(log, "warning", "notify.command failed", kind=alert.kind,
+                       exit_code=result.exit_code, timed_out=result.timed_out)  # fmt: skip
+
+    async def aclose(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+
+
+#: Seconds between the hook watcher's looks at the snapshot.
+WATCH_INTERVAL_S = 0.5
+
+
+async def watch_for_hook(
+    snapshot: Callable[[], Snapshot], settings: Callable[[], Settings]
+) -> None:
+    """The scheduler's side: while ``notify.command`` is set, look at the snapshot every
+    :data:`WATCH_INTERVAL_S` and run the hook for each new alert. Runs until cancelled."""
+    watch = AttentionWatch(lambda: settings().notify.failures)
+    hook = NotifyHook(
+        lambda: settings().notify,
+        lambda: Path(settings().workflow_dir),
+        lambda: ChildEnv(secrets=settings().tracker.secret_env_names),
+    )
+    try:
+        while True:
+            if settings().notify.command:
+                for alert in watch.alerts(snapshot()):
+                    hook.send(alert)
+            await asyncio.sleep(WATCH_INTERVAL_S)
+    finally:
+        await hook.aclose()
