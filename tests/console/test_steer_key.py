@@ -3,6 +3,9 @@ shows it as the operator's."""
 
 from __future__ import annotations
 
+import pytest
+from syrupy.extensions.image import SVGImageSnapshotExtension
+
 from symphony_tui.console.screens.modals import AskText
 from symphony_tui.console.tones import Tones
 from symphony_tui.console.transcript import Transcript
@@ -11,6 +14,7 @@ from symphony_tui.domain.payloads import NoteDelivered
 from symphony_tui.scheduler.port import CommandResult
 from tests.console.helpers import SIZE, done, notifications, settle
 from tests.console.test_keys import select_issue, select_worker
+from tests.console.test_snapshots import SIZES, shoot
 
 
 async def test_steer_asks_for_the_message_then_sends_it(port, make_app):
@@ -69,3 +73,16 @@ def test_a_steered_message_reads_as_the_operators_turn():
         payload=NoteDelivered(steered=True, queued=True),
     )
     assert t.body(queued).plain == "operator → agent (with the next turn)\nlater"
+
+
+@pytest.fixture
+def svg_snapshot(snapshot):
+    return snapshot.use_extension(SVGImageSnapshotExtension)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_steer_dialog(port, make_app, svg_snapshot, size):
+    async def pick(pilot):
+        await select_worker(pilot, "DEMO-3")
+
+    assert await shoot(make_app(port), size, keys=("n",), before=pick) == svg_snapshot

@@ -23,6 +23,7 @@ from symphony_tui.agents.openhands.client_tools import ACK, DESCRIPTION_NOTE, RE
 from symphony_tui.agents.openhands.server import ManagedServer
 from symphony_tui.agents.openhands.stream import StreamOptions
 from symphony_tui.domain import ApprovalAnswer, ApprovalDecision, ApprovalRequest, EventKind
+from symphony_tui.domain.payloads import ServerStatus
 from symphony_tui.testing.fake_model import FakeModelServer
 from symphony_tui.testing.openhands_env import isolated_env, openhands_settings, server_command
 from symphony_tui.testing.session_host import RecordingSessionHost, make_issue
@@ -416,3 +417,9 @@ async def test_steer_mid_run_reaches_the_models_next_request(
     assert any("please also update the changelog" in body for body in later)
     assert status == "finished"
     assert after is False  # no turn in flight: the caller keeps it for the next turn
+    # The server ran again for the message: the turn ended on the rerun's end, not on the
+    # first run's (nor on the session's fallback when no rerun comes).
+    statuses = [e.payload.status for e in host.events if isinstance(e.payload, ServerStatus)]
+    first_end = statuses.index("finished")
+    assert "running" in statuses[first_end:], statuses
+    assert statuses[-1] == "finished", statuses
