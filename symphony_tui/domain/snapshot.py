@@ -52,6 +52,23 @@ class RunningRow(BaseModel):
     pending_approvals: int = 0
     # Why the run is held by a token budget ("12,400 of 10,000 tokens per issue"), or None.
     budget_reached: str | None = None
+    #: The worker host the run is on (None: this machine).
+    host: str | None = None
+
+
+class HostRow(BaseModel):
+    """One worker host (``worker.ssh_hosts``; issue 14): ``up``, runs on it now and its
+    ``capacity`` (None: no per-host cap), the last connection error (one line) and the
+    last probe's round trip in milliseconds."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    up: bool = True
+    running: int = 0
+    capacity: int | None = None
+    last_error: str | None = None
+    rtt_ms: float | None = None
 
 
 class RetryRow(BaseModel):
@@ -89,6 +106,7 @@ class Snapshot(BaseModel):
     token_history: tuple[int, ...] = ()
     rate_limits: RateLimits | None = None
     recovered: tuple[RecoveredWorkspace, ...] = ()
+    hosts: tuple[HostRow, ...] = ()
     dispatch_paused: bool = False
     config_error: str | None = None
     tracker_error: str | None = None

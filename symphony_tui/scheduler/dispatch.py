@@ -10,10 +10,12 @@ from collections.abc import Callable
 from symphony_tui.config.settings import Settings
 from symphony_tui.domain import EventKind, Issue
 from symphony_tui.domain.payloads import Dispatched
+from symphony_tui.hosts.ssh import HostTargets
 from symphony_tui.scheduler import policy
 from symphony_tui.scheduler.retries import Retries
 from symphony_tui.scheduler.run import Run
 from symphony_tui.scheduler.state import RetryState, SchedulerState
+from symphony_tui.scheduler.worker_hosts import HostProbes
 from symphony_tui.trackers.base import TrackerError
 
 
@@ -30,6 +32,7 @@ class Dispatcher:
         self._state = state
         self._retries = retries
         self._start_worker = start_worker
+        self.probes = HostProbes(state, HostTargets(lambda: state.settings))
 
     # ------------------------------------------------------------------ eligibility
 
@@ -61,7 +64,11 @@ class Dispatcher:
         for run in running.values():
             key = run.issue.state.strip().lower()
             by_state[key] = by_state.get(key, 0) + 1
-        return policy.state_slots_free(issue, settings, by_state)
+        if not policy.state_slots_free(issue, settings, by_state):
+            return False
+        # Worker hosts (issue 14): an up host with room, the workspace's own one first.
+        hosts = self._state.hosts
+        return not hosts.enabled or hosts.place(issue.id, running) is not None
 
     # ------------------------------------------------------------------ dispatch
 
@@ -78,17 +85,23 @@ class Dispatcher:
             started_mono=now_mono,
             last_event_mono=now_mono,
         )
+        if state.hosts.enabled:
+            run.worker_host = state.hosts.place(issue.id, state.running, force=True)
+            if run.worker_host is not None:
+                state.hosts.placed(issue.id, run.worker_host)
         state.claim(run)
         self._start_worker(run)
         state.emit_system(
             EventKind.DISPATCH,
-            f"dispatched {issue.identifier}" + (f" (attempt {attempt})" if attempt else ""),
+            f"dispatched {issue.identifier}"
+            + (f" (attempt {attempt})" if attempt else "")
+            + (f" on {run.worker_host}" if run.worker_host else ""),
             issue=issue,
             payload=Dispatched(attempt=attempt),
         )
         state.log(
             "info", "dispatch", issue_id=issue.id, issue_identifier=issue.identifier,
-            attempt=attempt,
+            attempt=attempt, **({"host": run.worker_host} if run.worker_host else {}),
         )  # fmt: skip
         return run
 
@@ -98,6 +111,7 @@ class Dispatcher:
         state = self._state
         settings = state.settings
         state.tracker_ok()
+        self.probes.tick()  # down worker hosts whose backoff ran out (issue 14)
         present = {issue.id for issue in candidates}
         for issue_id in [i for i in state.retrying if i not in present]:
             # Left the active states while waiting: its timer would find the same (§8.4);

@@ -54,6 +54,11 @@ class RunHost:
         return self._run.attempt
 
     @property
+    def worker_host(self) -> str | None:
+        """The worker host the session runs on (None: this machine; issue 14)."""
+        return self._run.worker_host
+
+    @property
     def tools(self) -> tuple[ToolSpec, ...]:
         return self._tools
 

@@ -110,6 +110,10 @@ class Run:
     resume: dict = field(default_factory=dict)
     # Why the run is held by a token budget (scheduler/budgets.py); None when it is not.
     budget_reached: str | None = None
+    #: The worker host the run is on (``worker.ssh_hosts``; None: this machine).
+    worker_host: str | None = None
+    #: The host connection failure that ended the run (one line), when one did.
+    host_lost: str | None = None
 
     def settle_event_time(self, now: datetime, now_mono: float) -> None:
         """Turn ``last_event_at_mono`` into ``last_event_at`` (a wall time, from the clock

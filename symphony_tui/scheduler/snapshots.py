@@ -23,6 +23,7 @@ from symphony_tui.domain import (
     RunningRow,
     Snapshot,
 )
+from symphony_tui.domain.snapshot import HostRow
 from symphony_tui.observability.redact import redact
 from symphony_tui.scheduler import policy
 from symphony_tui.scheduler.run import Run
@@ -52,6 +53,7 @@ def build_snapshot(
     last_poll_at: datetime | None,
     next_poll_at: datetime | None,
     tracker_errors: int = 0,
+    hosts: tuple[HostRow, ...] = (),
 ) -> Snapshot:
     """The scheduler's state as one frozen ``Snapshot``.
 
@@ -92,6 +94,7 @@ def build_snapshot(
         token_history=ledger.history(now_mono),
         rate_limits=rate_limits,
         recovered=recovered,
+        hosts=hosts,
         dispatch_paused=dispatch_paused,
         config_error=config_error,
         tracker_error=tracker_error,
@@ -165,6 +168,7 @@ def _running_rows(running: Mapping[str, Run]) -> tuple[RunningRow, ...]:
             workspace_path=str(r.workspace or ""),
             pending_approvals=len(r.pending),
             budget_reached=r.budget_reached,
+            host=r.worker_host,
         )
         for r in sorted(running.values(), key=lambda r: r.started_mono)
     )

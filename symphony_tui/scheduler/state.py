@@ -42,6 +42,7 @@ from symphony_tui.scheduler.session_events import SessionRecorder
 from symphony_tui.scheduler.snapshots import build_snapshot
 from symphony_tui.scheduler.tokens import TokenLedger
 from symphony_tui.scheduler.usage_ledger import UsageLedger
+from symphony_tui.scheduler.worker_hosts import HostBook
 from symphony_tui.trackers.base import TrackerError
 from symphony_tui.workspaces.manager import WorkspaceManager
 
@@ -89,6 +90,8 @@ class SchedulerState:
         self.budgets = Budgets(self.ledger)
         self.recorder.on_tokens = self.check_budget
         self.recovered: tuple[RecoveredWorkspace, ...] = ()
+        #: Worker hosts and where each issue's workspace is (issue 14).
+        self.hosts = HostBook(lambda: self.settings)
         self.dispatch_paused = False
         self.config_error: str | None = None
         self.tracker_error: str | None = None
@@ -400,4 +403,5 @@ class SchedulerState:
             tracker_paused_until=self.tracker_paused_until,
             last_poll_at=self.last_poll_at,
             next_poll_at=self.next_poll_at,
+            hosts=self.hosts.rows(self.running) if self.hosts.enabled else (),
         )

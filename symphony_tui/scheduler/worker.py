@@ -28,6 +28,7 @@ from symphony_tui.scheduler.inbox import Input
 from symphony_tui.scheduler.run import Ending, Run
 from symphony_tui.scheduler.state import SchedulerState
 from symphony_tui.scheduler.tools import SessionTools
+from symphony_tui.scheduler.worker_hosts import HOST_DOWN_PREFIX, host_down
 from symphony_tui.trackers.base import Tracker, TrackerError
 from symphony_tui.workspaces.errors import WorkspaceError
 from symphony_tui.workspaces.manager import WorkspaceManager
@@ -176,6 +177,17 @@ class Worker:
                 f"{count} operator message(s) not delivered: the run ended before another turn",
                 issue=self._run.issue,
             )
+        run = self._run
+        if run.worker_host is not None:
+            lost = run.host_lost or getattr(run.session, "host_lost", None)
+            if lost and self._ending is None:
+                run.host_lost = (
+                    lost
+                    if isinstance(lost, str) and " " in lost
+                    else (f"host {run.worker_host} connection lost")
+                )
+                ending = _failed(f"{HOST_DOWN_PREFIX}: {run.host_lost}")
+                host_down(self._ctx.state, run.worker_host, run.host_lost, run)
         try:
             await self._cleanup(ending)
         except asyncio.CancelledError:
@@ -188,17 +200,25 @@ class Worker:
         ctx, run = self._ctx, self._run
         state = ctx.state
         issue = run.issue
+        where = run.worker_host
         try:
-            path, created = await ctx.workspaces.ensure(issue)
+            path, created = await ctx.workspaces.ensure(issue, host=where)
         except WorkspaceError as exc:
             if getattr(exc, "hook", None) is not None:
                 self._hook_ran(exc.hook)
+            if getattr(exc, "host_lost", None):
+                run.host_lost = str(exc.host_lost)
             return _failed(f"workspace: {exc}")
-        state.update_run(run, workspace=path, resume=manifests.resume_facts(path, run.backend))
+        if where is None:
+            resume = manifests.resume_facts(path, run.backend)
+        else:
+            facts = await asyncio.to_thread(ctx.workspaces.manifests.read, path, "session")
+            resume = facts if facts.get("backend") in (None, run.backend) else {}
+        state.update_run(run, workspace=path, resume=resume)
         if created:
             state.emit_system(EventKind.HOOK, f"workspace created at {path}", issue=issue)
         manifests.attempt_started(ctx.workspaces.manifests, run)
-        hook = await ctx.workspaces.run_hook("before_run", path, issue)
+        hook = await ctx.workspaces.run_hook("before_run", path, issue, host=where)
         if hook is not None:
             self._hook_ran(hook)
             if not hook.ok:
@@ -216,6 +236,8 @@ class Worker:
         try:
             session = await ctx.backend(run.backend).start_session(host)
         except AgentError as exc:
+            if where is not None and getattr(exc, "host_lost", None):
+                run.host_lost = str(exc.message)
             return _failed(str(exc))
         state.update_run(run, session=session)
         if self._ending is not None:
@@ -333,9 +355,11 @@ class Worker:
                     "warning", "session close failed", error=str(exc),
                     issue_id=run.issue.id, issue_identifier=run.issue.identifier,
                 )  # fmt: skip
-        if run.workspace is None:
-            return
-        hook = await ctx.workspaces.run_hook("after_run", run.workspace, run.issue)
+        if run.workspace is None or run.host_lost:
+            return  # (a lost host: its workspace waits there for the host to come back)
+        hook = await ctx.workspaces.run_hook(
+            "after_run", run.workspace, run.issue, host=run.worker_host
+        )
         if hook is not None:
             self._hook_ran(hook)
         await ctx.barrier()  # the session's last reports are applied before they are saved
@@ -344,7 +368,10 @@ class Worker:
         requested = self._ending
         if ending.remove_workspace or (requested is not None and requested.remove_workspace):
             try:
-                await ctx.workspaces.remove(run.issue.identifier)
+                await ctx.workspaces.remove(
+                    run.issue.identifier, host=run.worker_host, path=run.workspace
+                )
+                state.hosts.forget(run.issue.id)
             except Exception as exc:
                 state.log("warning", "workspace removal failed", error=str(exc))
 

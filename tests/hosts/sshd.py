@@ -155,8 +155,12 @@ class Fleet:
         os.chmod(folder, 0o700)
         key = folder / "client_key"
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
-        # SHLVL=1: bash then skips the .bashrc it sources for ssh commands (slow here).
-        env = {"SHLVL": "1", **(session_env or {})}
+        # An empty HOME on the hosts (as tests/conftest.py gives the suite): the login
+        # shell the agents and hooks run under reads none of this machine's rc files
+        # (slow here); SHLVL=1 also skips the .bashrc bash sources for ssh commands.
+        home = folder / "host-home"
+        home.mkdir(exist_ok=True)
+        env = {"SHLVL": "1", "HOME": str(home), **(session_env or {})}
         self.hosts = [
             Host(folder / f"host{i}", f"127.0.0.{i + 1}", folder / "client_key.pub", env)
             for i in range(n)

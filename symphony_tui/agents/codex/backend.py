@@ -4,7 +4,8 @@ Environment of the child: the shared recipe (:mod:`symphony_tui.config.child_env
 ``os.environ`` overlaid by the constructor's ``env``, without the scheduler's secrets
 (``unset`` and the workflow's ``tracker.secret_env_names``), overlaid by ``codex.env``
 (``$VAR`` values resolved, an unset variable removes the name). Settings are read afresh for every new session, so a
-reloaded workflow applies to the next dispatch (spec §6.2).
+reloaded workflow applies to the next dispatch (spec §6.2). A session whose host names a
+worker host (``worker_host``) runs on it over ssh (agents/remote_launch.py).
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ from typing import Any
 
 from symphony_tui.agents.base import SessionHost
 from symphony_tui.agents.codex.session import CodexSession
+from symphony_tui.agents.remote_launch import RemoteLaunch
 from symphony_tui.config.child_env import ChildEnv
 from symphony_tui.config.settings import CodexSettings, Settings
+from symphony_tui.hosts.ssh import HostTargets
 
 
 class CodexBackend:
@@ -40,12 +43,25 @@ class CodexBackend:
         self._unset = frozenset(unset)
         self._sent = sent
         self._sessions: set[CodexSession] = set()
+        self._targets = HostTargets(settings)
 
     def child_env(self, settings: Settings) -> dict[str, str]:
         """The environment a new app-server is launched with; ``unset`` names (the
         scheduler's own secrets, e.g. the tracker key) never reach the agent."""
         recipe = ChildEnv(self._env, self._unset | set(settings.tracker.secret_env_names))
         return recipe.build(settings.codex.env)
+
+    def remote_env(self, settings: Settings, worker_host: str) -> dict[str, str | None]:
+        """What is exported on a worker host: ``codex.env`` then the host's ``env``,
+        resolved here against the scrubbed environment (None unsets the name there); the
+        scheduler's environment itself stays here, its secrets included."""
+        recipe = ChildEnv(self._env, self._unset | set(settings.tracker.secret_env_names))
+        env = recipe.overrides(settings.codex.env)
+        env.update(recipe.overrides(settings.worker.env_for(worker_host)))
+        return env
+
+    def remote_launch(self, settings: Settings, worker_host: str) -> RemoteLaunch:
+        return RemoteLaunch(self._targets(worker_host), self.remote_env(settings, worker_host))
 
     def session_settings(self, settings: Settings) -> CodexSettings:
         """``codex.*`` with the backend-neutral deadlines (``agent.turn_timeout_ms`` /
@@ -63,12 +79,14 @@ class CodexBackend:
         Raises ``AgentError`` (``launch_failed``, ``read_timeout``, ``handshake_failed``).
         """
         settings = self._settings()
+        worker_host = getattr(host, "worker_host", None)
         session = CodexSession(
             host,
             self.session_settings(settings),
-            self.child_env(settings),
+            self.child_env(settings) if worker_host is None else {},
             sent=self._sent,
             on_close=self._sessions.discard,  # the set object never changes
+            remote=None if worker_host is None else self.remote_launch(settings, worker_host),
         )
         self._sessions.add(session)
         await session.open()  # closes itself (and leaves the set) on failure

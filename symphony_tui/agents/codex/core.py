@@ -19,6 +19,7 @@ from symphony_tui.agents.base import AgentError, SessionHost, TurnResult
 from symphony_tui.agents.codex.process import StderrTail
 from symphony_tui.agents.codex.rpc import RequestId, RpcConnection
 from symphony_tui.agents.codex.server_requests import ServerRequests
+from symphony_tui.agents.remote_launch import RemoteLaunch
 from symphony_tui.config.settings import CodexSettings
 from symphony_tui.domain import AgentEvent
 
@@ -52,8 +53,13 @@ class SessionCore:
         *,
         sent: list[dict[str, Any]] | None = None,
         on_close: Callable[[Any], None] | None = None,
+        remote: RemoteLaunch | None = None,
     ) -> None:
         self._host = host
+        #: Set when the app-server runs on a worker host (agents/remote_launch.py).
+        self._remote = remote
+        #: The host whose connection failed under this session (None: it did not).
+        self.host_lost: str | None = None
         self._on_close = on_close
         self._cfg = settings
         self._env = dict(env)

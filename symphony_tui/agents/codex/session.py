@@ -21,6 +21,7 @@ from symphony_tui.agents.codex.rpc import RpcConnection, RpcError
 from symphony_tui.agents.codex.steering import RequestServing
 from symphony_tui.agents.codex.thread import ThreadStart
 from symphony_tui.agents.codex.turns import IDLE_GRACE_S, INTERRUPT_GRACE_S
+from symphony_tui.agents.remote_launch import host_lost
 from symphony_tui.domain import AgentEvent, EventKind
 
 __all__ = ["CLIENT_NAME", "CLIENT_VERSION", "IDLE_GRACE_S", "INTERRUPT_GRACE_S", "CodexSession"]
@@ -45,13 +46,22 @@ class CodexSession(NotificationDispatch, RequestServing, ThreadStart):
         handshake_failed, process_exited); the process is killed on failure."""
         try:
             await self._open()
-        except BaseException:
+        except BaseException as e:
             await self.close()
+            if isinstance(e, AgentError) and self.host_lost:
+                host_lost(e, self.host_lost)
             raise
 
     async def _open(self) -> None:
         cmd = self._cfg.command
-        proc = await launch(cmd, self._host.workspace, self._env)
+        if self._remote is not None:
+            try:
+                proc = await self._remote.launch(cmd, self._host.workspace)
+            except AgentError as e:
+                self.host_lost = getattr(e, "host_lost", None)
+                raise
+        else:
+            proc = await launch(cmd, self._host.workspace, self._env)
         self._proc = proc
         assert proc.stdout and proc.stdin and proc.stderr
         self._stderr_task = asyncio.create_task(self._stderr.drain(proc.stderr))
@@ -107,6 +117,11 @@ class CodexSession(NotificationDispatch, RequestServing, ThreadStart):
             with contextlib.suppress(TimeoutError, asyncio.CancelledError):
                 await asyncio.wait_for(asyncio.shield(self._stderr_task), 1.0)
         msg = "codex app-server exited" + (f" with code {code}" if code is not None else "")
+        if self._remote is not None:
+            special = self._remote.describe_exit(code, self._cfg.command)
+            if code == 255:
+                self.host_lost = self._remote.host
+            msg = special or f"{msg} on host {self._remote.host}"
         tail = self._stderr.summary()
         return f"{msg}: {tail}" if tail else msg
 
@@ -123,6 +138,8 @@ class CodexSession(NotificationDispatch, RequestServing, ThreadStart):
             self._abandon(turn, "session closed")
         for t in list(self._tasks):
             t.cancel()
+        if self._remote is not None:
+            await self._remote.stop()  # the tree on the host first, then the local client
         if self._proc is not None:
             await kill_group(self._proc)
         if self._rpc is not None:

@@ -1,0 +1,245 @@
+"""Which worker host a run goes to, and which hosts are down (issue 14).
+
+:class:`HostBook` is part of the scheduler state (``SchedulerState.hosts``), changed on
+the event loop only. Rules:
+
+- **Placement** (:meth:`HostBook.place`): an issue whose workspace is on a host (it ran
+  there: continuation, retry, rerun) goes back to that host while it is up, and waits for
+  a free slot there; otherwise the least-loaded up host with a free slot
+  (``worker.max_concurrent_agents_per_host`` / ``worker.hosts.<h>.max_concurrent_agents``),
+  first listed on a tie. No up host with room: the issue waits (no slot).
+- **Down hosts** (:meth:`HostBook.mark_down`): a host whose connection failed (ssh exit
+  255, refused, timeout) is down: nothing new goes there, its running attempts are told to
+  end (they fail with the reason and are retried per policy), and it is probed again after
+  ``worker.down_backoff_ms``, doubling up to ``worker.down_backoff_max_ms``. A probe that
+  answers marks it up (with its round trip), and an issue whose workspace was there goes
+  back to it from then on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from symphony_tui.config.settings import Settings
+from symphony_tui.domain import EventKind, RunOutcome, RunStatus
+from symphony_tui.domain.snapshot import HostRow
+from symphony_tui.hosts.ssh import SshError, SshTarget
+from symphony_tui.scheduler.run import Ending, Run
+
+#: The run ending a host's loss gives its running attempts.
+HOST_DOWN_PREFIX = "host down"
+
+
+@dataclass
+class HostState:
+    """One host's live facts: ``up``, ``last_error`` (one line), ``rtt_ms`` of the last
+    probe, when to probe next (monotonic seconds) and the current backoff."""
+
+    name: str
+    up: bool = True
+    last_error: str | None = None
+    rtt_ms: float | None = None
+    probe_at: float | None = None
+    backoff_ms: int = 0
+    probing: bool = False
+    runs_started: int = 0
+
+
+class HostBook:
+    """Worker hosts of ``settings().worker`` and where each issue's workspace is."""
+
+    def __init__(self, settings: Callable[[], Settings]) -> None:
+        self._settings = settings
+        self._hosts: dict[str, HostState] = {}
+        #: issue id -> the host holding its workspace (where it last ran).
+        self.home: dict[str, str] = {}
+
+    @property
+    def enabled(self) -> bool:
+        return self._settings().worker.enabled
+
+    def hosts(self) -> list[HostState]:
+        """The listed hosts in order (a reload's new hosts appear, removed ones go)."""
+        names = self._settings().worker.ssh_hosts
+        for name in names:
+            if name not in self._hosts:
+                self._hosts[name] = HostState(name)
+        return [self._hosts[n] for n in names]
+
+    def get(self, name: str) -> HostState | None:
+        return next((h for h in self.hosts() if h.name == name), None)
+
+    @staticmethod
+    def load(running: Mapping[str, Run]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for run in running.values():
+            if run.worker_host is not None:
+                out[run.worker_host] = out.get(run.worker_host, 0) + 1
+        return out
+
+    def _has_room(self, host: HostState, load: Mapping[str, int]) -> bool:
+        cap = self._settings().worker.capacity(host.name)
+        return host.up and (cap is None or load.get(host.name, 0) < cap)
+
+    def place(
+        self, issue_id: str, running: Mapping[str, Run], *, force: bool = False
+    ) -> str | None:
+        """The host ``issue_id`` should run on now, or None when it must wait. ``force``
+        (an operator's rerun): never None; a full host is taken as well, and with every
+        host down the workspace's host (or the first) is tried."""
+        load = self.load(running)
+        home = self.get(self.home.get(issue_id, ""))
+        if home is not None and home.up:
+            if self._has_room(home, load) or force:
+                return home.name
+            return None
+        hosts = self.hosts()
+        free = [h for h in hosts if self._has_room(h, load)]
+        if not free and force:
+            free = [h for h in hosts if h.up] or ([home] if home is not None else hosts[:1])
+        if not free:
+            return None
+        return min(free, key=lambda h: load.get(h.name, 0)).name
+
+    def placed(self, issue_id: str, host: str) -> None:
+        """``issue_id``'s workspace is (now) on ``host``."""
+        self.home[issue_id] = host
+        state = self.get(host)
+        if state is not None:
+            state.runs_started += 1
+
+    def forget(self, issue_id: str) -> None:
+        """The issue's workspace was removed (terminal): it may go anywhere next time."""
+        self.home.pop(issue_id, None)
+
+    def mark_down(self, name: str, reason: str, now_mono: float) -> bool:
+        """Host ``name`` cannot be reached; True when it was up until now."""
+        host = self.get(name)
+        if host is None:
+            return False
+        worker = self._settings().worker
+        was_up = host.up
+        host.up = False
+        host.last_error = reason
+        host.backoff_ms = (
+            worker.down_backoff_ms
+            if was_up or not host.backoff_ms
+            else min(host.backoff_ms * 2, worker.down_backoff_max_ms)
+        )
+        host.probe_at = now_mono + host.backoff_ms / 1000
+        return was_up
+
+    def mark_up(self, name: str, rtt_ms: float) -> bool:
+        """A probe of ``name`` answered; True when it was down until now."""
+        host = self.get(name)
+        if host is None:
+            return False
+        was_down = not host.up
+        host.up, host.rtt_ms, host.probe_at, host.backoff_ms = True, rtt_ms, None, 0
+        host.probing = False
+        return was_down
+
+    def due_probes(self, now_mono: float) -> list[str]:
+        """Down hosts whose next probe is due (each is then marked as being probed)."""
+        due = []
+        for host in self.hosts():
+            if not host.up and not host.probing and (host.probe_at or 0) <= now_mono:
+                host.probing = True
+                due.append(host.name)
+        return due
+
+    def probe_failed(self, name: str, reason: str, now_mono: float) -> None:
+        host = self.get(name)
+        if host is not None:
+            host.probing = False
+            self.mark_down(name, reason, now_mono)
+
+    def rows(self, running: Mapping[str, Run]) -> tuple[HostRow, ...]:
+        """The hosts view (console, API)."""
+        load = self.load(running)
+        worker = self._settings().worker
+        return tuple(
+            HostRow(
+                name=h.name,
+                up=h.up,
+                running=load.get(h.name, 0),
+                capacity=worker.capacity(h.name),
+                last_error=h.last_error,
+                rtt_ms=h.rtt_ms,
+            )
+            for h in self.hosts()
+        )
+
+
+class _State(Protocol):
+    """What :func:`host_down` and :class:`HostProbes` use of ``SchedulerState`` (named
+    structurally: the state module imports this one)."""
+
+    hosts: HostBook
+    running: dict[str, Run]
+    clock: Any
+
+    def emit_system(self, kind: EventKind, message: str, **kw: Any) -> Any: ...
+
+    def log(self, level: str, msg: str, **fields: Any) -> None: ...
+
+    def changed(self) -> None: ...
+
+
+def host_down(state: _State, name: str, reason: str, lost: Run | None = None) -> None:
+    """Host ``name`` failed under run ``lost``: mark it down (one warning event and log
+    line when it was up) and end its other running attempts as failed with the reason
+    (retried per policy, elsewhere while it is down)."""
+    if state.hosts.mark_down(name, reason, state.clock.monotonic()):
+        state.emit_system(EventKind.WARNING, f"worker host {name} is down: {reason}")
+        state.log("warning", "worker host down", host=name, error=reason)
+    for run in list(state.running.values()):
+        if run.worker_host == name and run is not lost and run.worker is not None:
+            run.host_lost = reason
+            run.worker.stop(
+                Ending(RunOutcome.FAILED, RunStatus.FAILED, f"{HOST_DOWN_PREFIX}: {reason}")
+            )
+    state.changed()
+
+
+class HostProbes:
+    """Probes down hosts when their backoff ran out (:meth:`tick`, called each poll tick
+    and when a run ends); a probe that answers marks the host up again."""
+
+    def __init__(self, state: _State, targets: Callable[[str], SshTarget]) -> None:
+        self._state = state
+        self._targets = targets
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def tick(self) -> None:
+        state = self._state
+        if not state.hosts.enabled:
+            return
+        for name in state.hosts.due_probes(state.clock.monotonic()):
+            task = asyncio.get_running_loop().create_task(self._probe(name), name=f"probe-{name}")
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _probe(self, name: str) -> None:
+        state = self._state
+        try:
+            rtt = await self._targets(name).probe()
+        except SshError as err:
+            state.hosts.probe_failed(name, str(err), state.clock.monotonic())
+            state.changed()
+            return
+        except Exception as err:  # a probe must never take the scheduler down
+            state.hosts.probe_failed(name, f"probe failed: {err}", state.clock.monotonic())
+            state.changed()
+            return
+        if state.hosts.mark_up(name, rtt):
+            state.emit_system(EventKind.WARNING, f"worker host {name} is up again ({rtt:.0f} ms)")
+            state.log("info", "worker host up", host=name, rtt_ms=round(rtt, 1))
+        state.changed()
+
+    def cancel(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
