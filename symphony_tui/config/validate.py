@@ -51,6 +51,13 @@ def validate_dispatch(settings: Settings) -> list[str]:
             problems.append(f"local_tracker_file: tracker.path {tracker.path} is not a file")
 
     backend = settings.agent.backend
+    if settings.worker.enabled and backend != "codex":
+        # Worker hosts run codex over the ssh stdio channel (issue 14); the managed
+        # OpenHands / OpenCode servers are not started on a host yet.
+        problems.append(
+            f"invalid_agent_config: worker.ssh_hosts runs agent.backend codex only "
+            f"(not {backend} yet); remove worker.ssh_hosts or use codex"
+        )
     if backend == "codex" and not settings.codex.command.strip():
         problems.append("invalid_agent_config: codex.command is empty")
     elif backend == "openhands" and not (settings.openhands.base_url or settings.openhands.command):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import Any
 
 from symphony_tui.agents.base import AgentError
@@ -394,10 +395,19 @@ class OperatorCommands:
         if any(workspace_key(i.identifier) == key for i in claimed):
             return CommandResult(False, f"{identifier} is running or retrying; stop it first")
 
+        # A recovered workspace on a worker host is removed there (issue 14).
+        remote = next((w for w in state.recovered if w.key == key and w.host), None)
+
         async def remove() -> CommandResult:
             try:
-                exists = self._workspaces.path_for(identifier).exists()
-                hook = await self._workspaces.remove(identifier) if exists else None
+                if remote is not None:
+                    exists = True
+                    hook = await self._workspaces.remove(
+                        identifier, host=remote.host, path=Path(remote.path)
+                    )
+                else:
+                    exists = self._workspaces.path_for(identifier).exists()
+                    hook = await self._workspaces.remove(identifier) if exists else None
             except WorkspaceError as exc:
                 self._post_control(WorkspaceRemoved(key, removed=False))
                 return CommandResult(False, str(exc))

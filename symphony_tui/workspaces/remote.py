@@ -32,7 +32,12 @@ from typing import Any
 from symphony_tui.config.child_env import ChildEnv
 from symphony_tui.config.settings import Settings
 from symphony_tui.domain import Issue, RecoveredWorkspace
-from symphony_tui.hosts.remote_group import group_script, home_path, kill_script
+from symphony_tui.hosts.remote_group import (
+    NO_WORKSPACE_EXIT,
+    group_script,
+    home_path,
+    kill_script,
+)
 from symphony_tui.hosts.ssh import SshError, SshTarget
 from symphony_tui.observability.redact import redact
 from symphony_tui.workspaces.errors import WorkspaceError
@@ -213,7 +218,8 @@ class RemoteWorkspaces:
         result = HookResult(
             name, done.exit_code == 0, done.exit_code, False, redact(tail.text()), elapsed()
         )
-        self._manifests.write(path, "run", "hooks", nested={"hooks": {name: result.summary()}})
+        if done.exit_code != NO_WORKSPACE_EXIT:  # (a write would create the folder)
+            self._manifests.write(path, "run", "hooks", nested={"hooks": {name: result.summary()}})
         return result
 
     async def _kill(self, target: SshTarget, path: Path, pgid: str) -> None:

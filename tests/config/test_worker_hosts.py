@@ -85,3 +85,14 @@ def test_bad_worker_settings_are_one_line_errors(tmp_path: Path, worker: str, ne
         _load(tmp_path, worker)
     assert err.value.code == "invalid_settings"
     assert needle in str(err.value) and "\n" not in str(err.value)
+
+
+def test_hosts_with_a_backend_that_cannot_run_there_block_dispatch(tmp_path: Path) -> None:
+    from symphony_tui.config.validate import validate_dispatch
+
+    (tmp_path / "i.yaml").write_text("issues: []\n")
+    wf = _load(tmp_path, "agent:\n  backend: opencode\nworker:\n  ssh_hosts: [a]\n")
+    problems = validate_dispatch(wf.settings)
+    assert any("worker.ssh_hosts runs agent.backend codex only" in p for p in problems)
+    ok = _load(tmp_path, "worker:\n  ssh_hosts: [a]\n")
+    assert validate_dispatch(ok.settings) == []

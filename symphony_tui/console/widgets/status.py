@@ -39,6 +39,16 @@ def status_text(snapshot: Snapshot, now: datetime, tones: Tones, link=None) -> T
     text.append(f"↻ {len(s.retrying)} retry", style=tones.warning if s.retrying else "")
     text.append(" · ")
     text.append(f"✓ {len(s.completed)} done")
+    if s.hosts:  # worker hosts (issue 14): how many are up, runs over their capacity
+        up = sum(1 for h in s.hosts if h.up)
+        caps = [h.capacity for h in s.hosts]
+        room = "" if None in caps else f"/{sum(c or 0 for c in caps)}"
+        busy = sum(h.running for h in s.hosts)
+        text.append(" │ ")
+        text.append(
+            f"⇄ {up}/{len(s.hosts)} hosts up · {busy}{room} on hosts",
+            style=tones.warning if up < len(s.hosts) else "",
+        )
     if s.approvals:
         text.append(" │ ")
         text.append(f"⚑ {len(s.approvals)} approval{'s' * (len(s.approvals) != 1)}",
@@ -66,6 +76,10 @@ def alert_text(snapshot: Snapshot, now: datetime, tones: Tones) -> Text | None:
         parts.append(("✗ config error: ", one_line(s.config_error, 200)))
     if s.tracker_error:
         parts.append(("✗ tracker error: ", one_line(s.tracker_error, 200)))
+    for host in s.hosts:
+        if not host.up:
+            why = one_line(host.last_error or "unreachable", 200)
+            parts.append((f"✗ host {one_line(host.name, 40)} down: ", why))
     if s.tracker_paused_until is not None and s.tracker_paused_until > now:
         parts.append(("⏸ tracker paused: ", f"resumes in {fmt.until(s.tracker_paused_until, now)}"))
     if not parts:

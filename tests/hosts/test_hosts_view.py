@@ -1,0 +1,38 @@
+"""Issue 14: the console's header names the worker hosts (up of all, runs over their
+capacity) and the alert line names a down host with its reason; without hosts, nothing
+of it shows."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from symphony_tui.console.tones import Tones
+from symphony_tui.console.widgets.status import alert_text, status_text
+from symphony_tui.domain import Snapshot
+from symphony_tui.domain.snapshot import HostRow
+
+NOW = datetime(2026, 12, 1, tzinfo=UTC)
+
+
+def _tones() -> Tones:
+    return Tones()
+
+
+def test_hosts_in_the_header_and_a_down_host_in_the_alerts() -> None:
+    snap = Snapshot(
+        generated_at=NOW,
+        hosts=(
+            HostRow(name="build-1", up=True, running=2, capacity=4, rtt_ms=3.1),
+            HostRow(name="me@build-2:2222", up=False, capacity=4, last_error="refused"),
+        ),
+    )
+    line = status_text(snap, NOW, _tones()).plain
+    assert "⇄ 1/2 hosts up · 2/8 on hosts" in line
+    alert = alert_text(snap, NOW, _tones())
+    assert alert is not None and "✗ host me@build-2:2222 down: refused" in alert.plain
+
+
+def test_no_hosts_no_host_text() -> None:
+    snap = Snapshot(generated_at=NOW)
+    assert "hosts" not in status_text(snap, NOW, _tones()).plain
+    assert alert_text(snap, NOW, _tones()) is None
