@@ -28,7 +28,7 @@ from tests.bench._common import figure
 from tests.hosts.sshd import HAVE_SSHD, Fleet
 
 REPO = Path(__file__).resolve().parents[2]
-SAMPLES = 7
+SAMPLES = 15
 ISSUE = Issue(id="b-1", identifier="BENCH-1", title="t", state="Todo")
 
 

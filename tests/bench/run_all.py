@@ -11,6 +11,7 @@ from tests.bench import (
     bench_console,
     bench_flood,
     bench_quit,
+    bench_remote,
     bench_rpc,
     bench_scheduler,
     bench_soak,
@@ -32,4 +33,5 @@ if __name__ == "__main__":
     if not args.quick:
         bench_flood.run()
         bench_quit.run()
+        bench_remote.run()
         bench_soak.run(minutes=args.soak_minutes)

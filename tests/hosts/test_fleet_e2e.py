@@ -212,3 +212,40 @@ def test_killing_a_hosts_sshd_mid_run_fails_over_to_the_other(tmp_path, fleet) -
                 os.kill(pid, 9)
             except ProcessLookupError:
                 pass
+
+
+def _send(url: str, command: dict) -> dict:
+    request = urllib.request.Request(
+        f"{url}/api/v1/commands",
+        data=json.dumps(command).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())
+
+
+def test_stop_and_interrupt_leave_nothing_of_the_run_on_the_host(tmp_path, fleet) -> None:
+    project, env, _ = _project(
+        tmp_path, fleet, max_turns=5, issues=_issues(2, "[demo: slow, two-turns]"), speed="3"
+    )
+    proc, url = _start(project, env)
+    try:
+        watch = Watch(url)
+        snap = watch.until(
+            lambda s: len([r for r in s["running"] if r.get("turn_count", 0) >= 1]) == 2,
+            "both issues streaming",
+        )
+        on_host = {r["issue_id"]: r["host"] for r in snap["running"]}
+        assert set(on_host.values()) == set(fleet.names)
+        assert remote_descendants(fleet), "no agent process on the hosts"
+        first, second = sorted(on_host)
+        assert _send(url, {"type": "stop", "issue_id": first})["ok"]
+        assert _send(url, {"type": "interrupt", "issue_id": second})["ok"]
+        watch.until(lambda s: not s["running"], "both runs ended", timeout=60)
+        deadline = time.monotonic() + 15
+        while remote_descendants(fleet) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert remote_descendants(fleet) == []
+    finally:
+        _kill(proc)
