@@ -11,7 +11,8 @@ agent events costs one repaint per tick (a steady rate, never one repaint per ev
 The app is composed of mixins, one concept each: ``app_lifecycle`` (signals, lost
 terminal, quitting), ``app_refresh`` (snapshot refresh and render keys),
 ``app_enablement`` (what the selection allows), ``app_commands`` (sending and
-confirming commands) and ``app_approvals`` (answering approval requests).
+confirming commands), ``app_approvals`` (answering approval requests) and ``app_tools``
+(diff, audit, into the workspace, export).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from symphony_tui.console.app_commands import CommandsMixin
 from symphony_tui.console.app_enablement import EnablementMixin
 from symphony_tui.console.app_lifecycle import LifecycleMixin
 from symphony_tui.console.app_refresh import RefreshMixin
+from symphony_tui.console.app_tools import ToolsMixin
 from symphony_tui.console.attention import ConsoleAttention
 from symphony_tui.console.keymap import default_keymap_path, load_keymap
 from symphony_tui.console.messages import OpenWorker
@@ -67,6 +69,7 @@ class SymphonyApp(
     EnablementMixin,
     CommandsMixin,
     ApprovalActionsMixin,
+    ToolsMixin,
     App[None],
 ):
     """The console. ``runner`` is the scheduler's main coroutine (started on mount);

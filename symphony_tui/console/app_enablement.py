@@ -59,6 +59,8 @@ class EnablementMixin:
             issue = self._selected_issue()
             rows = self._snapshot.running if self._snapshot else ()
             return any(r.issue_id == issue and r.budget_reached for r in rows)
+        if requires == "workspace":
+            return self._workspace() is not None  # app_tools: a live or recovered one
         # Textual 8: False hides the key from the footer (None would show it dimmed, which
         # reads as an offer); what does not apply to the selected row is hidden
         if requires in ("issue", "running", "rerun"):

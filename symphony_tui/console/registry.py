@@ -17,9 +17,18 @@ from typing import Literal
 
 from textual.binding import Binding
 
-Scope = Literal["app", "main", "worker", "approvals", "recovered"]
+Scope = Literal["app", "main", "worker", "approvals", "recovered", "diff", "audit"]
 Requires = Literal[
-    "issue", "running", "approval", "accept", "decline", "cancel", "question", "rerun", "budget"
+    "issue",
+    "running",
+    "approval",
+    "accept",
+    "decline",
+    "cancel",
+    "question",
+    "rerun",
+    "budget",
+    "workspace",
 ]
 
 SCOPE_TITLES: dict[Scope, str] = {
@@ -28,6 +37,8 @@ SCOPE_TITLES: dict[Scope, str] = {
     "worker": "Worker detail",
     "approvals": "Approvals",
     "recovered": "Recovered workspaces",
+    "diff": "Diff",
+    "audit": "Audit log",
 }
 
 
@@ -158,6 +169,22 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
         "Open the recovered workspaces screen",
         show=False,
     ),
+    # -- the operator's tools (console/app_tools.py)
+    ConsoleCommand(
+        "diff", "equals_sign", "show_diff", "Diff",
+        "Show what the agent changed in the selected workspace (files, +/-, each diff)",
+        requires="workspace", show=False, key_display="=",
+    ),
+    ConsoleCommand(
+        "workspace", "o", "workspace", "Workspace",
+        "Into the selected workspace: a shell, $EDITOR, copy ids, the path or a command",
+        requires="workspace", show=False,
+    ),
+    ConsoleCommand(
+        "audit", "H", "show_audit", "Audit",
+        "Open the audit log: every operator action, who, when and its result",
+        show=False,
+    ),
     ConsoleCommand(
         "help", "question_mark", "help", "Help", "Show every key",
         key_display="?",
@@ -212,6 +239,10 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
         "clear_filter", "escape", "clear_filter", "Clear filter",
         "Clear the event log filter", scope="main", show=False, palette=False,
     ),
+    ConsoleCommand(
+        "export_log", "e", "app.export", "Export",
+        "Write the event log, as filtered, to a file", scope="main", show=False,
+    ),
     # -- sub screens
     ConsoleCommand(
         "worker_back", "escape", "app.pop_screen", "Back",
@@ -224,6 +255,30 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
     ConsoleCommand(
         "transcript_follow", "f", "follow_transcript", "Follow",
         "Transcript: follow new lines on/off", scope="worker", show=False,
+    ),
+    ConsoleCommand(
+        "export_transcript", "e", "app.export", "Export",
+        "Write this worker's transcript to a file", scope="worker", show=False,
+    ),
+    ConsoleCommand(
+        "diff_back", "escape", "app.pop_screen", "Back",
+        "Back to the previous screen", scope="diff", palette=False,
+    ),
+    ConsoleCommand(
+        "diff_next_page", "right_square_bracket", "next_page", "Next page",
+        "Diff: the next page of this file's diff", scope="diff", key_display="]",
+    ),
+    ConsoleCommand(
+        "diff_previous_page", "left_square_bracket", "previous_page", "Prev page",
+        "Diff: the previous page of this file's diff", scope="diff", key_display="[",
+    ),
+    ConsoleCommand(
+        "diff_reload", "R", "reload_diff", "Reload",
+        "Diff: compute the workspace's diff again", scope="diff",
+    ),
+    ConsoleCommand(
+        "audit_back", "escape", "app.pop_screen", "Back",
+        "Back to the previous screen", scope="audit", palette=False,
     ),
     ConsoleCommand(
         "approvals_back", "escape", "app.pop_screen", "Back",
@@ -277,5 +332,8 @@ def display_key(key: str) -> str:
         "enter": "enter",
         "tab": "tab",
         "space": "space",
+        "equals_sign": "=",
+        "left_square_bracket": "[",
+        "right_square_bracket": "]",
     }
     return ", ".join(names.get(k.strip(), k.strip()) for k in key.split(","))

@@ -280,3 +280,46 @@ def sample_port() -> FakePort:
                    issue_id="demo-3", identifier="DEMO-3", at=ago(2))  # fmt: skip
     port.add_event(EventKind.ERROR, "tracker timeout", at=ago(1))
     return port
+
+
+def sample_tools(port: FakePort) -> FakePort:
+    """The diff of DEMO-1's workspace and an audit log, for the tools' tests and shots."""
+    from symphony_tui.domain.audit import AuditEntry
+    from symphony_tui.domain.diff import DiffFile, WorkspaceDiff
+
+    port.diffs["demo-1"] = WorkspaceDiff(
+        issue_id="demo-1",
+        issue_identifier="DEMO-1",
+        workspace_path="/ws/DEMO-1",
+        base_kind="merge-base",
+        base="origin/main @ 1a2b3c4d5e",
+        files=(
+            DiffFile(path="README.md", status="M", added=12, removed=3),
+            DiffFile(path="docs/usage.md", status="A", added=40, removed=0),
+            DiffFile(path="assets/logo.png", status="M", added=None, removed=None, binary=True),
+        ),
+    )
+    port.file_lines["README.md"] = [
+        "diff --git a/README.md b/README.md",
+        "--- a/README.md",
+        "+++ b/README.md",
+        "@@ -1,5 +1,14 @@",
+        " # demo",
+        "-An old line",
+        "+A new first line \x1b[31mwith an escape\x1b[0m",
+        "+## Usage",
+        *[f"+usage line {n}" for n in range(1, 700)],
+    ]
+    port.file_lines["docs/usage.md"] = ["+++ b/docs/usage.md", "+# Usage"]
+    port.file_lines["assets/logo.png"] = []
+    port.audit = [
+        AuditEntry(at=ago(600), who="ann@console", what="approve", issue="DEMO-3",
+                   detail='approval_id="ap-3"', message="accept sent for DEMO-3"),
+        AuditEntry(at=ago(420), who="bob@laptop", via="api 10.0.0.7", what="stop",
+                   issue="DEMO-2", ok=False, message="DEMO-2 is not running"),
+        AuditEntry(at=ago(300), who="ann@console", what="pause_dispatch", detail="paused=true",
+                   message="dispatch paused"),
+        AuditEntry(at=ago(120), who="ann@console", what="shell", issue="DEMO-1",
+                   detail="/ws/DEMO-1", message="bash exited with 0"),
+    ]  # fmt: skip
+    return port

@@ -94,3 +94,32 @@ async def test_terminal_too_small(port, make_app, svg_snapshot):
         await settle(pilot)  # the message screen is pushed after the first layout
 
     assert await shoot(make_app(port), (40, 12), before=settle_again) == svg_snapshot
+
+
+async def _open_tool(pilot, *keys):
+    await pilot.press(*keys)
+    await pilot.app.workers.wait_for_complete()
+    await settle(pilot)
+    await pilot.app.workers.wait_for_complete()
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_diff_screen(port, make_app, svg_snapshot, size):
+    from tests.console.sample import sample_tools
+
+    app = make_app(sample_tools(port))
+    shot = await shoot(app, size, before=lambda pilot: _open_tool(pilot, "2", "equals_sign"))
+    assert shot == svg_snapshot
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_audit_screen(port, make_app, svg_snapshot, size):
+    from tests.console.sample import sample_tools
+
+    app = make_app(sample_tools(port))
+    assert await shoot(app, size, before=lambda pilot: _open_tool(pilot, "H")) == svg_snapshot
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_workspace_dialog(port, make_app, svg_snapshot, size):
+    assert await shoot(make_app(port), size, keys=("2", "o")) == svg_snapshot

@@ -1,0 +1,110 @@
+"""The audit screen: every operator action the scheduler recorded (who, what, when, how it
+went), newest at the bottom, read through ``SchedulerPort.audit_entries`` (the scheduler's
+``audit.jsonl``; ``GET /api/v1/audit`` when attached) every :data:`RELOAD_S` seconds.
+"""
+
+from __future__ import annotations
+
+from textual import work
+from textual.app import ComposeResult
+from textual.screen import Screen
+from textual.widgets import DataTable, Static
+
+from symphony_tui.console.messages import ConsoleHost, host
+from symphony_tui.console.registry import bindings_for
+from symphony_tui.console.sanitize import inert, one_line
+from symphony_tui.console.widgets.footer import ConsoleFooter
+from symphony_tui.domain import ApprovalRequest
+from symphony_tui.domain.audit import AuditEntry
+
+RELOAD_S = 2.0
+SHOWN = 500
+
+
+class AuditScreen(Screen[None]):
+    CONSOLE_SCOPE = "audit"
+    BINDINGS = bindings_for("audit")
+
+    def __init__(self) -> None:
+        super().__init__(classes="audit-screen")
+        self.entries: list[AuditEntry] = []
+        self._shown: tuple = ()
+
+    @property
+    def console(self) -> ConsoleHost:
+        return host(self)
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="audit-header")
+        table = DataTable(id="audit", classes="pane", cursor_type="row", zebra_stripes=True)
+        table.border_title = "Operator actions"
+        yield table
+        yield ConsoleFooter()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#audit", DataTable)
+        for key, label in (
+            ("at", "When (UTC)"),
+            ("who", "Who"),
+            ("what", "What"),
+            ("issue", "Issue"),
+            ("result", "Result"),
+            ("message", "Message"),
+        ):
+            table.add_column(label, key=key)
+        table.focus()
+        self.load()
+        self.set_interval(RELOAD_S, self.load, name="audit-reload")
+
+    @work(group="audit", exclusive=True, exit_on_error=False)
+    async def load(self) -> None:
+        tones = self.console.tones
+        header = self.query_one("#audit-header", Static)
+        try:
+            entries = await self.console.port.audit_entries(SHOWN)
+        except Exception as exc:  # an attached console whose scheduler does not answer
+            header.update(inert(f"audit log unavailable: {exc}", tones.error, limit=200))
+            return
+        key = tuple((e.at, e.what, e.who) for e in entries)
+        if key == self._shown:
+            return
+        self._shown = key
+        self.entries = entries
+        header.update(
+            inert(
+                f"{len(entries)} operator actions, oldest first "
+                "(the scheduler's audit.jsonl; symphony-tui paths names it)",
+                tones.muted,
+            )
+        )
+        table = self.query_one("#audit", DataTable)
+        at_end = table.cursor_row >= table.row_count - 1
+        table.clear()
+        for entry in entries:
+            detail = " ".join(p for p in (entry.detail, entry.message) if p)
+            table.add_row(
+                entry.at.strftime("%Y-%m-%d %H:%M:%S"),
+                inert(entry.who, limit=28),
+                inert(entry.what, "bold", limit=18),
+                inert(entry.issue or "", limit=14),
+                inert("ok" if entry.ok else "refused", tones.success if entry.ok else tones.error),
+                inert(one_line(detail), limit=80),
+            )
+        if at_end and entries:
+            table.move_cursor(row=len(entries) - 1)
+
+    def selected_issue_id(self) -> str | None:
+        table = self.query_one("#audit", DataTable)
+        if not self.entries or not 0 <= table.cursor_row < len(self.entries):
+            return None
+        issue = self.entries[table.cursor_row].issue
+        snapshot = getattr(self.app, "_snapshot", None)
+        if issue is None or snapshot is None:
+            return None
+        for row in snapshot.issues:
+            if issue in (row.issue_id, row.identifier):
+                return row.issue_id
+        return None
+
+    def selected_approval(self) -> ApprovalRequest | None:
+        return None
