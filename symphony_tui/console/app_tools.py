@@ -114,6 +114,11 @@ class ToolsMixin:
         found = locate(self._snapshot, issue)
         return (found[0], found[1], found[2]) if found else None
 
+    def _workspace_host(self) -> str | None:
+        issue = self._selected_issue()
+        found = locate(self._snapshot, issue) if issue and self._snapshot else None
+        return found[4] if found else None
+
     def _audit(self, what: str, **fields) -> None:
         async def note() -> None:
             with contextlib.suppress(Exception):  # auditing must never break the action
@@ -145,7 +150,13 @@ class ToolsMixin:
         issue_id, identifier, path = found
         offered: list[tuple[str, str, str | None]] = []
         missing: list[str] = []
-        if self.detach_only:
+        remote_host = self._workspace_host()
+        if remote_host is not None:
+            missing.append(
+                f"shell and editor: the workspace is on worker host {remote_host} "
+                "(copy the command and run it here)"
+            )
+        elif self.detach_only:
             missing.append(
                 "shell and editor: this console is attached; the workspace is on the "
                 "scheduler's machine (copy the command and run it there)"
@@ -164,7 +175,12 @@ class ToolsMixin:
         session = self._session_of(issue_id)
         if session:
             offered.append(("copy:session", "Copy the thread / session id", session))
-        offered.append(("copy:command", "Copy a shell command", f"cd {shlex.quote(path)}"))
+        command = f"cd {shlex.quote(path)}"
+        if remote_host is not None:
+            command = (
+                f"ssh -t {shlex.quote(remote_host)} {shlex.quote(command + ' && exec $SHELL')}"
+            )
+        offered.append(("copy:command", "Copy a shell command", command))
         return offered, missing
 
     def _session_of(self, issue_id: str) -> str | None:

@@ -244,3 +244,24 @@ async def test_run_in_terminal_runs_the_program_and_reports_its_exit(tmp_path):
     assert (tmp_path / "out").read_text().strip() == str(tmp_path)
     ok, message = await run_in_terminal(["/no/such/program"], str(tmp_path), suspend)
     assert not ok and "cannot start" in message
+
+
+async def test_a_workspace_on_a_worker_host_offers_the_ssh_command(tools_port, make_app):
+    from symphony_tui.scheduler.workspace_view import diff_of
+
+    recovered = tools_port.current.recovered[0].model_copy(update={"host": "build-1"})
+    tools_port.update(recovered=(recovered, *tools_port.current.recovered[1:]))
+    found = await diff_of(tools_port.current, "DEMO-9")
+    assert found.error and "worker host build-1" in found.error and not found.files
+    app = make_app(tools_port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("w")
+        await settle(pilot)
+        await pilot.press("o")
+        await settle(pilot)
+        dialog = app.screen
+        assert isinstance(dialog, Choose)
+        assert "on worker host build-1" in str(dialog._body)
+        commands = [d for label, d in dialog._choices if label == "Copy a shell command"]
+        assert commands == ["ssh -t build-1 'cd /ws/DEMO-9 && exec $SHELL'"]
