@@ -116,20 +116,18 @@ class HostBook:
         self.home.pop(issue_id, None)
 
     def mark_down(self, name: str, reason: str, now_mono: float) -> bool:
-        """Host ``name`` cannot be reached; True when it was up until now."""
+        """Host ``name`` cannot be reached; True when it was up until now (its first
+        probe is then ``worker.down_backoff_ms`` away; a host already down keeps its
+        schedule and takes the newer reason)."""
         host = self.get(name)
         if host is None:
             return False
-        worker = self._settings().worker
         was_up = host.up
         host.up = False
         host.last_error = reason
-        host.backoff_ms = (
-            worker.down_backoff_ms
-            if was_up or not host.backoff_ms
-            else min(host.backoff_ms * 2, worker.down_backoff_max_ms)
-        )
-        host.probe_at = now_mono + host.backoff_ms / 1000
+        if was_up:
+            host.backoff_ms = self._settings().worker.down_backoff_ms
+            host.probe_at = now_mono + host.backoff_ms / 1000
         return was_up
 
     def mark_up(self, name: str, rtt_ms: float) -> bool:
@@ -152,10 +150,19 @@ class HostBook:
         return due
 
     def probe_failed(self, name: str, reason: str, now_mono: float) -> None:
+        """A probe of down host ``name`` failed: the next one waits twice as long (up to
+        ``worker.down_backoff_max_ms``)."""
         host = self.get(name)
-        if host is not None:
-            host.probing = False
-            self.mark_down(name, reason, now_mono)
+        if host is None:
+            return
+        worker = self._settings().worker
+        host.probing = False
+        host.up = False
+        host.last_error = reason
+        host.backoff_ms = min(
+            max(host.backoff_ms, worker.down_backoff_ms) * 2, worker.down_backoff_max_ms
+        )
+        host.probe_at = now_mono + host.backoff_ms / 1000
 
     def rows(self, running: Mapping[str, Run]) -> tuple[HostRow, ...]:
         """The hosts view (console, API)."""

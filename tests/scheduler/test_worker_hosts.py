@@ -1,0 +1,181 @@
+"""Issue 14, the scheduling rules of worker hosts without ssh (scheduler/worker_hosts.py):
+least-loaded placement within each host's cap, an issue goes back to its workspace's
+host, a down host takes nothing new, backs off doubling and comes back on a probe."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+
+from symphony_tui.config.settings import Settings
+from symphony_tui.domain import Issue
+from symphony_tui.hosts.ssh import SshError
+from symphony_tui.scheduler.run import Ending, Run
+from symphony_tui.scheduler.worker_hosts import HostBook, HostProbes, host_down
+
+HOSTS = ["a", "b", "c"]
+
+
+def settings(**worker) -> Settings:
+    return Settings.model_validate(
+        {"worker": {"ssh_hosts": HOSTS, "max_concurrent_agents_per_host": 2, **worker}}
+    )
+
+
+def run_on(host: str | None, n: int) -> Run:
+    issue = Issue(id=f"i-{host}-{n}", identifier=f"I-{n}", title="t", state="Todo")
+    return Run(
+        issue=issue,
+        attempt=None,
+        backend="codex",
+        started_at=datetime(2026, 1, 1, tzinfo=UTC),
+        started_mono=0.0,
+        last_event_mono=0.0,
+        worker_host=host,
+    )
+
+
+def running(*hosts: str) -> dict[str, Run]:
+    runs = [run_on(h, i) for i, h in enumerate(hosts)]
+    return {r.issue.id: r for r in runs}
+
+
+def test_the_least_loaded_host_with_room_first_listed_on_a_tie() -> None:
+    book = HostBook(lambda: settings())
+    assert book.place("x", {}) == "a"
+    assert book.place("x", running("a")) == "b"
+    assert book.place("x", running("a", "b")) == "c"
+    assert book.place("x", running("a", "a", "b", "c")) == "b"
+    assert book.place("x", running("a", "a", "b", "b", "c", "c")) is None  # all full
+
+
+def test_per_host_overrides_of_the_cap() -> None:
+    book = HostBook(lambda: settings(hosts={"a": {"max_concurrent_agents": 1}}))
+    assert book.place("x", running("a")) == "b"
+    assert [r.capacity for r in book.rows({})] == [1, 2, 2]
+
+
+def test_an_issue_goes_back_to_its_workspaces_host_and_waits_for_room_there() -> None:
+    book = HostBook(lambda: settings())
+    book.placed("x", "c")
+    assert book.place("x", running("a")) == "c"
+    assert book.place("x", running("c", "c")) is None  # its host is full: it waits
+    assert book.place("x", running("c", "c"), force=True) == "c"  # an operator's rerun
+    book.forget("x")
+    assert book.place("x", running("c", "c")) == "a"
+
+
+def test_a_down_host_takes_nothing_and_its_issues_go_elsewhere() -> None:
+    book = HostBook(lambda: settings(down_backoff_ms=1000, down_backoff_max_ms=3000))
+    book.placed("x", "a")
+    assert book.mark_down("a", "host a refused the connection", now_mono=10.0)
+    assert not book.mark_down("a", "again", now_mono=10.0)  # already down
+    assert book.place("x", {}) == "b" and book.place("y", {}) == "b"
+    row = book.rows({})[0]
+    assert (row.name, row.up, row.last_error) == ("a", False, "again")
+    assert book.due_probes(10.5) == []
+    assert book.due_probes(11.0) == ["a"]
+    assert book.due_probes(11.0) == []  # being probed
+    book.probe_failed("a", "still refused", 11.0)
+    assert book.get("a").backoff_ms == 2000
+    book.probe_failed("a", "still refused", 11.0)
+    book.probe_failed("a", "still refused", 11.0)
+    assert book.get("a").backoff_ms == 3000  # capped
+    assert book.mark_up("a", 4.2) and book.place("x", {}) == "a"  # home again
+    assert book.rows({})[0].rtt_ms == 4.2 and book.rows({})[0].up
+
+
+def test_all_down_a_forced_run_still_gets_a_host() -> None:
+    book = HostBook(lambda: settings())
+    for name in HOSTS:
+        book.mark_down(name, "down", 0.0)
+    assert book.place("x", {}) is None
+    assert book.place("x", {}, force=True) == "a"
+
+
+class _Worker:
+    def __init__(self) -> None:
+        self.stopped: list[Ending] = []
+
+    @property
+    def stopping(self) -> bool:
+        return bool(self.stopped)
+
+    def stop(self, ending: Ending, *, graceful: bool = False) -> bool:
+        self.stopped.append(ending)
+        return True
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+class _State:
+    def __init__(self, book: HostBook, runs: dict[str, Run]) -> None:
+        self.hosts = book
+        self.running = runs
+        self.clock = _Clock()
+        self.events: list[str] = []
+        self.versions = 0
+
+    def emit_system(self, kind, message, **kw) -> None:
+        self.events.append(message)
+
+    def log(self, level, msg, **fields) -> None:
+        pass
+
+    def changed(self) -> None:
+        self.versions += 1
+
+
+def test_host_down_ends_its_other_runs_with_the_reason() -> None:
+    runs = running("a", "a", "b")
+    for run in runs.values():
+        run.worker = _Worker()
+    state = _State(HostBook(lambda: settings()), runs)
+    lost, other, elsewhere = runs.values()
+    host_down(state, "a", "host a connection lost (ssh exit 255)", lost)
+    assert lost.worker.stopped == [] and elsewhere.worker.stopped == []
+    (ending,) = other.worker.stopped
+    assert ending.error == "host down: host a connection lost (ssh exit 255)"
+    assert other.host_lost and state.events == [
+        "worker host a is down: host a connection lost (ssh exit 255)"
+    ]
+
+
+class _Target:
+    def __init__(self, answers: list) -> None:
+        self.answers = answers
+
+    async def probe(self) -> float:
+        answer = self.answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+async def test_probes_bring_a_host_back_once_its_backoff_ran_out() -> None:
+    book = HostBook(lambda: settings(down_backoff_ms=1000))
+    state = _State(book, {})
+    target = _Target([SshError("refused", "a", "refused the connection"), 7.5])
+    probes = HostProbes(state, lambda name: target)
+    book.mark_down("a", "gone", state.clock.now)
+    probes.tick()
+    await asyncio.sleep(0)
+    assert target.answers and not book.get("a").probing  # not due yet
+    state.clock.now += 1.0
+    probes.tick()
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert not book.get("a").up and book.get("a").last_error == "host a refused the connection"
+    state.clock.now += 2.0
+    probes.tick()
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert book.get("a").up and book.get("a").rtt_ms == 7.5
+    assert state.events == ["worker host a is up again (8 ms)"]
+    probes.cancel()
