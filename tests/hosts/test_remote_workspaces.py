@@ -143,3 +143,43 @@ async def test_an_unreachable_host_is_a_one_line_workspace_error(tmp_path, fleet
         await mgr.ensure(ISSUE, host=host)
     assert err.value.code == "workspace_host_unreachable"
     assert getattr(err.value, "host_lost", None) and "\n" not in str(err.value)
+
+
+class _SweepState:
+    """What ``sweep_terminal_workspaces`` uses of the scheduler state."""
+
+    def __init__(self, mgr: WorkspaceManager) -> None:
+        self.workspaces = mgr
+        self.events: list[str] = []
+
+    @property
+    def settings(self):
+        return self.workspaces._settings()
+
+    def emit_system(self, kind, message, **kw) -> None:
+        self.events.append(message)
+
+    def log(self, level, msg, **fields) -> None:
+        self.events.append(f"{level}: {msg} {fields}")
+
+
+class _Tracker:
+    def __init__(self, issues: list[Issue]) -> None:
+        self.issues = issues
+
+    async def fetch_issues_by_states(self, states):
+        return self.issues
+
+
+async def test_the_start_up_sweep_removes_terminal_workspaces_on_the_hosts(tmp_path, fleet) -> None:
+    from symphony_tui.scheduler.startup import sweep_terminal_workspaces
+
+    mgr, host, _ = manager(tmp_path, fleet, before_remove="true")
+    done = Issue(id="id-2", identifier="ABC-2", title="T", state="Done")
+    kept, _ = await mgr.ensure(ISSUE, host=host)
+    gone, _ = await mgr.ensure(done, host=host)
+    await mgr.manifests.flush()
+    state = _SweepState(mgr)
+    await sweep_terminal_workspaces(state, _Tracker([done]))  # type: ignore[arg-type]
+    assert not gone.exists() and kept.is_dir()
+    assert state.events == [f"removed workspace of terminal issue on {host}"]
