@@ -4,6 +4,7 @@ of it shows."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 from symphony_tui.console.tones import Tones
@@ -36,3 +37,22 @@ def test_no_hosts_no_host_text() -> None:
     snap = Snapshot(generated_at=NOW)
     assert "hosts" not in status_text(snap, NOW, _tones()).plain
     assert alert_text(snap, NOW, _tones()) is None
+
+
+def test_the_worker_detail_and_a_recovered_workspace_name_the_host() -> None:
+    from symphony_tui.console.screens.recovered import recovered_detail
+    from symphony_tui.console.screens.worker import worker_header
+    from symphony_tui.domain import RecoveredWorkspace, RunningRow
+
+    row = RunningRow(
+        issue_id="i-1", issue_identifier="FL-1", state="Todo", host="build-1",
+        workspace_path="/srv/ws/FL-1",
+    )  # fmt: skip
+    snap = Snapshot(generated_at=NOW, running=(row,))
+    assert "workspace build-1:/srv/ws/FL-1" in worker_header(snap, "i-1", NOW, _tones()).plain
+    here = row.model_copy(update={"host": None})
+    text = worker_header(Snapshot(generated_at=NOW, running=(here,)), "i-1", NOW, _tones())
+    assert "workspace /srv/ws/FL-1" in text.plain
+    ws = RecoveredWorkspace(key="FL-1", path="/srv/ws/FL-1", host="build-1")
+    assert re.search(r"^host +build-1$", recovered_detail(ws, _tones()).plain, re.M)
+    assert "host" not in recovered_detail(ws.model_copy(update={"host": None}), _tones()).plain

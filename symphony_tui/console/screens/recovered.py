@@ -146,6 +146,7 @@ def recovered_detail(w: RecoveredWorkspace, tones: Tones, plan: RerunPlan | None
         tokens = f"total {fmt.grouped(tok.total_tokens)}"
     pairs = [
         ("path", w.path),
+        ("host", w.host),  # a workspace on a worker host (issue 14)
         ("issue id", w.issue_id),
         ("session", w.session_id),
         ("thread", w.thread_id),

@@ -145,6 +145,8 @@ def worker_header(
         text.append(one_line(value or "-", 60))
     text.append("\n")
     text.append("workspace ", style=tones.muted)
+    if row.host:  # on a worker host (issue 14): host:path, as scp writes it
+        text.append(one_line(row.host, 40) + ":", style=tones.accent)
     text.append(one_line(row.workspace_path or "-", 100))
     text.append("\n")
     tok = row.tokens
