@@ -255,13 +255,19 @@ You are working on issue {{{{ issue.identifier }}}}.
             self.proc.wait()
         return time.monotonic() - t0
 
-    def cleanup(self) -> None:
-        """Kill any agent left behind (each runs in its own process group) and the folder."""
+    def cleanup_agents(self) -> None:
+        """Kill any agent left behind (each runs in its own process group), forget their
+        reports."""
         for path in self.reports.glob("*.jsonl"):
             try:
                 os.killpg(int(path.stem), signal.SIGKILL)
             except (ProcessLookupError, PermissionError, ValueError):
                 pass
+            path.unlink(missing_ok=True)
+
+    def cleanup(self) -> None:
+        """Kill any agent left behind and remove the folder."""
+        self.cleanup_agents()
         subprocess.run(["rm", "-rf", str(self.tmp)], check=False)
 
 

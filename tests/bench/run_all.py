@@ -10,6 +10,7 @@ from tests.bench import (
     bench_attach,
     bench_console,
     bench_flood,
+    bench_launch,
     bench_quit,
     bench_remote,
     bench_rpc,
@@ -32,6 +33,7 @@ if __name__ == "__main__":
     bench_turnover.main([])
     if not args.quick:
         bench_flood.run()
+        bench_launch.run()
         bench_quit.run()
         bench_remote.run()
         bench_soak.run(minutes=args.soak_minutes)

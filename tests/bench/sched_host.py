@@ -5,6 +5,11 @@
 Every collection is timed through :data:`gc.callbacks`; about twice a second (and at exit)
 STATS_FILE is rewritten with one JSON object: ``gc_max_ms`` (longest pause of any
 generation), ``gc2_max_ms`` and ``gc2_count`` (full collections), ``gc_total_ms``.
+
+With ``SYMPHONY_BENCH_HEAP=DIR`` (for finding memory growth), each time a file
+``DIR/request`` appears it is removed and ``DIR/heap-N.json`` written: the live objects
+counted by type (after a collection), and with ``SYMPHONY_BENCH_TRACEMALLOC=FRAMES`` also
+``DIR/heap-N.tracemalloc`` (a :mod:`tracemalloc` snapshot, for ``compare_to``).
 """
 
 from __future__ import annotations
@@ -49,6 +54,27 @@ class GcTimer:
         os.replace(tmp, path)
 
 
+def heap_dumps(folder: str) -> None:
+    """Answer ``folder/request`` files with heap dumps (see the module docstring)."""
+    import collections
+    import tracemalloc
+
+    n = 0
+    request = os.path.join(folder, "request")
+    while True:
+        time.sleep(0.5)
+        if not os.path.exists(request):
+            continue
+        os.remove(request)
+        n += 1
+        gc.collect()
+        counts = collections.Counter(type(o).__qualname__ for o in gc.get_objects())
+        with open(os.path.join(folder, f"heap-{n}.json"), "w", encoding="utf-8") as f:
+            json.dump(dict(counts.most_common()), f)
+        if tracemalloc.is_tracing():
+            tracemalloc.take_snapshot().dump(os.path.join(folder, f"heap-{n}.tracemalloc"))
+
+
 def main() -> int:
     stats, rest = sys.argv[1], sys.argv[2:]
     if rest and rest[0] == "--":
@@ -62,6 +88,12 @@ def main() -> int:
             timer.dump(stats)
 
     threading.Thread(target=dump_loop, daemon=True).start()
+    if folder := os.environ.get("SYMPHONY_BENCH_HEAP"):
+        if frames := int(os.environ.get("SYMPHONY_BENCH_TRACEMALLOC", "0") or 0):
+            import tracemalloc
+
+            tracemalloc.start(frames)
+        threading.Thread(target=heap_dumps, args=(folder,), daemon=True).start()
     from symphony_tui.cli import main as cli_main
 
     try:
