@@ -18,6 +18,7 @@ confirming commands), ``app_approvals`` (answering approval requests) and ``app_
 from __future__ import annotations
 
 import signal
+import time
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
@@ -54,6 +55,11 @@ from symphony_tui.domain import (
 from symphony_tui.scheduler.port import SchedulerPort
 
 REFRESH_HZ = 4.0
+# Streamed text (new event-log lines, the workers' last-activity cells) repaints at most once
+# a second: under a flood every tick would otherwise scroll the whole log pane and rewrite
+# every visible worker row (issue 11: terminal bytes). Counts, statuses, approvals and every
+# operator action still show on the next tick.
+LIVE_TEXT_S = 1.0
 # Toasts cover the bottom-right of the screen (the approvals "Selected" panel, help text,
 # pane borders): routine confirmations go quickly, problems stay long enough to be read.
 NOTIFY_TIMEOUT_S = {"information": 2.5, "warning": 6.0, "error": 10.0}
@@ -77,7 +83,9 @@ class SymphonyApp(
     failure).
 
     ``clock`` supplies "now" for ages and countdowns (tests freeze it);
-    ``cursor_blink=False`` makes text inputs deterministic for screenshots. Exit code:
+    ``cursor_blink=False`` makes text inputs deterministic for screenshots;
+    ``live_text_s``: seconds between two repaints of streamed text (``LIVE_TEXT_S``; 0
+    repaints it on every tick), timed by ``monotonic`` (seconds). Exit code:
     0 on quit / hangup / SIGTERM / SIGINT / lost terminal, 1 when the scheduler fails or
     ``shutdown`` raises.
 
@@ -111,6 +119,8 @@ class SymphonyApp(
         clock: Callable[[], datetime] = _utc_now,
         cursor_blink: bool = True,
         refresh_hz: float = REFRESH_HZ,
+        live_text_s: float = LIVE_TEXT_S,
+        monotonic: Callable[[], float] = time.monotonic,
         detach_only: bool | None = None,
         terminal_watch: TerminalWatch | None = None,
         notices: Sequence[str] = (),
@@ -126,6 +136,8 @@ class SymphonyApp(
         self._keymap_path = keymap_path if keymap_path is not None else default_keymap_path()
         self._user_keymap: dict[str, str] = {}
         self._refresh_hz = refresh_hz
+        self.live_text_s = live_text_s
+        self.monotonic = monotonic
         self._snapshot: Snapshot | None = None
         # what each screen last showed; weak, so closed screens (a worker screen per enter)
         # are not kept, and a new screen never inherits a dead one's key through its id

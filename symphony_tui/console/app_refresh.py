@@ -1,7 +1,8 @@
 """The console's steady refresh: read the port's snapshot, repaint what is visible.
 
 One timer drives rendering (``REFRESH_HZ`` in ``console.app``), not events; each screen
-remembers the render key it last showed so unchanged input skips the repaint.
+remembers the render key it last showed so unchanged input skips the repaint (unless the
+screen is ``holding`` something back for a while, see ``console.widgets.workers``).
 """
 
 from __future__ import annotations
@@ -63,8 +64,13 @@ class RefreshMixin:
 
     def tick(self) -> None:
         """Read the port and repaint what is visible: the top screen and, through modal
-        dialogs, the screens under them. Unchanged input skips the repaint."""
-        if self._exit or not self.is_running:
+        dialogs, the screens under them. Unchanged input skips the repaint.
+
+        Once quitting (the workers stop, ``_stopping``) nothing is repainted: the screen
+        holds its last frame under the "stopping workers…" notice, and the loop's time goes
+        to the shutdown instead of re-laying out tables whose rows all end at once (issue
+        12.2: with 50 workers that repaint was a large share of the quit's loop time)."""
+        if self._exit or not self.is_running or self._stopping:
             return
         self._fit_screen()
         try:
@@ -92,7 +98,7 @@ class RefreshMixin:
         if show is None or not screen.is_mounted:
             return  # a screen still composing is painted by the next tick
         try:
-            if self._render_keys.get(screen) != key:
+            if self._render_keys.get(screen) != key or getattr(screen, "holding", False):
                 show(snapshot, now, tones)
                 self._render_keys[screen] = key
             elif (pull := getattr(screen, "pull", None)) is not None:

@@ -8,6 +8,7 @@ which bubbles from the screen to :class:`~symphony_tui.console.app.SymphonyApp`,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol, cast
 
 from rich.text import Text
@@ -53,6 +54,8 @@ class ConsoleHost(Protocol):
 
     port: SchedulerPort
     cursor_blink: bool
+    live_text_s: float  # streamed text (log lines, rows' last activity) repaints this often
+    monotonic: Callable[[], float]  # the clock of live_text_s, in seconds
 
     @property
     def tones(self) -> Tones:

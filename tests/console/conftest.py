@@ -35,6 +35,8 @@ def make_app(tmp_path: Path) -> Callable[..., SymphonyApp]:
         kwargs.setdefault("keymap_path", tmp_path / "no-keymap.toml")
         kwargs.setdefault("clock", lambda: NOW)
         kwargs.setdefault("cursor_blink", False)
+        # streamed text repaints on every tick (the once-a-second rate has its own tests)
+        kwargs.setdefault("live_text_s", 0.0)
         return SymphonyApp(port, **kwargs)
 
     return make

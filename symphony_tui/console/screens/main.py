@@ -18,6 +18,7 @@ from textual.widgets import DataTable, Input, Static
 from symphony_tui.console.layout import table_heights, tables_height
 from symphony_tui.console.messages import ConsoleHost, OpenWorker, host
 from symphony_tui.console.registry import bindings_for
+from symphony_tui.console.repaint import set_border, update_static
 from symphony_tui.console.sanitize import one_line
 from symphony_tui.console.selection import oldest_approval
 from symphony_tui.console.tones import Tones
@@ -64,13 +65,22 @@ class MainScreen(Screen[None]):
             issues = IssuesTable(id="issues", classes="pane")
             issues.border_title = "1 Issues"
             yield issues
-            workers = WorkersTable(id="workers", classes="pane")
+            workers = WorkersTable(
+                id="workers",
+                classes="pane",
+                activity_interval_s=self.console.live_text_s,
+                monotonic=self.console.monotonic,
+            )
             workers.border_title = "2 Workers"
             yield workers
         with Horizontal(id="bottom"):
             with Vertical(id="log-pane", classes="pane") as log_pane:
                 log_pane.border_title = "3 Events"
-                yield EventLogView(id="log")
+                yield EventLogView(
+                    id="log",
+                    write_interval_s=self.console.live_text_s,
+                    monotonic=self.console.monotonic,
+                )
                 yield FilterInput(placeholder="filter: issue id, kind:NAME, words", id="log-filter")
             tokens = TokenPane(id="tokens", classes="pane")
             tokens.border_title = "4 Tokens"
@@ -87,27 +97,42 @@ class MainScreen(Screen[None]):
         """Render ``snapshot`` (called by the app's refresh tick while visible)."""
         self._snapshot = snapshot
         with self.app.batch_update():
+            # only what changed is set: Textual repaints a whole pane on every update
             link = getattr(self.app.port, "link", None)  # attached consoles only
-            self.query_one("#status-line", Static).update(
-                status_text(snapshot, now, tones, link() if link else None)
+            update_static(
+                self.query_one("#status-line", Static),
+                status_text(snapshot, now, tones, link() if link else None),
             )
             alert = self._alert = alert_text(snapshot, now, tones)
             alert_line = self.query_one("#alert-line", Static)
-            alert_line.display = alert is not None
+            if alert_line.display != (alert is not None):
+                alert_line.display = alert is not None
             if alert is not None:
-                alert_line.update(alert)
+                update_static(alert_line, alert)
             issues = self.query_one(IssuesTable)
             issues.show(snapshot, now, tones)
-            issues.border_title = f"1 Issues ({len(snapshot.issues)})"
+            set_border(issues, title=f"1 Issues ({len(snapshot.issues)})")
             workers = self.query_one(WorkersTable)
             workers.show(snapshot, now, tones)
-            workers.border_title = f"2 Workers ({len(snapshot.running)})"
             pending = len(snapshot.approvals)
-            workers.border_subtitle = f"⚑ {pending} pending · v approvals" if pending else ""
+            set_border(
+                workers,
+                title=f"2 Workers ({len(snapshot.running)})",
+                subtitle=f"⚑ {pending} pending · v approvals" if pending else "",
+            )
             self.pull(tones)
             self.query_one(TokenPane).show(snapshot, now, tones)
         # after the layout of this paint (the alert line may just have appeared)
         self.call_after_refresh(self._share_tables)
+
+    @property
+    def holding(self) -> bool:
+        """Something shown is held back for a while (the workers' streamed text): the
+        app shows this screen again on its next tick even if the snapshot did not move."""
+        try:
+            return self.query_one(WorkersTable).holding
+        except NoMatches:
+            return False
 
     def _share_tables(self) -> None:
         """Size the tables by their row counts (``layout``): both together take what they
@@ -163,8 +188,8 @@ class MainScreen(Screen[None]):
         if not log.follow:
             title.append(" · follow off")
         pane = self.query_one("#log-pane")
-        pane.border_title = title
-        pane.border_subtitle = f"⏸ paused, {log.missed} new · space resumes" if log.paused else ""
+        paused = f"⏸ paused, {log.missed} new · space resumes" if log.paused else ""
+        set_border(pane, title=title, subtitle=paused)
 
     # -- selection ------------------------------------------------------------------
 
@@ -255,5 +280,5 @@ class MainScreen(Screen[None]):
         log = self.query_one(EventLogView)
         log.set_paused(not log.paused)
         if not log.paused:
-            log.pull(self.console.port, self.console.tones)
+            log.pull(self.console.port, self.console.tones, force=True)
         self._show_log_title()

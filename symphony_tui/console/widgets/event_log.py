@@ -24,6 +24,11 @@ limits) never reach the core's live ring, but an issue's transcript holds them; 
 ``/DEMO-6`` shows what the unfiltered log shows, they are hidden unless a ``kind:`` token
 asks for them (``DEMO-6 kind:delta``).
 
+Under a flood the log is appended to at most once every ``write_interval_s`` (the console's
+``LIVE_TEXT_S``): each append scrolls, and a scroll repaints the whole pane, so appending on
+every refresh tick would rewrite the pane several times a second (issue 11). A line that
+arrives after a quiet spell is appended at once; operator actions (filter, resume) too.
+
 Follow (``f``): when off, new lines never move the view. Pause (``space``): nothing is
 appended; a badge counts the matching events that came in; resuming appends them (as far
 as the core still holds them).
@@ -31,8 +36,9 @@ as the core still holds them).
 
 from __future__ import annotations
 
+import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from rich.text import Text
@@ -125,11 +131,24 @@ class LogFilter:
 
 
 class EventLogView(ScrollView, can_focus=True):
-    """The log widget. Call :meth:`pull` from the refresh tick while visible."""
+    """The log widget. Call :meth:`pull` from the refresh tick while visible.
 
-    def __init__(self, *, max_lines: int = MAX_LINES, **kwargs) -> None:
+    ``write_interval_s``: least seconds between two appends by :meth:`pull` (0: every
+    call); ``monotonic`` is the clock for it (tests pass their own)."""
+
+    def __init__(
+        self,
+        *,
+        max_lines: int = MAX_LINES,
+        write_interval_s: float = 0.0,
+        monotonic: Callable[[], float] = time.monotonic,
+        **kwargs,
+    ) -> None:
         super().__init__(**kwargs)
         self.max_lines = max_lines
+        self.write_interval_s = write_interval_s
+        self._monotonic = monotonic
+        self._pulled_at: float | None = None
         self._lines: deque[Text | AgentEvent] = deque(maxlen=max_lines)
         self._tones = Tones()
         self._first = 0  # absolute number of ``_lines[0]``: strip cache keys survive drops
@@ -219,18 +238,29 @@ class EventLogView(ScrollView, can_focus=True):
 
     # -- pulling from the core ---------------------------------------------------------
 
-    def pull(self, port: SchedulerPort, tones: Tones) -> int:
+    def pull(self, port: SchedulerPort, tones: Tones, *, force: bool = False) -> int:
         """Append events newer than ``last_seq``; returns how many lines were written.
-        While paused, only count the matching newcomers."""
+        While paused, only count the matching newcomers. Unless ``force``, nothing is read
+        within ``write_interval_s`` of the last read that found something (the events wait
+        in the core's ring for the next one)."""
+        now = self._monotonic()
+        if (
+            not force
+            and self._pulled_at is not None
+            and now - self._pulled_at < self.write_interval_s
+        ):
+            return 0
         if self.paused:
             events = port.events_since(self._peek_seq, limit=BATCH, issue_id=self.filter.issue_id)
             if events:
+                self._pulled_at = now
                 self._peek_seq = max(self._peek_seq, events[-1].seq)
                 self.missed += sum(1 for e in events if self.filter.accepts(e))
             return 0
         events = port.events_since(self.last_seq, limit=BATCH, issue_id=self.filter.issue_id)
         if not events:
             return 0
+        self._pulled_at = now
         self.last_seq = max(self.last_seq, events[-1].seq)
         self._peek_seq = self.last_seq
         if tones != self._tones:
@@ -247,7 +277,7 @@ class EventLogView(ScrollView, can_focus=True):
         self.missed = 0
         self.clear()
         self.last_seq = self._peek_seq = 0
-        return self.pull(port, tones)
+        return self.pull(port, tones, force=True)
 
     def set_paused(self, paused: bool) -> None:
         """Pause: stop appending (the view holds still). Resume: the next :meth:`pull`

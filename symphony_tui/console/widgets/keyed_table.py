@@ -1,7 +1,8 @@
 """A DataTable kept in sync with keyed rows by diffing (dolphie style).
 
-Only changed cells are updated (``update_width=False``: columns have fixed widths, so a
-long value never triggers a relayout on the hot path); rows are added and removed by key.
+Only changed cells are updated, and only their regions repainted (``update_cell``); columns
+have fixed widths, so a long value never triggers a relayout on the hot path. Rows are
+added and removed by key.
 When the order of surviving rows changes the table is rebuilt once, keeping the cursor on
 the same key.
 """
@@ -14,7 +15,9 @@ from typing import Any
 from rich.text import Text
 from textual.binding import Binding
 from textual.cache import LRUCache
+from textual.coordinate import Coordinate
 from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey, RowKey
 
 Row = tuple[Text, ...]
 
@@ -211,6 +214,34 @@ class KeyedTable(DataTable):
         if selected in wanted and self.selected_key != selected:
             self.move_cursor(row=order.index(selected), animate=False)
         return True
+
+    def update_cell(
+        self,
+        row_key: RowKey | str,
+        column_key: ColumnKey | str,
+        value: Any,
+        *,
+        update_width: bool = False,
+    ) -> None:
+        """DataTable's ``update_cell``, repainting only the cell. DataTable's own refreshes
+        the whole table, so the terminal would get every visible row again for one changed
+        cell (issue 11). ``_update_count`` still moves, which invalidates the render caches
+        (they key their entries by it) as DataTable's does; only the cell's region is
+        marked dirty, so only its line is rendered and sent. With ``update_width`` (a
+        relayout) it is DataTable's own."""
+        if update_width:
+            super().update_cell(row_key, column_key, value, update_width=True)
+            return
+        row = RowKey(row_key) if isinstance(row_key, str) else row_key
+        column = ColumnKey(column_key) if isinstance(column_key, str) else column_key
+        if row not in self._row_locations or column not in self._column_locations:
+            super().update_cell(row, column, value)  # raises CellDoesNotExist
+            return
+        self._data[row][column] = value
+        self._update_count += 1
+        self.refresh_coordinate(
+            Coordinate(self._row_locations.get(row), self._column_locations.get(column))
+        )
 
     def _rebuild(self, rows: Sequence[tuple[str, Row]]) -> None:
         selected = self.selected_key

@@ -10,6 +10,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Sparkline, Static
 
 from symphony_tui.console import fmt
+from symphony_tui.console.repaint import update_static
 from symphony_tui.console.sanitize import one_line
 from symphony_tui.console.tones import Tones
 from symphony_tui.domain import RateLimits, RateLimitWindow, Snapshot, TokenUsage
@@ -118,12 +119,13 @@ class TokenPane(VerticalScroll, can_focus=True):
         yield Static(id="token-workers")
 
     def show(self, snapshot: Snapshot, now: datetime, tones: Tones) -> None:
-        self.query_one("#token-totals", Static).update(totals_text(snapshot, tones))
+        """Set the parts whose text changed (``console.repaint``: an update repaints)."""
+        update_static(self.query_one("#token-totals", Static), totals_text(snapshot, tones))
         spark = self.query_one("#token-spark", Sparkline)
         history = list(snapshot.token_history)
         if spark.data != history:
             spark.data = history
-        self.query_one("#token-limits", Static).update(
-            limits_text(snapshot.rate_limits, now, tones)
+        update_static(
+            self.query_one("#token-limits", Static), limits_text(snapshot.rate_limits, now, tones)
         )
-        self.query_one("#token-workers", Static).update(per_worker_text(snapshot, tones))
+        update_static(self.query_one("#token-workers", Static), per_worker_text(snapshot, tones))

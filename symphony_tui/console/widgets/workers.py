@@ -1,7 +1,15 @@
-"""Pane 2: active workers (running rows), keyed by issue id."""
+"""Pane 2: active workers (running rows), keyed by issue id.
+
+A row's last-activity cell follows streamed text, which under a flood changes on every
+refresh tick; it is repainted at most once every ``activity_interval_s`` per row
+(:class:`ActivityGate`, issue 11: terminal bytes), while the row's other cells (status,
+approvals, turn, tokens) show on the next tick.
+"""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Iterable
 from datetime import datetime
 
 from rich.text import Text
@@ -51,12 +59,17 @@ def worker_rows(
     tones: Tones,
     cache: RowCache | None = None,
     last_width: int = 120,
+    gate: ActivityGate | None = None,
 ) -> list[tuple[str, Row]]:
     """(issue id, cells) of the running rows; the last-event cell fits ``last_width``
     cells (its column's width: the table would crop the newest words). With a ``cache``,
     only cells whose value changed are rebuilt (with many busy workers, usually just the
-    last event)."""
+    last event); with a ``gate``, the last-event cell keeps what it showed until the gate
+    lets the new one through."""
     cache = cache if cache is not None else RowCache()
+    activity: Callable[[RunningRow, int], _Activity] = (
+        gate.activity if gate is not None else _Activity
+    )
 
     def plain(v: str) -> Text:
         return Text(v, end="")
@@ -84,10 +97,12 @@ def worker_rows(
             "-" if r.attempt is None else str(r.attempt),
             fmt.age(r.started_at, now),
             fmt.compact(r.tokens.total_tokens),
-            _Activity(r, last_width),
+            activity(r, last_width),
         )
         rows.append((r.issue_id, cache.row(r.issue_id, inputs, makers, tones)))
     cache.retain(k for k, _ in rows)
+    if gate is not None:
+        gate.retain(k for k, _ in rows)
     return rows
 
 
@@ -107,20 +122,70 @@ class _Activity:
     __hash__ = None  # type: ignore[assignment]
 
 
+class ActivityGate:
+    """Per row, the last-activity input shown, changed at most once every ``interval_s``
+    seconds of ``monotonic``: a change within the interval of the last one is held (the
+    older input is returned) until a call after the interval. A new width always goes
+    through (the cell is cut to it). ``interval_s`` 0 lets everything through.
+    ``holding``: a change was held back since the last :meth:`retain` (the table must be
+    shown again once the interval has passed, even if nothing else changes)."""
+
+    def __init__(self, interval_s: float, monotonic: Callable[[], float] = time.monotonic):
+        self.interval_s = interval_s
+        self._monotonic = monotonic
+        self._shown: dict[str, tuple[_Activity, float]] = {}
+        self.holding = False
+        self._held = False
+
+    def activity(self, row: RunningRow, width: int) -> _Activity:
+        new = _Activity(row, width)
+        old = self._shown.get(row.issue_id)
+        if old is not None and old[0] == new:
+            return old[0]
+        now = self._monotonic()
+        if old is not None and old[0].width == width and now - old[1] < self.interval_s:
+            self._held = True
+            return old[0]
+        self._shown[row.issue_id] = (new, now)
+        return new
+
+    def retain(self, keys: Iterable[str]) -> None:
+        """Forget rows not in ``keys``; ends one pass over the rows (``holding``)."""
+        keep = set(keys)
+        for key in [k for k in self._shown if k not in keep]:
+            del self._shown[key]
+        self.holding, self._held = self._held, False
+
+
 class WorkersTable(KeyedTable):
-    def __init__(self, **kwargs) -> None:
+    """``activity_interval_s``: see :class:`ActivityGate` (0: every change at once)."""
+
+    def __init__(
+        self,
+        *,
+        activity_interval_s: float = 0.0,
+        monotonic: Callable[[], float] = time.monotonic,
+        **kwargs,
+    ) -> None:
         super().__init__(COLUMNS, flex="last", **kwargs)
         self._cache = RowCache()
+        self._gate = ActivityGate(activity_interval_s, monotonic)
         self._shown: tuple[Snapshot, datetime, Tones] | None = None
 
     def show(self, snapshot: Snapshot, now: datetime, tones: Tones) -> bool:
         self._shown = (snapshot, now, tones)
         width = self.column_width("last")
-        return self.sync(worker_rows(snapshot, now, tones, self._cache, width))
+        return self.sync(worker_rows(snapshot, now, tones, self._cache, width, self._gate))
+
+    @property
+    def holding(self) -> bool:
+        """Streamed text is held back (:class:`ActivityGate`): show again next tick."""
+        return self._gate.holding
 
     def rows_for_widths(self) -> list[tuple[str, Row]] | None:
         # the last-event cell is cut to its column: a new width needs new cells
         if self._shown is None:
             return None
         snapshot, now, tones = self._shown
-        return worker_rows(snapshot, now, tones, self._cache, self.column_width("last"))
+        width = self.column_width("last")
+        return worker_rows(snapshot, now, tones, self._cache, width, self._gate)
