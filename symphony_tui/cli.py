@@ -266,6 +266,29 @@ def _run(
     title: str = "symphony",
     events_path: Path | None = None,
 ) -> int:
+    """Start the scheduler (headless or under the console) and run it to the end. The
+    garbage collector is off during start-up (imports and set-up allocate a great deal and
+    free almost nothing, so its passes are wasted: about a tenth of the launch's CPU) until
+    :func:`_freeze_startup_heap`, and back on in any case when this returns."""
+    import gc
+
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _start(path, args, lock=lock, title=title, events_path=events_path)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _start(
+    path: Path,
+    args: argparse.Namespace,
+    *,
+    lock: bool,
+    title: str,
+    events_path: Path | None,
+) -> int:
     from symphony_tui.config.errors import WorkflowError
     from symphony_tui.observability.logs import configure_logging
     from symphony_tui.runtime import build_runtime
@@ -347,6 +370,7 @@ def _freeze_startup_heap() -> None:
 
     gc.collect()
     gc.freeze()
+    gc.enable()  # off during start-up (``_run``)
 
 
 def _console_problem(args: argparse.Namespace) -> str | None:

@@ -1,6 +1,10 @@
 """Plain pydantic models shared by every layer. No I/O, no Textual, no HTTP clients.
 
 See ``docs/architecture.md`` "Layers" (the domain layer) and the Symphony spec §4 (domain model).
+
+Every model is declared with ``defer_build=True``: pydantic builds a model's validator when it
+is first used, not at import, so start-up (launch to the console's first frame, issue 11)
+does not pay for the dozens of payload and approval shapes a run may never meet.
 """
 
 from symphony_tui.domain.approvals import (

@@ -31,7 +31,7 @@ class ApprovalDecision(StrEnum):
 
 
 class QuestionOption(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     label: str
     description: str | None = None
@@ -40,7 +40,7 @@ class QuestionOption(BaseModel):
 class Question(BaseModel):
     """One question of a user-input request. ``options`` empty means free text."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     id: str
     header: str = ""
@@ -56,7 +56,7 @@ class ApprovalRequest(BaseModel):
     (``agent.approval_timeout_ms``); ``None`` while not queued for an operator.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     id: str
     issue_id: str
@@ -94,7 +94,7 @@ class ApprovalAnswer(BaseModel):
     grant lasts (``None``: ``session`` for ACCEPT_FOR_SESSION, else ``turn``).
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     decision: ApprovalDecision
     message: str | None = None

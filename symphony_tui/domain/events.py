@@ -72,7 +72,7 @@ class AgentEvent(BaseModel):
     as a tracker or config note). ``issue_id`` is ``None`` for process-wide events.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     v: int = EVENT_FORMAT
     kind: EventKind

@@ -14,7 +14,7 @@ class BlockerRef(BaseModel):
     token cannot read.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     id: str | None = None
     identifier: str | None = None
@@ -29,7 +29,7 @@ class Issue(BaseModel):
     timezone-aware when the tracker gives an offset.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     id: str
     identifier: str
@@ -59,7 +59,7 @@ class Issue(BaseModel):
 class IssueStateChange(BaseModel):
     """Result of a tracker state move: the issue as it is after the change."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     issue_id: str
     from_state: str | None = None

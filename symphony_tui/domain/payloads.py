@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from symphony_tui.domain.tokens import RateLimits, TokenUsage
 
-_FROZEN = ConfigDict(frozen=True, extra="ignore")
+_FROZEN = ConfigDict(frozen=True, extra="ignore", defer_build=True)
 
 
 class _Base(BaseModel):

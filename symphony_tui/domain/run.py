@@ -55,7 +55,7 @@ class RunOutcome(StrEnum):
 class LiveSession(BaseModel):
     """Live agent-session metadata of a running issue (spec §4.1.6)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     session_id: str | None = None
     thread_id: str | None = None
@@ -71,7 +71,7 @@ class LiveSession(BaseModel):
 class RunAttempt(BaseModel):
     """One execution attempt for one issue (spec §4.1.5)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     issue_id: str
     issue_identifier: str
@@ -85,7 +85,7 @@ class RunAttempt(BaseModel):
 class RetryEntry(BaseModel):
     """Scheduled retry state for an issue (spec §4.1.7). ``due_at`` is wall-clock time."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     issue_id: str
     identifier: str
@@ -98,7 +98,7 @@ class RetryEntry(BaseModel):
 class RecoveredWorkspace(BaseModel):
     """What a workspace's manifests say about its last run (our extension of spec §9)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     key: str
     path: str

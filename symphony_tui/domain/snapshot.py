@@ -18,7 +18,7 @@ from symphony_tui.domain.tokens import RateLimits, TokenUsage
 class IssueRow(BaseModel):
     """An issue the scheduler knows of: last seen candidate, running or retrying."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     issue_id: str
     identifier: str
@@ -32,7 +32,7 @@ class IssueRow(BaseModel):
 
 
 class RunningRow(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     issue_id: str
     issue_identifier: str
@@ -72,7 +72,7 @@ class HostRow(BaseModel):
 
 
 class RetryRow(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     issue_id: str
     issue_identifier: str
@@ -88,7 +88,7 @@ class Snapshot(BaseModel):
     (spec §13.5). ``token_rate_per_min`` is total tokens over the last minute.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     generated_at: datetime
     started_at: datetime | None = None

@@ -24,7 +24,7 @@ class TokenUsage(BaseModel):
     ``reasoning_tokens`` a subset of ``output_tokens``.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     input_tokens: int = 0
     cached_input_tokens: int = 0
@@ -113,7 +113,7 @@ class TokenUsage(BaseModel):
 class RateLimitWindow(BaseModel):
     """One rate-limit window: percent used (0-100), window length in minutes, reset time."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     used_percent: float | None = None
     window_minutes: int | None = None
@@ -126,7 +126,7 @@ class RateLimits(BaseModel):
     ``raw`` keeps the payload as received so nothing is lost in normalization.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     source: str = ""
     limit_id: str | None = None

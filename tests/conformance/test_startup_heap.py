@@ -26,3 +26,42 @@ def test_headless_start_freezes_the_startup_heap(tmp_path, monkeypatch):
             root.removeHandler(handler)
             handler.close()
         root.setLevel(level)
+
+
+def test_no_collection_during_start_up_and_collector_back_on_after(tmp_path, monkeypatch):
+    import symphony_tui.runtime as runtime_module
+
+    project = write_project(tmp_path / "project", [])
+    monkeypatch.chdir(project.folder)
+    seen = []
+    real = runtime_module.build_runtime
+
+    def build(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(runtime_module, "build_runtime", build)
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        code = main(["--headless", "--exit-when-idle", "--no-lock", "--log-dir", str(tmp_path)])
+        assert code == 0
+        assert seen == [False]  # start-up ran with the collector off
+        assert gc.isenabled()
+        monkeypatch.setattr(runtime_module, "build_runtime", _fails)
+        assert main(["--headless", "--no-lock", "--log-dir", str(tmp_path)]) != 0
+        assert gc.isenabled()  # a failed start-up turns it back on too
+    finally:
+        gc.enable()
+        gc.unfreeze()
+        for handler in set(root.handlers) - set(handlers):
+            root.removeHandler(handler)
+            handler.close()
+        root.setLevel(level)
+
+
+def _fails(*args, **kwargs):
+    from symphony_tui.scheduler.orchestrator import StartupError
+
+    assert not gc.isenabled()
+    raise StartupError("no start-up today")
