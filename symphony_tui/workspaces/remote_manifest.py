@@ -8,7 +8,10 @@ tmp <section>.json`` in the same folder, so the file on the host is replaced ato
 the merged sections are kept here after the first read (one round trip per write).
 
 Errors: a failed write raises ``OSError`` with a one-line reason (the writer logs it and
-goes on); reads never raise (``{}``).
+goes on); reads never raise (``{}``). Once the host cannot be reached, further reads and
+writes fail at once for :data:`DOWN_HOLD_S` seconds instead of each waiting for ssh's
+connect timeout on the one writer thread (which every other host's writes, and the
+scheduler's barrier, wait behind).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import json
 import shlex
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +29,8 @@ from symphony_tui.workspaces.manifest import _GITIGNORE, MANIFEST_DIR, SECTIONS,
 
 #: Seconds one manifest read or write may take on the host.
 MANIFEST_TIMEOUT_S = 30.0
+#: Seconds after a connection failure during which the host's manifests fail fast.
+DOWN_HOLD_S = 30.0
 _IGNORE = shlex.quote(_GITIGNORE.replace("\n", "\\n"))  # printf's format, one line
 
 
@@ -48,6 +54,19 @@ class RemoteManifests:
         self.target = target
         self._lock = threading.Lock()
         self._cache: dict[tuple[Path, str], dict[str, Any]] = {}
+        self._down_until = 0.0
+        self._down_reason = ""
+
+    def _run(self, script: str, stdin: bytes | None = None):
+        """One command on the host; ``SshError`` (at once while the host is held down)."""
+        if time.monotonic() < self._down_until:
+            raise SshError("unreachable", self.target.name, f"{self._down_reason} (held)")
+        try:
+            return self.target.run_sync(script, stdin=stdin, timeout_s=MANIFEST_TIMEOUT_S)
+        except SshError as err:
+            self._down_until = time.monotonic() + DOWN_HOLD_S
+            self._down_reason = err.reason
+            raise
 
     def read(self, ws: Path, section: str) -> dict[str, Any]:
         with self._lock:
@@ -56,7 +75,7 @@ class RemoteManifests:
             return dict(cached)
         script = f"cat {home_path(str(ws))}/{MANIFEST_DIR}/{section}.json 2>/dev/null; exit 0"
         try:
-            done = self.target.run_sync(script, timeout_s=MANIFEST_TIMEOUT_S)
+            done = self._run(script)
             data = json.loads(done.stdout) if done.stdout.strip() else {}
         except (SshError, ValueError):
             return {}
@@ -72,11 +91,7 @@ class RemoteManifests:
         merged = {**self.read(ws, section), **fields}
         payload = json.dumps(merged, default=_json_default, indent=2, sort_keys=True) + "\n"
         try:
-            done = self.target.run_sync(
-                write_script(str(ws), section),
-                stdin=payload.encode("utf-8"),
-                timeout_s=MANIFEST_TIMEOUT_S,
-            )
+            done = self._run(write_script(str(ws), section), payload.encode("utf-8"))
         except SshError as err:
             raise OSError(str(err)) from None
         if not done.ok:
