@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from symphony_tui.observability.redact import redact
+
 TRACKER_TIMEOUT_S = 35.0
 AGENT_TIMEOUT_S = 20.0
 
@@ -232,7 +234,7 @@ def run_doctor(
             checks.append(asyncio.run(_check_tracker(store, timeout or TRACKER_TIMEOUT_S)))
     for c in checks:
         mark = "warn" if c.warn else "ok  " if c.ok else "FAIL"
-        out.write(f"[{mark}] {c.name}: {c.detail}\n")
+        out.write(redact(f"[{mark}] {c.name}: {c.detail}") + "\n")  # errors may quote a secret
     if wf is not None:
         _print_paths(wf.settings, out)
     failed = [c for c in checks if not c.ok]

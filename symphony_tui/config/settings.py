@@ -397,9 +397,9 @@ def resolve_settings(
     if nested:
         tracker = TrackerSettings.model_validate({**tracker.model_dump(), **nested})
     linear = (tracker.kind or "linear") == "linear"
-    api_key = resolve_env(tracker.api_key, env)
+    api_key = _secret(resolve_env(tracker.api_key, env))
     if api_key is None and tracker.api_key is None and linear:
-        api_key = env.get("LINEAR_API_KEY") or None
+        api_key = _secret(env.get("LINEAR_API_KEY"))
     assignee = resolve_env(tracker.assignee, env)
     if assignee is None and tracker.assignee is None and linear:
         assignee = env.get("LINEAR_ASSIGNEE") or None
@@ -423,13 +423,21 @@ def resolve_settings(
     return s.model_copy(update={"tracker": tracker, "workspace": workspace})
 
 
+def _secret(value: str | None) -> str | None:
+    """A token as sent: surrounding whitespace (the newline of a token read from a file,
+    ``GITHUB_TOKEN=$(cat token)`` keeps none, ``$(<file)`` in some shells does) is not part
+    of it, and would make an illegal header that quotes the token in its error."""
+    value = value.strip() if value else value
+    return value or None
+
+
 def _github_defaults(tracker: TrackerSettings, raw: Any, env: dict[str, str]) -> dict[str, Any]:
     """Resolved token (as ``api_key``), repo and default states of a github tracker."""
     given = raw if isinstance(raw, dict) else {}
     token_ref = tracker.token if tracker.token is not None else tracker.api_key
-    token = resolve_env(token_ref, env)
+    token = _secret(resolve_env(token_ref, env))
     if token is None and token_ref is None:
-        token = env.get("GITHUB_TOKEN") or None
+        token = _secret(env.get("GITHUB_TOKEN"))
     repo = resolve_env(tracker.repo, env) if tracker.repo else env.get("GITHUB_REPO") or None
     out: dict[str, Any] = {"api_key": token, "repo": repo.strip() if repo else None}
     if tracker.project is None and not tracker.state_labels:

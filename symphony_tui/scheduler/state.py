@@ -33,6 +33,7 @@ from symphony_tui.domain import (
 )
 from symphony_tui.domain.payloads import Payload
 from symphony_tui.observability.logs import log_kv
+from symphony_tui.observability.redact import redact
 from symphony_tui.scheduler.budgets import Budgets
 from symphony_tui.scheduler.clock import Clock, TimerHandle
 from symphony_tui.scheduler.eventlog import EventHistory
@@ -249,8 +250,10 @@ class SchedulerState:
     def tracker_failed(self, exc: TrackerError, what: str) -> None:
         """A tracker call failed: shown until one succeeds; a rate limit pauses polling
         until its reset. The same failure again is logged at debug level only."""
-        repeat = self.tracker_error == str(exc) and exc.retry_at is None
-        self.tracker_error = str(exc)
+        # an exception's text can quote a request (a header with the token): mask first
+        text = redact(str(exc))
+        repeat = self.tracker_error == text and exc.retry_at is None
+        self.tracker_error = text
         self.tracker_errors += 1
         self.changed()
         if repeat:

@@ -147,8 +147,11 @@ async def test_a_registered_api_key_never_reaches_logs_events_or_the_screen(
         while not orch.snapshot().approvals:
             assert loop.time() < deadline, "the scripted agent never asked"
             await pilot.pause(0.05)
-        await pilot.pause(0.6)  # a repaint from the latest snapshot
+        # streamed text repaints at most once a second (LIVE_TEXT_S): wait for it to show
         screens["main"] = app.export_screenshot()
+        while "marker-msg" not in screens["main"] and loop.time() < deadline:
+            await pilot.pause(0.1)
+            screens["main"] = app.export_screenshot()
         await pilot.press("v")
         await pilot.pause(0.3)
         screens["approvals"] = app.export_screenshot()

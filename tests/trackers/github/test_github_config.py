@@ -66,6 +66,18 @@ def test_token_defaults_to_github_token_and_states_to_open_closed() -> None:
     assert repo_env.tracker.repo == "a/b"
 
 
+def test_a_token_read_from_a_file_loses_its_newline() -> None:
+    # "Bearer <token>\n" is an illegal header whose error quotes the whole token
+    raw = {"tracker": {"kind": "github", "repo": "o/r"}}
+    settings = resolve_settings(raw, Path("."), env={"GITHUB_TOKEN": "ghp_filetoken123\n"})
+    assert settings.tracker.api_key == "ghp_filetoken123"
+    named = {"tracker": {"kind": "github", "repo": "o/r", "token": "$BOT"}}
+    assert resolve_settings(named, Path("."), env={"BOT": "  \n"}).tracker.api_key is None
+    linear = {"tracker": {"kind": "linear", "project_slug": "p"}}
+    settings = resolve_settings(linear, Path("."), env={"LINEAR_API_KEY": "lin_api_abc123\r\n"})
+    assert settings.tracker.api_key == "lin_api_abc123"
+
+
 def test_linear_workflows_do_not_scrub_github_token() -> None:
     assert "GITHUB_TOKEN" not in secret_env_names({"tracker": {"kind": "linear"}})
 
