@@ -3,8 +3,8 @@
     python scripts/screenshots.py [--out assets]
 
 Runs ``symphony-tui demo`` in-process at 120x36, waits for live content (a pending approval,
-finished runs), and saves the main screen, the approvals screen, a worker's detail and the
-recovered workspaces screen.
+finished runs), and saves the main screen, the approvals screen, a worker's detail, the
+recovered workspaces screen and a workspace's diff.
 """
 
 from __future__ import annotations
@@ -62,6 +62,14 @@ async def main(out: Path) -> None:
         await pilot.press("w")
         await pilot.pause(0.6)
         save(app, out, "recovered")
+        await pilot.press("escape")
+        await pilot.pause(0.3)
+        # the first worker's workspace diff
+        await pilot.press("2", "equals_sign")
+        await pilot.pause(0.3)
+        await app.workers.wait_for_complete()
+        await pilot.pause(0.6)
+        save(app, out, "diff")
         await pilot.press("escape")
         await app.shutdown_and_exit(0)
 

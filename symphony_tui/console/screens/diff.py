@@ -24,8 +24,10 @@ from symphony_tui.console.tones import Tones
 from symphony_tui.console.widgets.footer import ConsoleFooter
 from symphony_tui.domain import ApprovalRequest
 from symphony_tui.domain.diff import DiffFile, DiffPage, WorkspaceDiff
+from symphony_tui.text import one_line_tail
 
 PAGE_LINES = 400
+PATH_WIDTH = 30
 
 
 def counts(file: DiffFile) -> str:
@@ -104,8 +106,9 @@ class DiffScreen(Screen[None]):
 
     def on_mount(self) -> None:
         table = self.query_one("#diff-files", DataTable)
-        table.add_column("File", key="path")
-        table.add_column("+/-", key="counts")
+        # counts first: a narrow pane cuts the path's end, never the numbers
+        table.add_column("+/-", key="counts", width=9)
+        table.add_column("File", key="path", width=PATH_WIDTH)
         table.focus()
         self.load()
 
@@ -134,8 +137,9 @@ class DiffScreen(Screen[None]):
         table = self.query_one("#diff-files", DataTable)
         table.clear()
         for file in diff.files:
-            name = inert(f"{file.status} {file.path}", limit=60)
-            table.add_row(name, inert(counts(file), tones.muted), key=file.path)
+            # the end of a long path says more than its start (which folder, which file)
+            name = inert(f"{file.status} {one_line_tail(file.path, PATH_WIDTH - 2)}")
+            table.add_row(inert(counts(file), tones.muted), name, key=file.path)
         if not diff.files:
             why = diff.error or "no changes against the base"
             self.query_one("#diff-text", Static).update(inert(why, tones.muted))
