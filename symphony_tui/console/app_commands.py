@@ -7,6 +7,7 @@ becomes a notification. Screens ask through ``console.messages`` (``SendCommand`
 
 from __future__ import annotations
 
+from pydantic import ValidationError
 from rich.text import Text
 
 from symphony_tui.console.messages import ConfirmCommand, SendCommand
@@ -125,8 +126,20 @@ class CommandsMixin:
         body.append(" (it reads it before its next step):")
 
         def entered(text: str | None) -> None:
-            if text:
-                self.send(Steer(issue_id=issue, text=text))
+            if not text or not text.strip():
+                return
+            try:
+                command = Steer(issue_id=issue, text=text)
+            except ValidationError as exc:  # too long: say so, send nothing, keep running
+                reason = exc.errors()[0].get("msg", "not a valid message")
+                self.notify(
+                    f"message not sent ({len(text):,} characters): {reason}",
+                    title="steer",
+                    severity="error",
+                    markup=False,
+                )
+                return
+            self.send(command)
 
         self.push_screen(AskText("Message the agent", body, placeholder="message"), entered)
 

@@ -265,7 +265,13 @@ class Worker:
             if run.approval_timed_out:
                 return _failed(run.approval_timed_out)
             held = run.budget_reached is not None or state.budgets.over(run, state.settings.agent)
-            if held:
+            moved = run.agent_moved_state
+            if held and moved is not None and not state.settings.tracker.is_active(moved):
+                # The agent moved its issue out of the active states: no turn follows, so
+                # there is nothing to hold for (a held run would keep its slot forever:
+                # reconcile leaves an agent's own move to the worker). The refresh ends it.
+                state.update_run(run, budget_reached=None)
+            elif held:
                 # The budget, not the turn's end, decides (its interrupt ended the turn).
                 stopped = await self._budget_hold()
                 if stopped is not None:

@@ -45,6 +45,30 @@ async def test_steer_escape_sends_nothing(port, make_app):
         assert port.sent == []
 
 
+async def test_steer_too_long_is_refused_with_a_reason_and_the_console_keeps_running(
+    port, make_app
+):
+    # a pasted 9,000-character message used to raise out of the dialog and end the console
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_worker(pilot, "DEMO-3")
+        await pilot.press("n")
+        dialog = app.screen
+        assert isinstance(dialog, AskText)
+        dialog.query_one("Input").value = "x" * 9000
+        await pilot.press("enter")
+        await done(pilot)
+        assert port.sent == []
+        assert app.is_running and not isinstance(app.screen, AskText)
+        assert any(
+            "message not sent (9,000 characters)" in text and severity == "error"
+            for text, severity in notifications(app)
+        )
+        await pilot.press("n")  # and the key still works
+        assert isinstance(app.screen, AskText)
+
+
 async def test_steer_needs_a_running_worker(port, make_app):
     app = make_app(port)
     async with app.run_test(size=SIZE) as pilot:

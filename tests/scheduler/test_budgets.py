@@ -121,3 +121,18 @@ async def test_extend_is_refused_for_a_run_not_held_by_a_budget(make_harness):
     await h.settle()
     result = await h.orch.send(ExtendBudget(issue_id="id-1", tokens=1000))
     assert not result.ok and "not held by a token budget" in result.message
+
+
+async def test_a_budget_crossed_by_the_turn_that_finished_the_issue_holds_nothing(make_harness):
+    # the agent moved its issue to Done and crossed the budget in the same turn: holding it
+    # would keep a worker slot forever (reconcile leaves an agent's own move to the worker)
+    async def finish_over_budget(session, prompt, turn):
+        await session.host.call_tool("symphony_set_issue_state", {"state": "Done"})
+        session.usage(1500, output=100)
+        return TurnResult(TurnStatus.COMPLETED)
+
+    h = make_harness([make_issue(1)], script=finish_over_budget, front=BUDGET)
+    await h.start()
+    await h.settle()
+    assert h.backend.sessions[0].turns == 1
+    assert not h.orch.running and h.orch.completed == ["ABC-1"]
