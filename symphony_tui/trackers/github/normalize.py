@@ -86,22 +86,14 @@ def from_rest(
     state = state_of(rest_state == "open", labels, board, tracker)
     if state is None:
         return None
-    priority = board.priority if board is not None and board.priority is not None else None
-    body = item.get("body")
-    return Issue(
-        id=str(number),
-        identifier=identifier(number),
-        title=title,
-        description=body if isinstance(body, str) else None,
-        priority=priority if priority is not None else label_priority(labels, tracker),
-        state=state,
-        url=_str(item.get("html_url")),
-        labels=labels,
+    return _issue(
+        number, title, item.get("body"), state, labels, board, tracker,
+        url=item.get("html_url"),
         assignees=assignees_rest(item),
+        created=item.get("created_at"),
+        updated=item.get("updated_at"),
         blocked_by=blocked_by,
-        created_at=parse_timestamp(item.get("created_at")),
-        updated_at=parse_timestamp(item.get("updated_at")),
-    )
+    )  # fmt: skip
 
 
 def from_graphql(
@@ -122,22 +114,48 @@ def from_graphql(
     name = state_of(state == "OPEN", labels, board, tracker)
     if name is None:
         return None
+    return _issue(
+        number, title, node.get("body"), name, labels, board, tracker,
+        url=node.get("url"),
+        assignees=tuple(
+            a["login"] for a in _nodes(node.get("assignees")) if isinstance(a.get("login"), str)
+        ),
+        created=node.get("createdAt"),
+        updated=node.get("updatedAt"),
+    )  # fmt: skip
+
+
+def _issue(
+    number: int,
+    title: str,
+    body: Any,
+    state: str,
+    labels: tuple[str, ...],
+    board: BoardValues | None,
+    tracker: TrackerSettings,
+    *,
+    url: Any,
+    assignees: tuple[str, ...],
+    created: Any,
+    updated: Any,
+    blocked_by: tuple[BlockerRef, ...] = (),
+) -> Issue:
+    """The :class:`Issue` both API shapes come to: the board's priority first, else the
+    labels' (``priority_labels``)."""
     priority = board.priority if board is not None else None
-    body = node.get("body")
     return Issue(
         id=str(number),
         identifier=identifier(number),
         title=title,
         description=body if isinstance(body, str) else None,
         priority=priority if priority is not None else label_priority(labels, tracker),
-        state=name,
-        url=_str(node.get("url")),
+        state=state,
+        url=_str(url),
         labels=labels,
-        assignees=tuple(
-            a["login"] for a in _nodes(node.get("assignees")) if isinstance(a.get("login"), str)
-        ),
-        created_at=parse_timestamp(node.get("createdAt")),
-        updated_at=parse_timestamp(node.get("updatedAt")),
+        assignees=assignees,
+        blocked_by=blocked_by,
+        created_at=parse_timestamp(created),
+        updated_at=parse_timestamp(updated),
     )
 
 
