@@ -116,6 +116,35 @@ class RemoveWorkspace(_Cmd):
     issue_identifier: str
 
 
+#: A worker host as ``worker.ssh_hosts`` writes it (``build-1``, ``ci@build-2:2222``).
+HostName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=300)]
+
+
+class DrainHost(_Cmd):
+    """Drain worker host ``host`` (``worker.ssh_hosts``; issue 14): no new issue is placed
+    there; its running attempts go on, and issues whose workspace is there (continuations,
+    retries, reruns) still go back to it. ``UndrainHost`` ends it. Not kept across a
+    restart."""
+
+    type: Literal["drain_host"] = "drain_host"
+    host: HostName
+
+
+class UndrainHost(_Cmd):
+    """End the drain of worker host ``host``: it takes new issues again."""
+
+    type: Literal["undrain_host"] = "undrain_host"
+    host: HostName
+
+
+class ProbeHost(_Cmd):
+    """Probe down worker host ``host`` now instead of at the end of its backoff; an answer
+    marks it up. Refused for a host that is up or being probed."""
+
+    type: Literal["probe_host"] = "probe_host"
+    host: HostName
+
+
 Command = Annotated[
     Refresh
     | Interrupt
@@ -128,6 +157,9 @@ Command = Annotated[
     | MoveIssue
     | Steer
     | ExtendBudget
-    | RemoveWorkspace,
+    | RemoveWorkspace
+    | DrainHost
+    | UndrainHost
+    | ProbeHost,
     Field(discriminator="type"),
 ]

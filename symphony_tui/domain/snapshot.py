@@ -59,7 +59,10 @@ class RunningRow(BaseModel):
 class HostRow(BaseModel):
     """One worker host (``worker.ssh_hosts``; issue 14): ``up``, runs on it now and its
     ``capacity`` (None: no per-host cap), the last connection error (one line) and the
-    last probe's round trip in milliseconds."""
+    last probe's round trip in milliseconds. ``since``: when it last went up or down (UTC;
+    the scheduler's start for a host never down); ``drained``: the operator drained it
+    (``DrainHost``: nothing new is placed there); ``workspaces``: how many issues'
+    workspaces are known to be there (where they last ran, and recovered ones)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -69,6 +72,9 @@ class HostRow(BaseModel):
     capacity: int | None = None
     last_error: str | None = None
     rtt_ms: float | None = None
+    since: datetime | None = None
+    drained: bool = False
+    workspaces: int = 0
 
 
 class RetryRow(BaseModel):

@@ -33,19 +33,22 @@ from symphony_tui.domain.commands import (
     Approve,
     Command,
     Deny,
+    DrainHost,
     ExtendBudget,
     Interrupt,
     MoveIssue,
     PauseDispatch,
+    ProbeHost,
     Refresh,
     RemoveWorkspace,
     Rerun,
     Steer,
     Stop,
+    UndrainHost,
 )
 from symphony_tui.domain.payloads import OperatorAction
 from symphony_tui.observability.logs import log_kv
-from symphony_tui.scheduler import policy
+from symphony_tui.scheduler import host_commands, policy
 from symphony_tui.scheduler.approvals import ApprovalDesk
 from symphony_tui.scheduler.dispatch import Dispatcher
 from symphony_tui.scheduler.inbox import CommandDone, Input, IssueMoved, WorkspaceRemoved, reply
@@ -92,6 +95,8 @@ def describe_command(command: Command) -> str:
             return f"{what} {one_line(identifier, 60)}"
         case ExtendBudget(tokens=tokens):
             return f"extend the token budget by {tokens:,}"
+        case DrainHost(host=name) | UndrainHost(host=name) | ProbeHost(host=name):
+            return f"{what} {one_line(name, 60)}"
     return what
 
 
@@ -234,6 +239,11 @@ class OperatorCommands:
                 return self._steer(issue_id, text)
             case ExtendBudget(issue_id=issue_id, tokens=tokens):
                 return self._extend_budget(issue_id, tokens)
+            case DrainHost(host=name) | UndrainHost(host=name):
+                drained = isinstance(command, DrainHost)
+                return host_commands.drain(state, name, drained, self._request_refresh)
+            case ProbeHost(host=name):
+                return host_commands.probe(state, name, self._dispatcher.probes)
         return CommandResult(False, f"unknown command {command!r}")
 
     def issue_moved(self, moved: Issue) -> None:

@@ -92,7 +92,7 @@ class SchedulerState:
         self.recorder.on_tokens = self.check_budget
         self.recovered: tuple[RecoveredWorkspace, ...] = ()
         #: Worker hosts and where each issue's workspace is (issue 14).
-        self.hosts = HostBook(lambda: self.settings)
+        self.hosts = HostBook(lambda: self.settings, clock.now)
         self.dispatch_paused = False
         self.config_error: str | None = None
         self.tracker_error: str | None = None
@@ -406,5 +406,5 @@ class SchedulerState:
             tracker_paused_until=self.tracker_paused_until,
             last_poll_at=self.last_poll_at,
             next_poll_at=self.next_poll_at,
-            hosts=self.hosts.rows(self.running) if self.hosts.enabled else (),
+            hosts=self.hosts.rows(self.running, self.recovered) if self.hosts.enabled else (),
         )

@@ -14,17 +14,22 @@ the event loop only. Rules:
   ``worker.down_backoff_ms``, doubling up to ``worker.down_backoff_max_ms``. A probe that
   answers marks it up (with its round trip), and an issue whose workspace was there goes
   back to it from then on.
+- **Drained hosts** (:meth:`HostBook.drain`, the operator's ``drain_host``): no new issue
+  is placed there; its running attempts go on, and an issue whose workspace is there
+  (continuation, retry, rerun) still goes back to it, so no work is redone elsewhere.
+  A drain lasts until ``undrain_host`` (it is not kept across a restart).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from symphony_tui.config.settings import Settings
-from symphony_tui.domain import EventKind, RunOutcome, RunStatus
+from symphony_tui.domain import EventKind, RecoveredWorkspace, RunOutcome, RunStatus
 from symphony_tui.domain.snapshot import HostRow
 from symphony_tui.hosts.ssh import SshError, SshTarget
 from symphony_tui.scheduler.run import Ending, Run
@@ -36,7 +41,8 @@ HOST_DOWN_PREFIX = "host down"
 @dataclass
 class HostState:
     """One host's live facts: ``up``, ``last_error`` (one line), ``rtt_ms`` of the last
-    probe, when to probe next (monotonic seconds) and the current backoff."""
+    probe, when to probe next (monotonic seconds) and the current backoff; ``since`` (UTC)
+    when it last went up or down, ``drained`` by the operator."""
 
     name: str
     up: bool = True
@@ -46,13 +52,18 @@ class HostState:
     backoff_ms: int = 0
     probing: bool = False
     runs_started: int = 0
+    since: datetime | None = None
+    drained: bool = False
 
 
 class HostBook:
     """Worker hosts of ``settings().worker`` and where each issue's workspace is."""
 
-    def __init__(self, settings: Callable[[], Settings]) -> None:
+    def __init__(
+        self, settings: Callable[[], Settings], now: Callable[[], datetime] | None = None
+    ) -> None:
         self._settings = settings
+        self._now = now or (lambda: datetime.now(UTC))
         self._hosts: dict[str, HostState] = {}
         #: issue id -> the host holding its workspace (where it last ran).
         self.home: dict[str, str] = {}
@@ -66,7 +77,7 @@ class HostBook:
         names = self._settings().worker.ssh_hosts
         for name in names:
             if name not in self._hosts:
-                self._hosts[name] = HostState(name)
+                self._hosts[name] = HostState(name, since=self._now())
         return [self._hosts[n] for n in names]
 
     def get(self, name: str) -> HostState | None:
@@ -97,9 +108,11 @@ class HostBook:
                 return home.name
             return None
         hosts = self.hosts()
-        free = [h for h in hosts if self._has_room(h, load)]
+        free = [h for h in hosts if not h.drained and self._has_room(h, load)]
         if not free and force:
-            free = [h for h in hosts if h.up] or ([home] if home is not None else hosts[:1])
+            free = [h for h in hosts if h.up and not h.drained] or (
+                [home] if home is not None else hosts[:1]
+            )
         if not free:
             return None
         return min(free, key=lambda h: load.get(h.name, 0)).name
@@ -126,6 +139,7 @@ class HostBook:
         host.up = False
         host.last_error = reason
         if was_up:
+            host.since = self._now()
             host.backoff_ms = self._settings().worker.down_backoff_ms
             host.probe_at = now_mono + host.backoff_ms / 1000
         return was_up
@@ -138,7 +152,27 @@ class HostBook:
         was_down = not host.up
         host.up, host.rtt_ms, host.probe_at, host.backoff_ms = True, rtt_ms, None, 0
         host.probing = False
+        if was_down:
+            host.since = self._now()
         return was_down
+
+    def drain(self, name: str, drained: bool) -> bool:
+        """Drain (or undrain) host ``name``; True when that changed something. See the
+        module docstring for what a drained host still takes."""
+        host = self.get(name)
+        if host is None or host.drained == drained:
+            return False
+        host.drained = drained
+        return True
+
+    def probe_now(self, name: str, now_mono: float) -> bool:
+        """Move down host ``name``'s next probe to ``now_mono`` (the next
+        :meth:`due_probes` returns it); False when it is up or already being probed."""
+        host = self.get(name)
+        if host is None or host.up or host.probing:
+            return False
+        host.probe_at = now_mono
+        return True
 
     def due_probes(self, now_mono: float) -> list[str]:
         """Down hosts whose next probe is due (each is then marked as being probed)."""
@@ -164,10 +198,19 @@ class HostBook:
         )
         host.probe_at = now_mono + host.backoff_ms / 1000
 
-    def rows(self, running: Mapping[str, Run]) -> tuple[HostRow, ...]:
-        """The hosts view (console, API)."""
+    def rows(
+        self, running: Mapping[str, Run], recovered: Iterable[RecoveredWorkspace] = ()
+    ) -> tuple[HostRow, ...]:
+        """The hosts view (console, API); ``recovered``: the workspaces found by the last
+        recovery scan, counted with the issues that ran on each host."""
         load = self.load(running)
         worker = self._settings().worker
+        held: dict[str, set[str]] = {}
+        for issue_id, name in self.home.items():
+            held.setdefault(name, set()).add(issue_id)
+        for w in recovered:
+            if w.host:
+                held.setdefault(w.host, set()).add(w.issue_id or f"key:{w.key}")
         return tuple(
             HostRow(
                 name=h.name,
@@ -176,6 +219,9 @@ class HostBook:
                 capacity=worker.capacity(h.name),
                 last_error=h.last_error,
                 rtt_ms=h.rtt_ms,
+                since=h.since,
+                drained=h.drained,
+                workspaces=len(held.get(h.name, ())),
             )
             for h in self.hosts()
         )

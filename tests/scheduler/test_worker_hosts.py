@@ -179,3 +179,51 @@ async def test_probes_bring_a_host_back_once_its_backoff_ran_out() -> None:
     assert book.get("a").up and book.get("a").rtt_ms == 7.5
     assert state.events == ["worker host a is up again (8 ms)"]
     probes.cancel()
+
+
+def test_a_drained_host_takes_no_new_issue_but_its_workspaces_come_back_to_it() -> None:
+    book = HostBook(lambda: settings())
+    book.placed("home-on-a", "a")
+    assert book.drain("a", True) and not book.drain("a", True)  # once
+    assert book.place("new", {}) == "b"  # the least-loaded one would be a
+    assert book.place("new", running("b")) == "c"
+    assert book.place("new", running("b", "b", "c", "c")) is None  # a has room, but drained
+    assert book.place("new", running("b", "b", "c", "c"), force=True) == "b"  # a rerun too
+    # a continuation / retry of an issue whose workspace is on a goes on there
+    assert book.place("home-on-a", running("a")) == "a"
+    assert book.drain("a", False)
+    assert book.place("new", {}) == "a"
+    assert [r.drained for r in book.rows({})] == [False, False, False]
+
+
+def test_host_rows_say_since_when_drained_and_how_many_workspaces() -> None:
+    from symphony_tui.domain import RecoveredWorkspace
+
+    times = iter(datetime(2026, 1, 1, 10, m, tzinfo=UTC) for m in range(10))
+    book = HostBook(lambda: settings(), now=lambda: next(times))
+    first = book.rows({})[0].since  # listed: since the scheduler saw it
+    book.placed("i-1", "a")
+    book.drain("a", True)
+    recovered = (
+        RecoveredWorkspace(key="I-1", path="/w/I-1", host="a", issue_id="i-1"),  # the same
+        RecoveredWorkspace(key="I-9", path="/w/I-9", host="a"),
+        RecoveredWorkspace(key="I-8", path="/w/I-8"),  # here, not on a host
+    )
+    book.mark_down("a", "refused", 0.0)
+    a = book.rows({}, recovered)[0]
+    assert (a.drained, a.up, a.workspaces) == (True, False, 2)
+    assert a.since is not None and first is not None and a.since > first
+    down_since = a.since
+    book.mark_up("a", 3.0)
+    assert book.rows({})[0].since > down_since
+    assert book.rows({}, recovered)[1].workspaces == 0
+
+
+def test_probe_now_moves_a_down_hosts_probe_forward() -> None:
+    book = HostBook(lambda: settings(down_backoff_ms=60_000))
+    assert not book.probe_now("a", 1.0)  # up: nothing to probe
+    book.mark_down("a", "refused", 0.0)
+    assert book.due_probes(1.0) == []
+    assert book.probe_now("a", 1.0)
+    assert book.due_probes(1.0) == ["a"]
+    assert not book.probe_now("a", 1.0)  # being probed

@@ -1,0 +1,66 @@
+"""The operator's worker-host commands (issue 14): ``drain_host`` / ``undrain_host`` and
+``probe_host``, applied on the scheduling loop by ``commands.OperatorCommands``.
+
+A drained host takes no new issue (``worker_hosts.HostBook.place``); its running attempts
+go on, and an issue whose workspace is there (continuation, retry, rerun) still goes back
+to it, so no work is redone on another host. Each answer is a ``CommandResult``; a name
+that is not one of ``worker.ssh_hosts`` (as written there) is refused with the list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from symphony_tui.scheduler.port import CommandResult
+from symphony_tui.scheduler.state import SchedulerState
+from symphony_tui.scheduler.worker_hosts import HostProbes
+from symphony_tui.text import one_line
+
+
+def refusal(state: SchedulerState, name: str) -> CommandResult | None:
+    """Why ``name`` is not a configured worker host, or None when it is one."""
+    names = state.settings.worker.ssh_hosts
+    if not state.hosts.enabled or not names:
+        return CommandResult(False, "no worker hosts are configured (worker.ssh_hosts)")
+    if state.hosts.get(name) is None:
+        listed = one_line(", ".join(names), 200)
+        return CommandResult(False, f"no worker host {one_line(name, 60)!r} ({listed})")
+    return None
+
+
+def drain(
+    state: SchedulerState, host: str, drained: bool, request_refresh: Callable[[], None]
+) -> CommandResult:
+    """Drain (``drained``) or undrain ``host`` (``HostBook.drain``). Draining twice is no
+    error (the answer says so). An undrain asks for a tick (``request_refresh``), so work
+    waiting for a slot can go there at once."""
+    refused = refusal(state, host)
+    if refused is not None:
+        return refused
+    if not state.hosts.drain(host, drained):
+        return CommandResult(True, f"{host} is already {'drained' if drained else 'open'}")
+    state.changed()
+    state.log("info", "worker host drained" if drained else "worker host undrained", host=host)
+    if not drained:
+        request_refresh()
+        return CommandResult(True, f"{host} takes new work again")
+    running = state.hosts.load(state.running).get(host, 0)
+    return CommandResult(
+        True, f"{host} drained: no new issues go there ({running} running there go on)"
+    )
+
+
+def probe(state: SchedulerState, host: str, probes: HostProbes) -> CommandResult:
+    """Probe down ``host`` now (``HostBook.probe_now``, then ``probes.tick``) instead of at
+    the end of its backoff; the outcome comes later as the host's ``up again`` event or a
+    newer error on its row. Refused for a host that is up or already being probed."""
+    refused = refusal(state, host)
+    if refused is not None:
+        return refused
+    if not state.hosts.probe_now(host, state.clock.monotonic()):
+        shown = state.hosts.get(host)
+        why = "being probed" if shown is not None and shown.probing else "up"
+        return CommandResult(False, f"{host} is {why}: nothing to probe")
+    probes.tick()
+    state.changed()
+    return CommandResult(True, f"probing {host}")

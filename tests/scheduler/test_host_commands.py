@@ -1,0 +1,69 @@
+"""Issue 14, the operator's worker-host commands through the normal command path
+(``Orchestrator.send`` -> control lane -> scheduler/host_commands.py): a drained host takes
+no new dispatch (the next host does), undrain opens it again, unknown hosts and a
+scheduler without hosts are refused in one line, and every one is audited.
+
+The hosts are loopback ports nothing listens on: placement is decided (and logged as the
+dispatch event) before the run's first ssh call, which then fails fast."""
+
+from __future__ import annotations
+
+from symphony_tui.domain.commands import DrainHost, ProbeHost, UndrainHost
+
+from .conftest import make_issue
+
+HOSTS = "worker:\n  ssh_hosts: ['127.0.0.1:9', '127.0.0.2:9']\n  connect_timeout_ms: 2000\n"
+
+
+def _dispatched(h) -> list[str]:
+    return [e.message for e in h.orch.events_since(0) if e.message.startswith("dispatched ")]
+
+
+async def test_a_drained_host_gets_no_new_dispatch_and_undrain_opens_it(make_harness):
+    h = make_harness([], front=HOSTS)
+    await h.start()
+    await h.settle()
+    result = await h.orch.send(DrainHost(host="127.0.0.1:9"))
+    assert result.ok and "drained" in result.message, result.message
+    first = h.orch.snapshot().hosts[0]
+    assert first.name == "127.0.0.1:9" and first.drained and first.up
+    again = await h.orch.send(DrainHost(host="127.0.0.1:9"))
+    assert again.ok and "already drained" in again.message
+
+    h.tracker.put(make_issue(1))
+    await h.orch.tick()
+    await h.settle()
+    # without the drain, the first listed of two idle hosts takes it
+    assert _dispatched(h)[:1] == ["dispatched ABC-1 on 127.0.0.2:9"]
+
+    undrained = await h.orch.send(UndrainHost(host="127.0.0.1:9"))
+    assert undrained.ok and not h.orch.snapshot().hosts[0].drained
+    entries = await h.orch.audit_entries()
+    assert [(e.what, e.ok, e.detail) for e in entries] == [
+        ("drain_host", True, 'host="127.0.0.1:9"'),
+        ("drain_host", True, 'host="127.0.0.1:9"'),
+        ("undrain_host", True, 'host="127.0.0.1:9"'),
+    ]
+
+
+async def test_unknown_hosts_and_no_hosts_are_refused_in_one_line(make_harness):
+    h = make_harness([], front=HOSTS)
+    await h.start()
+    unknown = await h.orch.send(DrainHost(host="build-9"))
+    assert not unknown.ok
+    assert unknown.message == "no worker host 'build-9' (127.0.0.1:9, 127.0.0.2:9)"
+    up = await h.orch.send(ProbeHost(host="127.0.0.2:9"))
+    assert not up.ok and up.message == "127.0.0.2:9 is up: nothing to probe"
+    assert not any(r.drained for r in h.orch.snapshot().hosts)
+    refused = [e.message for e in h.orch.events_since(0) if "refused" in e.message]
+    assert "operator: drain host build-9 refused: no worker host 'build-9'" in refused[0]
+
+
+async def test_without_hosts_the_host_commands_say_so(make_harness):
+    h = make_harness([])
+    await h.start()
+    for command in (DrainHost(host="a"), UndrainHost(host="a"), ProbeHost(host="a")):
+        result = await h.orch.send(command)
+        assert not result.ok
+        assert result.message == "no worker hosts are configured (worker.ssh_hosts)"
+    assert h.orch.snapshot().hosts == ()
