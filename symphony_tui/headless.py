@@ -2,7 +2,8 @@
 
 With ``exit_when_idle`` the process ends once nothing is running, retrying or eligible and
 prints the final state as one JSON line shaped like the spec's ``/api/v1/state`` (§13.7.2)
-plus ``completed``. Approvals follow ``agent.approvals``; with ``operator`` they wait for
+plus ``completed``; it gives up with exit code 1 when the tracker refuses its credentials
+while nothing runs (no poll can succeed before the key changes). Approvals follow ``agent.approvals``; with ``operator`` they wait for
 an operator on the HTTP API (or time out after ``agent.approval_timeout_ms``).
 """
 
@@ -23,7 +24,8 @@ IDLE_POLL_S = 0.2
 async def run_headless(
     runtime: Runtime, *, exit_when_idle: bool = False, out: TextIO | None = None
 ) -> int:
-    """Returns the process exit code: 0 after a normal stop or when idle."""
+    """Returns the process exit code: 0 after a normal stop or when idle, 1 when
+    ``exit_when_idle`` gave up on refused tracker credentials."""
     orch = runtime.orchestrator
     out = out or sys.stdout
     stop = asyncio.Event()
@@ -44,12 +46,22 @@ async def run_headless(
                 what = f"{key} error: {value}" if value else f"{key} error cleared"
                 print(f"symphony-tui: {one_line(what)}", file=sys.stderr, flush=True)
 
+    code = 0
     try:
         await orch.start()
         while not stop.is_set():
             report_problems()
             if exit_when_idle:
                 if orch.idle:
+                    break
+                if orch.tracker_refused and not orch.snapshot().running:
+                    print(
+                        "symphony-tui: the tracker refused its credentials; "
+                        "--exit-when-idle gives up (fix the key and run again)",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                    code = 1
                     break
                 if orch.needs_tick_for_idle:
                     orch.request_refresh()
@@ -67,4 +79,4 @@ async def run_headless(
                 pass
     out.write(json.dumps(snapshot.state_payload()) + "\n")
     out.flush()
-    return 0
+    return code

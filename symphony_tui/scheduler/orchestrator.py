@@ -189,6 +189,11 @@ class Orchestrator:
         return self.state.idle
 
     @property
+    def tracker_refused(self) -> bool:
+        """True while the tracker's newest answer refused the credentials (HTTP 401)."""
+        return self.state.tracker_refusals > 0
+
+    @property
     def needs_tick_for_idle(self) -> bool:
         """True when idleness cannot be decided until another tick runs."""
         return self.polling.needs_tick_for_idle

@@ -188,7 +188,7 @@ class Polling:
             return
         if self._tick_timer is not None:
             self._tick_timer.cancel()
-        delay = self.state.settings.polling.interval_ms / 1000
+        delay = self.state.poll_delay_s()
         self.state.set_next_poll(self.state.clock.now() + timedelta(seconds=delay))
         self._tick_timer = self.state.clock.call_later(delay, self._request_refresh)
 

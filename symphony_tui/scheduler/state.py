@@ -51,6 +51,8 @@ log = logging.getLogger("symphony_tui.scheduler")
 
 #: Completed identifiers kept for the snapshot (oldest dropped first).
 MAX_COMPLETED = 500
+#: Longest poll interval (seconds) refused credentials back off to.
+REFUSED_POLL_CAP_S = 300.0
 
 
 @dataclass
@@ -97,6 +99,9 @@ class SchedulerState:
         self.config_error: str | None = None
         self.tracker_error: str | None = None
         self.tracker_errors = 0  # failed tracker calls since start (/metrics)
+        #: Tracker calls in a row that were refused for their credentials (0 after any
+        #: success): each one doubles the poll interval (:meth:`poll_delay_s`).
+        self.tracker_refusals = 0
         self.tracker_paused_until: datetime | None = None
         self.started_at: datetime | None = None
         self.last_poll_at: datetime | None = None
@@ -255,6 +260,8 @@ class SchedulerState:
         repeat = self.tracker_error == text and exc.retry_at is None
         self.tracker_error = text
         self.tracker_errors += 1
+        if exc.credentials_refused:
+            self.tracker_refusals += 1
         self.changed()
         if repeat:
             # The same failure again (a broken issues file fails every poll and refresh):
@@ -272,9 +279,20 @@ class SchedulerState:
         self.log("warning", what, error=str(exc))
 
     def tracker_ok(self) -> None:
+        self.tracker_refusals = 0
         if self.tracker_error is not None:
             self.tracker_error = None
             self.emit_system(EventKind.TRACKER, "tracker reachable again")
+
+    def poll_delay_s(self) -> float:
+        """Seconds until the next poll tick: ``polling.interval_ms``, doubled for each
+        refusal of the tracker's credentials in a row up to :data:`REFUSED_POLL_CAP_S` (or
+        the interval if longer), so a wrong key is not replayed every few seconds (trackers
+        may lock out an account that keeps sending one)."""
+        interval = self.settings.polling.interval_ms / 1000
+        if not self.tracker_refusals:
+            return interval
+        return min(max(interval, REFUSED_POLL_CAP_S), interval * 2**self.tracker_refusals)
 
     def tracker_paused(self) -> bool:
         """True while a rate limit's reset is ahead (the pause ends once it passed)."""

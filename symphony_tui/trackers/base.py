@@ -14,13 +14,25 @@ class TrackerError(Exception):
     ``unsupported_tracker_kind``, ``missing_tracker_api_key``, ``missing_tracker_project_slug``,
     ``linear_api_request``, ``linear_api_status``, ``linear_graphql_errors``,
     ``linear_unknown_payload``, ``linear_missing_end_cursor``, plus ``rate_limited``
-    (with ``retry_at``), ``local_tracker_file`` and ``unsupported_operation``."""
+    (with ``retry_at``), ``local_tracker_file`` and ``unsupported_operation``.
 
-    def __init__(self, category: str, message: str, *, retry_at: datetime | None = None) -> None:
+    ``credentials_refused``: the tracker rejected the credentials themselves (HTTP 401, or
+    Linear's ``AUTHENTICATION_ERROR``): no retry succeeds until they change, so the scheduler
+    backs its polling off and ``--exit-when-idle`` gives up (docs/architecture.md)."""
+
+    def __init__(
+        self,
+        category: str,
+        message: str,
+        *,
+        retry_at: datetime | None = None,
+        credentials_refused: bool = False,
+    ) -> None:
         super().__init__(f"{category}: {message}")
         self.category = category
         self.message = message
         self.retry_at = retry_at
+        self.credentials_refused = credentials_refused
 
 
 @runtime_checkable

@@ -227,7 +227,9 @@ class GitHubClient:
             f": {detail[:_MAX_DETAIL]}" if detail else ""
         )
         log.warning("github request failed status=%s what=%s", response.status, what)
-        raise TrackerError("github_api_status", self.redact(message))
+        raise TrackerError(
+            "github_api_status", self.redact(message), credentials_refused=response.status == 401
+        )
 
     # -- GraphQL -----------------------------------------------------------------------
 

@@ -153,12 +153,18 @@ class LinearClient:
             detail = _error_messages(body) or response.text[:_MAX_DETAIL].strip()
             message = f"HTTP {response.status} from Linear" + (f": {detail}" if detail else "")
             log.warning("linear request failed status=%s", response.status)
-            raise TrackerError("linear_api_status", redact(message, key))
+            raise TrackerError(
+                "linear_api_status",
+                redact(message, key),
+                credentials_refused=response.status == 401 or _auth_error(body),
+            )
         if not isinstance(body, dict):
             raise TrackerError("linear_unknown_payload", "response body is not a JSON object")
         if body.get("errors"):
             detail = _error_messages(body) or "errors present"
-            raise TrackerError("linear_graphql_errors", redact(detail, key))
+            raise TrackerError(
+                "linear_graphql_errors", redact(detail, key), credentials_refused=_auth_error(body)
+            )
         data = body.get("data")
         if not isinstance(data, dict):
             raise TrackerError("linear_unknown_payload", "response has no data object")
@@ -178,6 +184,19 @@ class LinearClient:
         message = redact(f"request to Linear failed: {detail}", key)
         log.warning("linear request failed error=%s", type(exc).__name__)
         return TrackerError("linear_api_request", message)
+
+
+def _auth_error(body: Any) -> bool:
+    """Whether a GraphQL body's errors say the API key was refused
+    (``extensions.code == "AUTHENTICATION_ERROR"``, as Linear answers a bad key)."""
+    if not isinstance(body, dict) or not isinstance(body.get("errors"), list):
+        return False
+    return any(
+        isinstance(e, dict)
+        and isinstance(e.get("extensions"), dict)
+        and e["extensions"].get("code") == "AUTHENTICATION_ERROR"
+        for e in body["errors"]
+    )
 
 
 def _error_messages(body: Any) -> str:

@@ -152,3 +152,42 @@ async def test_120_candidates_60_running_refresh_reconcile_and_rate_limit(
         assert all(r.headers["authorization"] == f"Bearer {TOKEN}" for r in fake.requests)
     finally:
         await orch.shutdown()
+
+
+async def test_a_refused_token_backs_polling_off_until_one_poll_succeeds(
+    tmp_path: Path, fake
+) -> None:
+    """HTTP 401 is not retried at the poll interval: each refusal in a row doubles it (to a
+    cap), and the first answered poll brings the interval back."""
+    clock = FakeClock(T0)
+    fake._clock = clock.now
+    fake.add_issues(2)
+    good = fake.token
+    fake.token = "someone-else"  # the scheduler's token is refused from now on
+    backend = ScriptedBackend(hang)
+    orch, _tracker, _store = orchestrator(tmp_path, fake, clock, backend)
+
+    def delay() -> float:
+        snap = orch.snapshot()
+        assert snap.next_poll_at is not None and snap.last_poll_at is not None
+        return (snap.next_poll_at - snap.last_poll_at).total_seconds()
+
+    try:
+        await orch.start()
+        await until(lambda: orch.ticks >= 1)
+        assert orch.tracker_refused and "401" in (orch.snapshot().tracker_error or "")
+        assert delay() == 60  # 30 s interval, doubled once
+        await clock.advance(60)
+        await until(lambda: orch.ticks >= 2)
+        assert delay() == 120
+        sent = len(fake.requests)
+        await clock.advance(60)  # the old interval passes twice: nothing is sent
+        await asyncio.sleep(0.05)
+        assert len(fake.requests) == sent and orch.ticks == 2
+        fake.token = good  # the key is fixed (here: the tracker takes it again)
+        await clock.advance(60)
+        await until(lambda: orch.ticks >= 3 and len(backend.sessions) == 2)
+        assert not orch.tracker_refused and orch.snapshot().tracker_error is None
+        assert delay() == 30
+    finally:
+        await orch.shutdown()

@@ -56,6 +56,7 @@ async def test_wrong_key_is_a_status_error_without_the_key(
     assert info.value.category == "linear_api_status"
     assert "401" in str(info.value)
     assert "lin_api_WRONG_0000" not in str(info.value)
+    assert info.value.credentials_refused  # the scheduler backs off instead of replaying it
 
 
 async def test_refresh_60_ids_in_pages_of_50_typed_id(
