@@ -198,18 +198,21 @@ def create_app(
     @routes.route("*", "/api/v1/commands")
     @only("POST")
     async def commands(request: web.Request) -> web.Response:
+        who, via = who_and_via(request)
+        raw = await request.text()
         try:
-            raw = await request.text()
-            command = _COMMAND.validate_python(json.loads(raw))
+            body = json.loads(raw)
+            command = _COMMAND.validate_python(body)
         except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in err['loc']) or 'body'}: {err['msg']}"
                 for err in exc.errors()[:3]
             )
+            await _audit_refusal(body, problems, who, via)
             return _error(400, "invalid_command", problems)
         except ValueError as exc:
+            await _audit_refusal(None, f"body is not JSON: {exc}", who, via)
             return _error(400, "invalid_command", f"body is not JSON: {exc}")
-        who, via = who_and_via(request)
         result = await port.send(command, who=who, via=via)
         if not result.ok:
             # valid, but it does not apply now (no such pending approval, not running, ...)
@@ -222,6 +225,21 @@ def create_app(
                 status=409,
             )
         return web.json_response({"ok": True, "message": result.message})
+
+    async def _audit_refusal(body: object, problem: str, who: str, via: str) -> None:
+        # A command refused before it reached the scheduler is an operator action too: a
+        # script sending a wrong field name leaves a trace of what it tried.
+        kind = body.get("type") if isinstance(body, dict) else None
+        what = kind if isinstance(kind, str) and kind else "command"
+        issue = body.get("issue_id") if isinstance(body, dict) else None
+        await port.note_action(
+            what,
+            who=who,
+            via=via,
+            issue=issue if isinstance(issue, str) else None,
+            ok=False,
+            message=f"refused: {problem}",
+        )
 
     @routes.route("*", "/api/v1/{identifier}")
     @only("GET")

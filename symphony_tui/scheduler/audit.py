@@ -124,9 +124,20 @@ class AuditLog:
         return entry
 
     def record_command(
-        self, command: Command, ok: bool, message: str, *, who: str, via: str
+        self,
+        command: Command,
+        ok: bool,
+        message: str,
+        *,
+        who: str,
+        via: str,
+        label: Callable[[str], str] = str,
     ) -> AuditEntry:
+        """Keep and write a command's entry; ``label`` turns the issue it names (an id or
+        an identifier, as sent) into what the log shows: the identifier, like the
+        console's own actions."""
         issue, detail = describe(command)
+        issue = label(issue) if issue else None
         return self.record(
             command.type, who=who, via=via, issue=issue, detail=detail, ok=ok, message=message
         )

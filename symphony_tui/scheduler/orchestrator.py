@@ -283,9 +283,19 @@ class Orchestrator:
         result = await item.reply
         result = result if result is not None else CommandResult(False, "scheduler stopped")
         self.audit.record_command(
-            command, result.ok, result.message, who=who or local_operator(), via=via
+            command,
+            result.ok,
+            result.message,
+            who=who or local_operator(),
+            via=via,
+            label=self._identifier_of,
         )
         return result
+
+    def _identifier_of(self, issue: str) -> str:
+        """The identifier (``ABC-12``) of issue id ``issue`` when known, else ``issue``."""
+        known = self.state.known.get(issue)
+        return known.identifier if known is not None else issue
 
     def snapshot(self) -> Snapshot:
         """The state as an immutable snapshot (``SchedulerState.cached_snapshot``: rebuilt

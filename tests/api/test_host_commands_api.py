@@ -57,5 +57,6 @@ async def test_drain_and_undrain_a_host_over_http(make_harness):
         ("drain_host", True, "api"),
         ("undrain_host", False, "api"),
         ("probe_host", False, "api"),
+        ("drain_host", False, "api"),  # refused as invalid (a blank host), audited too
         ("undrain_host", True, "api"),
     ]

@@ -88,6 +88,27 @@ async def test_audit_lists_commands_with_who_sent_them(served):
     assert (await client.get("/api/v1/ABC-1")).status_code == 200  # still an issue route
 
 
+async def test_a_command_refused_as_invalid_is_audited_too(served):
+    _h, _api, client = served
+    bad = await client.post(
+        "/api/v1/commands",
+        json={"type": "stop", "issue": "ABC-1"},  # a wrong field name: issue_id is meant
+        headers={"X-Symphony-Operator": "cron@ci"},
+    )
+    assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_command"
+    torn = await client.post(
+        "/api/v1/commands", content=b'{"type": "st', headers={"Content-Type": "application/json"}
+    )
+    assert torn.status_code == 400
+    entries = (await client.get("/api/v1/audit")).json()["entries"]
+    assert [(e["what"], e["who"], e["ok"]) for e in entries[-2:]] == [
+        ("stop", "cron@ci", False),
+        ("command", "api", False),
+    ]
+    assert entries[-2]["message"].startswith("refused: ") and "issue_id" in entries[-2]["message"]
+    assert "not JSON" in entries[-1]["message"]
+
+
 async def test_an_attached_console_audits_its_actions_on_the_scheduler(served):
     _h, api, client = served
     remote = RemotePort(api.url)

@@ -67,3 +67,15 @@ async def test_every_command_sent_is_audited_with_its_result(make_harness):
     assert entries[1].issue == "NOPE-9" and entries[1].message == refused.message
     noted = await h.orch.note_action("export", detail="events.txt", message="12 lines")
     assert noted.who == local_operator() and (await h.orch.audit_entries(1)) == [noted]
+
+
+async def test_a_command_naming_an_issue_by_id_is_audited_by_its_identifier(make_harness):
+    # The console's own actions (a shell, an export) name the identifier: commands too, so
+    # one issue reads the same everywhere in the log.
+    h = make_harness([make_issue(1)])
+    await h.start()
+    await h.settle()
+    await h.orch.send(Stop(issue_id="id-1"))
+    await h.orch.send(Stop(issue_id="ABC-1"))
+    entries = await h.orch.audit_entries()
+    assert [e.issue for e in entries[-2:]] == ["ABC-1", "ABC-1"]
