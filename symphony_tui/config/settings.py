@@ -266,14 +266,15 @@ class ServerSettings(_Section):
     allowed_hosts: list[str] = Field(default_factory=list)
 
 
-AlertKind = Literal["approval", "question", "failed", "tracker"]
-ALERT_KINDS: tuple[AlertKind, ...] = ("approval", "question", "failed", "tracker")
+AlertKind = Literal["approval", "question", "failed", "tracker", "budget", "host"]
+ALERT_KINDS: tuple[AlertKind, ...] = ("approval", "question", "failed", "tracker", "budget", "host")
 
 
 class NotifySettings(_Section):
     """Getting the operator's attention (scheduler/attention.py). Kinds: ``approval`` (an
     approval arrived), ``question`` (an agent's question), ``failed`` (a run failed
-    ``failures`` attempts in a row), ``tracker`` (the tracker became unreachable).
+    ``failures`` attempts in a row), ``tracker`` (the tracker became unreachable),
+    ``budget`` (a run is held by its token budget), ``host`` (a worker host went down).
 
     ``bell``: kinds that ring the terminal bell; ``desktop``: kinds that also send a desktop
     notification through the terminal, with ``terminal``: ``auto`` (OSC 9 or OSC 777 where

@@ -5,7 +5,8 @@
 :class:`Alert` values it brings: an approval or an agent's question that was not pending
 before; a retry entry whose attempt reached ``notify.failures`` after a failure (a run
 failing attempt after attempt: the retries go on, the operator should look); the tracker
-going from reachable to failing. Both front ends use it: the console rings the bell and
+going from reachable to failing; a run newly held by its token budget (it waits for the
+operator's ``b``); a worker host going from up to down. Both front ends use it: the console rings the bell and
 sends the desktop notification (console/attention.py), and the scheduler runs the hook
 (:class:`NotifyHook`), so headless runs notify too. Snapshots are compared rather than
 events read, so a flood of agent events costs nothing here.
@@ -71,6 +72,8 @@ class AttentionWatch:
         self._approvals: set[str] = set()
         self._failing: set[str] = set()
         self._tracker_error: str | None = None
+        self._held: set[str] = set()
+        self._down: set[str] = set()
         self._last: Snapshot | None = None
 
     def alerts(self, snapshot: Snapshot) -> list[Alert]:
@@ -116,6 +119,18 @@ class AttentionWatch:
         if error is not None and self._tracker_error is None:
             out.append(Alert("tracker", None, "tracker unreachable", _line(error)))
         self._tracker_error = error
+        held = {r.issue_id for r in snapshot.running if r.budget_reached}
+        for row in snapshot.running:
+            if row.budget_reached and row.issue_id not in self._held:
+                title = f"{row.issue_identifier}: held by its token budget"
+                out.append(Alert("budget", row.issue_identifier, title, _line(row.budget_reached)))
+        self._held = held
+        down = {h.name for h in snapshot.hosts if not h.up}
+        for host in snapshot.hosts:
+            if not host.up and host.name not in self._down:
+                title = f"worker host {host.name} down"
+                out.append(Alert("host", None, title, _line(host.last_error or "unreachable")))
+        self._down = down
         return out
 
 

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 from symphony_tui.agents.base import TurnResult, TurnStatus
 from symphony_tui.domain import ApprovalKind, ApprovalRequest, RetryRow, Snapshot
+from symphony_tui.domain.snapshot import HostRow, RunningRow
 from symphony_tui.scheduler.attention import AttentionWatch
 
 from .conftest import make_issue
@@ -70,6 +71,33 @@ def test_the_tracker_becoming_unreachable_alerts_on_the_change_only():
     assert watch.alerts(snap(tracker_error="linear: 502 bad gateway")) == []
     assert watch.alerts(snap()) == []
     assert len(watch.alerts(snap(tracker_error="down again"))) == 1
+
+
+def test_a_run_held_by_its_budget_alerts_once_per_hold():
+    watch = AttentionWatch(lambda: 3)
+    working = RunningRow(issue_id="id-1", issue_identifier="ABC-1", state="Todo")
+    held = working.model_copy(update={"budget_reached": "61,200 of 50,000 tokens per issue"})
+    assert watch.alerts(snap(running=(working,))) == []
+    (alert,) = watch.alerts(snap(running=(held,)))
+    assert (alert.kind, alert.issue_identifier) == ("budget", "ABC-1")
+    assert alert.title == "ABC-1: held by its token budget"
+    assert alert.message == "61,200 of 50,000 tokens per issue"
+    assert watch.alerts(snap(running=(held,))) == []  # still the same hold
+    assert watch.alerts(snap(running=(working,))) == []  # extended: goes on
+    assert [a.kind for a in watch.alerts(snap(running=(held,)))] == ["budget"]  # held again
+
+
+def test_a_worker_host_going_down_alerts_on_the_change_only():
+    watch = AttentionWatch(lambda: 3)
+    up = HostRow(name="build-1", up=True)
+    down = HostRow(name="build-1", up=False, last_error="ssh: connect to host build-1: refused")
+    assert watch.alerts(snap(hosts=(up,))) == []
+    (alert,) = watch.alerts(snap(hosts=(down,)))
+    assert alert.kind == "host" and alert.issue_identifier is None
+    assert alert.title == "worker host build-1 down" and "refused" in alert.message
+    assert watch.alerts(snap(hosts=(down,))) == []
+    assert watch.alerts(snap(hosts=(up,))) == []
+    assert len(watch.alerts(snap(hosts=(down,)))) == 1
 
 
 async def test_notify_command_runs_with_the_alert_in_its_environment(make_harness, tmp_path):
