@@ -17,7 +17,9 @@ policy or a timeout ``TURN_FAILED`` with outcome ``declined``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from symphony_tui.agents.base import AgentError, SessionHost, TurnResult
@@ -93,6 +95,10 @@ class HttpServerSession(ABC):
         self._wake = asyncio.Event()
         self._turn_lock = asyncio.Lock()
         self._closed = False
+        #: The worker host whose connection dropped under this session (issue 14: the
+        #: scheduler marks it down), else None.
+        self.host_lost: str | None = None
+        self._closers: list[Callable[[], Awaitable[None]]] = []
 
     # ------------------------------------------------------------ AgentSession
 
@@ -147,13 +153,35 @@ class HttpServerSession(ABC):
             self._emit(EventKind.WARNING, f"interrupt failed: {one_line(str(e), 300)}")
 
     async def close(self) -> None:
-        """Settle what is pending (:meth:`_release`), close the stream, wake the turn."""
+        """Settle what is pending (:meth:`_release`), close the stream, wake the turn, then
+        run what the session owns (:meth:`own`: a server on a worker host, its client)."""
         if self._closed:
             return
         self._closed = True
-        await self._release()
-        await self.stream.aclose()
-        self._wake.set()
+        try:
+            await self._release()
+            await self.stream.aclose()
+        finally:
+            self._wake.set()
+            closers, self._closers = self._closers, []
+            for closer in closers:
+                with contextlib.suppress(Exception):
+                    await closer()
+
+    def own(self, closer: Callable[[], Awaitable[None]]) -> None:
+        """Await ``closer()`` when the session closes (in the order given)."""
+        self._closers.append(closer)
+
+    def server_lost(self, error: AgentError, host_lost: str | None) -> None:
+        """The session's own server went away (a worker host's ssh clients ended): the
+        turn in flight ends with ``error``; ``host_lost`` (the reason) when the connection
+        dropped."""
+        if host_lost is not None:
+            self.host_lost = host_lost
+        if not self._closed:
+            self._failed = error
+            self._emit(EventKind.ERROR, one_line(error.message, 300))
+            self._wake.set()
 
     # ------------------------------------------------------------ backend steps
 

@@ -152,6 +152,11 @@ def _classify(host: str, stderr: str) -> SshError:
     return SshError("unreachable", host, f"is unreachable ({last})")
 
 
+def classify_ssh_failure(host: str, stderr: str) -> SshError:
+    """The :class:`SshError` for what ssh printed on ``stderr`` when it exited 255."""
+    return _classify(host, stderr)
+
+
 class SshTarget:
     """How to reach one host: builds ``ssh`` argument lists and runs commands there.
 
@@ -260,6 +265,21 @@ class SshTarget:
         if forward:
             argv += ["-L", forward]
         return [*argv, "--", self.spec.destination, remote_command(script)]
+
+    def forward_argv(self, local_port: int, remote_port: int) -> list[str]:
+        """``ssh -N -L 127.0.0.1:<local_port>:127.0.0.1:<remote_port>`` to this host, on a
+        connection of its own (``ControlPath=none``: the forward lives exactly as long as
+        this client, never in the shared master) that exits when the port cannot be bound
+        here (``ExitOnForwardFailure``). Both ends are loopback: nothing listens beyond
+        this machine, and the server on the host stays bound to the host's loopback."""
+        return [
+            *self._base(),
+            "-o", "ControlMaster=no",
+            "-o", "ControlPath=none",
+            "-o", "ExitOnForwardFailure=yes",
+            "-N", "-L", f"127.0.0.1:{local_port}:127.0.0.1:{remote_port}",
+            "--", self.spec.destination,
+        ]  # fmt: skip
 
     async def run(
         self, script: str, *, stdin: bytes | None = None, timeout_s: float | None = None
