@@ -22,6 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 _NAME = re.compile(r"^[A-Za-z0-9._%+-]+$")
 _USER = re.compile(r"^[A-Za-z0-9._-][A-Za-z0-9._@-]*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: The backends that run on worker hosts (``worker.hosts.<h>.commands`` keys).
+BACKENDS_ON_HOSTS = ("codex", "opencode", "openhands")
 
 
 @dataclass(frozen=True)
@@ -88,13 +90,32 @@ class HostOverrides(BaseModel):
     """``worker.hosts.<entry>``: what one host does differently. ``workspace_root`` (on the
     host; default ``worker.workspace_root``, else ``workspace.root``),
     ``max_concurrent_agents`` (default ``worker.max_concurrent_agents_per_host``), ``env``
-    (laid over the agents' and hooks' ``env`` on that host; ``$VAR`` resolved here)."""
+    (laid over the agents' and hooks' ``env`` on that host; ``$VAR`` resolved here),
+    ``commands`` (backend name -> the command that starts it on that host, e.g.
+    ``{opencode: /opt/opencode/bin/opencode serve}``; default ``<backend>.command``)."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
     workspace_root: str | None = None
     max_concurrent_agents: int | None = Field(default=None, gt=0)
     env: dict[str, str] = Field(default_factory=dict)
+    commands: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("commands", mode="before")
+    @classmethod
+    def _commands(cls, value: Any) -> Any:
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise ValueError("must map a backend (codex, opencode, openhands) to its command")
+        for key, command in value.items():
+            if key not in BACKENDS_ON_HOSTS:
+                raise ValueError(
+                    f"commands.{key}: not a backend (use {', '.join(BACKENDS_ON_HOSTS)})"
+                )
+            if not isinstance(command, str) or not command.strip():
+                raise ValueError(f"commands.{key} must be a non-empty command")
+        return value
 
     @field_validator("env")
     @classmethod
@@ -179,6 +200,12 @@ class WorkerSettings(BaseModel):
         if own is not None and own.workspace_root:
             return own.workspace_root
         return self.workspace_root or default
+
+    def command_for(self, name: str, backend: str, default: str) -> str:
+        """The command starting ``backend`` on host ``name`` (``default``: the backend's
+        ``command``)."""
+        own = self.hosts.get(name)
+        return (own.commands.get(backend) if own is not None else None) or default
 
     def env_for(self, name: str) -> dict[str, str]:
         """The host's ``env`` overrides (empty when none)."""

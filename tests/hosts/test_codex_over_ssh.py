@@ -136,3 +136,23 @@ def _cmd(pid: int) -> bytes:
         return Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return b""
+
+
+async def test_a_hosts_own_command_runs_there_only(tmp_path, fleet) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    settings = Settings.model_validate(
+        {
+            "codex": {"command": DEMO, "env": {"PYTHONPATH": str(REPO)}},
+            "worker": {
+                "ssh_hosts": fleet.names,
+                "hosts": {fleet.names[0]: {"commands": {"codex": "/opt/nowhere/codex app-server"}}},
+            },
+        }
+    )
+    b = CodexBackend(lambda: settings)
+    with pytest.raises(AgentError) as err:
+        await b.start_session(HostedSession(ws, fleet.names[0]))
+    assert "'/opt/nowhere/codex app-server' not found on host" in str(err.value)
+    session = await b.start_session(HostedSession(ws, fleet.names[1]))
+    await session.close()

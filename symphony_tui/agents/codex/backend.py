@@ -80,9 +80,13 @@ class CodexBackend:
         """
         settings = self._settings()
         worker_host = getattr(host, "worker_host", None)
+        cfg = self.session_settings(settings)
+        if worker_host is not None:  # worker.hosts.<h>.commands.codex wins on that host
+            command = settings.worker.command_for(worker_host, "codex", cfg.command)
+            cfg = cfg.model_copy(update={"command": command})
         session = CodexSession(
             host,
-            self.session_settings(settings),
+            cfg,
             self.child_env(settings) if worker_host is None else {},
             sent=self._sent,
             on_close=self._sessions.discard,  # the set object never changes
