@@ -51,15 +51,31 @@ def validate_dispatch(settings: Settings) -> list[str]:
             problems.append(f"local_tracker_file: tracker.path {tracker.path} is not a file")
 
     backend = settings.agent.backend
-    if settings.worker.enabled and backend != "codex":
-        # Worker hosts run codex over the ssh stdio channel (issue 14); the managed
-        # OpenHands / OpenCode servers are not started on a host yet.
+    if settings.worker.enabled and backend == "openhands":
         problems.append(
-            f"invalid_agent_config: worker.ssh_hosts runs agent.backend codex only "
-            f"(not {backend} yet); remove worker.ssh_hosts or use codex"
+            "invalid_agent_config: worker.ssh_hosts runs agent.backend codex or opencode "
+            "(not openhands yet); remove worker.ssh_hosts or change agent.backend"
         )
+    elif settings.worker.enabled and backend == "opencode":
+        # On worker hosts the managed server is started on each host, in the workspace
+        # (agents/remote_server.py); a base_url names one server of this machine.
+        server = getattr(settings, backend)
+        if server.base_url:
+            problems.append(
+                f"invalid_agent_config: {backend}.base_url is one server here; with "
+                f"worker.ssh_hosts the server starts on each host ({backend}.command)"
+            )
+        elif not server.command and not all(
+            settings.worker.command_for(h, backend, "") for h in settings.worker.ssh_hosts
+        ):
+            problems.append(
+                f"invalid_agent_config: worker.ssh_hosts with agent.backend {backend} needs "
+                f"{backend}.command (or worker.hosts.<host>.commands.{backend} on every host)"
+            )
     if backend == "codex" and not settings.codex.command.strip():
         problems.append("invalid_agent_config: codex.command is empty")
+    elif settings.worker.enabled:
+        pass  # checked above
     elif backend == "openhands" and not (settings.openhands.base_url or settings.openhands.command):
         problems.append(
             "invalid_agent_config: agent.backend openhands needs openhands.base_url "

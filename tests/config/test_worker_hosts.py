@@ -78,6 +78,8 @@ def test_no_hosts_is_local_behaviour(tmp_path: Path) -> None:
         ("worker:\n  ssh_hosts: [a]\n  hosts: {b: {}}\n", "worker.hosts.b names no"),
         ("worker:\n  ssh_hosts: [a]\n  max_concurrent_agents_per_host: 0\n", "greater than 0"),
         ("worker:\n  ssh_hosts: [a]\n  hosts: {a: {env: {'1X': y}}}\n", "not a shell variable"),
+        ("worker:\n  ssh_hosts: [a]\n  hosts: {a: {commands: {vim: x}}}\n", "not a backend"),
+        ("worker:\n  ssh_hosts: [a]\n  hosts: {a: {commands: {opencode: ''}}}\n", "non-empty"),
     ],
 )
 def test_bad_worker_settings_are_one_line_errors(tmp_path: Path, worker: str, needle: str) -> None:
@@ -87,12 +89,38 @@ def test_bad_worker_settings_are_one_line_errors(tmp_path: Path, worker: str, ne
     assert needle in str(err.value) and "\n" not in str(err.value)
 
 
-def test_hosts_with_a_backend_that_cannot_run_there_block_dispatch(tmp_path: Path) -> None:
+def test_server_backends_on_hosts_need_a_command_to_start_there(tmp_path: Path) -> None:
     from symphony_tui.config.validate import validate_dispatch
 
     (tmp_path / "i.yaml").write_text("issues: []\n")
-    wf = _load(tmp_path, "agent:\n  backend: opencode\nworker:\n  ssh_hosts: [a]\n")
-    problems = validate_dispatch(wf.settings)
-    assert any("worker.ssh_hosts runs agent.backend codex only" in p for p in problems)
+    wf = _load(tmp_path, "agent:\n  backend: openhands\nworker:\n  ssh_hosts: [a]\n")
+    [problem] = validate_dispatch(wf.settings)
+    assert "not openhands yet" in problem
+    for backend in ("opencode",):
+        wf = _load(tmp_path, f"agent:\n  backend: {backend}\nworker:\n  ssh_hosts: [a, b]\n")
+        [problem] = validate_dispatch(wf.settings)
+        assert f"agent.backend {backend} needs {backend}.command" in problem
+        wf = _load(
+            tmp_path,
+            f"agent:\n  backend: {backend}\n{backend}:\n  base_url: http://127.0.0.1:1\n"
+            "worker:\n  ssh_hosts: [a]\n",
+        )
+        [problem] = validate_dispatch(wf.settings)
+        assert f"{backend}.base_url is one server here" in problem
+        wf = _load(
+            tmp_path,
+            f"agent:\n  backend: {backend}\n{backend}:\n  command: srv\n"
+            "worker:\n  ssh_hosts: [a]\n",
+        )
+        assert validate_dispatch(wf.settings) == []
+        # A command for every host is enough without the global one.
+        wf = _load(
+            tmp_path,
+            f"agent:\n  backend: {backend}\nworker:\n  ssh_hosts: [a, b]\n  hosts:\n"
+            f"    a: {{commands: {{{backend}: /opt/a/srv}}}}\n"
+            f"    b: {{commands: {{{backend}: /opt/b/srv}}}}\n",
+        )
+        assert validate_dispatch(wf.settings) == []
+        assert wf.settings.worker.command_for("b", backend, "x") == "/opt/b/srv"
     ok = _load(tmp_path, "worker:\n  ssh_hosts: [a]\n")
     assert validate_dispatch(ok.settings) == []

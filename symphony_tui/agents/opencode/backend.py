@@ -35,18 +35,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from secrets import token_urlsafe
 
 import platformdirs
 
 from symphony_tui.agents.base import AgentError, SessionHost
 from symphony_tui.agents.local_server import health_answered
 from symphony_tui.agents.opencode.client import OpenCodeClient, OpenCodeHTTPError
-from symphony_tui.agents.opencode.server import ManagedServer
+from symphony_tui.agents.opencode.server import REMOTE_STATE, ManagedServer, remote_script
 from symphony_tui.agents.opencode.session import OpenCodeSession
 from symphony_tui.agents.opencode.stream import StreamOptions
+from symphony_tui.agents.remote_server import RemoteServer
 from symphony_tui.agents.server_link import Endpoint, ServerLink, session_started
 from symphony_tui.config.child_env import ChildEnv
 from symphony_tui.config.settings import OpenCodeSettings, Settings
+from symphony_tui.hosts.ssh import HostTargets
 
 REQUEST_TIMEOUT_S = 30.0
 
@@ -89,6 +92,7 @@ class OpenCodeBackend:
         self._stream_options = stream_options
         self._link: ServerLink[ManagedServer, OpenCodeClient] = ServerLink()
         self._by_issue: dict[str, str] = {}  # issue id -> session id
+        self._targets = HostTargets(settings)
 
     @property
     def server(self) -> ManagedServer | None:
@@ -115,9 +119,65 @@ class OpenCodeBackend:
     async def start_session(self, host: SessionHost) -> OpenCodeSession:
         settings = self._settings()
         cfg = settings.opencode
+        parse_model(cfg.model)  # a bad value fails before anything is launched
+        worker_host = getattr(host, "worker_host", None)
+        if worker_host is None:
+            endpoint = await self._connect(cfg, Path(settings.workspace.root))
+            return await self._open_session(host, endpoint, str(Path(host.workspace).resolve()))
+        server, endpoint = await self._start_on_host(settings, worker_host, host.workspace)
+        try:
+            session = await self._open_session(
+                host, endpoint, str(host.workspace), owned=(server, endpoint.client)
+            )
+        except BaseException:
+            await endpoint.client.aclose()
+            await server.stop()
+            raise
+        return session
+
+    async def _start_on_host(
+        self, settings: Settings, worker_host: str, workspace: Path
+    ) -> tuple[RemoteServer, Endpoint[OpenCodeClient]]:
+        """This session's own ``opencode serve`` on ``worker_host``, in ``workspace``
+        (agents/remote_server.py), and a client through its port forward."""
+        cfg = settings.opencode
+        command = settings.worker.command_for(worker_host, "opencode", cfg.command or "")
+        if not command:
+            raise AgentError("launch_failed", "opencode.command is not set (worker hosts)")
+        recipe = self._recipe()
+        overrides = recipe.overrides(cfg.env)
+        overrides.update(recipe.overrides(settings.worker.env_for(worker_host)))
+        password = token_urlsafe(24)
+        server = RemoteServer(
+            "opencode serve",
+            self._targets(worker_host),
+            str(workspace),
+            command=command,
+            state=REMOTE_STATE,
+            startup_timeout_s=cfg.startup_timeout_ms / 1000,
+        )
+        await server.start(
+            lambda port, log: remote_script(command, port, log, overrides),
+            probe=lambda url: OpenCodeClient(url, password=password),
+            stdin=f"{password}\n".encode(),
+        )
+        assert server.base_url is not None
+        client = OpenCodeClient(server.base_url, password=password, timeout_s=REQUEST_TIMEOUT_S)
+        return server, Endpoint(server.base_url, (password,), client, None)
+
+    async def _open_session(
+        self,
+        host: SessionHost,
+        endpoint: Endpoint[OpenCodeClient],
+        directory: str,
+        *,
+        owned: tuple[RemoteServer, OpenCodeClient] | None = None,
+    ) -> OpenCodeSession:
+        """The issue's session on ``endpoint`` (re-attached when the server knows the
+        recorded one), attached and reported. ``owned``: the session's own server on a
+        worker host and its client, ended with the session."""
+        cfg = self._settings().opencode
         model = parse_model(cfg.model)
-        endpoint = await self._connect(cfg, Path(settings.workspace.root))
-        directory = str(Path(host.workspace).resolve())
         previous = self._previous(host, directory)
         info = None
         if previous:
@@ -148,6 +208,11 @@ class OpenCodeBackend:
             pid=endpoint.pid,
             request_timeout_s=REQUEST_TIMEOUT_S,
         )
+        if owned is not None:
+            server, client = owned
+            session.own(client.aclose)
+            session.own(server.stop)
+            server.on_lost = session.server_lost
         await self._link.adopt(session)
         resumed = previous == sid
         host.emit(

@@ -11,17 +11,27 @@ fetching model lists, downloading language servers, sharing sessions or loading 
 plugins. A fresh random ``OPENCODE_SERVER_PASSWORD`` per launch: only this process can
 drive it. Ready when ``GET /global/health`` answers ``healthy``. Output goes to
 ``<state>/server.log``.
+
+On a worker host (:func:`remote_script`, run by agents/remote_server.py) the same
+isolation is set up by the host's shell in ``<workspace>/.symphony/opencode`` (so a
+session survives to the workspace's next attempt), after the login shell has read the
+host's profile (its ``PATH`` finds the program); the password arrives on stdin.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+import shlex
 from collections.abc import Mapping
 from pathlib import Path
 
 from symphony_tui.agents.local_server import LocalServer, command_argv
 from symphony_tui.agents.opencode.client import OpenCodeClient
+from symphony_tui.hosts.ssh import env_exports
+
+#: The server's folder in a workspace on a worker host (relative to the workspace).
+REMOTE_STATE = ".symphony/opencode"
 
 DISABLE_SWITCHES = (
     "OPENCODE_DISABLE_AUTOUPDATE",
@@ -106,3 +116,24 @@ class ManagedServer(LocalServer):
             cwd=cwd,
             probe=lambda url: OpenCodeClient(url, password=self.password),
         )
+
+
+def remote_script(command: str, port: int, log: str, overrides: Mapping[str, str | None]) -> str:
+    """The shell command line that starts ``command`` on a worker host, in the workspace:
+    reads the server password from stdin, isolates ``HOME`` and the XDG folders under
+    :data:`REMOTE_STATE`, sets the disable switches, then ``overrides`` (``opencode.env``
+    and the host's ``env``, resolved here; None unsets), and binds 127.0.0.1:``port``,
+    appending its output to ``log``."""
+    keep = {k: v for k, v in overrides.items() if k != "OPENCODE_SERVER_PASSWORD"}
+    sets = env_exports({k: v for k, v in keep.items() if v is not None})
+    unsets = "".join(f"unset {k}; " for k, v in keep.items() if v is None)
+    switches = " ".join(f"{name}=1" for name in DISABLE_SWITCHES)
+    return (
+        "IFS= read -r OPENCODE_SERVER_PASSWORD; export OPENCODE_SERVER_PASSWORD; "
+        f'd="$PWD"/{REMOTE_STATE}; '
+        'mkdir -p "$d/home/.config" "$d/data" "$d/cache" "$d/state" || exit 1; '
+        'export HOME="$d/home" XDG_CONFIG_HOME="$d/home/.config" XDG_DATA_HOME="$d/data" '
+        'XDG_CACHE_HOME="$d/cache" XDG_STATE_HOME="$d/state"; '
+        f"export {switches}; {unsets}{sets}unset OPENCODE_SERVER_USERNAME; "
+        f"{command} --hostname 127.0.0.1 --port {port} </dev/null >> {shlex.quote(log)} 2>&1"
+    )
