@@ -121,3 +121,8 @@ class RecoveredWorkspace(BaseModel):
     tokens: TokenUsage = Field(default_factory=TokenUsage)
     hooks: dict[str, str] = Field(default_factory=dict)
     last_event: str | None = None
+    #: The operator held the issue (an interrupt or stop), with its ``updated_at`` then.
+    held: bool = False
+    held_updated_at: datetime | None = None
+    #: Tokens the operator added to the issue's budgets (``extend_budget``), in total.
+    budget_extra: int = Field(default=0, ge=0)

@@ -7,10 +7,14 @@ tokens) or stops the run (``interrupt``: the issue is then held as a stop does).
 limits count total tokens (input + output, as the token pane): per attempt, the run's own
 growth (``Run.tokens``); per issue, everything counted for the issue, earlier attempts and
 earlier processes included (``TokenLedger.by_issue``). An extension raises both allowances
-of that issue for the life of this scheduler process.
+of that issue; it is written to the workspace's run manifest (``run.budget_extra``) and read
+back on start (:meth:`Budgets.restore`), so a restart does not hold the run again at once
+with the usage the ledger kept.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from symphony_tui.config.settings import AgentSettings
 from symphony_tui.scheduler.run import Run
@@ -37,8 +41,17 @@ class Budgets:
                 need = max(need, used + 1 - (limit + extra))
         return need
 
-    def extend(self, issue_id: str, tokens: int) -> None:
+    def extend(self, issue_id: str, tokens: int) -> int:
+        """Add ``tokens`` to the issue's extension; returns its new total."""
         self.extra[issue_id] = self.extra.get(issue_id, 0) + tokens
+        return self.extra[issue_id]
+
+    def restore(self, extras: Mapping[str, int]) -> None:
+        """Take the extensions a previous process granted (issue id -> tokens), keeping any
+        larger one granted since."""
+        for issue_id, tokens in extras.items():
+            if tokens > self.extra.get(issue_id, 0):
+                self.extra[issue_id] = tokens
 
     def _over(self, run: Run, agent: AgentSettings, extra: int) -> str | None:
         for (used, limit), what in zip(self._pairs(run, agent), ("attempt", "issue"), strict=True):

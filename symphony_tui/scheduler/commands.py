@@ -48,7 +48,7 @@ from symphony_tui.domain.commands import (
 )
 from symphony_tui.domain.payloads import OperatorAction
 from symphony_tui.observability.logs import log_kv
-from symphony_tui.scheduler import host_commands, policy
+from symphony_tui.scheduler import host_commands, manifests, policy
 from symphony_tui.scheduler.approvals import ApprovalDesk
 from symphony_tui.scheduler.dispatch import Dispatcher
 from symphony_tui.scheduler.inbox import CommandDone, Input, IssueMoved, WorkspaceRemoved, reply
@@ -357,7 +357,9 @@ class OperatorCommands:
         need = state.budgets.needed(run, state.settings.agent)
         if tokens < need:
             return CommandResult(False, f"not enough: at least {need:,} more tokens are needed")
-        state.budgets.extend(issue_id, tokens)
+        extra = state.budgets.extend(issue_id, tokens)
+        if run.workspace is not None:
+            manifests.budget_extended(state.workspaces.manifests, run.workspace, extra)
         state.budget_extended(run)
         run.worker.budget_extended()
         return CommandResult(True, f"{run.identifier}: budget extended by {tokens:,} tokens")

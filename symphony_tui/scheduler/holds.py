@@ -32,6 +32,8 @@ class Holds:
     def __init__(self, workspaces: WorkspaceManager) -> None:
         self._workspaces = workspaces
         self._held: dict[str, datetime | None] = {}
+        #: Where each held issue's workspace is, when known: (path, worker host or None).
+        self._where: dict[str, tuple[Path, str | None]] = {}
 
     def __contains__(self, issue_id: object) -> bool:
         return issue_id in self._held
@@ -47,6 +49,7 @@ class Holds:
         failed write is logged by the manifest module; the hold stands in memory)."""
         self._held[issue.id] = issue.updated_at
         if workspace is not None:
+            self._where.setdefault(issue.id, (workspace, None))
             # Survives a restart: a held issue must not be dispatched by the next console
             # just because this one's memory is gone.
             manifests.hold(self._workspaces.manifests, workspace, issue)
@@ -55,12 +58,27 @@ class Holds:
         """End the hold on ``issue_id`` (if any); with its ``issue`` known, also clear the
         manifest flag. Manifest errors are ignored: memory is what dispatch reads."""
         self._held.pop(issue_id, None)
+        where = self._where.pop(issue_id, None)
+        if where is not None and self._unhold_at(*where):
+            return
         if issue is None:
             return
         with contextlib.suppress(WorkspaceError, OSError):
             path = self._workspaces.path_for(issue.identifier)
             if path.is_dir():
                 manifests.unhold(self._workspaces.manifests, path)
+
+    def _unhold_at(self, path: Path, host: str | None) -> bool:
+        """Clear the flag in the manifest of the workspace at ``path`` (on ``host``, whose
+        manifests the writer then sends there); False when that workspace is not there."""
+        writer = self._workspaces.manifests
+        with contextlib.suppress(WorkspaceError, OSError, KeyError, ValueError):
+            if host is not None:
+                self._workspaces.remote.mount(host, path)
+            if writer.store(path) is not None or path.is_dir():
+                manifests.unhold(writer, path)
+                return True
+        return False
 
     def release_stale(self, current: Mapping[str, Issue], previous: Mapping[str, Issue]) -> None:
         """After a candidate fetch: release holds on issues missing from ``current`` (issue
@@ -77,11 +95,9 @@ class Holds:
     def restore(self, recovered: Iterable[RecoveredWorkspace]) -> None:
         """Re-hold issues an operator interrupted or stopped before a restart, as their run
         manifests say. Unreadable manifests or stamps hold without a stamp or not at all.
-        Waits for queued manifest writes first (start-up: seldom any)."""
-        self._workspaces.manifests.flush_sync()
+        The manifests were read where the workspaces are (a worker host's over SSH), by the
+        scan that found them (``workspaces/recovery.py``)."""
         for workspace in recovered:
-            if not workspace.issue_id:
-                continue
-            held, stamp = manifests.read_hold(Path(workspace.path))
-            if held:
-                self._held[workspace.issue_id] = stamp
+            if workspace.issue_id and workspace.held:
+                self._held[workspace.issue_id] = workspace.held_updated_at
+                self._where[workspace.issue_id] = (Path(workspace.path), workspace.host)

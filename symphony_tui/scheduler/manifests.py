@@ -21,7 +21,7 @@ from typing import Any
 
 from symphony_tui.domain import Issue, TokenUsage
 from symphony_tui.scheduler.run import Ending, Run
-from symphony_tui.workspaces.manifest import read_manifest, read_section
+from symphony_tui.workspaces.manifest import read_manifest
 from symphony_tui.workspaces.manifest_writer import ManifestWriter
 
 
@@ -108,14 +108,6 @@ def unhold(writer: ManifestWriter, ws: Path) -> None:
     _write(writer, ws, "run", "hold", held=False)
 
 
-def read_hold(ws: Path) -> tuple[bool, datetime | None]:
-    """Whether ``ws``'s manifest says its issue is held, and the stamp of the hold (None
-    when absent or unreadable)."""
-    run = read_section(ws, "run")
-    if not run.get("held"):
-        return False, None
-    stamp = run.get("held_updated_at")
-    try:
-        return True, (datetime.fromisoformat(stamp) if stamp else None)
-    except (TypeError, ValueError):
-        return True, None
+def budget_extended(writer: ManifestWriter, ws: Path, extra: int) -> None:
+    """``run.budget_extra``: the tokens the operator added to the issue's budgets so far."""
+    _write(writer, ws, "run", "budget", budget_extra=extra)

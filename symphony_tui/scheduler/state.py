@@ -233,7 +233,12 @@ class SchedulerState:
         self.changed()
 
     def restore_holds(self) -> None:
+        """Start-up: the operator's holds and budget extensions the recovered workspaces'
+        run manifests kept from an earlier process."""
         self.held.restore(self.recovered)
+        self.budgets.restore(
+            {w.issue_id: w.budget_extra for w in self.recovered if w.issue_id and w.budget_extra}
+        )
         self.changed()
 
     def set_recovered(self, recovered: tuple[RecoveredWorkspace, ...]) -> None:

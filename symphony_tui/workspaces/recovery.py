@@ -24,7 +24,17 @@ _SESSION_FIRST = (
     "tokens",
     "last_event",
 )
-_RUN_ONLY = ("attempt", "status", "error", "started_at", "ended_at", "hooks")
+_RUN_ONLY = (
+    "attempt",
+    "status",
+    "error",
+    "started_at",
+    "ended_at",
+    "hooks",
+    "held",
+    "held_updated_at",
+    "budget_extra",
+)
 _ISSUE_FIELDS = {
     "issue_id": "id",
     "issue_identifier": "identifier",

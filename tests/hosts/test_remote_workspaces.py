@@ -183,3 +183,25 @@ async def test_the_start_up_sweep_removes_terminal_workspaces_on_the_hosts(tmp_p
     await sweep_terminal_workspaces(state, _Tracker([done]))  # type: ignore[arg-type]
     assert not gone.exists() and kept.is_dir()
     assert state.events == [f"removed workspace of terminal issue on {host}"]
+
+
+async def test_a_hold_on_a_host_survives_a_restart_and_its_release_clears_it_there(
+    tmp_path, fleet
+) -> None:
+    from symphony_tui.scheduler.holds import Holds
+
+    mgr, host, _root = manager(tmp_path, fleet)
+    path, _ = await mgr.ensure(ISSUE, host=host)
+    Holds(mgr).hold(ISSUE, path)  # the operator stopped the run
+    mgr.manifests.write(path, "run", "budget", budget_extra=5000)
+    await mgr.manifests.flush()
+
+    fresh, _, _ = manager(tmp_path, fleet)  # a restarted scheduler
+    found = [r for r in fresh.recover() if r.host == host]
+    assert [(r.held, r.budget_extra) for r in found] == [(True, 5000)]  # read over SSH
+    holds = Holds(fresh)
+    holds.restore(found)
+    assert ISSUE.id in holds
+    holds.release(ISSUE.id, None)  # e.g. the issue left the candidates: no Issue at hand
+    await fresh.manifests.flush()
+    assert [r.held for r in fresh.recover() if r.host == host] == [False]

@@ -136,3 +136,38 @@ async def test_a_budget_crossed_by_the_turn_that_finished_the_issue_holds_nothin
     await h.settle()
     assert h.backend.sessions[0].turns == 1
     assert not h.orch.running and h.orch.completed == ["ABC-1"]
+
+
+async def test_an_extension_survives_a_restart(make_harness, tmp_path):
+    """The ledger keeps the issue's tokens across a restart; the operator's extension is
+    kept too (the workspace's run manifest), so the next process does not hold the issue
+    again at once for tokens the operator already allowed."""
+    from symphony_tui.scheduler.usage_ledger import UsageLedger
+
+    front = "agent:\n  max_turns: 1\n  max_tokens_per_issue: 1000\n"
+    path = tmp_path / "state" / "usage.jsonl"
+
+    async def spend_once(session, prompt, turn):
+        session.usage(1500, output=100)
+        return TurnResult(TurnStatus.COMPLETED)
+
+    first = make_harness([make_issue(1)], script=spend_once, front=front, usage=UsageLedger(path))
+    await first.start()
+    await first.settle()
+    assert first.orch.running["id-1"].budget_reached == "1,500 of 1,000 tokens per issue"
+    assert (await first.orch.send(ExtendBudget(issue_id="ABC-1", tokens=5000))).ok
+    await first.settle()
+    assert not first.orch.running
+    await first.orch.shutdown()
+
+    async def spend_more(session, prompt, turn):
+        session.usage(100, output=10)
+        return await session.wait_interrupt()
+
+    second = make_harness([make_issue(1)], script=spend_more, front=front, usage=UsageLedger(path))
+    await second.start()
+    await second.settle()
+    assert second.orch.ledger.by_issue["id-1"].total_tokens == 1600  # 1,500 kept + 100 now
+    run = second.orch.running["id-1"]
+    assert run.budget_reached is None and second.backend.sessions[0].turns == 1
+    await second.orch.shutdown()

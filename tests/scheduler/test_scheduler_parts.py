@@ -33,6 +33,7 @@ from symphony_tui.scheduler.tools import SET_STATE_TOOL, SessionTools
 from symphony_tui.testing.memory_tracker import MemoryTracker
 from symphony_tui.workspaces.manager import WorkspaceManager
 from symphony_tui.workspaces.manifest import read_manifest, update_manifest
+from symphony_tui.workspaces.recovery import recovered_from
 from tests.scheduler.conftest import T0, make_issue
 
 
@@ -180,8 +181,14 @@ def test_holds_survive_a_restart_and_end_when_the_tracker_changes(tmp_path):
     workspaces.manifests.flush_sync()  # the hold is written by the manifest writer
     assert issue.id in holds and read_manifest(path)["run"]["held"] is True
 
+    def recovered() -> RecoveredWorkspace:
+        # as a restarted scheduler's scan reads it (the issue section is the manager's)
+        found = recovered_from(path, read_manifest(path))
+        assert found is not None
+        return found.model_copy(update={"issue_id": issue.id})
+
     restarted = Holds(workspaces)
-    restarted.restore([RecoveredWorkspace(key="ABC-1", path=str(path), issue_id=issue.id)])
+    restarted.restore([recovered()])
     assert list(restarted) == [issue.id]
     restarted.release_stale({issue.id: issue}, {})
     assert issue.id in restarted  # unchanged in the tracker: still held
@@ -192,7 +199,7 @@ def test_holds_survive_a_restart_and_end_when_the_tracker_changes(tmp_path):
 
     update_manifest(path, "run", held=True, held_updated_at="not a time")
     again = Holds(workspaces)
-    again.restore([RecoveredWorkspace(key="ABC-1", path=str(path), issue_id=issue.id)])
+    again.restore([recovered()])
     again.release_stale({}, {issue.id: issue})  # gone from the candidates: released
     assert len(again) == 0
 
