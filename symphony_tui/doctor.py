@@ -153,25 +153,33 @@ def _agent_check(settings, raw: dict, timeout_s: float) -> Check:
     return Check("agent command", True, f"{found.detail}; {answer}")
 
 
-async def _check_tracker(store, timeout_s: float = TRACKER_TIMEOUT_S) -> Check:
+async def _check_tracker(store, timeout_s: float = TRACKER_TIMEOUT_S) -> list[Check]:
+    """The candidate fetch, then (a tracker that can say so: ``config_problems``) whether
+    the configured states and fields exist there."""
     from symphony_tui.runtime import create_tracker
     from symphony_tui.trackers.base import TrackerError
 
     try:
         tracker = create_tracker(store)
     except TrackerError as exc:
-        return Check("tracker", False, str(exc))
+        return [Check("tracker", False, str(exc))]
+    checks: list[Check] = []
     try:
         issues = await asyncio.wait_for(tracker.fetch_candidate_issues(), timeout=timeout_s)
+        kind = store.current.settings.tracker.kind
+        checks.append(Check("tracker", True, f"{kind}: {len(issues)} candidate issues"))
+        problems_of = getattr(tracker, "config_problems", None)
+        if problems_of is not None:
+            problems = await asyncio.wait_for(problems_of(), timeout=timeout_s)
+            detail = "; ".join(problems) or "every configured state and field exists there"
+            checks.append(Check("tracker states", not problems, detail))
     except TrackerError as exc:
-        return Check("tracker", False, str(exc))
+        checks.append(Check("tracker", False, str(exc)))
     except TimeoutError:
-        return Check("tracker", False, f"no answer within {timeout_s:g}s")
+        checks.append(Check("tracker", False, f"no answer within {timeout_s:g}s"))
     finally:
         await tracker.aclose()
-    return Check(
-        "tracker", True, f"{store.current.settings.tracker.kind}: {len(issues)} candidate issues"
-    )
+    return checks
 
 
 def _check_lock(settings) -> Check:
@@ -231,7 +239,7 @@ def run_doctor(
         ]
         checks.extend(fn() for fn in later)
         if not errors:
-            checks.append(asyncio.run(_check_tracker(store, timeout or TRACKER_TIMEOUT_S)))
+            checks.extend(asyncio.run(_check_tracker(store, timeout or TRACKER_TIMEOUT_S)))
     for c in checks:
         mark = "warn" if c.warn else "ok  " if c.ok else "FAIL"
         out.write(redact(f"[{mark}] {c.name}: {c.detail}") + "\n")  # errors may quote a secret

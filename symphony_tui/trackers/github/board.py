@@ -32,6 +32,9 @@ class BoardInfo:
     status_field_id: str
     options: dict[str, str]
     priority_ranks: dict[str, int] = field(default_factory=dict)
+    #: What ``tracker.project.priority_field`` names on the board: ``"single_select"``,
+    #: ``"number"``, another field's data type (``"TEXT"``...), or None (no such field).
+    priority_kind: str | None = None
 
 
 class Board:
@@ -81,6 +84,11 @@ class Board:
                 {"projectId": info.project_id, "priorityField": project.priority_field},
             )
             prio = (data.get("node") or {}).get("field") or {}
+            if prio.get("__typename") == "ProjectV2SingleSelectField":
+                info.priority_kind = "single_select"
+            elif prio.get("__typename"):
+                kind = prio.get("dataType")
+                info.priority_kind = "number" if kind == "NUMBER" else str(kind or "unknown")
             for rank, option in enumerate(prio.get("options") or [], start=1):
                 if isinstance(option, dict) and isinstance(option.get("name"), str):
                     info.priority_ranks[option["name"]] = rank

@@ -173,6 +173,37 @@ class GitHubTracker:
         """``text`` with the token replaced by ``[redacted]``."""
         return self.client.redact(text)
 
+    async def config_problems(self) -> list[str]:
+        """What of the configuration the repository's board contradicts (``doctor``), one
+        line each: a configured state that is no option of the status field (it could
+        never match, so such issues are never dispatched or never seen as done), a
+        ``priority_field`` the board lacks or that is neither single-select nor a number.
+        Without a board: nothing to check. Raises :class:`TrackerError` like a fetch."""
+        tracker = self._tracker()
+        project = tracker.project
+        if project is None:
+            return []
+        info = await self._board.info()
+        options = {name.lower() for name in info.options}
+        listed = ", ".join(info.options) or "none"
+        problems = [
+            f"tracker.{kind}: {state!r} is not an option of the project's "
+            f"{project.status_field!r} field (options: {listed})"
+            for kind, states in (
+                ("active_states", tracker.active_states),
+                ("terminal_states", tracker.terminal_states),
+            )
+            for state in states
+            if state.lower() not in options
+        ]
+        if project.priority_field and info.priority_kind not in ("single_select", "number"):
+            found = "not found" if info.priority_kind is None else f"a {info.priority_kind} field"
+            problems.append(
+                f"tracker.project.priority_field: {project.priority_field!r} is {found} on the "
+                "project (a single-select or number field is needed)"
+            )
+        return problems
+
     async def aclose(self) -> None:
         await self.client.aclose()
 

@@ -113,3 +113,68 @@ async def test_a_closed_issue_still_in_play_on_the_board_reads_closed(
     fake.close(done)
     found = await tracker.fetch_issue_states_by_ids([str(running), str(done)])
     assert [i.state for i in found] == ["closed", "Done"]
+
+
+async def test_config_problems_name_the_states_and_fields_the_board_lacks(
+    fake, settings, tracker
+) -> None:
+    fake.add_board(statuses=STATUSES, priority_field="Priority", priorities=["P0", "P1"])
+    settings.value = board_settings(fake, priority_field="Priority")
+    assert await tracker.config_problems() == []
+    settings.value = github_settings(
+        fake,
+        project={"number": 1, "priority_field": "Urgency"},
+        active_states=["todo", "In Progres"],  # case does not matter; a typo does
+        terminal_states=["Done"],
+    )
+    assert await tracker.config_problems() == [
+        "tracker.active_states: 'In Progres' is not an option of the project's 'Status' field "
+        "(options: Backlog, Todo, In Progress, Human Review, Done)",
+        "tracker.project.priority_field: 'Urgency' is not found on the project "
+        "(a single-select or number field is needed)",
+    ]
+
+
+async def test_a_number_priority_field_is_no_problem(fake, settings, tracker) -> None:
+    fake.add_board(statuses=STATUSES, priority_field="Rank")
+    settings.value = board_settings(fake, priority_field="Rank")
+    assert await tracker.config_problems() == []
+
+
+def test_doctor_fails_on_a_state_the_board_does_not_have(fake, tmp_path, monkeypatch) -> None:
+    import io
+    import textwrap
+
+    from symphony_tui.doctor import run_doctor
+
+    from .conftest import REPO, TOKEN
+
+    fake.add_board(statuses=STATUSES)
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    workflow = tmp_path / "WORKFLOW.md"
+    workflow.write_text(
+        textwrap.dedent(
+            f"""\
+            ---
+            tracker:
+              kind: github
+              repo: {REPO}
+              api_url: {fake.url}
+              project: {{number: 1}}
+              active_states: [Todo, Doing]
+              terminal_states: [Done]
+            workspace: {{root: {tmp_path / "ws"}}}
+            codex: {{command: "true"}}
+            ---
+            Work on {{{{ issue.identifier }}}}
+            """
+        )
+    )
+    out = io.StringIO()
+    code = run_doctor(str(workflow), out, timeout=10)
+    lines = out.getvalue().splitlines()
+    assert code == 1, out.getvalue()
+    assert any(line.startswith("[ok  ] tracker: github: ") for line in lines)
+    (states,) = [line for line in lines if "tracker states" in line]
+    assert states.startswith("[FAIL] tracker states: tracker.active_states: 'Doing' is not")
