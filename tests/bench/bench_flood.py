@@ -235,7 +235,20 @@ def flood(
         out.num(
             "longest GC pause (any generation)", gc.get("gc_max_ms", float("nan")), "ms", "<= 50"
         )
+        out.num(
+            "longest GC pause in CPU time (any generation)",
+            gc.get("gc_max_cpu_ms", float("nan")),
+            "ms",
+            "<= 50",
+        )
         out.num("longest full (gen 2) GC pause", gc.get("gc2_max_ms", float("nan")), "ms")
+        out.num("longest full GC pause in CPU time", gc.get("gc2_max_cpu_ms", float("nan")), "ms")
+        out.num("full GC collections (whole run)", gc.get("gc2_count", 0), "")
+        out.num("objects tracked at that full collection", gc.get("gc2_tracked", 0), "")
+        out.num("  their references (what it traverses)", gc.get("gc2_refs", 0), "")
+        out.num("  garbage it collected", gc.get("gc2_collected", 0), "")
+        top = gc.get("gc2_top") or {}
+        line("  commonest types then", ", ".join(f"{k} {v:,}" for k, v in list(top.items())[:8]))
         quit_s = project.stop()
         out.num(f"quit (SIGTERM, headless) with {workers} workers", quit_s, "s", "< 5 s")
         return out.rows

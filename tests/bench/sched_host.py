@@ -4,7 +4,12 @@
 
 Every collection is timed through :data:`gc.callbacks`; about twice a second (and at exit)
 STATS_FILE is rewritten with one JSON object: ``gc_max_ms`` (longest pause of any
-generation), ``gc2_max_ms`` and ``gc2_count`` (full collections), ``gc_total_ms``.
+generation, wall time), ``gc_max_cpu_ms`` (longest in this process's CPU time, which the
+machine's other load moves much less), ``gc2_max_ms`` / ``gc2_max_cpu_ms`` and
+``gc2_count`` (full collections), ``gc_total_ms``, ``gc2_tracked`` (objects the collector
+tracked after the longest full collection: what it has to traverse; ``gc.get_objects``
+counted at that moment, outside the timed pause) and ``gc2_top`` (the 15 commonest types
+among them then).
 
 With ``SYMPHONY_BENCH_HEAP=DIR`` (for finding memory growth), each time a file
 ``DIR/request`` appears it is removed and ``DIR/heap-N.json`` written: the live objects
@@ -25,28 +30,58 @@ import time
 class GcTimer:
     def __init__(self) -> None:
         self.started = 0.0
+        self.started_cpu = 0.0
         self.max_ms = 0.0
+        self.max_cpu_ms = 0.0
         self.gen2_max_ms = 0.0
+        self.gen2_max_cpu_ms = 0.0
         self.gen2_count = 0
         self.total_ms = 0.0
+        self.gen2_tracked = 0
+        self.gen2_refs = 0
+        self.gen2_collected = 0
+        self.gen2_top: dict[str, int] = {}
 
     def __call__(self, phase: str, info: dict) -> None:
         if phase == "start":
             self.started = time.perf_counter()
+            self.started_cpu = time.thread_time()
             return
         ms = (time.perf_counter() - self.started) * 1000
+        cpu_ms = (time.thread_time() - self.started_cpu) * 1000
         self.total_ms += ms
         self.max_ms = max(self.max_ms, ms)
+        self.max_cpu_ms = max(self.max_cpu_ms, cpu_ms)
         if info.get("generation") == 2:
             self.gen2_count += 1
             self.gen2_max_ms = max(self.gen2_max_ms, ms)
+            if cpu_ms >= self.gen2_max_cpu_ms:
+                self.gen2_max_cpu_ms = cpu_ms
+                self.gen2_collected = info.get("collected", 0)
+                self._count_heap()
+
+    def _count_heap(self) -> None:
+        import collections
+
+        objects = gc.get_objects()
+        self.gen2_tracked = len(objects)
+        self.gen2_refs = sum(len(gc.get_referents(o)) for o in objects)
+        counts = collections.Counter(type(o).__qualname__ for o in objects)
+        del objects
+        self.gen2_top = dict(counts.most_common(15))
 
     def dump(self, path: str) -> None:
         data = {
             "gc_max_ms": round(self.max_ms, 3),
+            "gc_max_cpu_ms": round(self.max_cpu_ms, 3),
             "gc2_max_ms": round(self.gen2_max_ms, 3),
+            "gc2_max_cpu_ms": round(self.gen2_max_cpu_ms, 3),
             "gc2_count": self.gen2_count,
             "gc_total_ms": round(self.total_ms, 3),
+            "gc2_tracked": self.gen2_tracked,
+            "gc2_refs": self.gen2_refs,
+            "gc2_collected": self.gen2_collected,
+            "gc2_top": self.gen2_top,
         }
         tmp = path + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:
