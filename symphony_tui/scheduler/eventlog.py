@@ -20,7 +20,14 @@ from pydantic import BaseModel
 from symphony_tui.domain import AgentEvent, EventKind
 from symphony_tui.observability.redact import redact
 from symphony_tui.scheduler.event_file import RotatingJsonl
-from symphony_tui.scheduler.transcripts import LiveItem, Transcripts, event_cost, payload_texts
+from symphony_tui.scheduler.transcripts import (
+    Kept,
+    LiveItem,
+    Transcripts,
+    pack,
+    payload_texts,
+    unpack,
+)
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +45,9 @@ class EventHistory:
     ``ring_size`` events and ``ring_bytes``, the transcripts by ``transcript_size`` entries
     each and ``transcript_bytes`` over all issues (:mod:`scheduler.transcripts`: oldest
     dropped first, counted; streamed fragments coalesced into one entry per item and read).
-    Transcripts of issues no longer known are dropped by :meth:`forget`."""
+    Both hold each event once, packed (:func:`transcripts.pack`: its JSON bytes, out of the
+    garbage collector's reach), and hand out decoded copies. Transcripts of issues no
+    longer known are dropped by :meth:`forget`."""
 
     def __init__(
         self,
@@ -50,7 +59,7 @@ class EventHistory:
         jsonl_path: Path | None = None,
     ) -> None:
         self._seq = 0
-        self._ring: deque[AgentEvent] = deque()
+        self._ring: deque[Kept] = deque()
         self._ring_size = ring_size
         self.ring_bytes_budget = ring_bytes
         self.ring_bytes = 0
@@ -103,13 +112,14 @@ class EventHistory:
             cut = len(message) - MAX_MESSAGE_CHARS
             updates["message"] = message[:MAX_MESSAGE_CHARS] + f"… [{cut} more chars]"
         event = event.model_copy(update=updates)
+        entry = pack(event)
         if event.issue_id is not None:
-            self.transcripts.add(event.issue_id, event)
+            self.transcripts.add(event.issue_id, event, entry)
         if event.kind not in FRAGMENT_KINDS:
             if event.kind not in QUIET_KINDS:
-                self._keep_in_ring(event)
+                self._keep_in_ring(entry)
             if self._jsonl is not None:
-                self._jsonl.write(event.model_dump_json())
+                self._jsonl.write(entry[1].decode())
         return event
 
     def append_fragment(
@@ -154,14 +164,14 @@ class EventHistory:
             payload=payload,
         )
 
-    def _keep_in_ring(self, event: AgentEvent) -> None:
+    def _keep_in_ring(self, entry: Kept) -> None:
         ring = self._ring
-        ring.append(event)
-        self.ring_bytes += event_cost(event)
+        ring.append(entry)
+        self.ring_bytes += entry[2]
         while len(ring) > 1 and (
             len(ring) > self._ring_size or self.ring_bytes > self.ring_bytes_budget
         ):
-            cost = event_cost(ring.popleft())
+            cost = ring.popleft()[2]
             self.ring_bytes -= cost
             count, size = self.ring_dropped
             self.ring_dropped = (count + 1, size + cost)
@@ -173,13 +183,13 @@ class EventHistory:
         that pages with the last seq it saw misses nothing the buffer still holds."""
         if issue_id is not None:
             return self.transcripts.since(issue_id, seq, limit)
-        newer: list[AgentEvent] = []
-        for event in reversed(self._ring):  # newest first: stop at the first one already seen
-            if event.seq <= seq:
+        newer: list[Kept] = []
+        for entry in reversed(self._ring):  # newest first: stop at the first one already seen
+            if entry[0] <= seq:
                 break
-            newer.append(event)
+            newer.append(entry)
         newer.reverse()
-        return newer[:limit]
+        return [unpack(e) for e in newer[:limit]]
 
     def stats(self) -> dict[str, int]:
         """Held and dropped bytes and events (ring and transcripts), for figures and tests."""

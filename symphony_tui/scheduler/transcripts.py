@@ -16,6 +16,13 @@ A transcript holds an issue's events oldest first for worker detail and the API'
   dropped first, whichever issue they belong to, so memory stays flat however many issues
   run (sub-linear in workers). ``max_entries`` still caps one transcript. What is dropped
   is counted (``dropped_events``, ``dropped_bytes``; per issue in :meth:`dropped_of`).
+
+Kept events are held as :data:`Kept` entries, ``(seq, wire JSON bytes, cost)`` tuples
+(:func:`pack`), not as model objects: a tuple of an int and bytes is not tracked by the
+garbage collector, so however full the history is, a full collection does not traverse it
+(issue 11: no full GC pause over 50 ms; one ``AgentEvent`` with its payload was six tracked
+objects). Readers get events decoded again (:func:`unpack`, the event's own JSON form,
+``docs/architecture.md``), which round-trips exactly.
 """
 
 from __future__ import annotations
@@ -29,10 +36,23 @@ from pydantic import BaseModel
 from symphony_tui.domain import AgentEvent, EventKind
 from symphony_tui.domain.payloads import Payload
 
-#: Bytes an event costs beyond its text: the model instance, its ``__dict__`` and
-#: fields-set, a small payload model, its time and the deque slot (CPython 3.11,
-#: ``tracemalloc`` over 10,000 kept events with an ``ItemNote``: 1,732 bytes each).
-ENTRY_OVERHEAD = 1_700
+#: Bytes an event costs beyond its text: its JSON's field names, ids, time and payload
+#: fields, the bytes object, the entry tuple and the deque slot (CPython 3.11,
+#: ``tracemalloc`` over 10,000 kept events with an ``ItemNote``: 490 bytes each).
+ENTRY_OVERHEAD = 500
+
+#: A kept event: ``(seq, the event's wire JSON, its cost in bytes)``; untracked by the GC.
+Kept = tuple[int, bytes, int]
+
+
+def pack(event: AgentEvent) -> Kept:
+    """``event`` as a kept entry (its wire JSON, ``AgentEvent.model_dump_json`` as bytes)."""
+    return (event.seq, event.__pydantic_serializer__.to_json(event), event_cost(event))
+
+
+def unpack(entry: Kept) -> AgentEvent:
+    """The event a kept entry holds (equal to the one packed)."""
+    return AgentEvent.model_validate_json(entry[1])
 
 
 def payload_texts(model: BaseModel) -> Iterator[str]:
@@ -96,12 +116,12 @@ def _same_fields(a: Payload | None, b: Payload | None) -> bool:
 
 
 class Transcript:
-    """One issue's entries, oldest first (events, and at most one live item, last)."""
+    """One issue's entries, oldest first (kept events, and at most one live item, last)."""
 
     __slots__ = ("bytes", "dead", "dropped_bytes", "dropped_events", "entries", "live", "skip")
 
     def __init__(self) -> None:
-        self.entries: deque[AgentEvent | LiveItem] = deque()
+        self.entries: deque[Kept | LiveItem] = deque()
         self.live: LiveItem | None = None
         self.bytes = 0
         self.skip = 0  # references in the book's age order to entries already dropped here
@@ -140,12 +160,14 @@ class Transcripts:
             t = self._by_issue[issue_id] = Transcript()
         return t
 
-    def add(self, issue_id: str, event: AgentEvent) -> None:
-        """Keep a whole event (after sealing the issue's live item, if any)."""
+    def add(self, issue_id: str, event: AgentEvent, entry: Kept | None = None) -> None:
+        """Keep a whole event (after sealing the issue's live item, if any); ``entry`` is
+        its :func:`pack` when the caller has it already."""
         t = self._of(issue_id)
         if t.live is not None:
             self._close(issue_id, t)
-        self._push(t, event, event_cost(event))
+        entry = entry or pack(event)
+        self._push(t, entry, entry[2])
 
     def add_fragment(
         self,
@@ -193,13 +215,13 @@ class Transcripts:
             return []
         if t.live is not None and t.live.seq > seq:
             self._close(issue_id, t)
-        newer: list[AgentEvent] = []
+        newer: list[Kept] = []
         for entry in reversed(t.entries):  # newest first: stop at the first one already seen
-            if entry.seq <= seq:
+            if entry[0] <= seq:  # type: ignore[index]  # only the last can be live: sealed
                 break
-            newer.append(entry)  # type: ignore[arg-type]  # only the last can be live
+            newer.append(entry)  # type: ignore[arg-type]
         newer.reverse()
-        return newer[:limit]
+        return [unpack(e) for e in newer[:limit]]
 
     def dropped_of(self, issue_id: str) -> tuple[int, int]:
         """(events, bytes) dropped from ``issue_id``'s transcript so far."""
@@ -219,7 +241,7 @@ class Transcripts:
                 t.bytes = 0
 
     # -- internals
-    def _push(self, t: Transcript, entry: AgentEvent | LiveItem, cost: int) -> None:
+    def _push(self, t: Transcript, entry: Kept | LiveItem, cost: int) -> None:
         if len(t.entries) >= self._max_entries:
             self._drop_oldest_of(t)
             t.skip += 1  # its reference in the age order is now stale
@@ -234,17 +256,17 @@ class Transcripts:
         live = t.live
         assert live is not None
         t.live = None
-        event = self._seal(issue_id, live)
+        entry = pack(self._seal(issue_id, live))
         was = ENTRY_OVERHEAD + live.chars
-        now = event_cost(event)
+        now = entry[2]
         t.bytes += now - was
         self.bytes += now - was
-        t.entries[-1] = event  # a live item is always its transcript's last entry
+        t.entries[-1] = entry  # a live item is always its transcript's last entry
 
-    def _cost_of(self, entry: AgentEvent | LiveItem) -> int:
+    def _cost_of(self, entry: Kept | LiveItem) -> int:
         if isinstance(entry, LiveItem):
             return ENTRY_OVERHEAD + entry.chars
-        return event_cost(entry)
+        return entry[2]
 
     def _drop_oldest_of(self, t: Transcript) -> None:
         entry = t.entries.popleft()

@@ -153,3 +153,54 @@ def test_the_ring_is_bounded_by_bytes_and_counts_what_it_dropped():
         2,
         2 * (ENTRY_OVERHEAD + 10),
     )
+
+
+def test_kept_events_come_back_equal_whatever_their_payload():
+    from datetime import UTC, datetime
+
+    from symphony_tui.domain.payloads import ApprovalAsked, FileChange, FileEdit, TokenReport
+    from symphony_tui.domain.tokens import TokenUsage
+
+    at = datetime(2026, 12, 1, 18, 0, 0, 123456, tzinfo=UTC)
+    events = [
+        AgentEvent(kind=EventKind.MESSAGE, message="héllo ✓", at=at, session_id="th-1"),
+        AgentEvent(
+            kind=EventKind.APPROVAL_REQUESTED,
+            message="run ls?",
+            payload=ApprovalAsked(approval_id="a1", approval_kind="command"),
+        ),
+        AgentEvent(
+            kind=EventKind.TOKEN_USAGE,
+            payload=TokenReport(usage=TokenUsage(input_tokens=5, total_tokens=7, cost_usd=0.5)),
+        ),
+        AgentEvent(
+            kind=EventKind.FILE_CHANGE,
+            payload=FileChange(item_id="f1", changes=(FileEdit(path="a.py", diff="+x\n"),)),
+        ),
+    ]
+    history = EventHistory()
+    stamped = [history.append(e, issue_id="i1", issue_identifier="I1") for e in events]
+    assert history.since(0, issue_id="i1") == stamped
+    ring = history.since(0)  # token usage stays out of the ring
+    assert ring == [e for e in stamped if e.kind is not EventKind.TOKEN_USAGE]
+    assert history.since(stamped[1].seq, limit=1) == [stamped[3]]
+
+
+def test_a_full_history_adds_next_to_nothing_for_the_garbage_collector_to_traverse():
+    import gc
+
+    history = EventHistory()
+    for i in range(50):  # the transcripts and their first entries exist
+        history.append(AgentEvent(kind=EventKind.MESSAGE, message="m"), issue_id=f"i{i}")
+    gc.collect()
+    before = len(gc.get_objects())
+    for n in range(4_000):  # 8 tracked objects each were they kept as models
+        event = AgentEvent(
+            kind=EventKind.MESSAGE, message=f"line {n}", payload=ItemNote(item_id=f"m{n}")
+        )
+        history.append(event, issue_id=f"i{n % 50}")
+        frag(history, f"i{n % 50}", delta(f"d{n} "))
+    del event
+    gc.collect()
+    assert len(gc.get_objects()) - before < 400  # the live items and the deques' blocks
+    assert len(history.since(0, limit=10_000)) == 4_050
