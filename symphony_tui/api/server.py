@@ -3,6 +3,8 @@
 Endpoints (JSON; errors are ``{"error": {"code", "message"}}``; a wrong method is 405):
 
 * ``GET  /api/v1/state`` — the spec's state summary (``Snapshot.state_payload``).
+  This and ``/api/v1/snapshot`` are serialized once per snapshot and carry an ``ETag``
+  (``If-None-Match`` -> 304; :mod:`symphony_tui.api.bodies`).
 * ``GET  /api/v1/<identifier>`` — one issue: running / retry / tracker rows, its newest 50
   events newest first (``recent_events``, ``symphony_tui.domain.activity``);
   404 ``issue_not_found`` when the scheduler does not know it.
@@ -49,6 +51,7 @@ from symphony_tui.api.auth import (
     log_refusal,
     token_matches,
 )
+from symphony_tui.api.bodies import SnapshotBodies
 from symphony_tui.api.operator_routes import operator_routes, who_and_via
 from symphony_tui.api.stream import StreamHub
 from symphony_tui.domain.activity import recent_events
@@ -149,15 +152,28 @@ def create_app(
 
         return wrap
 
+    bodies = SnapshotBodies()
+
+    def snapshot_response(request: web.Request, body: Callable[[Any], bytes]) -> web.Response:
+        snap = port.snapshot()
+        tag = bodies.etag(snap)
+        headers = {"ETag": tag}
+        asked = request.headers.get("If-None-Match", "")
+        if asked and tag in (t.strip().removeprefix("W/") for t in asked.split(",")):
+            return web.Response(status=304, headers=headers)
+        return web.Response(
+            body=body(snap), content_type="application/json", charset="utf-8", headers=headers
+        )
+
     @routes.route("*", "/api/v1/state")
     @only("GET")
     async def state(request: web.Request) -> web.Response:
-        return web.json_response(port.snapshot().state_payload())
+        return snapshot_response(request, bodies.state)
 
     @routes.route("*", "/api/v1/snapshot")
     @only("GET")
     async def snapshot(request: web.Request) -> web.Response:
-        return web.Response(text=port.snapshot().model_dump_json(), content_type="application/json")
+        return snapshot_response(request, bodies.full)
 
     @routes.route("*", "/api/v1/events")
     @only("GET")
