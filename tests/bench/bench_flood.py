@@ -232,6 +232,19 @@ def flood(
             out.num(f"RSS after {until_events:,}+ events", rss_mb(pid), "MB", "<= 150 MB at 50")
         out.num("scheduler RSS (max over the window)", rss_max, "MB")
         gc = project.gc_stats()
+        t_end = time.monotonic()  # the window, and with --until-events the filling after it
+        window = [p for p in gc.get("gc2_pauses", []) if t0 <= p[0] <= t_end]
+        out.num("full GC collections in the window", len(window), "")
+        out.num(
+            "longest full GC pause in the window (wall / CPU)",
+            max((p[1] for p in window), default=0.0),
+            "ms",
+            "<= 50",
+        )
+        line("  in CPU time", f"{max((p[2] for p in window), default=0.0):,.1f} ms")
+        out.rows["longest full GC pause in the window (wall / CPU)"] += (
+            f" / {max((p[2] for p in window), default=0.0):,.1f} ms"
+        )
         out.num(
             "longest GC pause (any generation)", gc.get("gc_max_ms", float("nan")), "ms", "<= 50"
         )

@@ -9,11 +9,13 @@ machine's other load moves much less), ``gc2_max_ms`` / ``gc2_max_cpu_ms`` and
 ``gc2_count`` (full collections), ``gc_total_ms``, ``gc2_tracked`` (objects the collector
 tracked after the longest full collection: what it has to traverse; ``gc.get_objects``
 counted at that moment, outside the timed pause) and ``gc2_top`` (the 15 commonest types
-among them then).
+among them then); ``gc2_pauses`` lists every full collection as ``[monotonic seconds, wall
+ms, CPU ms]`` (the clock is the system's, so the bench can pick those of its window).
 
 With ``SYMPHONY_BENCH_HEAP=DIR`` (for finding memory growth), each time a file
-``DIR/request`` appears it is removed and ``DIR/heap-N.json`` written: the live objects
-counted by type (after a collection), and with ``SYMPHONY_BENCH_TRACEMALLOC=FRAMES`` also
+``DIR/request`` appears it is removed and ``DIR/heap-N.json`` written: the live objects the
+collector tracks (after a collection), counted by type (``types``) and functions, classes
+and their parts by module (``modules``: what was imported or built after start-up), and with ``SYMPHONY_BENCH_TRACEMALLOC=FRAMES`` also
 ``DIR/heap-N.tracemalloc`` (a :mod:`tracemalloc` snapshot, for ``compare_to``).
 """
 
@@ -39,6 +41,8 @@ class GcTimer:
         self.total_ms = 0.0
         self.gen2_tracked = 0
         self.gen2_refs = 0
+        #: Every full collection: (monotonic seconds, wall ms, CPU ms).
+        self.gen2_pauses: list[tuple[float, float, float]] = []
         self.gen2_collected = 0
         self.gen2_top: dict[str, int] = {}
 
@@ -54,6 +58,7 @@ class GcTimer:
         self.max_cpu_ms = max(self.max_cpu_ms, cpu_ms)
         if info.get("generation") == 2:
             self.gen2_count += 1
+            self.gen2_pauses.append((round(time.monotonic(), 3), round(ms, 2), round(cpu_ms, 2)))
             self.gen2_max_ms = max(self.gen2_max_ms, ms)
             if cpu_ms >= self.gen2_max_cpu_ms:
                 self.gen2_max_cpu_ms = cpu_ms
@@ -82,6 +87,7 @@ class GcTimer:
             "gc2_refs": self.gen2_refs,
             "gc2_collected": self.gen2_collected,
             "gc2_top": self.gen2_top,
+            "gc2_pauses": self.gen2_pauses[-2000:],
         }
         tmp = path + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:
@@ -104,8 +110,15 @@ def heap_dumps(folder: str) -> None:
         n += 1
         gc.collect()
         counts = collections.Counter(type(o).__qualname__ for o in gc.get_objects())
+        modules = collections.Counter(
+            getattr(o, "__module__", None) or "?"
+            for o in gc.get_objects()
+            if type(o).__name__ in ("function", "type", "cell", "getset_descriptor")
+        )
         with open(os.path.join(folder, f"heap-{n}.json"), "w", encoding="utf-8") as f:
-            json.dump(dict(counts.most_common()), f)
+            json.dump(
+                {"types": dict(counts.most_common()), "modules": dict(modules.most_common(60))}, f
+            )
         if tracemalloc.is_tracing():
             tracemalloc.take_snapshot().dump(os.path.join(folder, f"heap-{n}.tracemalloc"))
 
