@@ -274,7 +274,10 @@ class ToolsMixin:
         body.append("(.jsonl: every field; otherwise the lines as shown)", style="dim")
 
         def entered(name: str) -> None:
-            self.export_to(Path(name).expanduser(), what, events)
+            target = Path(name).expanduser()
+            if target.is_dir():  # a folder: the file gets the default name there
+                target = target / Path(default).name
+            self.export_to(target, what, events)
 
         dialog = AskText("Export", body, placeholder=default, allow_empty=True)
         self.push_screen(

@@ -206,6 +206,22 @@ async def test_export_writes_the_filtered_log(tools_port, make_app, tmp_path):
     assert [(e.what, e.ok) for e in tools_port.audit[-2:]] == [("export", True), ("export", False)]
 
 
+async def test_export_to_a_folder_writes_the_default_name_there(tools_port, make_app, tmp_path):
+    app = make_app(tools_port)
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("e")
+        await settle(pilot)
+        await pilot.press(*str(folder), "enter")
+        await done(pilot)
+        assert not [m for m, s in notifications(app) if s == "error"]
+    (written,) = folder.iterdir()
+    assert written.name.startswith("symphony-events-") and written.suffix == ".txt"
+    assert len(written.read_text().splitlines()) == len(tools_port.events)
+
+
 async def test_export_a_transcript_as_json_lines(tools_port, make_app, tmp_path):
     app = make_app(tools_port)
     target = tmp_path / "t.jsonl"
