@@ -78,7 +78,12 @@ class SessionHost(Protocol):
     A host may also offer ``async def pace() -> None`` (the scheduler's does: ``RunHost``):
     a backend that reads a stream awaits it between batches of lines, and it returns once
     the host has room for more events (back-pressure under a flood). Backends look it up
-    with ``getattr`` and yield to the loop instead where a host has none."""
+    with ``getattr`` and yield to the loop instead where a host has none.
+
+    It may also offer ``def congested() -> bool`` (``RunHost`` does): True while the host
+    is behind, so a backend that can join consecutive streamed deltas of one item holds
+    them (one event, text whole and in order) instead of emitting one event each, and
+    keeps reading (the codex backend: ``agents/codex/coalesce.py``)."""
 
     @property
     def issue(self) -> Issue: ...

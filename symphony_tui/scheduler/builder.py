@@ -31,7 +31,7 @@ from symphony_tui.scheduler.clock import Clock
 from symphony_tui.scheduler.commands import OperatorCommands
 from symphony_tui.scheduler.dispatch import Dispatcher
 from symphony_tui.scheduler.eventlog import EventHistory
-from symphony_tui.scheduler.inbox import AgentTraffic, Inbox, IssueMoved
+from symphony_tui.scheduler.inbox import AgentTraffic, Barrier, Inbox, IssueMoved
 from symphony_tui.scheduler.polling import Polling
 from symphony_tui.scheduler.recovered_scans import RecoveredScans
 from symphony_tui.scheduler.retries import Retries
@@ -121,6 +121,13 @@ def build_parts(
         refresh_recovered=side.refresh_recovered,
         spawn=side.spawn,
     )
+
+    async def ahead(run: Run) -> None:
+        # The run's queued events go to the control lane; the barrier behind them replies
+        # once they are applied (before every other session's queued traffic).
+        if inbox.promote(run):
+            await side.ask(Barrier(), control=True)
+
     worker_ctx = WorkerContext(
         state=state,
         tracker=tracker,
@@ -131,6 +138,8 @@ def build_parts(
         post=inbox.post,
         barrier=side.inbox_barrier,
         room=inbox.room,
+        busy=lambda: inbox.busy,
+        ahead=ahead,
     )
     polling = Polling(
         state,

@@ -22,7 +22,11 @@ from symphony_tui.scheduler.tools import SessionTools
 class RunHost:
     """Binds a backend session to its :class:`Run`: events and session facts are posted
     with ``post`` (the inbox's main lane), approval requests go to the ``approvals`` desk,
-    tool calls to ``tool_calls``; ``tools`` is what the session advertises."""
+    tool calls to ``tool_calls``; ``tools`` is what the session advertises.
+
+    ``room`` waits for room in the inbox's main lane (:meth:`pace`), ``busy`` says whether
+    it is congested (:meth:`congested`), ``ahead(run)`` applies the run's queued inputs
+    before anything else (awaited before an approval request is filed)."""
 
     def __init__(
         self,
@@ -32,9 +36,14 @@ class RunHost:
         approvals: ApprovalDesk,
         tool_calls: SessionTools,
         room: Callable[[], Awaitable[None]] | None = None,
+        *,
+        busy: Callable[[], bool] | None = None,
+        ahead: Callable[[Run], Awaitable[None]] | None = None,
     ) -> None:
         self._run = run
         self._room = room
+        self._busy = busy
+        self._ahead = ahead
         self._tools = tools
         self._post = post
         self._approvals = approvals
@@ -76,7 +85,17 @@ class RunHost:
         else:
             await self._room()
 
+    def congested(self) -> bool:
+        """True while the scheduler's inbox is congested (``Inbox.busy``): a backend that
+        can join its streamed deltas holds them instead of posting one event each."""
+        return self._busy is not None and self._busy()
+
     async def request_approval(self, request: ApprovalRequest) -> ApprovalAnswer:
+        """File ``request`` with the approval desk, after this session's queued events are
+        applied (they go ahead of every other session's traffic, ``Inbox.promote``), so
+        the approval is never applied before what the agent reported before asking."""
+        if self._ahead is not None:
+            await self._ahead(self._run)
         return await self._approvals.request(self._run, request)
 
     async def call_tool(self, name: str, arguments: Any) -> ToolResult:

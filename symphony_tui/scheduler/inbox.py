@@ -18,6 +18,15 @@ lane down to :data:`LOW_WATER`. Agent traffic then waits in the agents' pipes (w
 agents down) instead of piling up here, where every queued event is memory, garbage
 collector work and latency for whatever the operator reads next. The control lane has no
 such bound.
+
+Congestion (issue 11, "control never starves"): past :data:`BUSY_MARK` queued main-lane
+inputs the inbox is :attr:`Inbox.busy`; a session that can coalesce its streamed deltas
+(the codex backend, ``agents/codex/coalesce.py``) then holds them and keeps reading,
+instead of posting one input per delta and reaching the high-water mark. So its reader
+does not wait for room, and what the agent writes after a flood of deltas (an approval
+request, a question) is read promptly. :meth:`Inbox.promote` moves a session's queued
+inputs to the control lane, for a request of that session that must be applied after
+them and before everyone else's traffic.
 """
 
 from __future__ import annotations
@@ -220,17 +229,26 @@ Input = (
 #: lets them go on.
 HIGH_WATER = 4_096
 LOW_WATER = 1_024
+#: Main-lane inputs queued from which the inbox counts as busy (:attr:`Inbox.busy`).
+BUSY_MARK = 256
 
 
 class Inbox:
     """Two FIFO lanes and a wake-up. Only the scheduling loop takes from it."""
 
-    def __init__(self, *, high_water: int = HIGH_WATER, low_water: int = LOW_WATER) -> None:
+    def __init__(
+        self,
+        *,
+        high_water: int = HIGH_WATER,
+        low_water: int = LOW_WATER,
+        busy_mark: int = BUSY_MARK,
+    ) -> None:
         self._control: deque[Input] = deque()
         self._main: deque[Input] = deque()
         self._wake = asyncio.Event()
         self._high = high_water
         self._low = low_water
+        self._busy = busy_mark
         self._room: asyncio.Event | None = None  # set while readers wait for room
 
     async def room(self) -> None:
@@ -243,6 +261,36 @@ class Inbox:
         if self._room is None:
             self._room = asyncio.Event()
         await self._room.wait()
+
+    @property
+    def busy(self) -> bool:
+        """True while the main lane holds :data:`BUSY_MARK` inputs or more (sessions that
+        can coalesce their streamed deltas do so)."""
+        return len(self._main) >= self._busy
+
+    def promote(self, run: Run) -> int:
+        """Move ``run``'s queued main-lane inputs (its agent events and session facts) to
+        the end of the control lane, in their order; returns how many moved. Whatever
+        is posted to the control lane next is then applied after them and before the
+        traffic of every other session (an approval request of that run)."""
+        main = self._main
+        if not main:
+            return 0
+        mine = [i for i in main if isinstance(i, AgentTraffic | SessionFacts) and i.run is run]
+        if not mine:
+            return 0
+        keep = [
+            i for i in main if not (isinstance(i, AgentTraffic | SessionFacts) and i.run is run)
+        ]
+        main.clear()
+        main.extend(keep)
+        self._control.extend(mine)
+        if self._room is not None and len(main) <= self._low:
+            self._room.set()
+            self._room = None
+        if not self._wake.is_set():
+            self._wake.set()
+        return len(mine)
 
     def post(self, item: Input) -> None:
         """Queue ``item`` in the main lane."""

@@ -67,6 +67,11 @@ class WorkerContext:
     barrier: Callable[[], Awaitable[None]]
     #: Waits for room in the inbox's main lane (``Inbox.room``: back-pressure on readers).
     room: Callable[[], Awaitable[None]] | None = None
+    #: True while the inbox is congested (``Inbox.busy``: sessions coalesce deltas).
+    busy: Callable[[], bool] | None = None
+    #: Applies a run's queued inputs before anything else (``Inbox.promote``), awaited
+    #: before its approval requests are filed.
+    ahead: Callable[[Run], Awaitable[None]] | None = None
 
 
 class Worker:
@@ -232,7 +237,16 @@ class Worker:
         except WorkflowError as exc:
             return _failed(str(exc))
         state.update_run(run, status=RunStatus.LAUNCHING_AGENT)
-        host = RunHost(run, ctx.tools.specs(), ctx.post, ctx.approvals, ctx.tools, ctx.room)
+        host = RunHost(
+            run,
+            ctx.tools.specs(),
+            ctx.post,
+            ctx.approvals,
+            ctx.tools,
+            ctx.room,
+            busy=ctx.busy,
+            ahead=ctx.ahead,
+        )
         try:
             session = await ctx.backend(run.backend).start_session(host)
         except AgentError as exc:

@@ -175,3 +175,74 @@ async def test_runs_that_end_together_cost_one_workspace_rescan_not_one_each(mak
     await h.until(lambda: h.orch._scans.task is None and scans)
     assert len(scans) == 1
     assert len(h.orch.retrying) == 5  # each ended run was still applied
+
+
+def test_a_runs_queued_inputs_move_to_the_control_lane_in_order_and_others_stay():
+    from symphony_tui.scheduler.inbox import AgentTraffic, SessionFacts
+    from symphony_tui.scheduler.run import Run
+
+    def run_of(n: int) -> Run:
+        return Run(
+            issue=make_issue(n, state="In Progress"),
+            attempt=None,
+            backend="codex",
+            started_at=None,
+            started_mono=0.0,
+            last_event_mono=0.0,
+        )
+
+    mine, other = run_of(1), run_of(2)
+    inbox = Inbox(busy_mark=4)
+    queued = []
+    for i in range(6):
+        queued.append(AgentTraffic(other, AgentEvent(kind=EventKind.MESSAGE, message=f"o{i}")))
+        queued.append(AgentTraffic(mine, AgentEvent(kind=EventKind.MESSAGE, message=f"m{i}")))
+    queued.append(SessionFacts(mine, {"thread_id": "th"}))
+    tick = Tick()
+    for item in [*queued, tick]:
+        inbox.post(item)
+    assert inbox.busy
+    assert inbox.promote(mine) == 7
+    inbox.post_control(Barrier())
+    taken = [inbox.take() for _ in range(len(queued) + 2)]
+    assert inbox.take() is None
+    ours = [i for i in queued if i.run is mine]
+    theirs = [i for i in queued if i.run is other]
+    assert taken[:7] == ours  # the run's inputs first, in their order
+    assert isinstance(taken[7], Barrier)  # then what was posted to the control lane
+    assert taken[8:] == [*theirs, tick]  # then the rest of the main lane, in its order
+    assert not inbox.busy
+
+
+async def test_an_approval_asked_behind_a_flood_is_applied_after_its_sessions_events_and_before_the_flood(  # noqa: E501
+    make_harness,
+):
+    # Two sessions: the second floods the main lane; the first reports a few events, then
+    # asks for an approval. The approval is applied after the first session's own events
+    # (nothing of a session overtakes what it reported before asking) and before the
+    # flood queued ahead of them. Order from sequence numbers, no timing.
+    h = make_harness([make_issue(1), make_issue(2)], script=hang)
+    await h.start()
+    await h.settle()
+    by_issue = {s.host.issue.id: s for s in h.backend.sessions}
+    asking, flooding = by_issue["id-1"], by_issue["id-2"]
+    before = h.orch.events.last_seq
+    for i in range(FLOOD):
+        flooding.host.emit(AgentEvent(kind=EventKind.MESSAGE, message=f"flood {i}"))
+    for i in range(5):
+        asking.host.emit(AgentEvent(kind=EventKind.MESSAGE, message=f"mine {i}"))
+    request = ApprovalRequest(id="ap-9", issue_id="", kind=ApprovalKind.COMMAND, command="ls")
+    answer = asyncio.ensure_future(asking.host.request_approval(request))
+    await h.until(lambda: h.orch.snapshot().approvals)
+    await h.orch.barrier()
+    events = h.orch.events_since(before, limit=100_000)
+    mine = [e for e in events if e.issue_id == "id-1" and e.kind is EventKind.MESSAGE]
+    flood = [e for e in events if e.issue_id == "id-2" and e.kind is EventKind.MESSAGE]
+    [asked] = [e for e in events if e.kind is EventKind.APPROVAL_REQUESTED]
+    assert [e.message for e in mine] == [f"mine {i}" for i in range(5)]
+    assert [e.message for e in flood] == [f"flood {i}" for i in range(FLOOD)]  # nothing lost
+    assert mine[-1].seq < asked.seq  # after what its session reported before asking
+    assert sum(1 for e in flood if e.seq < asked.seq) < FLOOD // 2  # ahead of the flood
+    [approval] = h.orch.snapshot().approvals
+    assert (await h.orch.send(Approve(approval_id=approval.id))).ok
+    assert (await answer).decision.value == "accept"

@@ -16,12 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from symphony_tui.agents.base import AgentError, SessionHost, TurnResult
+from symphony_tui.agents.codex.coalesce import HOLD_CHARS, HOLD_S, HeldDeltas, delta_event
 from symphony_tui.agents.codex.process import StderrTail
 from symphony_tui.agents.codex.rpc import RequestId, RpcConnection
 from symphony_tui.agents.codex.server_requests import ServerRequests
 from symphony_tui.agents.remote_launch import RemoteLaunch
 from symphony_tui.config.settings import CodexSettings
-from symphony_tui.domain import AgentEvent
+from symphony_tui.domain import AgentEvent, EventKind
 
 
 @dataclass
@@ -80,6 +81,10 @@ class SessionCore:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._interrupting: asyncio.Task[None] | None = None
         self._closed = False
+        # Streamed deltas held while the host is congested (coalesce.py).
+        self._congested: Callable[[], bool] | None = getattr(host, "congested", None)
+        self._held: HeldDeltas | None = None
+        self._held_timer: asyncio.TimerHandle | None = None
 
     # ------------------------------------------------------------------ facts
     @property
@@ -118,7 +123,12 @@ class SessionCore:
         Every event passed here was built by this session for this call and nobody else
         holds it yet, so the stamps are written into it before it is published instead of
         copying it (a copy per agent line was a seventh of the scheduler's CPU under a
-        flood; issue 11): the event is still built once and immutable once emitted."""
+        flood; issue 11): the event is still built once and immutable once emitted.
+
+        Deltas held back (:meth:`_stream`) are handed over first, so a session's events
+        keep their order."""
+        if self._held is not None:
+            self._flush_held()
         update: dict[str, Any] = {}
         if self._session_id and event.session_id is None:
             update["session_id"] = self._session_id
@@ -129,6 +139,53 @@ class SessionCore:
             _stamp_unpublished(event, update)
         with contextlib.suppress(Exception):
             self._host.emit(event)
+
+    # ------------------------------------------------------------------ deltas
+    def _stream(
+        self,
+        kind: EventKind,
+        text: str,
+        item_id: str | None,
+        reasoning: bool = False,
+        summary: bool = False,
+    ) -> None:
+        """A streamed delta: one event at once, or held with the deltas of its item while
+        the host is congested (the rules in :mod:`.coalesce`)."""
+        held = self._held
+        if held is not None:
+            if held.takes(kind, item_id, reasoning, summary) and held.chars + len(text) <= (
+                HOLD_CHARS
+            ):
+                held.add(text)
+                return
+            self._flush_held()
+        congested = self._congested
+        if congested is not None and len(text) < HOLD_CHARS and congested():
+            at = self._rpc.emitted_at if self._rpc is not None else None
+            self._held = HeldDeltas(kind, item_id, reasoning, summary, text, at)
+            self._held_timer = asyncio.get_running_loop().call_later(HOLD_S, self._flush_held)
+            return
+        self._emit(delta_event(kind, text, item_id, reasoning, summary))
+
+    def _flush_held(self) -> None:
+        """Hand the held deltas over as one event (nothing when none are held)."""
+        held, self._held = self._held, None
+        if self._held_timer is not None:
+            self._held_timer.cancel()
+            self._held_timer = None
+        if held is not None:
+            self._emit(held.event())
+
+    async def _pace(self) -> None:
+        """Between batches of lines (``RpcConnection`` ``pace``): held deltas go once the
+        host is no longer congested, then the host's own pacing (``SessionHost.pace``)."""
+        if self._held is not None and not (self._congested is not None and self._congested()):
+            self._flush_held()
+        pace = getattr(self._host, "pace", None)
+        if pace is None:
+            await asyncio.sleep(0)
+        else:
+            await pace()
 
     def _files_of(self, item_id: str) -> tuple[str, ...]:
         return self._file_items.get(item_id, ())

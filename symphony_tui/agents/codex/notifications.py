@@ -15,7 +15,6 @@ from symphony_tui.agents.codex.turns import TurnLifecycle
 from symphony_tui.domain import AgentEvent, EventKind
 from symphony_tui.domain.payloads import (
     AgentTrouble,
-    ItemNote,
     Notice,
     RateLimitReport,
     TokenReport,
@@ -51,34 +50,20 @@ class NotificationDispatch(TurnLifecycle):
                 turn.open_items.pop(str(item.get("id")), None)
             self._emit_opt(ev.item_event(item, "completed"))
         elif method == "item/agentMessage/delta":
-            self._emit(
-                AgentEvent(
-                    kind=EventKind.MESSAGE_DELTA,
-                    message=ev.cap(p.get("delta")),
-                    payload=ItemNote(item_id=_opt_str(p.get("itemId"))),
-                )
-            )
+            self._stream(EventKind.MESSAGE_DELTA, ev.cap(p.get("delta")), _opt_str(p.get("itemId")))
         elif method in ("item/reasoning/summaryTextDelta", "item/reasoning/textDelta"):
             # A MESSAGE_DELTA flagged ``reasoning``: keeps a long think from looking
             # stalled and lets the console show it; the completed item is REASONING.
-            self._emit(
-                AgentEvent(
-                    kind=EventKind.MESSAGE_DELTA,
-                    message=ev.cap(p.get("delta")),
-                    payload=ItemNote(
-                        item_id=_opt_str(p.get("itemId")),
-                        reasoning=True,
-                        summary=method.endswith("summaryTextDelta"),
-                    ),
-                )
+            self._stream(
+                EventKind.MESSAGE_DELTA,
+                ev.cap(p.get("delta")),
+                _opt_str(p.get("itemId")),
+                reasoning=True,
+                summary=method.endswith("summaryTextDelta"),
             )
         elif method == "item/commandExecution/outputDelta":
-            self._emit(
-                AgentEvent(
-                    kind=EventKind.COMMAND_OUTPUT,
-                    message=ev.cap(p.get("delta")),
-                    payload=ItemNote(item_id=_opt_str(p.get("itemId"))),
-                )
+            self._stream(
+                EventKind.COMMAND_OUTPUT, ev.cap(p.get("delta")), _opt_str(p.get("itemId"))
             )
         elif method == "turn/plan/updated":
             self._emit(ev.plan_event(p))

@@ -73,7 +73,7 @@ class CodexSession(NotificationDispatch, RequestServing, ThreadStart):
             on_malformed=self._on_malformed,
             on_eof=self._describe_exit,
             sent=self._sent,
-            pace=getattr(self._host, "pace", None),  # the scheduler's back-pressure
+            pace=self._pace,  # held deltas, then the scheduler's back-pressure
         )
         self._rpc.start()
         try:
@@ -109,6 +109,7 @@ class CodexSession(NotificationDispatch, RequestServing, ThreadStart):
 
     async def _describe_exit(self) -> str:
         """Called at stdout EOF: the exit code and the stderr tail, as one line."""
+        self._flush_held()  # everything the agent wrote is handed over
         code: int | None = None
         if self._proc is not None:
             with contextlib.suppress(TimeoutError):
@@ -131,6 +132,7 @@ class CodexSession(NotificationDispatch, RequestServing, ThreadStart):
         if self._closed:
             return
         self._closed = True
+        self._flush_held()
         if self._on_close is not None:
             self._on_close(self)
         turn = self._turn

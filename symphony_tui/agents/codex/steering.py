@@ -23,6 +23,8 @@ class RequestServing(SessionCore):
     """Answers the server's requests and steers operator notes into the running turn."""
 
     def _on_request(self, rid: RequestId, method: str, params: dict[str, Any]) -> None:
+        # What the agent streamed before asking goes first (held deltas included).
+        self._flush_held()
         task = self._spawn(self._serve(rid, method, params))
         self._serving[rid] = task
 

@@ -129,6 +129,7 @@ class TurnLifecycle(SessionCore):
         turn.done.set_result(TurnResult(status, turn.turn_id, error))
 
     def _abandon(self, turn: Turn, why: str) -> None:
+        self._flush_held()  # the turn's streamed text before its end
         if not turn.done.done():
             turn.done.set_result(TurnResult(TurnStatus.FAILED, turn.turn_id, why))
         self._drop_serving()
