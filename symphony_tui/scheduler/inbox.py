@@ -230,7 +230,7 @@ Input = (
 HIGH_WATER = 4_096
 LOW_WATER = 1_024
 #: Main-lane inputs queued from which the inbox counts as busy (:attr:`Inbox.busy`).
-BUSY_MARK = 256
+BUSY_MARK = 64
 
 
 class Inbox:

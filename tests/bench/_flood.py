@@ -225,6 +225,17 @@ You are working on issue {{{{ issue.identifier }}}}.
             total += last
         return total
 
+    def agent_cpu_seconds(self) -> dict[int, float]:
+        """CPU seconds (user + system) of each live agent process, by pid (the report
+        files are named after them)."""
+        out = {}
+        for path in self.reports.glob("*.jsonl"):
+            try:
+                out[int(path.stem)] = cpu_seconds(int(path.stem))
+            except (OSError, ValueError, IndexError):
+                pass
+        return out
+
     def agent_notes(self, kind: str) -> list[dict[str, Any]]:
         out = []
         for path in self.reports.glob("*.jsonl"):

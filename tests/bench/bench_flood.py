@@ -13,13 +13,16 @@ many codex sessions, each on a scripted agent (:mod:`tests.bench.flood_agent`) s
 instead). Over a measured window it prints:
 
 * agent events/s taken in and scheduler CPU microseconds per event (user + system time of
-  the scheduler process over the same window);
+  the scheduler process over the same window), the scheduler's share of a core, and the
+  scripted agents' CPU (all of them together: on a small machine they compete with the
+  scheduler for its cores, where a real codex's would run elsewhere in CPU terms);
 * latency from an agent writing a line to that line's text showing in a worker's
   ``last_message`` in ``GET /api/v1/state`` (p50 / p99 / max; 100 ms polls);
 * under the same flood: ``GET /api/v1/state`` latency, interrupt-to-agent latency (the
   ``POST /api/v1/commands`` interrupt to the agent reading ``turn/interrupt``; the issue is
   then re-run), approval-visible latency (the agent sending ``requestApproval`` to the
-  approval showing in ``GET /api/v1/snapshot``; 50 ms polls) and approve-to-agent latency;
+  approval showing in ``GET /api/v1/snapshot``; 50 ms polls, answered from another thread so
+  a slow answer does not delay seeing the next one) and approve-to-agent latency;
 * the scheduler's RSS and its longest GC pauses (``gc.callbacks``);
 * the time the scheduler takes to quit (SIGTERM) with all workers running (benchmark f,
   headless).
@@ -32,6 +35,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import queue
 import shutil
 import threading
 import time
@@ -79,6 +83,7 @@ class Probes:
         self.interrupts: list[tuple[str, float]] = []
         self.running: list[dict] = []
         self.interrupt_every_s = 1.0
+        self.to_answer: queue.Queue[str] = queue.Queue()
 
     def poll_state(self) -> None:
         api = Api(self.project.port)
@@ -95,8 +100,9 @@ class Probes:
             self.stop.wait(0.1)
 
     def poll_approvals(self) -> None:
+        """Polls ``/snapshot`` for new approvals; answering them is another thread's job
+        (:meth:`answer_approvals`), so a slow answer never delays seeing the next one."""
         api = Api(self.project.port)
-        cmd = Api(self.project.port)
         while not self.stop.is_set():
             _, body, took = api.call("GET", "/api/v1/snapshot")
             now = time.time()
@@ -108,11 +114,20 @@ class Probes:
                 self.approvals_seen.add(rid)
                 stamp = text.split()[2]
                 self.approval_visible.append(now - float(stamp))
-                _, _, took = cmd.call(
-                    "POST", "/api/v1/commands", {"type": "approve", "approval_id": rid}
-                )
-                self.command_latency.append(took)
+                self.to_answer.put(rid)
             self.stop.wait(0.05)
+
+    def answer_approvals(self) -> None:
+        cmd = Api(self.project.port)
+        while not self.stop.is_set():
+            try:
+                rid = self.to_answer.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            _, _, took = cmd.call(
+                "POST", "/api/v1/commands", {"type": "approve", "approval_id": rid}
+            )
+            self.command_latency.append(took)
 
     def operate(self) -> None:
         api = Api(self.project.port)
@@ -146,7 +161,7 @@ class Probes:
     def start(self) -> list[threading.Thread]:
         threads = [
             threading.Thread(target=self._guard, args=(f,), daemon=True)
-            for f in (self.poll_state, self.poll_approvals, self.operate)
+            for f in (self.poll_state, self.poll_approvals, self.answer_approvals, self.operate)
         ]
         for t in threads:
             t.start()
@@ -203,12 +218,14 @@ def flood(
         time.sleep(3.0)  # warm-up
         probes = Probes(project)
         threads = probes.start()
+        a0 = project.agent_cpu_seconds()
         c0, n0, t0 = cpu_seconds(pid), project.agent_lines(), time.monotonic()
         rss_max = 0.0
         while time.monotonic() - t0 < seconds:
             time.sleep(0.5)
             rss_max = max(rss_max, rss_mb(pid))
         c1, n1, t1 = cpu_seconds(pid), project.agent_lines(), time.monotonic()
+        a1 = project.agent_cpu_seconds()
         probes.stop.set()
         for t in threads:
             t.join(30)
@@ -218,6 +235,12 @@ def flood(
         out.num("agent events taken in", rate_s, "events/s", ">= 25,000/s")
         out.num("scheduler CPU per event", us, "us", "<= 40 us")
         out.num("scheduler CPU use", (c1 - c0) / (t1 - t0) * 100, "% of a core")
+        agents_s = sum(a1[p] - a0[p] for p in a1.keys() & a0.keys())
+        out.num(
+            f"the {workers} agents' CPU use (all together)",
+            agents_s / (t1 - t0) * 100,
+            "% of a core",
+        )
         out.ms("agent line -> API last_message", probes.line_latency)
         out.ms("GET /api/v1/state under the flood", probes.state_latency, "p99 <= 250")
         out.ms("GET /api/v1/snapshot under the flood", probes.snapshot_latency)

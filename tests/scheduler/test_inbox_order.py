@@ -214,7 +214,7 @@ def test_a_runs_queued_inputs_move_to_the_control_lane_in_order_and_others_stay(
     assert not inbox.busy
 
 
-async def test_an_approval_asked_behind_a_flood_is_applied_after_its_sessions_events_and_before_the_flood(  # noqa: E501
+async def test_an_approval_behind_a_flood_goes_after_its_sessions_events_and_before_the_flood(
     make_harness,
 ):
     # Two sessions: the second floods the main lane; the first reports a few events, then

@@ -27,8 +27,8 @@ from symphony_tui.agents.base import AgentError
 
 STDERR_TAIL_LINES = 40
 KILL_GRACE_S = 2.0
-STDOUT_PIPE_BYTES = 4 * 1024
-STDOUT_READER_LIMIT = 2 * 1024
+STDOUT_PIPE_BYTES = 16 * 1024
+STDOUT_READER_LIMIT = 8 * 1024
 
 
 async def launch(command: str, cwd: Path, env: Mapping[str, str]) -> asyncio.subprocess.Process:
