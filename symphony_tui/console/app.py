@@ -44,6 +44,7 @@ from symphony_tui.console.registry import (
 )
 from symphony_tui.console.screens.approvals import ApprovalsScreen
 from symphony_tui.console.screens.help import HelpScreen
+from symphony_tui.console.screens.hosts import NO_HOSTS, HostsScreen
 from symphony_tui.console.screens.main import MainScreen
 from symphony_tui.console.screens.recovered import RecoveredScreen
 from symphony_tui.console.screens.worker import WorkerScreen
@@ -211,6 +212,16 @@ class SymphonyApp(
         if not isinstance(self.screen, RecoveredScreen):
             self.push_screen(RecoveredScreen())
             self.call_after_refresh(self.tick)
+
+    def action_show_hosts(self) -> None:
+        """The worker hosts screen; without hosts in the snapshot, one line saying so."""
+        if isinstance(self.screen, HostsScreen):
+            return
+        if self._snapshot is None or not self._snapshot.hosts:
+            self.notify(NO_HOSTS, title="hosts", markup=False)
+            return
+        self.push_screen(HostsScreen())
+        self.call_after_refresh(self.tick)
 
     def open_worker(self, issue_id: str) -> None:
         """Push the worker detail screen of ``issue_id``."""

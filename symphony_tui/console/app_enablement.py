@@ -12,6 +12,7 @@ from symphony_tui.console.approval_text import permission_choices
 from symphony_tui.console.registry import (
     APP_BY_ACTION,
     ConsoleCommand,
+    commands_for,
     display_key,
 )
 from symphony_tui.console.sanitize import one_line
@@ -101,7 +102,7 @@ class EnablementMixin:
         wait: say where they are instead of doing nothing (the binding itself is disabled,
         so the key reaches here; text inputs consume their keys before)."""
         snapshot = self._snapshot
-        if snapshot is None or not snapshot.approvals:
+        if snapshot is None or not snapshot.approvals or self._screen_binds(event.key):
             return
         cmd = next(
             (
@@ -126,6 +127,16 @@ class EnablementMixin:
             one_line(f"{what}; waiting: {', '.join(where)} (v opens the approvals)", 200),
             severity="warning",
             markup=False,
+        )
+
+    def _screen_binds(self, key: str) -> bool:
+        """The active screen has its own command on ``key`` (the hosts screen's ``d``
+        drains): that key is the screen's there, not an approval key."""
+        scope = getattr(self.screen, "CONSOLE_SCOPE", None)
+        if scope is None or scope == "app":
+            return False
+        return any(
+            key in self._user_keymap.get(c.id, c.key).split(",") for c in commands_for(scope)
         )
 
     def key_for(self, cmd: ConsoleCommand) -> str:

@@ -17,7 +17,7 @@ from typing import Literal
 
 from textual.binding import Binding
 
-Scope = Literal["app", "main", "worker", "approvals", "recovered", "diff", "audit"]
+Scope = Literal["app", "main", "worker", "approvals", "recovered", "diff", "audit", "hosts"]
 Requires = Literal[
     "issue",
     "running",
@@ -39,6 +39,7 @@ SCOPE_TITLES: dict[Scope, str] = {
     "recovered": "Recovered workspaces",
     "diff": "Diff",
     "audit": "Audit log",
+    "hosts": "Worker hosts",
 }
 
 
@@ -186,6 +187,11 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
         show=False,
     ),
     ConsoleCommand(
+        "hosts", "h", "show_hosts", "Hosts",
+        "Open the worker hosts screen (worker.ssh_hosts): up/down, runs, drain",
+        show=False,
+    ),
+    ConsoleCommand(
         "help", "question_mark", "help", "Help", "Show every key",
         key_display="?",
     ),
@@ -307,6 +313,25 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
         "copy_path", "y", "copy_path", "Copy path",
         "Copy the workspace path to the clipboard (OSC 52, your terminal permitting)",
         scope="recovered",
+    ),
+    ConsoleCommand(
+        "hosts_back", "escape", "app.pop_screen", "Back",
+        "Back to the previous screen", scope="hosts", palette=False,
+    ),
+    ConsoleCommand(
+        "drain_host", "d", "drain_selected", "Drain",
+        "Drain the selected host: no new issue goes there; its runs go on",
+        scope="hosts", confirm=True,
+    ),
+    ConsoleCommand(
+        "undrain_host", "d", "undrain_selected", "Undrain",
+        "Undrain the selected host: it takes new issues again",
+        scope="hosts",
+    ),
+    ConsoleCommand(
+        "probe_host", "P", "probe_selected", "Probe now",
+        "Probe the selected down host now instead of at the end of its backoff",
+        scope="hosts",
     ),
 )  # fmt: skip
 

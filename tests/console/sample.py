@@ -323,3 +323,33 @@ def sample_tools(port: FakePort) -> FakePort:
                    detail="/ws/DEMO-1", message="bash exited with 0"),
     ]  # fmt: skip
     return port
+
+
+def sample_hosts(port: FakePort) -> FakePort:
+    """Three worker hosts (issue 14): one up with both runs, one down (drained, with a
+    workspace recovered there), one up and drained; the runs and a recovered workspace
+    name their host."""
+    from symphony_tui.domain.snapshot import HostRow
+
+    snap = port.current
+    running = tuple(r.model_copy(update={"host": "build-1"}) for r in snap.running)
+    recovered = tuple(
+        w.model_copy(update={"host": "ci@build-2:2222", "path": "/srv/ws/DEMO-9"})
+        if w.key == "DEMO-9"
+        else w
+        for w in snap.recovered
+    )
+    port.update(
+        running=running,
+        recovered=recovered,
+        hosts=(
+            HostRow(name="build-1", up=True, running=2, capacity=4, rtt_ms=3.2,
+                    since=ago(3600), workspaces=3),
+            HostRow(name="ci@build-2:2222", up=False, running=0, capacity=2, rtt_ms=41.0,
+                    since=ago(300), drained=True, workspaces=1,
+                    last_error="host ci@build-2:2222 refused the connection (ssh exit 255)"),
+            HostRow(name="[fd00::7]:22", up=True, running=0, capacity=4, rtt_ms=12.6,
+                    since=ago(3600), drained=True),
+        ),
+    )  # fmt: skip
+    return port

@@ -123,3 +123,18 @@ async def test_audit_screen(port, make_app, svg_snapshot, size):
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 async def test_workspace_dialog(port, make_app, svg_snapshot, size):
     assert await shoot(make_app(port), size, keys=("2", "o")) == svg_snapshot
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_hosts_screen(port, make_app, svg_snapshot, size):
+    from tests.console.sample import sample_hosts
+
+    app = make_app(sample_hosts(port))
+    assert await shoot(app, size, keys=("h", "down")) == svg_snapshot
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_main_screen_with_hosts(port, make_app, svg_snapshot, size):
+    from tests.console.sample import sample_hosts
+
+    assert await shoot(make_app(sample_hosts(port)), size) == svg_snapshot

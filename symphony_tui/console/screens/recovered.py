@@ -39,6 +39,11 @@ COLUMNS = (
     ("ended", "Ended", 6),
     ("tokens", "Tokens", 6),
 )
+#: With worker hosts configured (issue 14): the host after the issue, and no tokens column
+#: (the detail has them) so the row still fits 80 columns; the host gives up to 3 cells
+#: to the title there.
+COLUMNS_WITH_HOSTS = (COLUMNS[0], ("host", "Host", 10), *COLUMNS[1:-1])
+HOST_SHRINK = {"host": 7}
 
 
 @dataclass(frozen=True)
@@ -106,6 +111,9 @@ def rerun_plan(w: RecoveredWorkspace, snapshot: Snapshot) -> RerunPlan:
 
 
 def recovered_rows(snapshot: Snapshot, now: datetime, tones: Tones) -> list[tuple[str, Row]]:
+    """(workspace key, cells) in ``COLUMNS``, or ``COLUMNS_WITH_HOSTS`` when the snapshot
+    has worker hosts (``-``: a workspace on this machine)."""
+    hosts = bool(snapshot.hosts)
     rows: list[tuple[str, Row]] = []
     for w in snapshot.recovered:
         failed = (w.status or "").lower() in {"failed", "timed_out", "stalled"} or bool(w.error)
@@ -128,6 +136,9 @@ def recovered_rows(snapshot: Snapshot, now: datetime, tones: Tones) -> list[tupl
                 ),
             )
         )
+        if hosts:
+            key, cells = rows[-1]
+            rows[-1] = (key, (cells[0], inert(w.host or "-", limit=40), *cells[1:-1]))
     return rows
 
 
@@ -206,6 +217,10 @@ class RecoveredScreen(Screen[None]):
     def show(self, snapshot: Snapshot, now: datetime, tones: Tones) -> None:
         self._snapshot = snapshot
         table = self.query_one("#recovered", KeyedTable)
+        hosts = bool(snapshot.hosts)
+        table.set_column_spec(
+            COLUMNS_WITH_HOSTS if hosts else COLUMNS, HOST_SHRINK if hosts else None
+        )
         table.sync(recovered_rows(snapshot, now, tones))
         table.border_title = f"Recovered workspaces ({len(snapshot.recovered)})"
         self._show_detail(tones)

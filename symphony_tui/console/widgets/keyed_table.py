@@ -9,7 +9,7 @@ the same key.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 from rich.text import Text
@@ -92,7 +92,8 @@ class RowCache:
 class KeyedTable(DataTable):
     """``columns``: (key, label, width) triples; ``flex`` names the one column that takes
     the width left over (at least its given width), recomputed only on resize. Feed it
-    with :meth:`sync`.
+    with :meth:`sync`. ``shrink`` maps columns to the least width they may give up to the
+    flex column while it is narrower than its given width (in that order).
 
     ``home``/``end`` move the cursor to the first/last row (DataTable only scrolls
     sideways there), so a row key acts on the row the operator sees."""
@@ -103,11 +104,17 @@ class KeyedTable(DataTable):
     ]
 
     def __init__(
-        self, columns: Sequence[tuple[str, str, int]], *, flex: str | None = None, **kwargs
+        self,
+        columns: Sequence[tuple[str, str, int]],
+        *,
+        flex: str | None = None,
+        shrink: Mapping[str, int] | None = None,
+        **kwargs,
     ) -> None:
         super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)
         self._column_spec = tuple(columns)
         self._flex = flex
+        self._shrink = dict(shrink or {})
         self._widths: tuple[int, ...] = ()
         self._rows: dict[str, Row] = {}
         self._order: list[str] = []
@@ -142,6 +149,22 @@ class KeyedTable(DataTable):
             self._set_columns(widths)
             self._rebuild(self.rows_for_widths() or [(k, self._rows[k]) for k in self._order])
 
+    def set_column_spec(
+        self, columns: Sequence[tuple[str, str, int]], shrink: Mapping[str, int] | None = None
+    ) -> bool:
+        """Show other columns (e.g. a host column once worker hosts are configured): the
+        table starts over empty, the next :meth:`sync` fills it. False when unchanged."""
+        columns = tuple(columns)
+        if columns == self._column_spec:
+            return False
+        self._column_spec = columns
+        self._shrink = dict(shrink or {})
+        self._bound_caches()
+        self._rows, self._order = {}, []
+        if self.is_mounted:
+            self._set_columns(self._column_widths(self.scrollable_content_region.width))
+        return True
+
     def rows_for_widths(self) -> list[tuple[str, Row]] | None:
         """Rows rebuilt for new column widths, or ``None`` to keep the cells as they are
         (for tables whose cells do not depend on the widths)."""
@@ -151,10 +174,18 @@ class KeyedTable(DataTable):
         widths = [w for _, _, w in self._column_spec]
         if self._flex is None or available <= 0:
             return tuple(widths)
-        index = [c[0] for c in self._column_spec].index(self._flex)
+        keys = [c[0] for c in self._column_spec]
+        index = keys.index(self._flex)
         padding = 2 * self.cell_padding * len(widths)
         fixed = sum(w for i, w in enumerate(widths) if i != index)
-        widths[index] = max(available - fixed - padding - 1, 8)
+        wanted = widths[index]
+        widths[index] = available - fixed - padding - 1
+        for key, least in self._shrink.items():
+            give = min(wanted - widths[index], widths[keys.index(key)] - least)
+            if give > 0:
+                widths[keys.index(key)] -= give
+                widths[index] += give
+        widths[index] = max(widths[index], 8)
         return tuple(widths)
 
     def _set_columns(self, widths: tuple[int, ...]) -> None:

@@ -45,9 +45,11 @@ def status_text(snapshot: Snapshot, now: datetime, tones: Tones, link=None) -> T
         room = "" if None in caps else f"/{sum(c or 0 for c in caps)}"
         busy = sum(h.running for h in s.hosts)
         text.append(" │ ")
+        drained = sum(1 for h in s.hosts if h.drained)
         text.append(
-            f"⇄ {up}/{len(s.hosts)} hosts up · {busy}{room} on hosts",
-            style=tones.warning if up < len(s.hosts) else "",
+            f"⇄ {up}/{len(s.hosts)} hosts up · {busy}{room} on hosts"
+            + (f" · {drained} drained" if drained else ""),
+            style=tones.warning if up < len(s.hosts) or drained else "",
         )
     if s.approvals:
         text.append(" │ ")

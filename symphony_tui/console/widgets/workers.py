@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from datetime import datetime
+from typing import Any
 
 from rich.text import Text
 
@@ -31,6 +32,11 @@ COLUMNS = (
     ("tokens", "Tokens", 7),
     ("last", "Last event", 16),
 )
+#: With worker hosts configured (issue 14): the host after the issue; at 80 columns it
+#: gives up to 3 cells, the status 2, to the last event (see ``KeyedTable``'s ``shrink``).
+HOST_COLUMN = ("host", "Host", 10)
+COLUMNS_WITH_HOSTS = (*COLUMNS[:2], HOST_COLUMN, *COLUMNS[2:])
+HOST_SHRINK = {"host": 7, "status": 10}
 
 MIN_MESSAGE_CELLS = 8  # below this the event kind gives way to the message
 
@@ -60,9 +66,11 @@ def worker_rows(
     cache: RowCache | None = None,
     last_width: int = 120,
     gate: ActivityGate | None = None,
+    hosts: bool = False,
 ) -> list[tuple[str, Row]]:
     """(issue id, cells) of the running rows; the last-event cell fits ``last_width``
-    cells (its column's width: the table would crop the newest words). With a ``cache``,
+    cells (its column's width: the table would crop the newest words). ``hosts``: a host
+    cell after the issue (``COLUMNS_WITH_HOSTS``; ``-`` for a run here). With a ``cache``,
     only cells whose value changed are rebuilt (with many busy workers, usually just the
     last event); with a ``gate``, the last-event cell keeps what it showed until the gate
     lets the new one through."""
@@ -74,7 +82,7 @@ def worker_rows(
     def plain(v: str) -> Text:
         return Text(v, end="")
 
-    makers = (
+    makers: tuple[Callable[[Any], Text], ...] = (
         lambda n: Text(f"⚑{min(n, 9)}", style=tones.warning, end="") if n else Text("", end=""),
         lambda v: inert(v, tones.bold, limit=10),
         lambda v: fmt.labelled(fmt.STATUS_LABELS.get(v) or fmt.BUDGET_LABEL, tones),
@@ -84,12 +92,14 @@ def worker_rows(
         plain,
         lambda a: last_activity(a.row, tones, a.width),
     )
+    if hosts:
+        makers = (*makers[:2], lambda v: inert(v, limit=40), *makers[2:])
     rows: list[tuple[str, Row]] = []
     for r in snapshot.running:
         budget = r.budget_reached
         if budget is not None:  # held: the row says why, until the operator decides
             r = r.model_copy(update={"last_event": "budget reached", "last_message": budget})
-        inputs = (
+        inputs: tuple = (
             r.pending_approvals,
             r.issue_identifier,
             r.status if budget is None else "budget",
@@ -99,6 +109,8 @@ def worker_rows(
             fmt.compact(r.tokens.total_tokens),
             activity(r, last_width),
         )
+        if hosts:
+            inputs = (*inputs[:2], r.host or "-", *inputs[2:])
         rows.append((r.issue_id, cache.row(r.issue_id, inputs, makers, tones)))
     cache.retain(k for k, _ in rows)
     if gate is not None:
@@ -174,8 +186,14 @@ class WorkersTable(KeyedTable):
 
     def show(self, snapshot: Snapshot, now: datetime, tones: Tones) -> bool:
         self._shown = (snapshot, now, tones)
+        hosts = bool(snapshot.hosts)
+        if self.set_column_spec(
+            COLUMNS_WITH_HOSTS if hosts else COLUMNS, HOST_SHRINK if hosts else None
+        ):
+            self._cache = RowCache()  # the cells are laid out differently
         width = self.column_width("last")
-        return self.sync(worker_rows(snapshot, now, tones, self._cache, width, self._gate))
+        rows = worker_rows(snapshot, now, tones, self._cache, width, self._gate, hosts)
+        return self.sync(rows)
 
     @property
     def holding(self) -> bool:
@@ -188,4 +206,5 @@ class WorkersTable(KeyedTable):
             return None
         snapshot, now, tones = self._shown
         width = self.column_width("last")
-        return worker_rows(snapshot, now, tones, self._cache, width, self._gate)
+        hosts = bool(snapshot.hosts)
+        return worker_rows(snapshot, now, tones, self._cache, width, self._gate, hosts)
