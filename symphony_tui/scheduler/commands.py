@@ -252,7 +252,13 @@ class OperatorCommands:
         self._request_refresh()
 
     def workspace_removed(self, key: str, removed: bool, note: str) -> None:
-        """A workspace removal ended: rescan recovered workspaces, announce a removal."""
+        """A workspace removal ended: rescan recovered workspaces, announce a removal. A
+        removed workspace on a worker host no longer ties its issue to that host
+        (``HostBook.forget``): its next run may go to any host, e.g. off a drained one."""
+        hosts = self._state.hosts
+        for w in self._state.recovered if removed else ():
+            if w.key == key and w.host and w.issue_id and hosts.home.get(w.issue_id) == w.host:
+                hosts.forget(w.issue_id)
         self._refresh_recovered()
         if removed:
             known = next(

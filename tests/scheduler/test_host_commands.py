@@ -67,3 +67,23 @@ async def test_without_hosts_the_host_commands_say_so(make_harness):
         assert not result.ok
         assert result.message == "no worker hosts are configured (worker.ssh_hosts)"
     assert h.orch.snapshot().hosts == ()
+
+
+async def test_removing_a_workspace_on_a_host_frees_its_issue_from_that_host(make_harness):
+    from symphony_tui.domain import RecoveredWorkspace
+
+    h = make_harness([], front=HOSTS)
+    await h.start()
+    state = h.orch.state
+    state.hosts.placed("id-7", "127.0.0.1:9")
+    state.hosts.placed("id-8", "127.0.0.1:9")
+    assert (await h.orch.send(DrainHost(host="127.0.0.1:9"))).ok
+    assert state.hosts.place("id-7", {}) == "127.0.0.1:9"  # its workspace is there
+    state.recovered = (
+        RecoveredWorkspace(key="ABC-7", path="/w/ABC-7", host="127.0.0.1:9", issue_id="id-7"),
+        RecoveredWorkspace(key="ABC-8", path="/w/ABC-8", host="127.0.0.1:9", issue_id="id-8"),
+    )
+    h.orch._commands.workspace_removed("ABC-7", True, "")
+    h.orch._commands.workspace_removed("ABC-8", False, "")  # the removal failed
+    assert state.hosts.place("id-7", {}) == "127.0.0.2:9"  # anywhere but the drained one
+    assert state.hosts.place("id-8", {}) == "127.0.0.1:9"
