@@ -3,6 +3,10 @@ docs/architecture.md).
 
 Pure: scheduler state in, a new ``Snapshot`` out. Nothing here mutates its inputs, reads a
 clock or does I/O, so the orchestrator decides when to rebuild (and caches the result).
+An :class:`IssueRowCache` passed in keeps the issue rows of the last build and reuses each
+one whose inputs are the same objects (issue rows are most of a build with a big tracker:
+33 ms of 35 at 2,000 issues, rebuilt on every agent event otherwise); the result is the
+same as without it.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ def build_snapshot(
     next_poll_at: datetime | None,
     tracker_errors: int = 0,
     hosts: tuple[HostRow, ...] = (),
+    row_cache: IssueRowCache | None = None,
 ) -> Snapshot:
     """The scheduler's state as one frozen ``Snapshot``.
 
@@ -73,7 +78,13 @@ def build_snapshot(
         tracker_kind=settings.tracker.kind or "",
         backend=settings.agent.backend,
         issues=_issue_rows(
-            known, running, {e.issue_id for e in retries}, held, completed, settings
+            known,
+            running,
+            {e.issue_id for e in retries},
+            held,
+            completed,
+            settings,
+            row_cache or IssueRowCache(),
         ),
         running=_running_rows(running),
         retrying=tuple(
@@ -109,6 +120,29 @@ def build_snapshot(
     )
 
 
+class IssueRowCache:
+    """The issue rows of the last build (see the module docstring). A row is reused when
+    its issue and the settings are the very objects it was built from (both frozen) and
+    its claim and note are equal; the dispatch order is reused while ``known`` holds the
+    very same issue objects in the same order."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, tuple[Issue, Settings, ClaimState, str, IssueRow]] = {}
+        self._given: list[Issue] = []
+        self._sorted: list[Issue] = []
+        #: The claims' inputs of the last build and its whole tuple of rows.
+        self.claims: tuple[object, ...] = ()
+        self.last: tuple[IssueRow, ...] = ()
+
+    def dispatch_order(self, issues: list[Issue]) -> tuple[list[Issue], bool]:
+        """``issues`` in dispatch order, and whether they are the last call's very ones."""
+        given = self._given
+        if len(given) != len(issues) or any(a is not b for a, b in zip(given, issues, strict=True)):
+            self._given, self._sorted = issues, policy.sort_for_dispatch(issues)
+            return self._sorted, False
+        return self._sorted, True
+
+
 def _issue_rows(
     known: Mapping[str, Issue],
     running: Mapping[str, Run],
@@ -116,9 +150,22 @@ def _issue_rows(
     held: Collection[str],
     completed: Sequence[str],
     settings: Settings,
+    cache: IssueRowCache,
 ) -> tuple[IssueRow, ...]:
+    order, same_issues = cache.dispatch_order(list(known.values()))
+    claims = (
+        settings,
+        frozenset(running),
+        frozenset(retrying),
+        frozenset(held),
+        tuple(completed),
+    )
+    if same_issues and claims == cache.claims:  # e.g. only agent traffic changed
+        return cache.last
     rows = []
-    for issue in policy.sort_for_dispatch(known.values()):
+    done = set(completed)
+    last, kept = cache.rows, {}
+    for issue in order:
         if issue.id in running:
             claim = ClaimState.RUNNING
         elif issue.id in retrying:
@@ -130,10 +177,19 @@ def _issue_rows(
         note = ""
         if issue.id in held:
             note = "held by operator"
-        elif issue.identifier in completed and claim is ClaimState.UNCLAIMED:
+        elif issue.identifier in done and claim is ClaimState.UNCLAIMED:
             note = "completed"
-        rows.append(
-            IssueRow(
+        hit = last.get(issue.id)
+        if (
+            hit is not None
+            and hit[0] is issue
+            and hit[1] is settings
+            and hit[2] is claim
+            and hit[3] == note
+        ):
+            row = hit[4]
+        else:
+            row = IssueRow(
                 issue_id=issue.id,
                 identifier=issue.identifier,
                 title=issue.title,
@@ -144,8 +200,10 @@ def _issue_rows(
                 blocked=policy.blocked_by_open_issue(issue, settings),
                 note=note,
             )
-        )
-    return tuple(rows)
+        kept[issue.id] = (issue, settings, claim, note, row)
+        rows.append(row)
+    cache.rows, cache.claims, cache.last = kept, claims, tuple(rows)
+    return cache.last
 
 
 def _running_rows(running: Mapping[str, Run]) -> tuple[RunningRow, ...]:

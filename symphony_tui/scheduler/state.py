@@ -40,7 +40,7 @@ from symphony_tui.scheduler.eventlog import EventHistory
 from symphony_tui.scheduler.holds import Holds
 from symphony_tui.scheduler.run import Run
 from symphony_tui.scheduler.session_events import SessionRecorder
-from symphony_tui.scheduler.snapshots import build_snapshot
+from symphony_tui.scheduler.snapshots import IssueRowCache, build_snapshot
 from symphony_tui.scheduler.tokens import TokenLedger
 from symphony_tui.scheduler.usage_ledger import UsageLedger
 from symphony_tui.scheduler.worker_hosts import HostBook
@@ -119,6 +119,7 @@ class SchedulerState:
         #: Bumped by every change a snapshot shows.
         self.version = 0
         self._snapshot: tuple[int, float, Snapshot] | None = None
+        self._rows = IssueRowCache()  # issue rows reused between snapshot builds
 
     @property
     def settings(self) -> Settings:
@@ -430,4 +431,5 @@ class SchedulerState:
             last_poll_at=self.last_poll_at,
             next_poll_at=self.next_poll_at,
             hosts=self.hosts.rows(self.running, self.recovered) if self.hosts.enabled else (),
+            row_cache=self._rows,
         )
