@@ -26,6 +26,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 AGENT = Path(__file__).resolve().parent / "flood_agent.py"
+HOST = Path(__file__).resolve().parent / "sched_host.py"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 STAMP = re.compile(r"@(\d{9,11}\.\d+)")
 
@@ -175,7 +176,9 @@ You are working on issue {{{{ issue.identifier }}}}.
 
     def host_argv(self, *, headless: bool = True) -> list[str]:
         workflow = self.write()
-        argv = [sys.executable, "-m", "tests.bench.sched_host", str(self.stats_file), "--"]
+        # This tree's host by path (not ``-m``, which would find the checked-out tree's
+        # under ``root``): the GC figures are measured alike for both sides of --before.
+        argv = [sys.executable, str(HOST), str(self.stats_file), "--"]
         argv += [str(workflow), "--no-lock", "--port", str(self.port)]
         argv += ["--log-dir", str(self.tmp / "logs")]
         return argv + (["--headless"] if headless else [])
