@@ -18,7 +18,12 @@ trusted to be bash) reads: always ``sh -c <script>`` with the script quoted by
 
 Errors: :class:`SshError` with a one-line reason: ssh exit 255 is the *connection*
 failing (``unreachable``, ``refused``, ``timeout``, ``auth``, ``unknown_host``), never the
-remote command; a local deadline is ``timeout``.
+remote command; a local deadline is ``timeout``. ssh's own messages often span lines
+(a banner, a warning, then the error): the reason keeps the line that names the failure.
+
+:func:`reached_at` tells when a host last answered any command of this process (so a
+holder of a "this host is down" verdict, like the remote manifests, can drop it as soon as
+a probe got through).
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +56,18 @@ _ENV_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01234
 _control_lock = threading.RLock()
 _control_dir: Path | None = None
 _masters: dict[str, list[str]] = {}
+#: host entry -> monotonic seconds when a command last reached it (any exit but 255).
+_reached: dict[str, float] = {}
+
+
+def reached_at(host: str) -> float:
+    """Monotonic seconds when ``host`` (the entry's name) last answered a command of this
+    process (any :class:`SshTarget`); 0.0 when never."""
+    return _reached.get(host, 0.0)
+
+
+def _mark_reached(host: str) -> None:
+    _reached[host] = time.monotonic()
 
 
 class SshError(Exception):
@@ -135,20 +153,33 @@ def remote_command(script: str) -> str:
     return "sh -c " + shlex.quote(one_line)
 
 
+#: (code, what ssh writes, the reason's words), first match wins (ssh(1) messages).
+_FAILURES = (
+    ("unknown_host", ("could not resolve", "name or service not known"), "is unknown"),
+    ("auth", ("host key verification failed",), "host key not trusted"),
+    ("auth", ("permission denied", "no supported authentication"), "refused the key"),
+    ("refused", ("connection refused",), "refused the connection"),
+    ("timeout", ("timed out", "timeout"), "did not answer in time"),
+)
+_REASON_LIMIT = 200
+
+
 def _classify(host: str, stderr: str) -> SshError:
-    text = stderr.strip().splitlines()
-    last = text[-1].strip() if text else "ssh exited 255 without a message"
-    low = stderr.lower()
-    if "connection refused" in low:
-        return SshError("refused", host, f"refused the connection ({last})")
-    if "timed out" in low or "timeout" in low:
-        return SshError("timeout", host, f"did not answer in time ({last})")
-    if "permission denied" in low or "no supported authentication" in low:
-        return SshError("auth", host, f"refused the key ({last})")
-    if "could not resolve" in low or "name or service not known" in low:
-        return SshError("unknown_host", host, f"is unknown ({last})")
-    if "host key verification failed" in low:
-        return SshError("auth", host, f"host key not trusted ({last})")
+    """ssh's exit-255 text as one :class:`SshError`: the reason is one line, the line of
+    the text that names the failure (ssh often writes a banner, warnings or a proxy's
+    errors around it; a stale master socket's line is passed over), without control characters and at most ``_REASON_LIMIT`` long."""
+    lines = [
+        "".join(c for c in line if c.isprintable()).strip()
+        for line in stderr.replace("\r", "\n").splitlines()
+    ]
+    lines = [line for line in lines if line]
+    # A stale master socket is only ssh falling back to a connection of its own.
+    lines = [x for x in lines if "control socket" not in x.lower()] or lines
+    for code, needles, words in _FAILURES:
+        line = next((x for x in lines if any(n in x.lower() for n in needles)), None)
+        if line is not None:
+            return SshError(code, host, f"{words} ({line[:_REASON_LIMIT]})")
+    last = lines[-1][:_REASON_LIMIT] if lines else "ssh exited 255 without a message"
     return SshError("unreachable", host, f"is unreachable ({last})")
 
 
@@ -248,6 +279,7 @@ class SshTarget:
                 message = err.read().decode("utf-8", "replace")
             if code != 0:
                 raise _classify(self.name, message)
+            _mark_reached(self.name)
             with _control_lock:
                 _masters[str(self.control_path)] = [
                     *self._base(), "-o", f"ControlPath={self.control_path}",
@@ -314,6 +346,7 @@ class SshTarget:
         code = proc.returncode if proc.returncode is not None else SSH_ERROR_EXIT
         if code == SSH_ERROR_EXIT:
             raise _classify(self.name, err_out.decode("utf-8", "replace"))
+        _mark_reached(self.name)
         return Completed(code, out, err_out)
 
     def run_sync(
@@ -338,6 +371,7 @@ class SshTarget:
             raise SshError("no_ssh", self.name, f"cannot start {self.program}: {err}") from err
         if done.returncode == SSH_ERROR_EXIT:
             raise _classify(self.name, done.stderr.decode("utf-8", "replace"))
+        _mark_reached(self.name)
         return Completed(done.returncode, done.stdout, done.stderr)
 
     async def probe(self, timeout_s: float | None = None) -> float:

@@ -11,7 +11,9 @@ Errors: a failed write raises ``OSError`` with a one-line reason (the writer log
 goes on); reads never raise (``{}``). Once the host cannot be reached, further reads and
 writes fail at once for :data:`DOWN_HOLD_S` seconds instead of each waiting for ssh's
 connect timeout on the one writer thread (which every other host's writes, and the
-scheduler's barrier, wait behind).
+scheduler's barrier, wait behind). The hold ends early once any command of this process
+reached the host again (``hosts.ssh.reached_at``: the scheduler's probe that marks it
+up), so a host that is back takes its manifests at once.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from symphony_tui.hosts.remote_group import home_path
-from symphony_tui.hosts.ssh import SshError, SshTarget
+from symphony_tui.hosts.ssh import SshError, SshTarget, reached_at
 from symphony_tui.workspaces.manifest import _GITIGNORE, MANIFEST_DIR, SECTIONS, _json_default
 
 #: Seconds one manifest read or write may take on the host.
@@ -54,17 +56,25 @@ class RemoteManifests:
         self.target = target
         self._lock = threading.Lock()
         self._cache: dict[tuple[Path, str], dict[str, Any]] = {}
+        self._down_since = 0.0
         self._down_until = 0.0
         self._down_reason = ""
 
+    def held(self) -> bool:
+        """True while reads and writes fail at once: within :data:`DOWN_HOLD_S` of a
+        connection failure, unless the host answered a command since."""
+        now = time.monotonic()
+        return now < self._down_until and reached_at(self.target.name) <= self._down_since
+
     def _run(self, script: str, stdin: bytes | None = None):
         """One command on the host; ``SshError`` (at once while the host is held down)."""
-        if time.monotonic() < self._down_until:
+        if self.held():
             raise SshError("unreachable", self.target.name, f"{self._down_reason} (held)")
         try:
             return self.target.run_sync(script, stdin=stdin, timeout_s=MANIFEST_TIMEOUT_S)
         except SshError as err:
-            self._down_until = time.monotonic() + DOWN_HOLD_S
+            self._down_since = time.monotonic()
+            self._down_until = self._down_since + DOWN_HOLD_S
             self._down_reason = err.reason
             raise
 
