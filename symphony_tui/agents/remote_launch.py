@@ -64,7 +64,9 @@ class RemoteLaunch:
             await self.target.ensure_master()
         except SshError as err:
             raise host_lost(AgentError("launch_failed", str(err)), self.host) from None
-        script = group_script(self.cwd, command, pgid_file=self.pgid_file, env=self.env)
+        script = group_script(
+            self.cwd, command, pgid_file=self.pgid_file, env=self.env, keep_while_group_lives=True
+        )
         try:
             self.proc = await asyncio.create_subprocess_exec(
                 *self.target.argv(script),

@@ -72,7 +72,7 @@ from symphony_tui.scheduler.inbox import (
 )
 from symphony_tui.scheduler.port import CommandResult
 from symphony_tui.scheduler.run import Run
-from symphony_tui.scheduler.startup import sweep_terminal_workspaces
+from symphony_tui.scheduler.startup import HostArrivals, sweep_terminal_workspaces
 from symphony_tui.scheduler.usage_ledger import UsageLedger
 from symphony_tui.scheduler.worker import start_worker
 from symphony_tui.trackers.base import Tracker
@@ -213,7 +213,10 @@ class Orchestrator:
             await restore_usage(self.state, self.state.usage)
         self.state.mark_started()
         self.state.log("info", "scheduler starting", workflow=str(self.store.current.path))
-        await sweep_terminal_workspaces(self.state, self.tracker)
+        terminal = await sweep_terminal_workspaces(self.state, self.tracker, hosts=False)
+        # Worker hosts are reached in the background (issue 14): nothing here, nor the
+        # first tick, waits for one that cannot be reached.
+        self.dispatcher.probes.start(HostArrivals(self.state, terminal, self._rescan).reached)
         self.refresh_recovered()
         self.state.restore_holds()
         if self._watch_workflow:
@@ -360,6 +363,11 @@ class Orchestrator:
         """Wait until every input posted before this call was handled (workers: the
         session's reports are applied before the turn's outcome is read)."""
         await self._ask(Barrier())
+
+    def _rescan(self) -> None:
+        """Rescan recovered workspaces in the background (a worker host came up)."""
+        self._scans.mark_stale()
+        self._scans.rescan_if_stale()
 
     def refresh_recovered(self) -> None:
         """Rescan workspaces left by earlier runs (shown as recovered), now. A background

@@ -5,7 +5,9 @@ for queued manifest writes). The loop asks for one now (:meth:`RecoveredScans.no
 and operator commands) or marks the list stale when runs end (:meth:`mark_stale`); a stale
 list is rescanned once, in a thread, for all the runs that ended together
 (:meth:`rescan_if_stale`), and its result comes back as a ``Recovered`` input
-(:meth:`apply`). A scan outdated by a newer one is dropped (``generation``).
+(:meth:`apply`). A scan outdated by a newer one is dropped (``generation``). Worker
+hosts are listed only while up (a down or not yet reached host would cost ssh's connect
+timeout); one that comes up asks for a rescan.
 """
 
 from __future__ import annotations
@@ -39,11 +41,15 @@ class RecoveredScans:
         #: The background scan under way, or None.
         self.task: asyncio.Task | None = None
 
+    def _hosts(self) -> list[str]:
+        hosts = self._state.hosts
+        return [h.name for h in hosts.hosts() if h.up] if hosts.enabled else []
+
     def now(self) -> None:
         """Rescan now, in the caller; a background scan still running is then outdated."""
         self._generation += 1
         try:
-            self._state.set_recovered(tuple(self._workspaces.recover()))
+            self._state.set_recovered(tuple(self._workspaces.recover(self._hosts())))
         except Exception as exc:
             self._state.log("warning", "workspace recovery scan failed", error=str(exc))
 
@@ -57,10 +63,11 @@ class RecoveredScans:
             return
         self._stale = False
         generation = self._generation
+        hosts = self._hosts()
 
         async def scan() -> None:
             try:
-                found = tuple(await asyncio.to_thread(self._workspaces.recover))
+                found = tuple(await asyncio.to_thread(self._workspaces.recover, hosts))
             except Exception as exc:
                 self._state.log("warning", "workspace recovery scan failed", error=str(exc))
                 found = None

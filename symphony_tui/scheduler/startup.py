@@ -1,27 +1,33 @@
-"""Start-up work before the first tick (spec §8.6 terminal workspace cleanup)."""
+"""Start-up work before the first tick (spec §8.6 terminal workspace cleanup), and what
+runs when a worker host is reached (issue 14: first contact, or back after being down)."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 
-from symphony_tui.domain import EventKind
+from symphony_tui.domain import EventKind, Issue
 from symphony_tui.scheduler.state import SchedulerState
 from symphony_tui.trackers.base import Tracker, TrackerError
 from symphony_tui.workspaces.errors import WorkspaceError
 from symphony_tui.workspaces.paths import workspace_key
 
 
-async def sweep_terminal_workspaces(state: SchedulerState, tracker: Tracker) -> None:
+async def sweep_terminal_workspaces(
+    state: SchedulerState, tracker: Tracker, *, hosts: bool = True
+) -> dict[str, Issue]:
     """Remove workspaces of issues already in terminal states (§8.6). Failures are logged;
-    start-up goes on."""
+    start-up goes on. ``hosts``: also on every worker host, one after the other (the
+    scheduler passes False and sweeps each host when it reaches it, :class:`HostArrivals`).
+    Returns the terminal issues by workspace key ({} when the tracker could not say)."""
     try:
         terminal = await tracker.fetch_issues_by_states(
             list(state.settings.tracker.terminal_states)
         )
     except TrackerError as exc:
         state.log("warning", "startup terminal sweep skipped", error=str(exc))
-        return
+        return {}
     for issue in terminal:
         try:
             path = state.workspaces.path_for(issue.identifier)
@@ -35,30 +41,72 @@ async def sweep_terminal_workspaces(state: SchedulerState, tracker: Tracker) -> 
                 )
             except Exception as exc:  # a sweep failure never blocks start-up
                 state.log("warning", "workspace sweep failed", error=str(exc))
-    if state.settings.worker.enabled:
-        await _sweep_hosts(state, {workspace_key(i.identifier): i for i in terminal})
+    by_key = {workspace_key(i.identifier): i for i in terminal}
+    if hosts and state.settings.worker.enabled:
+        for host in state.settings.worker.ssh_hosts:
+            await sweep_host(state, host, by_key)
+    return by_key
 
 
-async def _sweep_hosts(state: SchedulerState, terminal: dict) -> None:
-    """The same on every worker host (issue 14): workspaces whose manifests name a
+async def sweep_host(state: SchedulerState, host: str, terminal: dict[str, Issue]) -> None:
+    """The same on worker host ``host`` (issue 14): workspaces whose manifests name a
     terminal issue are removed there, ``before_remove`` included. An unreachable host
-    lists nothing and is left for the next start."""
-    for host in state.settings.worker.ssh_hosts:
-        try:
-            found = await asyncio.to_thread(state.workspaces.remote.recover_sync, host)
-        except Exception as exc:
-            state.log("warning", "workspace sweep failed", host=host, error=str(exc))
+    lists nothing."""
+    try:
+        found = await asyncio.to_thread(state.workspaces.remote.recover_sync, host)
+    except Exception as exc:
+        state.log("warning", "workspace sweep failed", host=host, error=str(exc))
+        return
+    for ws in found:
+        issue = terminal.get(ws.key)
+        if issue is None:
             continue
-        for ws in found:
-            issue = terminal.get(ws.key)
-            if issue is None:
-                continue
-            try:
-                await state.workspaces.remove(issue.identifier, host=host, path=Path(ws.path))
-                state.emit_system(
-                    EventKind.RECONCILE,
-                    f"removed workspace of terminal issue on {host}",
-                    issue=issue,
-                )
-            except Exception as exc:  # a sweep failure never blocks start-up
-                state.log("warning", "workspace sweep failed", host=host, error=str(exc))
+        try:
+            await state.workspaces.remove(issue.identifier, host=host, path=Path(ws.path))
+            state.emit_system(
+                EventKind.RECONCILE, f"removed workspace of terminal issue on {host}", issue=issue
+            )
+        except Exception as exc:  # a sweep failure never blocks start-up
+            state.log("warning", "workspace sweep failed", host=host, error=str(exc))
+
+
+class HostArrivals:
+    """What runs each time the scheduler reaches a worker host, before the host takes
+    work (``HostProbes.on_reached``): what earlier runs left running there is ended
+    (``RemoteWorkspaces.reap``: the agent or a hook of a run that failed over while the
+    host was unreachable, or of a scheduler that crashed), the start-up sweep of
+    ``terminal`` runs there once, and the recovered workspaces are rescanned
+    (``rescan``). Raises what ``reap`` raises (the host was lost again)."""
+
+    def __init__(
+        self, state: SchedulerState, terminal: dict[str, Issue], rescan: Callable[[], None]
+    ) -> None:
+        self._state = state
+        self._terminal = terminal
+        self._rescan = rescan
+        self._swept: set[str] = set()
+
+    async def reached(self, host: str) -> None:
+        state = self._state
+        # Every remote run's, not only this host's: hosts may share a root (NFS home).
+        in_use = [
+            run.workspace.name if run.workspace is not None else workspace_key(run.issue.identifier)
+            for run in state.running.values()
+            if run.worker_host is not None
+        ]
+        ended = await state.workspaces.remote.reap(host, in_use)
+        if ended:
+            state.emit_system(
+                EventKind.WARNING,
+                f"ended {len(ended)} leftover process group(s) of earlier runs on {host}",
+            )
+            state.log(
+                "warning",
+                "leftover remote processes ended",
+                host=host,
+                groups=",".join(x.replace(" ", ":") for x in ended),
+            )
+        if host not in self._swept:
+            self._swept.add(host)
+            await sweep_host(state, host, self._terminal)
+        self._rescan()

@@ -18,12 +18,19 @@ the event loop only. Rules:
   is placed there; its running attempts go on, and an issue whose workspace is there
   (continuation, retry, rerun) still goes back to it, so no work is redone elsewhere.
   A drain lasts until ``undrain_host`` (it is not kept across a restart).
+- **First contact and coming back** (:class:`HostProbes`): at start-up every host is
+  checked in the background (:meth:`HostProbes.start`; start-up, the first tick and local
+  runs never wait for a host), and takes no work until it answered; an unreachable one is
+  down and probed with backoff. Before a host takes work (first contact, or back after
+  being down) what earlier runs left running there is ended and its start-up recovery
+  runs (``on_reached``: scheduler/startup.py), so a host whose network went away (not
+  rebooted) keeps no agent or hook of a run that was failed over.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -174,6 +181,15 @@ class HostBook:
         host.probe_at = now_mono
         return True
 
+    def start_checks(self) -> list[str]:
+        """Start-up: every host is down (no reason yet) and being probed until its first
+        contact; returns their names."""
+        names = []
+        for host in self.hosts():
+            host.up, host.probing, host.last_error, host.probe_at = False, True, None, None
+            names.append(host.name)
+        return names
+
     def due_probes(self, now_mono: float) -> list[str]:
         """Down hosts whose next probe is due (each is then marked as being probed)."""
         due = []
@@ -185,7 +201,7 @@ class HostBook:
 
     def probe_failed(self, name: str, reason: str, now_mono: float) -> None:
         """A probe of down host ``name`` failed: the next one waits twice as long (up to
-        ``worker.down_backoff_max_ms``)."""
+        ``worker.down_backoff_max_ms``); after a failed first contact, the backoff."""
         host = self.get(name)
         if host is None:
             return
@@ -193,9 +209,12 @@ class HostBook:
         host.probing = False
         host.up = False
         host.last_error = reason
-        host.backoff_ms = min(
-            max(host.backoff_ms, worker.down_backoff_ms) * 2, worker.down_backoff_max_ms
-        )
+        if host.backoff_ms == 0:  # its first contact (start-up) failed
+            host.backoff_ms = worker.down_backoff_ms
+        else:
+            host.backoff_ms = min(
+                max(host.backoff_ms, worker.down_backoff_ms) * 2, worker.down_backoff_max_ms
+            )
         host.probe_at = now_mono + host.backoff_ms / 1000
 
     def rows(
@@ -260,35 +279,72 @@ def host_down(state: _State, name: str, reason: str, lost: Run | None = None) ->
 
 class HostProbes:
     """Probes down hosts when their backoff ran out (:meth:`tick`, called each poll tick
-    and when a run ends); a probe that answers marks the host up again."""
+    and when a run ends); a probe that answers marks the host up again, once
+    ``on_reached(name)`` finished (ending leftovers, recovery; see :meth:`start`). An
+    ``on_reached`` that raises ``SshError`` or an error with ``host_lost`` set counts as
+    a failed probe."""
 
-    def __init__(self, state: _State, targets: Callable[[str], SshTarget]) -> None:
+    def __init__(
+        self,
+        state: _State,
+        targets: Callable[[str], SshTarget],
+        on_reached: Callable[[str], Awaitable[None]] | None = None,
+    ) -> None:
         self._state = state
         self._targets = targets
+        self.on_reached = on_reached
         self._tasks: set[asyncio.Task[None]] = set()
+        self._first: set[str] = set()
+
+    def start(self, on_reached: Callable[[str], Awaitable[None]] | None = None) -> None:
+        """Start-up: check every host in the background (first contact), so nothing waits
+        for one that cannot be reached; ``on_reached`` (when given) replaces the hook."""
+        state = self._state
+        if on_reached is not None:
+            self.on_reached = on_reached
+        if not state.hosts.enabled:
+            return
+        for name in state.hosts.start_checks():
+            self._first.add(name)
+            self._spawn(name)
+        state.changed()
+
+    def _spawn(self, name: str) -> None:
+        task = asyncio.get_running_loop().create_task(self._probe(name), name=f"probe-{name}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     def tick(self) -> None:
         state = self._state
         if not state.hosts.enabled:
             return
         for name in state.hosts.due_probes(state.clock.monotonic()):
-            task = asyncio.get_running_loop().create_task(self._probe(name), name=f"probe-{name}")
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self._spawn(name)
 
     async def _probe(self, name: str) -> None:
         state = self._state
         try:
             rtt = await self._targets(name).probe()
-        except SshError as err:
-            state.hosts.probe_failed(name, str(err), state.clock.monotonic())
-            state.changed()
-            return
+            if self.on_reached is not None:
+                await self.on_reached(name)
         except Exception as err:  # a probe must never take the scheduler down
-            state.hosts.probe_failed(name, f"probe failed: {err}", state.clock.monotonic())
+            lost = getattr(err, "host_lost", None)
+            if isinstance(err, SshError):
+                reason = str(err)
+            else:
+                reason = str(lost) if isinstance(lost, str) else f"probe failed: {err}"
+            if name in self._first:  # first contact: say it once, as a host going down
+                self._first.discard(name)
+                state.emit_system(EventKind.WARNING, f"worker host {name} is down: {reason}")
+                state.log("warning", "worker host down", host=name, error=reason)
+            state.hosts.probe_failed(name, reason, state.clock.monotonic())
             state.changed()
             return
-        if state.hosts.mark_up(name, rtt):
+        if name in self._first:
+            self._first.discard(name)
+            state.hosts.mark_up(name, rtt)
+            state.log("info", "worker host reached", host=name, rtt_ms=round(rtt, 1))
+        elif state.hosts.mark_up(name, rtt):
             state.emit_system(EventKind.WARNING, f"worker host {name} is up again ({rtt:.0f} ms)")
             state.log("info", "worker host up", host=name, rtt_ms=round(rtt, 1))
         state.changed()

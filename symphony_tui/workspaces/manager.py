@@ -300,15 +300,19 @@ class WorkspaceManager:
             log_kv(log, "INFO", "workspace removed", issue_identifier=identifier, path=str(path))
             return result
 
-    def recover(self) -> list[RecoveredWorkspace]:
+    def recover(self, hosts: Iterable[str] | None = None) -> list[RecoveredWorkspace]:
         """Every workspace folder under the root that has manifests, newest first (by the
         latest manifest write). Unreadable folders and bad manifest values are skipped.
         Blocks until queued manifest writes are on disk (call it from a thread when some
         may be waiting). Workspaces on worker hosts follow, with their ``host`` set (an
-        unreachable host lists none)."""
+        unreachable host lists none): on every listed host, or only on ``hosts`` (the
+        scheduler passes those up, so a down host costs no connect timeout)."""
         self.manifests.flush_sync()
         remote: list[RecoveredWorkspace] = []
+        wanted = None if hosts is None else set(hosts)
         for host in self._settings().worker.ssh_hosts:
+            if wanted is not None and host not in wanted:
+                continue
             remote.extend(self.remote.recover_sync(host))
         remote.sort(key=lambda r: (r.ended_at or r.started_at or _EPOCH, r.key), reverse=True)
         return self._recover_local() + remote

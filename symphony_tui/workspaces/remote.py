@@ -37,6 +37,7 @@ from symphony_tui.hosts.remote_group import (
     group_script,
     home_path,
     kill_script,
+    reap_script,
 )
 from symphony_tui.hosts.ssh import SshError, SshTarget
 from symphony_tui.observability.redact import redact
@@ -266,6 +267,18 @@ class RemoteWorkspaces:
         return result
 
     # ---------------------------------------------------------------- recovery
+
+    async def reap(self, host: str, skip: Iterable[str] = ()) -> list[str]:
+        """End what earlier runs left running on ``host`` (``hosts/remote_group.py``
+        ``reap_script``): every process group named by a pgid file under the host's root,
+        but in the workspaces whose keys are in ``skip``. Returns ``"<key> <pgid>"`` per
+        group ended; raises ``WorkspaceError`` (``.host_lost`` set) when the host cannot
+        be reached."""
+        done = await self._run(
+            host, reap_script(self.root_setting(host), skip), "end leftover processes"
+        )
+        lines = done.stdout.decode("utf-8", "replace").splitlines()
+        return [x.split(" ", 1)[1] for x in lines if x.startswith("killed ")]
 
     def recover_sync(self, host: str) -> list[RecoveredWorkspace]:
         """Every workspace with manifests under ``host``'s root, with ``host`` set (blocks;

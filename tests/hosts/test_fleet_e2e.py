@@ -39,7 +39,7 @@ agent:
   max_retry_backoff_ms: 2000
   approvals: auto
 codex:
-  command: '"${{SYMPHONY_PYTHON}}" -m symphony_tui.demo.agent'
+  command: {command}
   read_timeout_ms: 20000
   env:
     PYTHONPATH: {repo}
@@ -50,7 +50,8 @@ worker:
   max_concurrent_agents_per_host: 1
   workspace_root: {root}
   down_backoff_ms: 1000
----
+  down_backoff_max_ms: 4000
+{worker_extra}---
 Work on {{{{ issue.identifier }}}}. {{{{ issue.description }}}}
 """
 
@@ -69,13 +70,31 @@ def _get(url: str, path: str):
         return json.loads(response.read())
 
 
-def _project(tmp_path: Path, fleet, *, max_turns: int, issues: str, speed: str):
+DEMO_COMMAND = """'"${SYMPHONY_PYTHON}" -m symphony_tui.demo.agent'"""
+
+
+def _project(
+    tmp_path: Path,
+    fleet,
+    *,
+    max_turns: int,
+    issues: str,
+    speed: str,
+    command: str = DEMO_COMMAND,
+    worker_extra: str = "",
+    hosts: list[str] | None = None,
+):
     project = tmp_path / "project"
     project.mkdir()
     remote_root = tmp_path / "remote-ws"
     (project / "WORKFLOW.md").write_text(
         WORKFLOW.format(
-            max_turns=max_turns, repo=REPO, hosts=json.dumps(fleet.names), root=remote_root
+            max_turns=max_turns,
+            repo=REPO,
+            hosts=json.dumps(hosts or fleet.names),
+            root=remote_root,
+            command=command,
+            worker_extra=worker_extra,
         )
     )
     (project / "issues.yaml").write_text(textwrap.dedent(issues))

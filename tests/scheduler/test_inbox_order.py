@@ -160,7 +160,7 @@ async def test_runs_that_end_together_cost_one_workspace_rescan_not_one_each(mak
     await h.settle()
     scans = []
     real = h.orch.workspaces.recover
-    h.orch.workspaces.recover = lambda: scans.append(1) or real()
+    h.orch.workspaces.recover = lambda *hosts: scans.append(1) or real(*hosts)
     for n in range(5):
         run = Run(
             issue=make_issue(n, state="In Progress"),
