@@ -1,11 +1,15 @@
 """Issue 14: workspaces on a worker host: created under the host's root, the hooks run
 there (a hung one is killed there), manifests land there atomically, removal runs
-``before_remove`` there, and recovery lists them with their host. Real sshd on loopback."""
+``before_remove`` there, recovery lists them with their host, and a full or read-only disk
+there is a one-line reason. Real sshd on loopback."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -205,3 +209,62 @@ async def test_a_hold_on_a_host_survives_a_restart_and_its_release_clears_it_the
     holds.release(ISSUE.id, None)  # e.g. the issue left the candidates: no Issue at hand
     await fresh.manifests.flush()
     assert [r.held for r in fresh.recover() if r.host == host] == [False]
+
+
+@pytest.fixture
+def tiny_fs(tmp_path):
+    """A 64 KiB tmpfs with few inodes (a disk about to fill up); needs root to mount."""
+    mnt = tmp_path / "tiny"
+    mnt.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64k,nr_inodes=16", "tmpfs", str(mnt)],
+        capture_output=True,
+    )
+    if mounted.returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def _fill(folder: Path) -> None:
+    """Use up the space, then the inodes, of the file system of ``folder``."""
+    with contextlib.suppress(OSError), (folder / "fill").open("wb") as out:
+        while True:
+            out.write(b"\0" * 4096)
+            out.flush()
+    for n in range(100):
+        try:
+            (folder / f"f{n}").touch()
+        except OSError:
+            return
+
+
+async def test_a_full_or_read_only_disk_on_the_host_is_one_line(tmp_path, fleet, tiny_fs) -> None:
+    host = fleet.names[0]
+    settings = Settings.model_validate(
+        {
+            "workspace": {"root": str(tmp_path / "local-root")},
+            "worker": {"ssh_hosts": fleet.names, "workspace_root": str(tiny_fs / "root")},
+        }
+    )
+    mgr = WorkspaceManager(lambda: settings)
+    path, _ = await mgr.ensure(ISSUE, host=host)
+    await mgr.manifests.flush()
+    _fill(tiny_fs)
+    store = mgr.remote.store(host)
+    with pytest.raises(OSError) as full:
+        await asyncio.to_thread(store.merge, path, "run", {"status": "running", "pad": "x" * 8192})
+    assert "No space left on device" in str(full.value) and "\n" not in str(full.value)
+    other = Issue(id="id-2", identifier="ABC-2", title="T", state="Todo")
+    with pytest.raises(WorkspaceError) as err:
+        await mgr.ensure(other, host=host)
+    assert err.value.code == "workspace_create_failed"
+    assert "No space left on device" in str(err.value) and "\n" not in str(err.value)
+    subprocess.run(["mount", "-o", "remount,ro", str(tiny_fs)], check=True)
+    with pytest.raises(WorkspaceError) as err:
+        await mgr.ensure(other, host=host)
+    assert "Read-only file system" in str(err.value) and "\n" not in str(err.value)
+    # The other host is not held up by any of it.
+    assert (await mgr.remote._target(fleet.names[1]).run("exit 0")).ok

@@ -227,3 +227,40 @@ def test_probe_now_moves_a_down_hosts_probe_forward() -> None:
     assert book.probe_now("a", 1.0)
     assert book.due_probes(1.0) == ["a"]
     assert not book.probe_now("a", 1.0)  # being probed
+
+
+async def test_start_up_reaches_hosts_in_the_background_and_they_take_no_work_till_then() -> None:
+    book = HostBook(lambda: settings(down_backoff_ms=1000))
+    state = _State(book, {})
+    answers = {"a": _Target([5.0]), "b": _Target([SshError("timeout", "b", "did not answer")])}
+    answers["c"] = _Target([6.0])
+    gate = asyncio.Event()
+    reached: list[str] = []
+
+    async def on_reached(name: str) -> None:
+        if name == "c":
+            err = RuntimeError("end leftover processes: lost")
+            err.host_lost = "host c is unreachable (lost again)"  # type: ignore[attr-defined]
+            raise err
+        await gate.wait()
+        reached.append(name)
+
+    probes = HostProbes(state, lambda name: answers[name])
+    probes.start(on_reached)
+    assert [h.up for h in book.hosts()] == [False, False, False]
+    assert book.place("i-1", {}) is None  # nothing is placed before a host answered
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert not book.get("a").up  # answered, but its leftovers are not ended yet
+    gate.set()
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert reached == ["a"] and book.get("a").up and book.place("i-1", {}) == "a"
+    assert book.get("b").last_error == "host b did not answer" and not book.get("b").probing
+    assert book.get("c").last_error == "host c is unreachable (lost again)"
+    assert book.get("b").probe_at == state.clock.now + 1.0  # the backoff, not doubled
+    assert state.events == [
+        "worker host b is down: host b did not answer",
+        "worker host c is down: host c is unreachable (lost again)",
+    ]
+    probes.cancel()
