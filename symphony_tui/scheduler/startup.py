@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
-from symphony_tui.domain import EventKind, Issue
+from symphony_tui.domain import EventKind, Issue, RecoveredWorkspace
 from symphony_tui.scheduler.state import SchedulerState
 from symphony_tui.trackers.base import Tracker, TrackerError
 from symphony_tui.workspaces.errors import WorkspaceError
@@ -48,15 +48,21 @@ async def sweep_terminal_workspaces(
     return by_key
 
 
-async def sweep_host(state: SchedulerState, host: str, terminal: dict[str, Issue]) -> None:
+async def sweep_host(
+    state: SchedulerState,
+    host: str,
+    terminal: dict[str, Issue],
+    found: list[RecoveredWorkspace] | None = None,
+) -> None:
     """The same on worker host ``host`` (issue 14): workspaces whose manifests name a
-    terminal issue are removed there, ``before_remove`` included. An unreachable host
-    lists nothing."""
-    try:
-        found = await asyncio.to_thread(state.workspaces.remote.recover_sync, host)
-    except Exception as exc:
-        state.log("warning", "workspace sweep failed", host=host, error=str(exc))
-        return
+    terminal issue are removed there, ``before_remove`` included; ``found``: the host's
+    workspaces when already listed. An unreachable host lists nothing."""
+    if found is None:
+        try:
+            found = await asyncio.to_thread(state.workspaces.remote.recover_sync, host)
+        except Exception as exc:
+            state.log("warning", "workspace sweep failed", host=host, error=str(exc))
+            return
     for ws in found:
         issue = terminal.get(ws.key)
         if issue is None:
@@ -74,9 +80,10 @@ class HostArrivals:
     """What runs each time the scheduler reaches a worker host, before the host takes
     work (``HostProbes.on_reached``): what earlier runs left running there is ended
     (``RemoteWorkspaces.reap``: the agent or a hook of a run that failed over while the
-    host was unreachable, or of a scheduler that crashed), the start-up sweep of
-    ``terminal`` runs there once, and the recovered workspaces are rescanned
-    (``rescan``). Raises what ``reap`` raises (the host was lost again)."""
+    host was unreachable, or of a scheduler that crashed); at the first contact the
+    operator's holds and budget extensions its workspaces kept are restored and the
+    start-up sweep of ``terminal`` runs there; then the recovered workspaces are
+    rescanned (``rescan``). Raises what ``reap`` raises (the host was lost again)."""
 
     def __init__(
         self, state: SchedulerState, terminal: dict[str, Issue], rescan: Callable[[], None]
@@ -106,7 +113,10 @@ class HostArrivals:
                 host=host,
                 groups=",".join(x.replace(" ", ":") for x in ended),
             )
-        if host not in self._swept:
+        if host not in self._swept:  # first contact
             self._swept.add(host)
-            await sweep_host(state, host, self._terminal)
+            found = await asyncio.to_thread(state.workspaces.remote.recover_sync, host)
+            # The holds and budget extensions its run manifests kept, before it takes work.
+            state.restore_holds(found)
+            await sweep_host(state, host, self._terminal, found)
         self._rescan()

@@ -15,6 +15,7 @@ input of its inbox at a time; this module only says *what* a change is.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -233,12 +234,14 @@ class SchedulerState:
         self.held.release(issue_id, self.known.get(issue_id))
         self.changed()
 
-    def restore_holds(self) -> None:
+    def restore_holds(self, recovered: Iterable[RecoveredWorkspace] | None = None) -> None:
         """Start-up: the operator's holds and budget extensions the recovered workspaces'
-        run manifests kept from an earlier process."""
-        self.held.restore(self.recovered)
+        run manifests kept from an earlier process (``recovered``: those of one worker
+        host, when the scheduler first reaches it; default the recovered list)."""
+        found = tuple(self.recovered if recovered is None else recovered)
+        self.held.restore(found)
         self.budgets.restore(
-            {w.issue_id: w.budget_extra for w in self.recovered if w.issue_id and w.budget_extra}
+            {w.issue_id: w.budget_extra for w in found if w.issue_id and w.budget_extra}
         )
         self.changed()
 
