@@ -43,7 +43,7 @@ class RecoveredScans:
 
     def _hosts(self) -> list[str]:
         hosts = self._state.hosts
-        return [h.name for h in hosts.hosts() if h.up] if hosts.enabled else []
+        return [h.name for h in hosts.hosts() if h.up and h.reached] if hosts.enabled else []
 
     def now(self) -> None:
         """Rescan now, in the caller; a background scan still running is then outdated."""

@@ -20,8 +20,8 @@ the event loop only. Rules:
   A drain lasts until ``undrain_host`` (it is not kept across a restart).
 - **First contact and coming back** (:class:`HostProbes`): at start-up every host is
   checked in the background (:meth:`HostProbes.start`; start-up, the first tick and local
-  runs never wait for a host), and takes no work until it answered; an unreachable one is
-  down and probed with backoff. Before a host takes work (first contact, or back after
+  runs never wait for a host), and takes no work until it answered (shown up meanwhile:
+  not tried is not down); an unreachable one is then down and probed with backoff. Before a host takes work (first contact, or back after
   being down) what earlier runs left running there is ended and its start-up recovery
   runs (``on_reached``: scheduler/startup.py), so a host whose network went away (not
   rebooted) keeps no agent or hook of a run that was failed over.
@@ -49,7 +49,8 @@ HOST_DOWN_PREFIX = "host down"
 class HostState:
     """One host's live facts: ``up``, ``last_error`` (one line), ``rtt_ms`` of the last
     probe, when to probe next (monotonic seconds) and the current backoff; ``since`` (UTC)
-    when it last went up or down, ``drained`` by the operator."""
+    when it last went up or down, ``drained`` by the operator; ``reached`` False from
+    start-up until its first contact finished (no work goes there meanwhile)."""
 
     name: str
     up: bool = True
@@ -61,6 +62,7 @@ class HostState:
     runs_started: int = 0
     since: datetime | None = None
     drained: bool = False
+    reached: bool = True
 
 
 class HostBook:
@@ -100,7 +102,7 @@ class HostBook:
 
     def _has_room(self, host: HostState, load: Mapping[str, int]) -> bool:
         cap = self._settings().worker.capacity(host.name)
-        return host.up and (cap is None or load.get(host.name, 0) < cap)
+        return host.up and host.reached and (cap is None or load.get(host.name, 0) < cap)
 
     def place(
         self, issue_id: str, running: Mapping[str, Run], *, force: bool = False
@@ -110,14 +112,14 @@ class HostBook:
         host down the workspace's host (or the first) is tried."""
         load = self.load(running)
         home = self.get(self.home.get(issue_id, ""))
-        if home is not None and home.up:
+        if home is not None and home.up and home.reached:
             if self._has_room(home, load) or force:
                 return home.name
             return None
         hosts = self.hosts()
         free = [h for h in hosts if not h.drained and self._has_room(h, load)]
         if not free and force:
-            free = [h for h in hosts if h.up and not h.drained] or (
+            free = [h for h in hosts if h.up and h.reached and not h.drained] or (
                 [home] if home is not None else hosts[:1]
             )
         if not free:
@@ -158,7 +160,7 @@ class HostBook:
             return False
         was_down = not host.up
         host.up, host.rtt_ms, host.probe_at, host.backoff_ms = True, rtt_ms, None, 0
-        host.probing = False
+        host.probing, host.reached = False, True
         if was_down:
             host.since = self._now()
         return was_down
@@ -182,11 +184,12 @@ class HostBook:
         return True
 
     def start_checks(self) -> list[str]:
-        """Start-up: every host is down (no reason yet) and being probed until its first
-        contact; returns their names."""
+        """Start-up: every host is being probed and takes no work until its first contact
+        (``reached``; it is still shown up: not tried yet is not down); returns their
+        names."""
         names = []
         for host in self.hosts():
-            host.up, host.probing, host.last_error, host.probe_at = False, True, None, None
+            host.reached, host.probing = False, True
             names.append(host.name)
         return names
 
@@ -207,6 +210,8 @@ class HostBook:
             return
         worker = self._settings().worker
         host.probing = False
+        if host.up:  # its first contact failed: it goes down now
+            host.since = self._now()
         host.up = False
         host.last_error = reason
         if host.backoff_ms == 0:  # its first contact (start-up) failed

@@ -103,7 +103,7 @@ def test_start_up_does_not_wait_for_a_hung_host_and_recovers_it_once_it_answers(
         tmp_path,
         fleet,
         max_turns=1,
-        issues=_issues(1, "[demo: two-turns]") + done,
+        issues=_issues(2, "[demo: two-turns]") + done,
         speed="0.3",
         worker_extra=(
             "  connect_timeout_ms: 30000\n"
@@ -121,13 +121,16 @@ def test_start_up_does_not_wait_for_a_hung_host_and_recovers_it_once_it_answers(
             "a run on the host that answers",
             timeout=60,
         )
+        # One issue runs on the host that answered (one slot each); the other waits: the
+        # hung host takes nothing before it answered, and is not called down meanwhile.
+        assert [r["host"] for r in snap["running"]] == [good.name], snap["running"]
         row = _host_row(snap, hung.name)
-        assert not row["up"] and row["last_error"] is None, row  # still being reached
+        assert row["up"] and row["last_error"] is None and row["running"] == 0, row
         assert (hung_root / "FL-9").is_dir()  # its recovery waits for it
         os.kill(hung.proc.pid, signal.SIGCONT)
-        watch.until(lambda s: _host_row(s, hung.name)["up"], "the hung host up", timeout=90)
-        _until(lambda: not (hung_root / "FL-9").exists(), "the terminal workspace swept", 30)
-        watch.until(_done(1), "the issue done", timeout=120)
+        _until(lambda: not (hung_root / "FL-9").exists(), "the terminal workspace swept", 60)
+        watch.until(lambda s: _host_row(s, hung.name)["up"], "the hung host up", timeout=60)
+        watch.until(_done(2), "both issues done", timeout=120)
     finally:
         os.kill(hung.proc.pid, signal.SIGCONT)
         if proc is not None:

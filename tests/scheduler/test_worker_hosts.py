@@ -247,11 +247,13 @@ async def test_start_up_reaches_hosts_in_the_background_and_they_take_no_work_ti
 
     probes = HostProbes(state, lambda name: answers[name])
     probes.start(on_reached)
-    assert [h.up for h in book.hosts()] == [False, False, False]
+    assert [(h.up, h.reached) for h in book.hosts()] == [(True, False)] * 3  # not down
     assert book.place("i-1", {}) is None  # nothing is placed before a host answered
+    assert book.place("i-1", {}, force=True) == "a"  # (a rerun still gets one)
     for _ in range(5):
         await asyncio.sleep(0)
-    assert not book.get("a").up  # answered, but its leftovers are not ended yet
+    assert not book.get("a").reached  # answered, but its leftovers are not ended yet
+    assert book.place("i-1", {}) is None
     gate.set()
     for _ in range(5):
         await asyncio.sleep(0)
