@@ -80,7 +80,7 @@ async def test_without_hosts_the_host_commands_say_so(make_harness):
 async def test_removing_a_workspace_on_a_host_frees_its_issue_from_that_host(make_harness):
     from symphony_tui.domain import RecoveredWorkspace
 
-    h = make_harness([], front=HOSTS)
+    h = _untried(make_harness([], front=HOSTS))
     await h.start()
     state = h.orch.state
     state.hosts.placed("id-7", "127.0.0.1:9")
