@@ -51,12 +51,7 @@ def validate_dispatch(settings: Settings) -> list[str]:
             problems.append(f"local_tracker_file: tracker.path {tracker.path} is not a file")
 
     backend = settings.agent.backend
-    if settings.worker.enabled and backend == "openhands":
-        problems.append(
-            "invalid_agent_config: worker.ssh_hosts runs agent.backend codex or opencode "
-            "(not openhands yet); remove worker.ssh_hosts or change agent.backend"
-        )
-    elif settings.worker.enabled and backend == "opencode":
+    if settings.worker.enabled and backend in ("openhands", "opencode"):
         # On worker hosts the managed server is started on each host, in the workspace
         # (agents/remote_server.py); a base_url names one server of this machine.
         server = getattr(settings, backend)

@@ -93,10 +93,7 @@ def test_server_backends_on_hosts_need_a_command_to_start_there(tmp_path: Path) 
     from symphony_tui.config.validate import validate_dispatch
 
     (tmp_path / "i.yaml").write_text("issues: []\n")
-    wf = _load(tmp_path, "agent:\n  backend: openhands\nworker:\n  ssh_hosts: [a]\n")
-    [problem] = validate_dispatch(wf.settings)
-    assert "not openhands yet" in problem
-    for backend in ("opencode",):
+    for backend in ("opencode", "openhands"):
         wf = _load(tmp_path, f"agent:\n  backend: {backend}\nworker:\n  ssh_hosts: [a, b]\n")
         [problem] = validate_dispatch(wf.settings)
         assert f"agent.backend {backend} needs {backend}.command" in problem

@@ -17,7 +17,12 @@ Two ways to reach a server, from the ``opencode:`` block of WORKFLOW.md:
   ``opencode.json``, or ``OPENCODE_CONFIG`` / ``OPENCODE_CONFIG_CONTENT`` in that
   environment (the user's global config is not read: the server has its own home).
 
-One server serves every workspace: each request names its workspace (``directory=``), which
+On a worker host (the session host's ``worker_host``; issue 14) each session starts its
+own server in the workspace there (``opencode.command`` or the host's
+``worker.hosts.<h>.commands.opencode``; :func:`.server.remote_script`,
+agents/remote_server.py), reached through an SSH port forward and ended with the session.
+
+One local server serves every workspace: each request names its workspace (``directory=``), which
 is OpenCode's unit of project, config and event bus. ``opencode.model`` (``provider/model``)
 is sent with every prompt; without it the server's configured default applies.
 

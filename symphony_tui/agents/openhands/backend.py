@@ -21,6 +21,11 @@ Two ways to reach a server, from the ``openhands:`` block of WORKFLOW.md:
   ``tracker.secret_env_names``) never reach the server: the shared recipe of
   :mod:`symphony_tui.config.child_env`.
 
+On a worker host (the session host's ``worker_host``; issue 14) each session starts its
+own server in the workspace there (``openhands.command`` or the host's
+``worker.hosts.<h>.commands.openhands``; :func:`.server.remote_script`,
+agents/remote_server.py) and reaches it through an SSH port forward; the session ends it.
+
 The session's client-side tools (``SessionHost.tools``, e.g. ``symphony_set_issue_state``)
 are registered as the conversation's ``client_tools`` (1.58.2 ``ClientToolSpec``, their
 descriptions noting that the immediate reply is not the result); see
@@ -39,6 +44,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from secrets import token_hex, token_urlsafe
 from typing import Any
 
 import platformdirs
@@ -47,12 +53,19 @@ from symphony_tui.agents.base import AgentError, SessionHost
 from symphony_tui.agents.local_server import health_answered
 from symphony_tui.agents.openhands.client import OpenHandsClient, OpenHandsHTTPError
 from symphony_tui.agents.openhands.client_tools import client_tool_specs
-from symphony_tui.agents.openhands.server import ManagedServer
+from symphony_tui.agents.openhands.server import (
+    REMOTE_STATE,
+    ManagedServer,
+    remote_script,
+    remote_tmux_stop,
+)
 from symphony_tui.agents.openhands.session import OpenHandsSession
 from symphony_tui.agents.openhands.stream import StreamOptions, WsAuth
+from symphony_tui.agents.remote_server import RemoteServer
 from symphony_tui.agents.server_link import Endpoint, ServerLink, session_started
 from symphony_tui.config.child_env import ChildEnv
 from symphony_tui.config.settings import OpenHandsSettings, Settings, resolve_env
+from symphony_tui.hosts.ssh import HostTargets
 
 
 def default_state_dir() -> Path:
@@ -83,6 +96,7 @@ class OpenHandsBackend:
         self._stream_options = stream_options
         self._link: ServerLink[ManagedServer, OpenHandsClient] = ServerLink()
         self._conversations: dict[str, str] = {}  # issue id -> conversation id
+        self._targets = HostTargets(settings)
 
     @property
     def server(self) -> ManagedServer | None:
@@ -90,8 +104,68 @@ class OpenHandsBackend:
         return self._link.server
 
     async def start_session(self, host: SessionHost) -> OpenHandsSession:
+        settings = self._settings()
+        worker_host = getattr(host, "worker_host", None)
+        if worker_host is None:
+            endpoint, ws_auth = await self._connect(settings.openhands)
+            return await self._open_session(host, endpoint, ws_auth)
+        server, endpoint, ws_auth = await self._start_on_host(settings, worker_host, host.workspace)
+        try:
+            return await self._open_session(
+                host, endpoint, ws_auth, owned=(server, endpoint.client)
+            )
+        except BaseException:
+            await endpoint.client.aclose()
+            await server.stop()
+            raise
+
+    async def _start_on_host(
+        self, settings: Settings, worker_host: str, workspace: Path
+    ) -> tuple[RemoteServer, Endpoint[OpenHandsClient], WsAuth]:
+        """This session's own agent-server on ``worker_host``, in ``workspace``
+        (agents/remote_server.py), and a client through its port forward."""
+        cfg = settings.openhands
+        command = settings.worker.command_for(worker_host, "openhands", cfg.command or "")
+        if not command:
+            raise AgentError("launch_failed", "openhands.command is not set (worker hosts)")
+        recipe = self._recipe()
+        overrides = recipe.overrides(cfg.env)
+        overrides.update(recipe.overrides(settings.worker.env_for(worker_host)))
+        key = token_urlsafe(24)
+        # Short: tmux sockets have a path length limit; private to this run.
+        tmux_dir = f"/tmp/sym-oh-{token_hex(6)}"
+        server = RemoteServer(
+            "agent-server",
+            self._targets(worker_host),
+            str(workspace),
+            command=command,
+            state=REMOTE_STATE,
+            startup_timeout_s=cfg.startup_timeout_ms / 1000,
+            extra_stop=remote_tmux_stop(tmux_dir),
+        )
+        await server.start(
+            lambda port, log: remote_script(command, port, log, tmux_dir, overrides),
+            probe=lambda url: OpenHandsClient(url, api_key=key, timeout_s=2.0),
+            stdin=f"{key}\n".encode(),
+        )
+        assert server.base_url is not None
+        url = server.base_url
+        client = OpenHandsClient(url, api_key=key, timeout_s=cfg.read_timeout_ms / 1000)
+        ws_auth: WsAuth = cfg.ws_auth
+        return server, Endpoint(url, (key, ws_auth), client, None), ws_auth
+
+    async def _open_session(
+        self,
+        host: SessionHost,
+        endpoint: Endpoint[OpenHandsClient],
+        ws_auth: WsAuth,
+        *,
+        owned: tuple[RemoteServer, OpenHandsClient] | None = None,
+    ) -> OpenHandsSession:
+        """The issue's conversation on ``endpoint`` (the recorded one reopened when it
+        can be), attached and reported. ``owned``: the session's own server on a worker
+        host and its client, ended with the session."""
         cfg = self._settings().openhands
-        endpoint, ws_auth = await self._connect(cfg)
         resume = dict(host.resume or {})
         previous = None
         if resume.get("backend", "openhands") == "openhands":
@@ -125,6 +199,11 @@ class OpenHandsBackend:
             pid=endpoint.pid,
             request_timeout_s=cfg.read_timeout_ms / 1000,
         )
+        if owned is not None:
+            server, client = owned
+            session.own(client.aclose)
+            session.own(server.stop)
+            server.on_lost = session.server_lost
         await self._link.adopt(session)
         resumed = previous == cid
         host.emit(

@@ -6,6 +6,11 @@ state directory, VS Code / VNC / tool preloading off, ``OH_SECRET_KEY`` (kept in
 ``<state>/secret_key`` so conversations resume across restarts) and a fresh random
 ``OH_SESSION_API_KEYS_0`` per launch. Stray outbound calls go to a closed loopback proxy.
 Ready when ``GET /health`` answers 200. Output goes to ``<state>/server.log``.
+
+On a worker host (:func:`remote_script`) the same settings are made by the host's shell,
+the state in ``<workspace>/.symphony/openhands`` (conversations resume at the workspace's
+next attempt) and the session API key arriving on stdin; :func:`remote_tmux_stop` ends the
+terminal tool's tmux servers there.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import asyncio
 import contextlib
 import os
 import secrets
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -22,6 +28,7 @@ from pathlib import Path
 
 from symphony_tui.agents.local_server import LocalServer, command_argv
 from symphony_tui.agents.openhands.client import OpenHandsClient
+from symphony_tui.hosts.ssh import env_exports
 
 
 def secret_key(state_dir: Path) -> str:
@@ -41,30 +48,79 @@ def secret_key(state_dir: Path) -> str:
     return value
 
 
+_PROXY = "http://127.0.0.1:9"
+#: The settings that do not depend on the state folder (here or on a worker host).
+FIXED_ENV = {
+    "OH_ENABLE_VSCODE": "false",
+    "OH_ENABLE_VNC": "false",
+    "OH_PRELOAD_TOOLS": "false",
+    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    "OPENHANDS_SUPPRESS_BANNER": "1",
+    "HTTP_PROXY": _PROXY,
+    "HTTPS_PROXY": _PROXY,
+    "http_proxy": _PROXY,
+    "https_proxy": _PROXY,
+    "NO_PROXY": "127.0.0.1,localhost",
+    "no_proxy": "127.0.0.1,localhost",
+}
+#: The server's folder in a workspace on a worker host (relative to the workspace).
+REMOTE_STATE = ".symphony/openhands"
+
+
 def server_env(state_dir: Path, api_key: str, base: Mapping[str, str]) -> dict[str, str]:
     """The environment for the server process (``base`` plus the OpenHands settings)."""
-    proxy = "http://127.0.0.1:9"
     env = dict(base)
     env.update(
         {
             "OH_CONVERSATIONS_PATH": str(state_dir / "conversations"),
             "OH_WORKSPACE_PATH": str(state_dir / "workspace"),
-            "OH_ENABLE_VSCODE": "false",
-            "OH_ENABLE_VNC": "false",
-            "OH_PRELOAD_TOOLS": "false",
-            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-            "OPENHANDS_SUPPRESS_BANNER": "1",
+            **FIXED_ENV,
             "OH_SECRET_KEY": secret_key(state_dir),
             "OH_SESSION_API_KEYS_0": api_key,
-            "HTTP_PROXY": proxy,
-            "HTTPS_PROXY": proxy,
-            "http_proxy": proxy,
-            "https_proxy": proxy,
-            "NO_PROXY": "127.0.0.1,localhost",
-            "no_proxy": "127.0.0.1,localhost",
         }
     )
     return env
+
+
+def remote_script(
+    command: str, port: int, log: str, tmux_dir: str, overrides: Mapping[str, str | None]
+) -> str:
+    """The shell command line that starts ``command`` on a worker host, in the workspace
+    (agents/remote_server.py): the session API key from stdin, the state (conversations,
+    the persistent ``OH_SECRET_KEY``, an empty ``HOME``) under :data:`REMOTE_STATE`, the
+    fixed settings, ``TMUX_TMPDIR`` = ``tmux_dir`` (so :func:`remote_tmux_stop` finds the
+    terminal tool's tmux servers), then ``overrides`` (``openhands.env`` and the host's
+    ``env``, resolved here; None unsets); bound to 127.0.0.1:``port``, output appended to
+    ``log``."""
+    keep = {k: v for k, v in overrides.items() if k != "OH_SESSION_API_KEYS_0"}
+    sets = env_exports({k: v for k, v in keep.items() if v is not None})
+    unsets = "".join(f"unset {k}; " for k, v in keep.items() if v is None)
+    fixed = env_exports(FIXED_ENV)
+    return (
+        "IFS= read -r OH_SESSION_API_KEYS_0; export OH_SESSION_API_KEYS_0; "
+        f'd="$PWD"/{REMOTE_STATE}; '
+        'mkdir -p "$d/home" "$d/conversations" "$d/workspace" || exit 1; '
+        '[ -s "$d/secret_key" ] || (umask 077; '
+        'od -An -N32 -tx1 /dev/urandom | tr -d " \n" > "$d/secret_key"); '
+        'OH_SECRET_KEY=$(cat "$d/secret_key"); export OH_SECRET_KEY; '
+        f"mkdir -p -m 700 {shlex.quote(tmux_dir)} || exit 1; "
+        f"export TMUX_TMPDIR={shlex.quote(tmux_dir)}; unset TMUX; "
+        'export HOME="$d/home" OH_CONVERSATIONS_PATH="$d/conversations" '
+        'OH_WORKSPACE_PATH="$d/workspace"; '
+        f"{fixed}{unsets}{sets}"
+        f"{command} --host 127.0.0.1 --port {port} </dev/null >> {shlex.quote(log)} 2>&1"
+    )
+
+
+def remote_tmux_stop(tmux_dir: str) -> str:
+    """The shell script ending every tmux server under ``tmux_dir`` on the host (they
+    daemonize out of the server's process group) and removing the folder."""
+    folder = shlex.quote(tmux_dir)
+    return (
+        f"for s in {folder}/tmux-*/*; do "
+        '[ -S "$s" ] && tmux -S "$s" kill-server >/dev/null 2>&1; done; '
+        f"rm -rf {folder}; exit 0"
+    )
 
 
 class ManagedServer(LocalServer):
