@@ -84,6 +84,9 @@ SESSION_CLOSE_TIMEOUT_S = 10.0
 SHUTDOWN_TIMEOUT_S = 20.0
 #: Inputs handled before the loop lets other tasks run (readers, the API, the console).
 LOOP_BATCH = 64
+#: The same while the inbox is busy (``Inbox.busy``): every flooding session's reader gets
+#: a turn of the loop between two of the loop's, so the loop takes more per turn to keep up.
+BUSY_LOOP_BATCH = 256
 
 BackendFactory = Callable[[str], AgentBackend]
 
@@ -430,7 +433,7 @@ class Orchestrator:
                     if future is not None and not future.done():
                         future.set_exception(exc)
                 handled += 1
-                if handled >= LOOP_BATCH:
+                if handled >= (BUSY_LOOP_BATCH if inbox.busy else LOOP_BATCH):
                     handled = 0
                     self._scans.rescan_if_stale()
                     await asyncio.sleep(0)
