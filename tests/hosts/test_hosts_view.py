@@ -56,3 +56,19 @@ def test_the_worker_detail_and_a_recovered_workspace_name_the_host() -> None:
     ws = RecoveredWorkspace(key="FL-1", path="/srv/ws/FL-1", host="build-1")
     assert re.search(r"^host +build-1$", recovered_detail(ws, _tones()).plain, re.M)
     assert "host" not in recovered_detail(ws.model_copy(update={"host": None}), _tones()).plain
+
+
+def test_a_drained_host_is_counted_in_the_header() -> None:
+    snap = Snapshot(
+        generated_at=NOW,
+        hosts=(
+            HostRow(name="build-1", up=True, running=1, capacity=2, drained=True),
+            HostRow(name="build-2", up=True, capacity=2),
+        ),
+    )
+    line = status_text(snap, NOW, _tones())
+    assert "⇄ 2/2 hosts up · 1/4 on hosts · 1 drained" in line.plain
+    assert (
+        "drained"
+        not in status_text(snap.model_copy(update={"hosts": (snap.hosts[1],)}), NOW, _tones()).plain
+    )
