@@ -329,8 +329,8 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
         scope="hosts",
     ),
     ConsoleCommand(
-        "probe_host", "P", "probe_selected", "Probe now",
-        "Probe the selected down host now instead of at the end of its backoff",
+        "probe_host", "P", "probe_selected", "Probe",
+        "Probe the selected host now: a down one before its backoff ends, an up one's round trip",
         scope="hosts",
     ),
 )  # fmt: skip

@@ -51,16 +51,23 @@ def drain(
 
 
 def probe(state: SchedulerState, host: str, probes: HostProbes) -> CommandResult:
-    """Probe down ``host`` now (``HostBook.probe_now``, then ``probes.tick``) instead of at
-    the end of its backoff; the outcome comes later as the host's ``up again`` event or a
-    newer error on its row. Refused for a host that is up or already being probed."""
+    """Probe ``host`` now. A down host: its next probe is moved to now
+    (``HostBook.probe_now``, then ``probes.tick``) instead of the end of its backoff; the
+    outcome comes as its ``up again`` event or a newer error on its row. An up host: its
+    round trip is measured (``HostProbes.measure``); if it does not answer it is marked down
+    and its running attempts end, as when a run loses its connection. Refused while the
+    host is being probed."""
     refused = refusal(state, host)
     if refused is not None:
         return refused
-    if not state.hosts.probe_now(host, state.clock.monotonic()):
-        shown = state.hosts.get(host)
-        why = "being probed" if shown is not None and shown.probing else "up"
-        return CommandResult(False, f"{host} is {why}: nothing to probe")
+    shown = state.hosts.get(host)
+    if shown is not None and shown.probing:
+        return CommandResult(False, f"{host} is being probed already")
+    if shown is not None and shown.up:
+        if not probes.measure(host):
+            return CommandResult(False, f"{host} is not reached yet: its first contact runs")
+        return CommandResult(True, f"measuring the round trip to {host}")
+    state.hosts.probe_now(host, state.clock.monotonic())
     probes.tick()
     state.changed()
     return CommandResult(True, f"probing {host}")

@@ -354,6 +354,37 @@ class HostProbes:
             state.log("info", "worker host up", host=name, rtt_ms=round(rtt, 1))
         state.changed()
 
+    def measure(self, name: str) -> bool:
+        """The operator's probe of up host ``name`` (``probe_host``): its round trip is
+        measured again (``rtt_ms``); one that does not answer is down like a host whose run
+        lost its connection (:func:`host_down`). Only the round trip: an up host was
+        reached already, so nothing of ``on_reached`` runs. False when it is unknown, down,
+        not reached yet or being probed."""
+        host = self._state.hosts.get(name)
+        if host is None or not host.up or not host.reached or host.probing:
+            return False
+        host.probing = True
+        task = asyncio.get_running_loop().create_task(self._measure(name), name=f"rtt-{name}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return True
+
+    async def _measure(self, name: str) -> None:
+        state = self._state
+        try:
+            rtt = await self._targets(name).probe()
+        except Exception as err:  # a probe must never take the scheduler down
+            reason = str(err) if isinstance(err, SshError) else f"probe failed: {err}"
+            host = state.hosts.get(name)
+            if host is not None:
+                host.probing = False
+            host_down(state, name, reason)
+            return
+        host = state.hosts.get(name)
+        if host is not None:
+            host.probing, host.rtt_ms = False, rtt
+        state.changed()
+
     def cancel(self) -> None:
         for task in list(self._tasks):
             task.cancel()

@@ -87,8 +87,6 @@ async def test_drain_asks_first_undrain_and_probe_send_at_once(port, make_app):
         await settle(pilot)
         await open_hosts(pilot, "build-1")
         assert footer_keys(app)["d"] == ("Drain", True)
-        assert "P" not in footer_keys(app) or not footer_keys(app)["P"][1]  # up: no probe
-        await pilot.press("P")
         await pilot.press("d")
         await settle(pilot)
         assert isinstance(app.screen, Confirm) and port.sent == []
@@ -109,6 +107,12 @@ async def test_drain_asks_first_undrain_and_probe_send_at_once(port, make_app):
             UndrainHost(host="ci@build-2:2222"),
             ProbeHost(host="ci@build-2:2222"),
         ]
+        app.screen.query_one("#hosts", KeyedTable).select_key("build-1")
+        await settle(pilot)
+        assert footer_keys(app)["P"] == ("Probe", True)  # an up host: its round trip
+        await pilot.press("P")
+        await done(pilot)
+        assert port.sent[-1] == ProbeHost(host="build-1")
 
 
 async def test_the_workers_table_has_a_host_column_only_with_hosts(port, make_app):

@@ -60,8 +60,6 @@ async def test_unknown_hosts_and_no_hosts_are_refused_in_one_line(make_harness):
     unknown = await h.orch.send(DrainHost(host="build-9"))
     assert not unknown.ok
     assert unknown.message == "no worker host 'build-9' (127.0.0.1:9, 127.0.0.2:9)"
-    up = await h.orch.send(ProbeHost(host="127.0.0.2:9"))
-    assert not up.ok and up.message == "127.0.0.2:9 is up: nothing to probe"
     assert not any(r.drained for r in h.orch.snapshot().hosts)
     refused = [e.message for e in h.orch.events_since(0) if "refused" in e.message]
     assert "operator: drain host build-9 refused: no worker host 'build-9'" in refused[0]
@@ -95,3 +93,19 @@ async def test_removing_a_workspace_on_a_host_frees_its_issue_from_that_host(mak
     h.orch._commands.workspace_removed("ABC-8", False, "")  # the removal failed
     assert state.hosts.place("id-7", {}) == "127.0.0.2:9"  # anywhere but the drained one
     assert state.hosts.place("id-8", {}) == "127.0.0.1:9"
+
+
+async def test_probing_an_up_host_that_does_not_answer_marks_it_down(make_harness):
+    h = make_harness([], front=HOSTS)
+    await h.start()
+    up = await h.orch.send(ProbeHost(host="127.0.0.2:9"))
+    assert up.ok and up.message == "measuring the round trip to 127.0.0.2:9"
+    again = await h.orch.send(ProbeHost(host="127.0.0.2:9"))
+    assert not again.ok and again.message == "127.0.0.2:9 is being probed already"
+    await h.until(lambda: not h.orch.snapshot().hosts[1].up, timeout=15)
+    row = h.orch.snapshot().hosts[1]
+    assert row.last_error and "refused" in row.last_error and "\n" not in row.last_error
+    assert any("worker host 127.0.0.2:9 is down" in e.message for e in h.orch.events_since(0))
+    # down now: a probe moves its next one forward instead
+    down = await h.orch.send(ProbeHost(host="127.0.0.2:9"))
+    assert down.ok and down.message == "probing 127.0.0.2:9"

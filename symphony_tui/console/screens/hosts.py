@@ -2,7 +2,7 @@
 snapshot's ``hosts`` (up or down and since when, runs over capacity, the last probe's round
 trip, workspaces held there, the last connection error), the selected host's detail below.
 
-Actions: drain (asks first) / undrain the selected host, and probe a down one now; they go
+Actions: drain (asks first) / undrain the selected host, and probe it now; they go
 through the port like every command, so an attached console drives them over HTTP.
 """
 
@@ -203,7 +203,7 @@ class HostsScreen(Screen[None]):
         if action == "undrain_selected":
             return row is not None and row.drained
         if action == "probe_selected":
-            return row is not None and not row.up
+            return row is not None
         return True
 
     def action_drain_selected(self) -> None:
@@ -226,5 +226,5 @@ class HostsScreen(Screen[None]):
 
     def action_probe_selected(self) -> None:
         row = self.selected_host()
-        if row is not None and not row.up:
+        if row is not None:
             self.post_message(SendCommand(ProbeHost(host=row.name)))

@@ -40,9 +40,9 @@ COLUMNS = (
     ("tokens", "Tokens", 6),
 )
 #: With worker hosts configured (issue 14): the host after the issue, and no tokens column
-#: (the detail has them) so the row still fits 80 columns; the host gives up to 3 cells
+#: (the detail has them) so the row still fits 80 columns; the host gives up to 9 cells
 #: to the title there.
-COLUMNS_WITH_HOSTS = (COLUMNS[0], ("host", "Host", 10), *COLUMNS[1:-1])
+COLUMNS_WITH_HOSTS = (COLUMNS[0], ("host", "Host", 16), *COLUMNS[1:-1])
 HOST_SHRINK = {"host": 7}
 
 

@@ -33,8 +33,8 @@ COLUMNS = (
     ("last", "Last event", 16),
 )
 #: With worker hosts configured (issue 14): the host after the issue; at 80 columns it
-#: gives up to 3 cells, the status 2, to the last event (see ``KeyedTable``'s ``shrink``).
-HOST_COLUMN = ("host", "Host", 10)
+#: gives up to 9 cells, the status 2, to the last event (see ``KeyedTable``'s ``shrink``).
+HOST_COLUMN = ("host", "Host", 16)
 COLUMNS_WITH_HOSTS = (*COLUMNS[:2], HOST_COLUMN, *COLUMNS[2:])
 HOST_SHRINK = {"host": 7, "status": 10}
 
