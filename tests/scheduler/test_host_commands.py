@@ -96,7 +96,7 @@ async def test_removing_a_workspace_on_a_host_frees_its_issue_from_that_host(mak
 
 
 async def test_probing_an_up_host_that_does_not_answer_marks_it_down(make_harness):
-    h = make_harness([], front=HOSTS)
+    h = _untried(make_harness([], front=HOSTS))
     await h.start()
     up = await h.orch.send(ProbeHost(host="127.0.0.2:9"))
     assert up.ok and up.message == "measuring the round trip to 127.0.0.2:9"
