@@ -9,7 +9,8 @@ Connection reuse: with ``reuse`` (the default) every call shares one OpenSSH mas
 connection per host (``ControlMaster=auto``, ``ControlPersist``), so a hook or a launch
 after the first pays one channel open instead of a full handshake. The control sockets
 live in a private folder (mode 0700) of this process, named by ssh's ``%C`` hash; the
-masters are told to exit when this process does.
+masters are told to exit when this process does. A socket whose master died is replaced
+by a new master (:meth:`SshTarget.master_live`).
 
 Quoting: the remote side gets one command line, which the host's login shell (not
 trusted to be bash) reads: always ``sh -c <script>`` with the script quoted by
@@ -35,6 +36,7 @@ import hashlib
 import os
 import shlex
 import shutil
+import socket
 import subprocess
 import tempfile
 import threading
@@ -243,12 +245,32 @@ class SshTarget:
             argv += ["-o", "ControlMaster=no", "-o", f"ControlPath={self.control_path}"]
         return argv
 
+    def master_live(self) -> bool:
+        """Whether this host's master socket is there and a master answers on it. A socket
+        left by a master that died (killed, out of memory) is removed: ssh would otherwise
+        fall back to a full handshake for every command, forever, and print "Control
+        socket connect(...): Connection refused" into each command's stderr."""
+        path = self.control_path
+        if not path.exists():
+            return False
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            probe.settimeout(1.0)
+            try:
+                probe.connect(str(path))
+            except (ConnectionRefusedError, FileNotFoundError):
+                with contextlib.suppress(OSError):
+                    path.unlink()
+                return False
+            except OSError:
+                return True  # busy or slow, not gone: leave it to ssh
+        return True
+
     def _ensure_master_sync(self) -> None:
         """Start the master connection unless its socket is there; raises
         :class:`SshError` when the host cannot be reached. ``-f`` puts it in the
         background after authentication, with no file of ours left open."""
         with self._master_lock:
-            if self.control_path.exists():
+            if self.master_live():
                 return
             argv = [
                 *self._base(),
@@ -288,7 +310,7 @@ class SshTarget:
 
     async def ensure_master(self) -> None:
         """:meth:`_ensure_master_sync` off the event loop (a no-op when it is up)."""
-        if self.reuse and not self.control_path.exists():
+        if self.reuse and not self.master_live():
             await asyncio.to_thread(self._ensure_master_sync)
 
     def argv(self, script: str, *, forward: str | None = None) -> list[str]:

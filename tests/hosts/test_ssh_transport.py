@@ -1,10 +1,13 @@
 """Issue 14: the ssh transport against real sshd on loopback: quoting survives the login
-shell, connection reuse, and every connection failure is a one-line reason."""
+shell, connection reuse (a dead master's socket is replaced), and every connection failure
+is a one-line reason."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import signal
+import time
 
 import pytest
 
@@ -73,3 +76,42 @@ async def test_a_hung_command_times_out(fleet) -> None:
     with pytest.raises(SshError) as err:
         await target.run("sleep 30", timeout_s=1)
     assert err.value.code == "timeout"
+
+
+async def test_a_dead_masters_socket_is_replaced_not_bypassed_forever(fleet) -> None:
+    target = SshTarget(parse_host(fleet.names[0]))
+    await target.probe()
+    assert target.control_path.exists()
+    master = [
+        p
+        for p in (int(x) for x in os.listdir("/proc") if x.isdigit())
+        if str(target.control_path).encode() in _cmdline(p) and b"ControlMaster=yes" in _cmdline(p)
+    ]
+    assert master, "no master connection process"
+    for pid in master:
+        os.kill(pid, signal.SIGKILL)  # killed (out of memory...): its socket stays behind
+    deadline = time.monotonic() + 5
+    while any(_alive(p) for p in master) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert target.control_path.exists()
+    for _ in range(3):
+        done = await target.run("exit 0")
+        assert done.ok and b"Control socket" not in done.stderr
+    # One new master carried the three: not a handshake per command.
+    assert fleet.hosts[0].log.read_text().count("Accepted publickey") == 2
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
