@@ -108,7 +108,9 @@ async def test_close_mid_turn_ends_the_agent_and_its_children_on_the_host(tmp_pa
     with pytest.raises((asyncio.CancelledError, AgentError)):
         await task
     await asyncio.sleep(0.3)
-    left = [p for p in _all_pids() if _cmd(p).startswith(b"sleep\x0060") and _live(p)]
+    # Exactly the agent's two (another program on this machine may run a "sleep 60").
+    ours = (b"sleep\x00600\x00", b"sleep\x00601\x00")
+    left = [p for p in _all_pids() if _cmd(p) in ours and _live(p)]
     assert left == [], "agent processes survived on the host"
 
 
