@@ -10,6 +10,7 @@ from tests.bench import (
     bench_attach,
     bench_console,
     bench_flood,
+    bench_host_startup,
     bench_launch,
     bench_quit,
     bench_remote,
@@ -36,4 +37,5 @@ if __name__ == "__main__":
         bench_launch.run()
         bench_quit.run()
         bench_remote.run()
+        bench_host_startup.run()
         bench_soak.run(minutes=args.soak_minutes)
