@@ -2,7 +2,9 @@
 sshd on loopback): a host whose network went away mid-run (its sshd and sessions die,
 what they ran lives on) has what the run left there ended when it is back, before it
 takes work, and the run is retried; a host that does not answer at start-up delays
-neither start-up nor the runs on the other host, and is recovered once it answers."""
+neither start-up nor the runs on the other host, and is recovered once it answers; a host
+that refuses the key and one that does not resolve are down with one-line reasons while
+the third does the work."""
 
 from __future__ import annotations
 
@@ -135,3 +137,36 @@ def test_start_up_does_not_wait_for_a_hung_host_and_recovers_it_once_it_answers(
         os.kill(hung.proc.pid, signal.SIGCONT)
         if proc is not None:
             _kill(proc)
+
+
+def test_a_host_refusing_the_key_and_an_unknown_one_leave_the_fleet_working(
+    tmp_path, fleet
+) -> None:
+    refusing, good = fleet.hosts
+    (refusing.folder / "authorized_keys").write_text("")  # our key is no longer taken
+    unknown = "no-such-host.invalid"
+    project, env, _ = _project(
+        tmp_path,
+        fleet,
+        max_turns=1,
+        issues=_issues(2, "[demo: two-turns]"),
+        speed="0.3",
+        hosts=[refusing.name, unknown, good.name],
+    )
+    proc, url = _start(project, env)
+    try:
+        watch = Watch(url)
+        snap = watch.until(_done(2), "both issues done on the host that takes the key", 180)
+        rows = {h["name"]: h for h in snap["hosts"]}
+        assert not rows[refusing.name]["up"] and not rows[unknown]["up"]
+        assert "refused the key" in rows[refusing.name]["last_error"]
+        assert "is unknown" in rows[unknown]["last_error"]
+        for row in rows.values():
+            assert "\n" not in (row["last_error"] or "")
+        assert set(watch.hosts_seen) == {good.name}
+        log = (project / "logs" / "symphony.log").read_text().splitlines()
+        downs = [x for x in log if 'msg="worker host down"' in x]
+        assert any(refusing.name in x and "refused the key" in x for x in downs), downs
+        assert any(unknown in x and "is unknown" in x for x in downs), downs
+    finally:
+        _kill(proc)
