@@ -153,6 +153,45 @@ class RemoteServer:
             await self.stop()
             raise
 
+    async def attach(self, address: str, port: int, *, probe: Callable[[str], HealthProbe]) -> None:
+        """Forward a local port to a server already running on the host at
+        ``address:port`` (as the host reaches it; ``worker.hosts.<h>.base_url``) and wait
+        until ``probe(base_url)`` is healthy; nothing is launched or stopped there but the
+        forward. Raises ``AgentError("launch_failed")``; ``.host_lost`` set when the
+        connection fails."""
+        t0 = time.monotonic()
+        where = f"http://{address}:{port}"
+        try:
+            await self.target.ensure_master()
+        except SshError as err:
+            raise host_lost(AgentError("launch_failed", str(err)), self.host) from None
+        try:
+            local = await self._open_forward(port, address)
+            self.base_url = f"http://127.0.0.1:{local}"
+            client = probe(self.base_url)
+            try:
+                while not await client.health():
+                    forward = self._forward
+                    if forward is not None and forward.returncode is not None:
+                        local = await self._forward_ended(forward, port, address)
+                        self.base_url = f"http://127.0.0.1:{local}"
+                        await client.aclose()
+                        client = probe(self.base_url)
+                    if time.monotonic() - t0 > self.startup_timeout_s:
+                        raise AgentError(
+                            "launch_failed",
+                            f"{self.name} at {where} on host {self.host} not healthy after "
+                            f"{self.startup_timeout_s:g}s",
+                        )
+                    await asyncio.sleep(PROBE_INTERVAL_S)
+            finally:
+                await client.aclose()
+            self.startup_s = time.monotonic() - t0
+            self._tasks.append(asyncio.create_task(self._watch()))
+        except BaseException:
+            await self.stop()
+            raise
+
     async def _try(
         self,
         command: str,
@@ -201,11 +240,11 @@ class RemoteServer:
         finally:
             await client.aclose()
 
-    async def _open_forward(self, remote_port: int) -> int:
+    async def _open_forward(self, remote_port: int, address: str = "127.0.0.1") -> int:
         local = free_port()
         try:
             self._forward = await asyncio.create_subprocess_exec(
-                *self.target.forward_argv(local, remote_port),
+                *self.target.forward_argv(local, remote_port, address),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.PIPE,
@@ -215,7 +254,9 @@ class RemoteServer:
             raise AgentError("launch_failed", f"cannot start ssh: {err}") from err
         return local
 
-    async def _forward_ended(self, forward: asyncio.subprocess.Process, port: int) -> int:
+    async def _forward_ended(
+        self, forward: asyncio.subprocess.Process, port: int, address: str = "127.0.0.1"
+    ) -> int:
         """The forward's client exited before the server was ready: a local port taken
         meanwhile gets another one; a dropped connection is the host lost."""
         said = b""
@@ -224,7 +265,7 @@ class RemoteServer:
                 said = await asyncio.wait_for(forward.stderr.read(), 2)
         text = said.decode("utf-8", "replace").strip()
         if forward.returncode == SSH_ERROR_EXIT and _FORWARD_FAILED.search(text):
-            return await self._open_forward(port)
+            return await self._open_forward(port, address)
         reason = _classified(self.host, text)
         raise host_lost(AgentError("launch_failed", f"port forward: {reason}"), self.host)
 
@@ -275,9 +316,11 @@ class RemoteServer:
         """Once ready: the first of the two clients to end on its own is the server lost."""
         launch = self._launch.proc if self._launch is not None else None
         forward = self._forward
-        if launch is None or forward is None:
+        if forward is None:
             return
-        waits = {asyncio.ensure_future(launch.wait()), asyncio.ensure_future(forward.wait())}
+        waits = {asyncio.ensure_future(forward.wait())}
+        if launch is not None:  # None: attached to a server run by other means
+            waits.add(asyncio.ensure_future(launch.wait()))
         try:
             await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -285,7 +328,7 @@ class RemoteServer:
                 w.cancel()
         if self._stopping:
             return
-        if SSH_ERROR_EXIT in (launch.returncode, forward.returncode):
+        if launch is None or SSH_ERROR_EXIT in (launch.returncode, forward.returncode):
             reason = f"host {self.host} connection lost (ssh exit 255)"
             error, lost = AgentError("transport_error", reason), reason
         else:

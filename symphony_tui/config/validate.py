@@ -61,11 +61,13 @@ def validate_dispatch(settings: Settings) -> list[str]:
                 f"worker.ssh_hosts the server starts on each host ({backend}.command)"
             )
         elif not server.command and not all(
-            settings.worker.command_for(h, backend, "") for h in settings.worker.ssh_hosts
+            settings.worker.command_for(h, backend, "") or settings.worker.server_on(h, backend)
+            for h in settings.worker.ssh_hosts
         ):
             problems.append(
                 f"invalid_agent_config: worker.ssh_hosts with agent.backend {backend} needs "
-                f"{backend}.command (or worker.hosts.<host>.commands.{backend} on every host)"
+                f"{backend}.command (or worker.hosts.<host>.commands.{backend} or "
+                f".base_url.{backend} on every host)"
             )
     if backend == "codex" and not settings.codex.command.strip():
         problems.append("invalid_agent_config: codex.command is empty")

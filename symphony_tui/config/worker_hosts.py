@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 _NAME = re.compile(r"^[A-Za-z0-9._%+-]+$")
 _USER = re.compile(r"^[A-Za-z0-9._-][A-Za-z0-9._@-]*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_HTTP_URL = re.compile(r"^http://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})/?$")
 #: The backends that run on worker hosts (``worker.hosts.<h>.commands`` keys).
 BACKENDS_ON_HOSTS = ("codex", "opencode", "openhands")
 
@@ -92,7 +93,10 @@ class HostOverrides(BaseModel):
     ``max_concurrent_agents`` (default ``worker.max_concurrent_agents_per_host``), ``env``
     (laid over the agents' and hooks' ``env`` on that host; ``$VAR`` resolved here),
     ``commands`` (backend name -> the command that starts it on that host, e.g.
-    ``{opencode: /opt/opencode/bin/opencode serve}``; default ``<backend>.command``)."""
+    ``{opencode: /opt/opencode/bin/opencode serve}``; default ``<backend>.command``),
+    ``base_url`` (server backend -> ``http://<address>:<port>`` of a server run on that host
+    by other means, as the host reaches it, e.g. ``http://127.0.0.1:4096``: reached through
+    an ssh port forward instead of starting one per run)."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
@@ -100,6 +104,21 @@ class HostOverrides(BaseModel):
     max_concurrent_agents: int | None = Field(default=None, gt=0)
     env: dict[str, str] = Field(default_factory=dict)
     commands: dict[str, str] = Field(default_factory=dict)
+    base_url: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("base_url", mode="before")
+    @classmethod
+    def _base_urls(cls, value: Any) -> Any:
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise ValueError("must map a server backend (opencode, openhands) to its URL")
+        for key, url in value.items():
+            if key not in ("opencode", "openhands"):
+                raise ValueError(f"base_url.{key}: not a server backend (opencode, openhands)")
+            if not isinstance(url, str) or not _HTTP_URL.match(url):
+                raise ValueError(f"base_url.{key} must be http://<host>:<port> as seen on the host")
+        return value
 
     @field_validator("commands", mode="before")
     @classmethod
@@ -206,6 +225,16 @@ class WorkerSettings(BaseModel):
         ``command``)."""
         own = self.hosts.get(name)
         return (own.commands.get(backend) if own is not None else None) or default
+
+    def server_on(self, name: str, backend: str) -> tuple[str, int] | None:
+        """``(address, port)`` of the ``backend`` server run on host ``name`` by other
+        means (``worker.hosts.<h>.base_url``), as the host reaches it; None: none."""
+        own = self.hosts.get(name)
+        url = own.base_url.get(backend) if own is not None else None
+        match = _HTTP_URL.match(url) if url else None
+        if match is None:
+            return None
+        return match.group(1).strip("[]"), int(match.group(2))
 
     def env_for(self, name: str) -> dict[str, str]:
         """The host's ``env`` overrides (empty when none)."""

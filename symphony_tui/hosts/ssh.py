@@ -185,6 +185,11 @@ def _classify(host: str, stderr: str) -> SshError:
     return SshError("unreachable", host, f"is unreachable ({last})")
 
 
+def _forward_host(address: str) -> str:
+    """An ``-L`` host field: an IPv6 address in brackets."""
+    return f"[{address}]" if ":" in address else address
+
+
 def classify_ssh_failure(host: str, stderr: str) -> SshError:
     """The :class:`SshError` for what ssh printed on ``stderr`` when it exited 255."""
     return _classify(host, stderr)
@@ -320,8 +325,11 @@ class SshTarget:
             argv += ["-L", forward]
         return [*argv, "--", self.spec.destination, remote_command(script)]
 
-    def forward_argv(self, local_port: int, remote_port: int) -> list[str]:
-        """``ssh -N -L 127.0.0.1:<local_port>:127.0.0.1:<remote_port>`` to this host, on a
+    def forward_argv(
+        self, local_port: int, remote_port: int, remote_address: str = "127.0.0.1"
+    ) -> list[str]:
+        """``ssh -N -L 127.0.0.1:<local_port>:<remote_address>:<remote_port>`` (the address
+        as the host reaches it, loopback by default) to this host, on a
         connection of its own (``ControlPath=none``: the forward lives exactly as long as
         this client, never in the shared master) that exits when the port cannot be bound
         here (``ExitOnForwardFailure``). Both ends are loopback: nothing listens beyond
@@ -331,7 +339,7 @@ class SshTarget:
             "-o", "ControlMaster=no",
             "-o", "ControlPath=none",
             "-o", "ExitOnForwardFailure=yes",
-            "-N", "-L", f"127.0.0.1:{local_port}:127.0.0.1:{remote_port}",
+            "-N", "-L", f"127.0.0.1:{local_port}:{_forward_host(remote_address)}:{remote_port}",
             "--", self.spec.destination,
         ]  # fmt: skip
 

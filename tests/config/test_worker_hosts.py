@@ -80,6 +80,14 @@ def test_no_hosts_is_local_behaviour(tmp_path: Path) -> None:
         ("worker:\n  ssh_hosts: [a]\n  hosts: {a: {env: {'1X': y}}}\n", "not a shell variable"),
         ("worker:\n  ssh_hosts: [a]\n  hosts: {a: {commands: {vim: x}}}\n", "not a backend"),
         ("worker:\n  ssh_hosts: [a]\n  hosts: {a: {commands: {opencode: ''}}}\n", "non-empty"),
+        (
+            "worker:\n  ssh_hosts: [a]\n  hosts: {a: {base_url: {opencode: 'ftp://x'}}}\n",
+            "as seen on the host",
+        ),
+        (
+            "worker:\n  ssh_hosts: [a]\n  hosts: {a: {base_url: {codex: 'http://x:1'}}}\n",
+            "not a server backend",
+        ),
     ],
 )
 def test_bad_worker_settings_are_one_line_errors(tmp_path: Path, worker: str, needle: str) -> None:
@@ -119,5 +127,15 @@ def test_server_backends_on_hosts_need_a_command_to_start_there(tmp_path: Path) 
         )
         assert validate_dispatch(wf.settings) == []
         assert wf.settings.worker.command_for("b", backend, "x") == "/opt/b/srv"
+        # A server run on each host by other means is enough too.
+        wf = _load(
+            tmp_path,
+            f"agent:\n  backend: {backend}\nworker:\n  ssh_hosts: [a, b]\n  hosts:\n"
+            f"    a: {{base_url: {{{backend}: 'http://127.0.0.1:4096'}}}}\n"
+            f"    b: {{base_url: {{{backend}: 'http://[::1]:4097/'}}}}\n",
+        )
+        assert validate_dispatch(wf.settings) == []
+        assert wf.settings.worker.server_on("a", backend) == ("127.0.0.1", 4096)
+        assert wf.settings.worker.server_on("b", backend) == ("::1", 4097)
     ok = _load(tmp_path, "worker:\n  ssh_hosts: [a]\n")
     assert validate_dispatch(ok.settings) == []

@@ -45,6 +45,7 @@ def _workflow(fleet, model_url: str, oc_bin: Path, remote_root: Path) -> str:
         "opencode": {
             "command": f"{oc_bin} serve",
             "model": FAKE_MODEL,
+            "startup_timeout_ms": 120_000,
             "env": {
                 "OPENCODE_CONFIG_CONTENT": json.dumps(fake_config(model_url)),
                 "HTTP_PROXY": PROXY,

@@ -17,11 +17,18 @@ import pytest
 
 from symphony_tui.agents.base import AgentError, TurnStatus
 from symphony_tui.agents.opencode import OpenCodeBackend
+from symphony_tui.agents.opencode.server import ManagedServer
 from symphony_tui.agents.opencode.stream import StreamOptions
 from symphony_tui.config.settings import Settings
 from symphony_tui.domain import EventKind
 from symphony_tui.testing.fake_model import FakeModelServer
-from symphony_tui.testing.opencode_env import FAKE_MODEL, PROXY, fake_config
+from symphony_tui.testing.opencode_env import (
+    FAKE_MODEL,
+    PROXY,
+    fake_config,
+    opencode_env,
+    server_command,
+)
 from symphony_tui.testing.session_host import make_issue
 from tests.hosts.test_codex_over_ssh import HostedSession, remote_descendants
 from tests.real_programs import require_opencode
@@ -37,7 +44,15 @@ def model():
         yield fake
 
 
-def backend(fleet, model_url: str, *, command: str | None = None, hosts: dict | None = None):
+def backend(
+    fleet,
+    model_url: str,
+    *,
+    command: str | None = None,
+    hosts: dict | None = None,
+    password_env: str | None = None,
+    env: dict | None = None,
+):
     oc_bin = require_opencode()
     settings = Settings.model_validate(
         {
@@ -45,7 +60,8 @@ def backend(fleet, model_url: str, *, command: str | None = None, hosts: dict | 
             "opencode": {
                 "command": command or f"{shlex.quote(str(oc_bin))} serve",
                 "model": FAKE_MODEL,
-                "startup_timeout_ms": 60_000,
+                "startup_timeout_ms": 120_000,
+                "password_env": password_env,
                 # Resolved here, exported there: the provider config travels as content.
                 "env": {
                     "OPENCODE_CONFIG_CONTENT": json.dumps(fake_config(model_url)),
@@ -61,7 +77,7 @@ def backend(fleet, model_url: str, *, command: str | None = None, hosts: dict | 
     )
     return OpenCodeBackend(
         lambda: settings,
-        env={"SCHED_SECRET": "s3cr3t"},
+        env={"SCHED_SECRET": "s3cr3t", **(env or {})},
         state_dir=Path("/nonexistent/not-used-on-hosts"),
         stream_options=QUICK,
     )
@@ -196,3 +212,41 @@ async def test_a_host_that_dies_mid_turn_is_the_host_lost(tmp_path, fleet, model
         for pid in left:  # the host "died": its programs are ours to end here
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, 9)
+
+
+async def test_a_server_run_on_the_host_by_other_means_is_reached_through_a_forward(
+    tmp_path, fleet, model
+) -> None:
+    # The hosts are this machine: a server bound to loopback here is one on the host.
+    running = ManagedServer(
+        server_command(require_opencode()),
+        tmp_path / "external",
+        env={**os.environ, **opencode_env(tmp_path / "cfg", model.url)},
+    )
+    await running.start()
+    try:
+        assert running.base_url is not None
+        port = int(running.base_url.rsplit(":", 1)[1])
+        ws = workspace(tmp_path)
+        b = backend(
+            fleet,
+            model.url,
+            command="/opt/nowhere/not-started serve",  # never launched on that host
+            hosts={fleet.names[0]: {"base_url": {"opencode": f"http://127.0.0.1:{port}"}}},
+            password_env="OC_ON_HOST_PASSWORD",
+            env={"OC_ON_HOST_PASSWORD": running.password},
+        )
+        host = HostedSession(ws, fleet.names[0], issue=make_issue("OC-4"))
+        session = await b.start_session(host)
+        try:
+            url = host.recorded["server_url"]
+            assert url != running.base_url and listening(url)  # the forward, not the server
+            result = await session.run_turn("Say hello.")
+            assert result.status is TurnStatus.COMPLETED, result
+        finally:
+            await session.close()
+        await asyncio.sleep(0.3)
+        assert not listening(url), "the forward outlived the session"
+        assert running.running, "a server run by other means is not ours to stop"
+    finally:
+        await running.stop()

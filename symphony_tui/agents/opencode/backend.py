@@ -146,6 +146,9 @@ class OpenCodeBackend:
         """This session's own ``opencode serve`` on ``worker_host``, in ``workspace``
         (agents/remote_server.py), and a client through its port forward."""
         cfg = settings.opencode
+        on_host = settings.worker.server_on(worker_host, "opencode")
+        if on_host is not None:
+            return await self._attach_on_host(cfg, worker_host, workspace, on_host)
         command = settings.worker.command_for(worker_host, "opencode", cfg.command or "")
         if not command:
             raise AgentError("launch_failed", "opencode.command is not set (worker hosts)")
@@ -166,6 +169,35 @@ class OpenCodeBackend:
             probe=lambda url: OpenCodeClient(url, password=password),
             stdin=f"{password}\n".encode(),
         )
+        assert server.base_url is not None
+        client = OpenCodeClient(server.base_url, password=password, timeout_s=REQUEST_TIMEOUT_S)
+        return server, Endpoint(server.base_url, (password,), client, None)
+
+    async def _attach_on_host(
+        self,
+        cfg: OpenCodeSettings,
+        worker_host: str,
+        workspace: Path,
+        on_host: tuple[str, int],
+    ) -> tuple[RemoteServer, Endpoint[OpenCodeClient]]:
+        """A server run on ``worker_host`` by other means (``worker.hosts.<h>.base_url``),
+        reached through a port forward; ``opencode.password_env`` names its password."""
+        password = None
+        if cfg.password_env:
+            password = self._recipe().lookup(cfg.password_env)
+            if password is None:
+                raise AgentError(
+                    "launch_failed", f"opencode.password_env: ${cfg.password_env} is unset"
+                )
+        server = RemoteServer(
+            "opencode serve",
+            self._targets(worker_host),
+            str(workspace),
+            command="",
+            state=REMOTE_STATE,
+            startup_timeout_s=cfg.startup_timeout_ms / 1000,
+        )
+        await server.attach(*on_host, probe=lambda url: OpenCodeClient(url, password=password))
         assert server.base_url is not None
         client = OpenCodeClient(server.base_url, password=password, timeout_s=REQUEST_TIMEOUT_S)
         return server, Endpoint(server.base_url, (password,), client, None)

@@ -125,6 +125,9 @@ class OpenHandsBackend:
         """This session's own agent-server on ``worker_host``, in ``workspace``
         (agents/remote_server.py), and a client through its port forward."""
         cfg = settings.openhands
+        on_host = settings.worker.server_on(worker_host, "openhands")
+        if on_host is not None:
+            return await self._attach_on_host(cfg, worker_host, workspace, on_host)
         command = settings.worker.command_for(worker_host, "openhands", cfg.command or "")
         if not command:
             raise AgentError("launch_failed", "openhands.command is not set (worker hosts)")
@@ -152,6 +155,40 @@ class OpenHandsBackend:
         url = server.base_url
         client = OpenHandsClient(url, api_key=key, timeout_s=cfg.read_timeout_ms / 1000)
         ws_auth: WsAuth = cfg.ws_auth
+        return server, Endpoint(url, (key, ws_auth), client, None), ws_auth
+
+    async def _attach_on_host(
+        self,
+        cfg: OpenHandsSettings,
+        worker_host: str,
+        workspace: Path,
+        on_host: tuple[str, int],
+    ) -> tuple[RemoteServer, Endpoint[OpenHandsClient], WsAuth]:
+        """A server run on ``worker_host`` by other means (``worker.hosts.<h>.base_url``),
+        reached through a port forward; ``openhands.session_api_key_env`` names its key."""
+        key = None
+        if cfg.session_api_key_env:
+            key = self._recipe().lookup(cfg.session_api_key_env)
+            if key is None:
+                raise AgentError(
+                    "launch_failed",
+                    f"openhands.session_api_key_env: ${cfg.session_api_key_env} is unset",
+                )
+        server = RemoteServer(
+            "agent-server",
+            self._targets(worker_host),
+            str(workspace),
+            command="",
+            state=REMOTE_STATE,
+            startup_timeout_s=cfg.startup_timeout_ms / 1000,
+        )
+        await server.attach(
+            *on_host, probe=lambda url: OpenHandsClient(url, api_key=key, timeout_s=2.0)
+        )
+        assert server.base_url is not None
+        url = server.base_url
+        client = OpenHandsClient(url, api_key=key, timeout_s=cfg.read_timeout_ms / 1000)
+        ws_auth: WsAuth = cfg.ws_auth if key else "none"
         return server, Endpoint(url, (key, ws_auth), client, None), ws_auth
 
     async def _open_session(
