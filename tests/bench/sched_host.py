@@ -10,7 +10,10 @@ machine's other load moves much less), ``gc2_max_ms`` / ``gc2_max_cpu_ms`` and
 tracked after the longest full collection: what it has to traverse; ``gc.get_objects``
 counted at that moment, outside the timed pause) and ``gc2_top`` (the 15 commonest types
 among them then); ``gc2_pauses`` lists every full collection as ``[monotonic seconds, wall
-ms, CPU ms]`` (the clock is the system's, so the bench can pick those of its window).
+ms, CPU ms]`` (the clock is the system's, so the bench can pick those of its window);
+``stats``, ``count``, ``threshold`` and ``enabled`` are the collector's own
+(``gc.get_stats()`` etc.: e.g. how few collections a run that frees by reference counting
+needs).
 
 With ``SYMPHONY_BENCH_HEAP=DIR`` (for finding memory growth), each time a file
 ``DIR/request`` appears it is removed and ``DIR/heap-N.json`` written: the live objects the
@@ -88,6 +91,10 @@ class GcTimer:
             "gc2_collected": self.gen2_collected,
             "gc2_top": self.gen2_top,
             "gc2_pauses": self.gen2_pauses[-2000:],
+            "stats": gc.get_stats(),
+            "count": gc.get_count(),
+            "threshold": gc.get_threshold(),
+            "enabled": gc.isenabled(),
         }
         tmp = path + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:
