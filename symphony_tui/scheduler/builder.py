@@ -31,7 +31,7 @@ from symphony_tui.scheduler.clock import Clock
 from symphony_tui.scheduler.commands import OperatorCommands
 from symphony_tui.scheduler.dispatch import Dispatcher
 from symphony_tui.scheduler.eventlog import EventHistory
-from symphony_tui.scheduler.inbox import AgentTraffic, Barrier, Inbox, IssueMoved
+from symphony_tui.scheduler.inbox import AgentTraffic, Inbox, IssueMoved
 from symphony_tui.scheduler.polling import Polling
 from symphony_tui.scheduler.recovered_scans import RecoveredScans
 from symphony_tui.scheduler.retries import Retries
@@ -58,6 +58,8 @@ class LoopSide:
     post: Callable[..., None]
     ask: Callable[..., Awaitable[Any]]
     inbox_barrier: Callable[[], Awaitable[None]]
+    #: Applies a run's queued inputs now, ahead of everyone else's (``Inbox.take_of``).
+    apply_ahead: Callable[[Run], None]
     spawn: Callable[..., asyncio.Task]
     request_refresh: Callable[[], None]
     refresh_recovered: Callable[[], None]
@@ -123,10 +125,9 @@ def build_parts(
     )
 
     async def ahead(run: Run) -> None:
-        # The run's queued events go to the control lane; the barrier behind them replies
-        # once they are applied (before every other session's queued traffic).
-        if inbox.promote(run):
-            await side.ask(Barrier(), control=True)
+        # The run's queued events are applied now, before every other session's queued
+        # traffic (no turn of the loop to wait for).
+        side.apply_ahead(run)
 
     worker_ctx = WorkerContext(
         state=state,

@@ -24,9 +24,9 @@ inputs the inbox is :attr:`Inbox.busy`; a session that can coalesce its streamed
 (the codex backend, ``agents/codex/coalesce.py``) then holds them and keeps reading,
 instead of posting one input per delta and reaching the high-water mark. So its reader
 does not wait for room, and what the agent writes after a flood of deltas (an approval
-request, a question) is read promptly. :meth:`Inbox.promote` moves a session's queued
-inputs to the control lane, for a request of that session that must be applied after
-them and before everyone else's traffic.
+request, a question) is read promptly. :meth:`Inbox.take_of` takes a session's queued
+inputs out of the main lane, for a request of that session that must be applied after them and before everyone else's traffic: the
+orchestrator applies them at once, before it files that session's approval request.
 """
 
 from __future__ import annotations
@@ -234,7 +234,8 @@ BUSY_MARK = 64
 
 
 class Inbox:
-    """Two FIFO lanes and a wake-up. Only the scheduling loop takes from it."""
+    """Two FIFO lanes and a wake-up. Only the scheduling loop takes from it (and the
+    orchestrator's approval path, one session's inputs: :meth:`take_of`)."""
 
     def __init__(
         self,
@@ -268,29 +269,25 @@ class Inbox:
         can coalesce their streamed deltas do so)."""
         return len(self._main) >= self._busy
 
-    def promote(self, run: Run) -> int:
-        """Move ``run``'s queued main-lane inputs (its agent events and session facts) to
-        the end of the control lane, in their order; returns how many moved. Whatever
-        is posted to the control lane next is then applied after them and before the
-        traffic of every other session (an approval request of that run)."""
+    def take_of(self, run: Run) -> list[Input]:
+        """Take ``run``'s queued main-lane inputs (its agent events and session facts) out
+        of the lane, in their order; the rest keep theirs. For applying them at once,
+        ahead of every other session's traffic (an approval request of that run)."""
         main = self._main
         if not main:
-            return 0
+            return []
         mine = [i for i in main if isinstance(i, AgentTraffic | SessionFacts) and i.run is run]
         if not mine:
-            return 0
+            return []
         keep = [
             i for i in main if not (isinstance(i, AgentTraffic | SessionFacts) and i.run is run)
         ]
         main.clear()
         main.extend(keep)
-        self._control.extend(mine)
         if self._room is not None and len(main) <= self._low:
             self._room.set()
             self._room = None
-        if not self._wake.is_set():
-            self._wake.set()
-        return len(mine)
+        return mine
 
     def post(self, item: Input) -> None:
         """Queue ``item`` in the main lane."""

@@ -135,6 +135,7 @@ class Orchestrator:
             post=self._post,
             ask=self._ask,
             inbox_barrier=self._inbox_barrier,
+            apply_ahead=self._apply_ahead,
             spawn=self._spawn,
             request_refresh=self.request_refresh,
             refresh_recovered=self.refresh_recovered,
@@ -424,14 +425,7 @@ class Orchestrator:
             await inbox.wait()
             item = inbox.take()
             while item is not None:
-                try:
-                    self._handle(item)
-                except Exception as exc:  # one bad input must never stop the scheduler
-                    log.exception("scheduler input failed: %s", type(item).__name__)
-                    self.state.emit_system(EventKind.ERROR, f"scheduler error: {exc}")
-                    future = getattr(item, "reply", None)
-                    if future is not None and not future.done():
-                        future.set_exception(exc)
+                self._handle_safely(item)
                 handled += 1
                 if handled >= (BUSY_LOOP_BATCH if inbox.busy else LOOP_BATCH):
                     handled = 0
@@ -439,6 +433,25 @@ class Orchestrator:
                     await asyncio.sleep(0)
                 item = inbox.take()
             self._scans.rescan_if_stale()
+
+    def _handle_safely(self, item: Input) -> None:
+        try:
+            self._handle(item)
+        except Exception as exc:  # one bad input must never stop the scheduler
+            log.exception("scheduler input failed: %s", type(item).__name__)
+            self.state.emit_system(EventKind.ERROR, f"scheduler error: {exc}")
+            future = getattr(item, "reply", None)
+            if future is not None and not future.done():
+                future.set_exception(exc)
+
+    def _apply_ahead(self, run: Run) -> None:
+        """Apply ``run``'s queued inputs now, in their order, ahead of every other
+        session's queued traffic (``Inbox.take_of``): its approval request is filed right
+        after, so it is never applied before what the agent reported before asking."""
+        if self._loop_gone:
+            return
+        for item in self._inbox.take_of(run):
+            self._handle_safely(item)
 
     def _handle(self, item: Input) -> None:
         """Apply one input to the state (synchronously: a handler never awaits)."""

@@ -177,7 +177,7 @@ async def test_runs_that_end_together_cost_one_workspace_rescan_not_one_each(mak
     assert len(h.orch.retrying) == 5  # each ended run was still applied
 
 
-def test_a_runs_queued_inputs_move_to_the_control_lane_in_order_and_others_stay():
+def test_a_runs_queued_inputs_are_taken_out_in_order_and_the_others_keep_theirs():
     from symphony_tui.scheduler.inbox import AgentTraffic, SessionFacts
     from symphony_tui.scheduler.run import Run
 
@@ -202,15 +202,11 @@ def test_a_runs_queued_inputs_move_to_the_control_lane_in_order_and_others_stay(
     for item in [*queued, tick]:
         inbox.post(item)
     assert inbox.busy
-    assert inbox.promote(mine) == 7
-    inbox.post_control(Barrier())
-    taken = [inbox.take() for _ in range(len(queued) + 2)]
+    assert inbox.take_of(mine) == [i for i in queued if i.run is mine]  # in their order
+    assert inbox.take_of(mine) == []
+    rest = [inbox.take() for _ in range(7)]
     assert inbox.take() is None
-    ours = [i for i in queued if i.run is mine]
-    theirs = [i for i in queued if i.run is other]
-    assert taken[:7] == ours  # the run's inputs first, in their order
-    assert isinstance(taken[7], Barrier)  # then what was posted to the control lane
-    assert taken[8:] == [*theirs, tick]  # then the rest of the main lane, in its order
+    assert rest == [*(i for i in queued if i.run is other), tick]  # in theirs
     assert not inbox.busy
 
 

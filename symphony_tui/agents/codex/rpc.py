@@ -33,7 +33,7 @@ from symphony_tui.agents.base import AgentError
 LINE_LIMIT = 10 * 1024 * 1024
 _CHUNK = 65536
 #: Lines handed to the callbacks before the reader yields to the event loop.
-BATCH_LINES = 8
+BATCH_LINES = 16
 
 RequestId = int | str
 
