@@ -36,12 +36,17 @@ def _host_row(snap: dict, name: str) -> dict:
     return next(h for h in snap["hosts"] if h["name"] == name)
 
 
-def _until(predicate, what: str, timeout: float) -> None:
+def _until(predicate, what: str, timeout: float, detail=lambda: "") -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not reached")
+            raise AssertionError(f"{what}: not reached {detail()}")
         time.sleep(0.1)
+
+
+def _described(pids) -> list[tuple[int, bytes]]:
+    """The live ones of ``pids`` with their command lines (for a failure's message)."""
+    return [(p, _cmd(p)[:120]) for p in pids if _live(p)]
 
 
 def test_a_host_back_after_a_network_loss_ends_what_its_failed_run_left(tmp_path, fleet) -> None:
@@ -71,7 +76,7 @@ def test_a_host_back_after_a_network_loss_ends_what_its_failed_run_left(tmp_path
         victim.start()
         watch.until(lambda s: _host_row(s, victim.name)["up"], "the host up again", 60)
         # It takes work only once what the failed run left there is gone.
-        assert not any(_live(p) for p in orphans), "the failed run's processes outlived it"
+        assert not any(_live(p) for p in orphans), _described(orphans)
         watch.until(_done(2), "both issues done", timeout=240)
         dispatched = _dispatch_hosts(project)[victim_run["issue_identifier"]]
         assert dispatched[0] == victim.name and len(dispatched) >= 2, dispatched  # retried
@@ -80,8 +85,18 @@ def test_a_host_back_after_a_network_loss_ends_what_its_failed_run_left(tmp_path
             in (e.get("message") or "")
             for e in _events(url)
         )
-        _until(lambda: not any(_live(p) for p in left), "every process of the run gone", 15)
-        _until(lambda: remote_descendants(fleet) == [], "nothing of any run on the hosts", 15)
+        _until(
+            lambda: not any(_live(p) for p in left),
+            "every process of the run gone",
+            15,
+            lambda: _described(left),
+        )
+        _until(
+            lambda: remote_descendants(fleet) == [],
+            "nothing of any run on the hosts",
+            15,
+            lambda: _described(remote_descendants(fleet)),
+        )
     finally:
         _kill(proc)
         for pid in left:
