@@ -25,7 +25,7 @@ import shutil
 import sys
 import tempfile
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from symphony_tui import __version__
@@ -289,76 +289,144 @@ def _start(
     title: str,
     events_path: Path | None,
 ) -> int:
-    from symphony_tui.config.errors import WorkflowError
     from symphony_tui.observability.logs import configure_logging
+
+    try:
+        log_file = configure_logging(args.log_dir, args.log_level)
+    except OSError as exc:
+        return _fail(f"cannot write logs to {args.log_dir or 'the log folder'}: {exc}")
+    if not args.headless:
+        return _console(path, args, lock=lock, title=title, events_path=events_path, log=log_file)
+    from symphony_tui.scheduler.orchestrator import StartupError
+
+    try:
+        runtime, api = _build(path, args, lock=lock, events_path=events_path, say=_say)
+    except _BuildFailed as exc:
+        return _fail(str(exc))
+    print(f"symphony-tui: running {path} headless; log: {log_file}", file=sys.stderr)
+    for warning in runtime.store.current.warnings:
+        print(f"symphony-tui: warning: {warning}", file=sys.stderr)
+    _freeze_startup_heap()
+    try:
+        return asyncio.run(_headless(runtime, args.exit_when_idle, api))
+    except StartupError as exc:
+        return _fail(f"startup failed: {exc}")
+    except OSError as exc:
+        return _fail(f"cannot start the HTTP API: {exc}")
+    except Exception as exc:  # the host failed abnormally: one line, non-zero (§17.7)
+        return _fail(f"scheduler failed: {type(exc).__name__}: {exc}; log: {log_file}")
+
+
+class _BuildFailed(Exception):
+    """The scheduler could not be built; ``str()`` is the one-line message (no prefix)."""
+
+
+def _say(line: str) -> None:
+    print(f"symphony-tui: {line}", file=sys.stderr, flush=True)
+
+
+def _build(
+    path: Path,
+    args: argparse.Namespace,
+    *,
+    lock: bool,
+    events_path: Path | None,
+    say: Callable[[str], None],
+):
+    """Load the workflow, build the runtime (``build_runtime``) and the HTTP API it asks
+    for; returns ``(runtime, api or None)``. Every start-up failure (bad WORKFLOW.md, failed
+    dispatch validation, a held project lock, an unknown tracker, a bad API token, the lock
+    folder or event file not creatable) raises :class:`_BuildFailed` with the one line the
+    operator is shown, nothing left held. ``say`` gets one-off lines (a generated token)."""
+    from symphony_tui.api.auth import TokenError
+    from symphony_tui.config.errors import WorkflowError
     from symphony_tui.runtime import build_runtime
     from symphony_tui.scheduler.orchestrator import StartupError
     from symphony_tui.scheduler.project_lock import ProjectLockedError
     from symphony_tui.trackers.base import TrackerError
 
     try:
-        log_file = configure_logging(args.log_dir, args.log_level)
-    except OSError as exc:
-        return _fail(f"cannot write logs to {args.log_dir or 'the log folder'}: {exc}")
-    try:
         runtime = build_runtime(path, lock=lock, events_path=events_path)
     except StartupError as exc:
-        return _fail(f"startup failed: {exc}")
+        raise _BuildFailed(f"startup failed: {exc}") from None
     except (WorkflowError, ProjectLockedError, TrackerError) as exc:
-        return _fail(str(exc))
+        raise _BuildFailed(str(exc)) from None
     except OSError as exc:  # the lock folder or the event file cannot be created
-        return _fail(f"startup failed: {exc}")
-    from symphony_tui.api.auth import TokenError
-
+        raise _BuildFailed(f"startup failed: {exc}") from None
     try:
-        api = _api_server(runtime, getattr(args, "port", None), announce=True)
+        api = _api_server(runtime, getattr(args, "port", None), announce=True, say=say)
     except TokenError as exc:
         asyncio.run(runtime.close())
-        return _fail(str(exc))
-    warnings = runtime.store.current.warnings
-    if args.headless:
-        print(f"symphony-tui: running {path} headless; log: {log_file}", file=sys.stderr)
-        for warning in warnings:
-            print(f"symphony-tui: warning: {warning}", file=sys.stderr)
-        _freeze_startup_heap()
-        try:
-            return asyncio.run(_headless(runtime, args.exit_when_idle, api))
-        except StartupError as exc:
-            return _fail(f"startup failed: {exc}")
-        except OSError as exc:
-            return _fail(f"cannot start the HTTP API: {exc}")
-        except Exception as exc:  # the host failed abnormally: one line, non-zero (§17.7)
-            return _fail(f"scheduler failed: {type(exc).__name__}: {exc}; log: {log_file}")
+        raise _BuildFailed(str(exc)) from None
+    return runtime, api
+
+
+def _console(
+    path: Path,
+    args: argparse.Namespace,
+    *,
+    lock: bool,
+    title: str,
+    events_path: Path | None,
+    log: Path,
+) -> int:
+    """The console: its first frame is painted first, then the scheduler is built in a
+    thread (imports and all, issue 11: launch to first frame) and its panes fill in
+    (``console.starting``). A failed build closes the console and prints the same one line
+    as before the console started, exit 1."""
     from symphony_tui.console.app import SymphonyApp
+    from symphony_tui.console.starting import Started, StartFailed
 
-    _freeze_startup_heap()
+    built: list = []  # (runtime, api) once built, for the cleanup below
+    said: list[str] = []  # one-off lines (a generated API token): shown, and kept for exit
 
-    async def runner() -> None:
-        if api is not None:
-            await api.start()
-        await runtime.orchestrator.run()
+    async def start() -> Started:
+        try:
+            runtime, api = await asyncio.to_thread(
+                _build, path, args, lock=lock, events_path=events_path, say=said.append
+            )
+        except _BuildFailed as exc:
+            raise StartFailed(str(exc)) from None
+        built.append((runtime, api))
+        _freeze_startup_heap()
 
-    async def shutdown() -> None:
-        if api is not None:
-            await api.stop()
-        await runtime.close()
+        async def runner() -> None:
+            if api is not None:
+                await api.start()
+            await runtime.orchestrator.run()
 
-    app = SymphonyApp(
-        runtime.orchestrator, runner=runner, shutdown=shutdown, title=title, notices=warnings
-    )
+        async def shutdown() -> None:
+            if api is not None:
+                await api.stop()
+            await runtime.close()
+
+        return Started(
+            runtime.orchestrator,
+            runner=runner,
+            shutdown=shutdown,
+            notices=runtime.store.current.warnings,
+            messages=[("HTTP API", line) for line in said],
+        )
+
+    app = SymphonyApp(start=start, title=title)
     try:
         code = app.run()
     finally:
         # The app awaits shutdown on every exit it controls. If Textual itself died first,
         # its event loop (and the workers' tasks) are gone, but the agents' processes are
         # not: end their process groups so nothing outlives us.
-        if not runtime.orchestrator.stopped:
-            runtime.orchestrator.kill_agents_now()
-            if runtime.lock is not None:
-                runtime.lock.release()
+        for runtime, _api in built:
+            if not runtime.orchestrator.stopped:
+                runtime.orchestrator.kill_agents_now()
+                if runtime.lock is not None:
+                    runtime.lock.release()
+        for line in said:  # printed before the console, before: still in the scrollback
+            _say(line)
+    if app.start_error is not None:
+        return _fail(app.start_error)
     rc = app.return_code if app.return_code is not None else (code if isinstance(code, int) else 0)
     if rc:
-        print(f"symphony-tui: exited with an error; log: {log_file}", file=sys.stderr)
+        print(f"symphony-tui: exited with an error; log: {log}", file=sys.stderr)
     return rc
 
 
@@ -402,9 +470,11 @@ def _no_terminal(hint: str = "use --headless, or run it in tmux / `ssh -t`") -> 
     )
 
 
-def _api_server(runtime, cli_port: int | None, *, announce: bool = False):
+def _api_server(
+    runtime, cli_port: int | None, *, announce: bool = False, say: Callable[[str], None] = _say
+):
     """The HTTP API when ``--port`` or ``server.port`` asks for one (``--port`` wins), with
-    its bearer token (a generated one is printed here, once). Raises ``TokenError``."""
+    its bearer token (a generated one is told to ``say``, once). Raises ``TokenError``."""
     server = runtime.store.current.settings.server
     port = cli_port if cli_port is not None else server.port
     if port is None:
@@ -417,11 +487,8 @@ def _api_server(runtime, cli_port: int | None, *, announce: bool = False):
         server.host, token_env=server.auth_token_env, require_token=server.require_token
     )
     if choice.generated:
-        print(
-            f"symphony-tui: HTTP API token (shown once; clients send it as "
-            f"Authorization: Bearer): {choice.token}",
-            file=sys.stderr,
-            flush=True,
+        say(
+            f"HTTP API token (shown once; clients send it as Authorization: Bearer): {choice.token}"
         )
     return ApiServer(
         runtime.orchestrator,

@@ -23,12 +23,12 @@ import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual.app import App
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
-from symphony_tui.config.settings import NotifySettings, Settings
 from symphony_tui.console.app_approvals import ApprovalActionsMixin
 from symphony_tui.console.app_commands import CommandsMixin
 from symphony_tui.console.app_enablement import EnablementMixin
@@ -48,12 +48,16 @@ from symphony_tui.console.screens.hosts import NO_HOSTS, HostsScreen
 from symphony_tui.console.screens.main import MainScreen
 from symphony_tui.console.screens.recovered import RecoveredScreen
 from symphony_tui.console.screens.worker import WorkerScreen
+from symphony_tui.console.starting import Started, StartingPort, notify_of
 from symphony_tui.console.terminal_watch import TerminalWatch
 from symphony_tui.console.tones import Tones
 from symphony_tui.domain import (
     Snapshot,
 )
 from symphony_tui.scheduler.port import SchedulerPort
+
+if TYPE_CHECKING:
+    from symphony_tui.config.settings import NotifySettings
 
 REFRESH_HZ = 4.0
 # Streamed text (new event-log lines, the workers' last-activity cells) repaints at most once
@@ -111,8 +115,9 @@ class SymphonyApp(
 
     def __init__(
         self,
-        port: SchedulerPort,
+        port: SchedulerPort | None = None,
         *,
+        start: Callable[[], Awaitable[Started]] | None = None,
         runner: Callable[[], Awaitable[None]] | None = None,
         shutdown: Callable[[], Awaitable[None]] | None = None,
         title: str = "symphony",
@@ -128,7 +133,12 @@ class SymphonyApp(
         notify: Callable[[], NotifySettings] | None = None,
     ) -> None:
         super().__init__()
-        self.port = port
+        if (port is None) == (start is None):
+            raise TypeError("SymphonyApp needs a port or a start, not both")
+        self.port: SchedulerPort = port if port is not None else StartingPort()
+        self._start_fn = start
+        self._start_worker = None
+        self.start_error: str | None = None
         self.title = title
         self.clock = clock
         self.cursor_blink = cursor_blink
@@ -154,13 +164,15 @@ class SymphonyApp(
         )
         self._terminal_watch = terminal_watch
         self._notices = tuple(notices)
-        if notify is None:
-            # in process: the workflow's live settings; attached: the defaults
-            live = getattr(port, "settings", None)
-            notify = (
-                (lambda: port.settings.notify) if isinstance(live, Settings) else NotifySettings
-            )
-        self.attention = ConsoleAttention(notify, bell=self.bell, write=self._write_terminal)
+        self._notify = notify if notify is not None else notify_of(self.port)
+        self.attention = ConsoleAttention(
+            lambda: self._notify(), bell=self.bell, write=self._write_terminal
+        )
+
+    @property
+    def starting(self) -> bool:
+        """True until the scheduler is built (``start``; :mod:`console.starting`)."""
+        return bool(getattr(self.port, "starting", False))
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -179,10 +191,12 @@ class SymphonyApp(
         self._install_signals()
         self._guard_sigcont()
         self._start_terminal_watch()
-        if self._runner_fn is not None:
-            self.run_worker(
-                self._run_scheduler(), name="scheduler", group="scheduler", exit_on_error=False
-            )
+        if self._start_fn is not None:
+            # after the first frame is on the screen: building the scheduler costs more
+            # than the console (issue 11)
+            self.call_after_refresh(self._begin_start)
+        elif self._runner_fn is not None:
+            self._start_runner()
         self.set_interval(1.0 / self._refresh_hz, self.tick, name="refresh")
         self.call_after_refresh(self.tick)
         self.call_after_refresh(self._fit_screen)

@@ -6,6 +6,7 @@ workers (or only detach, behind ``attach``) once, then exit (docs/architecture.m
 
 from __future__ import annotations
 
+import contextlib
 import signal
 
 from rich.text import Text
@@ -13,6 +14,7 @@ from textual.worker import Worker, WorkerState
 
 from symphony_tui.console.sanitize import one_line
 from symphony_tui.console.screens.modals import Confirm
+from symphony_tui.console.starting import StartFailed, notify_of
 from symphony_tui.console.terminal_watch import TerminalWatch
 
 TERMINAL_CHECK_S = 1.0
@@ -130,6 +132,47 @@ class LifecycleMixin:
             exit_on_error=False,
         )
 
+    def _begin_start(self) -> None:
+        """Build the scheduler (``start``, docs/architecture.md "Start-up"): called once
+        the first frame is painted. Keys pressed meanwhile meet :class:`StartingPort`."""
+        if self._stopping or self._start_worker is not None:
+            return
+        self._start_worker = self.run_worker(
+            self._start_scheduler(), name="start", group="start", exit_on_error=False
+        )
+
+    async def _start_scheduler(self) -> None:
+        """Await ``start``; adopt what it built (port, runner, shutdown, notices) and run
+        the scheduler, or leave with its one-line reason (``start_error``, exit 1). A quit
+        while it builds is finished by :meth:`shutdown_and_exit`, which waits for this."""
+        assert self._start_fn is not None
+        try:
+            started = await self._start_fn()
+        except StartFailed as exc:
+            self.start_error = one_line(str(exc), 2000)
+            self._stopping = True
+            self.exit(return_code=1)
+            return
+        self.port = started.port
+        self._runner_fn = started.runner
+        self._shutdown_fn = started.shutdown
+        self._notify = started.notify if started.notify is not None else notify_of(self.port)
+        self.detach_only = bool(getattr(self.port, "detach_only", False))
+        if self._stopping:
+            return  # quit while starting: shutdown_and_exit shuts it down
+        for title, text in started.messages:
+            self.notify(text, title=title, timeout=60, markup=False)
+        for notice in started.notices:
+            self.notify(notice, title="WORKFLOW.md", severity="warning", markup=False)
+        if self._runner_fn is not None:
+            self._start_runner()
+        self.tick()
+
+    def _start_runner(self) -> None:
+        self.run_worker(
+            self._run_scheduler(), name="scheduler", group="scheduler", exit_on_error=False
+        )
+
     async def _run_scheduler(self) -> None:
         assert self._runner_fn is not None
         await self._runner_fn()
@@ -141,6 +184,13 @@ class LifecycleMixin:
             self.exit(return_code=1, message="forced quit while stopping workers")
             return
         self._stopping = True
+        building = self._start_worker
+        if building is not None and not building.is_finished:
+            self.notify("stopping…", timeout=30)
+            with contextlib.suppress(Exception):
+                await building.wait()  # then its scheduler (if built) is shut down below
+        if self.start_error is not None:
+            return  # the start failed and already exited with its reason
         if self._shutdown_fn is not None:
             self.notify("detaching…" if self.detach_only else "stopping workers…", timeout=30)
             try:
@@ -156,7 +206,7 @@ class LifecycleMixin:
         if event.state == WorkerState.ERROR:
             error = worker.error
             text = one_line(f"{type(error).__name__}: {error}", 300)
-            if worker.group == "scheduler":
+            if worker.group in ("scheduler", "start"):
                 self.run_worker(
                     self.shutdown_and_exit(1, f"scheduler failed: {text}"),
                     group="lifecycle",
@@ -178,6 +228,11 @@ class LifecycleMixin:
             return
         running = self._snapshot.running if self._snapshot else ()
         message = "detached; the scheduler keeps running" if self.detach_only else None
+        if self.starting:  # nothing runs yet; the build is awaited off the key handler
+            self.run_worker(
+                self.shutdown_and_exit(0, message), group="lifecycle", exit_on_error=False
+            )
+            return
         if not running:
             await self.shutdown_and_exit(0, message)
             return

@@ -73,6 +73,8 @@ class RefreshMixin:
         if self._exit or not self.is_running or self._stopping:
             return
         self._fit_screen()
+        if self.starting:
+            return  # nothing to show before the scheduler is built (console.starting)
         try:
             snapshot = self.port.snapshot()
         except Exception as exc:

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from symphony_tui.config.settings import NotifySettings
 from symphony_tui.console.sanitize import one_line
 from symphony_tui.domain import Snapshot
 from symphony_tui.scheduler.attention import Alert, AttentionWatch
+
+if TYPE_CHECKING:
+    from symphony_tui.config.settings import NotifySettings
 
 Protocol = Literal["osc9", "osc777"]
 

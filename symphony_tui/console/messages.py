@@ -58,6 +58,11 @@ class ConsoleHost(Protocol):
     monotonic: Callable[[], float]  # the clock of live_text_s, in seconds
 
     @property
+    def starting(self) -> bool:
+        """True until the scheduler is built (``console.starting``)."""
+        ...
+
+    @property
     def tones(self) -> Tones:
         """Styles of the current theme."""
         ...

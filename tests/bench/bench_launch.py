@@ -7,7 +7,8 @@ The project is the flood benchmarks' (local tracker, ``--workers`` issues, scrip
 agents, no HTTP API). ``--before DIR`` names another checkout of this repository (e.g.
 ``git worktree add /tmp/before <commit>``): its code is launched in turn with this one's, run
 for run, so both medians come from the same minutes of a shared machine. Also prints the
-time to import what a launch imports (``python -X importtime``, in-process total).
+time to import what a launch imports (``python -X importtime``, in-process total) and the CPU
+seconds the process had used at its first frame (steadier than wall time on a shared machine).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from tests.bench._flood import ROOT, FloodProject
 
 # the border title of pane 2 ("2 Workers (N)"): on screen only once the main screen painted
 FRAME_MARK = b"Workers"
+# "2 Workers (N)": the scheduler's first snapshot is on screen (the panes filled in)
+FILLED_MARK = re.compile(rb"Workers \(\d+\)")
 LAUNCH = "import sys; from symphony_tui.cli import main; sys.exit(main(sys.argv[1:]))"
 IMPORTS = (
     "import symphony_tui.cli, symphony_tui.runtime, symphony_tui.console.app, "
@@ -34,9 +37,19 @@ IMPORTS = (
 )
 
 
-def first_frame_s(root: Path, project: FloodProject, timeout_s: float = 60.0) -> float:
-    """One launch of the console from checkout ``root``; seconds to the first frame (then
-    SIGKILL of its process group and agents)."""
+def cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) process ``pid`` has used so far (``/proc/PID/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def first_frame_s(
+    root: Path, project: FloodProject, timeout_s: float = 60.0
+) -> tuple[float, float, float]:
+    """One launch of the console from checkout ``root``: seconds to the first frame, the
+    CPU seconds the process had used by then, and seconds until the panes showed the
+    scheduler's first snapshot (then SIGKILL of its process group and agents). The CPU
+    figure moves much less with the machine's load than the wall time."""
     import fcntl
     import pty
     import struct
@@ -54,7 +67,7 @@ def first_frame_s(root: Path, project: FloodProject, timeout_s: float = 60.0) ->
     )
     os.close(slave)
     seen = b""
-    took = float("inf")
+    took = cpu = filled = float("inf")
     try:
         while time.monotonic() - t0 < timeout_s:
             ready, _, _ = select.select([master], [], [], 0.05)
@@ -67,8 +80,14 @@ def first_frame_s(root: Path, project: FloodProject, timeout_s: float = 60.0) ->
             except OSError:
                 break
             seen = (seen + chunk)[-4096:]
-            if FRAME_MARK in seen:
+            if took == float("inf") and FRAME_MARK in seen:
                 took = time.monotonic() - t0
+                try:
+                    cpu = cpu_s(proc.pid)
+                except (OSError, IndexError, ValueError):
+                    pass
+            if FILLED_MARK.search(seen):
+                filled = time.monotonic() - t0
                 break
     finally:
         try:
@@ -78,7 +97,7 @@ def first_frame_s(root: Path, project: FloodProject, timeout_s: float = 60.0) ->
         proc.wait()
         os.close(master)
         project.cleanup_agents()
-    return took
+    return took, cpu, filled
 
 
 def import_s(root: Path) -> float:
@@ -105,11 +124,16 @@ def run(runs: int = 7, workers: int = 5, before: Path | None = None) -> None:
     trees.append(("this tree", ROOT))
     frames: dict[str, list[float]] = {name: [] for name, _ in trees}
     imports: dict[str, list[float]] = {name: [] for name, _ in trees}
+    cpus: dict[str, list[float]] = {name: [] for name, _ in trees}
+    fills: dict[str, list[float]] = {name: [] for name, _ in trees}
     project = FloodProject(workers, rate=20.0)
     try:
         for _ in range(runs):
             for name, root in trees:
-                frames[name].append(first_frame_s(root, project))
+                took, cpu, filled = first_frame_s(root, project)
+                frames[name].append(took)
+                cpus[name].append(cpu)
+                fills[name].append(filled)
                 imports[name].append(import_s(root))
     finally:
         project.cleanup()
@@ -118,6 +142,8 @@ def run(runs: int = 7, workers: int = 5, before: Path | None = None) -> None:
     rows = (
         ("launch -> first frame, median (s)", frames, statistics.median),
         ("launch -> first frame, best (s)", frames, min),
+        ("CPU used by the first frame, median (s)", cpus, statistics.median),
+        ("launch -> panes filled, median (s)", fills, statistics.median),
         ("imports of a launch, median (s)", imports, statistics.median),
     )
     for label, data, fn in rows:

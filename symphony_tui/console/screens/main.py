@@ -21,6 +21,7 @@ from symphony_tui.console.registry import bindings_for
 from symphony_tui.console.repaint import set_border, update_static
 from symphony_tui.console.sanitize import one_line
 from symphony_tui.console.selection import oldest_approval
+from symphony_tui.console.starting import STARTING_STATUS
 from symphony_tui.console.tones import Tones
 from symphony_tui.console.widgets.event_log import EventLogView, LogFilter
 from symphony_tui.console.widgets.footer import ConsoleFooter
@@ -58,7 +59,8 @@ class MainScreen(Screen[None]):
         return host(self)
 
     def compose(self) -> ComposeResult:
-        yield Static(id="status-line")
+        # the first frame comes before the scheduler exists (console.starting)
+        yield Static(STARTING_STATUS if self.console.starting else "", id="status-line")
         yield Static(id="alert-line")
         # titles set here, not in on_mount, so a paint that lands first is not overwritten
         with Vertical(id="tables"):
