@@ -23,14 +23,17 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from symphony_tui.config.child_env import ChildEnv
-from symphony_tui.config.settings import AlertKind, NotifySettings, Settings
 from symphony_tui.domain import ApprovalKind, Snapshot
 from symphony_tui.observability.logs import log_kv
 from symphony_tui.observability.redact import redact
 from symphony_tui.text import one_line
 from symphony_tui.workspaces.hooks import run_hook
+
+if TYPE_CHECKING:  # the console imports this module before its first frame (issue 11)
+    from symphony_tui.config.settings import AlertKind, NotifySettings, Settings
 
 log = logging.getLogger("symphony_tui.scheduler")
 
