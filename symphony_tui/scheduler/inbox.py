@@ -17,7 +17,8 @@ lines; past :data:`HIGH_WATER` queued main-lane inputs it waits until the loop h
 lane down to :data:`LOW_WATER`. Agent traffic then waits in the agents' pipes (which slow the
 agents down) instead of piling up here, where every queued event is memory, garbage
 collector work and latency for whatever the operator reads next. The control lane has no
-such bound.
+such bound. Between batches readers also share slices of loop time
+(``scheduler/read_slices.py``), so one turn of the loop never holds hundreds of batches.
 
 Congestion (issue 11, "control never starves"): past :data:`BUSY_MARK` queued main-lane
 inputs the inbox is :attr:`Inbox.busy`; a session that can coalesce its streamed deltas
@@ -39,6 +40,7 @@ from typing import Any
 
 from symphony_tui.domain import AgentEvent, Issue
 from symphony_tui.domain.commands import Command
+from symphony_tui.scheduler.read_slices import ReadSlices
 from symphony_tui.scheduler.run import Ending, Run
 from symphony_tui.trackers.base import TrackerError
 
@@ -243,7 +245,10 @@ class Inbox:
         high_water: int = HIGH_WATER,
         low_water: int = LOW_WATER,
         busy_mark: int = BUSY_MARK,
+        slices: ReadSlices | None = None,
     ) -> None:
+        #: The readers' share of each turn of the loop (``scheduler/read_slices.py``).
+        self.slices = slices or ReadSlices()
         self._control: deque[Input] = deque()
         self._main: deque[Input] = deque()
         self._wake = asyncio.Event()
@@ -255,9 +260,10 @@ class Inbox:
     async def room(self) -> None:
         """Return once the main lane is under the high-water mark (at once when it is; then
         after the loop took it down to the low-water mark). Readers call it between
-        batches of lines; it always yields to the loop once."""
+        batches of lines; it always yields to the loop once, and waits for a slice of loop
+        time once the readers spent the current one (:class:`ReadSlices`)."""
         if len(self._main) < self._high:
-            await asyncio.sleep(0)
+            await self.slices.take()
             return
         if self._room is None:
             self._room = asyncio.Event()

@@ -1,0 +1,77 @@
+"""Slices of loop time for the sessions' readers, so that a turn of the event loop stays
+short however many agents flood (issue 11, "control never starves").
+
+Every reader awaits ``Inbox.room`` between batches of lines, and each waiting reader runs
+one batch per turn of the event loop. With 200 flooding sessions a turn is then 200
+batches long, and an operator's HTTP request, which needs several turns (accept, read,
+answer), waits behind each of them. :class:`ReadSlices` caps the reader work of a *slice*
+of loop time (CPU time of the loop's thread) at :data:`SLICE_S`: a reader that asks for more once the slice is spent is
+parked in a queue (arrival order: the longest-parked goes first); one callback per turn
+opens the next slice and lets the parked readers go, as many as fitted in the last
+slice, by what a batch cost in the last one. The rest of the turn (operator commands, the API, timers, the scheduling loop
+itself) runs in between. Readers still use every spare cycle: when nothing else is
+queued a turn is microseconds long and the next slice opens at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Callable
+
+#: Reader work (seconds of wall time) one slice of the loop takes in before readers park.
+SLICE_S = 0.004
+
+
+class ReadSlices:
+    """Hands out slices of loop time to readers (:meth:`take`). ``clock``: seconds of this
+    thread's CPU time (time spent waiting for a core does not use up a slice; tests pass
+    their own). Only the event loop's thread uses it."""
+
+    def __init__(self, slice_s: float = SLICE_S, clock: Callable[[], float] = time.thread_time):
+        self._slice_s = slice_s
+        self._clock = clock
+        self._opened = clock()
+        self._batches = 0  # batches since the slice opened
+        self._parked: deque[asyncio.Future[None]] = deque()
+        self._opening = False  # a callback to open the next slice is scheduled
+        #: Readers parked so far (for the benches).
+        self.parks = 0
+
+    async def take(self) -> None:
+        """Between two batches of a reader: yield once while the slice has time left,
+        else wait (in arrival order) until a later slice lets this reader go."""
+        self._batches += 1
+        if not self._parked and self._clock() - self._opened < self._slice_s:
+            await asyncio.sleep(0)
+            return
+        loop = asyncio.get_running_loop()
+        parked: asyncio.Future[None] = loop.create_future()
+        self._parked.append(parked)
+        self.parks += 1
+        self._open_soon(loop)
+        await parked  # a cancelled reader's future is skipped when its turn comes
+
+    def _open_soon(self, loop: asyncio.AbstractEventLoop) -> None:
+        if not self._opening:
+            self._opening = True
+            loop.call_soon(self._open)
+
+    def _open(self) -> None:
+        """A new turn: open the next slice and let go as many parked readers as the last
+        one's cost per batch says fit in a slice (at least one)."""
+        self._opening = False
+        now = self._clock()
+        per_batch = (now - self._opened) / max(1, self._batches)  # the turn's other work too
+        fit = int(self._slice_s / per_batch) if per_batch > 0 else len(self._parked)
+        self._opened = now
+        self._batches = 0
+        let_go = 0
+        while self._parked and let_go < max(1, fit):
+            parked = self._parked.popleft()
+            if not parked.done():
+                parked.set_result(None)
+                let_go += 1
+        if self._parked:
+            self._open_soon(asyncio.get_running_loop())
