@@ -272,8 +272,9 @@ class Inbox:
     @property
     def busy(self) -> bool:
         """True while the main lane holds :data:`BUSY_MARK` inputs or more (sessions that
-        can coalesce their streamed deltas do so)."""
-        return len(self._main) >= self._busy
+        can coalesce their streamed deltas do so), or while readers wait for a slice of
+        loop time (:attr:`ReadSlices.pressed`)."""
+        return len(self._main) >= self._busy or self.slices.pressed
 
     def take_of(self, run: Run) -> list[Input]:
         """Take ``run``'s queued main-lane inputs (its agent events and session facts) out

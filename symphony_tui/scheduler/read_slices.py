@@ -53,6 +53,12 @@ class ReadSlices:
         self._open_soon(loop)
         await parked  # a cancelled reader's future is skipped when its turn comes
 
+    @property
+    def pressed(self) -> bool:
+        """True while readers wait for a slice: the loop is short of time for their
+        lines, so sessions that can join their streamed deltas should (``Inbox.busy``)."""
+        return bool(self._parked)
+
     def _open_soon(self, loop: asyncio.AbstractEventLoop) -> None:
         if not self._opening:
             self._opening = True
