@@ -213,6 +213,8 @@ class Worker:
                 self._hook_ran(exc.hook)
             if getattr(exc, "host_lost", None):
                 run.host_lost = str(exc.host_lost)
+            elif where is not None:
+                state.hosts.failed_there(issue.id, where)  # no workspace there: go elsewhere
             return _failed(f"workspace: {exc}")
         if where is None:
             resume = manifests.resume_facts(path, run.backend)
@@ -252,6 +254,9 @@ class Worker:
         except AgentError as exc:
             if where is not None and getattr(exc, "host_lost", None):
                 run.host_lost = str(exc.message)
+            elif where is not None and created:
+                # nothing of value in a workspace made for this attempt: try another host
+                state.hosts.failed_there(issue.id, where)
             return _failed(str(exc))
         state.update_run(run, session=session)
         if self._ending is not None:

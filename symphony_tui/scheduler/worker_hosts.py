@@ -76,6 +76,9 @@ class HostBook:
         self._hosts: dict[str, HostState] = {}
         #: issue id -> the host holding its workspace (where it last ran).
         self.home: dict[str, str] = {}
+        #: issue id -> hosts where its workspace could not be made or its agent not
+        #: started (:meth:`failed_there`): new placements prefer the others.
+        self.avoid: dict[str, set[str]] = {}
 
     @property
     def enabled(self) -> bool:
@@ -118,6 +121,9 @@ class HostBook:
             return None
         hosts = self.hosts()
         free = [h for h in hosts if not h.drained and self._has_room(h, load)]
+        avoided = self.avoid.get(issue_id)
+        if avoided:
+            free = [h for h in free if h.name not in avoided] or free
         if not free and force:
             free = [h for h in hosts if h.up and h.reached and not h.drained] or (
                 [home] if home is not None else hosts[:1]
@@ -136,6 +142,21 @@ class HostBook:
     def forget(self, issue_id: str) -> None:
         """The issue's workspace was removed (terminal): it may go anywhere next time."""
         self.home.pop(issue_id, None)
+        self.avoid.pop(issue_id, None)
+
+    def failed_there(self, issue_id: str, host: str) -> None:
+        """An attempt of ``issue_id`` could not get going on ``host`` (no workspace could
+        be made there, or the agent did not start in a workspace made for it): it is no
+        longer bound to that host, and its next placements prefer the other hosts (all of
+        them avoided: any again). Without this a broken host (a read-only or full disk, a
+        missing program) took the issue's every retry, drained or not."""
+        if self.home.get(issue_id) == host:
+            del self.home[issue_id]
+        avoided = self.avoid.setdefault(issue_id, set())
+        avoided.add(host)
+        if avoided >= set(self._settings().worker.ssh_hosts):
+            avoided.clear()
+            avoided.add(host)
 
     def mark_down(self, name: str, reason: str, now_mono: float) -> bool:
         """Host ``name`` cannot be reached; True when it was up until now (its first

@@ -196,6 +196,27 @@ def test_a_drained_host_takes_no_new_issue_but_its_workspaces_come_back_to_it() 
     assert [r.drained for r in book.rows({})] == [False, False, False]
 
 
+def test_an_issue_that_could_not_start_on_a_host_is_freed_from_it_and_goes_elsewhere() -> None:
+    # A read-only or full disk there, or a missing program: retrying at home forever (and
+    # on a drained home too) is what this prevents.
+    book = HostBook(lambda: settings())
+    book.placed("x", "a")
+    assert book.drain("a", True)
+    assert book.place("x", {}) == "a"  # its workspace's host, drained or not
+    book.failed_there("x", "a")
+    assert "x" not in book.home
+    assert book.drain("a", False)
+    assert book.place("x", {}) == "b"  # a is the least loaded, but x failed there
+    book.placed("x", "b")
+    book.failed_there("x", "b")
+    assert book.place("x", running("c")) == "c"
+    book.failed_there("x", "c")  # every host failed it: any host again, the last one last
+    assert book.place("x", {}) == "a" and book.place("x", running("a")) == "b"
+    book.forget("x")
+    assert "x" not in book.avoid
+    assert book.place("y", {}) == "a"  # other issues were never affected
+
+
 def test_host_rows_say_since_when_drained_and_how_many_workspaces() -> None:
     from symphony_tui.domain import RecoveredWorkspace
 
