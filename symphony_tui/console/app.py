@@ -109,9 +109,14 @@ class SymphonyApp(
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
 
     def _write_terminal(self, text: str) -> None:
-        """Raw output to the terminal (a desktop notification escape); none when headless."""
-        if not self.is_headless and self._driver is not None:
+        """Raw output to the terminal (a desktop notification escape); none when headless
+        or while another program has the terminal (``handed_over``)."""
+        if not self.is_headless and self._driver is not None and not self.terminal_handed_over:
             self._driver.write(text)
+
+    def bell(self) -> None:
+        if not self.terminal_handed_over:  # Textual's writer is stopped meanwhile
+            super().bell()
 
     def __init__(
         self,

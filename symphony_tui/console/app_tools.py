@@ -17,7 +17,7 @@ import os
 import shlex
 import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from rich.text import Text
@@ -102,6 +102,23 @@ class ToolsMixin:
 
     ``launch``: how a shell or an editor runs (default :func:`run_in_terminal`; tests
     replace it)."""
+
+    #: True while a shell or an editor has the terminal (:meth:`handed_over`).
+    terminal_handed_over = False
+
+    @contextlib.contextmanager
+    def handed_over(self) -> Iterator[None]:
+        """``App.suspend`` for a program that runs while the event loop goes on (the
+        scheduler keeps working): nothing is painted or written to the terminal meanwhile.
+        Textual's output thread is stopped while suspended, so a repaint would fill its
+        queue and block the loop for good (the console and its scheduler froze once the
+        shell exited). Raises ``SuspendNotSupported`` like ``App.suspend``."""
+        self.terminal_handed_over = True
+        try:
+            with self.batch_update(), self.suspend():
+                yield
+        finally:
+            self.terminal_handed_over = False
 
     launch = staticmethod(run_in_terminal)
 
@@ -241,7 +258,7 @@ class ToolsMixin:
         )
 
     async def _run_there(self, action: str, argv: list[str], path: str, who: str) -> None:
-        ok, message = await type(self).launch(argv, path, self.suspend)
+        ok, message = await type(self).launch(argv, path, self.handed_over)
         self.notify(one_line(message, 200), severity="information" if ok else "warning",
                     markup=False)  # fmt: skip
         self._audit(action, issue=who, detail=path, ok=ok, message=message)

@@ -76,6 +76,8 @@ def pane(tmp_path: Path):
         TERM="xterm-256color",
         SYMPHONY_DEMO_SPEED="0.5",
         ESCDELAY="25",
+        SHELL="/bin/sh",
+        PS1="ready> ",
     )
     p = Pane(tmp_path / "tmux.sock", env)
     demo = f"cd {shlex.quote(str(REPO))} && {shlex.quote(sys.executable)} -m symphony_tui.cli demo"
@@ -132,6 +134,27 @@ def test_demo_with_real_keystrokes(pane: Pane):
     screen = pane.wait("the console to exit", lambda s: "EXITED" in s)
     assert "EXITED 0" in screen
     assert "Traceback" not in screen
+
+
+def test_a_shell_in_a_workspace_has_the_terminal_and_gives_it_back(pane: Pane):
+    # The event loop (and the scheduler) go on while the shell runs; the console must not
+    # paint meanwhile: Textual's output thread is stopped, a repaint filled its queue and
+    # froze the console and its scheduler for good once the shell exited.
+    pane.wait("a worker at work", lambda s: "● working" in s or "! waiting" in s)
+    pane.keys("2")
+    pane.keys("o")
+    pane.wait("the workspace menu", lambda s: "Open a shell there" in s)
+    pane.keys("Enter")
+    pane.wait("the shell", lambda s: "ready>" in s and "4 Tokens" not in s)
+    pane.keys("echo HANDED-$((40+2))", "Enter")
+    pane.wait("the shell's output", lambda s: "HANDED-42" in s)
+    time.sleep(4)  # the demo's agents go on: what the console would paint piles up
+    pane.keys("exit", "Enter")
+    pane.wait("the console back", lambda s: "4 Tokens" in s and "HANDED-42" not in s)
+    pane.keys("?")  # and it answers keys again
+    pane.wait("the help screen", lambda s: "esc to close" in s)
+    pane.keys("Escape")
+    pane.wait("help closed", lambda s: "esc to close" not in s)
 
 
 def _descendants(pid: int) -> list[int]:
