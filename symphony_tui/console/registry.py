@@ -52,7 +52,8 @@ class ConsoleCommand:
     scope's owner, ``label`` the short footer text, ``help`` the help / palette line.
     ``requires`` names what must be selected for the command to apply (checked by
     ``check_action``); ``show`` puts it in the footer; ``confirm`` marks commands that
-    ask first.
+    ask first; ``priority`` runs it as the key arrives, before keys already queued behind
+    it reach the focused widget (the filter: what is typed right after ``/`` goes into it).
     """
 
     id: str
@@ -66,6 +67,7 @@ class ConsoleCommand:
     palette: bool = True
     confirm: bool = False
     key_display: str | None = None
+    priority: bool = False
 
     @property
     def action_name(self) -> str:
@@ -81,6 +83,7 @@ class ConsoleCommand:
             key_display=self.key_display,
             tooltip=self.help,
             id=self.id,
+            priority=self.priority,
         )
 
 
@@ -224,7 +227,7 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
     ConsoleCommand(
         "filter", "slash", "filter_log", "Filter",
         "Filter the event log: issue identifier, kind:NAME, words",
-        scope="main", key_display="/",
+        scope="main", key_display="/", priority=True,
     ),
     ConsoleCommand(
         "follow_log", "f", "follow_log", "Follow",

@@ -57,6 +57,21 @@ async def test_issue_filter_hides_fragments_in_the_pane(port, make_app):
         assert [line.split()[2] for line in log.plain_lines()] == ["delta"]
 
 
+async def test_keys_typed_in_one_burst_after_slash_fill_the_filter(port, make_app):
+    # All queued before the console handles the first (a paste, keys over a slow link):
+    # none of them may run as a command ("p" would pause dispatch, "a" approve...).
+    from textual import events
+
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for key, char in (("slash", "/"), ("p", "p"), ("a", "a"), ("slash", "/"), ("x", "x")):
+            app.post_message(events.Key(key, char))
+        await settle(pilot)
+        assert app.screen.query_one("#log-filter").value == "pa/x"
+        assert port.sent == []
+
+
 async def test_kind_filter_in_the_pane(port, make_app):
     app = make_app(port)
     async with app.run_test(size=SIZE) as pilot:

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from rich.cells import cell_len
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -245,9 +245,17 @@ class MainScreen(Screen[None]):
 
     def action_filter_log(self) -> None:
         box = self.query_one("#log-filter", FilterInput)
+        if box.display and self.focused is box:
+            # "/" typed in the filter (a priority key): it goes in behind the keys the box
+            # has queued, as any other character
+            box.post_message(events.Key("slash", "/"))
+            return
         box.value = self.query_one(EventLogView).filter.text
         box.display = True
-        box.focus()
+        # At once, not on the next message (``Widget.focus``), and "/" is a priority
+        # binding: keys typed right after it (a paste, an SSH burst) are already queued and
+        # would otherwise run as commands ("p" pausing dispatch, "a" approving).
+        self.set_focus(box)
 
     def hide_filter(self) -> None:
         box = self.query_one("#log-filter", FilterInput)
