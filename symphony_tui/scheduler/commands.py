@@ -323,8 +323,13 @@ class OperatorCommands:
             except (TimeoutError, Exception) as exc:
                 timer.cancel()
                 worker.stop(hard)
+                why = (
+                    f"no answer within {INTERRUPT_GRACE_S:g} s"
+                    if isinstance(exc, TimeoutError)
+                    else str(exc) or type(exc).__name__
+                )
                 return CommandResult(
-                    True, f"{identifier}: interrupt failed ({exc}); worker stopped"
+                    True, f"{identifier}: interrupt failed ({why}); worker stopped"
                 )
             return CommandResult(True, f"interrupt sent to {identifier}")
 

@@ -376,8 +376,11 @@ class Worker:
             try:
                 await asyncio.wait_for(run.session.close(), timeout=SESSION_CLOSE_TIMEOUT_S)
             except (TimeoutError, Exception) as exc:
+                why = str(exc) or type(exc).__name__
+                if isinstance(exc, TimeoutError):
+                    why = f"no answer within {SESSION_CLOSE_TIMEOUT_S:g} s"
                 state.log(
-                    "warning", "session close failed", error=str(exc),
+                    "warning", "session close failed", error=why,
                     issue_id=run.issue.id, issue_identifier=run.issue.identifier,
                 )  # fmt: skip
         if run.workspace is None or run.host_lost:

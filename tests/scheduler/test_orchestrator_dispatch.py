@@ -382,6 +382,24 @@ async def test_turn_timeout_fails_the_attempt(make_harness):
     assert "timed out" in h.orch.retrying["id-1"].entry.error
 
 
+async def test_an_unanswered_interrupt_stops_the_worker_and_says_why(make_harness, monkeypatch):
+    from symphony_tui.scheduler import commands
+
+    monkeypatch.setattr(commands, "INTERRUPT_GRACE_S", 0.05)
+    h = make_harness([make_issue(1)], script=hang)
+    await h.start()
+    await h.settle()
+    session = h.backend.sessions[0]
+
+    async def never_answers() -> None:
+        await asyncio.Event().wait()
+
+    monkeypatch.setattr(session, "interrupt", never_answers)
+    result = await h.orch.send(Interrupt(issue_id="id-1"))
+    assert result.ok  # the turn ends either way: the worker is stopped
+    assert result.message == "ABC-1: interrupt failed (no answer within 0.05 s); worker stopped"
+
+
 async def test_interrupt_ends_the_run_as_cancelled_and_holds_the_issue(make_harness):
     h = make_harness([make_issue(1)], script=hang)
     await h.start()
