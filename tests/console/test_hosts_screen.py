@@ -148,3 +148,16 @@ async def test_the_recovered_table_has_a_host_column_only_with_hosts(port, make_
         assert cells(table, "DEMO-9")[1] == "ci@build-2:2222"
         assert cells(table, "DEMO-2")[1] == "-"
         assert sum(c.width + 2 for c in table.columns.values()) <= 78
+
+
+def test_a_slow_round_trip_fits_its_column():
+    from symphony_tui.console.screens.hosts import rtt_text
+    from symphony_tui.domain.snapshot import HostRow
+
+    def rtt(ms: float | None) -> str:
+        return rtt_text(HostRow(name="h", up=True, rtt_ms=ms))
+
+    assert [rtt(None), rtt(3.4), rtt(999.4), rtt(2016), rtt(68_730), rtt(250_000)] == [
+        "-", "3 ms", "999 ms", "2.0 s", "68.7 s", "250 s",
+    ]  # fmt: skip
+    assert all(len(rtt(ms)) <= 6 for ms in (0.1, 999.4, 1000, 99_999, 999_999))

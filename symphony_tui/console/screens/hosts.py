@@ -56,7 +56,13 @@ def runs_text(row: HostRow) -> str:
 
 
 def rtt_text(row: HostRow) -> str:
-    return "-" if row.rtt_ms is None else f"{row.rtt_ms:.0f} ms"
+    """The last probe's round trip in at most six characters (``38 ms``, ``2.0 s``)."""
+    if row.rtt_ms is None:
+        return "-"
+    if row.rtt_ms < 999.5:
+        return f"{row.rtt_ms:.0f} ms"
+    seconds = row.rtt_ms / 1000
+    return f"{seconds:.1f} s" if seconds < 99.95 else f"{seconds:.0f} s"
 
 
 def host_rows(snapshot: Snapshot, now: datetime, tones: Tones) -> list[tuple[str, Row]]:
