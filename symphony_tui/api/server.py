@@ -300,6 +300,11 @@ def create_app(
     async def end_streams(_app: web.Application) -> None:
         hub.closing.set()
 
+    async def open_streams(_app: web.Application) -> None:
+        # A server started again with the same hub (stop, then start): streams served from
+        # now on run until this server shuts down, not only to their first frame.
+        hub.closing.clear()
+
     @web.middleware
     async def json_errors(request: web.Request, handler: Callable) -> web.StreamResponse:
         # aiohttp's own 404/405 pages are plain text; every error here is the JSON envelope.
@@ -314,6 +319,7 @@ def create_app(
     app = web.Application(middlewares=[json_errors, local_only, bearer])
     app.add_routes(operator_routes(port))  # before /api/v1/{identifier}
     app.add_routes(routes)
+    app.on_startup.append(open_streams)
     app.on_shutdown.append(end_streams)
     app[STREAM] = hub
     return app

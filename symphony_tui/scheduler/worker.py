@@ -229,6 +229,8 @@ class Worker:
         if hook is not None:
             self._hook_ran(hook)
             if not hook.ok:
+                if hook.host_lost is not None and where is not None:
+                    run.host_lost = hook.host_lost  # the host down path, not a hook failure
                 return _failed(_hook_error(hook))
         state.update_run(run, status=RunStatus.BUILDING_PROMPT)
         try:
@@ -404,7 +406,7 @@ class Worker:
                 state.log("warning", "workspace removal failed", error=str(exc))
 
     def _hook_ran(self, hook: Any) -> None:
-        summary = "ok" if hook.ok else ("timed out" if hook.timed_out else f"exit {hook.exit_code}")
+        summary = "ok" if hook.ok else _hook_why(hook, "exit")
         self._ctx.state.emit_system(
             EventKind.HOOK,
             f"{hook.name}: {summary} in {hook.duration_ms} ms",
@@ -421,9 +423,17 @@ class Worker:
         manifests.hook_ran(self._ctx.workspaces.manifests, self._run, hook.name, summary)
 
 
+def _hook_why(hook: Any, exit_word: str) -> str:
+    if hook.timed_out:
+        return "timed out"
+    lost = getattr(hook, "host_lost", None)
+    if lost is not None:
+        return f"host unreachable: {lost}"
+    return f"{exit_word} {hook.exit_code}"
+
+
 def _hook_error(hook: Any) -> str:
-    why = "timed out" if hook.timed_out else f"exit code {hook.exit_code}"
-    return f"hook {hook.name} failed ({why})"
+    return f"hook {hook.name} failed ({_hook_why(hook, 'exit code')})"
 
 
 def start_worker(run: Run, ctx: WorkerContext, ended: Callable[[Ending], None]) -> Worker:

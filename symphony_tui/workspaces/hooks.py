@@ -41,6 +41,8 @@ class HookResult:
     process could not be started or was killed on timeout. ``output`` is the tail of the
     combined stdout+stderr (UTF-8, undecodable bytes replaced), prefixed with a
     ``[... N bytes truncated ...]`` marker when cut. ``duration_ms`` is wall time.
+    ``host_lost``: on a worker host, why its connection failed during the hook (the hook's
+    fate is unknown; the host is to be marked down), else None.
     """
 
     name: str
@@ -49,6 +51,7 @@ class HookResult:
     timed_out: bool
     output: str
     duration_ms: int
+    host_lost: str | None = None
 
     def summary(self) -> str:
         """One line: ``ok``, ``exit 3``, ``timed out after 500 ms`` or ``failed to start``."""
@@ -56,6 +59,8 @@ class HookResult:
             return "ok"
         if self.timed_out:
             return f"timed out after {self.duration_ms} ms"
+        if self.host_lost is not None:
+            return f"host unreachable: {self.host_lost}"
         if self.exit_code is None:
             return "failed to start"
         return f"exit {self.exit_code}"

@@ -209,7 +209,7 @@ class RemoteWorkspaces:
                 await task
             return HookResult(name, False, None, True, "", elapsed())
         except SshError as err:
-            return HookResult(name, False, None, False, str(err), elapsed())
+            return HookResult(name, False, None, False, str(err), elapsed(), host_lost=str(err))
         except asyncio.CancelledError:
             await asyncio.shield(self._kill(target, path, pgid))
             task.cancel()

@@ -47,7 +47,6 @@ def test_backoff_is_jittered_and_capped():
 
 # A wall-clock bound on a shared 2-core machine: rerun (twice at most) rather than
 # mistake a loaded host for a regression; a real regression fails all three.
-@pytest.mark.flaky(reruns=2, reruns_delay=1)
 async def test_link_goes_connecting_live_reconnecting_stale_and_back(served):
     _h, api = served
     now = [1000.0]

@@ -149,6 +149,17 @@ async def test_an_unreachable_host_is_a_one_line_workspace_error(tmp_path, fleet
     assert getattr(err.value, "host_lost", None) and "\n" not in str(err.value)
 
 
+async def test_a_hook_whose_host_drops_says_the_host_was_lost(tmp_path, fleet) -> None:
+    # Not "failed to start" / "exit None": the scheduler marks the host down at once.
+    mgr, host, _ = manager(tmp_path, fleet, before_run="true")
+    path, _ = await mgr.ensure(ISSUE, host=host)
+    fleet.hosts[0].kill()
+    result = await mgr.run_hook("before_run", path, ISSUE, host=host)
+    assert result is not None and not result.ok and result.exit_code is None
+    assert result.host_lost and "\n" not in result.host_lost
+    assert result.summary().startswith("host unreachable: ")
+
+
 class _SweepState:
     """What ``sweep_terminal_workspaces`` uses of the scheduler state."""
 
