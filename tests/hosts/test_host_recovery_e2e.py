@@ -49,6 +49,9 @@ def _described(pids) -> list[tuple[int, bytes]]:
     return [(p, _cmd(p)[:120]) for p in pids if _live(p)]
 
 
+# Timing-sensitive on a loaded machine (a killed sshd, a restart, the probe's backoff):
+# failed once under a full CI run and passed alone and on reruns.
+@pytest.mark.flaky(reruns=2, reruns_delay=2)
 def test_a_host_back_after_a_network_loss_ends_what_its_failed_run_left(tmp_path, fleet) -> None:
     project, env, _ = _project(
         tmp_path,
