@@ -156,8 +156,17 @@ def _dispatch_hosts(project: Path) -> dict[str, list[str]]:
 
 
 def _events(url: str) -> list[dict]:
-    got = _get(url, "/api/v1/events?since=0")
-    return got["events"] if isinstance(got, dict) else got
+    """Every event the scheduler kept, page after page (a page holds the first 2,000 after
+    ``since``: a long run's late events would be missed on the first alone)."""
+    out: list[dict] = []
+    since = 0
+    while True:
+        got = _get(url, f"/api/v1/events?since={since}&limit=2000")
+        page = got["events"] if isinstance(got, dict) else got
+        out.extend(page)
+        if len(page) < 2000:
+            return out
+        since = page[-1]["seq"]
 
 
 def _done(n: int):
