@@ -39,7 +39,7 @@ import random
 import re
 import shlex
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from symphony_tui.agents.base import AgentError
@@ -50,6 +50,8 @@ from symphony_tui.agents.local_server import (
     free_port,
 )
 from symphony_tui.agents.remote_launch import RemoteLaunch, host_lost
+from symphony_tui.config.child_env import ChildEnv
+from symphony_tui.config.settings import Settings
 from symphony_tui.hosts.remote_group import NO_WORKSPACE_EXIT, NOT_FOUND_EXIT, home_path
 from symphony_tui.hosts.ssh import SSH_ERROR_EXIT, SshError, SshTarget, classify_ssh_failure
 
@@ -69,6 +71,26 @@ _FORWARD_FAILED = re.compile(
 )
 
 LostCallback = Callable[[AgentError, str | None], None]
+
+
+def host_launch(
+    settings: Settings,
+    worker_host: str,
+    backend: str,
+    command: str | None,
+    env: Mapping[str, object],
+    recipe: ChildEnv,
+) -> tuple[str, dict[str, str | None]]:
+    """What a server backend runs on ``worker_host``: its command there (the host's own
+    ``worker.hosts.<h>.commands`` entry, else ``command``) and its environment overrides
+    (``env``, then the host's ``env``), resolved here with ``recipe``. Raises
+    ``AgentError("launch_failed")`` when there is no command."""
+    resolved = settings.worker.command_for(worker_host, backend, command or "")
+    if not resolved:
+        raise AgentError("launch_failed", f"{backend}.command is not set (worker hosts)")
+    overrides = recipe.overrides(env)
+    overrides.update(recipe.overrides(settings.worker.env_for(worker_host)))
+    return resolved, overrides
 
 
 class RemoteServer:

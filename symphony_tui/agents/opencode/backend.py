@@ -50,7 +50,7 @@ from symphony_tui.agents.opencode.client import OpenCodeClient, OpenCodeHTTPErro
 from symphony_tui.agents.opencode.server import REMOTE_STATE, ManagedServer, remote_script
 from symphony_tui.agents.opencode.session import OpenCodeSession
 from symphony_tui.agents.opencode.stream import StreamOptions
-from symphony_tui.agents.remote_server import RemoteServer
+from symphony_tui.agents.remote_server import RemoteServer, host_launch
 from symphony_tui.agents.server_link import Endpoint, ServerLink, session_started
 from symphony_tui.config.child_env import ChildEnv
 from symphony_tui.config.settings import OpenCodeSettings, Settings
@@ -149,12 +149,9 @@ class OpenCodeBackend:
         on_host = settings.worker.server_on(worker_host, "opencode")
         if on_host is not None:
             return await self._attach_on_host(cfg, worker_host, workspace, on_host)
-        command = settings.worker.command_for(worker_host, "opencode", cfg.command or "")
-        if not command:
-            raise AgentError("launch_failed", "opencode.command is not set (worker hosts)")
-        recipe = self._recipe()
-        overrides = recipe.overrides(cfg.env)
-        overrides.update(recipe.overrides(settings.worker.env_for(worker_host)))
+        command, overrides = host_launch(
+            settings, worker_host, "opencode", cfg.command, cfg.env, self._recipe()
+        )
         password = token_urlsafe(24)
         server = RemoteServer(
             "opencode serve",

@@ -61,7 +61,7 @@ from symphony_tui.agents.openhands.server import (
 )
 from symphony_tui.agents.openhands.session import OpenHandsSession
 from symphony_tui.agents.openhands.stream import StreamOptions, WsAuth
-from symphony_tui.agents.remote_server import RemoteServer
+from symphony_tui.agents.remote_server import RemoteServer, host_launch
 from symphony_tui.agents.server_link import Endpoint, ServerLink, session_started
 from symphony_tui.config.child_env import ChildEnv
 from symphony_tui.config.settings import OpenHandsSettings, Settings, resolve_env
@@ -128,12 +128,9 @@ class OpenHandsBackend:
         on_host = settings.worker.server_on(worker_host, "openhands")
         if on_host is not None:
             return await self._attach_on_host(cfg, worker_host, workspace, on_host)
-        command = settings.worker.command_for(worker_host, "openhands", cfg.command or "")
-        if not command:
-            raise AgentError("launch_failed", "openhands.command is not set (worker hosts)")
-        recipe = self._recipe()
-        overrides = recipe.overrides(cfg.env)
-        overrides.update(recipe.overrides(settings.worker.env_for(worker_host)))
+        command, overrides = host_launch(
+            settings, worker_host, "openhands", cfg.command, cfg.env, self._recipe()
+        )
         key = token_urlsafe(24)
         # Short: tmux sockets have a path length limit; private to this run.
         tmux_dir = f"/tmp/sym-oh-{token_hex(6)}"
