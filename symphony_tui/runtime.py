@@ -104,6 +104,7 @@ def build_runtime(
             event_log=EventHistory(jsonl_path=events_path),
             audit=AuditLog(events_path.with_name(AUDIT_FILE_NAME)),
             usage=UsageLedger(usage_path or usage_file(project_key)),
+            freeze_heap=True,
         )
     except BaseException:
         if project_lock is not None:

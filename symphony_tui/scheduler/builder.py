@@ -90,8 +90,10 @@ def build_parts(
     clock: Clock,
     events: EventHistory,
     usage: UsageLedger | None,
+    opened: Callable[[], None] | None = None,
 ) -> SchedulerParts:
-    """Build and connect the parts of one scheduler whose loop is ``side``."""
+    """Build and connect the parts of one scheduler whose loop is ``side``; ``opened`` is
+    called each time a run's session opened (``WorkerContext.opened``)."""
     state = SchedulerState(store, clock, events, workspaces)
     state.usage = usage
     inbox = Inbox()
@@ -141,6 +143,7 @@ def build_parts(
         room=inbox.room,
         busy=lambda: inbox.busy,
         ahead=ahead,
+        opened=opened,
     )
     polling = Polling(
         state,

@@ -49,6 +49,7 @@ from symphony_tui.scheduler.builder import (
 )
 from symphony_tui.scheduler.clock import Clock, RealClock
 from symphony_tui.scheduler.eventlog import EventHistory
+from symphony_tui.scheduler.heap_freeze import HeapFreezer
 from symphony_tui.scheduler.inbox import (
     AgentTraffic,
     Barrier,
@@ -114,6 +115,7 @@ class Orchestrator:
         watch_workflow: bool = True,
         usage: UsageLedger | None = None,
         audit: AuditLog | None = None,
+        freeze_heap: bool = False,
     ) -> None:
         self.store = store
         self.tracker = tracker
@@ -140,6 +142,11 @@ class Orchestrator:
             request_refresh=self.request_refresh,
             refresh_recovered=self.refresh_recovered,
         )
+        #: Freezes each run's long-lived objects (``scheduler/heap_freeze.py``; the real
+        #: scheduler process only: it changes the collector for the whole process).
+        self.heap: HeapFreezer | None = (
+            HeapFreezer(quiet=lambda: not self._inbox.busy) if freeze_heap else None
+        )
         parts = build_parts(
             side,
             store=store,
@@ -148,6 +155,7 @@ class Orchestrator:
             clock=self.clock,
             events=self.events,
             usage=usage,
+            opened=self.heap.session_opened if self.heap is not None else None,
         )
         self.state = parts.state
         self._inbox = parts.inbox
@@ -255,6 +263,8 @@ class Orchestrator:
         await self.barrier()
         await close_records(state, timeout=SHUTDOWN_TIMEOUT_S)
         self._stop_loop()
+        if self.heap is not None:
+            self.heap.close()
         self.events.close()
         self.audit.close()
         state.changed()
@@ -493,6 +503,8 @@ class Orchestrator:
                 reply(answer, None)
             case WorkerEnded(run=run, ending=ending):
                 self.retries.after_run(run, ending)
+                if self.heap is not None:
+                    self.heap.run_ended()
                 # One rescan for all the runs that end together, off the loop (it reads
                 # every workspace's manifests).
                 self._scans.mark_stale()

@@ -72,6 +72,8 @@ class WorkerContext:
     #: Applies a run's queued inputs before anything else (``Inbox.promote``), awaited
     #: before its approval requests are filed.
     ahead: Callable[[Run], Awaitable[None]] | None = None
+    #: Called once a run's session is open (``heap_freeze.HeapFreezer.session_opened``).
+    opened: Callable[[], None] | None = None
 
 
 class Worker:
@@ -261,6 +263,8 @@ class Worker:
                 state.hosts.failed_there(issue.id, where)
             return _failed(str(exc))
         state.update_run(run, session=session)
+        if ctx.opened is not None:
+            ctx.opened()
         if self._ending is not None:
             return self._ending
         max_turns = state.settings.agent.max_turns

@@ -283,6 +283,7 @@ def flood(
         out.num("objects tracked at that full collection", gc.get("gc2_tracked", 0), "")
         out.num("  their references (what it traverses)", gc.get("gc2_refs", 0), "")
         out.num("  garbage it collected", gc.get("gc2_collected", 0), "")
+        out.num("objects frozen (permanent generation) at the end", gc.get("freeze_count", 0), "")
         top = gc.get("gc2_top") or {}
         line("  commonest types then", ", ".join(f"{k} {v:,}" for k, v in list(top.items())[:8]))
         quit_s = project.stop()

@@ -11,7 +11,8 @@ tracked after the longest full collection: what it has to traverse; ``gc.get_obj
 counted at that moment, outside the timed pause) and ``gc2_top`` (the 15 commonest types
 among them then); ``gc2_pauses`` lists every full collection as ``[monotonic seconds, wall
 ms, CPU ms]`` (the clock is the system's, so the bench can pick those of its window);
-``stats``, ``count``, ``threshold`` and ``enabled`` are the collector's own
+``stats``, ``count``, ``threshold``, ``enabled`` and ``freeze_count`` (objects in the
+permanent generation) are the collector's own
 (``gc.get_stats()`` etc.: e.g. how few collections a run that frees by reference counting
 needs).
 
@@ -95,6 +96,7 @@ class GcTimer:
             "count": gc.get_count(),
             "threshold": gc.get_threshold(),
             "enabled": gc.isenabled(),
+            "freeze_count": gc.get_freeze_count(),
         }
         tmp = path + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:

@@ -114,6 +114,7 @@ def make_harness(tmp_path: Path) -> Callable[..., Harness]:
         front: str = "",
         prompt: str = "Work on {{ issue.identifier }}",
         usage: UsageLedger | None = None,
+        freeze_heap: bool = False,
     ) -> Harness:
         path = write_workflow(tmp_path, front, prompt)
         store = WorkflowStore(path)
@@ -130,6 +131,7 @@ def make_harness(tmp_path: Path) -> Callable[..., Harness]:
             clock=clock,
             watch_workflow=False,
             usage=usage,
+            freeze_heap=freeze_heap,
         )
         h = Harness(orch, tracker, backend, clock, store, tmp_path)
         made.append(h)

@@ -1,0 +1,105 @@
+"""Each run's long-lived objects out of the full collections' reach (issue 11: no full GC
+pause over 50 ms).
+
+A full (generation 2) collection traverses every object the collector tracks outside the
+permanent generation. Start-up's heap is frozen (:func:`gc.freeze`, ``cli.py``); what is
+left are the runs: a codex run holds about 190 tracked objects for its whole life (its
+tasks and their coroutines, contexts and handles, the subprocess transports and
+protocols, the session, its RPC connection and reader state; measured with
+``tests/bench/sched_host.py``'s heap dumps at 10 and 60 idle runs). At 200 workers that is
+40,000 objects, and a full collection took 37-41 ms of CPU (57-87 ms of wall time on the
+shared machine), every time the flood's short-lived backlog had been promoted often
+enough to trigger one.
+
+:class:`HeapFreezer` freezes the heap again shortly after sessions open (one freeze for a
+burst of run starts, :data:`FREEZE_DELAY_S` after the first of them), after a collection
+of the young generations, so their garbage is not frozen with it. A frozen object is
+still freed by reference counting when its run ends; only a *cycle* of frozen objects
+outlives its run. So every :data:`RECLAIM_RUNS` ended runs the permanent generation is
+handed back (:func:`gc.unfreeze`), collected once in full and frozen again: one long
+pause per that many run ends, at a moment the inbox is not busy (or after four times as
+many ends, busy or not), instead of a long pause at every full collection.
+
+Only the real scheduler process uses it (``runtime.build_runtime``); it changes the
+collector for the whole process, which a test process must not have.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+from collections.abc import Callable
+
+#: Seconds from the first session opened since the last freeze to the next freeze: the
+#: runs started by one tick open their sessions together, and one freeze serves them all.
+FREEZE_DELAY_S = 2.0
+#: Ended runs, or freezes, after which the frozen heap is collected once in full (see the
+#: docstring).
+RECLAIM_RUNS = 256
+RECLAIM_FREEZES = 64
+
+
+class HeapFreezer:
+    """Freezes the collector's heap after sessions open (:meth:`session_opened`) and
+    reclaims what ended runs left frozen (:meth:`run_ended`). ``quiet()``: True while the
+    scheduler has time for a long pause (its inbox is not busy); ``delay_s``: default
+    :data:`FREEZE_DELAY_S`. Only the event loop's thread calls it."""
+
+    def __init__(
+        self,
+        quiet: Callable[[], bool],
+        *,
+        delay_s: float | None = None,
+        reclaim_runs: int = RECLAIM_RUNS,
+        reclaim_freezes: int = RECLAIM_FREEZES,
+    ) -> None:
+        self._quiet = quiet
+        self._delay_s = FREEZE_DELAY_S if delay_s is None else delay_s
+        self._reclaim_runs = reclaim_runs
+        self._reclaim_freezes = reclaim_freezes
+        self._timer: asyncio.TimerHandle | None = None
+        self._ended = 0  # runs ended since the last reclaim
+        self._frozen = 0  # freezes since the last reclaim
+        #: Freezes and reclaims so far (for the benches and tests).
+        self.freezes = 0
+        self.reclaims = 0
+
+    def session_opened(self) -> None:
+        """A run's session is open (its long-lived objects exist): freeze soon."""
+        self._soon()
+
+    def run_ended(self) -> None:
+        """A run ended: what it left frozen in cycles is reclaimed every
+        :data:`RECLAIM_RUNS` ends."""
+        self._ended += 1
+        if self._due():
+            self._soon()
+
+    def _soon(self) -> None:
+        if self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(self._delay_s, self._freeze)
+
+    def _due(self) -> bool:
+        return self._ended >= self._reclaim_runs or self._frozen >= self._reclaim_freezes
+
+    def close(self) -> None:
+        """Stop freezing (the scheduler stops)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _freeze(self) -> None:
+        self._timer = None
+        forced = self._ended >= 4 * self._reclaim_runs or self._frozen >= 4 * self._reclaim_freezes
+        if self._due() and (forced or self._quiet()):
+            self._ended = self._frozen = 0
+            self.reclaims += 1
+            gc.unfreeze()
+            gc.collect()  # the one long pause: everything, start-up's heap included
+        else:
+            gc.collect(1)  # the young generations' garbage is not frozen with the rest
+            if self._due():  # busy: try again later
+                self._soon()
+        gc.freeze()
+        self.freezes += 1
+        self._frozen += 1
