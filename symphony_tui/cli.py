@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import shutil
 import sys
@@ -322,7 +323,9 @@ class _BuildFailed(Exception):
 
 
 def _say(line: str) -> None:
-    print(f"symphony-tui: {line}", file=sys.stderr, flush=True)
+    # (after a hang-up the terminal is gone: writing to it fails with EIO)
+    with contextlib.suppress(OSError, ValueError):
+        print(f"symphony-tui: {line}", file=sys.stderr, flush=True)
 
 
 def _build(
@@ -420,6 +423,8 @@ def _console(
                 runtime.orchestrator.kill_agents_now()
                 if runtime.lock is not None:
                     runtime.lock.release()
+            for line in runtime.orchestrator.hooks_cut_short:  # the terminal is restored
+                _say(line)
         for line in said:  # printed before the console, before: still in the scrollback
             _say(line)
     if app.start_error is not None:

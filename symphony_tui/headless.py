@@ -10,6 +10,7 @@ an operator on the HTTP API (or time out after ``agent.approval_timeout_ms``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import signal
 import sys
@@ -19,6 +20,12 @@ from symphony_tui.runtime import Runtime
 from symphony_tui.text import one_line
 
 IDLE_POLL_S = 0.2
+
+
+def say(line: str) -> None:
+    """One line on stderr; a terminal that hung up (EIO) is not an error of the exit."""
+    with contextlib.suppress(OSError, ValueError):
+        print(f"symphony-tui: {one_line(line)}", file=sys.stderr, flush=True)
 
 
 async def run_headless(
@@ -71,6 +78,8 @@ async def run_headless(
                 pass
     finally:
         await runtime.close()  # workers stopped: the state printed below shows them ended
+        for line in orch.hooks_cut_short:
+            say(line)
         snapshot = orch.snapshot()
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             try:

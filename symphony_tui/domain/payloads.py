@@ -360,7 +360,9 @@ class NoteDelivered(_Base):
 
 
 class HookResult(_Base):
-    """A workspace hook ran (``HOOK``): ``output`` is the end of what it printed."""
+    """A workspace hook ran (``HOOK``): ``output`` is the end of what it printed;
+    ``cut_short`` says why it was ended before it finished (``"scheduler shutdown"``, a
+    stopped run), else None."""
 
     type: Literal["hook_result"] = "hook_result"
     hook: str
@@ -369,6 +371,7 @@ class HookResult(_Base):
     timed_out: bool = False
     duration_ms: int | None = None
     output: str = ""
+    cut_short: str | None = None
 
 
 class Dispatched(_Base):

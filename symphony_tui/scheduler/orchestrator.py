@@ -83,6 +83,10 @@ log = logging.getLogger("symphony_tui.scheduler")
 
 SESSION_CLOSE_TIMEOUT_S = 10.0
 SHUTDOWN_TIMEOUT_S = 20.0
+#: Seconds a hook running or started during shutdown (``after_run`` of a stopped run,
+#: ``before_remove``) has to finish before its process group is ended (SIGTERM, 2 s,
+#: SIGKILL) and its result is ``cut_short``.
+HOOK_SHUTDOWN_GRACE_S = 3.0
 #: Inputs handled before the loop lets other tasks run (readers, the API, the console).
 LOOP_BATCH = 64
 #: The same while the inbox is busy (``Inbox.busy``): every flooding session's reader gets
@@ -245,13 +249,18 @@ class Orchestrator:
         await self._stopped.wait()
 
     async def shutdown(self) -> None:
-        """Stop every worker (process groups killed), cancel timers, close clients."""
+        """Stop every worker (process groups killed), cancel timers, close clients. Hooks
+        running or started meanwhile end within :data:`HOOK_SHUTDOWN_GRACE_S` (their
+        process groups ended, said in the event log and :attr:`hooks_cut_short`)."""
         state = self.state
         if state.stopping:
             await self._stopped.wait()
             return
         state.mark_stopping()
         state.log("info", "scheduler stopping", running=len(state.running))
+        # A hung hook must not hold the exit for its timeout (a hang-up, ``q``, SIGTERM):
+        # what runs now or starts during the stop (``after_run``) gets a short grace.
+        state.workspaces.stop_hooks("scheduler shutdown", HOOK_SHUTDOWN_GRACE_S)
         await stop_workers(state, self.polling, timeout=SHUTDOWN_TIMEOUT_S)
         await self.barrier()  # the ended workers are applied to the state
         for task in list(self._tasks):
@@ -269,6 +278,12 @@ class Orchestrator:
         self.audit.close()
         state.changed()
         self._stopped.set()
+
+    @property
+    def hooks_cut_short(self) -> list[str]:
+        """One line per hook the shutdown ended before it finished, for the front ends to
+        print on exit (``ABC-1: after_run hook cut short (scheduler shutdown); ...``)."""
+        return self.state.workspaces.hooks_cut_short
 
     def kill_agents_now(self) -> int:
         """Last resort when the event loop is gone (the console crashed): SIGKILL the process

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -227,7 +228,7 @@ class Worker:
         if created:
             state.emit_system(EventKind.HOOK, f"workspace created at {path}", issue=issue)
         manifests.attempt_started(ctx.workspaces.manifests, run)
-        hook = await ctx.workspaces.run_hook("before_run", path, issue, host=where)
+        hook = await self._hook("before_run")
         if hook is not None:
             self._hook_ran(hook)
             if not hook.ok:
@@ -391,9 +392,7 @@ class Worker:
                 )  # fmt: skip
         if run.workspace is None or run.host_lost:
             return  # (a lost host: its workspace waits there for the host to come back)
-        hook = await ctx.workspaces.run_hook(
-            "after_run", run.workspace, run.issue, host=run.worker_host
-        )
+        hook = await self._hook("after_run")
         if hook is not None:
             self._hook_ran(hook)
         await ctx.barrier()  # the session's last reports are applied before they are saved
@@ -409,11 +408,39 @@ class Worker:
             except Exception as exc:
                 state.log("warning", "workspace removal failed", error=str(exc))
 
-    def _hook_ran(self, hook: Any) -> None:
-        summary = "ok" if hook.ok else _hook_why(hook, "exit")
+    async def _hook(self, name: str) -> Any:
+        """Run hook ``name`` in the run's workspace (its result, None when not configured).
+        A stop that cancels the worker mid-hook ends the hook's process group
+        (workspaces/hooks.py) and is said in the event log before the cancellation goes on."""
+        run = self._run
+        assert run.workspace is not None
+        started = time.monotonic()
+        try:
+            return await self._ctx.workspaces.run_hook(
+                name, run.workspace, run.issue, host=run.worker_host
+            )
+        except asyncio.CancelledError:
+            requested = self._ending.error if self._ending is not None else None
+            why = requested or "run stopped"
+            self._hook_cut(name, why, int((time.monotonic() - started) * 1000))
+            raise
+
+    def _hook_cut(self, name: str, why: str, duration_ms: int) -> None:
+        summary = f"cut short ({why})"
         self._ctx.state.emit_system(
             EventKind.HOOK,
-            f"{hook.name}: {summary} in {hook.duration_ms} ms",
+            f"{name}: {summary} in {duration_ms} ms; its process group was ended",
+            issue=self._run.issue,
+            payload=HookResult(hook=name, ok=False, duration_ms=duration_ms, cut_short=why),
+        )
+        manifests.hook_ran(self._ctx.workspaces.manifests, self._run, name, summary)
+
+    def _hook_ran(self, hook: Any) -> None:
+        summary = "ok" if hook.ok else _hook_why(hook, "exit")
+        ended = "; its process group was ended" if getattr(hook, "cut_short", None) else ""
+        self._ctx.state.emit_system(
+            EventKind.HOOK,
+            f"{hook.name}: {summary} in {hook.duration_ms} ms{ended}",
             issue=self._run.issue,
             payload=HookResult(
                 hook=hook.name,
@@ -422,12 +449,16 @@ class Worker:
                 timed_out=hook.timed_out,
                 duration_ms=hook.duration_ms,
                 output=hook.output[-2000:],
+                cut_short=getattr(hook, "cut_short", None),
             ),
         )
         manifests.hook_ran(self._ctx.workspaces.manifests, self._run, hook.name, summary)
 
 
 def _hook_why(hook: Any, exit_word: str) -> str:
+    cut = getattr(hook, "cut_short", None)
+    if cut is not None:
+        return f"cut short ({cut})"
     if hook.timed_out:
         return "timed out"
     lost = getattr(hook, "host_lost", None)

@@ -1,9 +1,10 @@
 """Run one workspace hook script (spec §9.4).
 
-``bash -lc <script>`` with the workspace as cwd, in its own process group so a timeout (or
-a cancelled caller) can kill everything the script started. Output is read as it arrives
-and only the last :data:`OUTPUT_LIMIT` bytes are kept, so a hook that prints gigabytes
-costs a few kilobytes. A failing hook is a result (``ok=False``), never an exception.
+``bash -lc <script>`` with the workspace as cwd, in its own process group so a timeout, a
+cancelled caller or a stopping scheduler (:class:`HookCutoff`) can end everything the script
+started. Output is read as it arrives and only the last :data:`OUTPUT_LIMIT` bytes are kept,
+so a hook that prints gigabytes costs a few kilobytes. A failing hook is a result
+(``ok=False``), never an exception.
 """
 
 from __future__ import annotations
@@ -42,7 +43,10 @@ class HookResult:
     combined stdout+stderr (UTF-8, undecodable bytes replaced), prefixed with a
     ``[... N bytes truncated ...]`` marker when cut. ``duration_ms`` is wall time.
     ``host_lost``: on a worker host, why its connection failed during the hook (the hook's
-    fate is unknown; the host is to be marked down), else None.
+    fate is unknown; the host is to be marked down), else None. ``cut_short``: why a
+    :class:`HookCutoff` ended the hook before it finished (``"scheduler shutdown"``), else
+    None; its process group was ended (SIGTERM, :data:`KILL_GRACE_S`, SIGKILL) and
+    ``exit_code`` is None.
     """
 
     name: str
@@ -52,11 +56,15 @@ class HookResult:
     output: str
     duration_ms: int
     host_lost: str | None = None
+    cut_short: str | None = None
 
     def summary(self) -> str:
-        """One line: ``ok``, ``exit 3``, ``timed out after 500 ms`` or ``failed to start``."""
+        """One line: ``ok``, ``exit 3``, ``timed out after 500 ms``, ``cut short after
+        3000 ms (scheduler shutdown)`` or ``failed to start``."""
         if self.ok:
             return "ok"
+        if self.cut_short is not None:
+            return f"cut short after {self.duration_ms} ms ({self.cut_short})"
         if self.timed_out:
             return f"timed out after {self.duration_ms} ms"
         if self.host_lost is not None:
@@ -86,6 +94,69 @@ class _Tail:
         if self.dropped:
             return f"[... {self.dropped} bytes truncated ...]\n{body}"
         return body
+
+
+class HookCutoff:
+    """A deadline for every hook of one scheduler once it stops (shutdown after ``q``, a
+    hang-up, SIGTERM): :meth:`cut` gives the running hooks and any started later until
+    ``grace_s`` from now to finish; then each is ended like a timed-out one and its result
+    says ``cut_short`` (the reason). One absolute deadline, so a quit is bounded however many
+    hooks follow each other (``after_run`` then ``before_remove``). Before :meth:`cut`, hooks
+    run to ``hooks.timeout_ms`` as usual (spec §9.4). :attr:`ended` lists, one line each,
+    the hooks it (or a cancellation while it was cut) ended, for the front ends to say on
+    exit. Built without a running event loop; used on one."""
+
+    def __init__(self) -> None:
+        self.reason: str | None = None
+        self.deadline: float | None = None  # time.monotonic()
+        self.ended: list[str] = []
+        self._cut = asyncio.Event()
+
+    @property
+    def active(self) -> bool:
+        return self.reason is not None
+
+    def cut(self, reason: str, grace_s: float) -> None:
+        """From now on every hook ends by ``grace_s`` seconds from now (a second call keeps
+        the earlier deadline)."""
+        deadline = time.monotonic() + max(grace_s, 0.0)
+        if self.deadline is None or deadline < self.deadline:
+            self.deadline = deadline
+        if self.reason is None:
+            self.reason = reason
+        self._cut.set()
+
+    async def reached(self) -> None:
+        """Returns once :meth:`cut` was called and its deadline has passed."""
+        await self._cut.wait()
+        assert self.deadline is not None
+        delay = self.deadline - time.monotonic()
+        if delay > 0:
+            await asyncio.sleep(delay)
+
+    def record(self, name: str, identifier: str | None, why: str) -> None:
+        whose = f"{identifier}: " if identifier else ""
+        self.ended.append(f"{whose}{name} hook {why}; its process group was ended")
+
+
+async def outlast(finished: asyncio.Future, timeout_s: float, cutoff: HookCutoff | None) -> str:
+    """Wait for ``finished`` (never cancelled here) at most ``timeout_s`` seconds and no
+    later than ``cutoff``'s deadline: ``"done"``, ``"timeout"`` or ``"cut"``."""
+    waiters: set[asyncio.Future] = {finished}
+    reached = None
+    if cutoff is not None:
+        reached = asyncio.ensure_future(cutoff.reached())
+        waiters.add(reached)
+    try:
+        done, _ = await asyncio.wait(
+            waiters, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED
+        )
+    finally:
+        if reached is not None:
+            reached.cancel()
+    if finished in done:
+        return "done"
+    return "cut" if reached is not None and reached in done else "timeout"
 
 
 def _kill_group(pid: int, sig: int) -> None:
@@ -124,14 +195,17 @@ async def run_hook(
     env: dict[str, str] | None = None,
     *,
     inherit: Mapping[str, str] | None = None,
+    cutoff: HookCutoff | None = None,
 ) -> HookResult:
     """Run ``script`` with ``bash -lc`` in ``cwd``; ``env`` is added to the inherited
     environment (the manager passes ``SYMPHONY_ISSUE_ID``, ``SYMPHONY_ISSUE_IDENTIFIER``,
     ``SYMPHONY_WORKSPACE``). The inherited environment is ``inherit`` (the manager builds it
     with the agents' recipe, config/child_env.py), by default ``os.environ`` without the
     scheduler's secret names (:data:`~symphony_tui.config.child_env.ALWAYS_SECRET_NAMES`). On timeout the process group gets SIGTERM, then SIGKILL after
-    :data:`KILL_GRACE_S`. Cancelling the caller ends the group the same way (SIGTERM, grace,
-    SIGKILL) and re-raises the cancellation. Never raises for a failing hook."""
+    :data:`KILL_GRACE_S`. At ``cutoff``'s deadline (a stopping scheduler) the group is ended
+    the same way and the result is ``cut_short``. Cancelling the caller ends the group the
+    same way (SIGTERM, grace, SIGKILL), logs it and re-raises the cancellation. Never raises
+    for a failing hook."""
     started = time.monotonic()
 
     def elapsed_ms() -> int:
@@ -166,11 +240,13 @@ async def run_hook(
 
     pid = transport.get_pid()
     timed_out = False
+    cut_short: str | None = None
     try:
-        try:
-            await asyncio.wait_for(asyncio.shield(protocol.exited), max(timeout_ms, 1) / 1000)
-        except TimeoutError:
-            timed_out = True
+        outcome = await outlast(protocol.exited, max(timeout_ms, 1) / 1000, cutoff)
+        if outcome != "done":
+            timed_out = outcome == "timeout"
+            if cutoff is not None and not timed_out:
+                cut_short = cutoff.reason
             _kill_group(pid, signal.SIGTERM)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(protocol.exited), KILL_GRACE_S)
@@ -186,22 +262,32 @@ async def run_hook(
         with contextlib.suppress(TimeoutError, asyncio.CancelledError):
             await asyncio.wait_for(asyncio.shield(protocol.exited), KILL_GRACE_S)
         _kill_group(pid, signal.SIGKILL)
+        why = "cut short: its caller was cancelled"
+        if cutoff is not None and cutoff.active:
+            why = f"cut short ({cutoff.reason})"
+            cutoff.record(name, context["issue_identifier"], why)
+        log_kv(log, "WARNING", "hook cut short", hook=name, status=why,
+               duration_ms=elapsed_ms(), **context)  # fmt: skip
         raise
     finally:
         if not protocol.exited.done():
             _kill_group(pid, signal.SIGKILL)
         transport.close()
 
-    exit_code = None if timed_out else transport.get_returncode()
+    ended = timed_out or cut_short is not None
+    exit_code = None if ended else transport.get_returncode()
     result = HookResult(
         name=name,
-        ok=not timed_out and exit_code == 0,
+        ok=not ended and exit_code == 0,
         exit_code=exit_code,
         timed_out=timed_out,
+        cut_short=cut_short,
         # Hook output reaches the console and manifests: mask credentials it printed.
         output=redact(tail.text()),
         duration_ms=elapsed_ms(),
     )
+    if cutoff is not None and cut_short is not None:
+        cutoff.record(name, context["issue_identifier"], f"cut short ({cut_short})")
     _log_result(result, context)
     return result
 

@@ -24,7 +24,7 @@ from symphony_tui.domain import Issue, RecoveredWorkspace
 from symphony_tui.hosts.ssh import HostTargets
 from symphony_tui.observability.logs import log_kv
 from symphony_tui.workspaces.errors import WorkspaceError
-from symphony_tui.workspaces.hooks import HookResult, run_hook
+from symphony_tui.workspaces.hooks import HookCutoff, HookResult, run_hook
 from symphony_tui.workspaces.manifest import (
     manifest_dir,
     manifest_mtime,
@@ -99,15 +99,34 @@ class WorkspaceManager:
         #: order kept): the scheduler's ``run`` / ``session`` sections and this manager's
         #: ``issue`` and ``run.hooks``, so two writers of one file never race.
         self.manifests = ManifestWriter()
+        #: Ends every hook of this root, local or on a host, once the scheduler stops
+        #: (:meth:`stop_hooks`).
+        self.hooks_cutoff = HookCutoff()
         #: Workspaces on worker hosts (``worker.ssh_hosts``; issue 14): the methods below
         #: take ``host=`` and hand those calls to it.
         self.remote = RemoteWorkspaces(
-            settings, HostTargets(settings), self.manifests, secrets=self._unset
+            settings,
+            HostTargets(settings),
+            self.manifests,
+            secrets=self._unset,
+            cutoff=self.hooks_cutoff,
         )
 
     @property
     def root(self) -> Path:
         return Path(self._settings().workspace.root).expanduser().resolve()
+
+    def stop_hooks(self, reason: str, grace_s: float) -> None:
+        """The scheduler is stopping: every hook running now or started later (``after_run``
+        of a stopped run, ``before_remove``) gets until ``grace_s`` seconds from now, then
+        its process group is ended and its result is ``cut_short=reason``
+        (:class:`~symphony_tui.workspaces.hooks.HookCutoff`)."""
+        self.hooks_cutoff.cut(reason, grace_s)
+
+    @property
+    def hooks_cut_short(self) -> list[str]:
+        """One line per hook the stop ended (``ABC-1: after_run hook cut short (...)``)."""
+        return list(self.hooks_cutoff.ended)
 
     def path_for(self, identifier: str) -> Path:
         """The workspace path of ``identifier`` (raises ``WorkspaceError`` when it would
@@ -262,7 +281,15 @@ class WorkspaceManager:
             ):
                 if isinstance(known.get(key), str):
                     env[var] = known[key]
-        result = await run_hook(name, script, path, settings.hooks.timeout_ms, env, inherit=inherit)
+        result = await run_hook(
+            name,
+            script,
+            path,
+            settings.hooks.timeout_ms,
+            env,
+            inherit=inherit,
+            cutoff=self.hooks_cutoff,
+        )
         if path.is_dir():
             # Merged into ``run.hooks`` on the writer thread, after the file's earlier writes.
             self.manifests.write(path, "run", "hooks", nested={"hooks": {name: result.summary()}})

@@ -42,7 +42,7 @@ from symphony_tui.hosts.remote_group import (
 from symphony_tui.hosts.ssh import SshError, SshTarget
 from symphony_tui.observability.redact import redact
 from symphony_tui.workspaces.errors import WorkspaceError
-from symphony_tui.workspaces.hooks import OUTPUT_LIMIT, HookResult, _Tail
+from symphony_tui.workspaces.hooks import OUTPUT_LIMIT, HookCutoff, HookResult, _Tail, outlast
 from symphony_tui.workspaces.manifest import MANIFEST_DIR, SECTIONS
 from symphony_tui.workspaces.manifest_writer import ManifestWriter
 from symphony_tui.workspaces.paths import workspace_key
@@ -72,8 +72,10 @@ class RemoteWorkspaces:
         manifests: ManifestWriter,
         *,
         secrets: Iterable[str] = (),
+        cutoff: HookCutoff | None = None,
     ) -> None:
         self._settings = settings
+        self._cutoff = cutoff
         self._target = target
         self._manifests = manifests
         self._secrets = frozenset(secrets)
@@ -179,7 +181,8 @@ class RemoteWorkspaces:
         self, host: str, name: str, path: Path, issue: Issue | None = None
     ) -> HookResult | None:
         """Run hook ``name`` in ``path`` on ``host`` within ``hooks.timeout_ms``; None when
-        not configured. A timeout or cancellation ends the hook's process group there."""
+        not configured. A timeout, a cancellation or the cutoff's deadline (a stopping
+        scheduler: the result is ``cut_short``) ends the hook's process group there."""
         settings = self._settings()
         script = getattr(settings.hooks, name)
         if not script or not script.strip():
@@ -201,18 +204,29 @@ class RemoteWorkspaces:
 
         task = asyncio.ensure_future(target.run(command))
         try:
-            done = await asyncio.wait_for(asyncio.shield(task), timeout_s)
-        except TimeoutError:
-            await self._kill(target, path, pgid)
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
-            return HookResult(name, False, None, True, "", elapsed())
+            outcome = await outlast(task, timeout_s, self._cutoff)
+            if outcome != "done":
+                await self._kill(target, path, pgid)
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+                cut = self._cutoff.reason if outcome == "cut" and self._cutoff else None
+                if cut is not None and self._cutoff is not None:
+                    self._cutoff.record(
+                        name, issue.identifier if issue else None, f"cut short ({cut})"
+                    )
+                return HookResult(
+                    name, False, None, outcome == "timeout", "", elapsed(), cut_short=cut
+                )
+            done = task.result()
         except SshError as err:
             return HookResult(name, False, None, False, str(err), elapsed(), host_lost=str(err))
         except asyncio.CancelledError:
             await asyncio.shield(self._kill(target, path, pgid))
             task.cancel()
+            if self._cutoff is not None and self._cutoff.active:
+                why = f"cut short ({self._cutoff.reason})"
+                self._cutoff.record(name, issue.identifier if issue else None, why)
             raise
         tail = _Tail(OUTPUT_LIMIT)
         tail.feed(done.stdout)

@@ -88,7 +88,30 @@ async def test_a_hung_hook_is_killed_on_the_host(tmp_path, fleet) -> None:
     assert _sleepers(fleet) == []
 
 
-def _sleepers(fleet) -> list[int]:
+async def test_a_hung_hook_on_the_host_is_cut_short_by_a_stopping_scheduler(
+    tmp_path, fleet
+) -> None:
+    # hooks.timeout_ms is its default (60 s): only the cutoff ends it before the bound
+    mgr, host, _ = manager(tmp_path, fleet, after_run="touch started; sleep 347 & sleep 348")
+    path, _ = await mgr.ensure(ISSUE, host=host)
+    hook = asyncio.ensure_future(mgr.run_hook("after_run", path, ISSUE, host=host))
+    for _ in range(1500):  # the hook says it started through the (loopback) host's disk
+        if (path / "started").exists():
+            break
+        await asyncio.sleep(0.02)
+    mgr.stop_hooks("scheduler shutdown", 0.0)
+    result = await asyncio.wait_for(hook, 50)
+    assert result is not None and result.cut_short == "scheduler shutdown" and not result.ok
+    assert mgr.hooks_cut_short == [
+        "ABC/1 x: after_run hook cut short (scheduler shutdown); its process group was ended"
+    ]
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _sleepers(fleet, b"347"):
+        time.sleep(0.1)
+    assert _sleepers(fleet, b"347") == []
+
+
+def _sleepers(fleet, seconds: bytes = b"300") -> list[int]:
     out = []
     for host in fleet.hosts:
         for pid in host.sessions():
@@ -97,7 +120,7 @@ def _sleepers(fleet) -> list[int]:
                 state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
             except OSError:
                 continue
-            if b"sleep\x00300" in cmd and state != "Z":
+            if b"sleep\x00" + seconds in cmd and state != "Z":
                 out.append(pid)
     # Reparented sleepers (their group leader died) are not the sshd's children any more.
     for entry in Path("/proc").iterdir():
@@ -107,7 +130,11 @@ def _sleepers(fleet) -> list[int]:
                 state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
             except OSError:
                 continue
-            if cmd.startswith(b"sleep\x00300") and state != "Z" and int(entry.name) not in out:
+            if (
+                cmd.startswith(b"sleep\x00" + seconds)
+                and state != "Z"
+                and int(entry.name) not in out
+            ):
                 out.append(int(entry.name))
     return out
 

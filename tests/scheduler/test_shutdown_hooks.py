@@ -1,0 +1,111 @@
+"""Shutdown with a hung hook (a quit, a hang-up, SIGTERM all take ``Orchestrator.shutdown``):
+the hook's process group is ended within the shutdown's hook grace instead of being awaited
+to ``hooks.timeout_ms``, the run's end is applied and recorded as on any quit (usage ledger,
+event log), and the cut is said (event, ``hooks_cut_short``).
+
+The hooks' timeouts are an hour and the worker wait of shutdown is 20 s: only the cutoff can
+end the runs before ``shutdown`` returns, which is what is asserted (the bounds below only
+keep a broken build from hanging the suite).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from symphony_tui.agents.base import TurnResult, TurnStatus
+from symphony_tui.domain import EventKind
+from symphony_tui.domain.payloads import HookResult
+from symphony_tui.scheduler.usage_book import RunUsage, decode
+from symphony_tui.scheduler.usage_ledger import UsageLedger
+from tests.workspaces.test_workspace_hooks import _becomes_dead
+
+from .conftest import make_issue
+
+BOUND_S = 60.0
+HOUR_MS = 3_600_000
+
+
+def _hung_hook(name: str, tmp_path: Path) -> str:
+    """A hook that starts a child, says so through the filesystem and waits forever."""
+    child, started = tmp_path / f"{name}.child", tmp_path / f"{name}.started"
+    return (
+        f"hooks:\n  timeout_ms: {HOUR_MS}\n"
+        f"  {name}: 'sleep 600 & echo $! > {child}; touch {started}; wait'\n"
+    )
+
+
+async def _until(path: Path) -> None:
+    for _ in range(int(BOUND_S * 50)):
+        if path.exists():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"{path} never appeared")
+
+
+def _hook_events(h, name: str) -> list:
+    return [
+        e
+        for e in h.orch.events_since(0, limit=100_000)
+        if e.kind == EventKind.HOOK and e.message.startswith(f"{name}:")
+    ]
+
+
+def _ended_runs(path: Path) -> list[RunUsage]:
+    records = [decode(line) for line in path.read_bytes().splitlines() if line.strip()]
+    return [r for r in records if isinstance(r, RunUsage) and r.ended]
+
+
+async def test_a_hung_after_run_is_cut_short_and_the_run_ends_as_on_any_quit(
+    make_harness, tmp_path
+):
+    forever = asyncio.Event()
+
+    async def working(session, prompt, turn):
+        session.usage(15, output=5)
+        await forever.wait()
+        return TurnResult(TurnStatus.COMPLETED)
+
+    ledger = tmp_path / "state" / "usage.jsonl"
+    h = make_harness(
+        [make_issue(1)],
+        script=working,
+        front=_hung_hook("after_run", tmp_path),
+        usage=UsageLedger(ledger),
+    )
+    await h.start()
+    await h.until(lambda: h.backend.sessions and "id-1" in h.orch.running, BOUND_S)
+    await h.advance(2.0)  # a usage checkpoint of the live run
+
+    # the worker is cancelled, its cleanup starts after_run, which hangs
+    await asyncio.wait_for(h.orch.shutdown(), BOUND_S)
+
+    assert (tmp_path / "after_run.started").exists()
+    assert await _becomes_dead(int((tmp_path / "after_run.child").read_text()))
+    assert not h.orch.running  # the run's end was applied before shutdown returned
+    (event,) = _hook_events(h, "after_run")
+    assert "cut short (scheduler shutdown)" in event.message
+    assert event.message.endswith("; its process group was ended")
+    assert isinstance(event.payload, HookResult) and event.payload.cut_short == "scheduler shutdown"
+    assert h.orch.hooks_cut_short == [
+        "ABC-1: after_run hook cut short (scheduler shutdown); its process group was ended"
+    ]
+    (ended,) = _ended_runs(ledger)  # the usage ledger has the run's final mark
+    assert ended.issue_id == "id-1" and ended.tokens.total_tokens == 15
+
+
+async def test_a_hung_before_run_is_ended_and_said_in_the_event_log(make_harness, tmp_path):
+    h = make_harness([make_issue(1)], front=_hung_hook("before_run", tmp_path))
+    await h.start()
+    await _until(tmp_path / "before_run.started")
+
+    await asyncio.wait_for(h.orch.shutdown(), BOUND_S)
+
+    assert await _becomes_dead(int((tmp_path / "before_run.child").read_text()))
+    assert not h.orch.running and h.backend.sessions == []
+    (event,) = _hook_events(h, "before_run")
+    assert event.message.startswith("before_run: cut short (scheduler shutdown) in ")
+    assert isinstance(event.payload, HookResult) and not event.payload.ok
+    assert h.orch.hooks_cut_short == [
+        "ABC-1: before_run hook cut short (scheduler shutdown); its process group was ended"
+    ]
