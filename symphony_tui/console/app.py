@@ -37,27 +37,22 @@ from symphony_tui.console.app_refresh import RefreshMixin
 from symphony_tui.console.app_tools import ToolsMixin
 from symphony_tui.console.attention import ConsoleAttention
 from symphony_tui.console.keymap import default_keymap_path, load_keymap
-from symphony_tui.console.messages import OpenWorker
 from symphony_tui.console.palette import ConsoleCommands
 from symphony_tui.console.registry import (
     bindings_for,
 )
-from symphony_tui.console.screens.approvals import ApprovalsScreen
-from symphony_tui.console.screens.help import HelpScreen
-from symphony_tui.console.screens.hosts import NO_HOSTS, HostsScreen
 from symphony_tui.console.screens.main import MainScreen
-from symphony_tui.console.screens.recovered import RecoveredScreen
-from symphony_tui.console.screens.worker import WorkerScreen
 from symphony_tui.console.starting import Started, StartingPort, notify_of
-from symphony_tui.console.terminal_watch import TerminalWatch
-from symphony_tui.console.tones import Tones
-from symphony_tui.domain import (
-    Snapshot,
-)
-from symphony_tui.scheduler.port import SchedulerPort
 
 if TYPE_CHECKING:
     from symphony_tui.config.settings import NotifySettings
+    from symphony_tui.console.messages import OpenWorker
+    from symphony_tui.console.terminal_watch import TerminalWatch
+    from symphony_tui.console.tones import Tones
+    from symphony_tui.domain import (
+        Snapshot,
+    )
+    from symphony_tui.scheduler.port import SchedulerPort
 
 REFRESH_HZ = 4.0
 # Streamed text (new event-log lines, the workers' last-activity cells) repaints at most once
@@ -222,18 +217,27 @@ class SymphonyApp(
 
     # -- screens ----------------------------------------------------------------------
 
+    # Each screen's module is imported when it is first shown, not before the first frame
+    # (issue 11: launch to first frame); the main screen is the only one a launch needs.
+
     def action_show_approvals(self) -> None:
+        from symphony_tui.console.screens.approvals import ApprovalsScreen
+
         if not isinstance(self.screen, ApprovalsScreen):
             self.push_screen(ApprovalsScreen())
             self.call_after_refresh(self.tick)
 
     def action_show_recovered(self) -> None:
+        from symphony_tui.console.screens.recovered import RecoveredScreen
+
         if not isinstance(self.screen, RecoveredScreen):
             self.push_screen(RecoveredScreen())
             self.call_after_refresh(self.tick)
 
     def action_show_hosts(self) -> None:
         """The worker hosts screen; without hosts in the snapshot, one line saying so."""
+        from symphony_tui.console.screens.hosts import NO_HOSTS, HostsScreen
+
         if isinstance(self.screen, HostsScreen):
             return
         if self._snapshot is None or not self._snapshot.hosts:
@@ -244,6 +248,8 @@ class SymphonyApp(
 
     def open_worker(self, issue_id: str) -> None:
         """Push the worker detail screen of ``issue_id``."""
+        from symphony_tui.console.screens.worker import WorkerScreen
+
         self.push_screen(WorkerScreen(issue_id))
         self.call_after_refresh(self.tick)
 
@@ -253,4 +259,6 @@ class SymphonyApp(
         self.open_worker(message.issue_id)
 
     def action_help(self) -> None:
+        from symphony_tui.console.screens.help import HelpScreen
+
         self.push_screen(HelpScreen(self.key_for))

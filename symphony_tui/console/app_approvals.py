@@ -4,19 +4,19 @@ questions (approval shapes: docs/protocols.md).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual import work
 
+from symphony_tui import domain
 from symphony_tui.console.approval_text import asked, permission_choices
 from symphony_tui.console.sanitize import inert
 from symphony_tui.console.screens.modals import AskText, Choose
-from symphony_tui.domain import (
-    Answer,
-    ApprovalDecision,
-    ApprovalRequest,
-    Approve,
-    Deny,
-)
+from symphony_tui.domain import ApprovalDecision
+
+if TYPE_CHECKING:
+    from symphony_tui.domain import ApprovalRequest
 
 
 class ApprovalActionsMixin:
@@ -28,17 +28,17 @@ class ApprovalActionsMixin:
     def action_approve(self) -> None:
         approval = self._selected_approval()
         if approval is not None:
-            self.send(Approve(approval_id=approval.id))
+            self.send(domain.Approve(approval_id=approval.id))
 
     def action_approve_session(self) -> None:
         approval = self._selected_approval()
         if approval is not None:
-            self.send(Approve(approval_id=approval.id, for_session=True))
+            self.send(domain.Approve(approval_id=approval.id, for_session=True))
 
     def action_deny(self) -> None:
         approval = self._selected_approval()
         if approval is not None:
-            self.send(Deny(approval_id=approval.id))
+            self.send(domain.Deny(approval_id=approval.id))
 
     def action_cancel_turn(self) -> None:
         approval = self._selected_approval()
@@ -52,7 +52,7 @@ class ApprovalActionsMixin:
         body.append_text(inert(approval.issue_identifier or approval.issue_id, "bold"))
         body.append("? The agent stops working on this turn.")
         self.confirm_then(
-            "Cancel turn", body, Deny(approval_id=approval.id, cancel=True), "Cancel turn"
+            "Cancel turn", body, domain.Deny(approval_id=approval.id, cancel=True), "Cancel turn"
         )
 
     @work(group="dialogs", exclusive=True, exit_on_error=False)
@@ -76,7 +76,9 @@ class ApprovalActionsMixin:
             return
         grant = dict(parts).get(picked)  # None: everything asked
         self.send(
-            Approve(approval_id=approval.id, for_session=scope != "this turn", permissions=grant)
+            domain.Approve(
+                approval_id=approval.id, for_session=scope != "this turn", permissions=grant
+            )
         )
 
     def action_deny_message(self) -> None:
@@ -91,7 +93,7 @@ class ApprovalActionsMixin:
 
         def entered(message: str | None) -> None:
             if message is not None:
-                self.send(Deny(approval_id=approval.id, message=message))
+                self.send(domain.Deny(approval_id=approval.id, message=message))
 
         self.push_screen(AskText("Deny with a message", body, placeholder="reason"), entered)
 
@@ -119,4 +121,4 @@ class ApprovalActionsMixin:
                 self.notify("answer cancelled", severity="warning")
                 return
             answers[q.id] = (value,)
-        self.send(Answer(approval_id=approval.id, answers=answers))
+        self.send(domain.Answer(approval_id=approval.id, answers=answers))

@@ -7,24 +7,18 @@ becomes a notification. Screens ask through ``console.messages`` (``SendCommand`
 
 from __future__ import annotations
 
-from pydantic import ValidationError
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 
-from symphony_tui.console.messages import ConfirmCommand, SendCommand
+from symphony_tui import domain
 from symphony_tui.console.sanitize import inert, one_line
 from symphony_tui.console.screens.modals import AskText, Choose, Confirm
-from symphony_tui.domain import (
-    ExtendBudget,
-    Interrupt,
-    MoveIssue,
-    PauseDispatch,
-    Refresh,
-    Rerun,
-    Steer,
-    Stop,
-)
-from symphony_tui.domain.commands import Command
-from symphony_tui.scheduler.port import CommandResult
+
+if TYPE_CHECKING:
+    from symphony_tui.console.messages import ConfirmCommand, SendCommand
+    from symphony_tui.domain.commands import Command
+    from symphony_tui.scheduler.port import CommandResult
 
 BUDGET_STEPS = ("50k", "200k", "1M")
 STOP_CHOICE = "stop the run"
@@ -103,7 +97,7 @@ class CommandsMixin:
         body.append_text(inert(self._ident(issue), "bold"))
         body.append("? The run ends as cancelled.")
         self.confirm_then(
-            "Interrupt worker", body, Interrupt(issue_id=issue), "Interrupt", running=issue
+            "Interrupt worker", body, domain.Interrupt(issue_id=issue), "Interrupt", running=issue
         )
 
     def action_stop(self) -> None:
@@ -113,7 +107,7 @@ class CommandsMixin:
         body = Text("Stop the worker of ", end="")
         body.append_text(inert(self._ident(issue), "bold"))
         body.append("? Its workspace is kept and the claim released.")
-        self.confirm_then("Stop worker", body, Stop(issue_id=issue), "Stop", running=issue)
+        self.confirm_then("Stop worker", body, domain.Stop(issue_id=issue), "Stop", running=issue)
 
     def action_steer(self) -> None:
         """Ask for a message and send it to the selected worker's agent (``Steer``): into
@@ -128,8 +122,10 @@ class CommandsMixin:
         def entered(text: str | None) -> None:
             if not text or not text.strip():
                 return
+            from pydantic import ValidationError
+
             try:
-                command = Steer(issue_id=issue, text=text)
+                command = domain.Steer(issue_id=issue, text=text)
             except ValidationError as exc:  # too long: say so, send nothing, keep running
                 reason = exc.errors()[0].get("msg", "not a valid message")
                 self.notify(
@@ -164,7 +160,7 @@ class CommandsMixin:
             if not answer:
                 return
             if answer == STOP_CHOICE:
-                self.send(Interrupt(issue_id=issue))
+                self.send(domain.Interrupt(issue_id=issue))
                 return
             tokens = parse_tokens(answer.removeprefix("extend by "))
             if tokens is None:
@@ -175,7 +171,7 @@ class CommandsMixin:
                     markup=False,
                 )
                 return
-            self.send(ExtendBudget(issue_id=issue, tokens=tokens))
+            self.send(domain.ExtendBudget(issue_id=issue, tokens=tokens))
 
         self.push_screen(
             Choose("Token budget", body, choices, allow_text=True, text_placeholder="or type 300k"),
@@ -185,7 +181,7 @@ class CommandsMixin:
     def action_rerun(self) -> None:
         issue = self._selected_issue()
         if issue is not None:
-            self.send(Rerun(issue_id=issue))
+            self.send(domain.Rerun(issue_id=issue))
 
     def action_move(self) -> None:
         """Offer the workflow's states (``Snapshot.tracker_states``: active, then terminal)
@@ -215,7 +211,7 @@ class CommandsMixin:
             if state == current:
                 self.notify(f"{self._ident(issue)} is already in {one_line(state, 40)}")
                 return
-            move = MoveIssue(issue_id=issue, state=state)
+            move = domain.MoveIssue(issue_id=issue, state=state)
             if not known or state in known.values():
                 self.send(move)
                 return
@@ -246,11 +242,11 @@ class CommandsMixin:
         )
 
     def action_refresh(self) -> None:
-        self.send(Refresh())
+        self.send(domain.Refresh())
 
     def action_toggle_pause(self) -> None:
         paused = bool(self._snapshot and self._snapshot.dispatch_paused)
-        self.send(PauseDispatch(paused=not paused))
+        self.send(domain.PauseDispatch(paused=not paused))
 
     def on_send_command(self, message: SendCommand) -> None:
         self.send(message.command)

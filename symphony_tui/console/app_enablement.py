@@ -6,6 +6,8 @@ nothing waits says where approvals are waiting instead (registry ``requires``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual import events
 
 from symphony_tui.console.approval_text import permission_choices
@@ -16,13 +18,11 @@ from symphony_tui.console.registry import (
     display_key,
 )
 from symphony_tui.console.sanitize import one_line
-from symphony_tui.console.screens.recovered import RecoveredScreen
-from symphony_tui.console.screens.worker import WorkerScreen
 from symphony_tui.console.selection import Selection
-from symphony_tui.domain import (
-    ApprovalDecision,
-    ApprovalRequest,
-)
+from symphony_tui.domain import ApprovalDecision
+
+if TYPE_CHECKING:
+    from symphony_tui.domain import ApprovalRequest
 
 # What the approval-answering commands need selected (registry ``requires``).
 _ANSWER_REQUIRES = frozenset({"accept", "decline", "cancel", "question"})
@@ -72,7 +72,7 @@ class EnablementMixin:
             if requires == "running":
                 return running
             if requires == "rerun":
-                if isinstance(self.screen, (RecoveredScreen, WorkerScreen)):
+                if getattr(self.screen, "CONSOLE_SCOPE", None) in ("recovered", "worker"):
                     return False  # these screens own "r" (re-attach / rerun, with reasons)
                 return not running
             return True

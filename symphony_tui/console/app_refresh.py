@@ -8,6 +8,7 @@ screen is ``holding`` something back for a while, see ``console.widgets.workers`
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from textual import events
 from textual.css.query import NoMatches
@@ -19,9 +20,11 @@ from symphony_tui.console.registry import (
 from symphony_tui.console.sanitize import one_line
 from symphony_tui.console.screens.too_small import TooSmallScreen, too_small
 from symphony_tui.console.tones import Tones
-from symphony_tui.domain import (
-    Snapshot,
-)
+
+if TYPE_CHECKING:
+    from symphony_tui.domain import (
+        Snapshot,
+    )
 
 
 class RefreshMixin:

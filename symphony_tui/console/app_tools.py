@@ -19,18 +19,17 @@ import signal
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.app import SuspendNotSupported
 
 from symphony_tui.console.sanitize import inert, one_line
-from symphony_tui.console.screens.audit import AuditScreen
-from symphony_tui.console.screens.diff import DiffScreen
 from symphony_tui.console.screens.modals import AskText, Choose
-from symphony_tui.console.screens.worker import WorkerScreen
 from symphony_tui.console.widgets.event_log import EventLogView
-from symphony_tui.domain import AgentEvent
-from symphony_tui.scheduler.workspace_view import locate
+
+if TYPE_CHECKING:
+    from symphony_tui.domain import AgentEvent
 
 EXPORT_LIMIT = 10_000  # events asked of the scheduler (what its ring still holds)
 
@@ -128,12 +127,18 @@ class ToolsMixin:
         issue = self._selected_issue()
         if issue is None or self._snapshot is None:
             return None
+        from symphony_tui.scheduler.workspace_view import locate  # after the first snapshot
+
         found = locate(self._snapshot, issue)
         return (found[0], found[1], found[2]) if found else None
 
     def _workspace_host(self) -> str | None:
         issue = self._selected_issue()
-        found = locate(self._snapshot, issue) if issue and self._snapshot else None
+        if not issue or self._snapshot is None:
+            return None
+        from symphony_tui.scheduler.workspace_view import locate
+
+        found = locate(self._snapshot, issue)
         return found[4] if found else None
 
     def _audit(self, what: str, **fields) -> None:
@@ -149,11 +154,15 @@ class ToolsMixin:
         if found is None:
             self.notify("no workspace for the selection", severity="warning")
             return
+        from symphony_tui.console.screens.diff import DiffScreen
+
         if isinstance(self.screen, DiffScreen):
             return
         self.push_screen(DiffScreen(found[0], found[1]))
 
     def action_show_audit(self) -> None:
+        from symphony_tui.console.screens.audit import AuditScreen
+
         if not isinstance(self.screen, AuditScreen):
             self.push_screen(AuditScreen())
 
@@ -268,7 +277,7 @@ class ToolsMixin:
         """``(what, events)``: the filtered event log on the main screen, the worker's
         transcript on its screen."""
         screen = self.screen
-        if isinstance(screen, WorkerScreen):
+        if getattr(screen, "CONSOLE_SCOPE", None) == "worker":  # a WorkerScreen
             events = self.port.events_since(0, limit=EXPORT_LIMIT, issue_id=screen.issue_id)
             return f"transcript of {self._ident(screen.issue_id)}", events
         logs = screen.query(EventLogView)

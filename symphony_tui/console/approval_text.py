@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
 from symphony_tui.console import fmt
 from symphony_tui.console.sanitize import inert, one_line
-from symphony_tui.console.tones import Tones
-from symphony_tui.domain import ApprovalKind, ApprovalRequest
+from symphony_tui.domain import ApprovalKind
+
+if TYPE_CHECKING:
+    from symphony_tui.console.tones import Tones
+    from symphony_tui.domain import ApprovalRequest
 
 KIND_LABELS: dict[ApprovalKind, str] = {
     ApprovalKind.COMMAND: "$ command",

@@ -19,11 +19,11 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Literal
 
 from symphony_tui.console.sanitize import one_line
-from symphony_tui.domain import Snapshot
 from symphony_tui.scheduler.attention import Alert, AttentionWatch
 
 if TYPE_CHECKING:
     from symphony_tui.config.settings import NotifySettings
+    from symphony_tui.domain import Snapshot
 
 Protocol = Literal["osc9", "osc777"]
 

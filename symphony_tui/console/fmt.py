@@ -7,12 +7,16 @@ Every function that shows agent or tracker text goes through
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 
 from symphony_tui.console.sanitize import inert, one_line
-from symphony_tui.console.tones import Tones
-from symphony_tui.domain import AgentEvent, ClaimState, EventKind, IssueRow, RunStatus
+from symphony_tui.domain import ClaimState, EventKind, RunStatus
+
+if TYPE_CHECKING:
+    from symphony_tui.console.tones import Tones
+    from symphony_tui.domain import AgentEvent, IssueRow
 
 # glyph + word for every claim state, so colour is never the only signal
 CLAIM_LABELS: dict[str, tuple[str, str, str]] = {

@@ -9,16 +9,17 @@ which bubbles from the screen to :class:`~symphony_tui.console.app.SymphonyApp`,
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 from rich.text import Text
 from textual.dom import DOMNode
 from textual.message import Message
 
-from symphony_tui.console.registry import ConsoleCommand
-from symphony_tui.console.tones import Tones
-from symphony_tui.domain.commands import Command
-from symphony_tui.scheduler.port import SchedulerPort
+if TYPE_CHECKING:
+    from symphony_tui.console.registry import ConsoleCommand
+    from symphony_tui.console.tones import Tones
+    from symphony_tui.domain.commands import Command
+    from symphony_tui.scheduler.port import SchedulerPort
 
 
 class SendCommand(Message):

@@ -7,9 +7,10 @@ not reach through a modal anyway).
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from symphony_tui.domain import ApprovalRequest, Snapshot
+if TYPE_CHECKING:
+    from symphony_tui.domain import ApprovalRequest, Snapshot
 
 
 @runtime_checkable

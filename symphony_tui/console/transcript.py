@@ -8,12 +8,13 @@ kept per item so a completed command can show its tail.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.table import Table
 from rich.text import Text
 
 from symphony_tui.console import fmt
 from symphony_tui.console.sanitize import clean, inert, one_line
-from symphony_tui.console.tones import Tones
 from symphony_tui.domain import AgentEvent, EventKind
 from symphony_tui.domain.payloads import (
     CommandEnded,
@@ -23,6 +24,9 @@ from symphony_tui.domain.payloads import (
     NoteDelivered,
     Plan,
 )
+
+if TYPE_CHECKING:
+    from symphony_tui.console.tones import Tones
 
 OUTPUT_TAIL_LINES = 8
 DIFF_LINES = 40  # per file change; the rest is counted, the workspace has it all

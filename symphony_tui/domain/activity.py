@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from symphony_tui.domain.events import AgentEvent, EventKind
+from symphony_tui.domain.events import AgentEvent
+from symphony_tui.domain.kinds import EventKind
 
 RECENT_EVENTS = 50
 

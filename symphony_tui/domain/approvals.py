@@ -8,26 +8,11 @@ permissions (docs/protocols.md "Cross-backend map").
 from __future__ import annotations
 
 from datetime import datetime
-from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-
-class ApprovalKind(StrEnum):
-    COMMAND = "command"
-    FILE_CHANGE = "file_change"
-    PERMISSIONS = "permissions"
-    USER_INPUT = "user_input"
-    ELICITATION = "elicitation"
-    CONFIRMATION = "confirmation"
-
-
-class ApprovalDecision(StrEnum):
-    ACCEPT = "accept"
-    ACCEPT_FOR_SESSION = "accept_for_session"
-    DECLINE = "decline"
-    CANCEL = "cancel"
+from symphony_tui.domain.kinds import ApprovalDecision, ApprovalKind
 
 
 class QuestionOption(BaseModel):

@@ -14,55 +14,16 @@ still load: their ``data`` is read into the payload of their kind
 from __future__ import annotations
 
 from datetime import datetime
-from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from symphony_tui.domain.event_upgrade import upgrade_v1
+from symphony_tui.domain.kinds import EventKind
 from symphony_tui.domain.payloads import Payload
 
 #: The version written in every event's ``v``: 2 = typed ``payload`` (1 had ``data``).
 EVENT_FORMAT = 2
-
-
-class EventKind(StrEnum):
-    # session / turn lifecycle
-    SESSION_STARTED = "session_started"
-    TURN_STARTED = "turn_started"
-    TURN_COMPLETED = "turn_completed"
-    TURN_FAILED = "turn_failed"
-    TURN_CANCELLED = "turn_cancelled"
-    # content
-    MESSAGE_DELTA = "message_delta"
-    MESSAGE = "message"
-    REASONING = "reasoning"
-    COMMAND_STARTED = "command_started"
-    COMMAND_OUTPUT = "command_output"
-    COMMAND_COMPLETED = "command_completed"
-    FILE_CHANGE = "file_change"
-    PLAN = "plan"
-    TOOL_CALL = "tool_call"
-    # operator interaction
-    APPROVAL_REQUESTED = "approval_requested"
-    APPROVAL_RESOLVED = "approval_resolved"
-    # accounting
-    TOKEN_USAGE = "token_usage"
-    RATE_LIMITS = "rate_limits"
-    # diagnostics
-    WARNING = "warning"
-    ERROR = "error"
-    MALFORMED = "malformed"
-    NOTIFICATION = "notification"
-    # scheduler-side
-    DISPATCH = "dispatch"
-    RUN_ENDED = "run_ended"
-    RETRY_SCHEDULED = "retry_scheduled"
-    RECONCILE = "reconcile"
-    HOOK = "hook"
-    TRACKER = "tracker"
-    CONFIG = "config"
-    OPERATOR = "operator"
 
 
 class AgentEvent(BaseModel):

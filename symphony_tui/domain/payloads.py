@@ -255,7 +255,7 @@ class Plan(_Base):
 
 class ApprovalAsked(_Base):
     """An approval is waiting (``APPROVAL_REQUESTED``); ``approval_kind`` is an
-    :class:`~symphony_tui.domain.approvals.ApprovalKind` value."""
+    :class:`~symphony_tui.domain.kinds.ApprovalKind` value."""
 
     type: Literal["approval_asked"] = "approval_asked"
     approval_id: str

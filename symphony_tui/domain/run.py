@@ -3,53 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime
-from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from symphony_tui.domain.kinds import RunStatus
 from symphony_tui.domain.tokens import TokenUsage
-
-
-class ClaimState(StrEnum):
-    """Orchestrator claim state of an issue (spec §7.1)."""
-
-    UNCLAIMED = "unclaimed"
-    RUNNING = "running"
-    RETRY_QUEUED = "retry_queued"
-    RELEASED = "released"
-
-
-class RunStatus(StrEnum):
-    """Phase of a live run attempt (spec §7.2)."""
-
-    PREPARING_WORKSPACE = "preparing_workspace"
-    BUILDING_PROMPT = "building_prompt"
-    LAUNCHING_AGENT = "launching_agent"
-    INITIALIZING_SESSION = "initializing_session"
-    STREAMING_TURN = "streaming_turn"
-    WAITING_FOR_OPERATOR = "waiting_for_operator"
-    # the backend is retrying its model connection (codex ``error`` with ``willRetry``);
-    # shown as such, and not progress: stall detection still runs (beyond spec §7.2)
-    RETRYING_MODEL = "retrying_model"
-    FINISHING = "finishing"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    TIMED_OUT = "timed_out"
-    STALLED = "stalled"
-    CANCELED_BY_RECONCILIATION = "canceled_by_reconciliation"
-    INTERRUPTED = "interrupted"
-    STOPPED = "stopped"
-
-
-class RunOutcome(StrEnum):
-    """How a worker ended. ``normal`` schedules a continuation retry, ``failed`` a backoff
-    retry; ``cancelled`` / ``stopped`` / ``reconciled`` schedule nothing."""
-
-    NORMAL = "normal"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-    STOPPED = "stopped"
-    RECONCILED = "reconciled"
 
 
 class LiveSession(BaseModel):

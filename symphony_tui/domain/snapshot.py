@@ -11,7 +11,8 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field
 
 from symphony_tui.domain.approvals import ApprovalRequest
-from symphony_tui.domain.run import ClaimState, RecoveredWorkspace, RunStatus
+from symphony_tui.domain.kinds import ClaimState, RunStatus
+from symphony_tui.domain.run import RecoveredWorkspace
 from symphony_tui.domain.tokens import RateLimits, TokenUsage
 
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from symphony_tui.domain import AgentEvent, EventKind
+from symphony_tui.domain import AgentEvent
+from symphony_tui.domain.kinds import FRAGMENT_KINDS, QUIET_KINDS
 from symphony_tui.observability.redact import redact
 from symphony_tui.scheduler.event_file import RotatingJsonl
 from symphony_tui.scheduler.transcripts import (
@@ -31,12 +32,6 @@ from symphony_tui.scheduler.transcripts import (
 
 log = logging.getLogger(__name__)
 
-# Streaming fragments go to transcripts only: the live log shows whole messages, and a flood
-# of deltas must not push everything else out of the ring.
-FRAGMENT_KINDS = frozenset({EventKind.MESSAGE_DELTA, EventKind.COMMAND_OUTPUT})
-# Accounting updates: kept in transcripts and the JSONL file, but not in the live ring (the
-# token pane shows them) and not as a worker's "last event".
-QUIET_KINDS = frozenset({EventKind.TOKEN_USAGE, EventKind.RATE_LIMITS})
 MAX_MESSAGE_CHARS = 16_384
 
 

@@ -36,7 +36,6 @@ from symphony_tui.domain.audit import AuditEntry
 from symphony_tui.domain.commands import Command
 from symphony_tui.domain.diff import DiffPage, WorkspaceDiff
 from symphony_tui.scheduler import workspace_view
-from symphony_tui.scheduler.attention import watch_for_hook
 from symphony_tui.scheduler.audit import AuditLog, local_operator
 from symphony_tui.scheduler.builder import (
     LoopSide,
@@ -71,6 +70,7 @@ from symphony_tui.scheduler.inbox import (
     WorkspaceRemoved,
     reply,
 )
+from symphony_tui.scheduler.notify_hook import watch_for_hook
 from symphony_tui.scheduler.port import CommandResult
 from symphony_tui.scheduler.run import Run
 from symphony_tui.scheduler.startup import HostArrivals, sweep_terminal_workspaces

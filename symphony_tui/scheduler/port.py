@@ -8,12 +8,13 @@ scheduler objects (docs/architecture.md "Who owns which state"). The console pol
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from symphony_tui.domain import AgentEvent, Snapshot
-from symphony_tui.domain.audit import AuditEntry
-from symphony_tui.domain.commands import Command
-from symphony_tui.domain.diff import DiffPage, WorkspaceDiff
+if TYPE_CHECKING:  # annotations only: the console imports this before its first frame
+    from symphony_tui.domain import AgentEvent, Snapshot
+    from symphony_tui.domain.audit import AuditEntry
+    from symphony_tui.domain.commands import Command
+    from symphony_tui.domain.diff import DiffPage, WorkspaceDiff
 
 
 @dataclass(frozen=True)

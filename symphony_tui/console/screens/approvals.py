@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on
@@ -21,10 +22,12 @@ from symphony_tui.console.messages import host
 from symphony_tui.console.registry import BY_ID, bindings_for
 from symphony_tui.console.sanitize import inert
 from symphony_tui.console.selection import approvals_oldest_first
-from symphony_tui.console.tones import Tones
 from symphony_tui.console.widgets.footer import ConsoleFooter
 from symphony_tui.console.widgets.keyed_table import KeyedTable, Row
 from symphony_tui.domain import ApprovalDecision, ApprovalRequest, Snapshot
+
+if TYPE_CHECKING:
+    from symphony_tui.console.tones import Tones
 
 COLUMNS = (
     ("issue", "Issue", 10),

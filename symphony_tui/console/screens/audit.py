@@ -5,6 +5,8 @@ went), newest at the bottom, read through ``SchedulerPort.audit_entries`` (the s
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual import work
 from textual.app import ComposeResult
 from textual.screen import Screen
@@ -14,8 +16,10 @@ from symphony_tui.console.messages import ConsoleHost, host
 from symphony_tui.console.registry import bindings_for
 from symphony_tui.console.sanitize import inert, one_line
 from symphony_tui.console.widgets.footer import ConsoleFooter
-from symphony_tui.domain import ApprovalRequest
-from symphony_tui.domain.audit import AuditEntry
+
+if TYPE_CHECKING:
+    from symphony_tui.domain import ApprovalRequest
+    from symphony_tui.domain.audit import AuditEntry
 
 RELOAD_S = 2.0
 SHOWN = 500

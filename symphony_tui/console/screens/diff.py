@@ -9,6 +9,8 @@ machine); the text is made inert here (escape sequences and control characters r
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -20,11 +22,13 @@ from symphony_tui.console.messages import ConsoleHost, host
 from symphony_tui.console.registry import bindings_for
 from symphony_tui.console.sanitize import clean, inert
 from symphony_tui.console.selection import oldest_approval
-from symphony_tui.console.tones import Tones
 from symphony_tui.console.widgets.footer import ConsoleFooter
-from symphony_tui.domain import ApprovalRequest
-from symphony_tui.domain.diff import DiffFile, DiffPage, WorkspaceDiff
 from symphony_tui.text import one_line_tail
+
+if TYPE_CHECKING:
+    from symphony_tui.console.tones import Tones
+    from symphony_tui.domain import ApprovalRequest
+    from symphony_tui.domain.diff import DiffFile, DiffPage, WorkspaceDiff
 
 PAGE_LINES = 400
 PATH_WIDTH = 30

@@ -9,6 +9,7 @@ through the port like every command, so an attached console drives them over HTT
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on
@@ -20,12 +21,14 @@ from symphony_tui.console import fmt
 from symphony_tui.console.messages import ConfirmCommand, ConsoleHost, SendCommand, host
 from symphony_tui.console.registry import bindings_for
 from symphony_tui.console.sanitize import inert, one_line
-from symphony_tui.console.tones import Tones
 from symphony_tui.console.widgets.footer import ConsoleFooter
 from symphony_tui.console.widgets.keyed_table import KeyedTable, Row
-from symphony_tui.domain import ApprovalRequest, Snapshot
 from symphony_tui.domain.commands import DrainHost, ProbeHost, UndrainHost
-from symphony_tui.domain.snapshot import HostRow
+
+if TYPE_CHECKING:
+    from symphony_tui.console.tones import Tones
+    from symphony_tui.domain import ApprovalRequest, Snapshot
+    from symphony_tui.domain.snapshot import HostRow
 
 #: What ``h`` says when the workflow lists no worker hosts.
 NO_HOSTS = "no worker hosts: agents run on this machine (list them in WORKFLOW.md worker.ssh_hosts)"

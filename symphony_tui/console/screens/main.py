@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from rich.cells import cell_len
 from rich.text import Text
@@ -22,14 +23,16 @@ from symphony_tui.console.repaint import set_border, update_static
 from symphony_tui.console.sanitize import one_line
 from symphony_tui.console.selection import oldest_approval
 from symphony_tui.console.starting import STARTING_STATUS
-from symphony_tui.console.tones import Tones
 from symphony_tui.console.widgets.event_log import EventLogView, LogFilter
 from symphony_tui.console.widgets.footer import ConsoleFooter
 from symphony_tui.console.widgets.issues import IssuesTable
 from symphony_tui.console.widgets.status import alert_text, status_text
 from symphony_tui.console.widgets.tokens import TokenPane
 from symphony_tui.console.widgets.workers import WorkersTable
-from symphony_tui.domain import ApprovalRequest, Snapshot
+
+if TYPE_CHECKING:
+    from symphony_tui.console.tones import Tones
+    from symphony_tui.domain import ApprovalRequest, Snapshot
 
 STATUS_LINES = 1  # #status-line in console.tcss
 ALERT_MAX_LINES = 3  # #alert-line max-height in console.tcss

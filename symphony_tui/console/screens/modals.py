@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -21,7 +22,9 @@ from textual.widgets.option_list import Option
 
 from symphony_tui.console.messages import host
 from symphony_tui.console.sanitize import one_line
-from symphony_tui.domain import Snapshot
+
+if TYPE_CHECKING:
+    from symphony_tui.domain import Snapshot
 
 
 class Confirm(ModalScreen[bool]):

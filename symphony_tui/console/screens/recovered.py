@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on
@@ -17,7 +18,6 @@ from symphony_tui.console import fmt
 from symphony_tui.console.messages import ConfirmCommand, ConsoleHost, SendCommand, host
 from symphony_tui.console.registry import bindings_for
 from symphony_tui.console.sanitize import inert, one_line
-from symphony_tui.console.tones import Tones
 from symphony_tui.console.widgets.footer import ConsoleFooter
 from symphony_tui.console.widgets.keyed_table import KeyedTable, Row
 from symphony_tui.domain import (
@@ -27,6 +27,9 @@ from symphony_tui.domain import (
     Rerun,
     Snapshot,
 )
+
+if TYPE_CHECKING:
+    from symphony_tui.console.tones import Tones
 
 # narrow on purpose: all eight columns fit 80 terminal columns; the detail has the rest
 COLUMNS = (

@@ -4,6 +4,7 @@ with the worker's own keys (interrupt, stop, rerun, follow)."""
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -16,12 +17,14 @@ from symphony_tui.console.messages import ConsoleHost, SendCommand, host
 from symphony_tui.console.registry import bindings_for
 from symphony_tui.console.sanitize import inert, one_line
 from symphony_tui.console.selection import oldest_approval
-from symphony_tui.console.tones import Tones
 from symphony_tui.console.transcript import Transcript, plan_progress, plan_steps
 from symphony_tui.console.widgets.footer import ConsoleFooter
 from symphony_tui.console.widgets.workers import last_activity
 from symphony_tui.domain import ApprovalRequest, EventKind, Rerun, Snapshot
 from symphony_tui.domain.payloads import HookResult
+
+if TYPE_CHECKING:
+    from symphony_tui.console.tones import Tones
 
 TRANSCRIPT_LINES = 5000
 LAST_ACTIVITY_CELLS = 160  # two lines of the header at 80 columns

@@ -40,6 +40,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.cache import LRUCache
@@ -50,9 +51,11 @@ from textual.strip import Strip
 from symphony_tui.console import fmt
 from symphony_tui.console.sanitize import one_line
 from symphony_tui.console.tones import Tones
-from symphony_tui.domain import AgentEvent, EventKind, Snapshot
-from symphony_tui.scheduler.eventlog import FRAGMENT_KINDS, QUIET_KINDS
-from symphony_tui.scheduler.port import SchedulerPort
+from symphony_tui.domain.kinds import FRAGMENT_KINDS, QUIET_KINDS, EventKind
+
+if TYPE_CHECKING:
+    from symphony_tui.domain import AgentEvent, Snapshot
+    from symphony_tui.scheduler.port import SchedulerPort
 
 # the kinds the core keeps out of the live ring (transcripts only): one rule for both views
 UNLISTED_KINDS = FRAGMENT_KINDS | QUIET_KINDS

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 
 from symphony_tui.console import fmt
 from symphony_tui.console.sanitize import inert
-from symphony_tui.console.tones import Tones
 from symphony_tui.console.widgets.keyed_table import KeyedTable, Row, RowCache
-from symphony_tui.domain import Snapshot
+
+if TYPE_CHECKING:
+    from symphony_tui.console.tones import Tones
+    from symphony_tui.domain import Snapshot
 
 COLUMNS = (
     ("identifier", "Issue", 10),

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 
 from symphony_tui.console import fmt
 from symphony_tui.console.sanitize import one_line
-from symphony_tui.console.tones import Tones
-from symphony_tui.domain import Snapshot
+
+if TYPE_CHECKING:
+    from symphony_tui.console.tones import Tones
+    from symphony_tui.domain import Snapshot
 
 
 def link_text(link, tones: Tones) -> Text:

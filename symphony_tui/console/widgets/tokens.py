@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -12,8 +13,10 @@ from textual.widgets import Sparkline, Static
 from symphony_tui.console import fmt
 from symphony_tui.console.repaint import update_static
 from symphony_tui.console.sanitize import one_line
-from symphony_tui.console.tones import Tones
-from symphony_tui.domain import RateLimits, RateLimitWindow, Snapshot, TokenUsage
+
+if TYPE_CHECKING:
+    from symphony_tui.console.tones import Tones
+    from symphony_tui.domain import RateLimits, RateLimitWindow, Snapshot, TokenUsage
 
 
 def _pair(text: Text, label: str, value: str, tones: Tones, width: int = 10) -> None:

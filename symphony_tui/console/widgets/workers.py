@@ -11,16 +11,18 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
 from symphony_tui.console import fmt
 from symphony_tui.console.sanitize import inert, one_line
-from symphony_tui.console.tones import Tones
 from symphony_tui.console.widgets.keyed_table import KeyedTable, Row, RowCache
-from symphony_tui.domain import RunningRow, Snapshot
 from symphony_tui.text import one_line_tail
+
+if TYPE_CHECKING:
+    from symphony_tui.console.tones import Tones
+    from symphony_tui.domain import RunningRow, Snapshot
 
 COLUMNS = (
     ("approval", "", 2),
