@@ -28,9 +28,13 @@ import tempfile
 import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from symphony_tui import __version__
 from symphony_tui.cli_help import COMMAND_HELP, MAIN_DESCRIPTION, main_epilog
+
+if TYPE_CHECKING:
+    from symphony_tui.console.typeahead import HeldKeys
 
 COMMANDS = ("run", "demo", "doctor", "attach", "paths")
 
@@ -377,6 +381,27 @@ def _console(
     thread (imports and all, issue 11: launch to first frame) and its panes fill in
     (``console.starting``). A failed build closes the console and prints the same one line
     as before the console started, exit 1."""
+    from symphony_tui.console.typeahead import HeldKeys
+
+    held = HeldKeys()  # first: keys typed while the console loads are not echoed raw
+    try:
+        return _console_held(
+            path, args, lock=lock, title=title, events_path=events_path, log=log, held=held
+        )
+    finally:
+        held.release()
+
+
+def _console_held(
+    path: Path,
+    args: argparse.Namespace,
+    *,
+    lock: bool,
+    title: str,
+    events_path: Path | None,
+    log: Path,
+    held: HeldKeys,
+) -> int:
     from symphony_tui.console.app import SymphonyApp
     from symphony_tui.console.starting import Started, StartFailed
 
@@ -411,7 +436,7 @@ def _console(
             messages=[("HTTP API", line) for line in said],
         )
 
-    app = SymphonyApp(start=start, title=title)
+    app = SymphonyApp(start=start, title=title, terminal_modes=held.before())
     try:
         code = app.run()
     finally:
@@ -535,6 +560,16 @@ def _attach(args: argparse.Namespace) -> int:
     problem = _no_terminal("run attach in a terminal, in tmux or over `ssh -t`")
     if problem:
         return _fail(f"attach: {problem}")
+    from symphony_tui.console.typeahead import HeldKeys
+
+    held = HeldKeys()  # keys typed while connecting are not echoed raw
+    try:
+        return _attach_held(args, held)
+    finally:
+        held.release()
+
+
+def _attach_held(args: argparse.Namespace, held: HeldKeys) -> int:
     from symphony_tui.api.attach import AttachError, open_attach
 
     try:
@@ -552,7 +587,11 @@ def _attach(args: argparse.Namespace) -> int:
     try:
         remote = attachment.port()
         app = SymphonyApp(
-            remote, runner=remote.run, shutdown=remote.close, title=f"symphony @ {attachment}"
+            remote,
+            runner=remote.run,
+            shutdown=remote.close,
+            title=f"symphony @ {attachment}",
+            terminal_modes=held.before(),
         )
         app.run()
     finally:

@@ -131,6 +131,7 @@ class SymphonyApp(
         terminal_watch: TerminalWatch | None = None,
         notices: Sequence[str] = (),
         notify: Callable[[], NotifySettings] | None = None,
+        terminal_modes: list | None = None,
     ) -> None:
         super().__init__()
         if (port is None) == (start is None):
@@ -164,6 +165,9 @@ class SymphonyApp(
         )
         self._terminal_watch = terminal_watch
         self._notices = tuple(notices)
+        # the terminal's modes from before the CLI held the keys typed during start-up
+        # (console/typeahead.py): what Textual must put back on exit and suspend
+        self._terminal_modes = terminal_modes
         self._notify = notify if notify is not None else notify_of(self.port)
         self.attention = ConsoleAttention(
             lambda: self._notify(), bell=self.bell, write=self._write_terminal
@@ -180,6 +184,9 @@ class SymphonyApp(
         return MainScreen()
 
     def on_mount(self) -> None:
+        if self._terminal_modes is not None and getattr(self._driver, "attrs_before", None):
+            # Textual's Linux driver saved the held modes (no echo) when it started
+            self._driver.attrs_before = self._terminal_modes
         loaded = load_keymap(self._keymap_path)
         self._user_keymap = loaded.keymap
         if loaded.keymap:

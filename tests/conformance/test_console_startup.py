@@ -81,3 +81,49 @@ def test_a_bad_workflow_under_the_console_ends_with_its_one_line_error(tmp_path,
     assert expected in lines[0]
     assert "Traceback" not in text
     assert "exited with an error" not in text  # the reason itself, not the generic line
+
+
+def test_the_console_gives_the_terminal_back_with_the_modes_it_found(tmp_path):
+    """The CLI holds the keys typed while the console loads (echo and line input off) and
+    Textual saves the terminal's modes only after that: on quit the terminal must have
+    the modes it had before ``symphony-tui`` started, echo on."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    from .conftest import write_project
+
+    project = write_project(tmp_path / "p", [])
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 36, 120, 0, 0))
+    before = termios.tcgetattr(slave)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "symphony_tui.cli", "--no-lock", "--log-dir", str(tmp_path / "l")],
+        cwd=project.folder,
+        env=child_env(TERM="xterm-256color"),
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        start_new_session=True,
+    )
+    seen = b""
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline and b"Workers (" not in ANSI.sub(b"", seen):
+            if select.select([master], [], [], 0.1)[0]:
+                seen += os.read(master, 65536)
+        assert b"Workers (" in ANSI.sub(b"", seen), seen[-2000:]
+        assert not termios.tcgetattr(slave)[3] & termios.ECHO  # the console has the keys
+        os.write(master, b"q")  # nothing runs: quits at once
+        while time.monotonic() < deadline and proc.poll() is None:
+            if select.select([master], [], [], 0.1)[0]:
+                os.read(master, 65536)
+        assert proc.poll() == 0
+        assert termios.tcgetattr(slave) == before
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+        os.close(slave)
