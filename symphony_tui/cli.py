@@ -242,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     problem = _console_problem(args)
     if problem:
         return _fail(problem)
-    from symphony_tui.config.workflow import resolve_workflow_path
+    from symphony_tui.paths import resolve_workflow_path
 
     path = resolve_workflow_path(args.workflow)
     if path.is_dir():

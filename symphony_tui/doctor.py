@@ -213,7 +213,7 @@ def run_doctor(
     from symphony_tui.config.errors import WorkflowError
     from symphony_tui.config.store import WorkflowStore
     from symphony_tui.config.validate import validate_dispatch
-    from symphony_tui.config.workflow import resolve_workflow_path
+    from symphony_tui.paths import resolve_workflow_path
 
     out = out or sys.stdout
     checks: list[Check] = []

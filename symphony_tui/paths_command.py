@@ -22,7 +22,8 @@ def run_paths(
     out: TextIO | None = None,
 ) -> int:
     from symphony_tui.config.errors import WorkflowError
-    from symphony_tui.config.workflow import load_workflow, resolve_workflow_path
+    from symphony_tui.config.workflow import load_workflow
+    from symphony_tui.paths import resolve_workflow_path
     from symphony_tui.scheduler.project_lock import project_key_for
 
     out = out or sys.stdout

@@ -129,14 +129,6 @@ def _body_first_line(text: str, body: str) -> int:
     return text.count("\n", 0, start) + 1
 
 
-def resolve_workflow_path(explicit: str | Path | None) -> Path:
-    """The workflow file to use (spec §5.1): the explicit path when given, else
-    ``WORKFLOW.md`` in the current working directory."""
-    if explicit:
-        return Path(explicit).expanduser()
-    return Path.cwd() / "WORKFLOW.md"
-
-
 def load_workflow(path: Path, env: dict[str, str] | None = None) -> Workflow:
     """Read and parse ``WORKFLOW.md`` at ``path``.
 

@@ -14,9 +14,9 @@ from symphony_tui.config.settings import LINEAR_ENDPOINT, default_workspace_root
 from symphony_tui.config.workflow import (
     DEFAULT_PROMPT,
     load_workflow,
-    resolve_workflow_path,
 )
 from symphony_tui.observability.redact import redact
+from symphony_tui.paths import resolve_workflow_path
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

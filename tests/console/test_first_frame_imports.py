@@ -84,3 +84,62 @@ def test_the_domain_package_exports_every_name_it_lists():
         assert "NoSuchModel" in str(exc)
     else:
         raise AssertionError("an unknown name must raise AttributeError")
+
+
+#: runs the real command line on a pseudo-terminal; at the first frame (when the console
+#: would start building the scheduler) writes the imported modules to the file in argv[1]
+AT_FIRST_FRAME = """
+import json, os, sys
+import symphony_tui.console.app as console_app
+
+def first_frame(self):
+    with open(sys.argv[1], "w") as out:
+        json.dump(sorted(sys.modules), out)
+    os._exit(0)
+
+console_app.SymphonyApp._begin_start = first_frame
+from symphony_tui.cli import main
+main(sys.argv[2:])
+"""
+
+
+def test_the_command_line_paints_its_first_frame_before_importing_them(tmp_path):
+    import fcntl
+    import os
+    import pty
+    import select
+    import struct
+    import termios
+    import time
+
+    (tmp_path / "issues.yaml").write_text("issues: []\n")
+    (tmp_path / "WORKFLOW.md").write_text(
+        "---\ntracker:\n  kind: local\n  path: issues.yaml\n---\nWork on it.\n"
+    )
+    found = tmp_path / "modules.json"
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 36, 120, 0, 0))
+    argv = [sys.executable, "-c", AT_FIRST_FRAME, str(found), "WORKFLOW.md", "--no-lock"]
+    argv += ["--log-dir", str(tmp_path / "logs")]
+    proc = subprocess.Popen(
+        argv, cwd=tmp_path, stdin=slave, stdout=slave, stderr=slave, start_new_session=True
+    )
+    os.close(slave)
+    try:
+        deadline = time.monotonic() + 60
+        while proc.poll() is None and time.monotonic() < deadline:
+            if select.select([master], [], [], 0.1)[0]:
+                try:
+                    os.read(master, 65536)
+                except OSError:
+                    break
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+    modules = json.loads(found.read_text())
+    assert "symphony_tui.console.screens.main" in modules
+    early = sorted(m for m in modules if any(m == n or m.startswith(n + ".") for n in LATER))
+    assert early == []
