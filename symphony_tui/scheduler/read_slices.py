@@ -17,9 +17,11 @@ queued a turn is microseconds long and the next slice opens at once.
 Only the readers' time counts: counting the whole turn's (the scheduling loop's handling
 of the readers' events, the API) let one or two readers go per turn once the loop was
 busy, so a turn held a couple of batches beside its fixed costs, and each sliced line
-cost the scheduler about a third more CPU (``bench_flood`` at 200 workers: 21 against
-14-16 us per event without slices; 17.5 us with the readers' time alone, interrupt and
-API p99 still within 250 ms).
+cost the scheduler more CPU. At 200 flooding workers (alternating windows of one
+scheduler process, load average 70-120): the whole turn's time, 4 ms slices, 27,600
+events/s at 19.4 us per event; the readers' time alone, 4 ms: 32,400 at 17.9 us,
+``GET /api/v1/state`` p50 / p99 56 / 150 ms; 2 ms: 32,300 at 17.5 us, 36 / 127 ms (no
+slices at all, in an earlier such run: 14-16 us, p99 400 ms and more).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from collections.abc import Callable
 
 #: Readers' own work (seconds of the loop thread's CPU time) one slice takes in before
 #: readers park.
-SLICE_S = 0.004
+SLICE_S = 0.002
 
 
 class ReadSlices:
