@@ -205,6 +205,12 @@ class Orchestrator:
         return self.state.idle
 
     @property
+    def problems(self) -> tuple[str | None, str | None]:
+        """(config error, tracker error) as the next snapshot will show them, without
+        building one (a snapshot at 200 workers costs milliseconds)."""
+        return self.state.config_error, self.state.tracker_error
+
+    @property
     def tracker_refused(self) -> bool:
         """True while the tracker's newest answer refused the credentials (HTTP 401)."""
         return self.state.tracker_refusals > 0
