@@ -15,7 +15,7 @@ from textual.worker import Worker, WorkerState
 from symphony_tui.console.sanitize import one_line
 from symphony_tui.console.screens.modals import Confirm
 from symphony_tui.console.starting import StartFailed, notify_of
-from symphony_tui.console.terminal_watch import TerminalWatch
+from symphony_tui.console.terminal_watch import Forgiving, TerminalWatch
 
 TERMINAL_CHECK_S = 1.0
 
@@ -100,11 +100,13 @@ class LifecycleMixin:
     def _mute_terminal(self) -> None:
         """The terminal is gone: drop output instead of queueing it. Textual's writer
         thread dies on the first EIO, and its bounded queue would then block the event
-        loop (and the shutdown of the workers) forever."""
+        loop (and the shutdown of the workers) forever. The exit message and last lines
+        on stderr go nowhere instead of failing with EIO (a traceback, exit 1)."""
         writer = getattr(self._driver, "_writer_thread", None)
         if writer is not None:
             writer.write = lambda text: None
             writer.stop = lambda: None
+        self.error_console.file = Forgiving()
 
     def _start_terminal_watch(self) -> None:
         if self._terminal_watch is None and not self.is_headless:

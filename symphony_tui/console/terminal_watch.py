@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import select
+import sys
 from collections.abc import Callable, Sequence
 
 
@@ -72,3 +73,33 @@ def _safe(isatty: Callable[[int], bool], fd: int) -> bool:
         return bool(isatty(fd))
     except (OSError, ValueError):
         return False
+
+
+class Forgiving:
+    """A text stream whose writes and flushes fail silently: what is written after the
+    terminal hung up (EIO) reaches no one, and must not turn a clean exit into a traceback
+    and exit 1 (the exit message, a last line on stderr). It writes to ``stream``, by
+    default whatever ``sys.stderr`` is at the time (Textual swaps it while it runs); other
+    attributes are that stream's."""
+
+    def __init__(self, stream=None) -> None:
+        self._fixed = stream
+
+    @property
+    def _stream(self):
+        return self._fixed if self._fixed is not None else sys.stderr
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except (OSError, ValueError):
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except (OSError, ValueError):
+            pass
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
