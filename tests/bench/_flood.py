@@ -100,6 +100,10 @@ class FloodProject:
     rate: float = 0.0  # lines/s per agent, 0 = as fast as the pipe takes them
     turn_s: float = 0.0
     approval_every_s: float = 0.0
+    #: Each agent completes its streamed message this often with ``item_chars`` of text
+    #: (0: one message per turn; ``flood_agent.py --item-every-s``).
+    item_every_s: float = 0.0
+    item_chars: int = 4000
     max_turns: int = 100
     issues: int | None = None
     tmp: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="symphony-bench-")))
@@ -144,6 +148,8 @@ class FloodProject:
         cmd += ["--turn-s", str(self.turn_s), "--approval-every-s", str(self.approval_every_s)]
         if self.gated:
             cmd += ["--go-file", str(self.go_file)]
+        if self.item_every_s > 0:
+            cmd += ["--item-every-s", str(self.item_every_s), "--item-chars", str(self.item_chars)]
         command = " ".join(shlex.quote(c) for c in cmd)
         front = f"""---
 tracker:

@@ -1,8 +1,10 @@
 """Console soak (issue 12, benchmark a): the console on a pseudo-terminal (120x36) with 50
-churning workers, RSS over time.
+churning workers, RSS over time; ``--flood`` (issue 11): the console under a flood of agent
+deltas instead of churn.
 
 ``python -m tests.bench.bench_soak [--minutes 10] [--workers 50] [--rate 50] [--headless]
-[--heap DIR]``
+[--heap DIR] [--flood [--sample-s 30] [--item-every-s 2] [--item-chars 12000]
+[--before DIR]]``
 
 Each run is one turn of ``--turn-s`` seconds (deltas at ``--rate`` lines/s per agent), so
 runs end and new ones start all the time (the continuation retry re-dispatches the issue).
@@ -12,6 +14,17 @@ takes with the workers running. ``--headless`` runs the scheduler alone (SIGTERM
 tell the console's growth from the scheduler's; ``--heap DIR`` writes a heap dump by type at
 each mark (``sched_host``'s ``SYMPHONY_BENCH_HEAP``; ``SYMPHONY_BENCH_TRACEMALLOC=FRAMES``
 adds tracemalloc snapshots).
+
+``--flood``: every run is one long turn whose agent writes deltas as fast as its pipe takes
+them (``--rate 0`` unless given; ``flood_agent.py``), so nothing churns and every delta
+reaches one of ``--workers`` live transcripts; every ``--item-every-s`` seconds each agent
+completes its message with ``--item-chars`` characters of text and starts another, so
+completed messages reach the event log as well (``--item-every-s 0``: deltas only, one
+message per run). RSS is sampled every ``--sample-s`` seconds
+(and a heap dump written at each sample with ``--heap``). ``--before DIR`` names another
+checkout of this repository (``git worktree add /tmp/before main``): the same flood runs
+against its code first, then against this tree's, and the two RSS curves print side by side
+(same agents, same machine, minutes apart).
 """
 
 from __future__ import annotations
@@ -22,7 +35,7 @@ import time
 from pathlib import Path
 
 from tests.bench._common import figure
-from tests.bench._flood import Api, ConsoleOnPty, FloodProject, rss_mb
+from tests.bench._flood import ROOT, Api, ConsoleOnPty, FloodProject, rss_mb
 
 
 def run(
@@ -79,16 +92,162 @@ def run(
         project.cleanup()
 
 
+def flood_curve(
+    root: Path,
+    minutes: float,
+    workers: int,
+    rate: float,
+    sample_s: float,
+    *,
+    item_every_s: float = 0.0,
+    item_chars: int = 0,
+    headless: bool = False,
+    heap: Path | None = None,
+) -> dict[str, float | list[float]]:
+    """One flood run of the code in ``root``: RSS (MB) at start (every run streaming) and
+    every ``sample_s`` seconds for ``minutes``, the terminal's output (KB/s) and the
+    agents' lines. The process is SIGKILLed at the end (quitting is ``run``'s figure)."""
+    if heap is not None:
+        heap.mkdir(parents=True, exist_ok=True)
+        os.environ["SYMPHONY_BENCH_HEAP"] = str(heap)
+    project = FloodProject(
+        workers,
+        rate=rate,
+        turn_s=0.0,
+        max_turns=1,
+        root=root,
+        gated=True,
+        item_every_s=item_every_s,
+        item_chars=item_chars,
+    )
+    console = None if headless else ConsoleOnPty(project)
+    if headless:
+        project.start()
+    proc = project.proc
+    assert proc is not None
+    try:
+        project.wait_running(Api(project.port), workers, timeout_s=600.0)
+        project.go()
+        t0 = time.monotonic()
+        b0 = console.bytes if console else 0
+        curve = [rss_mb(proc.pid)]
+        n = 1
+        while n * sample_s <= minutes * 60 + 0.5:
+            while time.monotonic() - t0 < n * sample_s:
+                time.sleep(0.5)
+                if proc.poll() is not None:
+                    raise RuntimeError(f"exited with {proc.returncode}; see {project.tmp}")
+            curve.append(rss_mb(proc.pid))
+            if heap is not None:
+                (heap / "request").touch()
+            n += 1
+        elapsed = time.monotonic() - t0
+        out: dict[str, float | list[float]] = {"rss": curve}
+        out["lines"] = project.agent_lines()
+        out["lines/s"] = out["lines"] / elapsed
+        if console is not None:
+            out["KB/s"] = (console.bytes - b0) / elapsed / 1024
+        return out
+    finally:
+        if console is not None:
+            console.close()
+        project.stop()
+        project.cleanup()
+        os.environ.pop("SYMPHONY_BENCH_HEAP", None)
+
+
+def run_flood(
+    minutes: float = 5.0,
+    workers: int = 40,
+    rate: float = 0.0,
+    sample_s: float = 30.0,
+    *,
+    item_every_s: float = 2.0,
+    item_chars: int = 12000,
+    headless: bool = False,
+    heap: Path | None = None,
+    before: Path | None = None,
+) -> None:
+    what = "headless scheduler" if headless else "console"
+    print(f"== {what} flood: {workers} workers streaming deltas, {minutes:g} min")
+    if item_every_s > 0:
+        print(f"   each completes a message of {item_chars:,} chars every {item_every_s:g} s")
+    trees = [("before", before.resolve())] if before is not None else []
+    trees.append(("this tree", ROOT))
+    results = {}
+    for name, root in trees:
+        dump = heap / name.replace(" ", "-") if heap is not None else None
+        results[name] = flood_curve(
+            root,
+            minutes,
+            workers,
+            rate,
+            sample_s,
+            item_every_s=item_every_s,
+            item_chars=item_chars,
+            headless=headless,
+            heap=dump,
+        )
+    names = [n for n, _ in trees]
+    print(f"{what} RSS (MB), every {sample_s:g} s from the flood's start")
+    print(f"{'s':>6} " + " ".join(f"{n:>12}" for n in names))
+    for i in range(len(results[names[-1]]["rss"])):
+        cells = []
+        for n in names:
+            rss = results[n]["rss"]
+            cells.append(f"{rss[i]:>12.1f}" if i < len(rss) else f"{'':>12}")
+        print(f"{i * sample_s:>6.0f} " + " ".join(cells))
+    for n in names:
+        rss = results[n]["rss"]
+        tag = f" ({n})" if len(names) > 1 else ""
+        figure(f"RSS growth, flood start -> end{tag}", rss[-1] - rss[0], "MB")
+        figure(
+            f"RSS growth, 1 min -> end{tag}",
+            rss[-1] - rss[min(len(rss) - 1, round(60 / sample_s))],
+            "MB",
+        )
+        figure(f"agent lines/s{tag}", results[n]["lines/s"], "lines/s")
+        if "KB/s" in results[n]:
+            figure(f"terminal output{tag}", results[n]["KB/s"], "KB/s")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--minutes", type=float, default=10.0)
-    p.add_argument("--workers", type=int, default=50)
-    p.add_argument("--rate", type=float, default=50.0)
+    p.add_argument("--minutes", type=float)
+    p.add_argument("--workers", type=int)
+    p.add_argument("--rate", type=float)
     p.add_argument("--turn-s", type=float, default=3.0)
     p.add_argument("--headless", action="store_true", help="the scheduler alone, no console")
     p.add_argument("--heap", type=Path, help="write heap dumps by type here at each mark")
+    p.add_argument("--flood", action="store_true", help="long turns streaming deltas, no churn")
+    p.add_argument("--sample-s", type=float, default=30.0, help="--flood: RSS sample period")
+    p.add_argument("--item-every-s", type=float, default=2.0, help="--flood: message period")
+    p.add_argument("--item-chars", type=int, default=12000, help="--flood: message length")
+    p.add_argument("--before", type=Path, help="--flood: another checkout, run before this one")
     a = p.parse_args()
-    run(a.minutes, a.workers, a.rate, a.turn_s, headless=a.headless, heap=a.heap)
+    if a.flood:
+        run_flood(
+            5.0 if a.minutes is None else a.minutes,
+            40 if a.workers is None else a.workers,
+            0.0 if a.rate is None else a.rate,
+            a.sample_s,
+            item_every_s=a.item_every_s,
+            item_chars=a.item_chars,
+            headless=a.headless,
+            heap=a.heap,
+            before=a.before,
+        )
+        return
+    if a.before is not None:
+        p.error("--before goes with --flood")
+    run(
+        10.0 if a.minutes is None else a.minutes,
+        50 if a.workers is None else a.workers,
+        50.0 if a.rate is None else a.rate,
+        a.turn_s,
+        headless=a.headless,
+        heap=a.heap,
+    )
 
 
 if __name__ == "__main__":

@@ -17,6 +17,9 @@ app-server"), and while a turn runs writes ``item/agentMessage/delta`` notificat
 * ``--turn-s``: the turn completes after that many seconds (0: runs until interrupted);
 * ``--go-file``: the first turn streams only once that file exists (the bench starts every
   run before any floods, so start-up is not measured under the flood);
+* ``--item-every-s``: the streamed agent message completes that often (``item/completed``
+  with ``--item-chars`` characters of text) and a new one starts, as an agent that finishes
+  messages while it works (0, the default: one message for the whole turn);
 * ``--approval-every-s``: sends ``item/commandExecution/requestApproval`` with the command
   ``flood-approve <n> <epoch seconds>`` that often (0: never), one at a time.
 
@@ -114,30 +117,14 @@ class Agent:
         tid, uid = self.thread_id, self.turn_id
         item = "msg_" + uuid.uuid4().hex
         self.send({"method": "turn/started", "params": {"threadId": tid, "turn": {"id": uid}}})
-        self.send(
-            {
-                "method": "item/started",
-                "params": {
-                    "threadId": tid,
-                    "turnId": uid,
-                    "item": {"type": "agentMessage", "id": item, "text": ""},
-                },
-            }
-        )
-        head = (
-            '{"method":"item/agentMessage/delta","params":{"threadId":"'
-            + tid
-            + '","turnId":"'
-            + str(uid)
-            + '","itemId":"'
-            + item
-            + '","delta":"@'
-        )
+        head = self.start_item(item)
         while a.go_file and not os.path.exists(a.go_file) and not self.interrupted.is_set():
             time.sleep(0.1)
         start = time.time()
         sent_at_report = 0.0
         next_approval = start + a.approval_every_s if a.approval_every_s > 0 else float("inf")
+        next_item = start + a.item_every_s if a.item_every_s > 0 else float("inf")
+        words = "the quick brown fox jumps over the lazy dog "
         batch = a.batch if a.rate <= 0 else max(1, min(a.batch, int(a.rate // 20)))
         per_batch_s = batch / a.rate if a.rate > 0 else 0.0
         due = start
@@ -156,6 +143,12 @@ class Agent:
             if now - sent_at_report >= 0.5:
                 sent_at_report = now
                 self.note(k="count", n=self.count, t=now)
+            if now >= next_item:
+                text = f"message {self.count} " + words * (a.item_chars // len(words) + 1)
+                self.complete_item(item, text[: a.item_chars])
+                item = "msg_" + uuid.uuid4().hex
+                head = self.start_item(item)
+                next_item = now + a.item_every_s
             if now >= next_approval and not self.approval_pending:
                 self.approval_n += 1
                 self.approval_pending = True
@@ -183,20 +176,46 @@ class Agent:
         self.note(k="count", n=self.count, t=time.time())
         status = "interrupted" if self.interrupted.is_set() else "completed"
         if status == "completed":
-            self.send(
-                {
-                    "method": "item/completed",
-                    "params": {
-                        "threadId": tid,
-                        "turnId": uid,
-                        "item": {"type": "agentMessage", "id": item, "text": "flood turn done"},
-                    },
-                }
-            )
+            self.complete_item(item, "flood turn done")
         self.send(
             {
                 "method": "turn/completed",
                 "params": {"threadId": tid, "turn": {"id": uid, "status": status}},
+            }
+        )
+
+    def start_item(self, item: str) -> str:
+        """Send ``item/started`` for agent message ``item``; the head of its delta lines."""
+        tid, uid = self.thread_id, str(self.turn_id)
+        self.send(
+            {
+                "method": "item/started",
+                "params": {
+                    "threadId": tid,
+                    "turnId": uid,
+                    "item": {"type": "agentMessage", "id": item, "text": ""},
+                },
+            }
+        )
+        return (
+            '{"method":"item/agentMessage/delta","params":{"threadId":"'
+            + tid
+            + '","turnId":"'
+            + uid
+            + '","itemId":"'
+            + item
+            + '","delta":"@'
+        )
+
+    def complete_item(self, item: str, text: str) -> None:
+        self.send(
+            {
+                "method": "item/completed",
+                "params": {
+                    "threadId": self.thread_id,
+                    "turnId": str(self.turn_id),
+                    "item": {"type": "agentMessage", "id": item, "text": text},
+                },
             }
         )
 
@@ -214,6 +233,8 @@ def main() -> None:
     p.add_argument("--rate", type=float, default=0.0)
     p.add_argument("--turn-s", type=float, default=0.0)
     p.add_argument("--approval-every-s", type=float, default=0.0)
+    p.add_argument("--item-every-s", type=float, default=0.0)
+    p.add_argument("--item-chars", type=int, default=4000)
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--go-file", default="")
     args = p.parse_args()

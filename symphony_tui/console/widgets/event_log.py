@@ -10,6 +10,13 @@ formatted and rendered to a strip when it scrolls into view, and strips are kept
 bounded cache. A flood of 200 lines per tick therefore costs what fits on screen, not 200
 renders.
 
+What a kept line holds is bounded by bytes, not only by ``MAX_LINES`` (issue 11): an event
+is kept as what its line shows (:func:`line_event`: the message cut to one line of
+``fmt.event_line``'s limit, no payload), not as the event the core handed over, whose
+message (up to the core's 16,384 characters) and payload (a command's output, a file
+change's diffs) are far larger. The core's ring is budgeted in bytes, but the console
+receives decoded copies: a thousand kept events of 20 KB held 20 MB here, now under 1 MB.
+
 Filter (``/``): space-separated tokens, all of which must hold.
 
 - ``kind:NAME`` (or ``k:NAME``): the event kind contains ``NAME`` (``kind:approval`` is
@@ -62,6 +69,18 @@ UNLISTED_KINDS = FRAGMENT_KINDS | QUIET_KINDS
 MAX_LINES = 1000
 BATCH = 2000
 _STRIP_CACHE = 512
+#: Characters of an event's message a line shows (``fmt.event_line``'s ``message_limit``).
+LINE_MESSAGE = 400
+
+
+def line_event(event: AgentEvent) -> AgentEvent:
+    """What a log line needs of ``event``: the same event with its message as the line shows
+    it (one line, at most ``LINE_MESSAGE`` characters: ``fmt.event_line`` renders it alike)
+    and no payload. ``event`` itself when it holds nothing more than that."""
+    message = event.message
+    if event.payload is None and len(message) <= LINE_MESSAGE:
+        return event
+    return event.model_copy(update={"message": one_line(message, LINE_MESSAGE), "payload": None})
 
 
 def kinds_named(name: str) -> frozenset[EventKind]:
@@ -173,7 +192,11 @@ class EventLogView(ScrollView, can_focus=True):
         return len(self._lines)
 
     def _text(self, line: Text | AgentEvent) -> Text:
-        return line if isinstance(line, Text) else fmt.event_line(line, self._tones)
+        return (
+            line
+            if isinstance(line, Text)
+            else fmt.event_line(line, self._tones, message_limit=LINE_MESSAGE)
+        )
 
     def plain_lines(self) -> list[str]:
         """The kept lines as plain text (tests, copy)."""
@@ -269,8 +292,10 @@ class EventLogView(ScrollView, can_focus=True):
         if tones != self._tones:
             self._tones = tones
             self._strips.clear()
-        # events are formatted when they scroll into view (render_line), not here
-        return self.write_lines(e for e in events if self.filter.accepts(e))
+        # events are formatted when they scroll into view (render_line), not here; a kept
+        # line holds only what it shows (line_event)
+        accepted = [e for e in events if self.filter.accepts(e)][-self.max_lines :]
+        return self.write_lines(line_event(e) for e in accepted)
 
     def set_filter(self, log_filter: LogFilter, port: SchedulerPort, tones: Tones) -> int:
         """Replace the filter and re-read what the core still holds under it (a paused
