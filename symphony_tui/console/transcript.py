@@ -31,6 +31,10 @@ if TYPE_CHECKING:
 OUTPUT_TAIL_LINES = 8
 DIFF_LINES = 40  # per file change; the rest is counted, the workspace has it all
 _OUTPUT_KEEP = 64 * 1024  # chars of streamed output kept per command item
+#: Command items whose streamed output is kept at once (the newest): a command that never
+#: completes (an interrupted turn) must not keep its output for the screen's lifetime, so
+#: the kept output is bounded by bytes, ``_OUTPUT_ITEMS * _OUTPUT_KEEP`` characters.
+_OUTPUT_ITEMS = 16
 
 HIDDEN = frozenset({EventKind.MESSAGE_DELTA, EventKind.TOKEN_USAGE, EventKind.RATE_LIMITS})
 
@@ -119,8 +123,10 @@ class Transcript:
         if kind == EventKind.COMMAND_OUTPUT:
             item = str(getattr(payload, "item_id", None) or "")
             chunk = event.message
-            kept = self._output.get(item, "") + clean(chunk, multiline=True)
-            self._output[item] = kept[-_OUTPUT_KEEP:]
+            kept = self._output.pop(item, "") + clean(chunk, multiline=True)
+            self._output[item] = kept[-_OUTPUT_KEEP:]  # the newest item last
+            while len(self._output) > _OUTPUT_ITEMS:
+                del self._output[next(iter(self._output))]
             return None
         head = Text(end="")
         if kind == EventKind.MESSAGE:

@@ -2,8 +2,21 @@
 
 from __future__ import annotations
 
-from symphony_tui.console.widgets.event_log import MAX_LINES, EventLogView, LogFilter, kinds_named
+import gc
+import tracemalloc
+
+from symphony_tui.console import fmt
+from symphony_tui.console.tones import Tones
+from symphony_tui.console.widgets.event_log import (
+    LINE_MESSAGE,
+    MAX_LINES,
+    EventLogView,
+    LogFilter,
+    kinds_named,
+    line_event,
+)
 from symphony_tui.domain import AgentEvent, EventKind
+from symphony_tui.domain.payloads import CommandEnded
 from tests.console.helpers import SIZE, notifications, settle
 from tests.console.sample import NOW, sample_snapshot
 
@@ -185,3 +198,70 @@ async def test_follow_survives_a_change_of_the_pane_height(port, make_app):
         port.add_event(EventKind.MESSAGE, "after growing", issue_id="demo-3", at=NOW)
         await settle(pilot)
         assert log.scroll_y == log.max_scroll_y
+
+
+async def test_kept_lines_hold_a_lines_worth_of_each_event(port, make_app):
+    """Bounded by bytes, not only by ``MAX_LINES`` (issue 11): a full log of events with the
+    core's longest message and a command's output keeps what its lines show. The bytes the
+    log holds are read with tracemalloc once the port let go of the events (the core hands
+    out decoded copies, so what the log keeps is its own). When the log kept the events it
+    held 39 MB here; keeping a line's worth, 2.8 MB (the lines, and the pane's renders)."""
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        log = app.screen.query_one(EventLogView)
+        await pilot.press("space")  # paused: nothing is rendered while the events arrive
+        await settle(pilot)
+        gc.collect()
+        tracemalloc.start()
+        try:
+            start = tracemalloc.get_traced_memory()[0]
+            for i in range(MAX_LINES):
+                port.events.append(
+                    AgentEvent(
+                        kind=EventKind.COMMAND_COMPLETED,
+                        message=f"cmd {i} " + "x" * 16_000,
+                        issue_id="demo-3",
+                        at=NOW,
+                        seq=len(port.events) + 1,
+                        payload=CommandEnded(command=f"make {i}", exit_code=0, output="y" * 20_000),
+                    )
+                )
+            await pilot.press("space")  # resume: the log takes them all
+            await settle(pilot)
+            assert log.line_count == MAX_LINES
+            last = port.events[-1]
+            port.events.clear()
+            gc.collect()
+            held = tracemalloc.get_traced_memory()[0] - start
+        finally:
+            tracemalloc.stop()
+        assert held < 4 * 1024 * 1024, f"{held / 1e6:.1f} MB"  # about 4 KB a line at most
+        # the lines read as before: the message cut to the line's limit, at the line's end
+        plain = log.plain_lines()[-1]
+        assert f"cmd {MAX_LINES - 1} xxx" in plain and plain.endswith("x…")
+        assert plain == fmt.event_line(last, Tones()).plain
+
+
+def test_line_event_keeps_the_line_and_drops_the_rest():
+    long = AgentEvent(
+        kind=EventKind.MESSAGE,
+        message="a  b\n" + "c" * 5000,
+        issue_id="i",
+        issue_identifier="ISS-1",
+        at=NOW,
+        seq=7,
+        payload=CommandEnded(output="o" * 9000),
+    )
+    kept = line_event(long)
+    assert kept.payload is None and len(kept.message) == LINE_MESSAGE
+    assert (kept.kind, kept.issue_identifier, kept.at, kept.seq) == (
+        long.kind,
+        "ISS-1",
+        NOW,
+        7,
+    )
+    tones = Tones()
+    assert fmt.event_line(kept, tones).plain == fmt.event_line(long, tones).plain
+    short = AgentEvent(kind=EventKind.MESSAGE, message="done", seq=8)
+    assert line_event(short) is short

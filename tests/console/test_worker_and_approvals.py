@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+import tracemalloc
+
 from rich.text import Text
 
 from symphony_tui.console.screens.approvals import ApprovalsScreen, approval_keys
@@ -19,6 +22,7 @@ from symphony_tui.domain import (
     Rerun,
     Stop,
 )
+from symphony_tui.domain.payloads import CommandEnded, ItemNote
 from tests.console.helpers import SIZE, done, settle
 from tests.console.sample import COMMAND_APPROVAL, NOW
 
@@ -227,3 +231,37 @@ async def test_cancel_turn_unavailable_when_not_offered(port, make_app):
         await pilot.press("c")
         await done(pilot)
         assert not isinstance(app.screen, Confirm) and port.sent == []
+
+
+def test_streamed_output_of_commands_that_never_complete_is_bounded_by_bytes():
+    """Issue 11: a command's streamed output is kept until it completes; commands that never
+    do (interrupted turns) kept theirs for the screen's lifetime, 64 K characters each.
+    Only the newest items' are kept now: bytes read with tracemalloc (about 13 MB before)."""
+    t = Transcript(Tones())
+    chunk = "out\n" * 4096  # 16 K characters
+
+    def output(item: str) -> AgentEvent:
+        return AgentEvent(
+            kind=EventKind.COMMAND_OUTPUT, message=chunk, payload=ItemNote(item_id=item)
+        )
+
+    gc.collect()
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        for n in range(200):
+            for _ in range(5):
+                assert t.body(output(f"cmd-{n}")) is None
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - start
+    finally:
+        tracemalloc.stop()
+    assert held < 2 * 1024 * 1024, f"{held / 1e6:.1f} MB"
+    # the newest command still shows the tail of what it streamed once it completes
+    ended = AgentEvent(
+        kind=EventKind.COMMAND_COMPLETED,
+        message="make",
+        payload=CommandEnded(command="make", exit_code=0, item_id="cmd-199"),
+    )
+    body = t.body(ended).plain
+    assert "✓ make  exit 0" in body and "out" in body and "more lines" in body
