@@ -4,24 +4,20 @@ short however many agents flood (issue 11, "control never starves").
 Every reader awaits ``Inbox.room`` between batches of lines, and each waiting reader runs
 one batch per turn of the event loop. With 200 flooding sessions a turn is then 200
 batches long, and an operator's HTTP request, which needs several turns (accept, read,
-answer), waits behind each of them. :class:`ReadSlices` caps the readers' own work in a
-*slice* (CPU time of the loop's thread, from a reader's resuming to its next
-:meth:`~ReadSlices.take`) at :data:`SLICE_S`: a reader that asks for more once the slice
-is spent is parked in a queue (arrival order: the longest-parked goes first); one
-callback per turn opens the next slice and lets the parked readers go, as many as the
-readers' own cost per batch in the last slice says fit in one. The rest of the turn
-(operator commands, the API, timers, the scheduling loop handling what the readers
-posted) runs in between. Readers still use every spare cycle: when nothing else is
+answer), waits behind each of them. :class:`ReadSlices` caps the reader work of a *slice*
+of loop time (CPU time of the loop's thread) at :data:`SLICE_S`: a reader that asks for more once the slice is spent is
+parked in a queue (arrival order: the longest-parked goes first); one callback per turn
+opens the next slice and lets the parked readers go, as many as fitted in the last
+slice, by what a batch cost in the last one. The rest of the turn (operator commands, the API, timers, the scheduling loop
+itself) runs in between. Readers still use every spare cycle: when nothing else is
 queued a turn is microseconds long and the next slice opens at once.
 
-Only the readers' time counts: counting the whole turn's (the scheduling loop's handling
-of the readers' events, the API) let one or two readers go per turn once the loop was
-busy, so a turn held a couple of batches beside its fixed costs, and each sliced line
-cost the scheduler more CPU. At 200 flooding workers (alternating windows of one
-scheduler process, load average 70-120): the whole turn's time, 4 ms slices, 27,600
-events/s at 19.4 us per event; the readers' time alone, 4 ms: 32,400 at 17.9 us,
-``GET /api/v1/state`` p50 / p99 56 / 150 ms; 2 ms: 32,300 at 17.5 us, 36 / 127 ms (no
-slices at all, in an earlier such run: 14-16 us, p99 400 ms and more).
+The turn's other work counts against the readers (their cost per batch is the turn's
+time over its batches). Counting the readers' own time alone was tried and measured
+(``bench_flood --before``, one run each): at 200 flooding workers it took in 32,300
+events/s at 21.2 us per event against 26,400 at 24.0 us, interrupt p99 138 against 227 ms,
+but at 50 workers 29,400 at 17.0 us against 44,200 at 13.3 us, approval visible p99 275
+against 168 ms (not explained yet; fewer parked readers, so fewer joined deltas, is a guess).
 """
 
 from __future__ import annotations
@@ -31,9 +27,8 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-#: Readers' own work (seconds of the loop thread's CPU time) one slice takes in before
-#: readers park.
-SLICE_S = 0.002
+#: Reader work (seconds of wall time) one slice of the loop takes in before readers park.
+SLICE_S = 0.004
 
 
 class ReadSlices:
@@ -44,8 +39,7 @@ class ReadSlices:
     def __init__(self, slice_s: float = SLICE_S, clock: Callable[[], float] = time.thread_time):
         self._slice_s = slice_s
         self._clock = clock
-        self._spent = 0.0  # readers' own time in this slice
-        self._mark = clock()  # when the running reader resumed (out of take)
+        self._opened = clock()
         self._batches = 0  # batches since the slice opened
         self._parked: deque[asyncio.Future[None]] = deque()
         self._opening = False  # a callback to open the next slice is scheduled
@@ -54,16 +48,10 @@ class ReadSlices:
 
     async def take(self) -> None:
         """Between two batches of a reader: yield once while the slice has time left,
-        else wait (in arrival order) until a later slice lets this reader go. The time
-        from this reader's last return from here to now is its batch's cost (a reader that
-        waited for its pipe inside the batch counts what ran meanwhile too: its slice only
-        gets shorter)."""
-        clock = self._clock
-        self._spent += clock() - self._mark
+        else wait (in arrival order) until a later slice lets this reader go."""
         self._batches += 1
-        if not self._parked and self._spent < self._slice_s:
+        if not self._parked and self._clock() - self._opened < self._slice_s:
             await asyncio.sleep(0)
-            self._mark = clock()
             return
         loop = asyncio.get_running_loop()
         parked: asyncio.Future[None] = loop.create_future()
@@ -71,7 +59,6 @@ class ReadSlices:
         self.parks += 1
         self._open_soon(loop)
         await parked  # a cancelled reader's future is skipped when its turn comes
-        self._mark = clock()
 
     @property
     def pressed(self) -> bool:
@@ -86,11 +73,12 @@ class ReadSlices:
 
     def _open(self) -> None:
         """A new turn: open the next slice and let go as many parked readers as the last
-        one's cost per batch (the readers' own time) says fit in a slice (at least one)."""
+        one's cost per batch says fit in a slice (at least one)."""
         self._opening = False
-        per_batch = self._spent / max(1, self._batches)
+        now = self._clock()
+        per_batch = (now - self._opened) / max(1, self._batches)  # the turn's other work too
         fit = int(self._slice_s / per_batch) if per_batch > 0 else len(self._parked)
-        self._spent = 0.0
+        self._opened = now
         self._batches = 0
         let_go = 0
         while self._parked and let_go < max(1, fit):
