@@ -353,7 +353,7 @@ def _build(
     from symphony_tui.trackers.base import TrackerError
 
     try:
-        runtime = build_runtime(path, lock=lock, events_path=events_path)
+        runtime = build_runtime(path, lock=lock, events_path=events_path, freeze_heap=True)
     except StartupError as exc:
         raise _BuildFailed(f"startup failed: {exc}") from None
     except (WorkflowError, ProjectLockedError, TrackerError) as exc:

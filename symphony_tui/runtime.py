@@ -70,11 +70,16 @@ def build_runtime(
     lock: bool = True,
     events_path: Path | None = None,
     usage_path: Path | None = None,
+    freeze_heap: bool = False,
 ) -> Runtime:
     """Load the workflow (raises ``WorkflowError``), validate it for dispatch (raises
     ``StartupError``, spec §6.3), take the project lock (raises ``ProjectLockedError``), and
     wire tracker, workspaces, backends and orchestrator. Token and running-time totals go
-    to the project's usage ledger (``usage_path``, default :func:`usage_file`)."""
+    to the project's usage ledger (``usage_path``, default :func:`usage_file`).
+    ``freeze_heap``: keep each run's long-lived objects out of the full collections'
+    reach (``scheduler/heap_freeze.py``); the CLI's own process sets it, a host process
+    (a test run, an embedding program) whose heap is not the scheduler's alone leaves it
+    off, since freezing would keep that process's garbage cycles until the next reclaim."""
     store = WorkflowStore(workflow_path, env=dict(env) if env is not None else None)
     workflow = store.load_initial()
     register_secret(workflow.settings.tracker.api_key)
@@ -104,7 +109,7 @@ def build_runtime(
             event_log=EventHistory(jsonl_path=events_path),
             audit=AuditLog(events_path.with_name(AUDIT_FILE_NAME)),
             usage=UsageLedger(usage_path or usage_file(project_key)),
-            freeze_heap=True,
+            freeze_heap=freeze_heap,
         )
     except BaseException:
         if project_lock is not None:
