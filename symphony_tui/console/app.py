@@ -178,6 +178,12 @@ class SymphonyApp(
         """True until the scheduler is built (``start``; :mod:`console.starting`)."""
         return bool(getattr(self.port, "starting", False))
 
+    @property
+    def stopping(self) -> bool:
+        """True once a quit or detach began (``shutdown_and_exit``): the screens are about
+        to go, so no key but quit (which forces the exit) runs an action any more."""
+        return self._stopping
+
     # -- lifecycle ------------------------------------------------------------------
 
     def get_default_screen(self) -> Screen:

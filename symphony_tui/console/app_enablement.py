@@ -50,6 +50,8 @@ class EnablementMixin:
         return {r.issue_id for r in self._snapshot.running} if self._snapshot else set()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if self._stopping and action != "quit":
+            return False  # quitting or detaching: only a second quit (forcing it) still runs
         cmd = APP_BY_ACTION.get(action)
         if cmd is None or cmd.requires is None:
             return True

@@ -64,6 +64,11 @@ class ConsoleHost(Protocol):
         ...
 
     @property
+    def stopping(self) -> bool:
+        """True once a quit or detach began: screens run no more actions."""
+        ...
+
+    @property
     def tones(self) -> Tones:
         """Styles of the current theme."""
         ...

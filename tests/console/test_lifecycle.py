@@ -245,3 +245,30 @@ def test_terminal_watch_notices_a_dead_parent():
     )
     assert watch.lost() is None
     assert "parent process 4242 exited" in watch.lost()
+
+
+async def test_keys_pressed_while_detaching_run_nothing(port, make_app):
+    """``q`` in an attached console with nothing running detaches at once; a key typed
+    while the detach is under way (the operator's next shell command: ``/`` of a path) must
+    not open the log filter on a screen that is going away (it crashed the console)."""
+    port.update(running=())
+    release = asyncio.Event()
+    calls: list[str] = []
+
+    async def slow_shutdown() -> None:
+        calls.append("shutdown")
+        await release.wait()
+
+    app = make_app(port, shutdown=slow_shutdown, detach_only=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("q")
+        await pilot.pause()
+        assert app.stopping and calls == ["shutdown"]
+        await pilot.press("slash", "p", "a")  # filter, pause, approve: none runs
+        await pilot.pause()
+        assert not app.screen.query_one("#log-filter").display
+        assert port.sent == []
+        release.set()
+        await done(pilot)
+    assert app.return_code == 0

@@ -205,6 +205,8 @@ class HostsScreen(Screen[None]):
     # -- actions ----------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if getattr(self.app, "stopping", False):
+            return False  # the console is quitting: its screens are going
         row = self.selected_host()
         # False hides a key that does not apply to the selected host (Textual 8)
         if action == "drain_selected":

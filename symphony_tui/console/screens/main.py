@@ -225,6 +225,8 @@ class MainScreen(Screen[None]):
     # -- actions ----------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if getattr(self.app, "stopping", False):
+            return False  # the console is quitting: its screens are going
         # False hides the key (Textual 8); None would show it dimmed, as if it applied
         if action == "open_worker":
             return bool(self.selected_issue_id())
@@ -247,7 +249,10 @@ class MainScreen(Screen[None]):
             self.post_message(OpenWorker(issue_id))
 
     def action_filter_log(self) -> None:
-        box = self.query_one("#log-filter", FilterInput)
+        try:
+            box = self.query_one("#log-filter", FilterInput)
+        except NoMatches:  # the screen is being taken down (the console exits)
+            return
         if box.display and self.focused is box:
             # "/" typed in the filter (a priority key): it goes in behind the keys the box
             # has queued, as any other character

@@ -274,6 +274,8 @@ class RecoveredScreen(Screen[None]):
         return any(r.issue_id == w.issue_id for r in (*s.running, *s.retrying))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if getattr(self.app, "stopping", False):
+            return False  # the console is quitting: its screens are going
         plan = self._plan()
         w = self.selected_workspace()
         if action == "reattach_selected":

@@ -285,6 +285,8 @@ class WorkerScreen(Screen[None]):
     # -- keys ---------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if getattr(self.app, "stopping", False):
+            return False  # the console is quitting: its screens are going
         if action == "rerun_worker":
             s = self._snapshot
             if s is None or any(r.issue_id == self.issue_id for r in s.running):
