@@ -8,6 +8,7 @@ kept per item so a completed command can show its tail.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from rich.table import Table
@@ -85,13 +86,34 @@ def diff_text(diff: str, tones: Tones, limit: int = DIFF_LINES) -> Text:
     return text
 
 
-def tail(text: str, lines: int = OUTPUT_TAIL_LINES) -> str:
+#: The line an agent adapter puts first when it kept only the end of a command's output
+#: (``symphony_tui.agents.codex.events.cap_tail``: ``[... N characters cut]``).
+_CUT_MARKER = re.compile(r"\A\[\.\.\. (\d+) characters cut\]\n")
+
+
+def tail(text: str, lines: int = OUTPUT_TAIL_LINES, cut: int = 0) -> str:
+    """The last ``lines`` lines of ``text``, after a note of what is not shown: the number
+    of earlier lines kept but not shown, and the characters cut before them (``cut``, plus
+    those of a leading ``[... N characters cut]`` marker, which is not counted as a line).
+    Never a count of lines that were cut: only their characters are known."""
+    marker = _CUT_MARKER.match(text)
+    if marker is not None:
+        cut += int(marker.group(1))
+        text = text[marker.end() :]
     body = clean(text, multiline=True).rstrip("\n")
     parts = body.split("\n")
-    cut = parts[-lines:]
-    if len(parts) > lines:
-        cut.insert(0, f"… {len(parts) - lines} more lines")
-    return "\n".join(cut)
+    shown = parts[-lines:]
+    hidden = len(parts) - len(shown)
+    note = []
+    if hidden:
+        note.append(f"… {hidden:,} more lines")
+    if cut:
+        note.append(
+            f"{cut:,} characters cut before them" if hidden else f"… {cut:,} earlier characters cut"
+        )
+    if note:
+        shown.insert(0, ", ".join(note))
+    return "\n".join(shown)
 
 
 class Transcript:
@@ -99,7 +121,8 @@ class Transcript:
 
     def __init__(self, tones: Tones) -> None:
         self.tones = tones
-        self._output: dict[str, str] = {}
+        #: item id -> (the end of its streamed output, characters cut before that end)
+        self._output: dict[str, tuple[str, int]] = {}
 
     def block(self, event: AgentEvent) -> Table | None:
         """The block for ``event`` as a two-column grid (time, body) so wrapped and
@@ -123,8 +146,16 @@ class Transcript:
         if kind == EventKind.COMMAND_OUTPUT:
             item = str(getattr(payload, "item_id", None) or "")
             chunk = event.message
-            kept = self._output.pop(item, "") + clean(chunk, multiline=True)
-            self._output[item] = kept[-_OUTPUT_KEEP:]  # the newest item last
+            kept, cut = self._output.pop(item, ("", 0))
+            kept += clean(chunk, multiline=True)
+            if len(kept) > _OUTPUT_KEEP:
+                end = kept[-_OUTPUT_KEEP:]
+                newline = end.find("\n")
+                if 0 <= newline < len(end) - 1:
+                    end = end[newline + 1 :]  # start on a whole line
+                cut += len(kept) - len(end)
+                kept = end
+            self._output[item] = (kept, cut)  # the newest item last
             while len(self._output) > _OUTPUT_ITEMS:
                 del self._output[next(iter(self._output))]
             return None
@@ -147,11 +178,11 @@ class Transcript:
             head.append_text(inert(ended.command or event.message, limit=200))
             head.append(f"  exit {code if code is not None else '?'}",
                         style=t.success if ok else t.error)  # fmt: skip
-            streamed = self._output.pop(str(ended.item_id or ""), "")
-            output = ended.output or streamed
+            streamed, streamed_cut = self._output.pop(str(ended.item_id or ""), ("", 0))
+            output, cut = (ended.output, 0) if ended.output else (streamed, streamed_cut)
             if output:
                 head.append("\n")
-                head.append_text(inert(tail(output), t.muted, multiline=True))
+                head.append_text(inert(tail(output, cut=cut), t.muted, multiline=True))
         elif kind == EventKind.FILE_CHANGE:
             self._file_change(head, event)
         elif kind == EventKind.PLAN:

@@ -7,11 +7,12 @@ import tracemalloc
 
 from rich.text import Text
 
+from symphony_tui.agents.codex.events import cap_tail
 from symphony_tui.console.screens.approvals import ApprovalsScreen, approval_keys
 from symphony_tui.console.screens.modals import Confirm
 from symphony_tui.console.screens.worker import WorkerScreen
 from symphony_tui.console.tones import Tones
-from symphony_tui.console.transcript import Transcript, diff_text
+from symphony_tui.console.transcript import Transcript, diff_text, tail
 from symphony_tui.console.widgets.issues import IssuesTable
 from symphony_tui.domain import (
     AgentEvent,
@@ -265,3 +266,50 @@ def test_streamed_output_of_commands_that_never_complete_is_bounded_by_bytes():
     )
     body = t.body(ended).plain
     assert "✓ make  exit 0" in body and "out" in body and "more lines" in body
+
+
+def test_a_cut_command_output_counts_only_the_kept_lines_and_says_it_was_cut():
+    # the adapter keeps the last 64 KiB of a 5,000-line output after a "characters cut" line
+    full = "\n".join(f"seq-line {i:04d}" for i in range(5000)) + "\n"
+    output = cap_tail(full)
+    cut = len(full) - (len(output) - output.index("\n") - 1)
+    kept_lines = output.rstrip("\n").count("\n")  # lines after the marker line
+    ended = AgentEvent(
+        kind=EventKind.COMMAND_COMPLETED,
+        message="seq-test 5000",
+        payload=CommandEnded(command="seq-test 5000", exit_code=0, output=output),
+    )
+    body = Transcript(Tones()).body(ended).plain.split("\n")
+    assert body[0] == "✓ seq-test 5000  exit 0"
+    assert body[1] == f"… {kept_lines - 8:,} more lines, {cut:,} characters cut before them"
+    assert body[2:] == [f"seq-line {i:04d}" for i in range(4992, 5000)]
+    assert "characters cut]" not in "\n".join(body)
+
+
+def test_streamed_output_cut_by_the_console_is_said_too():
+    t = Transcript(Tones())
+    full = "".join(f"out {i:05d}\n" for i in range(10_000))  # 100 K characters
+    for start in range(0, len(full), 7000):
+        chunk = full[start : start + 7000]
+        event = AgentEvent(
+            kind=EventKind.COMMAND_OUTPUT, message=chunk, payload=ItemNote(item_id="c")
+        )
+        assert t.body(event) is None
+    ended = AgentEvent(
+        kind=EventKind.COMMAND_COMPLETED,
+        message="make",
+        payload=CommandEnded(command="make", exit_code=0, item_id="c"),
+    )
+    body = t.body(ended).plain.split("\n")
+    kept = 64 * 1024 // 10  # whole 10-character lines in the console's 64 K keep
+    assert (
+        body[1]
+        == f"… {kept - 8:,} more lines, {len(full) - kept * 10:,} characters cut before them"
+    )
+    assert body[-1] == "out 09999"
+
+
+def test_short_output_after_a_cut_says_only_the_characters():
+    text = tail("[... 123 characters cut]\nlast\n")
+    assert text == "… 123 earlier characters cut\nlast"
+    assert tail("a\nb") == "a\nb"
