@@ -25,6 +25,7 @@ GITHUB_API_URL = "https://api.github.com"
 DEFAULT_ACTIVE_STATES = ("Todo", "In Progress")
 DEFAULT_TERMINAL_STATES = ("Closed", "Cancelled", "Canceled", "Duplicate", "Done")
 DEFAULT_HOOK_TIMEOUT_MS = 60_000
+DEFAULT_HOOK_SHUTDOWN_GRACE_MS = 10_000
 #: ``tracker.provider`` keys read (the reference's schema); each wins over ``tracker.<key>``.
 PROVIDER_KEYS = ("endpoint", "api_key", "project_slug", "assignee", "repo", "token", "api_url")
 #: States of ``tracker.kind: github`` without a board or state labels (the reference's).
@@ -158,6 +159,10 @@ class HooksSettings(_Section):
     after_run: str | None = None
     before_remove: str | None = None
     timeout_ms: int = Field(default=DEFAULT_HOOK_TIMEOUT_MS, gt=0)
+    # Once the scheduler stops (a quit, a hang-up, SIGTERM), each hook has this long from its
+    # own start (one already running: from the stop) before its process group is ended and
+    # its result is ``cut_short`` (workspaces/hooks.py ``HookCutoff``); milliseconds, > 0.
+    shutdown_grace_ms: int = Field(default=DEFAULT_HOOK_SHUTDOWN_GRACE_MS, gt=0)
     # Laid over the hooks' environment (``$VAR`` resolved against the whole environment):
     # the explicit way to hand a hook one of the scrubbed secrets (config/child_env.py).
     env: dict[str, str] = Field(default_factory=dict)

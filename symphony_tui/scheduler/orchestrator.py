@@ -77,16 +77,16 @@ from symphony_tui.scheduler.startup import HostArrivals, sweep_terminal_workspac
 from symphony_tui.scheduler.usage_ledger import UsageLedger
 from symphony_tui.scheduler.worker import start_worker
 from symphony_tui.trackers.base import Tracker
+from symphony_tui.workspaces.hooks import KILL_GRACE_S
 from symphony_tui.workspaces.manager import WorkspaceManager
 
 log = logging.getLogger("symphony_tui.scheduler")
 
 SESSION_CLOSE_TIMEOUT_S = 10.0
 SHUTDOWN_TIMEOUT_S = 20.0
-#: Seconds a hook running or started during shutdown (``after_run`` of a stopped run,
-#: ``before_remove``) has to finish before its process group is ended (SIGTERM, 2 s,
-#: SIGKILL) and its result is ``cut_short``.
-HOOK_SHUTDOWN_GRACE_S = 3.0
+#: Seconds the worker wait of shutdown leaves past a hook's shutdown grace and its group's
+#: SIGTERM-to-SIGKILL wait (a worker's after_run starts after its agent was stopped).
+SHUTDOWN_MARGIN_S = 5.0
 #: Inputs handled before the loop lets other tasks run (readers, the API, the console).
 LOOP_BATCH = 64
 #: The same while the inbox is busy (``Inbox.busy``): every flooding session's reader gets
@@ -256,8 +256,9 @@ class Orchestrator:
 
     async def shutdown(self) -> None:
         """Stop every worker (process groups killed), cancel timers, close clients. Hooks
-        running or started meanwhile end within :data:`HOOK_SHUTDOWN_GRACE_S` (their
-        process groups ended, said in the event log and :attr:`hooks_cut_short`)."""
+        running or started meanwhile each end ``hooks.shutdown_grace_ms`` after their own
+        start (one running now: after now; their process groups ended: SIGTERM, 2 s,
+        SIGKILL; said in the event log and :attr:`hooks_cut_short`)."""
         state = self.state
         if state.stopping:
             await self._stopped.wait()
@@ -265,9 +266,12 @@ class Orchestrator:
         state.mark_stopping()
         state.log("info", "scheduler stopping", running=len(state.running))
         # A hung hook must not hold the exit for its timeout (a hang-up, ``q``, SIGTERM):
-        # what runs now or starts during the stop (``after_run``) gets a short grace.
-        state.workspaces.stop_hooks("scheduler shutdown", HOOK_SHUTDOWN_GRACE_S)
-        await stop_workers(state, self.polling, timeout=SHUTDOWN_TIMEOUT_S)
+        # what runs now or starts during the stop (``after_run``) gets a grace from its start.
+        grace_s = self.settings.hooks.shutdown_grace_ms / 1000
+        state.workspaces.stop_hooks("scheduler shutdown", grace_s)
+        # The worker wait outlasts a late after_run's whole grace and its group's ending.
+        timeout = max(SHUTDOWN_TIMEOUT_S, grace_s + KILL_GRACE_S + SHUTDOWN_MARGIN_S)
+        await stop_workers(state, self.polling, timeout=timeout)
         await self.barrier()  # the ended workers are applied to the state
         for task in list(self._tasks):
             task.cancel()

@@ -60,7 +60,7 @@ class HookResult:
 
     def summary(self) -> str:
         """One line: ``ok``, ``exit 3``, ``timed out after 500 ms``, ``cut short after
-        3000 ms (scheduler shutdown)`` or ``failed to start``."""
+        10000 ms (scheduler shutdown)`` or ``failed to start``."""
         if self.ok:
             return "ok"
         if self.cut_short is not None:
@@ -97,18 +97,20 @@ class _Tail:
 
 
 class HookCutoff:
-    """A deadline for every hook of one scheduler once it stops (shutdown after ``q``, a
-    hang-up, SIGTERM): :meth:`cut` gives the running hooks and any started later until
-    ``grace_s`` from now to finish; then each is ended like a timed-out one and its result
-    says ``cut_short`` (the reason). One absolute deadline, so a quit is bounded however many
-    hooks follow each other (``after_run`` then ``before_remove``). Before :meth:`cut`, hooks
-    run to ``hooks.timeout_ms`` as usual (spec §9.4). :attr:`ended` lists, one line each,
-    the hooks it (or a cancellation while it was cut) ended, for the front ends to say on
-    exit. Built without a running event loop; used on one."""
+    """A grace for every hook of one scheduler once it stops (shutdown after ``q``, a
+    hang-up, SIGTERM): after :meth:`cut`, each hook has ``grace_s`` seconds from its own
+    start to finish, and a hook already running at the cut has them from the cut; then it
+    is ended like a timed-out one and its result says ``cut_short`` (the reason). So an
+    ``after_run`` that starts late in the stop (its agent stopped first) gets its full
+    grace, and a quit is bounded by the grace per hook in sequence. Before :meth:`cut`,
+    hooks run to ``hooks.timeout_ms`` as usual (spec §9.4). :attr:`ended` lists, one line
+    each, the hooks it (or a cancellation while it was cut) ended, for the front ends to
+    say on exit. Built without a running event loop; used on one."""
 
     def __init__(self) -> None:
         self.reason: str | None = None
-        self.deadline: float | None = None  # time.monotonic()
+        self.cut_at: float | None = None  # time.monotonic() of the first cut
+        self.grace_s = 0.0
         self.ended: list[str] = []
         self._cut = asyncio.Event()
 
@@ -116,21 +118,35 @@ class HookCutoff:
     def active(self) -> bool:
         return self.reason is not None
 
+    @property
+    def deadline(self) -> float | None:
+        """When a hook running at the cut is ended (``time.monotonic()``), None before it."""
+        return None if self.cut_at is None else self.cut_at + self.grace_s
+
     def cut(self, reason: str, grace_s: float) -> None:
-        """From now on every hook ends by ``grace_s`` seconds from now (a second call keeps
-        the earlier deadline)."""
-        deadline = time.monotonic() + max(grace_s, 0.0)
-        if self.deadline is None or deadline < self.deadline:
-            self.deadline = deadline
-        if self.reason is None:
-            self.reason = reason
+        """From now on every hook ends by ``grace_s`` seconds (clamped at 0) after the later
+        of its start and now. A second call changes nothing (the first cut stands)."""
+        if self.reason is not None:
+            return
+        self.cut_at = time.monotonic()
+        self.grace_s = max(grace_s, 0.0)
+        self.reason = reason
         self._cut.set()
 
-    async def reached(self) -> None:
-        """Returns once :meth:`cut` was called and its deadline has passed."""
+    def deadline_for(self, started: float) -> float | None:
+        """The deadline (``time.monotonic()``) of a hook started at ``started`` (same clock):
+        ``grace_s`` after the later of its start and the cut; None before the cut."""
+        if self.cut_at is None:
+            return None
+        return max(started, self.cut_at) + self.grace_s
+
+    async def reached(self, started: float) -> None:
+        """Returns once :meth:`cut` was called and the deadline of a hook started at
+        ``started`` (``time.monotonic()``) has passed."""
         await self._cut.wait()
-        assert self.deadline is not None
-        delay = self.deadline - time.monotonic()
+        deadline = self.deadline_for(started)
+        assert deadline is not None
+        delay = deadline - time.monotonic()
         if delay > 0:
             await asyncio.sleep(delay)
 
@@ -139,13 +155,16 @@ class HookCutoff:
         self.ended.append(f"{whose}{name} hook {why}; its process group was ended")
 
 
-async def outlast(finished: asyncio.Future, timeout_s: float, cutoff: HookCutoff | None) -> str:
+async def outlast(
+    finished: asyncio.Future, timeout_s: float, cutoff: HookCutoff | None, started: float
+) -> str:
     """Wait for ``finished`` (never cancelled here) at most ``timeout_s`` seconds and no
-    later than ``cutoff``'s deadline: ``"done"``, ``"timeout"`` or ``"cut"``."""
+    later than ``cutoff``'s deadline for a hook started at ``started`` (``time.monotonic()``):
+    ``"done"``, ``"timeout"`` or ``"cut"``."""
     waiters: set[asyncio.Future] = {finished}
     reached = None
     if cutoff is not None:
-        reached = asyncio.ensure_future(cutoff.reached())
+        reached = asyncio.ensure_future(cutoff.reached(started))
         waiters.add(reached)
     try:
         done, _ = await asyncio.wait(
@@ -202,8 +221,8 @@ async def run_hook(
     ``SYMPHONY_WORKSPACE``). The inherited environment is ``inherit`` (the manager builds it
     with the agents' recipe, config/child_env.py), by default ``os.environ`` without the
     scheduler's secret names (:data:`~symphony_tui.config.child_env.ALWAYS_SECRET_NAMES`). On timeout the process group gets SIGTERM, then SIGKILL after
-    :data:`KILL_GRACE_S`. At ``cutoff``'s deadline (a stopping scheduler) the group is ended
-    the same way and the result is ``cut_short``. Cancelling the caller ends the group the
+    :data:`KILL_GRACE_S`. At ``cutoff``'s deadline (a stopping scheduler: its grace from this
+    hook's start, or from the cut if that came later) the group is ended the same way and the result is ``cut_short``. Cancelling the caller ends the group the
     same way (SIGTERM, grace, SIGKILL), logs it and re-raises the cancellation. Never raises
     for a failing hook."""
     started = time.monotonic()
@@ -242,7 +261,7 @@ async def run_hook(
     timed_out = False
     cut_short: str | None = None
     try:
-        outcome = await outlast(protocol.exited, max(timeout_ms, 1) / 1000, cutoff)
+        outcome = await outlast(protocol.exited, max(timeout_ms, 1) / 1000, cutoff, started)
         if outcome != "done":
             timed_out = outcome == "timeout"
             if cutoff is not None and not timed_out:

@@ -118,9 +118,9 @@ class WorkspaceManager:
 
     def stop_hooks(self, reason: str, grace_s: float) -> None:
         """The scheduler is stopping: every hook running now or started later (``after_run``
-        of a stopped run, ``before_remove``) gets until ``grace_s`` seconds from now, then
-        its process group is ended and its result is ``cut_short=reason``
-        (:class:`~symphony_tui.workspaces.hooks.HookCutoff`)."""
+        of a stopped run, ``before_remove``) gets ``grace_s`` seconds from its own start (one
+        running now: from now), then its process group is ended and its result is
+        ``cut_short=reason`` (:class:`~symphony_tui.workspaces.hooks.HookCutoff`)."""
         self.hooks_cutoff.cut(reason, grace_s)
 
     @property

@@ -204,7 +204,7 @@ class RemoteWorkspaces:
 
         task = asyncio.ensure_future(target.run(command))
         try:
-            outcome = await outlast(task, timeout_s, self._cutoff)
+            outcome = await outlast(task, timeout_s, self._cutoff, started)
             if outcome != "done":
                 await self._kill(target, path, pgid)
                 task.cancel()

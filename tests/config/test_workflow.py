@@ -90,6 +90,20 @@ def test_invalid_setting_types_are_one_line_invalid_settings(write_workflow) -> 
     assert "\n" not in str(err)
 
 
+@pytest.mark.parametrize("value", ["0", "-5", "soon"])
+def test_a_hook_shutdown_grace_must_be_a_positive_number(write_workflow, value: str) -> None:
+    path = write_workflow(f"---\nhooks:\n  shutdown_grace_ms: {value}\n---\n")
+    with pytest.raises(WorkflowError) as info:
+        load_workflow(path)
+    assert info.value.code == "invalid_settings"
+    assert "hooks.shutdown_grace_ms" in info.value.message and "\n" not in str(info.value)
+
+
+def test_a_hook_shutdown_grace_is_read_in_milliseconds(write_workflow) -> None:
+    path = write_workflow("---\nhooks:\n  shutdown_grace_ms: 2500\n---\n")
+    assert load_workflow(path, env={}).settings.hooks.shutdown_grace_ms == 2500
+
+
 def test_no_front_matter_means_empty_config_and_whole_file_prompt(write_workflow) -> None:
     path = write_workflow("\n\n  Do {{ issue.identifier }} now.  \n\n")
     wf = load_workflow(path)
@@ -109,6 +123,7 @@ def test_config_defaults_apply_when_optional_values_are_missing(
     assert s.polling.interval_ms == 30_000
     assert s.workspace.root == str(Path(default_workspace_root()).resolve())
     assert s.hooks.timeout_ms == 60_000
+    assert s.hooks.shutdown_grace_ms == 10_000
     assert s.hooks.after_create is None
     assert s.agent.max_concurrent_agents == 10
     assert s.agent.max_turns == 20

@@ -44,6 +44,7 @@ workspace:
   root: workspaces
 hooks:
   timeout_ms: {HOUR_MS}
+  shutdown_grace_ms: 3000
   after_run: 'sleep 600 & echo $! > "$SYMPHONY_WORKSPACE/../hook-child.pid"; wait'
 agent:
   max_turns: 1

@@ -24,13 +24,14 @@ from .conftest import make_issue
 
 BOUND_S = 60.0
 HOUR_MS = 3_600_000
+GRACE_MS = 500  # hooks.shutdown_grace_ms: short, so the hung hooks are cut quickly
 
 
 def _hung_hook(name: str, tmp_path: Path) -> str:
     """A hook that starts a child, says so through the filesystem and waits forever."""
     child, started = tmp_path / f"{name}.child", tmp_path / f"{name}.started"
     return (
-        f"hooks:\n  timeout_ms: {HOUR_MS}\n"
+        f"hooks:\n  timeout_ms: {HOUR_MS}\n  shutdown_grace_ms: {GRACE_MS}\n"
         f"  {name}: 'sleep 600 & echo $! > {child}; touch {started}; wait'\n"
     )
 

@@ -89,6 +89,32 @@ async def test_a_second_cut_keeps_the_earlier_deadline() -> None:
     assert cutoff.deadline == first and cutoff.reason == "scheduler shutdown"
 
 
+async def test_a_hook_started_after_the_cut_gets_its_grace_from_its_own_start(
+    tmp_path: Path,
+) -> None:
+    grace_s = 2.0
+    cutoff = HookCutoff()
+    cutoff.cut("scheduler shutdown", grace_s)
+    # the deadline of a hook running at the cut has passed: a late after_run (its agent
+    # stopped first) still has its whole grace
+    await asyncio.sleep(grace_s + 0.5)
+    result = await asyncio.wait_for(
+        run_hook("after_run", "echo saved; exit 4", tmp_path, HOUR_MS, cutoff=cutoff), BOUND_S
+    )
+    assert result.cut_short is None and result.exit_code == 4 and "saved" in result.output
+    assert cutoff.ended == []
+
+
+async def test_each_hook_s_deadline_counts_from_the_later_of_its_start_and_the_cut() -> None:
+    cutoff = HookCutoff()
+    assert cutoff.deadline_for(0.0) is None  # no cut yet: hooks.timeout_ms only
+    cutoff.cut("scheduler shutdown", 10.0)
+    assert cutoff.cut_at is not None
+    before, after = cutoff.cut_at - 50.0, cutoff.cut_at + 100.0
+    assert cutoff.deadline_for(before) == cutoff.cut_at + 10.0 == cutoff.deadline
+    assert cutoff.deadline_for(after) == after + 10.0
+
+
 async def test_a_hook_cancelled_while_cut_is_recorded(tmp_path: Path) -> None:
     started = tmp_path / "started"
     cutoff = HookCutoff()
