@@ -110,3 +110,30 @@ async def test_a_hung_before_run_is_ended_and_said_in_the_event_log(make_harness
     assert h.orch.hooks_cut_short == [
         "ABC-1: before_run hook cut short (scheduler shutdown); its process group was ended"
     ]
+
+
+async def test_an_after_run_that_starts_in_the_shutdown_gets_the_whole_configured_grace(
+    make_harness, tmp_path
+):
+    forever = asyncio.Event()
+
+    async def working(session, prompt, turn):
+        await forever.wait()
+        return TurnResult(TurnStatus.COMPLETED)
+
+    saved = tmp_path / "after_run.saved"
+    # longer than the 3 s that were once shared by every hook of the shutdown: a push, say
+    front = (
+        f"hooks:\n  timeout_ms: {HOUR_MS}\n  shutdown_grace_ms: {int(BOUND_S * 1000)}\n"
+        f"  after_run: 'sleep 4; touch {saved}'\n"
+    )
+    h = make_harness([make_issue(1)], script=working, front=front)
+    await h.start()
+    await h.until(lambda: h.backend.sessions and "id-1" in h.orch.running, BOUND_S)
+
+    await asyncio.wait_for(h.orch.shutdown(), BOUND_S)
+
+    assert saved.exists()  # the hook ran to its end
+    (event,) = _hook_events(h, "after_run")
+    assert isinstance(event.payload, HookResult) and event.payload.ok
+    assert event.payload.cut_short is None and h.orch.hooks_cut_short == []
