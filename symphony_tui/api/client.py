@@ -34,7 +34,7 @@ from symphony_tui.domain.audit import AuditEntry
 from symphony_tui.domain.commands import Command
 from symphony_tui.domain.diff import DiffPage, WorkspaceDiff
 from symphony_tui.scheduler.audit import local_operator
-from symphony_tui.scheduler.port import CommandResult
+from symphony_tui.scheduler.port import CommandResult, TranscriptGap
 
 _EVENTS = TypeAdapter(list[AgentEvent])
 _AUDIT = TypeAdapter(list[AuditEntry])
@@ -126,6 +126,11 @@ class RemotePort:
         else:
             source = self._ring
         return [e for e in source if e.seq > seq][-limit:]
+
+    def transcript_gap(self, issue_id: str) -> TranscriptGap:
+        """Unknown over HTTP (the API does not serve the scheduler's dropped counts yet):
+        always an empty gap."""
+        return TranscriptGap()
 
     async def send(
         self, command: Command, *, who: str | None = None, via: str = "console"

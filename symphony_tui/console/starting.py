@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from symphony_tui.scheduler.port import CommandResult
+from symphony_tui.scheduler.port import CommandResult, TranscriptGap
 
 if TYPE_CHECKING:
     from symphony_tui.config.settings import NotifySettings
@@ -86,6 +86,9 @@ class StartingPort:
         self, seq: int, *, limit: int = 2000, issue_id: str | None = None
     ) -> list[AgentEvent]:
         return []
+
+    def transcript_gap(self, issue_id: str) -> TranscriptGap:
+        return TranscriptGap()
 
     async def send(
         self, command: Command, *, who: str | None = None, via: str = "console"

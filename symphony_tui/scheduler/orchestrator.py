@@ -71,7 +71,7 @@ from symphony_tui.scheduler.inbox import (
     reply,
 )
 from symphony_tui.scheduler.notify_hook import watch_for_hook
-from symphony_tui.scheduler.port import CommandResult
+from symphony_tui.scheduler.port import CommandResult, TranscriptGap
 from symphony_tui.scheduler.run import Run
 from symphony_tui.scheduler.startup import HostArrivals, sweep_terminal_workspaces
 from symphony_tui.scheduler.usage_ledger import UsageLedger
@@ -348,6 +348,11 @@ class Orchestrator:
         self, seq: int, *, limit: int = 2000, issue_id: str | None = None
     ) -> list[AgentEvent]:
         return self.events.since(seq, limit=limit, issue_id=issue_id)
+
+    def transcript_gap(self, issue_id: str) -> TranscriptGap:
+        events, size = self.events.transcripts.dropped_of(issue_id)
+        path = self.events.jsonl_path
+        return TranscriptGap(events, size, str(path) if path is not None else None)
 
     # Workspace diffs and the audit log (the port's read side; scheduler/workspace_view.py).
     async def diff(self, issue: str) -> WorkspaceDiff:

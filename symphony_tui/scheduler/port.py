@@ -25,6 +25,18 @@ class CommandResult:
     message: str = ""
 
 
+@dataclass(frozen=True)
+class TranscriptGap:
+    """What an issue's transcript no longer holds: ``events`` and ``bytes`` dropped from
+    its oldest end under the scheduler's memory budget (``scheduler/transcripts.py``), and
+    the ``event_file`` (a path, or ``None`` when events are not written) that has them all.
+    ``events == 0`` when nothing was dropped or the port cannot tell."""
+
+    events: int = 0
+    bytes: int = 0
+    event_file: str | None = None
+
+
 class SchedulerPort(Protocol):
     def snapshot(self) -> Snapshot:
         """The latest published snapshot (cheap; no copying)."""
@@ -35,6 +47,11 @@ class SchedulerPort(Protocol):
     ) -> list[AgentEvent]:
         """Events with ``event.seq > seq``, oldest first, from the bounded ring buffer;
         filtered to one issue when ``issue_id`` is given."""
+        ...
+
+    def transcript_gap(self, issue_id: str) -> TranscriptGap:
+        """What :meth:`events_since` for ``issue_id`` can no longer return (the oldest
+        entries dropped under the memory budget), and where the full history is."""
         ...
 
     async def send(

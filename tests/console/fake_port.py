@@ -13,7 +13,7 @@ from symphony_tui.domain import AgentEvent, EventKind, Snapshot
 from symphony_tui.domain.audit import AuditEntry
 from symphony_tui.domain.commands import Command
 from symphony_tui.domain.diff import DiffPage, WorkspaceDiff
-from symphony_tui.scheduler.port import CommandResult
+from symphony_tui.scheduler.port import CommandResult, TranscriptGap
 
 
 class FakePort:
@@ -32,6 +32,7 @@ class FakePort:
         self.page_asks: list[tuple[str, str, int, int]] = []
         self.audit: list[AuditEntry] = []
         self.audit_error: Exception | None = None
+        self.gaps: dict[str, TranscriptGap] = {}  # issue id -> what its transcript dropped
 
     # -- the port ----------------------------------------------------------------------
 
@@ -48,6 +49,9 @@ class FakePort:
             e for e in self.events if e.seq > seq and (issue_id is None or e.issue_id == issue_id)
         ]
         return out[:limit]
+
+    def transcript_gap(self, issue_id: str) -> TranscriptGap:
+        return self.gaps.get(issue_id) or TranscriptGap()
 
     async def send(
         self, command: Command, *, who: str | None = None, via: str = "console"

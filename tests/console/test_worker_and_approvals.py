@@ -24,6 +24,7 @@ from symphony_tui.domain import (
     Stop,
 )
 from symphony_tui.domain.payloads import CommandEnded, ItemNote
+from symphony_tui.scheduler.port import TranscriptGap
 from tests.console.helpers import SIZE, done, settle
 from tests.console.sample import COMMAND_APPROVAL, NOW
 
@@ -313,3 +314,25 @@ def test_short_output_after_a_cut_says_only_the_characters():
     text = tail("[... 123 characters cut]\nlast\n")
     assert text == "… 123 earlier characters cut\nlast"
     assert tail("a\nb") == "a\nb"
+
+
+async def test_a_transcript_that_lost_its_oldest_entries_says_so_first(port, make_app):
+    port.gaps["demo-1"] = TranscriptGap(events=1234, bytes=99_000, event_file="/var/ev.jsonl")
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = await open_worker(pilot, "demo-1")
+        lines = transcript_text(screen).split("\n")
+        assert lines[0].startswith("1,234 earlier events of this issue were dropped (memory")
+        assert "/var/ev.jsonl" in transcript_text(screen)
+        port.add_event(EventKind.MESSAGE, "later", issue_id="demo-1", identifier="DEMO-1", at=NOW)
+        await settle(pilot)
+        assert transcript_text(screen).count("earlier events of this issue") == 1  # once
+
+
+async def test_a_whole_transcript_has_no_dropped_line(port, make_app):
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = await open_worker(pilot, "demo-1")
+        assert "dropped" not in transcript_text(screen)

@@ -15,6 +15,7 @@ import pytest
 from symphony_tui.config.store import WorkflowStore
 from symphony_tui.domain import BlockerRef, Issue
 from symphony_tui.scheduler.clock import FakeClock
+from symphony_tui.scheduler.eventlog import EventHistory
 from symphony_tui.scheduler.orchestrator import Orchestrator
 from symphony_tui.scheduler.usage_ledger import UsageLedger
 from symphony_tui.testing.memory_tracker import MemoryTracker
@@ -115,6 +116,7 @@ def make_harness(tmp_path: Path) -> Callable[..., Harness]:
         prompt: str = "Work on {{ issue.identifier }}",
         usage: UsageLedger | None = None,
         freeze_heap: bool = False,
+        event_log: EventHistory | None = None,
     ) -> Harness:
         path = write_workflow(tmp_path, front, prompt)
         store = WorkflowStore(path)
@@ -132,6 +134,7 @@ def make_harness(tmp_path: Path) -> Callable[..., Harness]:
             watch_workflow=False,
             usage=usage,
             freeze_heap=freeze_heap,
+            event_log=event_log,
         )
         h = Harness(orch, tracker, backend, clock, store, tmp_path)
         made.append(h)

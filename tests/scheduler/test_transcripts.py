@@ -204,3 +204,22 @@ def test_a_full_history_adds_next_to_nothing_for_the_garbage_collector_to_traver
     gc.collect()
     assert len(gc.get_objects()) - before < 400  # the live items and the deques' blocks
     assert len(history.since(0, limit=10_000)) == 4_050
+
+
+def test_the_port_says_what_an_issues_transcript_dropped_and_where_the_history_is(
+    make_harness, tmp_path
+):
+    per_entry = ENTRY_OVERHEAD + 100
+    path = tmp_path / "events.jsonl"
+    history = EventHistory(transcript_bytes=3 * per_entry, jsonl_path=path)
+    h = make_harness(event_log=history)
+    try:
+        for i in range(5):
+            history.append(
+                AgentEvent(kind=EventKind.MESSAGE, message=f"{i:03}" * 33 + "x"), issue_id="i1"
+            )
+        gap = h.orch.transcript_gap("i1")
+        assert (gap.events, gap.bytes, gap.event_file) == (2, 2 * per_entry, str(path))
+        assert h.orch.transcript_gap("other").events == 0
+    finally:
+        history.close()

@@ -252,8 +252,10 @@ class WorkerScreen(Screen[None]):
         events = self.console.port.events_since(self.last_seq, limit=BATCH, issue_id=self.issue_id)
         if not events:
             return
-        self.last_seq = max(self.last_seq, events[-1].seq)
         log = self.query_one("#transcript", RichLog)
+        if self.last_seq == 0:  # the first batch: say when older entries were dropped
+            self._note_gap(log, tones)
+        self.last_seq = max(self.last_seq, events[-1].seq)
         noted = False
         for event in events:
             hook = event.payload
@@ -276,6 +278,25 @@ class WorkerScreen(Screen[None]):
             # the header above may grow with this batch and shrink the transcript after
             # its writes scrolled: scroll again once the layout has settled
             self.call_after_refresh(self._scroll_transcript_end)
+
+    def _note_gap(self, log: RichLog, tones: Tones) -> None:
+        """A first line saying the transcript starts after entries the scheduler dropped
+        under its memory budget (``SchedulerPort.transcript_gap``), and where they are."""
+        gap = self.console.port.transcript_gap(self.issue_id)
+        if gap.events <= 0:
+            return
+        where = (
+            f"the full history is in the event file {gap.event_file}"
+            if gap.event_file
+            else "no event file keeps them"
+        )
+        line = Text(end="")
+        line.append(
+            f"{gap.events:,} earlier events of this issue were dropped (memory budget); ",
+            style=tones.warning,
+        )
+        line.append_text(inert(where, tones.muted, limit=600))
+        log.write(line, scroll_end=None)
 
     def _scroll_transcript_end(self) -> None:
         log = self.query_one("#transcript", RichLog)
