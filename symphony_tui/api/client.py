@@ -103,6 +103,8 @@ class RemotePort:
         self._doc: dict[str, Any] | None = None
         self._ring: deque[AgentEvent] = deque(maxlen=5_000)
         self._transcripts: dict[str, deque[AgentEvent]] = {}
+        self._gaps: dict[str, TranscriptGap] = {}  # issue id -> the scheduler's, as last read
+        self._dropped_here: dict[str, int] = {}  # issue id -> events this client's deque dropped
         self._asked: dict[str, float] = {}
         self._last_seq = 0
         self.last_event_id: str | None = None
@@ -128,9 +130,12 @@ class RemotePort:
         return [e for e in source if e.seq > seq][-limit:]
 
     def transcript_gap(self, issue_id: str) -> TranscriptGap:
-        """Unknown over HTTP (the API does not serve the scheduler's dropped counts yet):
-        always an empty gap."""
-        return TranscriptGap()
+        """The scheduler's gap as its ``/api/v1/events`` headers last said (the event file
+        is a path on the scheduler's host), plus the events this client's own bounded copy
+        dropped (counted in ``events`` only: their bytes are not summed)."""
+        gap = self._gaps.get(issue_id) or TranscriptGap()
+        here = self._dropped_here.get(issue_id, 0)
+        return TranscriptGap(gap.events + here, gap.bytes, gap.event_file) if here else gap
 
     async def send(
         self, command: Command, *, who: str | None = None, via: str = "console"
@@ -354,6 +359,7 @@ class RemotePort:
     def _forget_events(self) -> None:
         self._ring.clear()
         self._transcripts = {k: deque(maxlen=2_000) for k in self._transcripts}
+        self._dropped_here.clear()
         self._last_seq = 0
 
     async def _fetch_transcripts(self) -> None:
@@ -368,7 +374,12 @@ class RemotePort:
                 "/api/v1/events", params={"since": since, "issue_id": issue_id}
             )
             got.raise_for_status()
-            transcript.extend(_EVENTS.validate_json(got.content))
+            fetched = _EVENTS.validate_json(got.content)
+            overflow = len(transcript) + len(fetched) - (transcript.maxlen or 0)
+            if transcript.maxlen is not None and overflow > 0:
+                self._dropped_here[issue_id] = self._dropped_here.get(issue_id, 0) + overflow
+            transcript.extend(fetched)
+            self._gaps[issue_id] = _gap_of(got.headers)
 
     async def _transcript_loop(self) -> None:
         """Transcripts are detail for the issue the operator is looking at: fetched, for the
@@ -403,3 +414,18 @@ def _message(response: httpx.Response) -> str:
         return str(response.json()["error"]["message"])
     except (ValueError, KeyError, TypeError):
         return response.text[:200]
+
+
+def _gap_of(headers: httpx.Headers) -> TranscriptGap:
+    """The ``X-Transcript-Dropped-*`` / ``X-Event-File`` headers of an ``/api/v1/events``
+    answer as a gap; missing or malformed counts read as 0 (an older server)."""
+
+    def count(name: str) -> int:
+        value = headers.get(name, "")
+        return int(value) if value.isdigit() else 0
+
+    return TranscriptGap(
+        count("X-Transcript-Dropped-Events"),
+        count("X-Transcript-Dropped-Bytes"),
+        headers.get("X-Event-File") or None,
+    )

@@ -12,7 +12,9 @@ Endpoints (JSON; errors are ``{"error": {"code", "message"}}``; a wrong method i
   requested_at, operations}``.
 * ``GET  /api/v1/snapshot`` — the whole :class:`Snapshot` (what the console renders).
 * ``GET  /api/v1/events?since=N&issue_id=&limit=`` — events after ``seq`` N (``limit`` 1 to
-  10000, default 2000; 400 ``invalid_query`` otherwise).
+  10000, default 2000; 400 ``invalid_query`` otherwise). With ``issue_id``, the headers
+  ``X-Transcript-Dropped-Events`` / ``-Bytes`` and ``X-Event-File`` (when events are
+  written) say what that issue's transcript dropped under the memory budget.
 * ``GET  /api/v1/stream`` — the snapshot, then its changes and the events, pushed as
   Server-Sent Events with ``Last-Event-ID`` resume (:mod:`symphony_tui.api.stream`).
 * ``GET /metrics``, ``/api/v1/audit``, ``/api/v1/diff/<issue>``: the operator's tools
@@ -189,7 +191,14 @@ def create_app(
         issue_id = request.query.get("issue_id") or None
         found = port.events_since(since, limit=limit, issue_id=issue_id)
         body = "[" + ",".join(e.model_dump_json() for e in found) + "]"
-        return web.Response(text=body, content_type="application/json")
+        headers: dict[str, str] = {}
+        if issue_id is not None:
+            gap = port.transcript_gap(issue_id)
+            headers["X-Transcript-Dropped-Events"] = str(gap.events)
+            headers["X-Transcript-Dropped-Bytes"] = str(gap.bytes)
+            if gap.event_file:
+                headers["X-Event-File"] = gap.event_file
+        return web.Response(text=body, content_type="application/json", headers=headers)
 
     @routes.route("*", "/api/v1/stream")
     @only("GET")

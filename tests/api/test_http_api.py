@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from collections import deque
+
 import httpx
 import pytest
 
 from symphony_tui.agents.base import TurnResult, TurnStatus
 from symphony_tui.api.client import RemoteError, RemotePort
 from symphony_tui.api.server import ApiServer
-from symphony_tui.domain import ApprovalKind, ApprovalRequest
+from symphony_tui.domain import AgentEvent, ApprovalKind, ApprovalRequest, EventKind
 from symphony_tui.domain.commands import Approve
+from symphony_tui.scheduler.transcripts import ENTRY_OVERHEAD
 from tests.scheduler.conftest import make_issue
 
 
@@ -206,3 +209,44 @@ async def test_commands_accept_an_issue_identifier(served):
     assert r.json()["ok"] is True, r.json()
     await h.settle()
     assert "id-1" not in h.orch.running
+
+
+async def test_remote_port_reads_what_an_issues_transcript_dropped(served):
+    h, api, client = served
+    history = h.orch.events
+    history.transcripts.budget_bytes = 3 * (ENTRY_OVERHEAD + 100)
+    for i in range(5):
+        history.append(
+            AgentEvent(kind=EventKind.MESSAGE, message=f"{i:03}" * 33 + "x"), issue_id="id-1"
+        )
+    dropped = h.orch.transcript_gap("id-1")
+    assert dropped.events >= 2
+    answer = await client.get("/api/v1/events", params={"issue_id": "id-1"})
+    assert answer.headers["X-Transcript-Dropped-Events"] == str(dropped.events)
+    assert "X-Transcript-Dropped-Events" not in (await client.get("/api/v1/events")).headers
+    remote = RemotePort(api.url)
+    try:
+        assert remote.transcript_gap("id-1").events == 0  # nothing read yet
+        remote.events_since(0, issue_id="id-1")  # asked for: fetched next round
+        await remote.refresh_once()
+        gap = remote.transcript_gap("id-1")
+        assert (gap.events, gap.bytes, gap.event_file) == (
+            dropped.events,
+            dropped.bytes,
+            dropped.event_file,
+        )
+    finally:
+        await remote.close()
+    # the client's own bounded copy of a transcript counts what it drops too
+    small = RemotePort(api.url)
+    try:
+        small.events_since(0, issue_id="id-1")
+        await small.refresh_once()
+        small._transcripts["id-1"] = deque(maxlen=2)  # as if 2 were its bound
+        await small.refresh_once()
+        kept = len(h.orch.events_since(0, issue_id="id-1"))
+        assert kept > 2, kept
+        assert len(small.events_since(0, issue_id="id-1")) == 2
+        assert small.transcript_gap("id-1").events == dropped.events + kept - 2
+    finally:
+        await small.close()
