@@ -20,7 +20,16 @@ handed back (:func:`gc.unfreeze`), collected once in full and frozen again: one 
 pause per that many run ends, at a moment the inbox is not busy (or after four times as
 many ends, busy or not), instead of a long pause at every full collection.
 
-Only the real scheduler process uses it (``runtime.build_runtime``); it changes the
+It also freezes shortly after every full collection it did not run itself
+(:meth:`HeapFreezer.watch`, a :data:`gc.callbacks` entry). The console shares the
+scheduler's process, and its render caches (Textual's ``FIFOCache`` and ``Strip``,
+Rich's ``Segment``: 50,000-80,000 live objects under a flood) are long-lived too, without
+any session opening to freeze them: a console under a 40-agent flood ran a full
+collection every ~6 s, growing to 185 ms of CPU. Right after a full collection no cyclic
+garbage is left, so freezing then keeps nothing that should go, and the next full
+collection traverses only what was promoted since.
+
+Only the CLI's own process uses it (``build_runtime(freeze_heap=True)``); it changes the
 collector for the whole process, which a test process must not have.
 """
 
@@ -58,11 +67,31 @@ class HeapFreezer:
         self._reclaim_runs = reclaim_runs
         self._reclaim_freezes = reclaim_freezes
         self._timer: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._collecting = False  # a collection of ours runs (the callback ignores it)
         self._ended = 0  # runs ended since the last reclaim
         self._frozen = 0  # freezes since the last reclaim
         #: Freezes and reclaims so far (for the benches and tests).
         self.freezes = 0
         self.reclaims = 0
+
+    def watch(self) -> None:
+        """Freeze soon after each full collection (see the module docstring) from now on,
+        until :meth:`close`. Called on the event loop's thread (the scheduler's start)."""
+        self._loop = asyncio.get_running_loop()
+        if self._on_collection not in gc.callbacks:
+            gc.callbacks.append(self._on_collection)
+
+    def _on_collection(self, phase: str, info: dict) -> None:
+        # any thread may trigger a collection; the freeze itself runs on the loop's thread
+        if phase != "stop" or info.get("generation") != 2 or self._collecting:
+            return
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(self._soon)
+            except RuntimeError:  # the loop closed meanwhile
+                pass
 
     def session_opened(self) -> None:
         """A run's session is open (its long-lived objects exist): freeze soon."""
@@ -84,12 +113,22 @@ class HeapFreezer:
 
     def close(self) -> None:
         """Stop freezing (the scheduler stops)."""
+        if self._on_collection in gc.callbacks:
+            gc.callbacks.remove(self._on_collection)
+        self._loop = None
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
 
     def _freeze(self) -> None:
         self._timer = None
+        self._collecting = True
+        try:
+            self._freeze_now()
+        finally:
+            self._collecting = False
+
+    def _freeze_now(self) -> None:
         forced = self._ended >= 4 * self._reclaim_runs or self._frozen >= 4 * self._reclaim_freezes
         if self._due() and (forced or self._quiet()):
             self._ended = self._frozen = 0

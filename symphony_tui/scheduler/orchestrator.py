@@ -247,6 +247,8 @@ class Orchestrator:
                 name="workflow-watch",
             )
         self._spawn(watch_for_hook(self.snapshot, lambda: self.settings), name="notify-watch")
+        if self.heap is not None:
+            self.heap.watch()  # freeze after full collections too (the console's caches)
         self.request_refresh()
 
     async def run(self) -> None:

@@ -155,3 +155,28 @@ async def test_without_the_option_nothing_is_frozen(make_harness):
     await turns()
     assert h.orch.heap is None and gc.get_freeze_count() == 0
     await h.orch.shutdown()
+
+
+async def test_a_full_collection_it_did_not_run_is_followed_by_a_freeze():
+    """The console's long-lived render caches: no session opens to freeze them, so a full
+    collection (any thread's) is followed by a freeze of what survived it."""
+    freezer = HeapFreezer(lambda: True, delay_s=0)
+    freezer.watch()
+    try:
+        live = Node()
+        gc.collect()  # a full collection, as the interpreter runs one under a flood
+        await turns()
+        assert freezer.freezes == 1 and not tracked(live)
+        gc.collect(1)  # a young collection: nothing to do
+        await turns()
+        assert freezer.freezes == 1
+        session_freeze_only = freezer.freezes
+        freezer.session_opened()
+        await turns()
+        # its own collections (the young one before each freeze) do not start another
+        assert freezer.freezes == session_freeze_only + 1
+    finally:
+        freezer.close()
+    gc.collect()
+    await turns()
+    assert freezer.freezes == session_freeze_only + 1  # closed: no longer watching
