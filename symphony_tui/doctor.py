@@ -209,7 +209,9 @@ def run_doctor(
     workflow: str | None, out: TextIO | None = None, *, timeout: float | None = None
 ) -> int:
     """Run the checks and print them to ``out``; ``timeout`` (seconds) bounds the agent and
-    tracker checks. Returns the exit code (0 all passed, 1 otherwise)."""
+    tracker checks. Each check's line is written (and flushed) as soon as it is known: a
+    slow tracker or agent check does not hold back the lines before it, in a pipe too.
+    Returns the exit code (0 all passed, 1 otherwise)."""
     from symphony_tui.config.errors import WorkflowError
     from symphony_tui.config.store import WorkflowStore
     from symphony_tui.config.validate import validate_dispatch
@@ -217,32 +219,36 @@ def run_doctor(
 
     out = out or sys.stdout
     checks: list[Check] = []
+
+    def add(*found: Check) -> None:
+        for c in found:
+            checks.append(c)
+            mark = "warn" if c.warn else "ok  " if c.ok else "FAIL"
+            out.write(redact(f"[{mark}] {c.name}: {c.detail}") + "\n")  # may quote a secret
+        out.flush()
+
     path = resolve_workflow_path(workflow)
     store = WorkflowStore(path)
     try:
         wf = store.load_initial()
-        checks.append(Check("workflow", True, f"{path} loaded"))
-        checks.extend(Check("workflow", True, w, warn=True) for w in wf.warnings)
+        add(Check("workflow", True, f"{path} loaded"))
+        add(*(Check("workflow", True, w, warn=True) for w in wf.warnings))
     except WorkflowError as exc:
-        checks.append(Check("workflow", False, str(exc)))
+        add(Check("workflow", False, str(exc)))
         wf = None
     if wf is not None:
         settings = wf.settings
         errors = validate_dispatch(settings)
-        checks.append(
-            Check("dispatch settings", not errors, "; ".join(errors) or "valid (spec §6.3)")
-        )
+        add(Check("dispatch settings", not errors, "; ".join(errors) or "valid (spec §6.3)"))
         later: list[Callable[[], Check]] = [
             lambda: _check_workspace_root(settings.workspace_root),
             lambda: _agent_check(settings, wf.raw, timeout or AGENT_TIMEOUT_S),
             lambda: _check_lock(settings),
         ]
-        checks.extend(fn() for fn in later)
+        for fn in later:
+            add(fn())
         if not errors:
-            checks.extend(asyncio.run(_check_tracker(store, timeout or TRACKER_TIMEOUT_S)))
-    for c in checks:
-        mark = "warn" if c.warn else "ok  " if c.ok else "FAIL"
-        out.write(redact(f"[{mark}] {c.name}: {c.detail}") + "\n")  # errors may quote a secret
+            add(*asyncio.run(_check_tracker(store, timeout or TRACKER_TIMEOUT_S)))
     if wf is not None:
         _print_paths(wf.settings, out)
     failed = [c for c in checks if not c.ok]

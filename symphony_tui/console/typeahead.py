@@ -6,7 +6,9 @@ operator types is echoed raw onto the shell's screen (``^[[A`` for an arrow key)
 left there after the console exits. :class:`HeldKeys` turns echo and line buffering off
 on the controlling terminal as the first thing the console does, so those keys are held
 unseen and reach the console as ordinary key presses once it reads the terminal (type-
-ahead, as in an editor). ``ISIG`` stays on: Ctrl-C still ends a slow start.
+ahead, as in an editor). ``ISIG`` stays on, so Ctrl-C ends the launch until Textual
+takes the terminal; once the first frame is up, Ctrl-C is the console's key (Textual's
+"press ctrl+q to quit" hint) and ``q`` quits, also while the scheduler is being built.
 
 Textual saves the terminal's modes when it starts and puts them back on exit and on
 ``suspend()``; it would save the held ones, so the app hands Textual the modes from

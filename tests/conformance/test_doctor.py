@@ -105,3 +105,38 @@ def test_doctor_asks_a_running_server_for_its_health(tmp_path, health_server, ba
     assert done.returncode == 1
     line = next(x for x in done.stdout.splitlines() if x.startswith("[FAIL] agent command:"))
     assert "does not start" in line and "health" in line
+
+
+def test_doctor_writes_each_check_as_soon_as_it_is_known(tmp_path, monkeypatch):
+    """Piped (``doctor | tee``), the lines must not wait for the slowest check: each one is
+    written and flushed when it is known, before the agent and tracker checks run."""
+    import io
+
+    from symphony_tui import doctor
+
+    project = write_project(tmp_path / "project", [issue(1)])
+    for name, value in isolated_env(tmp_path).items():
+        monkeypatch.setenv(name, value)
+
+    class Flushes(io.StringIO):
+        def __init__(self) -> None:
+            super().__init__()
+            self.at_flush: list[str] = []
+
+        def flush(self) -> None:
+            self.at_flush.append(self.getvalue())
+
+    out = Flushes()
+    seen_before_agent: list[str] = []
+    agent_check = doctor._agent_check
+
+    def watched_agent_check(*args, **kwargs):
+        seen_before_agent.append(out.at_flush[-1] if out.at_flush else "")
+        return agent_check(*args, **kwargs)
+
+    monkeypatch.setattr(doctor, "_agent_check", watched_agent_check)
+    assert doctor.run_doctor(str(project.workflow), out) == 0
+    assert "[ok  ] workflow:" in seen_before_agent[0]
+    assert "[ok  ] dispatch settings:" in seen_before_agent[0]
+    assert "answered initialize" not in seen_before_agent[0]
+    assert "answered initialize" in out.getvalue()
