@@ -19,7 +19,6 @@ Errors are printed as one line on stderr.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import os
 import shutil
@@ -31,7 +30,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from symphony_tui import __version__
-from symphony_tui.cli_help import COMMAND_HELP, MAIN_DESCRIPTION, main_epilog
 
 if TYPE_CHECKING:
     from symphony_tui.console.typeahead import HeldKeys
@@ -107,6 +105,8 @@ def _workflow_argument(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line: one subparser per command, each with its own ``--help``."""
+    from symphony_tui.cli_help import COMMAND_HELP, MAIN_DESCRIPTION, main_epilog
+
     p = _Parser(
         prog="symphony-tui",
         description="\n".join(textwrap.fill(line, 88) for line in MAIN_DESCRIPTION.splitlines()),
@@ -209,7 +209,35 @@ def normalize_argv(argv: Sequence[str], parser: argparse.ArgumentParser) -> list
     return ["run", *words]
 
 
+#: The keys the console holds from the start of :func:`main` (``console/typeahead.py``):
+#: set there, handed to the console, released on return (and at once for the commands
+#: that paint no console).
+_held: HeldKeys | None = None
+
+
+def _held_keys() -> HeldKeys:
+    """The held keys of this :func:`main`, or a new hold for a caller that skipped it."""
+    from symphony_tui.console.typeahead import HeldKeys
+
+    return _held if _held is not None else HeldKeys()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command line (see the module docstring); returns the exit code. Echo and line
+    input are off while it runs in a terminal (type-ahead for the console, whose imports
+    take most of a second), and back as they were when it returns."""
+    global _held
+    from symphony_tui.console.typeahead import HeldKeys
+
+    _held = HeldKeys()
+    try:
+        return _main(argv)
+    finally:
+        _held.release()
+        _held = None
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     if "_ARGCOMPLETE" in os.environ:  # a shell asks for completions: answer and exit
         try:
@@ -223,6 +251,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if extra:
         getattr(args, "command_parser", parser).error(f"unrecognized arguments: {' '.join(extra)}")
+    if args.command in ("doctor", "paths") or getattr(args, "headless", False):
+        _held_keys().release()  # no console: the terminal as it was (prompts, Ctrl-C)
     if args.command == "demo":
         return _demo(args)
     if args.command == "attach":
@@ -313,6 +343,8 @@ def _start(
         print(f"symphony-tui: warning: {warning}", file=sys.stderr)
     _freeze_startup_heap()
     try:
+        import asyncio
+
         return asyncio.run(_headless(runtime, args.exit_when_idle, api))
     except StartupError as exc:
         return _fail(f"startup failed: {exc}")
@@ -363,6 +395,8 @@ def _build(
     try:
         api = _api_server(runtime, getattr(args, "port", None), announce=True, say=say)
     except TokenError as exc:
+        import asyncio
+
         asyncio.run(runtime.close())
         raise _BuildFailed(str(exc)) from None
     return runtime, api
@@ -381,9 +415,7 @@ def _console(
     thread (imports and all, issue 11: launch to first frame) and its panes fill in
     (``console.starting``). A failed build closes the console and prints the same one line
     as before the console started, exit 1."""
-    from symphony_tui.console.typeahead import HeldKeys
-
-    held = HeldKeys()  # first: keys typed while the console loads are not echoed raw
+    held = _held_keys()  # keys typed while the console loads are not echoed raw
     try:
         return _console_held(
             path, args, lock=lock, title=title, events_path=events_path, log=log, held=held
@@ -402,6 +434,8 @@ def _console_held(
     log: Path,
     held: HeldKeys,
 ) -> int:
+    import asyncio
+
     from symphony_tui.console.app import SymphonyApp
     from symphony_tui.console.starting import Started, StartFailed
 
@@ -560,9 +594,7 @@ def _attach(args: argparse.Namespace) -> int:
     problem = _no_terminal("run attach in a terminal, in tmux or over `ssh -t`")
     if problem:
         return _fail(f"attach: {problem}")
-    from symphony_tui.console.typeahead import HeldKeys
-
-    held = HeldKeys()  # keys typed while connecting are not echoed raw
+    held = _held_keys()  # keys typed while connecting are not echoed raw
     try:
         return _attach_held(args, held)
     finally:
