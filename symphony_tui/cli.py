@@ -215,11 +215,10 @@ def normalize_argv(argv: Sequence[str], parser: argparse.ArgumentParser) -> list
 _held: HeldKeys | None = None
 
 
-def _held_keys() -> HeldKeys:
-    """The held keys of this :func:`main`, or a new hold for a caller that skipped it."""
-    from symphony_tui.console.typeahead import HeldKeys
-
-    return _held if _held is not None else HeldKeys()
+def _modes_before() -> list | None:
+    """The terminal's modes from before :func:`main` held the keys, for the console to
+    hand Textual; None when nothing is held (not a terminal, or main not the caller)."""
+    return _held.before() if _held is not None else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -251,8 +250,9 @@ def _main(argv: Sequence[str] | None) -> int:
     )
     if extra:
         getattr(args, "command_parser", parser).error(f"unrecognized arguments: {' '.join(extra)}")
-    if args.command in ("doctor", "paths") or getattr(args, "headless", False):
-        _held_keys().release()  # no console: the terminal as it was (prompts, Ctrl-C)
+    no_console = args.command in ("doctor", "paths") or getattr(args, "headless", False)
+    if no_console and _held is not None:
+        _held.release()  # no console: the terminal as it was (prompts, Ctrl-C)
     if args.command == "demo":
         return _demo(args)
     if args.command == "attach":
@@ -414,26 +414,8 @@ def _console(
     """The console: its first frame is painted first, then the scheduler is built in a
     thread (imports and all, issue 11: launch to first frame) and its panes fill in
     (``console.starting``). A failed build closes the console and prints the same one line
-    as before the console started, exit 1."""
-    held = _held_keys()  # keys typed while the console loads are not echoed raw
-    try:
-        return _console_held(
-            path, args, lock=lock, title=title, events_path=events_path, log=log, held=held
-        )
-    finally:
-        held.release()
-
-
-def _console_held(
-    path: Path,
-    args: argparse.Namespace,
-    *,
-    lock: bool,
-    title: str,
-    events_path: Path | None,
-    log: Path,
-    held: HeldKeys,
-) -> int:
+    as before the console started, exit 1. The keys typed meanwhile are held by :func:`main`
+    (``console/typeahead.py``); the app gets the terminal's modes from before the hold."""
     import asyncio
 
     from symphony_tui.console.app import SymphonyApp
@@ -470,7 +452,7 @@ def _console_held(
             messages=[("HTTP API", line) for line in said],
         )
 
-    app = SymphonyApp(start=start, title=title, terminal_modes=held.before())
+    app = SymphonyApp(start=start, title=title, terminal_modes=_modes_before())
     try:
         code = app.run()
     finally:
@@ -594,14 +576,6 @@ def _attach(args: argparse.Namespace) -> int:
     problem = _no_terminal("run attach in a terminal, in tmux or over `ssh -t`")
     if problem:
         return _fail(f"attach: {problem}")
-    held = _held_keys()  # keys typed while connecting are not echoed raw
-    try:
-        return _attach_held(args, held)
-    finally:
-        held.release()
-
-
-def _attach_held(args: argparse.Namespace, held: HeldKeys) -> int:
     from symphony_tui.api.attach import AttachError, open_attach
 
     try:
@@ -623,7 +597,7 @@ def _attach_held(args: argparse.Namespace, held: HeldKeys) -> int:
             runner=remote.run,
             shutdown=remote.close,
             title=f"symphony @ {attachment}",
-            terminal_modes=held.before(),
+            terminal_modes=_modes_before(),
         )
         app.run()
     finally:
