@@ -262,7 +262,9 @@ async def test_keys_pressed_while_detaching_run_nothing(port, make_app):
     app = make_app(port, shutdown=slow_shutdown, detach_only=True)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await pilot.press("q")
+        # the detach ``q`` starts, run beside the key handling (``q``'s own handler awaits
+        # it, which would hold the keys below until it is done)
+        app.run_worker(app.shutdown_and_exit(0, "detached"), group="lifecycle")
         await pilot.pause()
         assert app.stopping and calls == ["shutdown"]
         await pilot.press("slash", "p", "a")  # filter, pause, approve: none runs
