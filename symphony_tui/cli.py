@@ -12,7 +12,8 @@ WORKFLOW.md``, and a command name written after options (``--headless demo``) is
 command. Tab completion comes from ``argcomplete`` when it is installed (the ``completion``
 extra): ``eval "$(register-python-argcomplete symphony-tui)"``.
 
-Exit codes: 0 normal quit (or idle exit), 1 start-up failure, 2 usage error.
+Exit codes: 0 normal quit (or idle exit), 1 start-up failure, 2 usage error, 130 Ctrl-C
+during start-up (before the console or headless mode handles it).
 Errors are printed as one line on stderr.
 """
 
@@ -231,6 +232,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     _held = HeldKeys()
     try:
         return _main(argv)
+    except KeyboardInterrupt:  # Ctrl-C before the console (or headless mode) took it
+        print("symphony-tui: interrupted", file=sys.stderr)
+        return 130
     finally:
         _held.release()
         _held = None

@@ -359,3 +359,16 @@ def test_headless_names_unread_settings_on_stderr_and_doctor_prints_no_bare_log_
     doctor = cli("doctor", cwd=project.folder, timeout=60)
     assert "workflow setting ignored" not in doctor.stdout + doctor.stderr
     assert "did you mean agent.max_turns?" in doctor.stdout
+
+
+def test_ctrl_c_during_start_up_is_one_line_and_exit_130(monkeypatch, capsys):
+    """Ctrl-C while the command line is still loading (before the console or headless
+    mode installs its own handling) ends it with one line, not a traceback."""
+    from symphony_tui import cli
+
+    def interrupted(argv):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_main", interrupted)
+    assert cli.main(["demo"]) == 130
+    assert capsys.readouterr().err == "symphony-tui: interrupted\n"
