@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from symphony_tui.config.child_env import secret_env_names
+from symphony_tui.config.numbers import Milliseconds, WholeNumber
 from symphony_tui.config.worker_hosts import WorkerSettings
 
 LINEAR_ENDPOINT = "https://api.linear.app/graphql"
@@ -26,6 +27,8 @@ DEFAULT_ACTIVE_STATES = ("Todo", "In Progress")
 DEFAULT_TERMINAL_STATES = ("Closed", "Cancelled", "Canceled", "Duplicate", "Done")
 DEFAULT_HOOK_TIMEOUT_MS = 60_000
 DEFAULT_HOOK_SHUTDOWN_GRACE_MS = 10_000
+#: A stop waits at most this long for a hook (one hour): longer is no grace.
+MAX_HOOK_SHUTDOWN_GRACE_MS = 3_600_000
 #: ``tracker.provider`` keys read (the reference's schema); each wins over ``tracker.<key>``.
 PROVIDER_KEYS = ("endpoint", "api_key", "project_slug", "assignee", "repo", "token", "api_url")
 #: States of ``tracker.kind: github`` without a board or state labels (the reference's).
@@ -51,7 +54,7 @@ class GitHubProjectSettings(_Section):
     a single-select (first option = 1, most urgent) or number field."""
 
     owner: str | None = None
-    number: int = Field(gt=0)
+    number: WholeNumber = Field(gt=0)
     status_field: str = "Status"
     priority_field: str | None = None
 
@@ -65,7 +68,7 @@ class TrackerSettings(_Section):
     path: str | None = None
     active_states: tuple[str, ...] = DEFAULT_ACTIVE_STATES
     terminal_states: tuple[str, ...] = DEFAULT_TERMINAL_STATES
-    timeout_ms: int = Field(default=30_000, gt=0)
+    timeout_ms: Milliseconds = Field(default=30_000, gt=0)
     # The reference's current schema: tracker settings nested under ``provider`` (they win
     # over the flat keys, see resolve_settings) and labels an issue must all carry to be
     # dispatched (trimmed, lowercased, deduplicated).
@@ -142,7 +145,7 @@ class TrackerSettings(_Section):
 
 
 class PollingSettings(_Section):
-    interval_ms: int = Field(default=30_000, gt=0)
+    interval_ms: Milliseconds = Field(default=30_000, gt=0)
 
 
 def default_workspace_root() -> str:
@@ -158,11 +161,14 @@ class HooksSettings(_Section):
     before_run: str | None = None
     after_run: str | None = None
     before_remove: str | None = None
-    timeout_ms: int = Field(default=DEFAULT_HOOK_TIMEOUT_MS, gt=0)
+    timeout_ms: Milliseconds = Field(default=DEFAULT_HOOK_TIMEOUT_MS, gt=0)
     # Once the scheduler stops (a quit, a hang-up, SIGTERM), each hook has this long from its
     # own start (one already running: from the stop) before its process group is ended and
-    # its result is ``cut_short`` (workspaces/hooks.py ``HookCutoff``); milliseconds, > 0.
-    shutdown_grace_ms: int = Field(default=DEFAULT_HOOK_SHUTDOWN_GRACE_MS, gt=0)
+    # its result is ``cut_short`` (workspaces/hooks.py ``HookCutoff``); milliseconds,
+    # 1..MAX_HOOK_SHUTDOWN_GRACE_MS.
+    shutdown_grace_ms: Milliseconds = Field(
+        default=DEFAULT_HOOK_SHUTDOWN_GRACE_MS, gt=0, le=MAX_HOOK_SHUTDOWN_GRACE_MS
+    )
     # Laid over the hooks' environment (``$VAR`` resolved against the whole environment):
     # the explicit way to hand a hook one of the scrubbed secrets (config/child_env.py).
     env: dict[str, str] = Field(default_factory=dict)
@@ -185,20 +191,20 @@ class HooksSettings(_Section):
 
 class AgentSettings(_Section):
     backend: Literal["codex", "openhands", "opencode"] = "codex"
-    max_concurrent_agents: int = Field(default=10, gt=0)
-    max_turns: int = Field(default=20, gt=0)
-    max_retry_backoff_ms: int = Field(default=300_000, gt=0)
+    max_concurrent_agents: WholeNumber = Field(default=10, gt=0)
+    max_turns: WholeNumber = Field(default=20, gt=0)
+    max_retry_backoff_ms: Milliseconds = Field(default=300_000, gt=0)
     max_concurrent_agents_by_state: dict[str, int] = Field(default_factory=dict)
     approvals: Literal["operator", "auto", "deny"] = "operator"
-    approval_timeout_ms: int = Field(default=1_800_000, gt=0)
+    approval_timeout_ms: Milliseconds = Field(default=1_800_000, gt=0)
     continuation_prompt: str | None = None
     # Backend-neutral deadlines (None: take ``codex.*``, see Settings.turn_timeout_ms).
-    turn_timeout_ms: int | None = Field(default=None, gt=0)
-    stall_timeout_ms: int | None = None
+    turn_timeout_ms: Milliseconds | None = Field(default=None, gt=0)
+    stall_timeout_ms: Milliseconds | None = None
     # Token budgets (total tokens; None: no limit). Crossing one interrupts the turn and
     # holds the run until the operator extends it or stops it (scheduler/budgets.py).
-    max_tokens_per_issue: int | None = Field(default=None, gt=0)
-    max_tokens_per_attempt: int | None = Field(default=None, gt=0)
+    max_tokens_per_issue: WholeNumber | None = Field(default=None, gt=0)
+    max_tokens_per_attempt: WholeNumber | None = Field(default=None, gt=0)
 
     @field_validator("max_concurrent_agents_by_state", mode="before")
     @classmethod
@@ -228,9 +234,9 @@ class CodexSettings(_Section):
     # Sent as turn/start ``collaborationMode`` (EXPERIMENTAL in 0.171): ``plan`` gives the
     # model the ``request_user_input`` tool (item/tool/requestUserInput); None omits it.
     collaboration_mode: Literal["plan", "default"] | None = None
-    turn_timeout_ms: int = Field(default=3_600_000, gt=0)
-    read_timeout_ms: int = Field(default=5_000, gt=0)
-    stall_timeout_ms: int = 300_000
+    turn_timeout_ms: Milliseconds = Field(default=3_600_000, gt=0)
+    read_timeout_ms: Milliseconds = Field(default=5_000, gt=0)
+    stall_timeout_ms: Milliseconds = 300_000
     env: dict[str, str] = Field(default_factory=dict)
 
 
@@ -241,8 +247,8 @@ class OpenHandsSettings(_Section):
     ws_auth: Literal["first_frame", "query", "header", "none"] = "first_frame"
     confirmation_policy: Literal["AlwaysConfirm", "NeverConfirm", "ConfirmRisky"] = "AlwaysConfirm"
     llm: dict[str, Any] = Field(default_factory=dict)
-    startup_timeout_ms: int = Field(default=60_000, gt=0)
-    read_timeout_ms: int = Field(default=30_000, gt=0)
+    startup_timeout_ms: Milliseconds = Field(default=60_000, gt=0)
+    read_timeout_ms: Milliseconds = Field(default=30_000, gt=0)
     # Extra environment of a managed server (``$VAR`` values resolved by the backend).
     env: dict[str, str] = Field(default_factory=dict)
 
@@ -252,7 +258,7 @@ class OpenCodeSettings(_Section):
     command: str | None = None
     model: str | None = None
     password_env: str | None = None
-    startup_timeout_ms: int = Field(default=60_000, gt=0)
+    startup_timeout_ms: Milliseconds = Field(default=60_000, gt=0)
     # Extra environment of a managed server, laid over its isolated one (``$VAR`` values
     # resolved by the backend; the scheduler's own secrets are still removed).
     env: dict[str, str] = Field(default_factory=dict)
@@ -264,7 +270,7 @@ class ServerSettings(_Section):
     always needs one); ``allowed_hosts``: further names clients may use in ``Host`` /
     ``Origin`` (the DNS-rebinding check), e.g. the machine's DNS name behind a proxy."""
 
-    port: int | None = Field(default=None, ge=0)
+    port: WholeNumber | None = Field(default=None, ge=0, le=65535)
     host: str = "127.0.0.1"
     auth_token_env: str | None = None
     require_token: bool = False
@@ -293,8 +299,8 @@ class NotifySettings(_Section):
     terminal: Literal["auto", "osc9", "osc777", "off"] = "auto"
     command: str | None = None
     command_on: list[AlertKind] = Field(default_factory=lambda: list(ALERT_KINDS))
-    command_timeout_ms: int = Field(default=30_000, gt=0)
-    failures: int = Field(default=3, gt=0)
+    command_timeout_ms: Milliseconds = Field(default=30_000, gt=0)
+    failures: WholeNumber = Field(default=3, gt=0)
 
 
 class Settings(_Section):

@@ -19,6 +19,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from symphony_tui.config.numbers import Milliseconds, WholeNumber
+
 _NAME = re.compile(r"^[A-Za-z0-9._%+-]+$")
 _USER = re.compile(r"^[A-Za-z0-9._-][A-Za-z0-9._@-]*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -101,7 +103,7 @@ class HostOverrides(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
     workspace_root: str | None = None
-    max_concurrent_agents: int | None = Field(default=None, gt=0)
+    max_concurrent_agents: WholeNumber | None = Field(default=None, gt=0)
     env: dict[str, str] = Field(default_factory=dict)
     commands: dict[str, str] = Field(default_factory=dict)
     base_url: dict[str, str] = Field(default_factory=dict)
@@ -156,12 +158,12 @@ class WorkerSettings(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
     ssh_hosts: tuple[str, ...] = ()
-    max_concurrent_agents_per_host: int | None = Field(default=None, gt=0)
+    max_concurrent_agents_per_host: WholeNumber | None = Field(default=None, gt=0)
     workspace_root: str | None = None
     hosts: dict[str, HostOverrides] = Field(default_factory=dict)
-    connect_timeout_ms: int = Field(default=10_000, gt=0)
-    down_backoff_ms: int = Field(default=5_000, gt=0)
-    down_backoff_max_ms: int = Field(default=300_000, gt=0)
+    connect_timeout_ms: Milliseconds = Field(default=10_000, gt=0)
+    down_backoff_ms: Milliseconds = Field(default=5_000, gt=0)
+    down_backoff_max_ms: Milliseconds = Field(default=300_000, gt=0)
 
     @field_validator("ssh_hosts", mode="before")
     @classmethod

@@ -99,6 +99,64 @@ def test_a_hook_shutdown_grace_must_be_a_positive_number(write_workflow, value: 
     assert "hooks.shutdown_grace_ms" in info.value.message and "\n" not in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("true", "Input should be a whole number, not true"),
+        ("false", "Input should be a whole number, not false"),
+        ("3600001", "less than or equal to 3600000"),
+        ("1e30", "Input should be"),
+    ],
+)
+def test_a_hook_shutdown_grace_refuses_booleans_and_absurd_values(
+    write_workflow, value: str, problem: str
+) -> None:
+    # PyYAML reads `true` as a boolean, which pydantic's lax int took as 1 (ms).
+    path = write_workflow(f"---\nhooks:\n  shutdown_grace_ms: {value}\n---\n")
+    with pytest.raises(WorkflowError) as info:
+        load_workflow(path)
+    assert info.value.code == "invalid_settings"
+    assert info.value.message.startswith("hooks.shutdown_grace_ms: ")
+    assert problem in info.value.message and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "hooks.timeout_ms",
+        "polling.interval_ms",
+        "tracker.timeout_ms",
+        "agent.max_retry_backoff_ms",
+        "agent.approval_timeout_ms",
+        "agent.turn_timeout_ms",
+        "agent.stall_timeout_ms",
+        "codex.turn_timeout_ms",
+        "codex.read_timeout_ms",
+        "codex.stall_timeout_ms",
+        "openhands.startup_timeout_ms",
+        "openhands.read_timeout_ms",
+        "opencode.startup_timeout_ms",
+        "notify.command_timeout_ms",
+        "worker.connect_timeout_ms",
+        "worker.down_backoff_ms",
+        "worker.down_backoff_max_ms",
+        "agent.max_turns",
+        "agent.max_concurrent_agents",
+        "server.port",
+    ],
+)
+def test_no_number_setting_takes_a_boolean_for_1(write_workflow, key: str) -> None:
+    section, name = key.split(".")
+    for value, limit in (("true", "not true"), ("2592000001", "less than or equal to")):
+        path = write_workflow(f"---\n{section}:\n  {name}: {value}\n---\n")
+        if value != "true" and not name.endswith("_ms"):
+            continue
+        with pytest.raises(WorkflowError) as info:
+            load_workflow(path)
+        assert info.value.message.startswith(f"{key}: "), info.value.message
+        assert limit in info.value.message
+
+
 def test_a_hook_shutdown_grace_is_read_in_milliseconds(write_workflow) -> None:
     path = write_workflow("---\nhooks:\n  shutdown_grace_ms: 2500\n---\n")
     assert load_workflow(path, env={}).settings.hooks.shutdown_grace_ms == 2500
