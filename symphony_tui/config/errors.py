@@ -41,6 +41,23 @@ def flatten_validation_error(err: ValidationError) -> str:
     return "; ".join(parts) or str(err)
 
 
+def yaml_error_at(err: yaml.YAMLError, source: str, first_line: int = 1) -> str:
+    """``SOURCE:LINE:COLUMN: <problem>`` for a PyYAML error (the compilers' one-line form;
+    ``SOURCE: <problem>`` when PyYAML gives no position), with ``(<context> at LINE:COLUMN)``
+    when the problem was found away from its start; ``first_line`` is the file line where
+    the parsed text starts (front matter starts on line 2). Lines and columns are 1-based."""
+    mark = getattr(err, "problem_mark", None)
+    problem = getattr(err, "problem", None) or str(err)
+    if mark is None:
+        return one_line(f"{source}: {problem}")
+    # Where the unfinished construct began ("while parsing a flow sequence"), when PyYAML
+    # found the problem elsewhere (often at the end of the front matter).
+    context, start = getattr(err, "context", None), getattr(err, "context_mark", None)
+    if context and start is not None and (start.line, start.column) != (mark.line, mark.column):
+        problem += f" ({context} at {start.line + first_line}:{start.column + 1})"
+    return one_line(f"{source}:{mark.line + first_line}:{mark.column + 1}: {problem}")
+
+
 def describe_yaml_error(err: yaml.YAMLError, first_line: int = 1) -> str:
     """``at line L, column C: <problem>`` for a PyYAML error; ``first_line`` is the file
     line where the parsed text starts (front matter starts on line 2)."""

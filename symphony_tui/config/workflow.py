@@ -21,8 +21,8 @@ from pydantic import ValidationError
 
 from symphony_tui.config.errors import (
     WorkflowError,
-    describe_yaml_error,
     flatten_validation_error,
+    yaml_error_at,
 )
 from symphony_tui.config.prompt import check_prompt
 from symphony_tui.config.settings import Settings, resolve_settings
@@ -72,13 +72,22 @@ def split_front_matter(text: str) -> tuple[str | None, str]:
     )
 
 
-def _parse_yaml(front: str) -> dict[str, Any]:
+def shown_path(path: Path) -> str:
+    """``path`` as an operator reads it in an error: relative to the working folder when it
+    is inside it (``WORKFLOW.md``), else absolute."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _parse_yaml(front: str, path: Path) -> dict[str, Any]:
     try:
         data = yaml.safe_load(front)
     except yaml.YAMLError as err:
         # The opening fence is line 1, so the YAML text starts on line 2.
-        where = describe_yaml_error(err, first_line=2)
-        raise WorkflowError("workflow_parse_error", f"invalid YAML front matter {where}") from err
+        where = yaml_error_at(err, shown_path(path), first_line=2)
+        raise WorkflowError("workflow_parse_error", where) from err
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -96,7 +105,7 @@ def parse_workflow(path: Path, data: bytes, env: dict[str, str] | None = None) -
     except UnicodeDecodeError as err:
         raise WorkflowError("workflow_parse_error", f"{path} is not UTF-8 text: {err}") from err
     front, body = split_front_matter(text)
-    raw = _parse_yaml(front) if front is not None else {}
+    raw = _parse_yaml(front, path) if front is not None else {}
     try:
         settings = resolve_settings(raw, path.parent, env)
     except ValidationError as err:

@@ -52,8 +52,25 @@ def test_invalid_yaml_front_matter_returns_typed_error(write_workflow) -> None:
     with pytest.raises(WorkflowError) as info:
         load_workflow(path)
     assert info.value.code == "workflow_parse_error"
-    assert "line" in info.value.message
+    # The line is said as SOURCE:LINE:COLUMN: found at the end of the front matter (line 4),
+    # begun on line 3 (the fence is line 1).
+    assert info.value.message == (
+        f"{path}:4:1: expected ',' or ']', but got '<stream end>'"
+        " (while parsing a flow sequence at 3:9)"
+    )
     assert "\n" not in str(info.value)
+
+
+def test_a_yaml_syntax_error_is_one_line_with_file_line_and_column(
+    write_workflow, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_workflow("---\ntracker:\n  kind: local\n  path: a: b\n---\nhello\n")
+    monkeypatch.chdir(path.parent)  # shown relative to the working folder, as typed
+    with pytest.raises(WorkflowError) as info:
+        load_workflow(path)
+    assert str(info.value) == (
+        "workflow_parse_error: WORKFLOW.md:4:10: mapping values are not allowed here"
+    )
 
 
 def test_unclosed_front_matter_is_a_parse_error(write_workflow) -> None:
