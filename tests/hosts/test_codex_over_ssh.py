@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import shlex
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -52,6 +53,23 @@ def remote_descendants(fleet) -> list[int]:
     for host in fleet.hosts:
         out.extend(p for p in host.sessions() if _live(p) and not _comm(p).startswith("sshd"))
     return out
+
+
+def left_on_hosts(fleet, timeout: float) -> list[tuple[int, bytes]]:
+    """Wait up to ``timeout`` seconds for a moment when nothing runs on the hosts
+    (:func:`remote_descendants`); [] then, else what is still there with its command
+    line (for a failure's message). One empty look is enough: with a scheduler running,
+    its own short commands on a host (the recovered-workspace scan, a manifest write)
+    come and go, and sampling again could catch one of them, while what a run left
+    behind never gives that empty look."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = remote_descendants(fleet)
+        if not left:
+            return []
+        if time.monotonic() >= deadline:
+            return [(p, _cmd(p)[:200]) for p in left if _live(p)]
+        time.sleep(0.1)
 
 
 def _comm(pid: int) -> str:

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from tests.hosts.test_codex_over_ssh import _cmd, _live, remote_descendants
+from tests.hosts.test_codex_over_ssh import _cmd, _live, left_on_hosts
 from tests.hosts.test_fleet_e2e import (
     Watch,
     _dispatch_hosts,
@@ -94,12 +94,7 @@ def test_a_host_back_after_a_network_loss_ends_what_its_failed_run_left(tmp_path
             15,
             lambda: _described(left),
         )
-        _until(
-            lambda: remote_descendants(fleet) == [],
-            "nothing of any run on the hosts",
-            15,
-            lambda: _described(remote_descendants(fleet)),
-        )
+        assert left_on_hosts(fleet, 15) == [], "something of a run is left on the hosts"
     finally:
         _kill(proc)
         for pid in left:

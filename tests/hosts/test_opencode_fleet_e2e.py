@@ -16,7 +16,7 @@ import pytest
 
 from symphony_tui.testing.fake_model import FakeModelServer
 from symphony_tui.testing.opencode_env import FAKE_MODEL, PROXY, fake_config
-from tests.hosts.test_codex_over_ssh import remote_descendants
+from tests.hosts.test_codex_over_ssh import left_on_hosts, remote_descendants
 from tests.hosts.test_fleet_e2e import Watch, _issues, _send
 from tests.real_programs import require_opencode
 from tests.scheduler.test_usage_restart_e2e import REPO, _kill, _start
@@ -100,10 +100,7 @@ def test_opencode_runs_on_both_hosts_and_stop_and_interrupt_leave_nothing(tmp_pa
             assert _send(url, {"type": "stop", "issue_id": first})["ok"]
             assert _send(url, {"type": "interrupt", "issue_id": second})["ok"]
             watch.until(lambda s: not s["running"], "both runs ended", timeout=60)
-            deadline = time.monotonic() + 20
-            while remote_descendants(fleet) and time.monotonic() < deadline:
-                time.sleep(0.2)
-            assert remote_descendants(fleet) == []
+            assert left_on_hosts(fleet, 20) == []
             assert not (project / "local-workspaces").exists()  # nothing ran here
         finally:
             _kill(proc)
