@@ -47,6 +47,10 @@ class RealClock:
         return asyncio.get_running_loop().call_later(max(0.0, delay_s), callback)
 
 
+def _cancelled() -> None:
+    """A cancelled fake timer's callback (never called)."""
+
+
 @dataclass(order=True)
 class _FakeTimer:
     due: float
@@ -56,6 +60,9 @@ class _FakeTimer:
 
     def cancel(self) -> None:
         self.cancelled = True
+        # As asyncio's ``TimerHandle.cancel``: what the callback refers to (a worker) is
+        # not kept alive until the timer would have been due.
+        self.callback = _cancelled
 
 
 class FakeClock:

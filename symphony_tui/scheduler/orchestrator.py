@@ -535,6 +535,7 @@ class Orchestrator:
                 reply(answer, None)
             case WorkerEnded(run=run, ending=ending):
                 self.retries.after_run(run, ending)
+                run.release()  # no cycle through it is left (issue 11)
                 if self.heap is not None:
                     self.heap.run_ended()
                 # One rescan for all the runs that end together, off the loop (it reads

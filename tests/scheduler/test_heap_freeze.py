@@ -12,6 +12,7 @@ import pytest
 
 from symphony_tui.scheduler import heap_freeze
 from symphony_tui.scheduler.heap_freeze import HeapFreezer
+from symphony_tui.testing.scripted_backend import complete
 from tests.scheduler.conftest import make_issue
 
 
@@ -180,3 +181,34 @@ async def test_a_full_collection_it_did_not_run_is_followed_by_a_freeze():
     gc.collect()
     await turns()
     assert freezer.freezes == session_freeze_only + 1  # closed: no longer watching
+
+
+async def test_an_ended_run_is_freed_by_reference_counting(make_harness):
+    """What a full collection would have to find: an ended run kept in a cycle with its
+    worker, task and session (the run holds them, they hold the run). Released when its
+    end is applied, the run, its worker and its session go with their last reference, the
+    collector disabled (issue 11: nothing of an ended run waits for a reclaim)."""
+    go = asyncio.Event()
+
+    async def held(session, prompt, turn):
+        await go.wait()
+        return await complete(session, prompt, turn)
+
+    h = make_harness([make_issue(1)], script=held, front="agent:\n  max_turns: 1\n")
+    await h.start()
+    await h.settle()
+    (run,) = h.orch.running.values()
+    assert run.worker is not None and run.session is not None and run.task is not None
+    refs = [weakref.ref(o) for o in (run, run.worker, run.session, run.task)]
+    del run
+    go.set()
+    await h.until(lambda: not h.orch.running)
+    await h.settle()
+    h.backend.sessions.clear()  # the scripted backend's own list of what it started
+    gc.disable()
+    try:
+        await turns()
+        assert [r() for r in refs] == [None] * len(refs)
+    finally:
+        gc.enable()
+    await h.orch.shutdown()

@@ -75,9 +75,13 @@ class SessionCore:
         self._session_id: str | None = None
         self._turn: Turn | None = None
         self._early_tokens: dict[str, Any] | None = None  # totals seen before the thread id
-        self._requests = ServerRequests(host, self._files_of)
-        self._serving: dict[RequestId, asyncio.Task[None]] = {}
         self._file_items: dict[str, tuple[str, ...]] = {}
+        # The lookup holds the dict, not the session: a bound method of it would make
+        # session <-> requests a reference cycle, which outlives the session until a full
+        # collection (issue 11).
+        files = self._file_items
+        self._requests = ServerRequests(host, lambda item_id: files.get(item_id, ()))
+        self._serving: dict[RequestId, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._interrupting: asyncio.Task[None] | None = None
         self._closed = False
@@ -186,9 +190,6 @@ class SessionCore:
             await asyncio.sleep(0)
         else:
             await pace()
-
-    def _files_of(self, item_id: str) -> tuple[str, ...]:
-        return self._file_items.get(item_id, ())
 
 
 def _stamp_unpublished(event: AgentEvent, update: dict[str, Any]) -> None:

@@ -175,6 +175,17 @@ async def kill_group(proc: asyncio.subprocess.Process, grace_s: float = KILL_GRA
             await asyncio.wait_for(proc.wait(), grace_s)
 
 
+def release(proc: asyncio.subprocess.Process) -> None:
+    """Break asyncio's own reference cycle of an ended child: its protocol holds the stdin
+    ``StreamWriter`` (``SubprocessStreamProtocol.stdin``), which holds the protocol back,
+    and with them the pipes' readers, transports and files, which then outlive the session
+    until a full collection (issue 11). Call it once nothing writes to or waits on stdin
+    any more (the session is closed); safe when stdin was not a pipe."""
+    protocol = getattr(proc, "_protocol", None)
+    if protocol is not None and getattr(protocol, "stdin", None) is not None:
+        protocol.stdin = None
+
+
 class StderrTail:
     """Drains a child's stderr into a bounded tail of lines (diagnostics only, never parsed)."""
 

@@ -52,6 +52,10 @@ async def _yield() -> None:
     await asyncio.sleep(0)
 
 
+def _ignore(*_args: Any) -> None:
+    """A closed connection's callbacks (see :meth:`RpcConnection.aclose`)."""
+
+
 class RpcError(Exception):
     """An error response to one of our requests: ``code``, ``message``, optional ``data``."""
 
@@ -149,6 +153,13 @@ class RpcConnection:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._task
         self._finish("connection closed")
+        # Nothing is read any more: drop the owner's callbacks (its bound methods: the
+        # owner holds this connection, so keeping them would make a reference cycle that
+        # outlives the session until a full collection, issue 11).
+        self._on_notification = self._on_request = _ignore
+        self._on_malformed = _ignore
+        self._on_eof = None
+        self._pace = _yield
 
     # -- sending
     async def _write(self, msg: dict[str, Any]) -> None:

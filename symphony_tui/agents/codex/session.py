@@ -16,7 +16,7 @@ from symphony_tui import __version__
 from symphony_tui.agents.base import AgentError
 from symphony_tui.agents.codex import events as ev
 from symphony_tui.agents.codex.notifications import NotificationDispatch
-from symphony_tui.agents.codex.process import kill_group, launch
+from symphony_tui.agents.codex.process import kill_group, launch, release
 from symphony_tui.agents.codex.rpc import RpcConnection, RpcError
 from symphony_tui.agents.codex.steering import RequestServing
 from symphony_tui.agents.codex.thread import ThreadStart
@@ -150,6 +150,8 @@ class CodexSession(NotificationDispatch, RequestServing, ThreadStart):
             self._stderr_task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._stderr_task
+        if self._proc is not None:
+            release(self._proc)  # freed by reference counting with the session (issue 11)
 
     def _on_malformed(self, reason: str) -> None:
         self._emit(AgentEvent(kind=EventKind.MALFORMED, message=ev.cap(reason, 500)))
