@@ -14,6 +14,17 @@ lines to the callbacks, then yields to the event loop, so one agent flooding its
 cannot hold the loop for a whole 64 KB chunk (about 280 lines) while an operator's command,
 an API request or another session waits. Lines are parsed with orjson (the standard
 library's parser only re-checks a line orjson refused, so what is accepted does not change).
+
+Control first (issue 11): the host's pace is where a flooding session waits for its share
+of the scheduler, and an agent's request (an approval, a question) written behind a flood
+used to wait out one share per batch of the deltas ahead of it. A line that may be a
+request or a response (its bytes hold ``"id"``, :data:`CONTROL_MARK`) is therefore read
+without pausing in between once the reader holds it, in the chunk it is framing or in
+the stream's buffer (a search of bytes, not a parse): the lines ahead of it are handed over
+in order as fast as they are framed (a session's deltas are joined meanwhile,
+``coalesce.py``), then the request, then the reader paces again. At most
+:data:`CONTROL_RUN_LINES` lines go without a pause, so a peer whose every line is a
+request or holds an ``"id"`` elsewhere still yields its share.
 """
 
 from __future__ import annotations
@@ -34,6 +45,11 @@ LINE_LIMIT = 10 * 1024 * 1024
 _CHUNK = 65536
 #: Lines handed to the callbacks before the reader yields to the event loop.
 BATCH_LINES = 16
+#: Bytes whose presence in a line says it may be a request or a response (a JSON-RPC
+#: ``id`` member; nested ``"id"`` members match too, which costs one early read only).
+CONTROL_MARK = b'"id"'
+#: Lines handed over at most without a pause while a request is ahead in what was read.
+CONTROL_RUN_LINES = 16 * BATCH_LINES
 
 RequestId = int | str
 
@@ -50,6 +66,19 @@ def _emitted_at(ms: Any) -> datetime | None:
 
 async def _yield() -> None:
     await asyncio.sleep(0)
+
+
+def _control_line(chunk: bytes, partial: bytearray) -> int:
+    """The index (in ``chunk.split(b"\\n")``) of the last line of ``chunk`` that may be a
+    request or a response (:data:`CONTROL_MARK`), the line ``partial`` starts included;
+    -1 when none. The index of the unfinished tail when the mark is there: every whole
+    line of the chunk is then ahead of it."""
+    pos = chunk.rfind(CONTROL_MARK)
+    if pos >= 0:
+        return chunk.count(b"\n", 0, pos)
+    if partial and (partial.find(CONTROL_MARK) >= 0 or CONTROL_MARK in partial[-3:] + chunk[:3]):
+        return 0
+    return -1
 
 
 def _ignore(*_args: Any) -> None:
@@ -213,12 +242,13 @@ class RpcConnection:
         partial = bytearray()  # the start of a line whose newline has not come yet
         skipping = False  # inside a line that exceeded the limit
         limit = self._line_limit
-        handled = 0  # lines handed over since the last yield
+        handled = 0  # lines handed over since the last pause
         try:
             while True:
                 chunk = await self._reader.read(_CHUNK)
                 if not chunk:
                     break
+                buffered: bool | None = None  # a mark in the stream's buffer (None: not looked)
                 if chunk.find(b"\n") < 0:  # the middle of a long line: no split, no copy
                     if not skipping:
                         partial += chunk
@@ -229,6 +259,7 @@ class RpcConnection:
                     continue
                 lines = chunk.split(b"\n")
                 tail = lines.pop()  # after the last newline: b"" when the chunk ends a line
+                control = _control_line(chunk, partial)  # read on to that line unpaused
                 for i, line in enumerate(lines):
                     if i == 0 and (skipping or partial):
                         if skipping:  # the end of an over-long line
@@ -247,7 +278,15 @@ class RpcConnection:
                     self._line(line)
                     handled += 1
                     if handled >= BATCH_LINES:
+                        if handled < CONTROL_RUN_LINES:  # a request ahead: no pause yet
+                            if i < control:
+                                continue
+                            if buffered is None:  # unchanged until the next pause
+                                buffered = self._control_buffered()
+                            if buffered:
+                                continue
                         handled = 0
+                        buffered = None
                         await self._pace()  # let commands, the API, other sessions in
                 if tail and not skipping:
                     partial += tail  # (empty here whenever this chunk ended a line)
@@ -266,6 +305,13 @@ class RpcConnection:
             except Exception as e:
                 reason = f"app-server ended ({e})"
         self._finish(reason)
+
+    def _control_buffered(self) -> bool:
+        """True when the stream's buffer (read from the pipe, not yet taken by this
+        reader) holds :data:`CONTROL_MARK`. ``StreamReader`` keeps it in ``_buffer``; a
+        reader without one says False (the reader then paces as before)."""
+        buffer = getattr(self._reader, "_buffer", None)
+        return isinstance(buffer, bytes | bytearray) and CONTROL_MARK in buffer
 
     def _too_long(self, head: bytes) -> None:
         self._report(f"line longer than {self._line_limit} bytes skipped (starts {head!r})")

@@ -6,7 +6,7 @@ import asyncio
 import json
 from datetime import UTC, datetime
 
-from symphony_tui.agents.codex.rpc import BATCH_LINES, RpcConnection
+from symphony_tui.agents.codex.rpc import BATCH_LINES, CONTROL_RUN_LINES, RpcConnection
 
 
 def _line(i: int, **extra: object) -> bytes:
@@ -144,3 +144,113 @@ async def test_the_reader_waits_for_the_hosts_pace_between_batches():
     await conn.closed
     assert sink.deltas == [f"d{i}" for i in range(3 * BATCH_LINES)]
     assert paced == [BATCH_LINES, 2 * BATCH_LINES, 3 * BATCH_LINES]
+
+
+class ControlSink(Sink):
+    """Records notifications and requests in one list, in the order they were handed over."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.order: list[str] = []
+
+    def note(self, method: str, params: dict) -> None:
+        super().note(method, params)
+        self.order.append(params.get("delta", method))
+
+    def request(self, rid: object, method: str, params: dict) -> None:
+        self.order.append(f"request {rid}")
+
+
+def _control_connect(reader: asyncio.StreamReader, sink: ControlSink, pace) -> RpcConnection:
+    conn = _connect(reader, sink, pace=pace)
+    conn._on_request = sink.request
+    return conn
+
+
+def _request(rid: int) -> bytes:
+    msg = {"id": rid, "method": "item/commandExecution/requestApproval", "params": {}}
+    return json.dumps(msg).encode() + b"\n"
+
+
+async def _settle() -> None:
+    for _ in range(50):
+        await asyncio.sleep(0)
+
+
+async def test_a_request_behind_a_backlog_is_handed_over_while_the_host_has_no_room():
+    # Control first (issue 11): the host's pace never returns (its inbox is full), yet a
+    # request the reader holds behind 10 batches of deltas reaches the host, after every
+    # one of them; what follows it waits for room.
+    ahead = 10 * BATCH_LINES
+    reader = asyncio.StreamReader(limit=2**20)
+    reader.feed_data(
+        b"".join(_line(i) for i in range(ahead))
+        + _request(7)
+        + b"".join(_line(ahead + i) for i in range(3 * BATCH_LINES))
+    )
+    reader.feed_eof()
+    sink = ControlSink()
+    room = asyncio.Event()
+    paced: list[int] = []
+
+    async def pace() -> None:
+        paced.append(len(sink.order))
+        await room.wait()
+
+    conn = _control_connect(reader, sink, pace)
+    conn.start()
+    await _settle()
+    assert sink.order == [*(f"d{i}" for i in range(ahead)), "request 7"]
+    assert paced == [ahead + 1]  # the first pause comes right after the request
+    room.set()
+    await conn.closed
+    assert sink.order == [
+        *(f"d{i}" for i in range(ahead)),
+        "request 7",
+        *(f"d{ahead + i}" for i in range(3 * BATCH_LINES)),
+    ]
+    assert len(paced) > 3  # paced again once past the request
+
+
+async def test_a_request_still_in_the_streams_buffer_is_read_without_pausing_for_room():
+    # The reader takes 64 KB at a time: the request here is beyond the first chunk, in the
+    # stream's buffer, when the reader reaches its first batch boundary.
+    pad = "x" * 600
+    line = lambda i: _line(i, params={"delta": f"d{i}", "pad": pad})  # noqa: E731
+    ahead = 130  # about 85 KB of deltas: more than one chunk, fewer than CONTROL_RUN_LINES
+    reader = asyncio.StreamReader(limit=2**20)
+    reader.feed_data(b"".join(line(i) for i in range(ahead)) + _request(8) + line(ahead))
+    reader.feed_eof()
+    sink = ControlSink()
+    room = asyncio.Event()
+
+    async def pace() -> None:
+        await room.wait()
+
+    conn = _control_connect(reader, sink, pace)
+    conn.start()
+    await _settle()
+    assert sink.order == [*(f"d{i}" for i in range(ahead)), "request 8"]
+    room.set()
+    await conn.closed
+    assert sink.order[-1] == f"d{ahead}"
+
+
+async def test_a_peer_whose_every_line_is_a_request_still_pauses_between_runs():
+    # The early read is bounded: CONTROL_RUN_LINES lines at most between two pauses.
+    reader = asyncio.StreamReader(limit=2**20)
+    reader.feed_data(b"".join(_request(i) for i in range(3 * CONTROL_RUN_LINES)))
+    reader.feed_eof()
+    sink = ControlSink()
+    room = asyncio.Event()
+
+    async def pace() -> None:
+        await room.wait()
+
+    conn = _control_connect(reader, sink, pace)
+    conn.start()
+    await _settle()
+    assert len(sink.order) == CONTROL_RUN_LINES
+    room.set()
+    await conn.closed
+    assert sink.order == [f"request {i}" for i in range(3 * CONTROL_RUN_LINES)]
