@@ -132,12 +132,14 @@ class AuditLog:
         who: str,
         via: str,
         label: Callable[[str], str] = str,
+        issue: str | None = None,
     ) -> AuditEntry:
         """Keep and write a command's entry; ``label`` turns the issue it names (an id or
         an identifier, as sent) into what the log shows: the identifier, like the
-        console's own actions."""
-        issue, detail = describe(command)
-        issue = label(issue) if issue else None
+        console's own actions. ``issue``: the identifier of the issue of a command that
+        names none itself (an approval's owner, from its ``CommandResult``)."""
+        named, detail = describe(command)
+        issue = label(named) if named else issue
         return self.record(
             command.type, who=who, via=via, issue=issue, detail=detail, ok=ok, message=message
         )

@@ -14,6 +14,7 @@ a worker and never blocks the loop.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -100,6 +101,14 @@ def describe_command(command: Command) -> str:
     return what
 
 
+def about(result: CommandResult, issue: Issue | None) -> CommandResult:
+    """``result`` naming ``issue`` (its identifier), taken when the command was announced:
+    an approval's owner is known then, not once the answer has settled it."""
+    if issue is None or result.issue is not None:
+        return result
+    return dataclasses.replace(result, issue=issue.identifier)
+
+
 class OperatorCommands:
     """Applies operator commands to one scheduler ``state`` (its ``running``, ``retrying``,
     ``known`` and ``held``), through the ``dispatcher``, the ``retries`` queue and the
@@ -143,6 +152,7 @@ class OperatorCommands:
         command, issue, what = self.announce(command)
         applied = self.apply(command)
         if isinstance(applied, CommandResult):
+            applied = about(applied, issue)
             self.finish(issue, what, applied)
             reply(answer, applied)
             return
@@ -152,7 +162,7 @@ class OperatorCommands:
                 result = await applied
             except Exception as exc:
                 result = CommandResult(False, f"{what} failed: {exc}")
-            self._post_control(CommandDone(command, issue, what, result, answer))
+            self._post_control(CommandDone(command, issue, what, about(result, issue), answer))
 
         self._spawn(finish_io(), name=f"command-{command.type}")
 

@@ -333,6 +333,7 @@ class Orchestrator:
             who=who or local_operator(),
             via=via,
             label=self._identifier_of,
+            issue=result.issue,
         )
         return result
 

@@ -7,7 +7,7 @@ scheduler objects (docs/architecture.md "Who owns which state"). The console pol
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:  # annotations only: the console imports this before its first frame
@@ -19,10 +19,13 @@ if TYPE_CHECKING:  # annotations only: the console imports this before its first
 
 @dataclass(frozen=True)
 class CommandResult:
-    """Outcome of a command: ``ok`` and a one-line ``message`` for the operator."""
+    """Outcome of a command: ``ok`` and a one-line ``message`` for the operator; ``issue``:
+    the identifier (``ABC-12``) of the issue it was about when the scheduler knew it (an
+    approval's owner too), for the audit log; not part of equality."""
 
     ok: bool
     message: str = ""
+    issue: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from symphony_tui.domain.commands import Deny, PauseDispatch, Stop
+from symphony_tui.domain.commands import Approve, Deny, PauseDispatch, Stop
 from symphony_tui.scheduler.audit import AuditLog, describe, local_operator
 from tests.scheduler.conftest import make_issue
 
@@ -79,3 +79,25 @@ async def test_a_command_naming_an_issue_by_id_is_audited_by_its_identifier(make
     await h.orch.send(Stop(issue_id="ABC-1"))
     entries = await h.orch.audit_entries()
     assert [e.issue for e in entries[-2:]] == ["ABC-1", "ABC-1"]
+
+
+async def test_an_approval_answered_is_audited_with_its_issue(make_harness):
+    # Approve / Deny / Answer name an approval, not an issue: the entry still says whose
+    # (the console's audit screen and GET /api/v1/audit share these entries).
+    from tests.scheduler.test_approvals_and_tokens import make_asking_script
+
+    h = make_harness(
+        [make_issue(1)], script=make_asking_script([]), front="agent:\n  max_turns: 2\n"
+    )
+    await h.start()
+    await h.settle()
+    await h.orch.send(Approve(approval_id=h.orch.snapshot().approvals[0].id))
+    await h.settle()
+    await h.orch.send(Deny(approval_id=h.orch.snapshot().approvals[0].id), via="api 10.0.0.2")
+    await h.orch.send(Approve(approval_id="ap-gone"))  # refused: nobody's approval
+    entries = await h.orch.audit_entries()
+    assert [(e.what, e.issue, e.ok) for e in entries[-3:]] == [
+        ("approve", "ABC-1", True),
+        ("deny", "ABC-1", True),
+        ("approve", None, False),
+    ]
