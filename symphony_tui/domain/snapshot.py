@@ -55,6 +55,9 @@ class RunningRow(BaseModel):
     budget_reached: str | None = None
     #: The worker host the run is on (None: this machine).
     host: str | None = None
+    #: Why the attempt failed (one line; ``status`` is then the failed one), shown while its
+    #: worker finishes (``after_run``); None while it has not failed.
+    error: str | None = None
 
 
 class HostRow(BaseModel):

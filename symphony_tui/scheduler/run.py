@@ -114,6 +114,9 @@ class Run:
     worker_host: str | None = None
     #: The host connection failure that ended the run (one line), when one did.
     host_lost: str | None = None
+    #: Why the attempt failed (one line), set as soon as it is known: the row says it while
+    #: the worker's cleanup (``after_run``) still runs.
+    error: str | None = None
 
     def settle_event_time(self, now: datetime, now_mono: float) -> None:
         """Turn ``last_event_at_mono`` into ``last_event_at`` (a wall time, from the clock

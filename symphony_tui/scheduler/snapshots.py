@@ -227,6 +227,7 @@ def _running_rows(running: Mapping[str, Run]) -> tuple[RunningRow, ...]:
             pending_approvals=len(r.pending),
             budget_reached=r.budget_reached,
             host=r.worker_host,
+            error=redact(r.error) if r.error else None,
         )
         for r in sorted(running.values(), key=lambda r: r.started_mono)
     )

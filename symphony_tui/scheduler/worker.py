@@ -196,6 +196,9 @@ class Worker:
                 )
                 ending = _failed(f"{HOST_DOWN_PREFIX}: {run.host_lost}")
                 host_down(self._ctx.state, run.worker_host, run.host_lost, run)
+        if ending.outcome is RunOutcome.FAILED:
+            # Said now, not once after_run (which may take its whole timeout) is done.
+            self._ctx.state.update_run(run, status=ending.status, error=ending.error)
         try:
             await self._cleanup(ending)
         except asyncio.CancelledError:

@@ -42,3 +42,24 @@ def test_worker_detail_shows_the_same_activity_longer():
     assert last.startswith("last 1s ago  message_delta: …")
     assert last.endswith(NEWEST)
     assert len(last) > 100  # more of the newest text than a row has room for
+
+
+def test_a_failed_run_says_why_on_its_row_and_in_its_detail():
+    # The attempt failed (its worker still runs after_run): the status and the error,
+    # not the last agent event from before the failure.
+    from symphony_tui.domain import RunStatus
+
+    snap = sample_snapshot()
+    row = snap.running[1].model_copy(
+        update={
+            "status": RunStatus.FAILED,
+            "error": "launch_failed: codex exited with status 127",
+            "last_event": "session_started",
+        }
+    )
+    snap = snap.model_copy(update={"running": (snap.running[0], row)})
+    cells = dict(worker_rows(snap, NOW, Tones(), last_width=70))[row.issue_id]
+    assert "failed" in cells[2].plain
+    assert cells[-1].plain == "error: launch_failed: codex exited with status 127"
+    header = worker_header(snap, row.issue_id, NOW, Tones()).plain
+    assert "failed launch_failed: codex exited with status 127" in header.split("\n")

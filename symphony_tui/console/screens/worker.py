@@ -161,6 +161,10 @@ def worker_header(
     )
     if tok.cost_usd is not None:
         text.append(f"  ${tok.cost_usd:.2f}")
+    if row.error:  # the attempt failed; its worker is finishing (after_run)
+        text.append("\n")
+        text.append("failed ", style=tones.error + tones.bold)
+        text.append_text(inert(row.error, limit=LAST_ACTIVITY_CELLS))
     if row.last_event or row.last_message:
         # the row's last activity (domain.activity), with room for more of its newest text
         text.append("\n")

@@ -101,6 +101,8 @@ def worker_rows(
         budget = r.budget_reached
         if budget is not None:  # held: the row says why, until the operator decides
             r = r.model_copy(update={"last_event": "budget reached", "last_message": budget})
+        elif r.error is not None:  # failed, its worker still finishing: say why
+            r = r.model_copy(update={"last_event": "error", "last_message": r.error})
         inputs: tuple = (
             r.pending_approvals,
             r.issue_identifier,
