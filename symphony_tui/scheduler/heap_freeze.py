@@ -15,10 +15,20 @@ enough to trigger one.
 burst of run starts, :data:`FREEZE_DELAY_S` after the first of them), after a collection
 of the young generations, so their garbage is not frozen with it. A frozen object is
 still freed by reference counting when its run ends; only a *cycle* of frozen objects
-outlives its run. So every :data:`RECLAIM_RUNS` ended runs the permanent generation is
-handed back (:func:`gc.unfreeze`), collected once in full and frozen again: one long
-pause per that many run ends, at a moment the inbox is not busy (or after four times as
-many ends, busy or not), instead of a long pause at every full collection.
+outlives it. An ended run leaves none: the run drops its worker, task and session
+(``Run.release``), and the codex session breaks its own cycles when it closes
+(``agents/codex``: the RPC connection's callbacks, asyncio's subprocess protocol and
+stdin writer). What other cycles become garbage in the old generation before a freeze is
+frozen with it, so the permanent generation is handed back (:func:`gc.unfreeze`),
+collected once in full and frozen again when it has grown by :data:`RECLAIM_GROWTH`
+times its size after the last reclaim (and by at least :data:`RECLAIM_MIN_OBJECTS`), at a
+moment the inbox is not busy (or at twice that growth, busy or not). That collection
+traverses everything, start-up's heap included (``gc.unfreeze`` moves the whole
+permanent generation to the oldest one: there is no unfreezing only what came later), so
+it is the one long pause; its cost is paid once per doubling of the frozen heap, as
+CPython's own rule pays a full collection once the old generation grew by a quarter.
+Runs that start only add their live objects, which the next reclaim finds alive and
+counts in its new size.
 
 It also freezes shortly after every full collection it did not run itself
 (:meth:`HeapFreezer.watch`, a :data:`gc.callbacks` entry). The console shares the
@@ -42,35 +52,39 @@ from collections.abc import Callable
 #: Seconds from the first session opened since the last freeze to the next freeze: the
 #: runs started by one tick open their sessions together, and one freeze serves them all.
 FREEZE_DELAY_S = 2.0
-#: Ended runs, or freezes, after which the frozen heap is collected once in full (see the
-#: docstring).
-RECLAIM_RUNS = 256
-RECLAIM_FREEZES = 64
+#: The permanent generation is collected once in full when it has grown by this many
+#: times its size after the last reclaim (or the first freeze), and by at least
+#: :data:`RECLAIM_MIN_OBJECTS` objects (see the module docstring).
+RECLAIM_GROWTH = 1.0
+RECLAIM_MIN_OBJECTS = 50_000
 
 
 class HeapFreezer:
     """Freezes the collector's heap after sessions open (:meth:`session_opened`) and
-    reclaims what ended runs left frozen (:meth:`run_ended`). ``quiet()``: True while the
-    scheduler has time for a long pause (its inbox is not busy); ``delay_s``: default
-    :data:`FREEZE_DELAY_S`. Only the event loop's thread calls it."""
+    reclaims what was frozen in garbage cycles once the frozen heap has grown enough
+    (checked at each freeze and :meth:`run_ended`). ``quiet()``: True while the scheduler
+    has time for a long pause (its inbox is not busy); ``delay_s``: default
+    :data:`FREEZE_DELAY_S`; ``growth`` / ``min_objects``: default :data:`RECLAIM_GROWTH`
+    / :data:`RECLAIM_MIN_OBJECTS`. Only the event loop's thread calls it."""
 
     def __init__(
         self,
         quiet: Callable[[], bool],
         *,
         delay_s: float | None = None,
-        reclaim_runs: int = RECLAIM_RUNS,
-        reclaim_freezes: int = RECLAIM_FREEZES,
+        growth: float = RECLAIM_GROWTH,
+        min_objects: int = RECLAIM_MIN_OBJECTS,
     ) -> None:
         self._quiet = quiet
         self._delay_s = FREEZE_DELAY_S if delay_s is None else delay_s
-        self._reclaim_runs = reclaim_runs
-        self._reclaim_freezes = reclaim_freezes
+        self._growth = growth
+        self._min_objects = min_objects
         self._timer: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._collecting = False  # a collection of ours runs (the callback ignores it)
-        self._ended = 0  # runs ended since the last reclaim
-        self._frozen = 0  # freezes since the last reclaim
+        #: Objects in the permanent generation after the last reclaim (or the first
+        #: freeze: None before it).
+        self.base: int | None = None
         #: Freezes and reclaims so far (for the benches and tests).
         self.freezes = 0
         self.reclaims = 0
@@ -98,18 +112,21 @@ class HeapFreezer:
         self._soon()
 
     def run_ended(self) -> None:
-        """A run ended: what it left frozen in cycles is reclaimed every
-        :data:`RECLAIM_RUNS` ends."""
-        self._ended += 1
-        if self._due():
+        """A run ended: reclaim soon if the frozen heap has grown enough."""
+        if self._grown() >= 1.0:
             self._soon()
 
     def _soon(self) -> None:
         if self._timer is None:
             self._timer = asyncio.get_running_loop().call_later(self._delay_s, self._freeze)
 
-    def _due(self) -> bool:
-        return self._ended >= self._reclaim_runs or self._frozen >= self._reclaim_freezes
+    def _grown(self) -> float:
+        """The frozen heap's growth since the last reclaim, in units of the growth that
+        makes one due (>= 1.0: due; 0.0 before the first freeze)."""
+        if self.base is None:
+            return 0.0
+        due = max(self._min_objects, self._growth * self.base, 1)
+        return (gc.get_freeze_count() - self.base) / due
 
     def close(self) -> None:
         """Stop freezing (the scheduler stops)."""
@@ -129,16 +146,18 @@ class HeapFreezer:
             self._collecting = False
 
     def _freeze_now(self) -> None:
-        forced = self._ended >= 4 * self._reclaim_runs or self._frozen >= 4 * self._reclaim_freezes
-        if self._due() and (forced or self._quiet()):
-            self._ended = self._frozen = 0
+        grown = self._grown()
+        if grown >= 1.0 and (grown >= 2.0 or self._quiet()):
             self.reclaims += 1
             gc.unfreeze()
             gc.collect()  # the one long pause: everything, start-up's heap included
+            gc.freeze()
+            self.base = gc.get_freeze_count()
         else:
             gc.collect(1)  # the young generations' garbage is not frozen with the rest
-            if self._due():  # busy: try again later
+            gc.freeze()
+            if self.base is None:
+                self.base = gc.get_freeze_count()
+            if self._grown() >= 1.0:  # due (busy: try again later)
                 self._soon()
-        gc.freeze()
         self.freezes += 1
-        self._frozen += 1

@@ -66,62 +66,100 @@ async def test_a_session_opening_freezes_what_exists_and_not_the_young_garbage()
     assert dead() is None  # collected before the freeze, not kept frozen
 
 
-async def test_a_frozen_cycle_is_reclaimed_after_enough_runs_end():
-    freezer = HeapFreezer(lambda: True, delay_s=0, reclaim_runs=3)
-    run: list = []
-    kept = cycle(run)
+def cycles(n: int, keep: list) -> list[weakref.ref]:
+    """``n`` cycles kept by ``keep`` (3 * n tracked objects with their weak references,
+    which the caller keeps), moved to the old generation: garbage there once ``keep`` is
+    cleared, which the next freeze freezes (as a cycle that became garbage between two
+    full collections)."""
+    made = [cycle(keep) for _ in range(n)]
+    gc.collect(1)  # the survivors of the young generations move to the old one
+    return made
+
+
+async def test_frozen_cycles_are_reclaimed_once_the_frozen_heap_has_grown_enough():
+    freezer = HeapFreezer(lambda: True, delay_s=0, growth=0.0, min_objects=5_000)
     freezer.session_opened()
     await turns()
-    run.clear()  # the run ended: its cycle is garbage, frozen
+    assert freezer.base is not None  # the first freeze's size: what growth counts from
+    run: list = []
+    kept = cycles(500, run)
+    freezer.session_opened()
+    await turns()
+    run.clear()  # the run ended: its cycles are garbage, frozen
     gc.collect()
-    assert kept() is not None  # frozen: a full collection does not reach it
-    freezer.run_ended()
+    assert all(k() is not None for k in kept)  # frozen: a full collection does not reach them
     freezer.run_ended()
     await turns()
-    assert kept() is not None and freezer.reclaims == 0
-    freezer.run_ended()  # the third: reclaim due
-    await turns()
+    assert freezer.reclaims == 0  # ~1,500 objects: not grown enough
+    kept += cycles(2_000, run)
+    run.clear()  # garbage in the old generation
+    freezer.session_opened()
+    await turns()  # frozen with it; the frozen heap has grown enough
     assert freezer.reclaims == 1
-    assert kept() is None
+    assert all(k() is None for k in kept)
     assert gc.get_freeze_count() > 0  # frozen again after the reclaim
+
+
+async def test_live_objects_a_reclaim_finds_do_not_make_the_next_one_due():
+    """Runs that start add their live objects to the frozen heap: the reclaim that finds
+    them alive counts them in its new size, so they are not collected again and again."""
+    freezer = HeapFreezer(lambda: True, delay_s=0, growth=0.0, min_objects=5_000)
+    freezer.session_opened()
+    await turns()
+    live = [Node() for _ in range(10_000)]  # many runs' long-lived objects
+    freezer.session_opened()
+    await turns()
+    await turns()
+    assert freezer.reclaims == 1  # grown: collected once, nothing of it was garbage
+    assert not tracked(live[0])
+    for _ in range(3):
+        freezer.session_opened()
+        freezer.run_ended()
+        await turns()
+    assert freezer.reclaims == 1
+
+
+async def test_the_growth_that_makes_a_reclaim_due_is_relative_to_the_frozen_heap():
+    freezer = HeapFreezer(lambda: True, delay_s=0, growth=1.0, min_objects=0)
+    freezer.session_opened()
+    await turns()
+    base = freezer.base
+    assert base is not None and base > 0
+    run: list = []
+    kept = cycles(base // 6, run)  # about half the frozen heap's size
+    freezer.session_opened()
+    await turns()
+    run.clear()
+    freezer.run_ended()
+    await turns()
+    assert freezer.reclaims == 0 and kept[0]() is not None
+    kept += cycles(base // 3 + 1, run)  # now more than doubled
+    run.clear()
+    freezer.session_opened()
+    await turns()
+    assert freezer.reclaims == 1 and kept[0]() is None
 
 
 async def test_the_reclaim_waits_for_a_quiet_inbox_but_not_forever():
     quiet = [False]
-    freezer = HeapFreezer(lambda: quiet[0], delay_s=0, reclaim_runs=2)
-    run: list = []
-    kept = cycle(run)
+    freezer = HeapFreezer(lambda: quiet[0], delay_s=0, growth=0.0, min_objects=5_000)
     freezer.session_opened()
     await turns()
+    run: list = []
+    kept = cycles(2_000, run)  # 6,000 objects: due
     run.clear()
-    for _ in range(2):
-        freezer.run_ended()
+    freezer.session_opened()
     await turns()
-    assert freezer.reclaims == 0 and kept() is not None  # busy: later
+    assert freezer.reclaims == 0 and kept[0]() is not None  # busy: later
     quiet[0] = True
     await turns()
-    assert freezer.reclaims == 1 and kept() is None
+    assert freezer.reclaims == 1 and kept[0]() is None
     quiet[0] = False
-    kept = cycle(run)
+    kept = cycles(5_000, run)  # 15,000: over twice the due growth, reclaimed though busy
+    run.clear()
     freezer.session_opened()
     await turns()
-    run.clear()
-    for _ in range(8):  # four times the due count: reclaimed though busy
-        freezer.run_ended()
-    await turns()
-    assert freezer.reclaims == 2 and kept() is None
-
-
-async def test_freezes_alone_make_a_reclaim_due():
-    freezer = HeapFreezer(lambda: True, delay_s=0, reclaim_freezes=2)
-    run: list = []
-    kept = cycle(run)
-    for _ in range(3):
-        freezer.session_opened()
-        await turns()
-        run.clear()
-        assert kept() is not None or freezer.reclaims == 1
-    assert freezer.reclaims == 1 and kept() is None
+    assert freezer.reclaims == 2 and kept[0]() is None
 
 
 async def test_close_cancels_a_pending_freeze():
