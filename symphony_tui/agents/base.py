@@ -83,7 +83,12 @@ class SessionHost(Protocol):
     It may also offer ``def congested() -> bool`` (``RunHost`` does): True while the host
     is behind, so a backend that can join consecutive streamed deltas of one item holds
     them (one event, text whole and in order) instead of emitting one event each, and
-    keeps reading (the codex backend: ``agents/codex/coalesce.py``)."""
+    keeps reading (the codex backend: ``agents/codex/coalesce.py``).
+
+    And ``def hurry() -> None`` (``RunHost`` does): the session's reader, waiting in
+    ``pace``, holds a request of the agent (an approval, a question) behind what it reads:
+    the waiting ``pace`` returns before other sessions' readers that wait (issue 11,
+    "control never starves"; the codex backend: ``agents/codex/rpc.py``)."""
 
     @property
     def issue(self) -> Issue: ...

@@ -141,6 +141,7 @@ def build_parts(
         post=inbox.post,
         barrier=side.inbox_barrier,
         room=inbox.room,
+        hurry=inbox.hurry,
         busy=lambda: inbox.busy,
         ahead=ahead,
         opened=opened,

@@ -24,9 +24,10 @@ class RunHost:
     with ``post`` (the inbox's main lane), approval requests go to the ``approvals`` desk,
     tool calls to ``tool_calls``; ``tools`` is what the session advertises.
 
-    ``room`` waits for room in the inbox's main lane (:meth:`pace`), ``busy`` says whether
-    it is congested (:meth:`congested`), ``ahead(run)`` applies the run's queued inputs
-    before anything else (awaited before an approval request is filed)."""
+    ``room`` waits for room in the inbox's main lane (:meth:`pace`; given this host as
+    the key ``hurry`` names, :meth:`hurry`), ``busy`` says whether it is congested
+    (:meth:`congested`), ``ahead(run)`` applies the run's queued inputs before anything
+    else (awaited before an approval request is filed)."""
 
     def __init__(
         self,
@@ -35,13 +36,15 @@ class RunHost:
         post: Callable[[Input], None],
         approvals: ApprovalDesk,
         tool_calls: SessionTools,
-        room: Callable[[], Awaitable[None]] | None = None,
+        room: Callable[[object], Awaitable[None]] | None = None,
         *,
         busy: Callable[[], bool] | None = None,
         ahead: Callable[[Run], Awaitable[None]] | None = None,
+        hurry: Callable[[object], None] | None = None,
     ) -> None:
         self._run = run
         self._room = room
+        self._hurry = hurry
         self._busy = busy
         self._ahead = ahead
         self._tools = tools
@@ -83,7 +86,13 @@ class RunHost:
         if self._room is None:
             await asyncio.sleep(0)
         else:
-            await self._room()
+            await self._room(self)
+
+    def hurry(self) -> None:
+        """The session's reader, waiting in :meth:`pace`, holds a request of the agent:
+        let it go before other sessions' readers (``Inbox.hurry``)."""
+        if self._hurry is not None:
+            self._hurry(self)
 
     def congested(self) -> bool:
         """True while the scheduler's inbox is congested (``Inbox.busy``): a backend that

@@ -257,17 +257,24 @@ class Inbox:
         self._busy = busy_mark
         self._room: asyncio.Event | None = None  # set while readers wait for room
 
-    async def room(self) -> None:
+    async def room(self, key: object = None) -> None:
         """Return once the main lane is under the high-water mark (at once when it is; then
         after the loop took it down to the low-water mark). Readers call it between
         batches of lines; it always yields to the loop once, and waits for a slice of loop
-        time once the readers spent the current one (:class:`ReadSlices`)."""
+        time once the readers spent the current one (:class:`ReadSlices`; ``key``, the
+        reader's host, is what :meth:`hurry` names)."""
         if len(self._main) < self._high:
-            await self.slices.take()
+            await self.slices.take(key)
             return
         if self._room is None:
             self._room = asyncio.Event()
         await self._room.wait()
+
+    def hurry(self, key: object) -> None:
+        """The reader waiting in :meth:`room` with ``key`` holds an agent's request: let
+        it go before the readers waiting for a slice (``ReadSlices.hurry``). One past the
+        high-water mark still waits for the lane to drain."""
+        self.slices.hurry(key)
 
     @property
     def busy(self) -> bool:

@@ -42,13 +42,16 @@ class ReadSlices:
         self._opened = clock()
         self._batches = 0  # batches since the slice opened
         self._parked: deque[asyncio.Future[None]] = deque()
+        self._parked_by: dict[object, asyncio.Future[None]] = {}  # take's key -> its future
         self._opening = False  # a callback to open the next slice is scheduled
-        #: Readers parked so far (for the benches).
+        #: Readers parked so far, and let go early by :meth:`hurry` (for the benches).
         self.parks = 0
+        self.hurried = 0
 
-    async def take(self) -> None:
+    async def take(self, key: object = None) -> None:
         """Between two batches of a reader: yield once while the slice has time left,
-        else wait (in arrival order) until a later slice lets this reader go."""
+        else wait (in arrival order) until a later slice lets this reader go, or until
+        :meth:`hurry` is called with the same ``key`` (a reader's host; None: no key)."""
         self._batches += 1
         if not self._parked and self._clock() - self._opened < self._slice_s:
             await asyncio.sleep(0)
@@ -58,7 +61,25 @@ class ReadSlices:
         self._parked.append(parked)
         self.parks += 1
         self._open_soon(loop)
-        await parked  # a cancelled reader's future is skipped when its turn comes
+        if key is None:
+            await parked  # a cancelled reader's future is skipped when its turn comes
+            return
+        self._parked_by[key] = parked
+        try:
+            await parked
+        finally:
+            if self._parked_by.get(key) is parked:
+                del self._parked_by[key]
+
+    def hurry(self, key: object) -> None:
+        """Let the reader parked with ``key`` go now, before those parked earlier: it holds
+        a request of its agent (an approval, a question) behind what it reads (issue 11,
+        "control never starves"). Nothing when that reader is not parked. It still counts
+        in the slice it runs in."""
+        parked = self._parked_by.pop(key, None)
+        if parked is not None and not parked.done():
+            parked.set_result(None)
+            self.hurried += 1
 
     @property
     def pressed(self) -> bool:
@@ -75,6 +96,8 @@ class ReadSlices:
         """A new turn: open the next slice and let go as many parked readers as the last
         one's cost per batch says fit in a slice (at least one)."""
         self._opening = False
+        while self._parked and self._parked[0].done():  # hurried or cancelled ones
+            self._parked.popleft()
         now = self._clock()
         per_batch = (now - self._opened) / max(1, self._batches)  # the turn's other work too
         fit = int(self._slice_s / per_batch) if per_batch > 0 else len(self._parked)

@@ -67,7 +67,9 @@ class WorkerContext:
     post: Callable[[Input], None]
     barrier: Callable[[], Awaitable[None]]
     #: Waits for room in the inbox's main lane (``Inbox.room``: back-pressure on readers).
-    room: Callable[[], Awaitable[None]] | None = None
+    room: Callable[[object], Awaitable[None]] | None = None
+    #: Lets a reader waiting in ``room`` go first (``Inbox.hurry``: it holds a request).
+    hurry: Callable[[object], None] | None = None
     #: True while the inbox is congested (``Inbox.busy``: sessions coalesce deltas).
     busy: Callable[[], bool] | None = None
     #: Applies a run's queued inputs before anything else (``Inbox.promote``), awaited
@@ -256,6 +258,7 @@ class Worker:
             ctx.room,
             busy=ctx.busy,
             ahead=ctx.ahead,
+            hurry=ctx.hurry,
         )
         try:
             session = await ctx.backend(run.backend).start_session(host)

@@ -77,3 +77,27 @@ async def test_the_longest_parked_reader_goes_first():
     cancelled.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
     assert order == ["a", "c", "d", "e"] and slices.parks == 5
+
+
+async def test_a_hurried_reader_goes_before_those_parked_earlier():
+    # A reader that holds an agent's request (ReadSlices.hurry, through Inbox.hurry) is let
+    # go at once; the others keep their order, and hurrying one that is not parked is a no-op.
+    now = [0.0]
+    inbox = Inbox(slices=ReadSlices(slice_s=0.0, clock=lambda: now[0]))  # every reader parks
+    order: list[str] = []
+
+    async def reader(name: str) -> None:
+        await inbox.room(key=name)
+        order.append(name)
+
+    inbox.hurry("x")  # nobody parked under that key
+    tasks = [asyncio.create_task(reader(n)) for n in "abcde"]
+    await asyncio.sleep(0)  # all five parked, in this order
+    inbox.hurry("d")
+    await asyncio.sleep(0)
+    assert order == ["d"]  # before the next slice opened for the others
+    await asyncio.gather(*tasks)
+    assert order == ["d", "a", "b", "c", "e"]
+    assert inbox.slices.parks == 5 and inbox.slices.hurried == 1
+    inbox.hurry("d")  # gone on: nothing
+    assert inbox.slices.hurried == 1

@@ -24,7 +24,11 @@ the stream's buffer (a search of bytes, not a parse): the lines ahead of it are 
 in order as fast as they are framed (a session's deltas are joined meanwhile,
 ``coalesce.py``), then the request, then the reader paces again. At most
 :data:`CONTROL_RUN_LINES` lines go without a pause, so a peer whose every line is a
-request or holds an ``"id"`` elsewhere still yields its share.
+request or holds an ``"id"`` elsewhere still yields its share. And with a ``hurry``
+callback, data that the pipe hands the stream while the reader waits for its pace is
+searched too: a mark there calls ``hurry`` (the host lets that reader go before the
+others waiting, ``SessionHost.hurry``), so a request that reached the buffer just after the
+reader looked waits for no further share.
 """
 
 from __future__ import annotations
@@ -110,7 +114,10 @@ class RpcConnection:
 
     ``pace``: awaited after every :data:`BATCH_LINES` lines (default: one yield to the loop);
     a host passes its back-pressure there (``SessionHost.pace``), so a reader stops taking
-    lines while the scheduler has too many queued.
+    lines while the scheduler has too many queued. ``hurry``: called when a request may
+    have reached the stream while the reader awaits ``pace`` (``SessionHost.hurry``: that
+    pace should return soon); the stream's ``feed_data`` is wrapped for it until
+    :meth:`aclose`.
 
     ``sent``: when a list is given, every message written is appended to it (tests validate
     them against the app-server's JSON schema).
@@ -132,9 +139,12 @@ class RpcConnection:
         line_limit: int = LINE_LIMIT,
         sent: list[dict[str, Any]] | None = None,
         pace: Callable[[], Awaitable[None]] | None = None,
+        hurry: Callable[[], None] | None = None,
     ) -> None:
         self._reader = reader
         self._pace = pace or _yield
+        self._hurry = hurry
+        self._pacing = False  # the reader awaits the pace
         self._writer = writer
         self._on_notification = on_notification
         self._on_request = on_request
@@ -165,6 +175,17 @@ class RpcConnection:
 
     # -- lifecycle
     def start(self) -> None:
+        if self._hurry is not None and self._task is None:
+            # What the pipe transport hands the stream is looked at as it arrives: a
+            # request there while the reader waits for its pace hurries it (see above).
+            feed = self._reader.feed_data
+
+            def feed_data(data: bytes) -> None:
+                feed(data)
+                if self._pacing and CONTROL_MARK in data and self._hurry is not None:
+                    self._hurry()
+
+            self._reader.feed_data = feed_data  # type: ignore[method-assign]
         if self._task is None:
             self._task = asyncio.create_task(self._read_loop(), name="codex-rpc-reader")
 
@@ -189,6 +210,8 @@ class RpcConnection:
         self._on_malformed = _ignore
         self._on_eof = None
         self._pace = _yield
+        self._hurry = None
+        vars(self._reader).pop("feed_data", None)  # the stream's own again (no cycle)
 
     # -- sending
     async def _write(self, msg: dict[str, Any]) -> None:
@@ -287,7 +310,11 @@ class RpcConnection:
                                 continue
                         handled = 0
                         buffered = None
-                        await self._pace()  # let commands, the API, other sessions in
+                        self._pacing = True
+                        try:
+                            await self._pace()  # let commands, the API, other sessions in
+                        finally:
+                            self._pacing = False
                 if tail and not skipping:
                     partial += tail  # (empty here whenever this chunk ended a line)
                     if len(partial) > limit:

@@ -74,6 +74,7 @@ class CodexSession(NotificationDispatch, RequestServing, ThreadStart):
             on_eof=self._describe_exit,
             sent=self._sent,
             pace=self._pace,  # held deltas, then the scheduler's back-pressure
+            hurry=getattr(self._host, "hurry", None),  # a request arrived meanwhile
         )
         self._rpc.start()
         try:

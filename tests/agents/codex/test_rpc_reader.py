@@ -254,3 +254,47 @@ async def test_a_peer_whose_every_line_is_a_request_still_pauses_between_runs():
     room.set()
     await conn.closed
     assert sink.order == [f"request {i}" for i in range(3 * CONTROL_RUN_LINES)]
+
+
+async def test_a_request_reaching_the_stream_while_the_reader_waits_hurries_it():
+    # The reader waits for its pace (its share of the scheduler) when a request arrives in
+    # the stream's buffer: it asks the host to hurry (SessionHost.hurry), and once let go it
+    # reads on to the request without waiting for another share.
+    reader = asyncio.StreamReader(limit=2**20)
+    reader.feed_data(b"".join(_line(i) for i in range(2 * BATCH_LINES)))
+    sink = ControlSink()
+    room = asyncio.Event()
+    paced: list[int] = []
+    hurried: list[int] = []
+
+    async def pace() -> None:
+        paced.append(len(sink.order))
+        await room.wait()
+        room.clear()  # one share per wait
+
+    def hurry() -> None:
+        hurried.append(len(sink.order))
+        room.set()
+
+    conn = _connect(reader, sink, pace=pace, hurry=hurry)
+    conn._on_request = sink.request
+    conn.start()
+    await _settle()
+    assert paced == [BATCH_LINES] and hurried == []
+    reader.feed_data(_line(2 * BATCH_LINES))  # no request in it: no hurry
+    await _settle()
+    assert hurried == []
+    reader.feed_data(_request(9) + b"".join(_line(100 + i) for i in range(BATCH_LINES)))
+    await _settle()
+    assert hurried == [BATCH_LINES]
+    # let go: the rest of the deltas ahead of the request, the request, then a pause
+    assert sink.order == [*(f"d{i}" for i in range(2 * BATCH_LINES + 1)), "request 9"]
+    assert paced == [BATCH_LINES, 2 * BATCH_LINES + 2]
+    reader.feed_eof()
+    room.set()
+    await _settle()
+    room.set()
+    await conn.closed
+    assert sink.order[-BATCH_LINES:] == [f"d{100 + i}" for i in range(BATCH_LINES)]
+    await conn.aclose()
+    assert "feed_data" not in vars(reader)  # the stream's own method again
