@@ -17,6 +17,7 @@ from typing import Any
 
 from symphony_tui.agents.base import AgentError, SessionHost, TurnResult
 from symphony_tui.agents.codex.coalesce import HOLD_CHARS, HOLD_S, HeldDeltas, delta_event
+from symphony_tui.agents.codex.eager import start_now
 from symphony_tui.agents.codex.process import StderrTail
 from symphony_tui.agents.codex.rpc import RequestId, RpcConnection
 from symphony_tui.agents.codex.server_requests import ServerRequests
@@ -82,7 +83,7 @@ class SessionCore:
         files = self._file_items
         self._requests = ServerRequests(host, lambda item_id: files.get(item_id, ()))
         self._serving: dict[RequestId, asyncio.Task[None]] = {}
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tasks: set[asyncio.Future[Any]] = set()
         self._interrupting: asyncio.Task[None] | None = None
         self._closed = False
         # Streamed deltas held while the host is congested (coalesce.py).
@@ -119,6 +120,14 @@ class SessionCore:
         task = asyncio.create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
+
+    def _spawn_now(self, coro: Any) -> asyncio.Future[Any]:
+        """:meth:`_spawn`, the first step run at once (``eager.start_now``)."""
+        task = start_now(coro)
+        if not task.done():
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
         return task
 
     def _emit(self, event: AgentEvent) -> None:

@@ -25,8 +25,11 @@ class RequestServing(SessionCore):
     def _on_request(self, rid: RequestId, method: str, params: dict[str, Any]) -> None:
         # What the agent streamed before asking goes first (held deltas included).
         self._flush_held()
-        task = self._spawn(self._serve(rid, method, params))
-        self._serving[rid] = task
+        # Served in a task whose first step runs now: an approval or a question is with
+        # the host (the operator sees it) before the reader goes on, not a turn later.
+        task = self._spawn_now(self._serve(rid, method, params))
+        if not task.done():
+            self._serving[rid] = task
 
     async def _serve(self, rid: RequestId, method: str, params: dict[str, Any]) -> None:
         rpc = self._rpc
