@@ -36,6 +36,7 @@ from symphony_tui.console.app_lifecycle import LifecycleMixin
 from symphony_tui.console.app_refresh import RefreshMixin
 from symphony_tui.console.app_tools import ToolsMixin
 from symphony_tui.console.attention import ConsoleAttention
+from symphony_tui.console.key_order import KeyOrderMixin
 from symphony_tui.console.keymap import default_keymap_path, load_keymap
 from symphony_tui.console.palette import ConsoleCommands
 from symphony_tui.console.registry import (
@@ -70,6 +71,7 @@ def _utc_now() -> datetime:
 
 
 class SymphonyApp(
+    KeyOrderMixin,
     LifecycleMixin,
     RefreshMixin,
     EnablementMixin,

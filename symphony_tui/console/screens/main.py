@@ -236,7 +236,9 @@ class MainScreen(Screen[None]):
         return True
 
     def action_focus_pane(self, name: str) -> None:
-        self.query_one(PANES[name]).focus()
+        # At once (``Widget.focus`` waits for the next message): a key typed right behind
+        # it, e.g. "/" opening the filter, must not have its focus taken back afterwards
+        self.set_focus(self.query_one(PANES[name]))
 
     @on(DataTable.RowSelected)
     def _row_selected(self, event: DataTable.RowSelected) -> None:
