@@ -28,6 +28,7 @@ from symphony_tui.scheduler.transcripts import (
     pack,
     payload_texts,
     unpack,
+    wire_json,
 )
 
 log = logging.getLogger(__name__)
@@ -48,9 +49,9 @@ class EventHistory:
         self,
         *,
         ring_size: int = 5_000,
-        ring_bytes: int = 16 * 1024 * 1024,
+        ring_bytes: int = 8 * 1024 * 1024,
         transcript_size: int = 2_000,
-        transcript_bytes: int = 48 * 1024 * 1024,
+        transcript_bytes: int = 32 * 1024 * 1024,
         jsonl_path: Path | None = None,
     ) -> None:
         self._seq = 0
@@ -107,14 +108,15 @@ class EventHistory:
             cut = len(message) - MAX_MESSAGE_CHARS
             updates["message"] = message[:MAX_MESSAGE_CHARS] + f"… [{cut} more chars]"
         event = event.model_copy(update=updates)
-        entry = pack(event)
+        data = wire_json(event)
+        entry = pack(event, data)
         if event.issue_id is not None:
             self.transcripts.add(event.issue_id, event, entry)
         if event.kind not in FRAGMENT_KINDS:
             if event.kind not in QUIET_KINDS:
                 self._keep_in_ring(entry)
             if self._jsonl is not None:
-                self._jsonl.write(entry[1].decode())
+                self._jsonl.write(data.decode())
         return event
 
     def append_fragment(

@@ -23,10 +23,21 @@ garbage collector, so however full the history is, a full collection does not tr
 (issue 11: no full GC pause over 50 ms; one ``AgentEvent`` with its payload was six tracked
 objects). Readers get events decoded again (:func:`unpack`, the event's own JSON form,
 ``docs/architecture.md``), which round-trips exactly.
+
+The budget counts what an entry really holds (issue 11: memory bounded by bytes). An
+event whose JSON is longer than ``COMPRESS_OVER`` bytes (a completed agent message, a
+command's output) is kept zlib-compressed (level 1; RFC 1950), and costs its compressed
+size plus ``ENTRY_OVERHEAD``: agent prose and code shrink 2-3 times (this project's own
+source and docs, 12,000-character pieces: 2.7x and 2.1x), so the same bytes keep two to
+three times the text, and a reader of an old entry pays one ``zlib.decompress`` (about
+50 us for 12 KB). A live item's fragments are joined every ``JOIN_PARTS`` parts, so it
+holds a few strings, not one object per delta (a 45-character delta as its own ``str``
+and list slot took 2.3 times its text).
 """
 
 from __future__ import annotations
 
+import zlib
 from collections import deque
 from collections.abc import Callable, Iterator
 from datetime import datetime
@@ -41,18 +52,54 @@ from symphony_tui.domain.payloads import Payload
 #: ``tracemalloc`` over 10,000 kept events with an ``ItemNote``: 490 bytes each).
 ENTRY_OVERHEAD = 500
 
-#: A kept event: ``(seq, the event's wire JSON, its cost in bytes)``; untracked by the GC.
+#: Wire JSON longer than this (bytes) is kept compressed (see the module docstring).
+COMPRESS_OVER = 1024
+
+#: Fragments a live item holds apart before they are joined into one string.
+JOIN_PARTS = 16
+
+#: Bytes a fragment held apart costs beyond its text: its ``str`` header and list slot.
+PART_OVERHEAD = 57
+
+#: Bytes a live item costs beyond its text: the item, its list of parts, the payload of
+#: its first fragment and its slots in the transcript and the age order (``tracemalloc``
+#: over 200 live items: 1,650 bytes each with their transcript).
+LIVE_OVERHEAD = 800
+
+#: Bytes an issue's transcript costs empty: the object and its deque's first block.
+TRANSCRIPT_OVERHEAD = 1024
+
+#: A kept event: ``(seq, the event's wire JSON, plain or zlib-compressed, its cost in
+#: bytes)``; untracked by the GC. Plain JSON starts with ``{``, a zlib stream never does.
 Kept = tuple[int, bytes, int]
 
 
-def pack(event: AgentEvent) -> Kept:
-    """``event`` as a kept entry (its wire JSON, ``AgentEvent.model_dump_json`` as bytes)."""
-    return (event.seq, event.__pydantic_serializer__.to_json(event), event_cost(event))
+def wire_json(event: AgentEvent) -> bytes:
+    """``event``'s wire JSON (``AgentEvent.model_dump_json`` as UTF-8 bytes)."""
+    return event.__pydantic_serializer__.to_json(event)
+
+
+def pack(event: AgentEvent, data: bytes | None = None) -> Kept:
+    """``event`` as a kept entry; ``data`` is its :func:`wire_json` when the caller has it.
+    Over ``COMPRESS_OVER`` bytes the JSON is compressed and the entry costs
+    ``ENTRY_OVERHEAD`` plus the compressed size, else :func:`event_cost`."""
+    if data is None:
+        data = wire_json(event)
+    if len(data) > COMPRESS_OVER:
+        blob = zlib.compress(data, 1)
+        return (event.seq, blob, ENTRY_OVERHEAD + len(blob))
+    return (event.seq, data, event_cost(event))
+
+
+def entry_json(entry: Kept) -> bytes:
+    """The wire JSON a kept entry holds (decompressed if it was compressed)."""
+    data = entry[1]
+    return data if data[:1] == b"{" else zlib.decompress(data)
 
 
 def unpack(entry: Kept) -> AgentEvent:
     """The event a kept entry holds (equal to the one packed)."""
-    return AgentEvent.model_validate_json(entry[1])
+    return AgentEvent.model_validate_json(entry_json(entry))
 
 
 def payload_texts(model: BaseModel) -> Iterator[str]:
@@ -98,6 +145,11 @@ class LiveItem:
         self.session = session
         self.at = at
         self.payload = payload
+
+    def cost(self) -> int:
+        """Bytes the item holds: ``LIVE_OVERHEAD``, its text and ``PART_OVERHEAD`` for
+        each part beyond the first (not joined yet)."""
+        return LIVE_OVERHEAD + self.chars + PART_OVERHEAD * (len(self.parts) - 1)
 
     def same_item(self, kind: EventKind, session: str | None, payload: Payload | None) -> bool:
         return (
@@ -154,6 +206,11 @@ class Transcripts:
         self.dropped_events = 0
         self.dropped_bytes = 0
 
+    def held(self) -> int:
+        """Bytes counted against the budget: the entries' (:attr:`bytes`) and
+        ``TRANSCRIPT_OVERHEAD`` for each issue's transcript."""
+        return self.bytes + TRANSCRIPT_OVERHEAD * len(self._by_issue)
+
     def _of(self, issue_id: str) -> Transcript:
         t = self._by_issue.get(issue_id)
         if t is None:
@@ -187,12 +244,17 @@ class Transcripts:
         live = t.live
         if live is not None:
             if live.chars + len(text) <= self._max_chars and live.same_item(kind, session, payload):
-                live.parts.append(text)
+                parts = live.parts
+                parts.append(text)
+                cost = len(text) + PART_OVERHEAD
+                if len(parts) >= JOIN_PARTS:
+                    parts[:] = ("".join(parts),)
+                    cost -= PART_OVERHEAD * (JOIN_PARTS - 1)
                 live.chars += len(text)
                 live.seq = seq
-                t.bytes += len(text)
-                self.bytes += len(text)
-                if self.bytes > self.budget_bytes:
+                t.bytes += cost
+                self.bytes += cost
+                if self.held() > self.budget_bytes:
                     self._trim()
                 return
             self._close(issue_id, t)
@@ -205,7 +267,7 @@ class Transcripts:
             at=at,
             payload=payload,
         )
-        self._push(t, live, ENTRY_OVERHEAD + len(text))
+        self._push(t, live, live.cost())
 
     def since(self, issue_id: str, seq: int, limit: int) -> list[AgentEvent]:
         """The oldest ``limit`` entries above ``seq``, as events; a live item handed out is
@@ -249,7 +311,7 @@ class Transcripts:
         t.bytes += cost
         self.bytes += cost
         self._age.append(t)
-        if self.bytes > self.budget_bytes:
+        if self.held() > self.budget_bytes:
             self._trim()
 
     def _close(self, issue_id: str, t: Transcript) -> None:
@@ -257,7 +319,7 @@ class Transcripts:
         assert live is not None
         t.live = None
         entry = pack(self._seal(issue_id, live))
-        was = ENTRY_OVERHEAD + live.chars
+        was = live.cost()
         now = entry[2]
         t.bytes += now - was
         self.bytes += now - was
@@ -265,7 +327,7 @@ class Transcripts:
 
     def _cost_of(self, entry: Kept | LiveItem) -> int:
         if isinstance(entry, LiveItem):
-            return ENTRY_OVERHEAD + entry.chars
+            return entry.cost()
         return entry[2]
 
     def _drop_oldest_of(self, t: Transcript) -> None:
@@ -284,7 +346,7 @@ class Transcripts:
         """Drop the oldest entries of all transcripts until the budget holds (the newest
         entry is kept even when it alone is over budget)."""
         age = self._age
-        while self.bytes > self.budget_bytes and len(age) > 1:
+        while self.held() > self.budget_bytes and len(age) > 1:
             t = age.popleft()
             if t.dead:
                 continue

@@ -104,6 +104,9 @@ class FloodProject:
     #: (0: one message per turn; ``flood_agent.py --item-every-s``).
     item_every_s: float = 0.0
     item_chars: int = 4000
+    #: What a completed message says: ``words`` (one sentence repeated) or ``source``
+    #: (this project's own source and docs; ``flood_agent.py --item-text``).
+    item_text: str = "words"
     max_turns: int = 100
     issues: int | None = None
     tmp: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="symphony-bench-")))
@@ -150,6 +153,7 @@ class FloodProject:
             cmd += ["--go-file", str(self.go_file)]
         if self.item_every_s > 0:
             cmd += ["--item-every-s", str(self.item_every_s), "--item-chars", str(self.item_chars)]
+            cmd += ["--item-text", self.item_text]
         command = " ".join(shlex.quote(c) for c in cmd)
         front = f"""---
 tracker:

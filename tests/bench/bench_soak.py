@@ -4,7 +4,7 @@ deltas instead of churn.
 
 ``python -m tests.bench.bench_soak [--minutes 10] [--workers 50] [--rate 50] [--headless]
 [--heap DIR] [--flood [--sample-s 30] [--item-every-s 2] [--item-chars 12000]
-[--before DIR]]``
+[--item-text words|source] [--before DIR]]``
 
 Each run is one turn of ``--turn-s`` seconds (deltas at ``--rate`` lines/s per agent), so
 runs end and new ones start all the time (the continuation retry re-dispatches the issue).
@@ -20,7 +20,9 @@ them (``--rate 0`` unless given; ``flood_agent.py``), so nothing churns and ever
 reaches one of ``--workers`` live transcripts; every ``--item-every-s`` seconds each agent
 completes its message with ``--item-chars`` characters of text and starts another, so
 completed messages reach the event log as well (``--item-every-s 0``: deltas only, one
-message per run). RSS is sampled every ``--sample-s`` seconds
+message per run). ``--item-text source``: the messages are windows of this project's own
+source and docs (compressing like an agent's text, about 2.5x), not one repeated sentence
+(``words``, 70x: kept entries are compressed, so it would flatter the figures). RSS is sampled every ``--sample-s`` seconds
 (and a heap dump written at each sample with ``--heap``). ``--before DIR`` names another
 checkout of this repository (``git worktree add /tmp/before main``): the same flood runs
 against its code first, then against this tree's, and the two RSS curves print side by side
@@ -101,12 +103,13 @@ def flood_curve(
     *,
     item_every_s: float = 0.0,
     item_chars: int = 0,
+    item_text: str = "words",
     headless: bool = False,
     heap: Path | None = None,
 ) -> dict[str, float | list[float]]:
     """One flood run of the code in ``root``: RSS (MB) at start (every run streaming) and
-    every ``sample_s`` seconds for ``minutes``, the terminal's output (KB/s) and the
-    agents' lines. The process is SIGKILLed at the end (quitting is ``run``'s figure)."""
+    every ``sample_s`` seconds for ``minutes`` (``load``: the 1-minute load average at
+    each sample), the terminal's output (KB/s) and the agents' lines. The process is SIGKILLed at the end (quitting is ``run``'s figure)."""
     if heap is not None:
         heap.mkdir(parents=True, exist_ok=True)
         os.environ["SYMPHONY_BENCH_HEAP"] = str(heap)
@@ -119,6 +122,7 @@ def flood_curve(
         gated=True,
         item_every_s=item_every_s,
         item_chars=item_chars,
+        item_text=item_text,
     )
     console = None if headless else ConsoleOnPty(project)
     if headless:
@@ -131,6 +135,7 @@ def flood_curve(
         t0 = time.monotonic()
         b0 = console.bytes if console else 0
         curve = [rss_mb(proc.pid)]
+        load = [os.getloadavg()[0]]
         n = 1
         while n * sample_s <= minutes * 60 + 0.5:
             while time.monotonic() - t0 < n * sample_s:
@@ -138,11 +143,12 @@ def flood_curve(
                 if proc.poll() is not None:
                     raise RuntimeError(f"exited with {proc.returncode}; see {project.tmp}")
             curve.append(rss_mb(proc.pid))
+            load.append(os.getloadavg()[0])
             if heap is not None:
                 (heap / "request").touch()
             n += 1
         elapsed = time.monotonic() - t0
-        out: dict[str, float | list[float]] = {"rss": curve}
+        out: dict[str, float | list[float]] = {"rss": curve, "load": load}
         out["lines"] = project.agent_lines()
         out["lines/s"] = out["lines"] / elapsed
         if console is not None:
@@ -164,6 +170,7 @@ def run_flood(
     *,
     item_every_s: float = 2.0,
     item_chars: int = 12000,
+    item_text: str = "words",
     headless: bool = False,
     heap: Path | None = None,
     before: Path | None = None,
@@ -171,7 +178,10 @@ def run_flood(
     what = "headless scheduler" if headless else "console"
     print(f"== {what} flood: {workers} workers streaming deltas, {minutes:g} min")
     if item_every_s > 0:
-        print(f"   each completes a message of {item_chars:,} chars every {item_every_s:g} s")
+        print(
+            f"   each completes a message of {item_chars:,} chars ({item_text})"
+            f" every {item_every_s:g} s"
+        )
     trees = [("before", before.resolve())] if before is not None else []
     trees.append(("this tree", ROOT))
     results = {}
@@ -185,17 +195,18 @@ def run_flood(
             sample_s,
             item_every_s=item_every_s,
             item_chars=item_chars,
+            item_text=item_text,
             headless=headless,
             heap=dump,
         )
     names = [n for n, _ in trees]
-    print(f"{what} RSS (MB), every {sample_s:g} s from the flood's start")
-    print(f"{'s':>6} " + " ".join(f"{n:>12}" for n in names))
+    print(f"{what} RSS (MB), every {sample_s:g} s from the flood's start (load: 1-min average)")
+    print(f"{'s':>6} " + " ".join(f"{n:>12} {'load':>5}" for n in names))
     for i in range(len(results[names[-1]]["rss"])):
         cells = []
         for n in names:
-            rss = results[n]["rss"]
-            cells.append(f"{rss[i]:>12.1f}" if i < len(rss) else f"{'':>12}")
+            rss, load = results[n]["rss"], results[n]["load"]
+            cells.append(f"{rss[i]:>12.1f} {load[i]:>5.1f}" if i < len(rss) else f"{'':>18}")
         print(f"{i * sample_s:>6.0f} " + " ".join(cells))
     for n in names:
         rss = results[n]["rss"]
@@ -223,6 +234,12 @@ def main() -> None:
     p.add_argument("--sample-s", type=float, default=30.0, help="--flood: RSS sample period")
     p.add_argument("--item-every-s", type=float, default=2.0, help="--flood: message period")
     p.add_argument("--item-chars", type=int, default=12000, help="--flood: message length")
+    p.add_argument(
+        "--item-text",
+        choices=("words", "source"),
+        default="words",
+        help="--flood: messages of one repeated sentence, or of this project's source and docs",
+    )
     p.add_argument("--before", type=Path, help="--flood: another checkout, run before this one")
     a = p.parse_args()
     if a.flood:
@@ -233,6 +250,7 @@ def main() -> None:
             a.sample_s,
             item_every_s=a.item_every_s,
             item_chars=a.item_chars,
+            item_text=a.item_text,
             headless=a.headless,
             heap=a.heap,
             before=a.before,

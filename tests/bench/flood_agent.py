@@ -38,6 +38,7 @@ import sys
 import threading
 import time
 import uuid
+from pathlib import Path
 
 _IDENT = re.compile(r"working on issue ([A-Z]+-\d+)")
 
@@ -144,7 +145,10 @@ class Agent:
                 sent_at_report = now
                 self.note(k="count", n=self.count, t=now)
             if now >= next_item:
-                text = f"message {self.count} " + words * (a.item_chars // len(words) + 1)
+                if a.item_text == "source":
+                    text = f"message {self.count} " + source_window(self.count, a.item_chars)
+                else:
+                    text = f"message {self.count} " + words * (a.item_chars // len(words) + 1)
                 self.complete_item(item, text[: a.item_chars])
                 item = "msg_" + uuid.uuid4().hex
                 head = self.start_item(item)
@@ -227,6 +231,22 @@ class Agent:
             self.turn()
 
 
+_SOURCE: list[str] = []
+
+
+def source_window(at: int, chars: int) -> str:
+    """``chars`` characters of this project's own source and docs from offset ``at`` (mod
+    its length): text that compresses like an agent's (about 2.5x with zlib), not a
+    repeated sentence (70x)."""
+    if not _SOURCE:
+        root = Path(__file__).resolve().parents[2]
+        files = sorted([*root.joinpath("symphony_tui").rglob("*.py"), *root.glob("docs/*.md")])
+        _SOURCE.append("\n".join(f.read_text(encoding="utf-8") for f in files))
+    text = _SOURCE[0]
+    start = (at * 7919) % max(1, len(text) - chars)
+    return text[start : start + chars]
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--report", required=True)
@@ -235,6 +255,7 @@ def main() -> None:
     p.add_argument("--approval-every-s", type=float, default=0.0)
     p.add_argument("--item-every-s", type=float, default=0.0)
     p.add_argument("--item-chars", type=int, default=4000)
+    p.add_argument("--item-text", choices=("words", "source"), default="words")
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--go-file", default="")
     args = p.parse_args()

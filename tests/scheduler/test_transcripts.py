@@ -4,11 +4,14 @@ was dropped counted."""
 
 from __future__ import annotations
 
+import random
+import string
+
 from symphony_tui.domain import AgentEvent, EventKind
 from symphony_tui.domain.payloads import ItemNote
 from symphony_tui.observability.redact import default_redactor, register_secret
 from symphony_tui.scheduler.eventlog import EventHistory
-from symphony_tui.scheduler.transcripts import ENTRY_OVERHEAD
+from symphony_tui.scheduler.transcripts import ENTRY_OVERHEAD, TRANSCRIPT_OVERHEAD
 
 
 def delta(text: str, item: str = "m1", *, reasoning: bool = False) -> AgentEvent:
@@ -86,7 +89,8 @@ def test_a_long_item_is_cut_into_entries_of_at_most_the_message_cap():
 
 def test_over_the_byte_budget_the_oldest_entries_of_any_issue_go_first_and_are_counted():
     per_entry = ENTRY_OVERHEAD + 100
-    history = EventHistory(transcript_bytes=10 * per_entry)
+    # ten entries, and the two transcripts themselves
+    history = EventHistory(transcript_bytes=10 * per_entry + 2 * TRANSCRIPT_OVERHEAD)
     for i in range(8):  # i1 first: the oldest entries are all i1's
         history.append(
             AgentEvent(kind=EventKind.MESSAGE, message=f"{i:03}" * 33 + "x"), issue_id="i1"
@@ -106,10 +110,16 @@ def test_over_the_byte_budget_the_oldest_entries_of_any_issue_go_first_and_are_c
     assert len(history.since(0, issue_id="i2")) == 6
 
 
+def noise(n: int, seed: int = 0) -> str:
+    """``n`` characters that zlib cannot shrink much (kept entries are compressed)."""
+    rng = random.Random(seed)
+    return "".join(rng.choices(string.ascii_letters + string.digits, k=n))
+
+
 def test_growing_live_items_count_against_the_budget_too():
     history = EventHistory(transcript_bytes=5_000)
-    for _ in range(200):
-        frag(history, "old", delta("o" * 50))
+    for i in range(200):
+        frag(history, "old", delta(noise(50, i)))
     history.append(AgentEvent(kind=EventKind.MESSAGE, message="sealed"), issue_id="old")
     for _ in range(60):
         frag(history, "new", delta("n" * 50))
@@ -126,7 +136,7 @@ def test_the_entry_cap_per_issue_still_holds_and_the_age_order_stays_right():
     history.append(AgentEvent(kind=EventKind.MESSAGE, message="b0"), issue_id="b")
     assert [e.message for e in history.since(0, issue_id="a")] == ["a2", "a3", "a4"]
     assert history.transcripts.dropped_of("a")[0] == 2
-    history.transcripts.budget_bytes = 2 * (ENTRY_OVERHEAD + 2)
+    history.transcripts.budget_bytes = 2 * (ENTRY_OVERHEAD + 2) + 2 * TRANSCRIPT_OVERHEAD
     history.append(AgentEvent(kind=EventKind.MESSAGE, message="b1"), issue_id="b")
     # a's three (older than b's) went, not b0: the stale age references were skipped
     assert history.since(0, issue_id="a") == []
@@ -211,7 +221,7 @@ def test_the_port_says_what_an_issues_transcript_dropped_and_where_the_history_i
 ):
     per_entry = ENTRY_OVERHEAD + 100
     path = tmp_path / "events.jsonl"
-    history = EventHistory(transcript_bytes=3 * per_entry, jsonl_path=path)
+    history = EventHistory(transcript_bytes=3 * per_entry + TRANSCRIPT_OVERHEAD, jsonl_path=path)
     h = make_harness(event_log=history)
     try:
         for i in range(5):
@@ -223,3 +233,42 @@ def test_the_port_says_what_an_issues_transcript_dropped_and_where_the_history_i
         assert h.orch.transcript_gap("other").events == 0
     finally:
         history.close()
+
+
+def test_with_many_sessions_the_bytes_held_stay_within_the_budget_counted_in_real_bytes():
+    """Issue 11: the budget bounds memory, not a count of characters. 200 sessions stream
+    45-character deltas (a fragment alone as its ``str`` held 2.3 times its text) and
+    complete messages of source-like text; ``tracemalloc`` measures what the history holds
+    and it stays within the transcripts' and the ring's budgets."""
+    import gc
+    import tracemalloc
+
+    budget, ring = 2_000_000, 100_000
+    source = noise(4_000, 99)
+    warm = EventHistory()  # what the first events import and build is not the history's
+    frag(warm, "w", delta("warm"))
+    warm.append(AgentEvent(kind=EventKind.MESSAGE, message=source), issue_id="w")
+    warm.since(0, issue_id="w")
+    gc.collect()
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        history = EventHistory(transcript_bytes=budget, ring_bytes=ring)
+        for n in range(170):  # the live items grow to 170 deltas each: 7,650 chars
+            for i in range(200):
+                text = f"@{1764000000 + n}.{i:06} n={n} the quick brown fox "[:45]
+                frag(history, f"i{i}", delta(text, item=f"m{i}"), session=f"s{i}")
+        held_live = tracemalloc.get_traced_memory()[0] - start
+        for k in range(600):  # three completed messages each: past the budget
+            history.append(
+                AgentEvent(kind=EventKind.MESSAGE, message=source[k:] + source[:k]),
+                issue_id=f"i{k % 200}",
+            )
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - start
+    finally:
+        tracemalloc.stop()
+    assert history.stats()["transcript_bytes"] <= budget
+    assert held_live <= budget
+    assert held <= budget + ring
+    assert history.stats()["transcript_dropped_events"] > 0  # the budget was reached
