@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 from tests.bench._common import figure
-from tests.bench._flood import ROOT, Api, ConsoleOnPty, FloodProject, rss_mb
+from tests.bench._flood import ROOT, Api, ConsoleOnPty, FloodProject, cpu_seconds, rss_mb
 
 
 def run(
@@ -134,6 +134,7 @@ def flood_curve(
         project.go()
         t0 = time.monotonic()
         b0 = console.bytes if console else 0
+        cpu0, lines0 = cpu_seconds(proc.pid), project.agent_lines()
         curve = [rss_mb(proc.pid)]
         load = [os.getloadavg()[0]]
         n = 1
@@ -151,6 +152,9 @@ def flood_curve(
         out: dict[str, float | list[float]] = {"rss": curve, "load": load}
         out["lines"] = project.agent_lines()
         out["lines/s"] = out["lines"] / elapsed
+        # CPU per agent line moves much less with the machine's load than lines/s
+        taken = max(1, out["lines"] - lines0)
+        out["us/line"] = (cpu_seconds(proc.pid) - cpu0) / taken * 1e6
         if console is not None:
             out["KB/s"] = (console.bytes - b0) / elapsed / 1024
         return out
@@ -218,6 +222,7 @@ def run_flood(
             "MB",
         )
         figure(f"agent lines/s{tag}", results[n]["lines/s"], "lines/s")
+        figure(f"process CPU per agent line{tag}", results[n]["us/line"], "us")
         if "KB/s" in results[n]:
             figure(f"terminal output{tag}", results[n]["KB/s"], "KB/s")
 
