@@ -39,37 +39,36 @@ def start_now(coro: Coroutine[Any, Any, T]) -> asyncio.Future[T]:
         failed: asyncio.Future[T] = loop.create_future()
         failed.set_exception(exc)
         return failed
-    return loop.create_task(_rest(coro, first))
+    return loop.create_task(_Resumed(coro, first))
 
 
-async def _rest(coro: Coroutine[Any, Any, T], first: Any) -> T:
-    return await _Resumed(coro, first)
-
-
-class _Resumed:
-    """Awaitable: what ``coro`` yielded in its first step (a future it waits on), then the
-    rest of ``coro``, values and exceptions passed through as ``await`` would."""
+class _Resumed(Coroutine[Any, Any, Any]):
+    """``coro`` after its first step, as the coroutine a task runs: the task's first
+    ``send`` gets what ``coro`` yielded then (the future it waits on), every later ``send``
+    and ``throw`` goes to ``coro``. A task cancelled before its first step throws into
+    ``coro`` at once, so ``coro``'s cleanup runs then, not when it is collected."""
 
     def __init__(self, coro: Coroutine[Any, Any, Any], first: Any) -> None:
         self._coro = coro
-        self._first = first
+        self._first: Any = first
+        self._started = False
+
+    def send(self, value: Any) -> Any:
+        if not self._started:
+            self._started = True
+            first, self._first = self._first, None
+            return first
+        return self._coro.send(value)
+
+    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
+        self._started = True
+        self._first = None
+        if val is None and tb is None:
+            return self._coro.throw(typ)
+        return self._coro.throw(typ, val, tb)  # pragma: no cover - the old form
+
+    def close(self) -> None:
+        self._coro.close()
 
     def __await__(self) -> Generator[Any, Any, Any]:
-        coro, yielded = self._coro, self._first
-        self._first = None
-        while True:
-            try:
-                sent = yield yielded
-            except GeneratorExit:
-                coro.close()
-                raise
-            except BaseException as exc:  # thrown in by the task (a cancellation)
-                try:
-                    yielded = coro.throw(exc)
-                except StopIteration as stop:
-                    return stop.value
-            else:
-                try:
-                    yielded = coro.send(sent)
-                except StopIteration as stop:
-                    return stop.value
+        raise TypeError("run by its task only")

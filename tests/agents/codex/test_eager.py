@@ -68,6 +68,24 @@ async def test_a_cancelled_task_cancels_the_coroutine_where_it_waits():
     assert seen == ["cancelled", "finally"]
 
 
+async def test_a_task_cancelled_before_its_next_step_cancels_the_coroutine_at_once():
+    # Cancelled in the same turn (a session closed right after a request was filed): the
+    # coroutine's cleanup runs at the cancellation, not whenever it is collected.
+    seen: list[str] = []
+
+    async def waits() -> None:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            seen.append("finally")
+
+    task = start_now(waits())
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert seen == ["finally"]
+
+
 APPROVAL = {
     "id": 5,
     "method": "item/commandExecution/requestApproval",
