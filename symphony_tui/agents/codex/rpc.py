@@ -54,6 +54,8 @@ BATCH_LINES = 16
 CONTROL_MARK = b'"id"'
 #: Lines handed over at most without a pause while a request is ahead in what was read.
 CONTROL_RUN_LINES = 16 * BATCH_LINES
+#: Bytes of the stream's buffer searched for a request at a batch boundary.
+CONTROL_SCAN_BYTES = 65536
 
 RequestId = int | str
 
@@ -335,10 +337,14 @@ class RpcConnection:
 
     def _control_buffered(self) -> bool:
         """True when the stream's buffer (read from the pipe, not yet taken by this
-        reader) holds :data:`CONTROL_MARK`. ``StreamReader`` keeps it in ``_buffer``; a
-        reader without one says False (the reader then paces as before)."""
+        reader) holds :data:`CONTROL_MARK` in its first :data:`CONTROL_SCAN_BYTES` (what a
+        run of unpaused lines can reach; a stream that buffered megabytes is not searched
+        whole at every batch). ``StreamReader`` keeps it in ``_buffer``; a reader without
+        one says False (the reader then paces as before)."""
         buffer = getattr(self._reader, "_buffer", None)
-        return isinstance(buffer, bytes | bytearray) and CONTROL_MARK in buffer
+        if not isinstance(buffer, bytes | bytearray):
+            return False
+        return buffer.find(CONTROL_MARK, 0, CONTROL_SCAN_BYTES) >= 0
 
     def _too_long(self, head: bytes) -> None:
         self._report(f"line longer than {self._line_limit} bytes skipped (starts {head!r})")
