@@ -54,8 +54,6 @@ BATCH_LINES = 16
 CONTROL_MARK = b'"id"'
 #: Lines handed over at most without a pause while a request is ahead in what was read.
 CONTROL_RUN_LINES = 16 * BATCH_LINES
-#: Bytes of the stream's buffer searched for a request at a batch boundary.
-CONTROL_SCAN_BYTES = 65536
 
 RequestId = int | str
 
@@ -147,6 +145,9 @@ class RpcConnection:
         self._pace = pace or _yield
         self._hurry = hurry
         self._pacing = False  # the reader awaits the pace
+        # A mark was fed to the stream since the reader last emptied it (see start()).
+        self._marked = False
+        self._hooked = False  # the stream's feed is watched
         self._writer = writer
         self._on_notification = on_notification
         self._on_request = on_request
@@ -177,15 +178,22 @@ class RpcConnection:
 
     # -- lifecycle
     def start(self) -> None:
-        if self._hurry is not None and self._task is None:
-            # What the pipe transport hands the stream is looked at as it arrives: a
-            # request there while the reader waits for its pace hurries it (see above).
-            feed = self._reader.feed_data
+        feed = getattr(self._reader, "feed_data", None)
+        if feed is not None and self._task is None:
+            # What the pipe transport hands the stream is searched once, as it arrives:
+            # the reader then knows whether its buffer may hold a request without
+            # searching it at every batch, and a request arriving while the reader waits
+            # for its pace hurries it (see above).
+            buffer = getattr(self._reader, "_buffer", b"")
+            self._marked = CONTROL_MARK in buffer  # what was fed before
+            self._hooked = True
 
             def feed_data(data: bytes) -> None:
                 feed(data)
-                if self._pacing and CONTROL_MARK in data and self._hurry is not None:
-                    self._hurry()
+                if CONTROL_MARK in data:
+                    self._marked = True
+                    if self._pacing and self._hurry is not None:
+                        self._hurry()
 
             self._reader.feed_data = feed_data  # type: ignore[method-assign]
         if self._task is None:
@@ -274,6 +282,9 @@ class RpcConnection:
                 if not chunk:
                     break
                 buffered: bool | None = None  # a mark in the stream's buffer (None: not looked)
+                marked = self._marked or not self._hooked  # a mark may be in this chunk
+                if marked and not self._buffered_bytes():
+                    self._marked = False  # all that was fed is in this chunk now
                 if chunk.find(b"\n") < 0:  # the middle of a long line: no split, no copy
                     if not skipping:
                         partial += chunk
@@ -284,7 +295,8 @@ class RpcConnection:
                     continue
                 lines = chunk.split(b"\n")
                 tail = lines.pop()  # after the last newline: b"" when the chunk ends a line
-                control = _control_line(chunk, partial)  # read on to that line unpaused
+                # read on to that line unpaused
+                control = _control_line(chunk if marked else b"", partial)
                 for i, line in enumerate(lines):
                     if i == 0 and (skipping or partial):
                         if skipping:  # the end of an over-long line
@@ -337,14 +349,16 @@ class RpcConnection:
 
     def _control_buffered(self) -> bool:
         """True when the stream's buffer (read from the pipe, not yet taken by this
-        reader) holds :data:`CONTROL_MARK` in its first :data:`CONTROL_SCAN_BYTES` (what a
-        run of unpaused lines can reach; a stream that buffered megabytes is not searched
-        whole at every batch). ``StreamReader`` keeps it in ``_buffer``; a reader without
-        one says False (the reader then paces as before)."""
+        reader) may hold :data:`CONTROL_MARK`: one was fed since the reader last emptied
+        it (searched as it was fed, :meth:`start`). A stream whose feed is not watched
+        says False (the reader then paces as before)."""
+        return self._marked
+
+    def _buffered_bytes(self) -> int:
+        """Bytes the stream holds that the reader has not taken (``StreamReader`` keeps
+        them in ``_buffer``; 0 when a stream has none)."""
         buffer = getattr(self._reader, "_buffer", None)
-        if not isinstance(buffer, bytes | bytearray):
-            return False
-        return buffer.find(CONTROL_MARK, 0, CONTROL_SCAN_BYTES) >= 0
+        return len(buffer) if isinstance(buffer, bytes | bytearray) else 0
 
     def _too_long(self, head: bytes) -> None:
         self._report(f"line longer than {self._line_limit} bytes skipped (starts {head!r})")
