@@ -12,7 +12,7 @@ from symphony_tui.api.client import RemoteError, RemotePort
 from symphony_tui.api.server import ApiServer
 from symphony_tui.domain import AgentEvent, ApprovalKind, ApprovalRequest, EventKind
 from symphony_tui.domain.commands import Approve
-from symphony_tui.scheduler.transcripts import ENTRY_OVERHEAD
+from symphony_tui.scheduler.transcripts import ENTRY_OVERHEAD, TRANSCRIPT_OVERHEAD
 from tests.scheduler.conftest import make_issue
 
 
@@ -214,7 +214,8 @@ async def test_commands_accept_an_issue_identifier(served):
 async def test_remote_port_reads_what_an_issues_transcript_dropped(served):
     h, api, client = served
     history = h.orch.events
-    history.transcripts.budget_bytes = 3 * (ENTRY_OVERHEAD + 100)
+    # room for three of the five 100-character messages beside the transcript itself
+    history.transcripts.budget_bytes = TRANSCRIPT_OVERHEAD + 3 * (ENTRY_OVERHEAD + 100)
     for i in range(5):
         history.append(
             AgentEvent(kind=EventKind.MESSAGE, message=f"{i:03}" * 33 + "x"), issue_id="id-1"
