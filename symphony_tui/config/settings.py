@@ -83,7 +83,7 @@ class TrackerSettings(_Section):
     api_url: str = GITHUB_API_URL
     project: GitHubProjectSettings | None = None
     state_labels: tuple[str, ...] = ()
-    priority_labels: dict[str, int] = Field(default_factory=dict)
+    priority_labels: dict[str, WholeNumber] = Field(default_factory=dict)
     # Environment variables holding the scheduler's credentials, scrubbed from every child
     # (agents and hooks, see config/child_env.py): the names written here plus the ones
     # :func:`resolve_settings` derives (``LINEAR_API_KEY``, the ``$VAR`` of ``api_key``...).

@@ -65,7 +65,9 @@ def split_front_matter(text: str) -> tuple[str | None, str]:
     if not lines or lines[0].strip() != _FENCE:
         return None, text
     for i in range(1, len(lines)):
-        if lines[i].strip() == _FENCE:
+        # At the start of its line only: an indented ``---`` is text of a block scalar
+        # (a hook's script), not the end of the front matter.
+        if lines[i].rstrip() == _FENCE:
             return "".join(lines[1:i]), "".join(lines[i + 1 :])
     raise WorkflowError(
         "workflow_parse_error", "front matter starts with '---' but has no closing '---' line"
@@ -88,6 +90,17 @@ def _parse_yaml(front: str, path: Path) -> dict[str, Any]:
         # The opening fence is line 1, so the YAML text starts on line 2.
         where = yaml_error_at(err, shown_path(path), first_line=2)
         raise WorkflowError("workflow_parse_error", where) from err
+    except RecursionError:
+        raise WorkflowError(
+            "workflow_parse_error", f"{shown_path(path)}: the front matter is nested too deeply"
+        ) from None
+    except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as err:
+        # A tagged value its constructor cannot build (``!!int abc``, ``!!timestamp x``):
+        # PyYAML raises the constructor's own error, without a position.
+        raise WorkflowError(
+            "workflow_parse_error",
+            f"{shown_path(path)}: a tagged value cannot be read ({type(err).__name__}: {err})",
+        ) from err
     if data is None:
         return {}
     if not isinstance(data, dict):

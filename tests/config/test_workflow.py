@@ -73,6 +73,51 @@ def test_a_yaml_syntax_error_is_one_line_with_file_line_and_column(
     )
 
 
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [
+        ("!!int abc", "ValueError"),
+        ("!!float abc", "ValueError"),
+        ("!!timestamp notadate", "AttributeError"),
+        ("!<tag:yaml.org,2002:bool> maybe", "KeyError"),
+    ],
+)
+def test_a_tagged_value_yaml_cannot_build_is_one_line(
+    write_workflow, monkeypatch: pytest.MonkeyPatch, value: str, error: str
+) -> None:
+    path = write_workflow(f"---\ntracker:\n  kind: local\nx: {value}\n---\nhello\n")
+    monkeypatch.chdir(path.parent)
+    with pytest.raises(WorkflowError) as info:
+        load_workflow(path)
+    assert info.value.code == "workflow_parse_error"
+    assert str(info.value).startswith(
+        f"workflow_parse_error: WORKFLOW.md: a tagged value cannot be read ({error}: "
+    )
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("nesting", ["[" * 5000, "{a: " * 800])
+def test_front_matter_nested_too_deeply_is_one_line(write_workflow, nesting: str) -> None:
+    path = write_workflow(f"---\nx: {nesting}\n---\nhello\n")
+    with pytest.raises(WorkflowError) as info:
+        load_workflow(path)
+    assert info.value.code == "workflow_parse_error"
+    assert str(info.value).endswith("the front matter is nested too deeply")
+
+
+def test_an_indented_fence_in_a_block_scalar_does_not_end_the_front_matter(
+    write_workflow,
+) -> None:
+    path = write_workflow(
+        "---\nhooks:\n  after_run: |\n    echo a\n    ---\n    echo b\n"
+        "tracker:\n  kind: local\n---\nthe prompt\n"
+    )
+    wf = load_workflow(path)
+    assert wf.settings.hooks.after_run == "echo a\n---\necho b\n"
+    assert wf.settings.tracker.kind == "local"
+    assert wf.prompt_template.strip() == "the prompt"
+
+
 def test_unclosed_front_matter_is_a_parse_error(write_workflow) -> None:
     path = write_workflow("---\ntracker:\n  kind: linear\nhello\n")
     with pytest.raises(WorkflowError) as info:
@@ -377,3 +422,14 @@ def test_approval_policy_may_be_a_map(tmp_path: Path) -> None:
     shutil.copy(FIXTURES / "approval_policy_map.md", path)
     policy = load_workflow(path, env={}).settings.codex.approval_policy
     assert policy == {"reject": {"sandbox_approval": True, "rules": True, "mcp_elicitations": True}}
+
+
+def test_github_priority_labels_refuse_booleans(write_workflow) -> None:
+    path = write_workflow(
+        "---\ntracker:\n  kind: github\n  repo: o/r\n  token: t\n"
+        "  priority_labels: {p0: true, p1: 2}\n---\n"
+    )
+    with pytest.raises(WorkflowError) as info:
+        load_workflow(path)
+    assert info.value.code == "invalid_settings"
+    assert "tracker.priority_labels.p0: Input should be a whole number, not true" in str(info.value)
