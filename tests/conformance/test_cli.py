@@ -372,3 +372,16 @@ def test_ctrl_c_during_start_up_is_one_line_and_exit_130(monkeypatch, capsys):
     monkeypatch.setattr(cli, "_main", interrupted)
     assert cli.main(["demo"]) == 130
     assert capsys.readouterr().err == "symphony-tui: interrupted\n"
+
+
+def test_python_dash_m_symphony_tui_is_the_same_command_line(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "symphony_tui", "--version"],
+        cwd=tmp_path,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("symphony-tui ")
