@@ -177,16 +177,20 @@ async def restore_usage(state: SchedulerState, usage: UsageLedger) -> None:
 async def stop_workers(state: SchedulerState, polling: Polling, *, timeout: float) -> None:
     """Shutdown, first step: no more ticks or retries; every worker is told to stop
     (``STOPPED``, "scheduler shutdown") and cancelled, and waited for up to ``timeout``
-    seconds (their sessions' process groups are killed by their cleanup)."""
+    seconds (their sessions' process groups are killed by their cleanup). A worker already
+    in its cleanup's hooks is not cancelled (``Worker.sheltered``): the hooks' cutoff, set
+    before this, ends its hook ``hooks.shutdown_grace_ms`` after the stop."""
     polling.cancel_timer()
     for issue_id in list(state.retrying):
         state.pop_retry(issue_id)
     workers = []
     for run in list(state.running.values()):
         if run.worker is not None:
+            # The worker's stop cancels it, unless it is past its session (its hooks).
             run.worker.stop(Ending(RunOutcome.STOPPED, RunStatus.STOPPED, "scheduler shutdown"))
-        if run.task is not None:
+        elif run.task is not None:
             run.task.cancel()
+        if run.task is not None:
             workers.append(run.task)
     if workers:
         await asyncio.wait(workers, timeout=timeout)

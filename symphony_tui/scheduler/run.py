@@ -50,7 +50,9 @@ class WorkerControl(Protocol):
     def stop(self, ending: Ending, *, graceful: bool = False) -> bool:
         """Ask the worker to end its attempt with ``ending`` (the first request wins; returns
         False when one was already accepted). ``graceful`` asks the session to end its turn
-        (interrupt) before the worker is cancelled; otherwise the worker is cancelled now."""
+        (interrupt) before the worker is cancelled; otherwise the worker is cancelled now,
+        unless the scheduler is stopping and the worker is past its session's close (its
+        ``after_run`` then gets the hooks' shutdown grace from the stop)."""
         ...
 
     def interrupt_turn(self) -> None:

@@ -4,7 +4,10 @@ turns, then cleanup. One asyncio task per run; it *returns* how the attempt ende
 Ending early is a request to the worker (:meth:`Worker.stop`, the ``run.WorkerControl``
 the scheduler holds on ``run.worker``): a hard stop cancels the worker now; a graceful one
 (an operator interrupt) lets the session end its turn, and a turn deadline cancels only the
-turn. In every case the worker returns the requested :class:`~symphony_tui.scheduler.run.Ending`
+turn. A worker already past its session's close (in ``after_run``, the manifest, a
+workspace removal) when the scheduler stops is not cancelled: the shutdown's hook cutoff
+(workspaces/hooks.py ``HookCutoff``) gives its hook ``hooks.shutdown_grace_ms`` from the
+stop, then ends it. In every case the worker returns the requested :class:`~symphony_tui.scheduler.run.Ending`
 once its cleanup is done, and the scheduling loop applies it (``retries.Retries.after_run``).
 """
 
@@ -91,6 +94,7 @@ class Worker:
         self._queued: list[str] = []  # operator messages for the next turn's prompt
         self._go_on = asyncio.Event()  # a budget hold ends: extended, or a stop request
         self._interrupting: asyncio.Task | None = None
+        self._closed = False  # the cleanup is past the session's close (hooks, manifest)
 
     @property
     def stopping(self) -> bool:
@@ -106,9 +110,18 @@ class Worker:
         if taken:
             self._ending = ending
         self._go_on.set()  # a run held by its budget ends now
-        if not graceful and self.task is not None and not self.task.done():
+        if not graceful and not self.sheltered and self.task is not None and not self.task.done():
             self.task.cancel()
         return taken
+
+    @property
+    def sheltered(self) -> bool:
+        """True when a hard stop must not cancel this worker: the scheduler is stopping
+        (the workspaces' hook cutoff is set) and the worker is past its session's close.
+        Its cleanup then ends by itself: a hook running or started there has
+        ``hooks.shutdown_grace_ms`` from the later of its start and the stop (README
+        "Quitting", docs/conformance.md), not cut at once by a cancellation."""
+        return self._closed and self._ctx.workspaces.hooks_cutoff.active
 
     def interrupt_turn(self) -> None:
         session = self._run.session
@@ -396,6 +409,7 @@ class Worker:
                     "warning", "session close failed", error=why,
                     issue_id=run.issue.id, issue_identifier=run.issue.identifier,
                 )  # fmt: skip
+        self._closed = True  # from here a stopping scheduler lets the cleanup finish
         if run.workspace is None or run.host_lost:
             return  # (a lost host: its workspace waits there for the host to come back)
         hook = await self._hook("after_run")

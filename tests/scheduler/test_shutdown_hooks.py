@@ -137,3 +137,61 @@ async def test_an_after_run_that_starts_in_the_shutdown_gets_the_whole_configure
     (event,) = _hook_events(h, "after_run")
     assert isinstance(event.payload, HookResult) and event.payload.ok
     assert event.payload.cut_short is None and h.orch.hooks_cut_short == []
+
+
+def _after_run_when_the_turn_fails(tmp_path: Path, grace_ms: int, body: str) -> str:
+    """An ``after_run`` that says it started (``after_run.started``), then runs ``body``."""
+    started = tmp_path / "after_run.started"
+    return (
+        f"hooks:\n  timeout_ms: {HOUR_MS}\n  shutdown_grace_ms: {grace_ms}\n"
+        f"  after_run: 'touch {started}; {body}'\n"
+    )
+
+
+async def _failing(session, prompt, turn):
+    return TurnResult(TurnStatus.FAILED, error="the agent gave up")
+
+
+async def test_an_after_run_already_running_at_the_stop_gets_its_grace_from_the_stop(
+    make_harness, tmp_path
+):
+    saved = tmp_path / "after_run.saved"
+    front = _after_run_when_the_turn_fails(tmp_path, int(BOUND_S * 1000), f"sleep 3; touch {saved}")
+    h = make_harness([make_issue(1)], script=_failing, front=front)
+    await h.start()
+    await _until(tmp_path / "after_run.started")  # the worker is in its cleanup's hook
+
+    await asyncio.wait_for(h.orch.shutdown(), BOUND_S)
+
+    assert saved.exists()  # the hook ran to its end instead of being cut at the stop
+    (event,) = _hook_events(h, "after_run")
+    assert isinstance(event.payload, HookResult) and event.payload.ok
+    assert event.payload.cut_short is None and h.orch.hooks_cut_short == []
+    assert not h.orch.running
+
+
+async def test_an_after_run_already_running_at_the_stop_is_cut_once_its_grace_is_over(
+    make_harness, tmp_path
+):
+    grace_ms = 1500
+    child = tmp_path / "after_run.child"
+    front = _after_run_when_the_turn_fails(
+        tmp_path, grace_ms, f"sleep 600 & echo $! > {child}; wait"
+    )
+    h = make_harness([make_issue(1)], script=_failing, front=front)
+    await h.start()
+    await _until(tmp_path / "after_run.started")
+
+    await asyncio.wait_for(h.orch.shutdown(), BOUND_S)
+
+    assert await _becomes_dead(int(child.read_text()))
+    (event,) = _hook_events(h, "after_run")
+    assert isinstance(event.payload, HookResult) and not event.payload.ok
+    assert event.payload.cut_short == "scheduler shutdown"
+    # cut by the grace (counted from the stop, after the hook's start), not at once
+    assert event.payload.duration_ms >= grace_ms
+    assert event.message.endswith("; its process group was ended")
+    assert h.orch.hooks_cut_short == [
+        "ABC-1: after_run hook cut short (scheduler shutdown); its process group was ended"
+    ]
+    assert not h.orch.running
