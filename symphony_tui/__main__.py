@@ -1,7 +1,8 @@
 """``python -m symphony_tui``: the same command line as ``symphony-tui`` (README)."""
 
-import sys
+if __name__ == "__main__":  # importing it (a tool walking the package) runs nothing
+    import sys
 
-from symphony_tui.cli import main
+    from symphony_tui.cli import main
 
-sys.exit(main())
+    sys.exit(main())
