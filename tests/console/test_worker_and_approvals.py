@@ -10,7 +10,7 @@ from rich.text import Text
 from symphony_tui.agents.codex.events import cap_tail
 from symphony_tui.console.screens.approvals import ApprovalsScreen, approval_keys
 from symphony_tui.console.screens.modals import Confirm
-from symphony_tui.console.screens.worker import WorkerScreen
+from symphony_tui.console.screens.worker import WRITE_CHARS, WorkerScreen
 from symphony_tui.console.tones import Tones
 from symphony_tui.console.transcript import Transcript, diff_text, tail
 from symphony_tui.console.widgets.issues import IssuesTable
@@ -336,3 +336,26 @@ async def test_a_whole_transcript_has_no_dropped_line(port, make_app):
         await settle(pilot)
         screen = await open_worker(pilot, "demo-1")
         assert "dropped" not in transcript_text(screen)
+
+
+async def test_a_flood_of_long_messages_writes_only_the_newest_and_says_so(port, make_app):
+    # 60 messages of 12,000 characters: rendering them all froze the console for seconds
+    for i in range(60):
+        port.add_event(
+            EventKind.MESSAGE,
+            f"m{i:02}w" + "w" * 12_000,
+            issue_id="demo-1",
+            identifier="DEMO-1",
+            at=NOW,
+        )
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = await open_worker(pilot, "demo-1")
+        text = transcript_text(screen)
+        assert "earlier events not shown here" in text
+        assert "m59w" in text  # the newest are written
+        assert "m00w" not in text  # the oldest are not
+        shown = sum(f"m{i:02}w" in text for i in range(60))
+        assert 0 < shown <= WRITE_CHARS // 12_000 + 1
+        assert len(screen.query_one("#transcript").lines) < 5000

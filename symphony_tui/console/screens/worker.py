@@ -24,11 +24,30 @@ from symphony_tui.domain import ApprovalRequest, EventKind, Rerun, Snapshot
 from symphony_tui.domain.payloads import HookResult
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from symphony_tui.console.tones import Tones
+    from symphony_tui.domain import AgentEvent
 
 TRANSCRIPT_LINES = 5000
+#: Characters of event text one pull writes at most: past that, only the newest events
+#: are written, after a line saying how many were left out (rendering a flood's
+#: 12,000-character messages by the thousand froze the console for seconds; issue 11).
+#: The export (``e``) still writes every event the scheduler kept.
+WRITE_CHARS = 200_000
 LAST_ACTIVITY_CELLS = 160  # two lines of the header at 80 columns
 BATCH = 2000
+
+
+def _newest_within(events: Sequence[AgentEvent], chars: int) -> int:
+    """The index of the first of ``events`` to write so that the newest ones written hold
+    at most ``chars`` characters of message text (always at least the newest one)."""
+    total = 0
+    for index in range(len(events) - 1, -1, -1):
+        total += len(events[index].message)
+        if total > chars:
+            return min(index + 1, len(events) - 1)
+    return 0
 
 
 def _hooks(text: Text, hooks: dict[str, str], tones: Tones) -> None:
@@ -260,8 +279,17 @@ class WorkerScreen(Screen[None]):
         if self.last_seq == 0:  # the first batch: say when older entries were dropped
             self._note_gap(log, tones)
         self.last_seq = max(self.last_seq, events[-1].seq)
+        first_written = _newest_within(events, WRITE_CHARS)
+        if first_written:
+            line = Text(end="")
+            line.append(
+                f"{first_written:,} earlier events not shown here (over "
+                f"{WRITE_CHARS:,} characters at once); e exports the whole transcript",
+                style=tones.warning,
+            )
+            log.write(line, scroll_end=None)
         noted = False
-        for event in events:
+        for index, event in enumerate(events):
             hook = event.payload
             if isinstance(hook, HookResult):
                 # "hook before_run: exit 3 in 12 ms" -> "exit 3 in 12 ms"
@@ -273,6 +301,8 @@ class WorkerScreen(Screen[None]):
             elif event.kind == EventKind.PLAN and (steps := plan_steps(event)):
                 self.plan = steps
                 noted = True
+            if index < first_written:
+                continue
             block = self._transcript.block(event)
             if block is not None:
                 log.write(block, scroll_end=None)
