@@ -223,11 +223,7 @@ async def test_a_request_still_in_the_streams_buffer_is_read_without_pausing_for
     reader.feed_eof()
     sink = ControlSink()
     room = asyncio.Event()
-
-    async def pace() -> None:
-        await room.wait()
-
-    conn = _control_connect(reader, sink, pace)
+    conn = _control_connect(reader, sink, room.wait)  # each pause waits for room
     conn.start()
     await _settle()
     assert sink.order == [*(f"d{i}" for i in range(ahead)), "request 8"]
@@ -243,11 +239,7 @@ async def test_a_peer_whose_every_line_is_a_request_still_pauses_between_runs():
     reader.feed_eof()
     sink = ControlSink()
     room = asyncio.Event()
-
-    async def pace() -> None:
-        await room.wait()
-
-    conn = _control_connect(reader, sink, pace)
+    conn = _control_connect(reader, sink, room.wait)  # each pause waits for room
     conn.start()
     await _settle()
     assert len(sink.order) == CONTROL_RUN_LINES
