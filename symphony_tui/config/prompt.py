@@ -16,7 +16,7 @@ from liquid import BoundTemplate, Environment, StrictUndefined
 from liquid.exceptions import LiquidError
 
 from symphony_tui.config.errors import WorkflowError
-from symphony_tui.domain import BlockerRef, Issue
+from symphony_tui.domain import BlockerRef, Issue, IssueComment
 
 _ENV = Environment(undefined=StrictUndefined, strict_filters=True)
 
@@ -81,9 +81,20 @@ SAMPLE_ISSUE = Issue(
     branch_name="sample-1-issue",
     url="https://example.invalid/SAMPLE-1",
     labels=("sample",),
+    assignees=("sample-user",),
     blocked_by=(BlockerRef(id="sample-0", identifier="SAMPLE-0", state="Done"),),
     created_at=datetime(2026, 1, 1, tzinfo=UTC),
     updated_at=datetime(2026, 1, 2, tzinfo=UTC),
+    comments=(
+        IssueComment(
+            id="sample-comment-1",
+            author="sample-user",
+            body="A sample comment.",
+            created_at=datetime(2026, 1, 2, tzinfo=UTC),
+            url="https://example.invalid/SAMPLE-1#comment-1",
+        ),
+    ),
+    repository="sample-owner/sample-repo",
 )
 
 

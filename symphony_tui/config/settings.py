@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from symphony_tui.config.child_env import secret_env_names
 from symphony_tui.config.numbers import Milliseconds, WholeNumber
+from symphony_tui.config.variants import read_variants
 from symphony_tui.config.worker_hosts import WorkerSettings
 
 LINEAR_ENDPOINT = "https://api.linear.app/graphql"
@@ -359,6 +360,14 @@ class Settings(_Section):
         return self.codex.stall_timeout_ms if agent is None else agent
 
 
+#: The top-level settings sections and their models (what config/variants.py walks).
+SECTIONS: dict[str, type[BaseModel]] = {
+    name: field.annotation
+    for name, field in Settings.model_fields.items()
+    if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel)
+}
+
+
 def resolve_env(value: str | None, env: dict[str, str] | None = None) -> str | None:
     """``$NAME`` -> the environment value; an empty or unset variable means missing (None).
 
@@ -387,9 +396,15 @@ def resolve_path(value: str, base: Path, env: dict[str, str] | None = None) -> s
 
 
 def resolve_settings(
-    raw: dict[str, Any], workflow_dir: Path, env: dict[str, str] | None = None
+    raw: dict[str, Any],
+    workflow_dir: Path,
+    env: dict[str, str] | None = None,
+    notes: list[str] | None = None,
 ) -> Settings:
     """Build :class:`Settings` from front matter, resolving secrets and paths.
+
+    Port variants with one clear meaning are read first (config/variants.py); their warning
+    lines are appended to ``notes`` when it is given.
 
     ``tracker.provider.<key>`` (:data:`PROVIDER_KEYS`) wins over ``tracker.<key>``;
     ``tracker.api_key`` falls back to ``$LINEAR_API_KEY`` and ``tracker.assignee`` to
@@ -397,9 +412,13 @@ def resolve_settings(
     ``tracker.token`` (or ``api_key``), else ``$GITHUB_TOKEN``, resolved into ``api_key``;
     ``repo`` falls back to ``$GITHUB_REPO``; without a board or state labels the states
     default to ``open`` / ``closed``.
-    Raises :class:`pydantic.ValidationError` on bad types or values.
+    Raises :class:`pydantic.ValidationError` on bad types or values, ``ValueError`` (one
+    line) on a variant without one clear meaning.
     """
     env = dict(os.environ) if env is None else env
+    raw, read = read_variants(raw, SECTIONS)
+    if notes is not None:
+        notes.extend(read)
     s = Settings.model_validate({**raw, "workflow_dir": str(workflow_dir)})
     tracker = s.tracker
     secrets = sorted(secret_env_names(raw) | set(tracker.secret_env_names))

@@ -119,8 +119,9 @@ def parse_workflow(path: Path, data: bytes, env: dict[str, str] | None = None) -
         raise WorkflowError("workflow_parse_error", f"{path} is not UTF-8 text: {err}") from err
     front, body = split_front_matter(text)
     raw = _parse_yaml(front, path) if front is not None else {}
+    variants: list[str] = []
     try:
-        settings = resolve_settings(raw, path.parent, env)
+        settings = resolve_settings(raw, path.parent, env, variants)
     except ValidationError as err:
         raise WorkflowError("invalid_settings", flatten_validation_error(err)) from err
     except (TypeError, ValueError) as err:
@@ -141,7 +142,7 @@ def parse_workflow(path: Path, data: bytes, env: dict[str, str] | None = None) -
         raw=raw,
         fingerprint=hashlib.sha256(data).hexdigest(),
         prompt_first_line=first_line,
-        warnings=unread_warnings(raw),
+        warnings=(*variants, *unread_warnings(raw)),
     )
 
 

@@ -21,6 +21,19 @@ class BlockerRef(BaseModel):
     state: str | None = None
 
 
+class IssueComment(BaseModel):
+    """A comment on an issue, for the prompt (``issue.comments``): ``author`` as the tracker
+    names people (GitHub: login; Linear: display name), ``body`` as written (Markdown)."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    id: str | None = None
+    author: str | None = None
+    body: str = ""
+    created_at: datetime | None = None
+    url: str | None = None
+
+
 class Issue(BaseModel):
     """One tracker issue, normalized across trackers (spec §4.1.1).
 
@@ -46,13 +59,24 @@ class Issue(BaseModel):
     blocked_by: tuple[BlockerRef, ...] = ()
     created_at: datetime | None = None
     updated_at: datetime | None = None
+    # Prompt inputs beyond spec §4.1.1, filled by the trackers that have them (empty
+    # otherwise): the issue's comments, oldest first (GitHub and Linear read them when a
+    # prompt uses them, scheduler/worker.py), and the repository it belongs to (owner/name).
+    comments: tuple[IssueComment, ...] = ()
+    repository: str | None = None
 
     def template_view(self) -> dict:
-        """The ``issue`` object given to the prompt template (spec §5.4): plain, JSON-like."""
+        """The ``issue`` object given to the prompt template (spec §5.4): plain, JSON-like,
+        with ``assignee`` (the first of ``assignees``, or null) beside the list."""
         data = self.model_dump(mode="json")
         data["labels"] = list(self.labels)
         data["assignees"] = list(self.assignees)
+        data["assignee"] = self.assignees[0] if self.assignees else None
         data["blocked_by"] = [b.model_dump(mode="json") for b in self.blocked_by]
+        # ``author_name``: the same author, under the name some ports' prompts use.
+        data["comments"] = [
+            {**c.model_dump(mode="json"), "author_name": c.author} for c in self.comments
+        ]
         return data
 
 

@@ -145,7 +145,11 @@ class FakeLinear:
         self.team_key = team_key
         self._clock = clock or (lambda: datetime.now(UTC))
         self._lock = threading.RLock()
-        viewer = {"id": self._uuid("user", "viewer"), "name": "Symphony Bot"}
+        viewer = {
+            "id": self._uuid("user", "viewer"),
+            "name": "Symphony Bot",
+            "displayName": "symphony-bot",
+        }
         viewer["email"] = "bot@example.invalid"
         self._store = _Store(clock=self._clock, viewer=viewer)
         self._store.users[viewer["id"]] = viewer
@@ -257,7 +261,7 @@ class FakeLinear:
     def add_user(self, name: str) -> str:
         with self._lock:
             user_id = self._uuid("user", name)
-            self._store.users[user_id] = {"id": user_id, "name": name}
+            self._store.users[user_id] = {"id": user_id, "name": name, "displayName": name}
             return user_id
 
     def add_issue(
@@ -793,6 +797,7 @@ _FILTERS: dict[str, dict[str, tuple]] = {
     "User": {
         "id": _field("id"),
         "name": _field("name"),
+        "displayName": _field("displayName"),
         "email": _field("email"),
         "isMe": ("value", lambda s, r: r.get("id") == s.viewer["id"]),
     },

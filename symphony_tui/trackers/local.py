@@ -8,7 +8,12 @@ File format::
         title: Write it       # required
         state: Todo           # required
         description: ...      # optional; also priority, labels, blocked_by, url,
-                              # branch_name, created_at, updated_at
+                              # branch_name, created_at, updated_at, repository,
+                              # assignee (or assignees: a list), comments (below)
+        comments:             # optional, oldest first: a map per comment, or its text
+          - author: ana
+            body: Please keep the old flag.
+            created_at: 2026-01-02T10:00:00Z   # optional, as are id and url
 
 The file is re-read on every call (parsed again only when its bytes changed), so edits by
 hand show up on the next poll. ``move_issue`` rewrites only the ``state:`` value (and an
@@ -38,7 +43,7 @@ from pydantic import ValidationError
 
 from symphony_tui.config.errors import describe_yaml_error, flatten_validation_error, one_line
 from symphony_tui.config.settings import Settings
-from symphony_tui.domain import BlockerRef, Issue
+from symphony_tui.domain import BlockerRef, Issue, IssueComment
 from symphony_tui.trackers.base import TrackerError
 from symphony_tui.workspaces.atomic import ConcurrentEditError, atomic_write_bytes
 
@@ -106,6 +111,36 @@ def _string_list(path: Path, name: str, field: str, value: Any) -> list[str]:
     return out
 
 
+def _comments(path: Path, name: str, value: Any) -> tuple[IssueComment, ...]:
+    """``comments:`` of one entry: a list of maps (``author``, ``body``, optional ``id``,
+    ``created_at``, ``url``) or of plain texts (the body)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise _fail(f"{path}: {name}: comments must be a list, got {type(value).__name__}")
+    out = []
+    for index, item in enumerate(value, 1):
+        text = _scalar_text(item)
+        if text is not None:
+            out.append(IssueComment(body=text))
+            continue
+        if not isinstance(item, dict) or _scalar_text(item.get("body")) is None:
+            raise _fail(f"{path}: {name}: comment {index} must be a text or a map with a body")
+        try:
+            out.append(
+                IssueComment(
+                    id=_scalar_text(item.get("id")),
+                    author=_scalar_text(item.get("author")),
+                    body=_scalar_text(item.get("body")),
+                    created_at=item.get("created_at"),
+                    url=_scalar_text(item.get("url")),
+                )
+            )
+        except ValidationError as err:
+            raise _fail(f"{path}: {name}: comment {index}: {flatten_validation_error(err)}") from err
+    return tuple(out)
+
+
 def parse_issues(path: Path, text: str) -> list[Issue]:
     """Validate and normalize the file's issues, in file order (see module docstring).
     Raises ``TrackerError("local_tracker_file")`` naming the offending entry."""
@@ -138,9 +173,14 @@ def parse_issues(path: Path, text: str) -> list[Issue]:
             else:
                 raise _fail(f"{path}: {name}: priority must be an integer or null")
         fields["priority"] = priority
-        for key in ("description", "url", "branch_name", "created_at", "updated_at"):
+        for key in ("description", "url", "branch_name", "created_at", "updated_at", "repository"):
             if entry.get(key) is not None:
                 fields[key] = entry[key]
+        fields["assignees"] = tuple(
+            _string_list(path, name, "assignees", entry.get("assignees"))
+            or _string_list(path, name, "assignee", entry.get("assignee"))
+        )
+        fields["comments"] = _comments(path, name, entry.get("comments"))
         fields["labels"] = tuple(
             label.lower() for label in _string_list(path, name, "labels", entry.get("labels"))
         )

@@ -46,7 +46,7 @@ def test_prompt_rendering_fails_on_unknown_variables(issue: Issue) -> None:
 
 def test_prompt_rendering_fails_on_unknown_issue_fields(issue: Issue) -> None:
     with pytest.raises(WorkflowError) as info:
-        render_prompt("{{ issue.assignee }}", issue, None)
+        render_prompt("{{ issue.live_workpad_comment_id }}", issue, None)
     assert info.value.code == "template_render_error"
 
 

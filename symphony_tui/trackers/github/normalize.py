@@ -156,6 +156,7 @@ def _issue(
         blocked_by=blocked_by,
         created_at=parse_timestamp(created),
         updated_at=parse_timestamp(updated),
+        repository=tracker.repo,
     )
 
 

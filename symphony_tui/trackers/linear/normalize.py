@@ -48,6 +48,7 @@ def normalize_issue(node: Any) -> Issue:
         blocked_by=extract_blockers(node.get("inverseRelations")),
         created_at=parse_timestamp(node.get("createdAt")),
         updated_at=parse_timestamp(node.get("updatedAt")),
+        assignees=assignee_names(node),
     )
 
 
@@ -56,6 +57,14 @@ def assignee_id(node: Any) -> str | None:
     if isinstance(node, dict) and isinstance(node.get("assignee"), dict):
         return _str_or_none(node["assignee"].get("id"))
     return None
+
+
+def assignee_names(node: Any) -> tuple[str, ...]:
+    """The assignee's ``displayName`` (Linear has one assignee), or ``()``."""
+    if isinstance(node, dict) and isinstance(node.get("assignee"), dict):
+        name = _str_or_none(node["assignee"].get("displayName"))
+        return (name,) if name else ()
+    return ()
 
 
 def parse_priority(value: Any) -> int | None:

@@ -37,6 +37,7 @@ fragment SymphonyIssueFields on Issue {
   url
   assignee {
     id
+    displayName
   }
   labels {
     nodes {
