@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 
 from liquid import BoundTemplate, Environment, StrictUndefined
-from liquid.exceptions import LiquidError
+from liquid.exceptions import LiquidError, TemplateNotFoundError
 
 from symphony_tui.config.errors import WorkflowError
 from symphony_tui.domain import BlockerRef, Issue, IssueComment
@@ -23,6 +23,12 @@ _ENV = Environment(undefined=StrictUndefined, strict_filters=True)
 
 def _describe(err: LiquidError, first_line: int) -> str:
     message = getattr(err, "message", None) or str(err).splitlines()[0]
+    if isinstance(err, TemplateNotFoundError):
+        # ``{% render "name" %}`` / ``{% include %}``: the prompt is the one WORKFLOW.md body.
+        message = (
+            f"template {message!r} not found: a prompt is the body of WORKFLOW.md alone; "
+            "write the text of other template files into it"
+        )
     token = getattr(err, "token", None)
     source = getattr(token, "source", None)
     start = getattr(token, "start_index", None)

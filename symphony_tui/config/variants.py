@@ -110,8 +110,8 @@ def _read_hooks(section: dict[str, Any], notes: list[str]) -> None:
                 count = script.count("\n") - 1
                 notes.append(
                     f"hooks.{name}: a list of {count} command line{'s' if count != 1 else ''} "
-                    "is read as one script that runs them in order and stops at the first "
-                    "that fails"
+                    "is read as one script that runs each line in order and stops at the "
+                    "first that fails"
                 )
 
 

@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from symphony_tui.config.settings import TrackerSettings
-from symphony_tui.domain import BlockerRef, Issue
+from symphony_tui.domain import BlockerRef, Issue, IssueComment
 from symphony_tui.trackers.base import TrackerError
 
 
@@ -167,6 +167,27 @@ def assignees_rest(item: Mapping[str, Any]) -> tuple[str, ...]:
         for a in item.get("assignees") or []
         if isinstance(a, dict) and isinstance(a.get("login"), str)
     )
+
+
+def comments_rest(items: Any) -> tuple[IssueComment, ...]:
+    """``GET /repos/{owner}/{repo}/issues/{n}/comments`` items -> comments, oldest first
+    (GitHub's order); the author is the user's login. Items without a text body are
+    skipped."""
+    out = []
+    for item in items if isinstance(items, list) else []:
+        if not isinstance(item, dict) or not isinstance(item.get("body"), str):
+            continue
+        user = item.get("user")
+        out.append(
+            IssueComment(
+                id=str(item["id"]) if _number(item.get("id")) else None,
+                author=_str(user.get("login")) if isinstance(user, dict) else None,
+                body=item["body"],
+                created_at=parse_timestamp(item.get("created_at")),
+                url=_str(item.get("html_url")),
+            )
+        )
+    return tuple(out)
 
 
 def blocker_count(item: Mapping[str, Any]) -> int:

@@ -31,12 +31,15 @@ from typing import Any
 import httpx
 
 from symphony_tui.config.settings import Settings, TrackerSettings
-from symphony_tui.domain import BlockerRef, Issue
+from symphony_tui.domain import BlockerRef, Issue, IssueComment
 from symphony_tui.trackers.base import TrackerError
 from symphony_tui.trackers.github import normalize, queries
 from symphony_tui.trackers.github.board import Board, BoardInfo
 from symphony_tui.trackers.github.client import GitHubClient, RestResponse
 from symphony_tui.trackers.github.normalize import BoardValues
+
+#: Comments given to a prompt that uses ``issue.comments``: the newest this many.
+COMMENT_LIMIT = 50
 
 log = logging.getLogger(__name__)
 
@@ -141,6 +144,15 @@ class GitHubTracker:
                 if issue is not None:
                     found[n] = issue
         return [found[n] for n in numbers if n in found]
+
+    async def fetch_issue_comments(self, issue: Issue) -> tuple[IssueComment, ...]:
+        """The newest :data:`COMMENT_LIMIT` comments of ``issue``, oldest first (for a prompt
+        that uses ``issue.comments``): ``GET .../issues/{n}/comments``, 100 a page."""
+        owner, name = _repo(self._tracker())
+        items = await self.client.paged(
+            f"/repos/{owner}/{name}/issues/{_number(issue.id)}/comments", {"per_page": 100}
+        )
+        return normalize.comments_rest(items)[-COMMENT_LIMIT:]
 
     async def move_issue(self, issue_id: str, state: str) -> Issue:
         """Move issue ``issue_id`` to ``state`` (see the module doc); returns it afterwards.

@@ -11,10 +11,10 @@ the payload is not what we asked for.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
-from symphony_tui.domain import BlockerRef, Issue
+from symphony_tui.domain import BlockerRef, Issue, IssueComment
 from symphony_tui.trackers.base import TrackerError
 
 
@@ -65,6 +65,32 @@ def assignee_names(node: Any) -> tuple[str, ...]:
         name = _str_or_none(node["assignee"].get("displayName"))
         return (name,) if name else ()
     return ()
+
+
+def extract_comments(connection: Any) -> tuple[IssueComment, ...]:
+    """``comments { nodes { id body createdAt url user { displayName } botActor { name } } }``
+    -> comments sorted oldest first; the author is the user's display name, else the bot's
+    name. Nodes without a text ``body`` are skipped."""
+    out = []
+    for node in _nodes(connection):
+        body = node.get("body")
+        if not isinstance(body, str):
+            continue
+        user, bot = node.get("user"), node.get("botActor")
+        author = _str_or_none(user.get("displayName")) if isinstance(user, dict) else None
+        if author is None and isinstance(bot, dict):
+            author = _str_or_none(bot.get("name"))
+        out.append(
+            IssueComment(
+                id=_str_or_none(node.get("id")),
+                author=author,
+                body=body,
+                created_at=parse_timestamp(node.get("createdAt")),
+                url=_str_or_none(node.get("url")),
+            )
+        )
+    far_past = datetime.min.replace(tzinfo=UTC)
+    return tuple(sorted(out, key=lambda c: c.created_at or far_past))
 
 
 def parse_priority(value: Any) -> int | None:

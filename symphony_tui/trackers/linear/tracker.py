@@ -17,11 +17,15 @@ from typing import Any
 import httpx
 
 from symphony_tui.config.settings import Settings
-from symphony_tui.domain import Issue
+from symphony_tui.domain import Issue, IssueComment
 from symphony_tui.trackers.base import TrackerError
 from symphony_tui.trackers.linear import queries
 from symphony_tui.trackers.linear.client import GraphQLResponse, LinearClient, redact
-from symphony_tui.trackers.linear.normalize import assignee_id, normalize_issue
+from symphony_tui.trackers.linear.normalize import (
+    assignee_id,
+    extract_comments,
+    normalize_issue,
+)
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +100,17 @@ class LinearTracker:
                 issue = normalize_issue(node)
                 found.setdefault(issue.id, issue)
         return [found[i] for i in ids if i in found]
+
+    async def fetch_issue_comments(self, issue: Issue) -> tuple[IssueComment, ...]:
+        """The newest :data:`queries.COMMENT_PAGE_SIZE` comments of ``issue``, oldest first
+        (for a prompt that uses ``issue.comments``)."""
+        data = await self._client.execute(
+            queries.ISSUE_COMMENTS, {"id": issue.id, "commentLast": queries.COMMENT_PAGE_SIZE}
+        )
+        node = data.get("issue")
+        if not isinstance(node, dict):
+            raise TrackerError("linear_unknown_payload", f"issue {issue.id!s:.40} not returned")
+        return extract_comments(node.get("comments"))
 
     async def move_issue(self, issue_id: str, state: str) -> Issue:
         """Move ``issue_id`` to the workflow state of its team named ``state`` (compared
