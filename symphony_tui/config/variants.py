@@ -1,4 +1,5 @@
-"""Port variants of WORKFLOW.md settings that have one clear meaning (docs/workflow.md).
+"""Port variants of WORKFLOW.md settings that have one clear meaning (README: "Use it on
+your project").
 
 Files written for ports of the reference implementation spell some settings differently
 from the reference. Where the spelling has one clear meaning it is read as that meaning and
@@ -121,14 +122,13 @@ def _read_sandbox(section: dict[str, Any], notes: list[str]) -> None:
         policy = sandbox_policy(value)
         section["turn_sandbox_policy"] = policy
         notes.append(
-            f"codex.turn_sandbox_policy: the string {value!r} is read as "
-            f"{{type: {policy['type']}}}"
+            f"codex.turn_sandbox_policy: the string {value!r} is read as {{type: {policy['type']}}}"
         )
 
 
-def read_variants(raw: Mapping[str, Any], sections: Mapping[str, type[BaseModel]]) -> tuple[
-    dict[str, Any], list[str]
-]:
+def read_variants(
+    raw: Mapping[str, Any], sections: Mapping[str, type[BaseModel]]
+) -> tuple[dict[str, Any], list[str]]:
     """``(front matter with port variants rewritten, one warning line per variant read)``.
 
     ``sections`` maps each top-level settings key to its model (``Settings``' sections).
@@ -137,9 +137,9 @@ def read_variants(raw: Mapping[str, Any], sections: Mapping[str, type[BaseModel]
     """
     out = dict(raw)
     notes: list[str] = []
-    for name, model in sections.items():
-        value = raw.get(name)
-        if not isinstance(value, Mapping):
+    for name, value in raw.items():  # file order, so warnings read like the file
+        model = sections.get(name)
+        if model is None or not isinstance(value, Mapping):
             continue
         section = dict(value)
         if name == "hooks":

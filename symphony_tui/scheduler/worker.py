@@ -259,9 +259,7 @@ class Worker:
             workflow = state.store.current
             shown = issue
             template, first_line = workflow.prompt_template, workflow.prompt_first_line
-            if isinstance(ctx.tracker, CommentSource) and uses_issue_comments(
-                template, first_line
-            ):
+            if isinstance(ctx.tracker, CommentSource) and uses_issue_comments(template, first_line):
                 comments = await ctx.tracker.fetch_issue_comments(issue)
                 shown = issue.model_copy(update={"comments": comments})
             prompt = render_prompt(template, shown, run.attempt, first_line)

@@ -137,7 +137,9 @@ def _comments(path: Path, name: str, value: Any) -> tuple[IssueComment, ...]:
                 )
             )
         except ValidationError as err:
-            raise _fail(f"{path}: {name}: comment {index}: {flatten_validation_error(err)}") from err
+            raise _fail(
+                f"{path}: {name}: comment {index}: {flatten_validation_error(err)}"
+            ) from err
     return tuple(out)
 
 

@@ -36,7 +36,7 @@ def write_workflow(tmp_path: Path):
     return write
 
 
-def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # noqa: ARG001
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     """The compatibility corpus's figures (test_workflow_corpus.py), when it ran."""
     lines = config.stash.get(CORPUS_REPORT, None)
     if lines:

@@ -166,9 +166,7 @@ def test_fixture_outcome(name: str) -> None:
     assert list(workflow.warnings) == expected.get("warnings", [])
     issue = sample_issue(workflow.settings)
     for attempt in (None, 3):
-        text = render_prompt(
-            workflow.prompt_template, issue, attempt, workflow.prompt_first_line
-        )
+        text = render_prompt(workflow.prompt_template, issue, attempt, workflow.prompt_first_line)
         assert text
         for wanted in expected.get("renders", []):
             assert wanted in text, text
@@ -189,4 +187,3 @@ def test_corpus_report(request: pytest.FixtureRequest) -> None:
     assert len(lines) == 1 + len(fails)
     request.config.stash[CORPUS_REPORT] = lines
     print("\n".join(lines))
-
