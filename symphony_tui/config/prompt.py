@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 
 from liquid import BoundTemplate, Environment, StrictUndefined
-from liquid.exceptions import LiquidError, TemplateNotFoundError
+from liquid.exceptions import LiquidError, TemplateNotFoundError, UndefinedError
 
 from symphony_tui.config.errors import WorkflowError
 from symphony_tui.domain import BlockerRef, Issue, IssueComment
@@ -36,6 +36,20 @@ def _describe(err: LiquidError, first_line: int) -> str:
         line = source.count("\n", 0, start) + first_line
         return f"{message} (line {line})"
     return message
+
+
+def _undefined_hint(err: LiquidError, issue: Issue) -> str:
+    """What a prompt has, after an undefined top-level variable: ``issue`` and ``attempt``
+    (some ports give the issue's fields at the top level, ``{{ identifier }}``)."""
+    if not isinstance(err, UndefinedError):
+        return ""
+    name = getattr(err, "message", None) or str(err)
+    if not (name.startswith("'") and name.endswith("' is undefined")):
+        return ""  # a field of an object (issue.x), not a top-level variable
+    variable = name[1 : -len("' is undefined")]
+    if variable in issue.template_view():
+        return f"; did you mean issue.{variable}?"
+    return "; a prompt has the variables issue and attempt"
 
 
 @lru_cache(maxsize=64)
@@ -70,7 +84,8 @@ def render_prompt(template: str, issue: Issue, attempt: int | None, first_line: 
     try:
         rendered = compiled.render(issue=issue.template_view(), attempt=attempt)
     except LiquidError as err:
-        raise WorkflowError("template_render_error", _describe(err, first_line)) from err
+        message = _describe(err, first_line) + _undefined_hint(err, issue)
+        raise WorkflowError("template_render_error", message) from err
     except (TypeError, ValueError, ArithmeticError) as err:
         raise WorkflowError("template_render_error", f"{type(err).__name__}: {err}") from err
     return rendered.strip()

@@ -123,3 +123,23 @@ def test_prompt_rendering_a_template_file_says_prompts_are_one_file(write_workfl
         "template_parse_error: template 'guardrails' not found: a prompt is the body of "
         "WORKFLOW.md alone; write the text of other template files into it (line 7)"
     )
+
+
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        (
+            "{{ identifier }}: {{ title }}",
+            "'identifier' is undefined (line 6); did you mean issue.identifier?",
+        ),
+        (
+            "{% if stage == 'review' %}x{% endif %}",
+            "'stage' is undefined (line 6); a prompt has the variables issue and attempt",
+        ),
+        ("{{ issue.workpad_id }}", "issue.workpad_id is undefined (line 6)"),
+    ],
+)
+def test_undefined_prompt_variables_say_what_a_prompt_has(write_workflow, body, error) -> None:
+    with pytest.raises(WorkflowError) as info:
+        load(write_workflow, "", body=body)
+    assert str(info.value) == f"template_render_error: {error}"
