@@ -23,18 +23,18 @@ from typing import Any
 from symphony_tui.agents.base import AgentBackend, AgentError, AgentSession, TurnResult, TurnStatus
 from symphony_tui.config.errors import WorkflowError
 from symphony_tui.config.prompt import render_prompt
-from symphony_tui.config.prompt_inputs import uses_issue_comments
 from symphony_tui.domain import EventKind, RunOutcome, RunStatus
 from symphony_tui.domain.payloads import HookResult, NoteDelivered
 from symphony_tui.scheduler import manifests
 from symphony_tui.scheduler.approvals import ApprovalDesk
 from symphony_tui.scheduler.host import RunHost
 from symphony_tui.scheduler.inbox import Input
+from symphony_tui.scheduler.prompt_inputs import issue_for_prompt
 from symphony_tui.scheduler.run import Ending, Run
 from symphony_tui.scheduler.state import SchedulerState
 from symphony_tui.scheduler.tools import SessionTools
 from symphony_tui.scheduler.worker_hosts import HOST_DOWN_PREFIX, host_down
-from symphony_tui.trackers.base import CommentSource, Tracker, TrackerError
+from symphony_tui.trackers.base import Tracker, TrackerError
 from symphony_tui.workspaces.errors import WorkspaceError
 from symphony_tui.workspaces.manager import WorkspaceManager
 
@@ -255,18 +255,22 @@ class Worker:
                     run.host_lost = hook.host_lost  # the host down path, not a hook failure
                 return _failed(_hook_error(hook))
         state.update_run(run, status=RunStatus.BUILDING_PROMPT)
+        current = state.store.current
         try:
-            workflow = state.store.current
-            shown = issue
-            template, first_line = workflow.prompt_template, workflow.prompt_first_line
-            if isinstance(ctx.tracker, CommentSource) and uses_issue_comments(template, first_line):
-                comments = await ctx.tracker.fetch_issue_comments(issue)
-                shown = issue.model_copy(update={"comments": comments})
-            prompt = render_prompt(template, shown, run.attempt, first_line)
-        except WorkflowError as exc:
-            return _failed(str(exc))
+            issue = await issue_for_prompt(
+                ctx.tracker, issue, current.prompt_template, current.prompt_first_line
+            )
         except TrackerError as exc:
             return _failed(f"issue comments for the prompt: {exc}")
+        except WorkflowError as exc:
+            return _failed(str(exc))
+        try:
+            workflow = state.store.current
+            prompt = render_prompt(
+                workflow.prompt_template, issue, run.attempt, workflow.prompt_first_line
+            )
+        except WorkflowError as exc:
+            return _failed(str(exc))
         state.update_run(run, status=RunStatus.LAUNCHING_AGENT)
         host = RunHost(
             run,
