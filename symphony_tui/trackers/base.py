@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
-from symphony_tui.domain import Issue, IssueComment
+from symphony_tui.domain import Issue
 
 
 class TrackerError(Exception):
@@ -59,13 +59,3 @@ class Tracker(Protocol):
         ...
 
     async def aclose(self) -> None: ...
-
-
-@runtime_checkable
-class CommentSource(Protocol):
-    """A tracker that lists an issue's comments (GitHub, Linear), for a prompt that uses
-    ``issue.comments``; the local tracker reads them with the issue instead."""
-
-    async def fetch_issue_comments(self, issue: Issue) -> tuple[IssueComment, ...]:
-        """The issue's comments, oldest first (at most the tracker's newest few dozen)."""
-        ...

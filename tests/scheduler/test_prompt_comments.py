@@ -63,3 +63,14 @@ async def test_comments_that_cannot_be_read_fail_the_attempt_not_the_prompt(make
     assert h.backend.sessions == []  # no agent ran on a prompt missing its comments
     error = h.orch.retrying["id-1"].entry.error
     assert error.startswith("issue comments for the prompt: rate_limited")
+
+
+def test_github_and_linear_list_comments_the_local_tracker_reads_them_with_the_issue() -> None:
+    from symphony_tui.scheduler.prompt_inputs import CommentSource
+    from symphony_tui.trackers.github import GitHubTracker
+    from symphony_tui.trackers.linear import LinearTracker
+    from symphony_tui.trackers.local import LocalTracker
+
+    assert issubclass(GitHubTracker, CommentSource)
+    assert issubclass(LinearTracker, CommentSource)
+    assert not issubclass(LocalTracker, CommentSource)
