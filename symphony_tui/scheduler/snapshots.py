@@ -197,7 +197,7 @@ def _issue_rows(
                 claim=claim,
                 priority=issue.priority,
                 url=issue.url,
-                blocked=policy.blocked_by_open_issue(issue, settings),
+                blocked=not issue.dispatchable,
                 note=note,
             )
         kept[issue.id] = (issue, settings, claim, note, row)

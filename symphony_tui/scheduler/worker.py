@@ -25,7 +25,7 @@ from symphony_tui.config.errors import WorkflowError
 from symphony_tui.config.prompt import render_prompt
 from symphony_tui.domain import EventKind, RunOutcome, RunStatus
 from symphony_tui.domain.payloads import HookResult, NoteDelivered
-from symphony_tui.scheduler import manifests
+from symphony_tui.scheduler import manifests, policy
 from symphony_tui.scheduler.approvals import ApprovalDesk
 from symphony_tui.scheduler.host import RunHost
 from symphony_tui.scheduler.inbox import Input
@@ -328,7 +328,7 @@ class Worker:
             elif result.status is not TurnStatus.COMPLETED:
                 return _failed(result.error or result.status.value)
             try:
-                fresh = await ctx.tracker.fetch_issue_states_by_ids([issue.id])
+                fresh = await ctx.tracker.fetch_issues_by_ids([issue.id])
             except TrackerError as exc:
                 if exc.retry_at is None:
                     return _failed(f"issue state refresh failed: {exc}")
@@ -340,7 +340,11 @@ class Worker:
             if not fresh:
                 return _SUCCEEDED
             state.run_issue_seen(run, fresh[0])
-            if not state.settings.tracker.is_active(run.issue.state) or turn >= max_turns:
+            if (
+                not state.settings.tracker.is_active(run.issue.state)
+                or not policy.issue_routable(run.issue, state.settings)
+                or turn >= max_turns
+            ):
                 return _SUCCEEDED
 
     def _continuation_prompt(self, turn: int, max_turns: int) -> str:

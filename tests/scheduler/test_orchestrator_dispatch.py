@@ -28,22 +28,32 @@ def test_dispatch_sort_order_is_priority_then_oldest_creation_time():
     assert order == ["ABC-3", "ABC-4", "ABC-2", "ABC-1", "ABC-5"]
 
 
-async def test_todo_issue_with_non_terminal_blockers_is_not_eligible(make_harness):
+def test_priorities_1_to_4_rank_first_then_oldest_with_null_created_last():
+    issues = [
+        make_issue(1, priority=None, created_minutes=0),
+        make_issue(2, priority=7, created_minutes=1),  # outside 1..4: the null bucket
+        make_issue(3, priority=4, created_minutes=9),
+        make_issue(4, priority=-1, created_minutes=2),
+        make_issue(5, priority=4).model_copy(update={"created_at": None}),
+        make_issue(6, priority=None).model_copy(update={"created_at": None}),
+    ]
+    order = [i.identifier for i in policy.sort_for_dispatch(issues)]
+    assert order == ["ABC-3", "ABC-5", "ABC-1", "ABC-2", "ABC-4", "ABC-6"]
+
+
+async def test_dispatchable_false_issues_are_not_eligible(make_harness):
+    # The adapter's verdict is final: the scheduler reads no blockers or assignees itself.
     blocked = make_issue(
-        2, blocked_by=(BlockerRef(id="id-9", identifier="ABC-9", state="In Progress"),)
+        2,
+        blocked_by=(BlockerRef(id="id-9", identifier="ABC-9", state="In Progress"),),
+        dispatchable=False,
     )
-    h = make_harness([blocked], script=hang)
+    free = make_issue(3, blocked_by=(BlockerRef(id="id-9", identifier="ABC-9", state=None),))
+    h = make_harness([blocked, free], script=hang)
     await h.start()
-    assert not h.orch.running
-    row = h.orch.snapshot().issues[0]
+    assert list(h.orch.running) == ["id-3"]
+    row = next(r for r in h.orch.snapshot().issues if r.issue_id == "id-2")
     assert row.blocked and row.claim is ClaimState.UNCLAIMED
-
-
-async def test_issue_with_terminal_blockers_is_eligible(make_harness):
-    issue = make_issue(2, blocked_by=(BlockerRef(id="id-9", identifier="ABC-9", state="Done"),))
-    h = make_harness([issue], script=hang)
-    await h.start()
-    assert "id-2" in h.orch.running
 
 
 async def test_global_concurrency_limit_is_respected(make_harness):
