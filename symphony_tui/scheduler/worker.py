@@ -27,6 +27,7 @@ from symphony_tui.domain import EventKind, RunOutcome, RunStatus
 from symphony_tui.domain.payloads import HookResult, NoteDelivered
 from symphony_tui.scheduler import manifests, policy
 from symphony_tui.scheduler.approvals import ApprovalDesk
+from symphony_tui.scheduler.clock import TimerHandle
 from symphony_tui.scheduler.host import RunHost
 from symphony_tui.scheduler.inbox import Input
 from symphony_tui.scheduler.run import Ending, Run
@@ -364,25 +365,36 @@ class Worker:
     async def _run_turn(
         self, session: AgentSession, text: str, *, continuation: bool
     ) -> TurnResult:
-        """One turn under ``Settings.turn_timeout_ms`` (``agent.*``, else ``codex.*``):
-        at the deadline the attempt ends as timed out and only the turn is cancelled."""
+        """One turn under ``Settings.turn_timeout_ms`` (``agent.*``, else ``codex.*``), the
+        longest silence while the turn streams (§10.6): every session output resets it,
+        so a turn that keeps talking runs as long as it needs. When it runs out the attempt
+        ends as timed out and only the turn is cancelled."""
         state = self._ctx.state
+        run = self._run
+        clock = state.clock
         turn_task = asyncio.ensure_future(session.run_turn(text, continuation=continuation))
         timeout_s = state.settings.turn_timeout_ms / 1000
+        turn_started = clock.monotonic()
+        timer: list[TimerHandle] = []
 
         def on_deadline() -> None:
-            if not turn_task.done():
-                self.stop(
-                    Ending(
-                        RunOutcome.FAILED,
-                        RunStatus.TIMED_OUT,
-                        f"turn timed out after {timeout_s:g}s",
-                    ),
-                    graceful=True,
-                )
-                turn_task.cancel()
+            if turn_task.done():
+                return
+            silent = clock.monotonic() - max(turn_started, run.last_output_mono)
+            if silent < timeout_s:
+                timer[0] = clock.call_later(timeout_s - silent, on_deadline)
+                return
+            self.stop(
+                Ending(
+                    RunOutcome.FAILED,
+                    RunStatus.TIMED_OUT,
+                    f"turn timed out: no output for {timeout_s:g}s",
+                ),
+                graceful=True,
+            )
+            turn_task.cancel()
 
-        timer = state.clock.call_later(timeout_s, on_deadline)
+        timer.append(clock.call_later(timeout_s, on_deadline))
         try:
             return await turn_task
         except asyncio.CancelledError:
@@ -394,7 +406,7 @@ class Worker:
         except AgentError as exc:
             return TurnResult(TurnStatus.FAILED, error=str(exc))
         finally:
-            timer.cancel()
+            timer[0].cancel()
 
     async def _cleanup(self, ending: Ending) -> None:
         """Settle open approvals, close the session (its process group is killed), run
