@@ -73,8 +73,9 @@ class Dispatcher:
 
     # ------------------------------------------------------------------ dispatch
 
-    def dispatch(self, issue: Issue, attempt: int | None) -> Run:
-        """Claim ``issue`` and start its worker (§16.4)."""
+    def dispatch(self, issue: Issue, attempt: int | None, *, retry_kind: str | None = None) -> Run:
+        """Claim ``issue`` and start its worker (§16.4). ``attempt`` is None on a first run;
+        ``retry_kind`` (``continuation`` / ``failure``) goes with a retry's attempt (§12.3)."""
         state = self._state
         self._retries.cancel(issue.id)
         now_mono = state.clock.monotonic()
@@ -85,6 +86,7 @@ class Dispatcher:
             started_at=state.clock.now(),
             started_mono=now_mono,
             last_event_mono=now_mono,
+            retry_kind=retry_kind if attempt is not None else None,
         )
         if state.hosts.enabled:
             run.worker_host = state.hosts.place(issue.id, state.running, force=True)
@@ -189,4 +191,4 @@ class Dispatcher:
             )
             self._retries.schedule(issue, entry.attempt + 1, delay, error=policy.NO_SLOTS_ERROR)
             return
-        self.dispatch(issue, attempt=entry.attempt)
+        self.dispatch(issue, attempt=entry.attempt, retry_kind=entry.retry_kind)

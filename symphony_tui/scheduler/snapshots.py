@@ -94,6 +94,7 @@ def build_snapshot(
                 attempt=e.attempt,
                 due_at=e.due_at,
                 error=e.error,
+                retry_kind=e.retry_kind,
             )
             for e in retries
         ),
@@ -215,6 +216,7 @@ def _running_rows(running: Mapping[str, Run]) -> tuple[RunningRow, ...]:
             backend=r.backend,
             status=r.status,
             attempt=r.attempt,
+            retry_kind=r.retry_kind,
             session_id=r.session_id,
             thread_id=r.thread_id,
             turn_count=r.turn_count,

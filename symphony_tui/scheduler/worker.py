@@ -258,7 +258,11 @@ class Worker:
         try:
             workflow = state.store.current
             prompt = render_prompt(
-                workflow.prompt_template, issue, run.attempt, workflow.prompt_first_line
+                workflow.prompt_template,
+                issue,
+                run.attempt,
+                workflow.prompt_first_line,
+                retry_kind=run.retry_kind,
             )
         except WorkflowError as exc:
             return _failed(str(exc))

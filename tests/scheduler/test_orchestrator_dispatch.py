@@ -563,3 +563,42 @@ async def test_an_operator_hold_survives_a_restart(make_harness):
     await third.settle()
     assert "id-1" in third.orch.running  # the rerun cleared the recorded hold
     await third.orch.shutdown()
+
+
+async def test_attempt_is_null_first_then_1_based_with_retry_kind(make_harness):
+    # §12.3: the first run renders attempt null; a continuation after a normal exit is
+    # attempt 1 of kind continuation; a failed run's retry counts on with kind failure.
+    outcomes = iter(["complete", "fail", "hang"])
+
+    async def script(session, prompt, turn):
+        what = next(outcomes)
+        if what == "complete":
+            return TurnResult(TurnStatus.COMPLETED, session.turn_id)
+        if what == "fail":
+            return TurnResult(TurnStatus.FAILED, session.turn_id, "boom")
+        return await session.wait_interrupt()
+
+    h = make_harness(
+        [make_issue(1)],
+        script=script,
+        front="agent:\n  max_turns: 1\n",
+        prompt="attempt={{ attempt }} kind={{ retry_kind }}",
+    )
+    await h.start()
+    await h.until(lambda: "id-1" in h.orch.retrying)
+    assert h.orch.retrying["id-1"].entry.retry_kind == "continuation"
+    await h.advance(1)
+    await h.until(lambda: "id-1" in h.orch.retrying and h.orch.retrying["id-1"].entry.attempt == 2)
+    assert h.orch.retrying["id-1"].entry.retry_kind == "failure"
+    retry_row = h.orch.snapshot().state_payload()["retrying"][0]
+    assert (retry_row["attempt"], retry_row["retry_kind"]) == (2, "failure")
+    await h.advance(20)
+    await h.until(lambda: "id-1" in h.orch.running and h.backend.sessions[-1].turns == 1)
+    prompts = [s.prompts[0] for s in h.backend.sessions]
+    assert prompts == [
+        "attempt= kind=",
+        "attempt=1 kind=continuation",
+        "attempt=2 kind=failure",
+    ]
+    running_row = h.orch.snapshot().state_payload()["running"][0]
+    assert (running_row["attempt"], running_row["retry_kind"]) == (2, "failure")
