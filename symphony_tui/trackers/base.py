@@ -104,6 +104,24 @@ class TrackerProfile:
     errors: str
     secret_env: tuple[str, ...] = ()
 
+    def markdown(self) -> str:
+        """The profile as docs/trackers.md carries it (a test keeps the two equal)."""
+        secrets = ", ".join(f"`{n}`" for n in self.secret_env) or "none"
+        return "\n".join(
+            [
+                f"## `tracker.kind: {self.kind}`",
+                "",
+                f"- **Config**: {self.config}",
+                f"- **Secret environment names**: {secrets}",
+                f"- **Scope and paging**: {self.scope}",
+                f"- **Identity**: {self.identity}",
+                f"- **Normalization**: {self.normalization}",
+                f"- **Agent tools**: {self.tools}",
+                f"- **Errors**: {self.errors}",
+                "",
+            ]
+        )
+
 
 def keep_wellformed(
     records: Iterable[Any], normalize: Callable[[Any], Issue | None], *, kind: str

@@ -120,6 +120,37 @@ async def test_issue_missing_from_tracker_is_stopped_not_left_running(make_harne
     assert h.backend.sessions[0].closed
 
 
+async def test_missing_from_refresh_stops_the_run_and_keeps_the_workspace(make_harness):
+    h = make_harness([make_issue(1)], script=hang)
+    await h.start()
+    await h.settle()
+    h.tracker.delete("id-1")
+    await h.orch.tick()
+    await h.settle()
+    assert not h.orch.running and "id-1" not in h.orch.retrying
+    assert h.ws("ABC-1").is_dir()  # §8.5: no longer visible is not terminal
+
+
+async def test_active_but_no_longer_routable_stops_the_run_and_keeps_the_workspace(make_harness):
+    h = make_harness(
+        [make_issue(1, labels=("agent",)), make_issue(2, labels=("agent",))],
+        script=hang,
+        front="tracker:\n  kind: local\n  path: issues.yaml\n  required_labels: [agent]\n",
+    )
+    await h.start()
+    await h.settle()
+    assert sorted(h.orch.running) == ["id-1", "id-2"]
+    # Still active: issue 1 is reassigned (the adapter says not dispatchable), issue 2
+    # loses its required label.
+    h.tracker.put(h.tracker.issues["id-1"].model_copy(update={"dispatchable": False}))
+    h.tracker.put(h.tracker.issues["id-2"].model_copy(update={"labels": ()}))
+    await h.orch.tick()
+    await h.settle()
+    assert not h.orch.running
+    assert h.ws("ABC-1").is_dir() and h.ws("ABC-2").is_dir()
+    assert all(s.closed for s in h.backend.sessions)
+
+
 async def test_reconciliation_with_no_running_issues_is_a_noop(make_harness):
     h = make_harness([])
     await h.start()
@@ -602,3 +633,27 @@ async def test_attempt_is_null_first_then_1_based_with_retry_kind(make_harness):
     ]
     running_row = h.orch.snapshot().state_payload()["running"][0]
     assert (running_row["attempt"], running_row["retry_kind"]) == (2, "failure")
+
+
+async def test_a_due_retry_refreshes_its_issue_by_id_and_cleans_a_terminal_workspace(make_harness):
+    async def fail(session, prompt, turn):
+        return TurnResult(TurnStatus.FAILED, session.turn_id, "boom")
+
+    h = make_harness([make_issue(1), make_issue(2)], script=fail)
+    await h.start()
+    await h.until(lambda: {"id-1", "id-2"} <= set(h.orch.retrying))
+    assert h.ws("ABC-1").is_dir() and h.ws("ABC-2").is_dir()
+    h.tracker.set_state("id-1", "Done")  # terminal while its retry waited
+    h.tracker.set_state("id-2", "Backlog")  # neither active nor terminal
+    h.tracker.calls.clear()
+    await h.advance(10)
+    # terminal: the workspace is cleaned and the claim released
+    await h.until(lambda: not h.ws("ABC-1").exists() and not h.orch.retrying)
+    await h.settle()
+    # §8.4: each retry asks for its own issue by id, not for the whole candidate list.
+    assert sorted(c for c in h.tracker.calls if c[0] == "by_ids") == [
+        ("by_ids", ("id-1",)),
+        ("by_ids", ("id-2",)),
+    ]
+    assert h.ws("ABC-2").is_dir()  # not active: released, workspace kept
+    assert not h.orch.running
