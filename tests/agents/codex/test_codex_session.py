@@ -763,3 +763,15 @@ async def test_a_policy_decline_sends_no_steer(fake_codex, workspace):
     assert (await session.run_turn("x")).status == TurnStatus.COMPLETED
     await session.close()
     assert not [m for m in run.received() if m.get("method") == "turn/steer"]
+
+
+async def test_launch_is_bash_lc_of_the_command_in_the_workspace(fake_codex, host, tmp_path):
+    # §10.1 / §17.5: `bash -lc <codex.command>` with the workspace as cwd. The command
+    # records whether its shell is a login bash and where it runs, then becomes the fake.
+    marker = tmp_path / "launched"
+    probe = fake_codex([*HANDSHAKE])
+    fake = probe.backend._settings().codex.command  # the fake app-server's own command line
+    command = f"shopt -q login_shell && echo login > {marker} && pwd >> {marker} && exec {fake}"
+    run = fake_codex([*HANDSHAKE], command=command)
+    await run.backend.start_session(host)
+    assert marker.read_text().splitlines() == ["login", str(host.workspace)]
