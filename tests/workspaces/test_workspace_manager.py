@@ -368,3 +368,24 @@ async def test_start_up_carries_workspaces_over_and_recovery_still_lists_them(
         "ABC-1": "ABC-1",
     }
     assert await asyncio.to_thread(mgr.carry_over_all) == []  # idempotent
+
+
+def test_a_worker_hosts_workspace_under_its_earlier_key_is_carried_over_by_its_script(
+    tmp_path: Path,
+) -> None:
+    # The shell a worker host runs before ensuring a workspace (workspaces/remote.py), run
+    # here with bash: the folder whose manifest names the issue moves, another issue's stays.
+    import shlex
+    import subprocess
+
+    from symphony_tui.workspaces.remote import _carry_over_script
+
+    _legacy_workspace(tmp_path, "A_B", "A/B")
+    _legacy_workspace(tmp_path, "X_1", "X_1")  # issue X_1's own, not issue "X 1"'s
+    for identifier in ("A/B", "X 1"):
+        key = workspace_key(identifier)
+        script = f'root={shlex.quote(str(tmp_path))}; ws="$root"/{shlex.quote(key)}; '
+        done = subprocess.run(["bash", "-c", script + _carry_over_script(identifier, key)])
+        assert done.returncode == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([workspace_key("A/B"), "X_1"])
+    assert (tmp_path / workspace_key("A/B") / "work.txt").read_text() == "half done\n"
