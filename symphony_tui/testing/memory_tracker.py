@@ -64,16 +64,16 @@ class MemoryTracker:
     async def fetch_candidate_issues(self) -> list[Issue]:
         self.calls.append(("candidates", ()))
         self._maybe_fail()
-        active = {s.lower() for s in self.active_states}
-        return [i for i in self.issues.values() if i.state.lower() in active]
+        active = {s.strip().lower() for s in self.active_states}
+        return [i for i in self.issues.values() if i.state.strip().lower() in active]
 
     async def fetch_issues_by_states(self, states: Sequence[str]) -> list[Issue]:
         if not states:
             return []
         self.calls.append(("by_states", tuple(states)))
         self._maybe_fail()
-        wanted = {s.lower() for s in states}
-        return [i for i in self.issues.values() if i.state.lower() in wanted]
+        wanted = {s.strip().lower() for s in states}
+        return [i for i in self.issues.values() if i.state.strip().lower() in wanted]
 
     async def fetch_issues_by_ids(self, issue_ids: Sequence[str]) -> list[Issue]:
         ids = dedupe_ids(issue_ids)

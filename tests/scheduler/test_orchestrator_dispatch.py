@@ -657,3 +657,24 @@ async def test_a_due_retry_refreshes_its_issue_by_id_and_cleans_a_terminal_works
     ]
     assert h.ws("ABC-2").is_dir()  # not active: released, workspace kept
     assert not h.orch.running
+
+
+async def test_states_compare_trimmed_and_lowercased_on_both_sides(make_harness):
+    # §4.2: the tracker's spelling is kept; configured and reported states meet trimmed
+    # and lowercased.
+    h = make_harness(
+        [make_issue(1, state="  in PROGRESS "), make_issue(2, state="Todo")],
+        script=hang,
+        front=(
+            "tracker:\n  kind: local\n  path: issues.yaml\n"
+            "  active_states: [' In Progress ']\n  terminal_states: ['  DONE']\n"
+        ),
+    )
+    await h.start()
+    await h.settle()
+    assert list(h.orch.running) == ["id-1"]
+    assert h.orch.running["id-1"].issue.state == "  in PROGRESS "
+    h.tracker.set_state("id-1", "done ")
+    await h.orch.tick()
+    await h.settle()
+    assert not h.orch.running and not h.ws("ABC-1").exists()  # terminal: cleaned
