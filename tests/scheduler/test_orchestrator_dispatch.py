@@ -116,18 +116,8 @@ async def test_issue_missing_from_tracker_is_stopped_not_left_running(make_harne
     h.tracker.delete("id-1")
     await h.orch.tick()
     await h.settle()
-    assert not h.orch.running
-    assert h.backend.sessions[0].closed
-
-
-async def test_missing_from_refresh_stops_the_run_and_keeps_the_workspace(make_harness):
-    h = make_harness([make_issue(1)], script=hang)
-    await h.start()
-    await h.settle()
-    h.tracker.delete("id-1")
-    await h.orch.tick()
-    await h.settle()
     assert not h.orch.running and "id-1" not in h.orch.retrying
+    assert h.backend.sessions[0].closed
     assert h.ws("ABC-1").is_dir()  # §8.5: no longer visible is not terminal
 
 
