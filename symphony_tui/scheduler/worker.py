@@ -27,7 +27,7 @@ from symphony_tui.domain import EventKind, RunOutcome, RunStatus
 from symphony_tui.domain.payloads import HookResult, NoteDelivered
 from symphony_tui.scheduler import manifests, policy
 from symphony_tui.scheduler.approvals import ApprovalDesk
-from symphony_tui.scheduler.clock import TimerHandle
+from symphony_tui.scheduler.clock import Clock, TimerHandle
 from symphony_tui.scheduler.host import RunHost
 from symphony_tui.scheduler.inbox import Input
 from symphony_tui.scheduler.run import Ending, Run
@@ -374,31 +374,22 @@ class Worker:
         so a turn that keeps talking runs as long as it needs. When it runs out the attempt
         ends as timed out and only the turn is cancelled."""
         state = self._ctx.state
-        run = self._run
-        clock = state.clock
         turn_task = asyncio.ensure_future(session.run_turn(text, continuation=continuation))
         timeout_s = state.settings.turn_timeout_ms / 1000
-        turn_started = clock.monotonic()
-        timer: list[TimerHandle] = []
 
-        def on_deadline() -> None:
-            if turn_task.done():
-                return
-            silent = clock.monotonic() - max(turn_started, run.last_output_mono)
-            if silent < timeout_s:
-                timer[0] = clock.call_later(timeout_s - silent, on_deadline)
-                return
-            self.stop(
-                Ending(
-                    RunOutcome.FAILED,
-                    RunStatus.TIMED_OUT,
-                    f"turn timed out: no output for {timeout_s:g}s",
-                ),
-                graceful=True,
-            )
-            turn_task.cancel()
+        def expired() -> None:
+            if not turn_task.done():
+                self.stop(
+                    Ending(
+                        RunOutcome.FAILED,
+                        RunStatus.TIMED_OUT,
+                        f"turn timed out: no output for {timeout_s:g}s",
+                    ),
+                    graceful=True,
+                )
+                turn_task.cancel()
 
-        timer.append(clock.call_later(timeout_s, on_deadline))
+        deadline = SilenceDeadline(state.clock, timeout_s, self._run, expired)
         try:
             return await turn_task
         except asyncio.CancelledError:
@@ -410,7 +401,7 @@ class Worker:
         except AgentError as exc:
             return TurnResult(TurnStatus.FAILED, error=str(exc))
         finally:
-            timer[0].cancel()
+            deadline.cancel()
 
     async def _cleanup(self, ending: Ending) -> None:
         """Settle open approvals, close the session (its process group is killed), run
@@ -529,3 +520,33 @@ def start_worker(run: Run, ctx: WorkerContext, ended: Callable[[Ending], None]) 
 
     task.add_done_callback(done)
     return worker
+
+
+class SilenceDeadline:
+    """The turn timeout as the longest silence (§10.6): fires ``expired`` once ``timeout_s``
+    seconds pass without output from the run's session (``run.last_output_mono``, or since
+    the deadline was set), re-arming itself while output keeps coming. A class, not a
+    closure that re-arms itself, so nothing of an ended run waits for the cycle collector."""
+
+    def __init__(
+        self, clock: Clock, timeout_s: float, run: Run, expired: Callable[[], None]
+    ) -> None:
+        self._clock = clock
+        self._timeout_s = timeout_s
+        self._run = run
+        self._expired = expired
+        self._since = clock.monotonic()
+        self._handle: TimerHandle | None = clock.call_later(timeout_s, self._fire)
+
+    def _fire(self) -> None:
+        silent = self._clock.monotonic() - max(self._since, self._run.last_output_mono)
+        if silent < self._timeout_s:
+            self._handle = self._clock.call_later(self._timeout_s - silent, self._fire)
+            return
+        self._handle = None
+        self._expired()
+
+    def cancel(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
