@@ -14,7 +14,8 @@ Reads:
   status (or ``open``).
 * **By-id refresh**: one GraphQL query per :data:`queries.BATCH` issues (aliased
   ``issue(number:)``), so 60 running issues cost two requests; an issue GitHub no longer
-  returns (deleted, transferred, hidden) is absent; a malformed one fails the refresh.
+  returns (deleted, transferred, hidden) is absent; a malformed one fails the refresh. A
+  ``Todo`` issue's blockers are read too (its ``dispatchable`` depends on them).
 * **dispatchable**: false for an issue not assigned to ``tracker.assignee`` (when set), and
   for a ``Todo`` issue with an open blocker; such issues are still listed (§11.1).
   Malformed list items are logged and left out.
@@ -151,7 +152,15 @@ class GitHubTracker:
                 values = self._board.from_issue_node(node, info) if info is not None else None
                 issue = normalize.from_graphql(node, tracker, values)
                 if issue is not None:
-                    found[n] = self._route(issue, who, tracker)
+                    found[n] = issue
+        for n, issue in found.items():
+            if issue.state.strip().lower() == "todo":
+                # Only a Todo issue's blockers decide anything (dispatchable): one
+                # dependencies read each, as candidates do for issues that have blockers.
+                board = self._last_board if tracker.project is not None else None
+                blockers = await self._blockers(n, tracker, board)
+                issue = issue.model_copy(update={"blocked_by": blockers})
+            found[n] = self._route(issue, who, tracker)
         return [found[n] for n in numbers if n in found]
 
     async def move_issue(self, issue_id: str, state: str) -> Issue:

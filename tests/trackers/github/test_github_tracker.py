@@ -122,6 +122,10 @@ async def test_blockers_from_issue_dependencies(fake, settings, tracker) -> None
     assert sorted(r.path for r in asked) == sorted(
         f"/repos/octo/app/issues/{n}/dependencies/blocked_by" for n in (waiting, free)
     )
+    assert [issues[str(n)].dispatchable for n in (waiting, free)] == [False, True]
+    # A refresh by id (a due retry's) sees the open blocker too: still not dispatchable.
+    refreshed = {i.id: i for i in await tracker.fetch_issues_by_ids([str(waiting), str(free)])}
+    assert [refreshed[str(n)].dispatchable for n in (waiting, free)] == [False, True]
 
 
 async def test_token_never_in_errors(fake, tracker) -> None:
