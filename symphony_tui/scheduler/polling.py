@@ -224,7 +224,7 @@ class Polling:
         try:
             if workspaces.path_for(issue.identifier).exists():
                 await workspaces.remove(issue.identifier)
-        except Exception as exc:  # logged by the release; the claim is released either way
+        except Exception as exc:  # one line here; the claim is released either way
             log.warning(
                 "terminal workspace removal failed issue_identifier=%s error=%s",
                 issue.identifier,
