@@ -1,5 +1,6 @@
 """``symphony-tui doctor``: run each start-up check and say how it went (issue: CLI).
 
+First a line naming the specification revision followed (:mod:`symphony_tui.spec`).
 Checks: the workflow file loads; dispatch settings validate (spec §6.3); the workspace root
 could be made (nothing is created); the agent command is found; the tracker answers a
 candidate fetch; the project lock is free. Then the paths a run would use. A front-matter key
@@ -216,6 +217,7 @@ def run_doctor(
     from symphony_tui.config.store import WorkflowStore
     from symphony_tui.config.validate import validate_dispatch
     from symphony_tui.paths import resolve_workflow_path
+    from symphony_tui.spec import spec_revision
 
     out = out or sys.stdout
     checks: list[Check] = []
@@ -227,6 +229,7 @@ def run_doctor(
             out.write(redact(f"[{mark}] {c.name}: {c.detail}") + "\n")  # may quote a secret
         out.flush()
 
+    out.write(f"follows the {spec_revision()}\n")
     path = resolve_workflow_path(workflow)
     store = WorkflowStore(path)
     try:

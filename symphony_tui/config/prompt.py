@@ -73,16 +73,27 @@ def compile_template(text: str, first_line: int = 1) -> BoundTemplate:
     return template
 
 
-def render_prompt(template: str, issue: Issue, attempt: int | None, first_line: int = 1) -> str:
+def render_prompt(
+    template: str,
+    issue: Issue,
+    attempt: int | None,
+    first_line: int = 1,
+    *,
+    retry_kind: str | None = None,
+) -> str:
     """Render the workflow prompt for ``issue``. ``attempt`` is ``None`` on the first run and
-    an integer on retries and continuations (spec §5.4). Returns the text trimmed.
+    a 1-based integer on retries and continuations; ``retry_kind`` (``continuation`` or
+    ``failure``, ``None`` on a first run) tells them apart (spec §5.4, §12.3). Returns the
+    text trimmed.
     ``first_line``: see :func:`compile_template`.
 
     Raises ``WorkflowError`` with ``template_parse_error`` or ``template_render_error``.
     """
     compiled = compile_template(template, first_line)
     try:
-        rendered = compiled.render(issue=issue.template_view(), attempt=attempt)
+        rendered = compiled.render(
+            issue=issue.template_view(), attempt=attempt, retry_kind=retry_kind
+        )
     except LiquidError as err:
         message = _describe(err, first_line) + _undefined_hint(err, issue)
         raise WorkflowError("template_render_error", message) from err
@@ -123,5 +134,5 @@ def check_prompt(template: str, first_line: int = 1) -> None:
     """Render ``template`` for :data:`SAMPLE_ISSUE`, as a first run and as a retry, so an
     unknown variable fails the workflow load instead of every run. Raises ``WorkflowError``
     like :func:`render_prompt`."""
-    for attempt in (None, 2):
-        render_prompt(template, SAMPLE_ISSUE, attempt, first_line)
+    for attempt, kind in ((None, None), (2, "failure")):
+        render_prompt(template, SAMPLE_ISSUE, attempt, first_line, retry_kind=kind)

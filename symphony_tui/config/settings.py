@@ -137,12 +137,14 @@ class TrackerSettings(_Section):
         return all(label in have for label in self.required_labels)
 
     def is_active(self, state: str) -> bool:
+        """``state`` is an active state, both sides trimmed and lowercased (§4.2)."""
         s = state.strip().lower()
-        return any(s == a.lower() for a in self.active_states)
+        return any(s == a.strip().lower() for a in self.active_states)
 
     def is_terminal(self, state: str) -> bool:
+        """``state`` is a terminal state, both sides trimmed and lowercased (§4.2)."""
         s = state.strip().lower()
-        return any(s == t.lower() for t in self.terminal_states)
+        return any(s == t.strip().lower() for t in self.terminal_states)
 
 
 class PollingSettings(_Section):

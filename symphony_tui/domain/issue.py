@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -37,9 +38,17 @@ class IssueComment(BaseModel):
 class Issue(BaseModel):
     """One tracker issue, normalized across trackers (spec §4.1.1).
 
-    ``priority`` is an integer where lower is more urgent (Linear: 1 urgent .. 4 low; 0 or
-    ``None`` means no priority and sorts last). ``labels`` are lowercase. Timestamps are
-    timezone-aware when the tracker gives an offset.
+    ``priority`` is an integer where lower is more urgent (Linear: 1 urgent .. 4 low); only
+    1..4 rank ahead, any other value and ``None`` sort last (§8.2). ``labels`` are lowercase.
+    Timestamps are timezone-aware when the tracker gives an offset.
+
+    ``id`` is an opaque dispatch identity (it may name a board entry rather than the
+    ticket); ``native_ref`` holds non-secret provider identifiers for the adapter's tools
+    and the prompt, never read by the scheduler (§4.2). ``dispatchable`` is the adapter's
+    verdict on its own routing rules (assignment, board membership, blockers): every adapter
+    sets it explicitly; the default only serves issues built outside an adapter (samples,
+    recovered manifests). States keep the tracker's spelling and are compared trimmed and
+    lowercased (:func:`state_key`).
     """
 
     model_config = ConfigDict(frozen=True, defer_build=True)
@@ -57,6 +66,9 @@ class Issue(BaseModel):
     # to spec §4.1.1, empty when the tracker does not say.
     assignees: tuple[str, ...] = ()
     blocked_by: tuple[BlockerRef, ...] = ()
+    native_ref: dict[str, Any] | None = None
+    assignee_id: str | None = None
+    dispatchable: bool = True
     created_at: datetime | None = None
     updated_at: datetime | None = None
     # Prompt inputs beyond spec §4.1.1, filled by the trackers that have them (empty
@@ -78,6 +90,11 @@ class Issue(BaseModel):
             {**c.model_dump(mode="json"), "author_name": c.author} for c in self.comments
         ]
         return data
+
+
+def state_key(state: str | None) -> str:
+    """A state name as the scheduler compares it (§4.2): trimmed and lowercased."""
+    return (state or "").strip().lower()
 
 
 class IssueStateChange(BaseModel):

@@ -40,7 +40,10 @@ class RunningRow(BaseModel):
     state: str
     backend: str = ""
     status: RunStatus = RunStatus.PREPARING_WORKSPACE
+    #: Null on a first run, 1-based after (§12.3); ``retry_kind`` says why it was retried
+    #: (``continuation`` or ``failure``), null on a first run or an operator's rerun.
     attempt: int | None = None
+    retry_kind: str | None = None
     session_id: str | None = None
     thread_id: str | None = None
     turn_count: int = 0
@@ -89,6 +92,7 @@ class RetryRow(BaseModel):
     attempt: int
     due_at: datetime
     error: str | None = None
+    retry_kind: str | None = None
 
 
 class Snapshot(BaseModel):
@@ -150,6 +154,8 @@ class Snapshot(BaseModel):
                     "issue_id": r.issue_id,
                     "issue_identifier": r.issue_identifier,
                     "state": r.state,
+                    "attempt": r.attempt,
+                    "retry_kind": r.retry_kind,
                     "session_id": r.session_id,
                     "turn_count": r.turn_count,
                     "last_event": r.last_event,
@@ -165,6 +171,7 @@ class Snapshot(BaseModel):
                     "issue_id": r.issue_id,
                     "issue_identifier": r.issue_identifier,
                     "attempt": r.attempt,
+                    "retry_kind": r.retry_kind,
                     "due_at": iso(r.due_at),
                     "error": r.error,
                 }

@@ -37,22 +37,23 @@ class Dispatcher:
     # ------------------------------------------------------------------ eligibility
 
     def is_eligible(self, issue: Issue, settings: Settings, *, for_retry: bool = False) -> bool:
-        """Spec §8.2 candidate selection, plus operator holds."""
+        """Spec §8.2 candidate selection (required fields, active and not terminal state,
+        routable: ``dispatchable`` and ``required_labels``), not running or claimed, plus
+        operator holds. Provider rules (blockers, assignment) reach it only through
+        ``dispatchable``."""
         state = self._state
         if not policy.has_required_fields(issue):
             return False
         tracker = settings.tracker
         if not tracker.is_active(issue.state) or tracker.is_terminal(issue.state):
             return False
-        if not tracker.has_required_labels(issue.labels):  # the reference's required_labels
+        if not policy.issue_routable(issue, settings):
             return False
         if issue.id in state.running:
             return False
         if not for_retry and issue.id in state.retrying:
             return False
-        if issue.id in state.held:
-            return False
-        return not policy.blocked_by_open_issue(issue, settings)
+        return issue.id not in state.held
 
     def slots_free(self, issue: Issue, settings: Settings) -> bool:
         """A global slot (``agent.max_concurrent_agents``) and a slot of the issue's state
@@ -72,8 +73,9 @@ class Dispatcher:
 
     # ------------------------------------------------------------------ dispatch
 
-    def dispatch(self, issue: Issue, attempt: int | None) -> Run:
-        """Claim ``issue`` and start its worker (§16.4)."""
+    def dispatch(self, issue: Issue, attempt: int | None, *, retry_kind: str | None = None) -> Run:
+        """Claim ``issue`` and start its worker (§16.4). ``attempt`` is None on a first run;
+        ``retry_kind`` (``continuation`` / ``failure``) goes with a retry's attempt (§12.3)."""
         state = self._state
         self._retries.cancel(issue.id)
         now_mono = state.clock.monotonic()
@@ -84,6 +86,7 @@ class Dispatcher:
             started_at=state.clock.now(),
             started_mono=now_mono,
             last_event_mono=now_mono,
+            retry_kind=retry_kind if attempt is not None else None,
         )
         if state.hosts.enabled:
             run.worker_host = state.hosts.place(issue.id, state.running, force=True)
@@ -134,8 +137,10 @@ class Dispatcher:
     def retry_fetched(
         self, retry: RetryState, candidates: list[Issue] | None, error: TrackerError | None
     ) -> None:
-        """A due retry's candidate fetch came back (§8.4, §16.6): dispatch its issue, queue
-        it again (tracker down, dispatch paused, no slot) or release it."""
+        """A due retry's refresh by id came back (§8.4, §16.6; ``candidates`` is the
+        result of ``fetch_issues_by_ids([issue_id])``): dispatch its issue, queue it again
+        (tracker down, dispatch paused, no slot) or release it (gone, terminal with its
+        workspace already removed, or no longer active and routable)."""
         state = self._state
         settings = state.settings
         entry = retry.entry
@@ -161,8 +166,14 @@ class Dispatcher:
         if state.retrying.get(issue_id) is not None or issue_id in state.running:
             return  # something else claimed it while we were fetching
         issue = next((i for i in candidates or () if i.id == issue_id), None)
-        if issue is None or not self.is_eligible(issue, settings, for_retry=True):
-            self._retries.release(issue_id, "no longer eligible")
+        if issue is None:
+            self._retries.release(issue_id, "no longer visible in the tracker")
+            return
+        if settings.tracker.is_terminal(issue.state):
+            self._retries.release(issue_id, f"moved to terminal state {issue.state}")
+            return
+        if not self.is_eligible(issue, settings, for_retry=True):
+            self._retries.release(issue_id, "no longer active and routable")
             return
         if state.dispatch_paused:
             # The operator paused dispatch: wait without using up a retry attempt.
@@ -180,4 +191,4 @@ class Dispatcher:
             )
             self._retries.schedule(issue, entry.attempt + 1, delay, error=policy.NO_SLOTS_ERROR)
             return
-        self.dispatch(issue, attempt=entry.attempt)
+        self.dispatch(issue, attempt=entry.attempt, retry_kind=entry.retry_kind)

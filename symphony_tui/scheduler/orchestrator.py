@@ -235,6 +235,10 @@ class Orchestrator:
             await restore_usage(self.state, self.state.usage)
         self.state.mark_started()
         self.state.log("info", "scheduler starting", workflow=str(self.store.current.path))
+        # Workspaces under the keys of earlier releases move to their collision-safe keys
+        # before anything looks them up (§4.2); none is deleted.
+        for old, new in await asyncio.to_thread(self.state.workspaces.carry_over_all):
+            self.state.log("info", "workspace carried over", old=old, new=new)
         terminal = await sweep_terminal_workspaces(self.state, self.tracker, hosts=False)
         # Worker hosts are reached in the background (issue 14): nothing here, nor the
         # first tick, waits for one that cannot be reached.

@@ -15,13 +15,19 @@ NO_SLOTS_ERROR = "no available orchestrator slots"
 _FAR_FUTURE = datetime.max.replace(tzinfo=UTC)
 
 
+def priority_rank(priority: int | None) -> int:
+    """Priorities 1..4 rank as themselves; every other value (0, 5+, negative) and null
+    share the bucket after them (§8.2, §11.3)."""
+    return priority if priority is not None and 1 <= priority <= 4 else 5
+
+
 def sort_key(issue: Issue) -> tuple:
-    """Priority ascending (null/0 last), then oldest ``created_at``, then identifier (§8.2)."""
-    prio = issue.priority if issue.priority is not None and issue.priority > 0 else 1_000_000
+    """Priority bucket (:func:`priority_rank`), then oldest ``created_at`` (null last), then
+    identifier (§8.2)."""
     created = issue.created_at or _FAR_FUTURE
     if created.tzinfo is None:
         created = created.replace(tzinfo=UTC)
-    return (prio, created, issue.identifier)
+    return (priority_rank(issue.priority), created, issue.identifier)
 
 
 def sort_for_dispatch(issues: Iterable[Issue]) -> list[Issue]:
@@ -32,16 +38,11 @@ def has_required_fields(issue: Issue) -> bool:
     return bool(issue.id and issue.identifier and issue.title and issue.state)
 
 
-def blocked_by_open_issue(issue: Issue, settings: Settings) -> bool:
-    """The ``Todo`` blocker rule (§8.2): a Todo issue with any non-terminal blocker waits.
-
-    A blocker whose state is unknown counts as non-terminal (we cannot prove it is done).
-    """
-    if issue.state.strip().lower() != "todo":
-        return False
-    return any(
-        b.state is None or not settings.tracker.is_terminal(b.state) for b in issue.blocked_by
-    )
+def issue_routable(issue: Issue, settings: Settings) -> bool:
+    """``issue_routable`` of §8.2: the adapter's ``dispatchable`` is true and the issue
+    carries every ``tracker.required_labels`` entry (case-insensitive). State, claims and
+    slots are checked by the caller."""
+    return issue.dispatchable and settings.tracker.has_required_labels(issue.labels)
 
 
 def state_slots_free(issue: Issue, settings: Settings, running_states: Mapping[str, int]) -> bool:

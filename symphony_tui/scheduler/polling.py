@@ -4,7 +4,7 @@ WORKFLOW.md re-checks and reloads, and due retries.
 A tick cycle is a task: it does the tracker I/O and posts each result to the inbox, where
 the loop applies it (``TickStarted`` -> ``RunningStates`` -> ``Candidates`` ->
 ``TickEnded``). Cycles never overlap: a tick asked for during one runs right after it. A
-due retry's candidate fetch is a task too, applied as ``RetryFetched``.
+due retry's refresh of its issue by id is a task too, applied as ``RetryFetched``.
 """
 
 from __future__ import annotations
@@ -149,7 +149,7 @@ class Polling:
         issues, error = None, None
         if ids:
             try:
-                issues = await self._tracker.fetch_issue_states_by_ids(ids)
+                issues = await self._tracker.fetch_issues_by_ids(ids)
             except TrackerError as exc:
                 error = exc
         return bool(await self._ask(RunningStates(ids, issues, error)))
@@ -196,7 +196,7 @@ class Polling:
 
     def on_retry_due(self, issue_id: str, token: int) -> asyncio.Task | None:
         """A retry timer fired (§8.4, §16.6): a stale token means the entry was replaced.
-        The current entry is taken off the queue and its candidate fetch started."""
+        The current entry is taken off the queue and its issue's refresh started."""
         state = self.state
         retry = state.retrying.get(issue_id)
         if retry is None or retry.token != token or state.stopping:
@@ -206,11 +206,30 @@ class Polling:
         return self._spawn(self._retry_fetch(retry), name="retry")
 
     async def _retry_fetch(self, retry: RetryState) -> None:
+        """Refresh the retried issue alone by id (§8.4): a terminal, inactive or unroutable
+        issue is seen as such, not merely absent from the candidates."""
         try:
-            issues, error = await self._tracker.fetch_candidate_issues(), None
+            issues, error = await self._tracker.fetch_issues_by_ids([retry.entry.issue_id]), None
         except TrackerError as exc:
             issues, error = None, exc
+        terminal = [i for i in issues or () if self.state.settings.tracker.is_terminal(i.state)]
+        for issue in terminal:
+            # Unclaimed while its retry is refreshed, and a terminal issue is never a
+            # candidate: nothing else uses the workspace (§8.4 step 3).
+            await self._remove_terminal_workspace(issue)
         await self._ask(RetryFetched(retry, issues, error))
+
+    async def _remove_terminal_workspace(self, issue: Issue) -> None:
+        workspaces = self.state.workspaces
+        try:
+            if workspaces.path_for(issue.identifier).exists():
+                await workspaces.remove(issue.identifier)
+        except Exception as exc:  # one line here; the claim is released either way
+            log.warning(
+                "terminal workspace removal failed issue_identifier=%s error=%s",
+                issue.identifier,
+                exc,
+            )
 
     # ------------------------------------------------------------------ workflow
 

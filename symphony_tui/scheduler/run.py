@@ -88,6 +88,12 @@ class Run:
     started_mono: float
     last_event_mono: float
     status: RunStatus = RunStatus.PREPARING_WORKSPACE
+    #: Monotonic time of the session's latest output of any kind (``AgentTrouble`` too,
+    #: which ``last_event_mono`` leaves out): the turn timeout is the longest silence (§10.6).
+    last_output_mono: float = 0.0
+    #: Why this attempt is a retry (``continuation`` / ``failure``, §12.3); None on a first
+    #: run or an operator's rerun.
+    retry_kind: str | None = None
     task: asyncio.Task | None = None
     worker: WorkerControl | None = None
     session: AgentSession | None = None

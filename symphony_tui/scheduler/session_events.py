@@ -91,6 +91,7 @@ class SessionRecorder:
         its :class:`TokenReport`; only their growth is counted (the first report of a
         re-attached session, ``attached``, is its baseline)."""
         now_mono = self._clock.monotonic()
+        run.last_output_mono = now_mono
         payload = event.payload
         kind = event.kind
         if kind is EventKind.MESSAGE_DELTA or kind is EventKind.COMMAND_OUTPUT:

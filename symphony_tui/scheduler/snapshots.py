@@ -94,6 +94,7 @@ def build_snapshot(
                 attempt=e.attempt,
                 due_at=e.due_at,
                 error=e.error,
+                retry_kind=e.retry_kind,
             )
             for e in retries
         ),
@@ -197,7 +198,7 @@ def _issue_rows(
                 claim=claim,
                 priority=issue.priority,
                 url=issue.url,
-                blocked=policy.blocked_by_open_issue(issue, settings),
+                blocked=not issue.dispatchable,
                 note=note,
             )
         kept[issue.id] = (issue, settings, claim, note, row)
@@ -215,6 +216,7 @@ def _running_rows(running: Mapping[str, Run]) -> tuple[RunningRow, ...]:
             backend=r.backend,
             status=r.status,
             attempt=r.attempt,
+            retry_kind=r.retry_kind,
             session_id=r.session_id,
             thread_id=r.thread_id,
             turn_count=r.turn_count,

@@ -25,8 +25,9 @@ from symphony_tui.config.errors import WorkflowError
 from symphony_tui.config.prompt import render_prompt
 from symphony_tui.domain import EventKind, RunOutcome, RunStatus
 from symphony_tui.domain.payloads import HookResult, NoteDelivered
-from symphony_tui.scheduler import manifests
+from symphony_tui.scheduler import manifests, policy
 from symphony_tui.scheduler.approvals import ApprovalDesk
+from symphony_tui.scheduler.clock import Clock, TimerHandle
 from symphony_tui.scheduler.host import RunHost
 from symphony_tui.scheduler.inbox import Input
 from symphony_tui.scheduler.prompt_inputs import issue_for_prompt
@@ -267,7 +268,11 @@ class Worker:
         try:
             workflow = state.store.current
             prompt = render_prompt(
-                workflow.prompt_template, issue, run.attempt, workflow.prompt_first_line
+                workflow.prompt_template,
+                issue,
+                run.attempt,
+                workflow.prompt_first_line,
+                retry_kind=run.retry_kind,
             )
         except WorkflowError as exc:
             return _failed(str(exc))
@@ -338,7 +343,7 @@ class Worker:
             elif result.status is not TurnStatus.COMPLETED:
                 return _failed(result.error or result.status.value)
             try:
-                fresh = await ctx.tracker.fetch_issue_states_by_ids([issue.id])
+                fresh = await ctx.tracker.fetch_issues_by_ids([issue.id])
             except TrackerError as exc:
                 if exc.retry_at is None:
                     return _failed(f"issue state refresh failed: {exc}")
@@ -350,7 +355,11 @@ class Worker:
             if not fresh:
                 return _SUCCEEDED
             state.run_issue_seen(run, fresh[0])
-            if not state.settings.tracker.is_active(run.issue.state) or turn >= max_turns:
+            if (
+                not state.settings.tracker.is_active(run.issue.state)
+                or not policy.issue_routable(run.issue, state.settings)
+                or turn >= max_turns
+            ):
                 return _SUCCEEDED
 
     def _continuation_prompt(self, turn: int, max_turns: int) -> str:
@@ -370,25 +379,27 @@ class Worker:
     async def _run_turn(
         self, session: AgentSession, text: str, *, continuation: bool
     ) -> TurnResult:
-        """One turn under ``Settings.turn_timeout_ms`` (``agent.*``, else ``codex.*``):
-        at the deadline the attempt ends as timed out and only the turn is cancelled."""
+        """One turn under ``Settings.turn_timeout_ms`` (``agent.*``, else ``codex.*``), the
+        longest silence while the turn streams (§10.6): every session output resets it,
+        so a turn that keeps talking runs as long as it needs. When it runs out the attempt
+        ends as timed out and only the turn is cancelled."""
         state = self._ctx.state
         turn_task = asyncio.ensure_future(session.run_turn(text, continuation=continuation))
         timeout_s = state.settings.turn_timeout_ms / 1000
 
-        def on_deadline() -> None:
+        def expired() -> None:
             if not turn_task.done():
                 self.stop(
                     Ending(
                         RunOutcome.FAILED,
                         RunStatus.TIMED_OUT,
-                        f"turn timed out after {timeout_s:g}s",
+                        f"turn timed out: no output for {timeout_s:g}s",
                     ),
                     graceful=True,
                 )
                 turn_task.cancel()
 
-        timer = state.clock.call_later(timeout_s, on_deadline)
+        deadline = SilenceDeadline(state.clock, timeout_s, self._run, expired)
         try:
             return await turn_task
         except asyncio.CancelledError:
@@ -400,7 +411,7 @@ class Worker:
         except AgentError as exc:
             return TurnResult(TurnStatus.FAILED, error=str(exc))
         finally:
-            timer.cancel()
+            deadline.cancel()
 
     async def _cleanup(self, ending: Ending) -> None:
         """Settle open approvals, close the session (its process group is killed), run
@@ -519,3 +530,33 @@ def start_worker(run: Run, ctx: WorkerContext, ended: Callable[[Ending], None]) 
 
     task.add_done_callback(done)
     return worker
+
+
+class SilenceDeadline:
+    """The turn timeout as the longest silence (§10.6): fires ``expired`` once ``timeout_s``
+    seconds pass without output from the run's session (``run.last_output_mono``, or since
+    the deadline was set), re-arming itself while output keeps coming. A class, not a
+    closure that re-arms itself, so nothing of an ended run waits for the cycle collector."""
+
+    def __init__(
+        self, clock: Clock, timeout_s: float, run: Run, expired: Callable[[], None]
+    ) -> None:
+        self._clock = clock
+        self._timeout_s = timeout_s
+        self._run = run
+        self._expired = expired
+        self._since = clock.monotonic()
+        self._handle: TimerHandle | None = clock.call_later(timeout_s, self._fire)
+
+    def _fire(self) -> None:
+        silent = self._clock.monotonic() - max(self._since, self._run.last_output_mono)
+        if silent < self._timeout_s:
+            self._handle = self._clock.call_later(self._timeout_s - silent, self._fire)
+            return
+        self._handle = None
+        self._expired()
+
+    def cancel(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None

@@ -20,7 +20,9 @@ hand show up on the next poll. ``move_issue`` rewrites only the ``state:`` value
 existing ``updated_at:`` value) of one issue, byte for byte elsewhere, atomically, and
 verifies the result by parsing it again. Concurrent writers (two tasks, or two processes
 sharing the file) are serialized with an asyncio lock plus ``flock`` on the file's folder.
-Every problem is ``TrackerError("local_tracker_file", <one line>)``.
+Every problem is ``TrackerError("local_tracker_file", <one line>)``: the file is one
+document, so a malformed entry fails every read until it is fixed. ``dispatchable`` is false
+for a ``Todo`` issue with a blocker that is not in a terminal state.
 """
 
 from __future__ import annotations
@@ -44,7 +46,12 @@ from pydantic import ValidationError
 from symphony_tui.config.errors import describe_yaml_error, flatten_validation_error, one_line
 from symphony_tui.config.settings import Settings
 from symphony_tui.domain import BlockerRef, Issue, IssueComment
-from symphony_tui.trackers.base import TrackerError
+from symphony_tui.trackers.base import (
+    TrackerError,
+    TrackerProfile,
+    dedupe_ids,
+    todo_waits_for_blockers,
+)
 from symphony_tui.workspaces.atomic import ConcurrentEditError, atomic_write_bytes
 
 CATEGORY = "local_tracker_file"
@@ -214,11 +221,37 @@ def parse_issues(path: Path, text: str) -> list[Issue]:
     return issues
 
 
+LOCAL_PROFILE = TrackerProfile(
+    kind="local",
+    config=(
+        "`tracker.path`: the YAML file (relative to WORKFLOW.md's folder, `~` and `$VAR` "
+        "expanded; required); `active_states` / `terminal_states` as for Linear. No secrets. "
+        "Error: `local_tracker_file` when the path is unset."
+    ),
+    scope=(
+        "Every entry of the file's `issues:` list, file order; no pages, no request limits; "
+        "the file is parsed again only when its bytes change."
+    ),
+    identity="`id` and `identifier` as written (each unique in the file); `native_ref` is null.",
+    normalization=(
+        "`state` as written; labels lowercased; `priority` an integer (or a digit string) or "
+        "null; timestamps as YAML gives them; `blocked_by` names other entries by id or "
+        "identifier; `dispatchable` is false for a `Todo` issue with a blocker not in a "
+        "terminal state. The file is one document: a malformed entry (missing id, "
+        "identifier, title or state, a duplicate, a bad type) fails every read with one "
+        "line naming it."
+    ),
+    tools="None. `move_issue` (the console's move) rewrites the entry's `state:` in place.",
+    errors="`local_tracker_file` -> `tracker_request`; every problem is one line.",
+)
+
+
 class LocalTracker:
     """:class:`~symphony_tui.trackers.base.Tracker` over the file at
     ``settings().tracker.path`` (already resolved against the WORKFLOW.md folder)."""
 
     kind = "local"
+    profile = LOCAL_PROFILE
 
     def __init__(self, settings: Callable[[], Settings]) -> None:
         self._settings = settings
@@ -254,11 +287,25 @@ class LocalTracker:
         self._cache = (str(path), digest, issues)
         return issues
 
+    def _routed(self) -> list[Issue]:
+        """The file's issues with ``dispatchable`` decided (the ``Todo`` blocker rule)."""
+        tracker = self._settings().tracker
+        return [
+            i.model_copy(
+                update={
+                    "dispatchable": not todo_waits_for_blockers(
+                        i.state, i.blocked_by, tracker.is_terminal
+                    )
+                }
+            )
+            for i in self._issues()
+        ]
+
     async def fetch_candidate_issues(self) -> list[Issue]:
         """Issues whose state is one of ``tracker.active_states`` (case-insensitive), in
         file order."""
         tracker = self._settings().tracker
-        return [i for i in self._issues() if tracker.is_active(i.state)]
+        return [i for i in self._routed() if tracker.is_active(i.state)]
 
     async def fetch_issues_by_states(self, states: Sequence[str]) -> list[Issue]:
         """Issues in any of ``states`` (case-insensitive); ``[]`` for no states, without
@@ -266,18 +313,16 @@ class LocalTracker:
         wanted = {s.strip().lower() for s in states if s.strip()}
         if not wanted:
             return []
-        return [i for i in self._issues() if i.state.strip().lower() in wanted]
+        return [i for i in self._routed() if i.state.strip().lower() in wanted]
 
-    async def fetch_issue_states_by_ids(self, issue_ids: Sequence[str]) -> list[Issue]:
-        """The issues with these ids, in the order asked; absent ids are left out."""
-        if not issue_ids:
+    async def fetch_issues_by_ids(self, issue_ids: Sequence[str]) -> list[Issue]:
+        """The issues with these ids, in the order asked; absent ids are left out; ``[]``
+        without reading the file."""
+        ids = dedupe_ids(issue_ids)
+        if not ids:
             return []
-        by_id = {i.id: i for i in self._issues()}
-        out: list[Issue] = []
-        for issue_id in dict.fromkeys(issue_ids):
-            if issue_id in by_id:
-                out.append(by_id[issue_id])
-        return out
+        by_id = {i.id: i for i in self._routed()}
+        return [by_id[i] for i in ids if i in by_id]
 
     async def move_issue(self, issue_id: str, state: str) -> Issue:
         """Set the issue's ``state`` in the file and return the issue as it now is.
@@ -292,7 +337,7 @@ class LocalTracker:
         path = self._path()
         async with self._write_lock:
             await asyncio.to_thread(self._move_locked, path, issue_id, state)
-        for issue in self._issues():
+        for issue in self._routed():
             if issue.id == issue_id:
                 return issue
         raise _fail(f"{path}: issue {issue_id!r} vanished after the move")

@@ -32,7 +32,12 @@ from symphony_tui.workspaces.manifest import (
     read_section,
 )
 from symphony_tui.workspaces.manifest_writer import ManifestWriter
-from symphony_tui.workspaces.paths import ensure_inside_root, workspace_key, workspace_path
+from symphony_tui.workspaces.paths import (
+    ensure_inside_root,
+    legacy_workspace_key,
+    workspace_key,
+    workspace_path,
+)
 from symphony_tui.workspaces.recovery import recovered_from
 from symphony_tui.workspaces.remote import RemoteWorkspaces
 
@@ -133,6 +138,66 @@ class WorkspaceManager:
         leave the root)."""
         return workspace_path(self.root, identifier)
 
+    def carry_over(self, identifier: str) -> Path | None:
+        """Find a workspace ``identifier`` has under the key earlier releases gave it
+        (:func:`legacy_workspace_key`) and move it to its current key; returns the path the
+        workspace now has, or ``None`` when there is none to carry over.
+
+        Only a folder whose ``issue`` manifest names ``identifier`` is taken (``A_B`` may be
+        the workspace of issue ``A_B`` itself); nothing is ever deleted. When the rename
+        fails the old folder is used in place (its manifest records its key) and one
+        warning line says why."""
+        new = self.path_for(identifier)
+        old = self.root / legacy_workspace_key(identifier)
+        if old.name == new.name or new.exists() or new.is_symlink():
+            return None
+        if old.is_symlink() or not old.is_dir():
+            return None
+        if read_section(old, "issue").get("identifier") != identifier:
+            return None
+        try:
+            os.rename(old, new)
+        except OSError as err:
+            log_kv(
+                log, "WARNING", "workspace kept under its earlier key",
+                issue_identifier=identifier, path=str(old), error=str(err),
+            )  # fmt: skip
+            return old
+        self.manifests.write(new, "issue", "issue", workspace_key=new.name)
+        log_kv(
+            log, "INFO", "workspace carried over to its collision-safe key",
+            issue_identifier=identifier, old=old.name, new=new.name,
+        )  # fmt: skip
+        return new
+
+    def carry_over_all(self) -> list[tuple[str, str]]:
+        """Start-up pass of :meth:`carry_over` over every folder under the root whose
+        manifest names an issue whose key changed: ``(old key, new key)`` per folder
+        moved. Blocking (call it from a thread); unreadable folders are skipped."""
+        moved: list[tuple[str, str]] = []
+        try:
+            entries = list(os.scandir(self.root))
+        except OSError:
+            return moved
+        for entry in entries:
+            try:
+                if not entry.is_dir(follow_symlinks=False):
+                    continue
+                identifier = read_section(Path(entry.path), "issue").get("identifier")
+            except OSError:
+                continue
+            if not isinstance(identifier, str) or not identifier:
+                continue
+            if entry.name != legacy_workspace_key(identifier):
+                continue
+            try:
+                path = self.carry_over(identifier)
+            except WorkspaceError:
+                continue
+            if path is not None and path.name != entry.name:
+                moved.append((entry.name, path.name))
+        return moved
+
     def _lock(self, identifier: str) -> asyncio.Lock:
         key = workspace_key(identifier)
         lock = self._locks.get(key)
@@ -164,7 +229,7 @@ class WorkspaceManager:
                 raise WorkspaceError(
                     "workspace_root_unavailable", f"cannot create {root}: {err}"
                 ) from err
-            path = self.path_for(issue.identifier)
+            path = self.carry_over(issue.identifier) or self.path_for(issue.identifier)
             created = False
             if path.exists() or path.is_symlink():
                 if not path.is_dir():

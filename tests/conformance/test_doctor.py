@@ -24,6 +24,9 @@ def test_doctor_creates_nothing_and_prints_the_paths_a_run_would_use(tmp_path):
     project = write_project(tmp_path / "project", [issue(1)])
     done = cli("doctor", cwd=project.folder, env=isolated_env(tmp_path))
     assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines()[0] == (
+        "follows the Symphony specification (openai/symphony SPEC.md) at 1f3219b, 2026-07-20"
+    )
     assert f"[ok  ] workspace root: {project.workspaces} will be created" in done.stdout
     assert "answered initialize (symphony-tui/symphony-demo-agent" in done.stdout
     assert "paths a run would use:" in done.stdout

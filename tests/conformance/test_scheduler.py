@@ -218,7 +218,7 @@ async def test_state_refresh_of_more_than_50_running_issues_on_the_local_tracker
         await orch.start()
         await clock.settle(50)
         assert len(orch.running) == 60
-        refreshed = await tracker.fetch_issue_states_by_ids(list(orch.running))
+        refreshed = await tracker.fetch_issues_by_ids(list(orch.running))
         assert len(refreshed) == 60
         entries[4]["state"] = "Done"  # id-5: terminal -> stop and clean
         entries[9]["state"] = "Backlog"  # id-10: non-active -> stop, keep the workspace

@@ -19,6 +19,7 @@ from symphony_tui.config.settings import Settings
 from symphony_tui.domain import Issue
 from symphony_tui.workspaces.errors import WorkspaceError
 from symphony_tui.workspaces.manager import WorkspaceManager
+from symphony_tui.workspaces.paths import workspace_key
 
 pytestmark = pytest.mark.slow
 
@@ -49,7 +50,7 @@ async def test_a_workspace_and_its_hooks_live_on_the_host(tmp_path, fleet) -> No
         before_run="printf 'line one\\nline two\\n'; exit 4",
     )
     path, created = await mgr.ensure(ISSUE, host=host)
-    assert created and path == root.resolve() / "ABC_1_x"
+    assert created and path == root.resolve() / workspace_key("ABC/1 x")
     assert not (tmp_path / "local-root").exists()  # nothing here
     assert (path / "made.txt").read_text() == "created\n"
     env = dict(
@@ -63,7 +64,7 @@ async def test_a_workspace_and_its_hooks_live_on_the_host(tmp_path, fleet) -> No
     assert hook.output == "line one\nline two\n"
     await mgr.manifests.flush()
     issue = json.loads((path / ".symphony" / "issue.json").read_text())
-    assert issue["identifier"] == "ABC/1 x" and issue["workspace_key"] == "ABC_1_x"
+    assert issue["identifier"] == "ABC/1 x" and issue["workspace_key"] == workspace_key("ABC/1 x")
     run = json.loads((path / ".symphony" / "run.json").read_text())
     assert run["hooks"] == {"after_create": "ok", "before_run": "exit 4"}
     assert not [p for p in (path / ".symphony").iterdir() if p.name.startswith(".run")]
@@ -161,7 +162,7 @@ async def test_remove_runs_before_remove_there_and_recovery_names_the_host(tmp_p
 async def test_a_symlink_in_place_of_a_workspace_is_refused(tmp_path, fleet) -> None:
     mgr, host, root = manager(tmp_path, fleet)
     root.mkdir(parents=True)
-    os.symlink("/etc", root / "ABC_1_x")
+    os.symlink("/etc", root / workspace_key("ABC/1 x"))
     with pytest.raises(WorkspaceError) as err:
         await mgr.ensure(ISSUE, host=host)
     assert err.value.code == "workspace_outside_root" and "\n" not in str(err.value)

@@ -4,7 +4,8 @@
 ``turn/start`` -> TURN_STARTED once the turn id is known -> ``turn/completed`` ends it.
 When ``turn/completed`` never comes, the turn still ends: after an idle
 ``thread/status/changed`` or an acknowledged ``turn/interrupt``, the ``thread/read``
-fallback reads the persisted turn status; ``turn_timeout_ms`` interrupts and fails it.
+fallback reads the persisted turn status; ``turn_timeout_ms`` of silence interrupts and
+fails it.
 """
 
 from __future__ import annotations
@@ -72,11 +73,20 @@ class TurnLifecycle(SessionCore):
         return await self._await_turn(turn, rpc)
 
     async def _await_turn(self, turn: Turn, rpc: RpcConnection) -> TurnResult:
+        """Wait for the turn's end. ``turn_timeout_ms`` is the longest silence (§10.6):
+        every output of the app-server (:attr:`RpcConnection.last_output`) starts it again,
+        so a turn that keeps streaming is never cut short by it."""
         limit = self._cfg.turn_timeout_ms / 1000
+        loop = asyncio.get_running_loop()
+        started = loop.time()
         try:
-            await asyncio.wait(
-                {turn.done, rpc.closed}, timeout=limit, return_when=asyncio.FIRST_COMPLETED
-            )
+            while not (turn.done.done() or rpc.closed.done()):
+                remaining = limit - (loop.time() - max(started, rpc.last_output))
+                if remaining <= 0:
+                    break
+                await asyncio.wait(
+                    {turn.done, rpc.closed}, timeout=remaining, return_when=asyncio.FIRST_COMPLETED
+                )
         except asyncio.CancelledError:
             self._abandon(turn, "cancelled")
             raise
@@ -89,7 +99,7 @@ class TurnLifecycle(SessionCore):
         # turn_timeout_ms (spec §10.6): stop the turn and report it failed; the
         # interrupted end that codex then sends is reported as this failure.
         turn.timeout_error = (
-            f"turn_timeout: no turn/completed within {self._cfg.turn_timeout_ms} ms"
+            f"turn_timeout: no output from the app-server for {self._cfg.turn_timeout_ms} ms"
         )
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.interrupt(), self._timeout_s + INTERRUPT_GRACE_S)

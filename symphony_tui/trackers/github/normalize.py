@@ -143,9 +143,15 @@ def _issue(
     """The :class:`Issue` both API shapes come to: the board's priority first, else the
     labels' (``priority_labels``)."""
     priority = board.priority if board is not None else None
+    native_ref: dict[str, Any] = {"repository": tracker.repo, "number": number}
+    if board is not None and board.item_id:
+        native_ref["project_item_id"] = board.item_id
     return Issue(
         id=str(number),
         identifier=identifier(number),
+        native_ref=native_ref,
+        assignee_id=assignees[0] if assignees else None,
+        dispatchable=True,  # the tracker narrows it (assignee, blockers): GitHubTracker._route
         title=title,
         description=body if isinstance(body, str) else None,
         priority=priority if priority is not None else label_priority(labels, tracker),
