@@ -45,6 +45,13 @@ TEMP_ARTIFACTS = ("tmp", ".elixir_ls")
 
 _EPOCH = datetime.min.replace(tzinfo=UTC)
 
+#: The scheduler's lock file in the workspace root (``scheduler/project_lock.py``): its
+#: ``+`` is a character no workspace key holds, so no issue's workspace can be named like it.
+ROOT_LOCK_NAME = ".symphony-tui+root.lock"
+#: Names in the root that are never an issue's workspace, whatever its identifier: the lock
+#: and the name earlier versions gave it (a scheduler of one may share the root).
+RESERVED_NAMES = frozenset({ROOT_LOCK_NAME, ".symphony-tui.lock"})
+
 
 def _now() -> datetime:
     return datetime.now(UTC)
@@ -129,8 +136,15 @@ class WorkspaceManager:
         return list(self.hooks_cutoff.ended)
 
     def path_for(self, identifier: str) -> Path:
-        """The workspace path of ``identifier`` (raises ``WorkspaceError`` when it would
-        leave the root)."""
+        """The workspace path of ``identifier``. Raises ``WorkspaceError`` when it would
+        leave the root (``workspace_outside_root``) or take a name the scheduler keeps for
+        itself (``workspace_reserved_name``, :data:`RESERVED_NAMES`: its lock)."""
+        if workspace_key(identifier) in RESERVED_NAMES:
+            raise WorkspaceError(
+                "workspace_reserved_name",
+                f"{identifier!r} names the scheduler's lock file in the workspace root; "
+                "it gets no workspace",
+            )
         return workspace_path(self.root, identifier)
 
     def _lock(self, identifier: str) -> asyncio.Lock:
