@@ -22,7 +22,7 @@ from typing import Any
 
 from symphony_tui.agents.base import AgentBackend, AgentError, AgentSession, TurnResult, TurnStatus
 from symphony_tui.config.errors import WorkflowError
-from symphony_tui.config.prompt import render_prompt
+from symphony_tui.config.prompt import prompt_repeats, render_prompt, render_prompt_within
 from symphony_tui.domain import EventKind, RunOutcome, RunStatus
 from symphony_tui.domain.payloads import HookResult, NoteDelivered
 from symphony_tui.scheduler import manifests
@@ -256,9 +256,12 @@ class Worker:
         state.update_run(run, status=RunStatus.BUILDING_PROMPT)
         try:
             workflow = state.store.current
-            prompt = render_prompt(
-                workflow.prompt_template, issue, run.attempt, workflow.prompt_first_line
-            )
+            args = (workflow.prompt_template, issue, run.attempt, workflow.prompt_first_line)
+            if prompt_repeats(workflow.prompt_template, workflow.prompt_first_line):
+                # Loops over the issue's data: off the loop, within the deadline.
+                prompt = await asyncio.to_thread(render_prompt_within, *args)
+            else:
+                prompt = render_prompt(*args)
         except WorkflowError as exc:
             return _failed(str(exc))
         state.update_run(run, status=RunStatus.LAUNCHING_AGENT)
