@@ -286,6 +286,13 @@ class Worker:
                 state.hosts.failed_there(issue.id, where)
             return _failed(str(exc))
         state.update_run(run, session=session)
+        # Recorded with the run, so a scheduler that starts after a crash ends it.
+        manifests.agent_group(
+            ctx.workspaces.manifests,
+            run,
+            session.pid,
+            adoptable=bool(getattr(session, "adoptable", False)),
+        )
         if ctx.opened is not None:
             ctx.opened()
         if self._ending is not None:
@@ -404,6 +411,8 @@ class Worker:
         if run.session is not None:
             try:
                 await asyncio.wait_for(run.session.close(), timeout=SESSION_CLOSE_TIMEOUT_S)
+                if not getattr(run.session, "adoptable", False):
+                    manifests.agent_group_ended(ctx.workspaces.manifests, run)
             except (TimeoutError, Exception) as exc:
                 why = str(exc) or type(exc).__name__
                 if isinstance(exc, TimeoutError):

@@ -21,6 +21,7 @@ from typing import Any
 from symphony_tui.config.child_env import ChildEnv
 from symphony_tui.config.settings import Settings
 from symphony_tui.domain import Issue, RecoveredWorkspace
+from symphony_tui.hosts.local_group import end_group, same_group
 from symphony_tui.hosts.ssh import HostTargets
 from symphony_tui.observability.logs import log_kv
 from symphony_tui.workspaces.errors import WorkspaceError
@@ -340,6 +341,55 @@ class WorkspaceManager:
                 ) from err
             log_kv(log, "INFO", "workspace removed", issue_identifier=identifier, path=str(path))
             return result
+
+    async def reap(self, skip: Iterable[str] = ()) -> tuple[list[str], list[str]]:
+        """End what runs of an earlier scheduler left running on this machine (it crashed
+        or was killed): the agent process group each workspace's manifest records
+        (``session.agent_group``, ``scheduler/manifests.py``), but in the workspaces whose
+        keys are in ``skip``. A group is ended (SIGTERM, a grace, SIGKILL, all at once)
+        only while it is provably the recorded one (``hosts/local_group.same_group``: same
+        boot, same leader start time), so a reused pid is never signalled; each record
+        is then cleared. Records marked ``adoptable`` are left alone for recovery to
+        re-adopt. Returns ``(ended, adoptable)``, ``"<key> <pgid>"`` each; the local
+        side of ``RemoteWorkspaces.reap``. Never raises for a bad record."""
+        await self.manifests.flush()
+        found = await asyncio.to_thread(self._recorded_groups, frozenset(skip))
+        ended: list[str] = []
+        adoptable: list[str] = []
+        ending: dict[int, Any] = {}
+        for ws, record in found:
+            pgid = record.get("pgid")
+            if record.get("adoptable") is True:
+                adoptable.append(f"{ws.name} {pgid}")
+                continue
+            if isinstance(pgid, int) and pgid not in ending and same_group(record, ws):
+                ending[pgid] = asyncio.ensure_future(end_group(pgid))
+                ended.append(f"{ws.name} {pgid}")
+            self.manifests.write(ws, "session", "agent_group", agent_group=None)
+        if ending:
+            await asyncio.gather(*ending.values())
+        for line in ended:
+            log_kv(log, "WARNING", "leftover agent process group ended", group=line)
+        return ended, adoptable
+
+    def _recorded_groups(self, skip: frozenset[str]) -> list[tuple[Path, dict[str, Any]]]:
+        """``(workspace, session.agent_group)`` of every workspace under the root that
+        records one, but those in ``skip``."""
+        try:
+            entries = list(os.scandir(self.root))
+        except OSError:
+            return []
+        found = []
+        for entry in entries:
+            if entry.name in skip or entry.name in RESERVED_NAMES:
+                continue
+            with contextlib.suppress(OSError):
+                if not entry.is_dir(follow_symlinks=False):
+                    continue
+            record = read_section(Path(entry.path), "session").get("agent_group")
+            if isinstance(record, dict):
+                found.append((Path(entry.path), record))
+        return found
 
     def recover(self, hosts: Iterable[str] | None = None) -> list[RecoveredWorkspace]:
         """Every workspace folder under the root that has manifests, newest first (by the
