@@ -41,16 +41,33 @@ class _BoundedEnvironment(Environment):
     context_depth_limit = LIQUID_LIMITS["context_depth_limit"]
 
 
-def _range_guarded(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
-    """``func`` refusing a range over the loop limit as its input or an argument: a
-    filter walks its input like a loop does (``{{ (1..100000000) | join }}``), and
-    python-liquid limits only loops."""
-    limit = LIQUID_LIMITS["loop_iteration_limit"]
+def _product_size(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
+    """The characters ``join`` and ``replace`` would build (a product of their inputs'
+    sizes, which python-liquid counts only once written), 0 for other filters."""
+    if name == "join" and args and isinstance(args[0], list | tuple | range):
+        separator = args[1] if len(args) > 1 else kwargs.get("separator", " ")
+        return len(args[0]) * len(str(separator))
+    if name == "replace" and len(args) >= 3 and isinstance(args[0], str):
+        text, old = args[0], str(args[1])
+        hits = text.count(old) if old else len(text) + 1
+        return len(text) + hits * len(str(args[2]))
+    return 0
+
+
+def _guarded(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
+    """``func`` within the loop and output limits before it runs: a range over the loop
+    limit as its input or an argument is refused (a filter walks it like a loop,
+    ``{{ (1..100000000) | join }}``), and so is a ``join`` or ``replace`` whose result
+    would be over the output limit (python-liquid checks loops and written output only)."""
+    loops = LIQUID_LIMITS["loop_iteration_limit"]
+    output = LIQUID_LIMITS["output_stream_limit"]
 
     def guarded(*args: Any, **kwargs: Any) -> Any:
         for value in (*args, *kwargs.values()):
-            if isinstance(value, range) and len(value) > limit:
+            if isinstance(value, range) and len(value) > loops:
                 raise LoopIterationLimitError(f"range over the limit in '{name}'", token=None)
+        if _product_size(name, args, kwargs) > output:
+            raise OutputStreamLimitError(f"'{name}' result over the limit", token=None)
         return func(*args, **kwargs)
 
     for flag in ("with_context", "with_environment"):
@@ -60,7 +77,7 @@ def _range_guarded(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 _ENV = _BoundedEnvironment(undefined=StrictUndefined, strict_filters=True)
-_ENV.filters.update({name: _range_guarded(name, f) for name, f in _ENV.filters.items()})
+_ENV.filters.update({name: _guarded(name, f) for name, f in _ENV.filters.items()})
 
 #: What each python-liquid limit error means for the operator.
 _LIMITS: tuple[tuple[type[LiquidError], str], ...] = (

@@ -57,6 +57,16 @@ def test_a_filter_over_a_huge_range_is_refused_like_a_loop(tmp_path: Path) -> No
     assert "loops more than 100000 times" in refusal(path)
 
 
+def test_join_and_replace_results_over_the_output_limit_are_refused(tmp_path: Path) -> None:
+    wide = "y" * 100
+    join = "{{ (1..90000) | join: '" + wide + "' }}"
+    assert "renders more than 2000000 characters" in refusal(workflow(tmp_path, "", join))
+    replace = '{% assign a = "' + "a" * 100 + '" %}{{ a | replace: "a", "' + "b" * 30000 + '" }}'
+    assert "renders more than 2000000 characters" in refusal(workflow(tmp_path, "", replace))
+    fine = "{{ issue.labels | join: ', ' }} {{ issue.title | replace: 'Sample', 'A' }}"
+    assert load_workflow(workflow(tmp_path, "", fine)).prompt_template == fine
+
+
 def test_output_and_assigned_values_are_bounded(tmp_path: Path) -> None:
     grow = '{% assign s = "xxxxxxxxxx" %}{% for i in (1..40) %}{% assign s = s | append: s %}{% endfor %}'
     assert "assigns more than" in refusal(workflow(tmp_path, "", grow))
