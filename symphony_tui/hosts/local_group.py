@@ -90,7 +90,8 @@ async def end_group(pgid: int, grace_s: float = END_GRACE_S) -> bool:
     return True
 
 
-def _boot_id() -> str | None:
+def boot_id() -> str | None:
+    """This boot of this machine (``/proc/sys/kernel/random/boot_id``), None without it."""
     try:
         return Path("/proc/sys/kernel/random/boot_id").read_text().strip() or None
     except OSError:
@@ -104,7 +105,7 @@ def identify(pid: int | None) -> dict[str, Any] | None:
     if not pid:
         return None
     fields = _stat(pid)
-    boot = _boot_id()
+    boot = boot_id()
     if fields is None or boot is None or int(fields[2]) != pid:
         return None
     return {"pgid": pid, "started": int(fields[19]), "boot_id": boot}
@@ -117,7 +118,7 @@ def same_group(record: dict[str, Any], workspace: Path) -> bool:
         pgid, started, boot = int(record["pgid"]), int(record["started"]), str(record["boot_id"])
     except (KeyError, TypeError, ValueError):
         return False
-    if pgid <= 1 or boot != _boot_id() or not group_alive(pgid):
+    if pgid <= 1 or boot != boot_id() or not group_alive(pgid):
         return False
     leader = _stat(pgid)
     if leader is not None and leader[0] not in (b"Z", b"X"):

@@ -21,7 +21,7 @@ from typing import Any
 from symphony_tui.config.child_env import ChildEnv
 from symphony_tui.config.settings import Settings
 from symphony_tui.domain import Issue, RecoveredWorkspace
-from symphony_tui.hosts.local_group import end_group, same_group
+from symphony_tui.hosts.local_group import boot_id, end_group, same_group
 from symphony_tui.hosts.ssh import HostTargets
 from symphony_tui.observability.logs import log_kv
 from symphony_tui.workspaces.errors import WorkspaceError
@@ -350,14 +350,17 @@ class WorkspaceManager:
         only while it is provably the recorded one (``hosts/local_group.same_group``: same
         boot, same leader start time), so a reused pid is never signalled; each record
         is then cleared. Records marked ``adoptable`` are left alone for recovery to
-        re-adopt. Returns ``(ended, adoptable)``, ``"<key> <pgid>"`` each; the local
+        re-adopt, and so are those of another boot (another machine on a shared root). Returns ``(ended, adoptable)``, ``"<key> <pgid>"`` each; the local
         side of ``RemoteWorkspaces.reap``. Never raises for a bad record."""
         await self.manifests.flush()
         found = await asyncio.to_thread(self._recorded_groups, frozenset(skip))
         ended: list[str] = []
         adoptable: list[str] = []
         ending: dict[int, Any] = {}
+        boot = boot_id()
         for ws, record in found:
+            if record.get("boot_id") != boot:
+                continue  # another machine's (a shared root) or an earlier boot's: not ours
             pgid = record.get("pgid")
             if record.get("adoptable") is True:
                 adoptable.append(f"{ws.name} {pgid}")

@@ -77,18 +77,22 @@ async def test_a_reused_pid_is_never_signalled(manager, groups) -> None:
     assert same_group({**found, "boot_id": "another-boot"}, ws) is False
 
 
-async def test_adoptable_agents_and_skipped_workspaces_are_left_alone(manager, groups) -> None:
+async def test_adoptable_skipped_and_foreign_records_are_left_alone(manager, groups) -> None:
     kept = workspace(manager, "ABC-3")
     busy = workspace(manager, "ABC-4")
     adoptable = groups(kept)
     in_use = groups(busy)
     record(kept, adoptable.pid, adoptable=True)
     record(busy, in_use.pid)
+    foreign = workspace(manager, "ABC-6")  # another machine's, on a shared root
+    theirs = groups(foreign)
+    record(foreign, theirs.pid, boot_id="another-machine")
     ended, left = await manager.reap(skip=["ABC-4"])
     assert ended == [] and left == [f"ABC-3 {adoptable.pid}"]
-    assert adoptable.poll() is None and in_use.poll() is None
+    assert adoptable.poll() is None and in_use.poll() is None and theirs.poll() is None
     await manager.manifests.flush()
     assert read_section(kept, "session")["agent_group"]["adoptable"] is True
+    assert read_section(foreign, "session")["agent_group"]["boot_id"] == "another-machine"
 
 
 async def test_a_group_whose_leader_is_gone_is_ended_only_from_its_workspace(
