@@ -73,7 +73,11 @@ from symphony_tui.scheduler.inbox import (
 from symphony_tui.scheduler.notify_hook import watch_for_hook
 from symphony_tui.scheduler.port import CommandResult, TranscriptGap
 from symphony_tui.scheduler.run import Run
-from symphony_tui.scheduler.startup import HostArrivals, sweep_terminal_workspaces
+from symphony_tui.scheduler.startup import (
+    HostArrivals,
+    reap_leftovers,
+    sweep_terminal_workspaces,
+)
 from symphony_tui.scheduler.usage_ledger import UsageLedger
 from symphony_tui.scheduler.worker import start_worker
 from symphony_tui.trackers.base import Tracker
@@ -223,7 +227,8 @@ class Orchestrator:
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
-        """Validate, sweep terminal workspaces, start watching the workflow, tick now.
+        """Validate, end leftover agents of a crashed scheduler, sweep terminal
+        workspaces, start watching the workflow, tick now.
 
         Raises :class:`StartupError` when dispatch validation fails (spec §6.3, §16.1).
         """
@@ -235,6 +240,7 @@ class Orchestrator:
             await restore_usage(self.state, self.state.usage)
         self.state.mark_started()
         self.state.log("info", "scheduler starting", workflow=str(self.store.current.path))
+        await reap_leftovers(self.state)  # before any dispatch: no issue runs twice
         # Workspaces under the keys of earlier releases move to their collision-safe keys
         # before anything looks them up (§4.2); none is deleted.
         for old, new in await asyncio.to_thread(self.state.workspaces.carry_over_all):

@@ -1,5 +1,6 @@
 """The inputs that come from time (spec §8.1, §8.4, §6.2): tick cycles, the poll timer,
-WORKFLOW.md re-checks and reloads, and due retries.
+WORKFLOW.md re-checks (off the loop, before each cycle and due retry) and reloads, and
+due retries.
 
 A tick cycle is a task: it does the tracker I/O and posts each result to the inbox, where
 the loop applies it (``TickStarted`` -> ``RunningStates`` -> ``Candidates`` ->
@@ -24,6 +25,7 @@ from symphony_tui.scheduler.dispatch import Dispatcher
 from symphony_tui.scheduler.inbox import (
     Candidates,
     Input,
+    Reload,
     RetryFetched,
     RunningStates,
     TickEnded,
@@ -105,6 +107,7 @@ class Polling:
         """One poll-and-dispatch cycle: I/O here, every decision in the loop."""
         try:
             started = self.state.clock.monotonic()
+            await self.reload_workflow()
             ids = await self._ask(TickStarted())
             if await self.apply_running_states(ids or []):
                 try:
@@ -158,7 +161,6 @@ class Polling:
         """Re-check the workflow and validate it for dispatch (§6.2, §6.3); False when
         dispatch is blocked (or the tracker rate limited), so the tick stops here."""
         state = self.state
-        self.recheck_workflow()
         errors = validate_dispatch(state.settings)
         # Both matter to the operator: why dispatch is blocked now, and why the newest
         # edit of WORKFLOW.md was not taken.
@@ -202,12 +204,12 @@ class Polling:
         if retry is None or retry.token != token or state.stopping:
             return None
         state.pop_retry(issue_id)
-        self.recheck_workflow()  # a retry is a dispatch too (spec §6.2: re-check before it)
         return self._spawn(self._retry_fetch(retry), name="retry")
 
     async def _retry_fetch(self, retry: RetryState) -> None:
         """Refresh the retried issue alone by id (§8.4): a terminal, inactive or unroutable
         issue is seen as such, not merely absent from the candidates."""
+        await self.reload_workflow()  # a retry is a dispatch too (spec §6.2: re-check before it)
         try:
             issues, error = await self._tracker.fetch_issues_by_ids([retry.entry.issue_id]), None
         except TrackerError as exc:
@@ -233,12 +235,14 @@ class Polling:
 
     # ------------------------------------------------------------------ workflow
 
-    def recheck_workflow(self) -> None:
+    async def reload_workflow(self) -> None:
         """Re-read WORKFLOW.md before dispatching, in case a watch event was missed
-        (spec §6.2). A new good version or a new error is announced like a watched change."""
+        (spec §6.2): evaluated off the loop (``WorkflowStore.reload``), and a new good
+        version or a new error is posted (``Reload``) ahead of what the caller posts next,
+        like a watched change."""
         before = self._store.error
-        if self._store.reload_if_changed() or self._store.error != before:
-            self.on_workflow_reloaded()
+        if await self._store.reload() or self._store.error != before:
+            self._post(Reload())
 
     def on_workflow_reloaded(self) -> None:
         state = self.state

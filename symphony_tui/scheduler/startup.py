@@ -1,5 +1,6 @@
-"""Start-up work before the first tick (spec §8.6 terminal workspace cleanup), and what
-runs when a worker host is reached (issue 14: first contact, or back after being down)."""
+"""Start-up work before the first tick (leftover agents of a crashed scheduler ended, spec
+§8.6 terminal workspace cleanup), and what runs when a worker host is reached (first
+contact, or back after being down)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,36 @@ from symphony_tui.scheduler.state import SchedulerState
 from symphony_tui.trackers.base import Tracker, TrackerError
 from symphony_tui.workspaces.errors import WorkspaceError
 from symphony_tui.workspaces.paths import workspace_key
+
+
+async def reap_leftovers(state: SchedulerState) -> None:
+    """Before any dispatch: end the agent process groups an earlier scheduler on this
+    machine left running (``WorkspaceManager.reap``; the hosts' are ended when each is
+    reached, :class:`HostArrivals`), so no issue runs twice. Agents recorded as
+    re-adoptable are left to recovery. A failure is logged; start-up goes on."""
+    try:
+        ended, adoptable = await state.workspaces.reap()
+    except Exception as exc:  # a failed reap never blocks start-up
+        state.log("warning", "leftover agent reap failed", error=str(exc))
+        return
+    _report_leftovers(state, ended, "on this machine")
+    if adoptable:
+        state.log("info", "agents left for re-adoption", groups=_groups(adoptable))
+
+
+def _groups(lines: list[str]) -> str:
+    return ",".join(x.replace(" ", ":") for x in lines)
+
+
+def _report_leftovers(state: SchedulerState, ended: list[str], where: str) -> None:
+    """One warning event and log line for the leftover groups ``ended`` (``"<key>
+    <pgid>"`` each) ``where`` (``on <host>``)."""
+    if ended:
+        state.emit_system(
+            EventKind.WARNING,
+            f"ended {len(ended)} leftover process group(s) of earlier runs {where}",
+        )
+        state.log("warning", "leftover processes ended", where=where, groups=_groups(ended))
 
 
 async def sweep_terminal_workspaces(
@@ -102,17 +133,7 @@ class HostArrivals:
             if run.worker_host is not None
         ]
         ended = await state.workspaces.remote.reap(host, in_use)
-        if ended:
-            state.emit_system(
-                EventKind.WARNING,
-                f"ended {len(ended)} leftover process group(s) of earlier runs on {host}",
-            )
-            state.log(
-                "warning",
-                "leftover remote processes ended",
-                host=host,
-                groups=",".join(x.replace(" ", ":") for x in ended),
-            )
+        _report_leftovers(state, ended, f"on {host}")
         if host not in self._swept:  # first contact
             self._swept.add(host)
             found = await asyncio.to_thread(state.workspaces.remote.recover_sync, host)

@@ -22,7 +22,7 @@ from typing import Any
 
 from symphony_tui.agents.base import AgentBackend, AgentError, AgentSession, TurnResult, TurnStatus
 from symphony_tui.config.errors import WorkflowError
-from symphony_tui.config.prompt import render_prompt
+from symphony_tui.config.prompt import prompt_repeats, render_prompt, render_prompt_within
 from symphony_tui.domain import EventKind, RunOutcome, RunStatus
 from symphony_tui.domain.payloads import HookResult, NoteDelivered
 from symphony_tui.scheduler import manifests, policy
@@ -267,13 +267,14 @@ class Worker:
             return _failed(str(exc))
         try:
             workflow = state.store.current
-            prompt = render_prompt(
-                workflow.prompt_template,
-                issue,
-                run.attempt,
-                workflow.prompt_first_line,
-                retry_kind=run.retry_kind,
-            )
+            args = (workflow.prompt_template, issue, run.attempt, workflow.prompt_first_line)
+            if prompt_repeats(workflow.prompt_template, workflow.prompt_first_line):
+                # Loops over the issue's data: off the loop, within the deadline.
+                prompt = await asyncio.to_thread(
+                    render_prompt_within, *args, retry_kind=run.retry_kind
+                )
+            else:
+                prompt = render_prompt(*args, retry_kind=run.retry_kind)
         except WorkflowError as exc:
             return _failed(str(exc))
         state.update_run(run, status=RunStatus.LAUNCHING_AGENT)
@@ -298,6 +299,13 @@ class Worker:
                 state.hosts.failed_there(issue.id, where)
             return _failed(str(exc))
         state.update_run(run, session=session)
+        # Recorded with the run, so a scheduler that starts after a crash ends it.
+        manifests.agent_group(
+            ctx.workspaces.manifests,
+            run,
+            session.pid,
+            adoptable=bool(getattr(session, "adoptable", False)),
+        )
         if ctx.opened is not None:
             ctx.opened()
         if self._ending is not None:
@@ -422,6 +430,8 @@ class Worker:
         if run.session is not None:
             try:
                 await asyncio.wait_for(run.session.close(), timeout=SESSION_CLOSE_TIMEOUT_S)
+                if not getattr(run.session, "adoptable", False):
+                    manifests.agent_group_ended(ctx.workspaces.manifests, run)
             except (TimeoutError, Exception) as exc:
                 why = str(exc) or type(exc).__name__
                 if isinstance(exc, TimeoutError):

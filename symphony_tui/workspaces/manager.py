@@ -21,6 +21,7 @@ from typing import Any
 from symphony_tui.config.child_env import ChildEnv
 from symphony_tui.config.settings import Settings
 from symphony_tui.domain import Issue, RecoveredWorkspace
+from symphony_tui.hosts.local_group import boot_id, end_group, same_group
 from symphony_tui.hosts.ssh import HostTargets
 from symphony_tui.observability.logs import log_kv
 from symphony_tui.workspaces.errors import WorkspaceError
@@ -49,6 +50,13 @@ HOOK_NAMES = ("after_create", "before_run", "after_run", "before_remove")
 TEMP_ARTIFACTS = ("tmp", ".elixir_ls")
 
 _EPOCH = datetime.min.replace(tzinfo=UTC)
+
+#: The scheduler's lock file in the workspace root (``scheduler/project_lock.py``): its
+#: ``+`` is a character no workspace key holds, so no issue's workspace can be named like it.
+ROOT_LOCK_NAME = ".symphony-tui+root.lock"
+#: Names in the root that are never an issue's workspace, whatever its identifier: the lock
+#: and the name earlier versions gave it (a scheduler of one may share the root).
+RESERVED_NAMES = frozenset({ROOT_LOCK_NAME, ".symphony-tui.lock"})
 
 
 def _now() -> datetime:
@@ -134,8 +142,15 @@ class WorkspaceManager:
         return list(self.hooks_cutoff.ended)
 
     def path_for(self, identifier: str) -> Path:
-        """The workspace path of ``identifier`` (raises ``WorkspaceError`` when it would
-        leave the root)."""
+        """The workspace path of ``identifier``. Raises ``WorkspaceError`` when it would
+        leave the root (``workspace_outside_root``) or take a name the scheduler keeps for
+        itself (``workspace_reserved_name``, :data:`RESERVED_NAMES`: its lock)."""
+        if workspace_key(identifier) in RESERVED_NAMES:
+            raise WorkspaceError(
+                "workspace_reserved_name",
+                f"{identifier!r} names the scheduler's lock file in the workspace root; "
+                "it gets no workspace",
+            )
         return workspace_path(self.root, identifier)
 
     def carry_over(self, identifier: str) -> Path | None:
@@ -391,6 +406,58 @@ class WorkspaceManager:
                 ) from err
             log_kv(log, "INFO", "workspace removed", issue_identifier=identifier, path=str(path))
             return result
+
+    async def reap(self, skip: Iterable[str] = ()) -> tuple[list[str], list[str]]:
+        """End what runs of an earlier scheduler left running on this machine (it crashed
+        or was killed): the agent process group each workspace's manifest records
+        (``session.agent_group``, ``scheduler/manifests.py``), but in the workspaces whose
+        keys are in ``skip``. A group is ended (SIGTERM, a grace, SIGKILL, all at once)
+        only while it is provably the recorded one (``hosts/local_group.same_group``: same
+        boot, same leader start time), so a reused pid is never signalled; each record
+        is then cleared. Records marked ``adoptable`` are left alone for recovery to
+        re-adopt, and so are those of another boot (another machine on a shared root). Returns ``(ended, adoptable)``, ``"<key> <pgid>"`` each; the local
+        side of ``RemoteWorkspaces.reap``. Never raises for a bad record."""
+        await self.manifests.flush()
+        found = await asyncio.to_thread(self._recorded_groups, frozenset(skip))
+        ended: list[str] = []
+        adoptable: list[str] = []
+        ending: dict[int, Any] = {}
+        boot = boot_id()
+        for ws, record in found:
+            if record.get("boot_id") != boot:
+                continue  # another machine's (a shared root) or an earlier boot's: not ours
+            pgid = record.get("pgid")
+            if record.get("adoptable") is True:
+                adoptable.append(f"{ws.name} {pgid}")
+                continue
+            if isinstance(pgid, int) and pgid not in ending and same_group(record, ws):
+                ending[pgid] = asyncio.ensure_future(end_group(pgid))
+                ended.append(f"{ws.name} {pgid}")
+            self.manifests.write(ws, "session", "agent_group", agent_group=None)
+        if ending:
+            await asyncio.gather(*ending.values())
+        for line in ended:
+            log_kv(log, "WARNING", "leftover agent process group ended", group=line)
+        return ended, adoptable
+
+    def _recorded_groups(self, skip: frozenset[str]) -> list[tuple[Path, dict[str, Any]]]:
+        """``(workspace, session.agent_group)`` of every workspace under the root that
+        records one, but those in ``skip``."""
+        try:
+            entries = list(os.scandir(self.root))
+        except OSError:
+            return []
+        found = []
+        for entry in entries:
+            if entry.name in skip or entry.name in RESERVED_NAMES:
+                continue
+            with contextlib.suppress(OSError):
+                if not entry.is_dir(follow_symlinks=False):
+                    continue
+            record = read_section(Path(entry.path), "session").get("agent_group")
+            if isinstance(record, dict):
+                found.append((Path(entry.path), record))
+        return found
 
     def recover(self, hosts: Iterable[str] | None = None) -> list[RecoveredWorkspace]:
         """Every workspace folder under the root that has manifests, newest first (by the

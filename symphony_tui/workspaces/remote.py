@@ -195,7 +195,10 @@ class RemoteWorkspaces:
                 issue = Issue(id=known["id"], identifier=known["identifier"], title="", state="")
         env = self.hook_env(host, name, path, issue)
         pgid = f"{MANIFEST_DIR}/hook-{uuid.uuid4().hex[:8]}.pgid"
-        command = group_script(str(path), script, pgid_file=pgid, env=env, merge_stderr=True)
+        # ``end_group``: nothing the hook started outlives it on the host either.
+        command = group_script(
+            str(path), script, pgid_file=pgid, env=env, merge_stderr=True, end_group=True
+        )
         started = time.monotonic()
         target = self._target(host)
         timeout_s = max(settings.hooks.timeout_ms, 1) / 1000

@@ -144,8 +144,7 @@ async def test_prompt_render_error_is_retried_and_recovers_once_the_template_is_
     path = h.store.path
     path.write_text(path.read_text().replace(broken, "{{ issue.title }}"))
     await h.advance(10)
-    await h.settle()
-    assert "id-1" in h.orch.running
+    await h.until(lambda: "id-1" in h.orch.running)  # the edit is evaluated off the loop
     assert h.backend.sessions[0].prompts == ["Issue 1"]
 
 

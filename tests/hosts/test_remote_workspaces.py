@@ -89,6 +89,16 @@ async def test_a_hung_hook_is_killed_on_the_host(tmp_path, fleet) -> None:
     assert _sleepers(fleet) == []
 
 
+async def test_a_hooks_background_children_end_with_it_on_the_host(tmp_path, fleet) -> None:
+    """A hook that returns at once, ok, leaves nothing running there: its ``sleep 3101 &``
+    (same process group) ends with it, and the ssh channel it held closes."""
+    mgr, host, _ = manager(tmp_path, fleet, before_run="sleep 3101 & echo started")
+    path, _ = await mgr.ensure(ISSUE, host=host)
+    hook = await asyncio.wait_for(mgr.run_hook("before_run", path, ISSUE, host=host), 50)
+    assert hook is not None and hook.ok and hook.output == "started\n"
+    assert _sleepers(fleet, b"3101") == []
+
+
 async def test_a_hung_hook_on_the_host_is_cut_short_by_a_stopping_scheduler(
     tmp_path, fleet
 ) -> None:

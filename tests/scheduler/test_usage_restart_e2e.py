@@ -58,9 +58,12 @@ issues:
 """
 
 
-def _start(project: Path, env: dict[str, str]) -> tuple[subprocess.Popen, str]:
+def _start(
+    project: Path, env: dict[str, str], *, lock: bool = False
+) -> tuple[subprocess.Popen, str]:
     command = [sys.executable, "-m", "symphony_tui.cli", str(project / "WORKFLOW.md")]
-    options = ["--headless", "--port", "0", "--no-lock", "--log-dir", str(project / "logs")]
+    options = ["--headless", "--port", "0", "--log-dir", str(project / "logs")]
+    options += [] if lock else ["--no-lock"]
     proc = subprocess.Popen(
         [*command, *options],
         cwd=project,

@@ -28,6 +28,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from symphony_tui.agents.base import AgentError
+from symphony_tui.hosts.local_group import _live_member as _live_pid
+from symphony_tui.hosts.local_group import group_members
 
 STDERR_TAIL_LINES = 40
 KILL_GRACE_S = 2.0
@@ -94,30 +96,6 @@ def _signal_group(pgid: int, sig: int) -> bool:
         return True
     except (ProcessLookupError, PermissionError):
         return False
-
-
-def group_members(pgid: int) -> list[int] | None:
-    """Live (non-zombie) pids of process group ``pgid`` from ``/proc``; None without /proc.
-
-    Zombies are excluded: in a container whose init does not reap, re-parented children of
-    a dead app-server stay zombies forever and would make ``killpg(pgid, 0)`` succeed.
-    """
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return None
-    return [int(name) for name in names if name.isdigit() and _live_pid(int(name), pgid)]
-
-
-def _live_pid(pid: int, pgid: int) -> bool:
-    """True while ``pid`` is a non-zombie member of group ``pgid`` (reads its /proc stat)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return False
-    fields = stat[stat.rfind(b")") + 2 :].split()
-    return len(fields) > 2 and fields[0] not in (b"Z", b"X") and int(fields[2]) == pgid
 
 
 class _GroupWatch:
