@@ -21,6 +21,11 @@ write it, so a slow client skips snapshot versions instead of queueing them: mem
 client is one document and the socket's write buffer (``resp.write`` waits for it to
 drain). A client that takes nothing for ``write_timeout_s`` is dropped.
 
+Caps: at most ``max_streams`` connections at once (default :data:`MAX_STREAMS`) and
+``max_streams_per_client`` from one client address (:data:`MAX_STREAMS_PER_CLIENT`); one
+more is 503 ``too_many_streams`` with ``Retry-After``. When the last of a crowd of
+streams has left, the freed memory is handed back to the system (:func:`return_memory`).
+
 Bandwidth: a client whose ``Accept-Encoding`` allows gzip gets the response as one gzip
 member flushed at every frame (:class:`FrameGzip`), and token accounting is published at
 most once every ``usage_s`` (:class:`SnapshotVersions`); figures in tests/bench/README.md.
@@ -47,10 +52,34 @@ from symphony_tui.scheduler.port import SchedulerPort
 log = logging.getLogger(__name__)
 
 FRAME_EVENTS = 500
+MAX_STREAMS = 256
+MAX_STREAMS_PER_CLIENT = 64
+#: After this many streams were open at once, memory is returned when they have all gone.
+RETURN_AFTER_STREAMS = 32
 FRAME_BYTES = 256_000
 HISTORY_EVENTS = 1_000
 _LAST_ID = re.compile(r"^([0-9a-z]+):([0-9]+)$")
 _CODING = re.compile(r"^\s*([a-z0-9*-]+)\s*(?:;\s*q\s*=\s*([0-9.]+))?\s*$", re.IGNORECASE)
+
+
+def return_memory() -> None:
+    """Hand freed heap memory back to the system: a full collection, then glibc's
+    ``malloc_trim(0)`` (each stream's gzip state and documents are malloc'd in pieces of a
+    few hundred KiB that the allocator otherwise keeps). Elsewhere only the collection."""
+    import ctypes
+    import ctypes.util
+    import gc
+
+    gc.collect()
+    name = ctypes.util.find_library("c")
+    if not name:
+        return
+    try:
+        trim = ctypes.CDLL(name).malloc_trim
+    except (OSError, AttributeError):
+        return
+    trim.argtypes = [ctypes.c_size_t]
+    trim(0)
 
 
 def accepts_gzip(accept_encoding: str) -> bool:
@@ -190,13 +219,52 @@ class StreamHub:
     retry_ms: int = 2_000
     compress: bool = True
     usage_s: float = 1.0
+    max_streams: int = MAX_STREAMS
+    max_streams_per_client: int = MAX_STREAMS_PER_CLIENT
     closing: asyncio.Event = field(default_factory=asyncio.Event)
     connections: list[StreamStats] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.versions = SnapshotVersions(self.port, usage_s=self.usage_s)
+        self.open_streams = 0
+        self._per_client: dict[str, int] = {}
+        self._crowd = 0  # the most streams open at once since memory was last returned
+
+    def _refusal(self, client: str) -> str | None:
+        if self.open_streams >= self.max_streams:
+            return f"{self.open_streams} streams are open, the most this server serves"
+        if self._per_client.get(client, 0) >= self.max_streams_per_client:
+            return (
+                f"{client} has {self._per_client[client]} streams open, the most one client "
+                "may have"
+            )
+        return None
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
+        client = str(request.remote)
+        refusal = self._refusal(client)
+        if refusal is not None:
+            log.warning("HTTP API: stream refused to %s: %s", client, refusal)
+            return web.json_response(
+                {"error": {"code": "too_many_streams", "message": refusal}},
+                status=503,
+                headers={"Retry-After": "10"},
+            )
+        self.open_streams += 1
+        self._per_client[client] = self._per_client.get(client, 0) + 1
+        self._crowd = max(self._crowd, self.open_streams)
+        try:
+            return await self._handle(request)
+        finally:
+            self.open_streams -= 1
+            left = self._per_client.pop(client, 1) - 1
+            if left:
+                self._per_client[client] = left
+            if self.open_streams == 0 and self._crowd >= RETURN_AFTER_STREAMS:
+                self._crowd = 0
+                return_memory()
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
         raw_id = request.headers.get("Last-Event-ID") or request.query.get("last_event_id")
         resume: tuple[str, int] | None = None
         if raw_id:
