@@ -167,12 +167,12 @@ class PeerGuard:
             chain = [proc, *proc.parents()]
         except psutil.Error:
             return None
+        if any(member.pid == self._me for member in chain):
+            return (
+                f"pid {pid} descends from the scheduler (pid {self._me}): an agent, "
+                "a hook or a process they started"
+            )
         for member in chain:
-            if member.pid == self._me:
-                return (
-                    f"pid {pid} descends from the scheduler (pid {self._me}): an agent, "
-                    "a hook or a process they started"
-                )
             try:
                 mark = member.environ().get(CHILD_MARKER)
             except (psutil.Error, OSError):
