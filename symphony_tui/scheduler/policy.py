@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 
@@ -13,6 +14,7 @@ FAILURE_BASE_MS = 10_000
 NO_SLOTS_ERROR = "no available orchestrator slots"
 
 _FAR_FUTURE = datetime.max.replace(tzinfo=UTC)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def sort_key(issue: Issue) -> tuple:
@@ -30,6 +32,17 @@ def sort_for_dispatch(issues: Iterable[Issue]) -> list[Issue]:
 
 def has_required_fields(issue: Issue) -> bool:
     return bool(issue.id and issue.identifier and issue.title and issue.state)
+
+
+def unsafe_identifier(issue: Issue) -> str | None:
+    """Why ``issue`` cannot be dispatched because of a control character in its id or
+    identifier (they reach file names, hook environments and logs), e.g. ``control
+    character U+0000 in its identifier``; None when both are clean."""
+    for field, value in (("identifier", issue.identifier), ("id", issue.id)):
+        found = _CONTROL.search(value or "")
+        if found is not None:
+            return f"control character U+{ord(found.group()):04X} in its {field}"
+    return None
 
 
 def blocked_by_open_issue(issue: Issue, settings: Settings) -> bool:

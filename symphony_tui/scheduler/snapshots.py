@@ -179,6 +179,8 @@ def _issue_rows(
             note = "held by operator"
         elif issue.identifier in done and claim is ClaimState.UNCLAIMED:
             note = "completed"
+        elif (unsafe := policy.unsafe_identifier(issue)) is not None:
+            note = f"not dispatched: {unsafe}"
         hit = last.get(issue.id)
         if (
             hit is not None
