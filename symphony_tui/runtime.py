@@ -111,6 +111,8 @@ def build_runtime(
             usage=UsageLedger(usage_path or usage_file(project_key)),
             freeze_heap=freeze_heap,
         )
+        orchestrator.state.posture.secrets = frozenset(secrets)
+        orchestrator.state.posture.env = base
     except BaseException:
         if project_lock is not None:
             project_lock.release()

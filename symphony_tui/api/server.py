@@ -79,6 +79,7 @@ from symphony_tui.api.stream import StreamHub
 from symphony_tui.domain.activity import recent_events
 from symphony_tui.domain.commands import Command, Refresh
 from symphony_tui.scheduler.port import SchedulerPort
+from symphony_tui.scheduler.posture import ControlSurface
 
 _COMMAND = TypeAdapter(Command)
 STREAM = web.AppKey("stream", StreamHub)
@@ -119,6 +120,10 @@ def _issue_payload(port: SchedulerPort, identifier: str) -> dict[str, Any] | Non
             "host": running.host if running else (recovered.host if recovered else None),
         },
         "running": running.model_dump(mode="json") if running else None,
+        # what the live run can reach: secrets withheld, sandbox, network, transport, API
+        "posture": (
+            running.posture.model_dump(mode="json") if running and running.posture else None
+        ),
         "retry": retry.model_dump(mode="json") if retry else None,
         "last_run": recovered.model_dump(mode="json") if recovered else None,
         "approvals": [
@@ -525,6 +530,9 @@ class ApiServer:
         await site.start()
         addresses = self._runner.addresses
         self.port = int(addresses[0][1]) if addresses else self._bind_port
+        serve = getattr(self._port, "serve_controls", None)
+        if serve is not None:  # runs' postures say the API can be reached (docs/security.md)
+            serve(ControlSurface(self.url, is_loopback(self.host), bool(self.token)))
         if self._announce_dir is not None:
             try:
                 self.control_file = write_control_token(self._announce_dir, self.control_token)
@@ -543,6 +551,9 @@ class ApiServer:
         return {CONTROL_HEADER: self.control_token}
 
     async def stop(self) -> None:
+        serve = getattr(self._port, "serve_controls", None)
+        if serve is not None and self.port is not None:
+            serve(None)
         if self._announced is not None:
             announce.remove(self._announced)
             self._announced = None

@@ -230,6 +230,7 @@ def _running_rows(running: Mapping[str, Run]) -> tuple[RunningRow, ...]:
             budget_reached=r.budget_reached,
             host=r.worker_host,
             error=redact(r.error) if r.error else None,
+            posture=r.posture,
         )
         for r in sorted(running.values(), key=lambda r: r.started_mono)
     )
