@@ -1,8 +1,8 @@
 """What the HTTP API accepts from a client, and for how long it waits (docs/security.md).
 
 * **Bodies**: at most :data:`MAX_BODY_BYTES` (aiohttp answers 413 past it), read within
-  :data:`BODY_TIMEOUT_S` (408 ``body_timeout`` after), UTF-8 JSON nested at most 1,024
-  deep (orjson's limit): anything else is 400 ``invalid_body`` with one line
+  :data:`BODY_TIMEOUT_S` (408 ``body_timeout`` after), UTF-8 JSON nested at most
+  :data:`MAX_DEPTH` deep: anything else is 400 ``invalid_body`` with one line
   (:func:`read_json`), never a 500.
 * **Headers**: a connection must deliver its first request's headers within
   :data:`HEADER_TIMEOUT_S` (:class:`HeaderDeadline`); an idle kept-alive connection is
@@ -25,6 +25,7 @@ MAX_BODY_BYTES = 1024 * 1024
 BODY_TIMEOUT_S = 10.0
 HEADER_TIMEOUT_S = 10.0
 KEEPALIVE_S = 15.0
+MAX_DEPTH = 64
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
@@ -56,12 +57,30 @@ async def read_json(request: web.Request) -> Any:
     except UnicodeDecodeError as exc:
         raise BadBody(f"the body is not UTF-8 (byte {exc.start})") from None
     try:
-        return orjson.loads(raw)
+        value = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        message = str(exc)
-        if "recursion" in message.lower() or "depth" in message.lower():
-            raise BadBody("the body is JSON nested deeper than 1024 levels") from None
-        raise BadBody(f"body is not JSON: {message}") from None
+        raise BadBody(f"body is not JSON: {exc}") from None
+    if too_deep(value, MAX_DEPTH):
+        raise BadBody(f"the body is JSON nested deeper than {MAX_DEPTH} levels")
+    return value
+
+
+def too_deep(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests lists and objects more than ``limit`` deep (iterative: a
+    deep value costs ``limit`` steps, not a stack)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
 
 
 def control_character(text: str) -> str | None:
