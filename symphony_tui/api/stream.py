@@ -56,6 +56,8 @@ MAX_STREAMS = 256
 MAX_STREAMS_PER_CLIENT = 64
 #: After this many streams were open at once, memory is returned when they have all gone.
 RETURN_AFTER_STREAMS = 32
+#: How long a page of events read for one connection serves the others at that position.
+PAGE_SHARE_S = 0.05
 FRAME_BYTES = 256_000
 HISTORY_EVENTS = 1_000
 _LAST_ID = re.compile(r"^([0-9a-z]+):([0-9]+)$")
@@ -226,6 +228,11 @@ class StreamHub:
 
     def __post_init__(self) -> None:
         self.versions = SnapshotVersions(self.port, usage_s=self.usage_s)
+        # Shared by every connection: the patch text between two versions, and the page of
+        # events after a position for a moment (many clients stand at the same place).
+        self._patch_text: dict[tuple[int, int], str] = {}
+        self._pages: dict[int, tuple[float, tuple[list[str], int, bool]]] = {}
+        self._doc_text: tuple[int, str] = (-1, "")
         self.open_streams = 0
         self._per_client: dict[str, int] = {}
         self._crowd = 0  # the most streams open at once since memory was last returned
@@ -333,7 +340,9 @@ class StreamHub:
                 stats.buffered_max = max(stats.buffered_max, transport.get_write_buffer_size())
 
         first = json.dumps({"version": version, "reset": reset, "gap": gap})
-        body = '{"snapshot":' + json.dumps(doc, separators=(",", ":")) + "," + first[1:]
+        if self._doc_text[0] != version:  # one serialization per version for every client
+            self._doc_text = (version, json.dumps(doc, separators=(",", ":")))
+        body = '{"snapshot":' + self._doc_text[1] + "," + first[1:]
         # the reconnect advice and the state in one write: one gzip flush, one TCP segment
         await write("snapshot", body, f"{epoch}:{seq}", before=f"retry: {self.retry_ms}\n\n")
         last_write = time.monotonic()
@@ -341,14 +350,11 @@ class StreamHub:
             events, seq, more = self._events_after(seq)
             now_version, now_doc, _ = self.versions.current()
             if events or now_version != version:
-                patch = None
+                patch_text = "null"
                 if now_version != version:
-                    patch = self.versions.patch_from(version, doc)
+                    patch_text = self._patch_between(version, doc, now_version)
                     version, doc = now_version, now_doc
-                body = (
-                    f'{{"version":{version},"patch":{json.dumps(patch, separators=(",", ":"))},'
-                    f'"events":[{",".join(events)}]}}'
-                )
+                body = f'{{"version":{version},"patch":{patch_text},"events":[{",".join(events)}]}}'
                 await write("change", body, f"{epoch}:{seq}")
                 last_write = time.monotonic()
                 if more:
@@ -359,7 +365,32 @@ class StreamHub:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.closing.wait(), timeout=self.interval_s)
 
+    def _patch_between(self, version: int, doc: dict[str, Any], now_version: int) -> str:
+        """The JSON text of the patch from ``doc`` (at ``version``) to the current document,
+        computed and serialized once per pair of versions."""
+        key = (version, now_version)
+        text = self._patch_text.get(key)
+        if text is None:
+            if len(self._patch_text) > 256:
+                self._patch_text.clear()
+            patch = self.versions.patch_from(version, doc)
+            text = self._patch_text[key] = json.dumps(patch, separators=(",", ":"))
+        return text
+
     def _events_after(self, seq: int) -> tuple[list[str], int, bool]:
+        """:meth:`_read_events`, shared for :data:`PAGE_SHARE_S` by every connection at
+        ``seq`` (an event that arrives meanwhile goes out in the next frame)."""
+        now = time.monotonic()
+        held = self._pages.get(seq)
+        if held is not None and now - held[0] < PAGE_SHARE_S:
+            return held[1]
+        if len(self._pages) > 256:
+            self._pages = {k: v for k, v in self._pages.items() if now - v[0] < PAGE_SHARE_S}
+        page = self._read_events(seq)
+        self._pages[seq] = (now, page)
+        return page
+
+    def _read_events(self, seq: int) -> tuple[list[str], int, bool]:
         """JSON of the held events after ``seq`` (a page bounded in count and bytes), the
         new position, and whether more are waiting."""
         found = self.port.events_since(seq, limit=FRAME_EVENTS)

@@ -105,23 +105,39 @@ async def _state_latency(port: int, seconds: float) -> list[float]:
     return took
 
 
-async def _crowd(proc: subprocess.Popen, port: int, clients: int, seconds: float) -> None:
-    await asyncio.sleep(5)  # a few runs going
-    figure("RSS before the crowd", rss_mb(proc.pid), "MB")
+async def _clients(port: int, clients: int) -> None:
+    """The crowd, in its own process (so its reading does not slow the probe): opens the
+    streams, prints ``admitted refused``, holds them until stdin closes."""
     stop = asyncio.Event()
     admitted: list[int] = []
     tasks = [asyncio.ensure_future(_stream_client(port, stop, admitted)) for _ in range(clients)]
     while len(admitted) < clients:
         await asyncio.sleep(0.1)
-    figure("streams admitted (200)", admitted.count(200), "")
-    figure("streams refused (503)", admitted.count(503), "")
+    print(admitted.count(200), admitted.count(503), flush=True)
+    await asyncio.to_thread(sys.stdin.read)
+    stop.set()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _crowd(proc: subprocess.Popen, port: int, clients: int, seconds: float) -> None:
+    await asyncio.sleep(5)  # a few runs going
+    figure("RSS before the crowd", rss_mb(proc.pid), "MB")
+    crowd = subprocess.Popen(
+        [sys.executable, "-m", "tests.bench.bench_streams", "--crowd", str(port),
+         "--clients", str(clients)],
+        cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert crowd.stdout is not None and crowd.stdin is not None
+    admitted, refused = (int(n) for n in (await asyncio.to_thread(crowd.stdout.readline)).split())
+    figure("streams admitted (200)", admitted, "")
+    figure("streams refused (503)", refused, "")
     took = await _state_latency(port, seconds)
     figure("RSS with the crowd", rss_mb(proc.pid), "MB")
     figure("/api/v1/state p50 with the crowd", percentile(took, 50), "ms")
     figure("/api/v1/state p99 with the crowd", percentile(took, 99), "ms", "< 250")
     figure("/api/v1/state max with the crowd", max(took), "ms")
-    stop.set()
-    await asyncio.gather(*tasks, return_exceptions=True)
+    crowd.stdin.close()
+    crowd.wait(timeout=60)
     left = time.monotonic()
     for mark in (5, 30, 60):
         await asyncio.sleep(max(0.0, left + mark - time.monotonic()))
@@ -132,9 +148,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, default=1000)
     parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--raised-only", action="store_true", help="only the raised caps")
+    parser.add_argument("--crowd", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    for label, caps in (("default caps (256, 64 per client)", None),
-                        (f"caps raised to {args.clients}", (args.clients, args.clients))):  # fmt: skip
+    if args.crowd:
+        asyncio.run(_clients(args.crowd, args.clients))
+        return
+    phases = (("default caps (256, 64 per client)", None),
+              (f"caps raised to {args.clients}", (args.clients, args.clients)))  # fmt: skip
+    for label, caps in phases[1:] if args.raised_only else phases:
         print(f"--- {label}; {os.getloadavg()[0]:.1f} load average")
         with tempfile.TemporaryDirectory(prefix="bench-streams-") as tmp:
             proc, port = _start(_project(Path(tmp) / "demo", caps))
