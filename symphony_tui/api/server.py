@@ -74,7 +74,7 @@ from symphony_tui.api.limits import (
     read_json,
 )
 from symphony_tui.api.operator_routes import CLIENT, operator_routes, who_and_via
-from symphony_tui.api.peers import PeerGuard
+from symphony_tui.api.peers import Peer, PeerGuard, Verdict
 from symphony_tui.api.stream import StreamHub
 from symphony_tui.domain.activity import recent_events
 from symphony_tui.domain.commands import Command, Refresh
@@ -356,8 +356,11 @@ def create_app(
             credential = "bearer token"  # checked by ``bearer`` before this
         else:
             credential = None
-        sock = request.transport.get_extra_info("socket") if request.transport else None
-        verdict = await guard.judge(sock, request.remote or "?")
+        if credential is None:  # refused anyway: no process lookup for it (cheap to send)
+            verdict = Verdict(Peer(request.remote or "?"))
+        else:
+            sock = request.transport.get_extra_info("socket") if request.transport else None
+            verdict = await guard.judge(sock, request.remote or "?")
         request[CLIENT] = f"{verdict.peer.describe()} with the {credential or 'no credential'}"
         who, via = who_and_via(request)
         if credential is None or verdict.refusal is not None:
