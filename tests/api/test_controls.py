@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
 import stat
 import subprocess
 import sys
@@ -20,7 +21,7 @@ import pytest
 
 from symphony_tui.agents.base import TurnResult, TurnStatus
 from symphony_tui.api.auth import CONTROL_HEADER, find_control_token
-from symphony_tui.api.peers import PeerGuard
+from symphony_tui.api.peers import PeerGuard, unix_peer_pid
 from symphony_tui.api.server import ApiServer
 from symphony_tui.api.stream import StreamHub
 from symphony_tui.domain import ApprovalKind, ApprovalRequest
@@ -255,3 +256,9 @@ async def test_the_issue_endpoint_shows_the_runs_posture(served):
     assert posture["sandbox"].startswith("codex workspace-write")
     assert "blocked" in posture["network"] and "stdio" in posture["transport"]
     assert set(posture) >= {"secrets_withheld", "sandbox_policy", "control_api"}
+
+
+def test_a_unix_socket_peer_is_named_by_its_credentials():
+    ours, theirs = socket.socketpair(socket.AF_UNIX)
+    with ours, theirs:
+        assert unix_peer_pid(ours) == os.getpid()
