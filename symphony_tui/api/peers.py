@@ -75,21 +75,23 @@ def _same_address(a: str, b: str) -> bool:
     return x == y
 
 
-def tcp_peer_pid(local: tuple[str, int], remote: tuple[str, int]) -> int | None:
-    """The pid of the process holding the other end of the TCP connection ``local`` (our
-    side) <-> ``remote`` (theirs) on this machine; None when no process of ours holds it."""
+def tcp_peer_pids(local: tuple[str, int], remote: tuple[str, int]) -> set[int]:
+    """The pids holding the other end of the TCP connection ``local`` (our side) <->
+    ``remote`` (theirs) on this machine: usually one, more when the socket was inherited
+    (a child forked while the client held it); empty when no process of ours holds it."""
     try:
         connections = psutil.net_connections(kind="tcp")
     except (psutil.AccessDenied, OSError):
-        return None
+        return set()
+    found: set[int] = set()
     for conn in connections:
         if conn.pid is None or not conn.laddr or not conn.raddr:
             continue
         if conn.laddr.port != remote[1] or conn.raddr.port != local[1]:
             continue
         if _same_address(conn.laddr.ip, remote[0]) and _same_address(conn.raddr.ip, local[0]):
-            return conn.pid
-    return None
+            found.add(conn.pid)
+    return found
 
 
 def unix_peer_pid(sock: socket.socket) -> int | None:
@@ -105,20 +107,28 @@ def unix_peer_pid(sock: socket.socket) -> int | None:
     return pid or None
 
 
+def peer_pids(sock: socket.socket | None) -> set[int]:
+    """Every pid holding the client end of a served connection (blocking: reads /proc)."""
+    if sock is None:
+        return set()
+    try:
+        if sock.family == socket.AF_UNIX:
+            pid = unix_peer_pid(sock)
+            return {pid} if pid else set()
+        ours, theirs = sock.getsockname(), sock.getpeername()
+        return tcp_peer_pids((ours[0], ours[1]), (theirs[0], theirs[1]))
+    except OSError:
+        return set()
+
+
 def find_peer(sock: socket.socket | None, address: str) -> Peer:
     """The :class:`Peer` of a served connection's socket (blocking: psutil reads /proc)."""
-    pid: int | None = None
-    if sock is not None:
-        try:
-            if sock.family == socket.AF_UNIX:
-                pid = unix_peer_pid(sock)
-            else:
-                ours, theirs = sock.getsockname(), sock.getpeername()
-                pid = tcp_peer_pid((ours[0], ours[1]), (theirs[0], theirs[1]))
-        except OSError:
-            pid = None
-    if pid is None:
-        return Peer(address)
+    pids = peer_pids(sock)
+    return describe(min(pids), address) if pids else Peer(address)
+
+
+def describe(pid: int, address: str) -> Peer:
+    """:class:`Peer` ``pid`` with its name and user, as far as they can be read."""
     try:
         proc = psutil.Process(pid)
         return Peer(address, pid, proc.name(), proc.uids().real)
@@ -155,10 +165,18 @@ class PeerGuard:
         return await asyncio.to_thread(self._judge, sock, address, roots)
 
     def _judge(self, sock: socket.socket | None, address: str, roots: list[Path]) -> Verdict:
-        peer = find_peer(sock, address)
-        if peer.pid is None or peer.pid == self._me:
-            return Verdict(peer)
-        return Verdict(peer, self.refusal(peer.pid, roots))
+        pids = peer_pids(sock)
+        if not pids:
+            return Verdict(Peer(address))
+        if self._me in pids:
+            # the scheduler's own process holds the client end (a child forked meanwhile
+            # may hold a copy until it execs): an in-process client
+            return Verdict(describe(self._me, address))
+        for pid in sorted(pids):  # every holder must pass
+            why = self.refusal(pid, roots)
+            if why is not None:
+                return Verdict(describe(pid, address), why)
+        return Verdict(describe(min(pids), address))
 
     def refusal(self, pid: int, roots: list[Path]) -> str | None:
         """Why process ``pid`` may not use the controls (one line), or None."""
