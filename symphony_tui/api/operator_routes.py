@@ -17,6 +17,8 @@ Who did a command or an action: the ``X-Symphony-Operator`` header (``user@host`
 
 from __future__ import annotations
 
+from typing import Any
+
 from aiohttp import web
 
 from symphony_tui.api import metrics
@@ -26,7 +28,8 @@ from symphony_tui.scheduler.port import SchedulerPort
 OPERATOR_HEADER = "X-Symphony-Operator"
 #: The client of a mutating request as the control check found it (``127.0.0.1 pid 4242
 #: (python3) uid 1000 with the control token``), set by the server's ``control`` step.
-CLIENT = web.RequestKey("client", str)
+#: (``web.RequestKey`` where this aiohttp has it; a plain key before.)
+CLIENT: Any = web.RequestKey("client", str) if hasattr(web, "RequestKey") else "client"
 AUDIT_LIMIT = 1_000
 PAGE_LIMIT = 2_000
 
