@@ -23,8 +23,9 @@ drain). A client that takes nothing for ``write_timeout_s`` is dropped.
 
 Caps: at most ``max_streams`` connections at once (default :data:`MAX_STREAMS`) and
 ``max_streams_per_client`` from one client address (:data:`MAX_STREAMS_PER_CLIENT`); one
-more is 503 ``too_many_streams`` with ``Retry-After``. When the last of a crowd of
-streams has left, the freed memory is handed back to the system (:func:`return_memory`).
+more is 503 ``too_many_streams`` with ``Retry-After``. When a crowd of streams has
+left (all but a quarter of it), the freed memory is handed back to the system
+(:func:`return_memory`).
 
 Bandwidth: a client whose ``Accept-Encoding`` allows gzip gets the response as one gzip
 member flushed at every frame (:class:`FrameGzip`), and token accounting is published at
@@ -267,8 +268,13 @@ class StreamHub:
             left = self._per_client.pop(client, 1) - 1
             if left:
                 self._per_client[client] = left
-            if self.open_streams == 0 and self._crowd >= RETURN_AFTER_STREAMS:
-                self._crowd = 0
+            if self._crowd >= RETURN_AFTER_STREAMS and self.open_streams <= self._crowd // 4:
+                # most of a crowd has left (stragglers may stay): hand its memory back
+                log.info(
+                    "HTTP API: %d of %d streams left: returning memory",
+                    self._crowd - self.open_streams, self._crowd,
+                )  # fmt: skip
+                self._crowd = self.open_streams
                 return_memory()
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
