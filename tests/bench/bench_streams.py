@@ -162,6 +162,10 @@ def main() -> None:
             proc, port = _start(_project(Path(tmp) / "demo", caps))
             try:
                 asyncio.run(_crowd(proc, port, args.clients, args.seconds))
+                logs = Path(tmp) / "demo" / "logs"
+                for log in logs.glob("*.log"):
+                    said = [ln for ln in log.read_text().splitlines() if "returning memory" in ln]
+                    print(f"memory handed back {len(said)} time(s)")
             finally:
                 proc.terminate()
                 try:
