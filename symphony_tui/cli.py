@@ -532,6 +532,7 @@ def _api_server(
     from symphony_tui.api import announce as notes
     from symphony_tui.api.auth import resolve_token
     from symphony_tui.api.server import ApiServer
+    from symphony_tui.api.stream import StreamHub
 
     choice = resolve_token(
         server.host, token_env=server.auth_token_env, require_token=server.require_token
@@ -547,6 +548,11 @@ def _api_server(
         token=choice.token,
         announce_dir=notes.default_dir() if announce else None,
         allowed_hosts=server.allowed_hosts,
+        stream=StreamHub(
+            runtime.orchestrator,
+            max_streams=server.max_streams,
+            max_streams_per_client=server.max_streams_per_client,
+        ),
     )
 
 

@@ -2,7 +2,8 @@
 
 The state dir is ``platformdirs.user_state_dir`` (``$XDG_STATE_HOME`` or ``~/.local/state``
 on Linux, ``~/Library/Application Support`` on macOS). The file holds ``{"pid", "host",
-"port", "token_required", "started_at"}`` (no token), is written after the server bound and
+"port", "token_required", "started_at", "control_token_file"}`` (no token: the
+control token's file is readable by the user only, :mod:`symphony_tui.api.auth`), is written after the server bound and
 removed when it stops; one left by a process that died is recognised by its pid
 (``attach ssh://`` only reads notes of live processes, see :mod:`symphony_tui.api.ssh`).
 """
@@ -25,7 +26,9 @@ def default_dir() -> Path:
     return Path(platformdirs.user_state_dir(APP_NAME)) / "api"
 
 
-def write(directory: Path, *, host: str, port: int, token: bool) -> Path:
+def write(
+    directory: Path, *, host: str, port: int, token: bool, control_file: Path | None = None
+) -> Path:
     """Write this process's note (owner-only permissions); returns its path. An ``OSError``
     is the caller's: the API still serves, only ``attach ssh://`` cannot find it."""
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -37,6 +40,8 @@ def write(directory: Path, *, host: str, port: int, token: bool) -> Path:
         "token_required": token,
         "started_at": datetime.now(UTC).isoformat(),
     }
+    if control_file is not None:
+        note["control_token_file"] = str(control_file)
     tmp = path.with_suffix(".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as out:

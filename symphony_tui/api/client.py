@@ -28,6 +28,7 @@ import jsonpatch
 from httpx_sse import aconnect_sse
 from pydantic import TypeAdapter
 
+from symphony_tui.api.auth import CONTROL_HEADER
 from symphony_tui.api.operator_routes import OPERATOR_HEADER
 from symphony_tui.domain import AgentEvent, Snapshot
 from symphony_tui.domain.audit import AuditEntry
@@ -87,6 +88,7 @@ class RemotePort:
         *,
         client: httpx.AsyncClient | None = None,
         token: str | None = None,
+        control: str | None = None,
         mode: Literal["stream", "poll"] = "stream",
         stale_after_s: float = STALE_AFTER_S,
         clock: Callable[[], float] = time.monotonic,
@@ -94,6 +96,8 @@ class RemotePort:
         self.base_url = base_url.rstrip("/")
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         headers[OPERATOR_HEADER] = local_operator()  # who, in the scheduler's audit log
+        if control:
+            headers[CONTROL_HEADER] = control  # the controls (docs/security.md)
         self._client = client or httpx.AsyncClient(base_url=self.base_url, timeout=10.0)
         self._client.headers.update(headers)
         self.mode = mode

@@ -9,7 +9,11 @@ treat the scheduler's secrets, ``env`` overrides and ``$VAR`` values the same wa
    variables (``LINEAR_API_KEY`` always, plus the ``$VAR`` named by ``tracker.api_key`` or
    ``tracker.provider.api_key``; for ``tracker.kind: github`` also ``GITHUB_TOKEN`` and the
    ``$VAR`` of ``tracker.token``), the variables named by ``tracker.secret_env_names``,
-   ``openhands.session_api_key_env`` and ``opencode.password_env``.
+   ``openhands.session_api_key_env``, ``opencode.password_env`` and
+   ``server.auth_token_env``, ``SYMPHONY_API_TOKEN`` (the API token ``attach`` reads), and
+   the names the tracker adapter declares (``secret_environment_names``, spec §15.3,
+   passed in by the runtime). :data:`CHILD_MARKER` is set to the scheduler's pid, so the
+   HTTP API can tell a request from an agent's or hook's process (docs/security.md).
 2. **Defaults** of the child kind (an isolated ``HOME``, the OpenCode switches...).
 3. **Overrides** (``codex.env``, ``openhands.env``, ``opencode.env``, ``hooks.env``): a
    whole-value ``$NAME`` or ``${NAME}`` is replaced by that variable's value; an unset or
@@ -28,8 +32,14 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-#: Secret names whatever the workflow says (the reference's tracker key variable).
-ALWAYS_SECRET_NAMES = frozenset({"LINEAR_API_KEY"})
+#: Secret names whatever the workflow says: the reference's tracker key variable and the
+#: variable ``symphony-tui attach`` reads the API token from.
+ALWAYS_SECRET_NAMES = frozenset({"LINEAR_API_KEY", "SYMPHONY_API_TOKEN"})
+
+#: Set in every local child's environment to the pid of the scheduler that started it; the
+#: API's peer check refuses mutating requests from a process carrying another value than
+#: the scheduler's own (:mod:`symphony_tui.api.peers`). Not a secret: it only labels.
+CHILD_MARKER = "SYMPHONY_TUI_SCHEDULER_PID"
 
 _REFERENCE = re.compile(r"^\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))$")
 
@@ -69,7 +79,11 @@ def secret_env_names(raw: Mapping[str, Any]) -> frozenset[str]:
         extra = [extra]
     if isinstance(extra, list):
         names.update(str(n).strip() for n in extra if str(n).strip())
-    for section, key in (("openhands", "session_api_key_env"), ("opencode", "password_env")):
+    for section, key in (
+        ("openhands", "session_api_key_env"),
+        ("opencode", "password_env"),
+        ("server", "auth_token_env"),
+    ):
         value = _section(raw, section).get(key)
         if isinstance(value, str) and value.strip():
             names.add(value.strip())
@@ -106,8 +120,10 @@ class ChildEnv:
         return self.base.get(name) or None
 
     def scrubbed(self) -> dict[str, str]:
-        """The base without the secret names (step 1)."""
-        return {k: v for k, v in self.base.items() if k not in self.secrets}
+        """The base without the secret names, with :data:`CHILD_MARKER` (step 1)."""
+        env = {k: v for k, v in self.base.items() if k not in self.secrets}
+        env[CHILD_MARKER] = str(os.getpid())
+        return env
 
     def overrides(
         self, overrides: Mapping[str, Any], *, pass_secrets: bool = False

@@ -271,13 +271,17 @@ class ServerSettings(_Section):
     """The HTTP API (docs/http-api.md). ``auth_token_env``: the environment variable holding
     the bearer token; ``require_token``: ask for it on loopback too (a non-loopback ``host``
     always needs one); ``allowed_hosts``: further names clients may use in ``Host`` /
-    ``Origin`` (the DNS-rebinding check), e.g. the machine's DNS name behind a proxy."""
+    ``Origin`` (the DNS-rebinding check), e.g. the machine's DNS name behind a proxy;
+    ``max_streams`` / ``max_streams_per_client``: event streams open at once, in all and
+    from one client address (docs/security.md)."""
 
     port: WholeNumber | None = Field(default=None, ge=0, le=65535)
     host: str = "127.0.0.1"
     auth_token_env: str | None = None
     require_token: bool = False
     allowed_hosts: list[str] = Field(default_factory=list)
+    max_streams: WholeNumber = Field(default=256, gt=0)
+    max_streams_per_client: WholeNumber = Field(default=64, gt=0)
 
 
 AlertKind = Literal["approval", "question", "failed", "tracker", "budget", "host"]

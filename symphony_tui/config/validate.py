@@ -18,6 +18,21 @@ _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
+def root_problem(root: Path) -> str | None:
+    """One line when the workspace root cannot be a folder here: it, or the nearest of its
+    parents that exists, is not a folder."""
+    for at in (root, *root.parents):
+        if at.exists():
+            if at.is_dir():
+                return None
+            what = "it" if at == root else f"its parent {at}"
+            return (
+                f"workspace_root_unavailable: workspace.root {root} cannot be a folder: "
+                f"{what} is a file (move it away, or set workspace.root elsewhere)"
+            )
+    return None
+
+
 def validate_dispatch(settings: Settings) -> list[str]:
     """Problems that prevent polling or launching workers; ``[]`` when dispatch may go on."""
     problems: list[str] = []
@@ -49,6 +64,11 @@ def validate_dispatch(settings: Settings) -> list[str]:
             problems.append("local_tracker_file: tracker.path is not set for tracker.kind local")
         elif not Path(tracker.path).is_file():
             problems.append(f"local_tracker_file: tracker.path {tracker.path} is not a file")
+
+    if not settings.worker.enabled:
+        problem = root_problem(Path(settings.workspace.root))
+        if problem:
+            problems.append(problem)
 
     backend = settings.agent.backend
     if settings.worker.enabled and backend in ("openhands", "opencode"):

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from symphony_tui.domain.approvals import ApprovalRequest
 from symphony_tui.domain.kinds import ClaimState, RunStatus
+from symphony_tui.domain.posture import RunPosture
 from symphony_tui.domain.run import RecoveredWorkspace
 from symphony_tui.domain.tokens import RateLimits, TokenUsage
 
@@ -61,6 +62,8 @@ class RunningRow(BaseModel):
     #: Why the attempt failed (one line; ``status`` is then the failed one), shown while its
     #: worker finishes (``after_run``); None while it has not failed.
     error: str | None = None
+    #: What the run can reach (docs/security.md), fixed at dispatch.
+    posture: RunPosture | None = None
 
 
 class HostRow(BaseModel):

@@ -33,6 +33,7 @@ class Dispatcher:
         self._retries = retries
         self._start_worker = start_worker
         self.probes = HostProbes(state, HostTargets(lambda: state.settings))
+        self._unsafe_told: set[str] = set()
 
     # ------------------------------------------------------------------ eligibility
 
@@ -43,6 +44,15 @@ class Dispatcher:
         ``dispatchable``."""
         state = self._state
         if not policy.has_required_fields(issue):
+            return False
+        unsafe = policy.unsafe_identifier(issue)
+        if unsafe is not None:
+            if issue.id not in self._unsafe_told:  # one line per issue, never a retry
+                self._unsafe_told.add(issue.id)
+                state.log(
+                    "warning", f"not dispatched: {unsafe}", issue_id=issue.id,
+                    issue_identifier=issue.identifier,
+                )  # fmt: skip
             return False
         tracker = settings.tracker
         if not tracker.is_active(issue.state) or tracker.is_terminal(issue.state):

@@ -72,6 +72,7 @@ from symphony_tui.scheduler.inbox import (
 )
 from symphony_tui.scheduler.notify_hook import watch_for_hook
 from symphony_tui.scheduler.port import CommandResult, TranscriptGap
+from symphony_tui.scheduler.posture import ControlSurface
 from symphony_tui.scheduler.run import Run
 from symphony_tui.scheduler.startup import (
     HostArrivals,
@@ -183,6 +184,11 @@ class Orchestrator:
     @property
     def settings(self) -> Settings:
         return self.store.current.settings
+
+    def serve_controls(self, surface: ControlSurface | None) -> None:
+        """The control API now served (None: none); runs dispatched from now on say so in
+        their posture (scheduler/posture.py). Called on the loop's thread."""
+        self.state.posture.control = surface
 
     running = property(lambda self: self.state.running, doc="Issue id -> live run.")
     retrying = property(lambda self: self.state.retrying, doc="Issue id -> retry entry.")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 
@@ -13,6 +14,7 @@ FAILURE_BASE_MS = 10_000
 NO_SLOTS_ERROR = "no available orchestrator slots"
 
 _FAR_FUTURE = datetime.max.replace(tzinfo=UTC)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def priority_rank(priority: int | None) -> int:
@@ -43,6 +45,17 @@ def issue_routable(issue: Issue, settings: Settings) -> bool:
     carries every ``tracker.required_labels`` entry (case-insensitive). State, claims and
     slots are checked by the caller."""
     return issue.dispatchable and settings.tracker.has_required_labels(issue.labels)
+
+
+def unsafe_identifier(issue: Issue) -> str | None:
+    """Why ``issue`` cannot be dispatched because of a control character in its id or
+    identifier (they reach file names, hook environments and logs), e.g. ``control
+    character U+0000 in its identifier``; None when both are clean."""
+    for field, value in (("identifier", issue.identifier), ("id", issue.id)):
+        found = _CONTROL.search(value or "")
+        if found is not None:
+            return f"control character U+{ord(found.group()):04X} in its {field}"
+    return None
 
 
 def state_slots_free(issue: Issue, settings: Settings, running_states: Mapping[str, int]) -> bool:

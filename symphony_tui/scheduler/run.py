@@ -24,6 +24,7 @@ from symphony_tui.domain import (
     RunStatus,
     TokenUsage,
 )
+from symphony_tui.domain.posture import RunPosture
 from symphony_tui.scheduler.clock import TimerHandle
 
 
@@ -120,6 +121,8 @@ class Run:
     budget_reached: str | None = None
     #: The worker host the run is on (``worker.ssh_hosts``; None: this machine).
     worker_host: str | None = None
+    #: What the run can reach (scheduler/posture.py), set at dispatch.
+    posture: RunPosture | None = None
     #: The host connection failure that ended the run (one line), when one did.
     host_lost: str | None = None
     #: Why the attempt failed (one line), set as soon as it is known: the row says it while

@@ -180,6 +180,8 @@ def _issue_rows(
             note = "held by operator"
         elif issue.identifier in done and claim is ClaimState.UNCLAIMED:
             note = "completed"
+        elif (unsafe := policy.unsafe_identifier(issue)) is not None:
+            note = f"not dispatched: {unsafe}"
         hit = last.get(issue.id)
         if (
             hit is not None
@@ -230,6 +232,7 @@ def _running_rows(running: Mapping[str, Run]) -> tuple[RunningRow, ...]:
             budget_reached=r.budget_reached,
             host=r.worker_host,
             error=redact(r.error) if r.error else None,
+            posture=r.posture,
         )
         for r in sorted(running.values(), key=lambda r: r.started_mono)
     )

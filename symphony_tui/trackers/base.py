@@ -191,3 +191,18 @@ class Tracker(Protocol):
         ...
 
     async def aclose(self) -> None: ...
+
+    def secret_environment_names(self) -> frozenset[str]:
+        """Environment variables this adapter reads credentials from (spec §15.3): the
+        launcher removes them from every agent's and hook's environment, local and over
+        SSH (config/child_env.py). Adapters reading no credential return an empty set."""
+        ...
+
+
+def declared_secret_names(tracker: object) -> frozenset[str]:
+    """``tracker.secret_environment_names()`` (spec §15.3), empty for an adapter without
+    the declaration (a test double); names are stripped, empty ones dropped."""
+    declare = getattr(tracker, "secret_environment_names", None)
+    if declare is None:
+        return frozenset()
+    return frozenset(str(name).strip() for name in declare() if str(name).strip())

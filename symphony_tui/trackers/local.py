@@ -258,6 +258,10 @@ class LocalTracker:
         self._write_lock = asyncio.Lock()
         self._cache: tuple[str, str, list[Issue]] | None = None  # (path, digest, issues)
 
+    def secret_environment_names(self) -> frozenset[str]:
+        """A file needs no credential (spec §15.3): nothing to withhold."""
+        return frozenset()
+
     def _path(self) -> Path:
         path = self._settings().tracker.path
         if not path:

@@ -240,9 +240,15 @@ class WorkspaceManager:
             root = self.root
             try:
                 root.mkdir(parents=True, exist_ok=True)
+            except FileExistsError:
+                raise WorkspaceError(
+                    "workspace_root_unavailable",
+                    f"workspace.root {root} is a file, not a folder: move it away or set "
+                    "workspace.root elsewhere",
+                ) from None
             except OSError as err:
                 raise WorkspaceError(
-                    "workspace_root_unavailable", f"cannot create {root}: {err}"
+                    "workspace_root_unavailable", f"cannot create {root}: {err.strerror or err}"
                 ) from err
             path = self.carry_over(issue.identifier) or self.path_for(issue.identifier)
             created = False

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.control import remember_control
+
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]  # the checkout whose code the processes run
@@ -79,7 +81,9 @@ def _start(
     for line in proc.stderr:
         found = re.search(r"HTTP API on (\S+)", line)
         if found:
-            return proc, found.group(1).rstrip("/")
+            url = found.group(1).rstrip("/")
+            remember_control(url, env)
+            return proc, url
         if time.monotonic() > deadline:
             break
     _kill(proc)

@@ -180,6 +180,13 @@ def worker_header(
     )
     if tok.cost_usd is not None:
         text.append(f"  ${tok.cost_usd:.2f}")
+    if row.posture is not None:  # what the run can reach (docs/security.md)
+        rows = dict(row.posture.lines())
+        for labels in (("sandbox", "network", "transport"), ("secrets withheld", "control API")):
+            text.append("\n")
+            for i, label in enumerate(labels):
+                text.append(("  " if i else "") + f"{label} ", style=tones.muted)
+                text.append(one_line(rows[label], 90))
     if row.error:  # the attempt failed; its worker is finishing (after_run)
         text.append("\n")
         text.append("failed ", style=tones.error + tones.bold)

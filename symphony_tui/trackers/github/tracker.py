@@ -77,6 +77,11 @@ class GitHubTracker:
         self._last_board: dict[int, BoardValues] | None = None
         self._viewer: str | None = None
 
+    def secret_environment_names(self) -> frozenset[str]:
+        """``GITHUB_TOKEN`` and the variable ``tracker.token`` (or ``api_key``) names
+        (spec §15.3)."""
+        return frozenset({"GITHUB_TOKEN", *self._settings().tracker.secret_env_names})
+
     # -- rate limits, for the console --------------------------------------------------
 
     @property

@@ -58,6 +58,10 @@ class LinearTracker:
         self._client = LinearClient(settings, transport=transport, clock=clock)
         self._viewer_id: str | None = None
 
+    def secret_environment_names(self) -> frozenset[str]:
+        """``LINEAR_API_KEY`` and the variable ``tracker.api_key`` names (spec §15.3)."""
+        return frozenset({"LINEAR_API_KEY", *self._settings().tracker.secret_env_names})
+
     # -- rate limits, for the console --------------------------------------------------
 
     @property
