@@ -6,6 +6,7 @@ import gc
 import tracemalloc
 
 from rich.text import Text
+from textual.widgets import Button
 
 from symphony_tui.agents.codex.events import cap_tail
 from symphony_tui.console.screens.approvals import ApprovalsScreen, approval_keys
@@ -18,6 +19,7 @@ from symphony_tui.domain import (
     AgentEvent,
     ApprovalDecision,
     ApprovalKind,
+    ClaimState,
     Deny,
     EventKind,
     Rerun,
@@ -208,8 +210,11 @@ async def test_cancel_turn_asks_then_denies_with_cancel(port, make_app):
         await settle(pilot)
         detail = plain(app.screen.query_one("#approval-detail").render())
         assert "c cancel turn" in detail
+        assert "A approve for session" in detail  # what A does: for the rest of the session
         await pilot.press("c")
         assert isinstance(app.screen, Confirm)
+        buttons = [str(b.label) for b in app.screen.query(Button)]
+        assert buttons == ["Deny and end turn (y)", "Keep the turn (n)"]  # no two "Cancel"s
         await pilot.press("n")
         await done(pilot)
         assert port.sent == []
@@ -359,3 +364,19 @@ async def test_a_flood_of_long_messages_writes_only_the_newest_and_says_so(port,
         shown = sum(f"m{i:02}w" in text for i in range(60))
         assert 0 < shown <= WRITE_CHARS // 12_000 + 1
         assert len(screen.query_one("#transcript").lines) < 5000
+
+
+async def test_an_interrupted_issue_reads_held_as_the_docs_say(port, make_app):
+    issues = tuple(
+        row.model_copy(update={"claim": ClaimState.RELEASED, "note": "held by operator"})
+        if row.issue_id == "demo-5"
+        else row
+        for row in port.current.issues
+    )
+    port.update(issues=issues)
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one(IssuesTable)
+        cells = [str(c) for c in table.get_row("demo-5")]
+        assert "◌ held" in cells and not any("released" in c for c in cells)

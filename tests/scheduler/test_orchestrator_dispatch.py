@@ -553,3 +553,27 @@ async def test_an_operator_hold_survives_a_restart(make_harness):
     await third.settle()
     assert "id-1" in third.orch.running  # the rerun cleared the recorded hold
     await third.orch.shutdown()
+
+
+async def test_rerun_of_an_issue_in_a_terminal_state_says_why_it_is_not_eligible(make_harness):
+    async def finish(session, prompt, turn):
+        await session.host.call_tool("symphony_set_issue_state", {"state": "Done"})
+        return TurnResult(TurnStatus.COMPLETED)
+
+    h = make_harness([make_issue(1)], script=finish)
+    await h.start()
+    await h.settle()
+    await h.orch.tick()
+    await h.settle()
+    res = await h.orch.send(Rerun(issue_id="id-1"))
+    assert not res.ok and "id-1" not in h.orch.running
+    assert res.message.startswith("ABC-1 not dispatched: its state 'Done' is terminal")
+
+
+async def test_rerun_of_a_blocked_issue_names_its_open_blockers(make_harness):
+    blocker = BlockerRef(id="id-9", identifier="ABC-9", state="In Progress")
+    h = make_harness([make_issue(2, blocked_by=(blocker,))], script=hang)
+    await h.start()
+    res = await h.orch.send(Rerun(issue_id="id-2"))
+    assert not res.ok
+    assert res.message == "ABC-2 not dispatched: it is blocked by an issue not yet done (ABC-9)"
