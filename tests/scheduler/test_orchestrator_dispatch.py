@@ -577,3 +577,33 @@ async def test_rerun_of_a_blocked_issue_names_its_open_blockers(make_harness):
     res = await h.orch.send(Rerun(issue_id="id-2"))
     assert not res.ok
     assert res.message == "ABC-2 not dispatched: it is blocked by an issue not yet done (ABC-9)"
+
+
+async def test_after_a_restart_the_earlier_events_and_the_done_count_are_back(
+    make_harness, tmp_path
+):
+    from symphony_tui.scheduler.eventlog import EventHistory
+
+    async def finish(session, prompt, turn):
+        await session.host.call_tool("symphony_set_issue_state", {"state": "Done"})
+        return TurnResult(TurnStatus.COMPLETED)
+
+    path = tmp_path / "state" / "events.jsonl"
+    h = make_harness([make_issue(1)], script=finish, event_log=EventHistory(jsonl_path=path))
+    await h.start()
+    await h.settle()
+    await h.orch.tick()
+    await h.settle()
+    assert h.orch.snapshot().completed == ("ABC-1",)
+    before = [(e.seq, e.kind, e.message) for e in h.orch.events_since(0)]
+    assert any(kind is EventKind.RUN_ENDED for _, kind, _ in before)
+    await h.orch.shutdown()
+    h.orch.events.close()
+    # A new scheduler of the same project (same history file): nothing to dispatch now.
+    again = make_harness([], script=hang, event_log=EventHistory(jsonl_path=path))
+    await again.start()
+    await again.settle()
+    after = [(e.seq, e.kind, e.message) for e in again.orch.events_since(0)]
+    assert after[: len(before)] == before
+    assert again.orch.snapshot().completed == ("ABC-1",)
+    await again.orch.shutdown()
