@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import tracemalloc
 
+import pytest
 from rich.text import Text
 from textual.widgets import Button
 
@@ -380,3 +381,32 @@ async def test_an_interrupted_issue_reads_held_as_the_docs_say(port, make_app):
         table = app.screen.query_one(IssuesTable)
         cells = [str(c) for c in table.get_row("demo-5")]
         assert "◌ held" in cells and not any("released" in c for c in cells)
+
+
+THREAD = "019a4f2e-7c1d-7b02-9f5e-3c2a1d0e8b47"
+TURN = "019a4f2e-91aa-7c33-8d21-5b6f0e4c2a19"
+ISSUE = "8f14e45f-ceea-467a-9af0-3b2c1d0e8f71"
+
+
+@pytest.mark.parametrize("size", [(120, 36), (80, 24)])
+async def test_worker_header_keeps_each_id_whole_on_one_line(port, make_app, size):
+    # codex ids: UUIDs; its session id is the thread id and the turn id joined by "-"
+    rows = tuple(
+        r.model_copy(
+            update={"session_id": f"{THREAD}-{TURN}", "thread_id": THREAD, "issue_id": ISSUE}
+        )
+        if r.issue_id == "demo-1"
+        else r
+        for r in port.current.running
+    )
+    port.update(running=rows)
+    app = make_app(port)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        app.push_screen(WorkerScreen(ISSUE))
+        await settle(pilot)
+        header = app.screen.query_one("#worker-header")
+        strips = header.render_lines(header.region.reset_offset)
+        lines = ["".join(segment.text for segment in strip) for strip in strips]
+        for name, value in (("issue", ISSUE), ("thread", THREAD), ("turn id", TURN)):
+            assert any(f"{name} {value}" in line for line in lines), (name, lines)
