@@ -485,11 +485,16 @@ def not_eligible_reason(issue: Issue, settings: Settings) -> str | None:
         have = {label.strip().lower() for label in issue.labels}
         missing = [label for label in tracker.required_labels if label not in have]
         return f"it lacks the required label(s) {', '.join(missing)} (tracker.required_labels)"
-    if policy.blocked_by_open_issue(issue, settings):
-        open_ = [
-            b.identifier or b.id or "?"
-            for b in issue.blocked_by
-            if b.state is None or not tracker.is_terminal(b.state)
-        ]
+    open_ = [
+        b.identifier or b.id or "?"
+        for b in issue.blocked_by
+        if b.state is None or not tracker.is_terminal(b.state)
+    ]
+    # The blocker rule (§8.2): a Todo issue waits for its blockers (an adapter may also
+    # mark an issue not dispatchable for them).
+    dispatchable = getattr(issue, "dispatchable", True)
+    if open_ and (issue.state.strip().lower() == "todo" or not dispatchable):
         return f"it is blocked by an issue not yet done ({', '.join(open_)})"
+    if not dispatchable:
+        return "the tracker says it cannot be dispatched now"
     return None

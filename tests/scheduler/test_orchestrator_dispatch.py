@@ -607,3 +607,42 @@ async def test_after_a_restart_the_earlier_events_and_the_done_count_are_back(
     assert after[: len(before)] == before
     assert again.orch.snapshot().completed == ("ABC-1",)
     await again.orch.shutdown()
+
+
+async def test_a_retry_waiting_for_a_slot_takes_it_ahead_of_a_lower_priority_new_issue(
+    make_harness,
+):
+    gate = asyncio.Event()
+
+    async def script(session, prompt, turn):
+        if "ABC-1" in prompt and len(h.backend.sessions) == 1:
+            return TurnResult(TurnStatus.FAILED, error="first attempt fails")
+        if "ABC-2" in prompt:
+            await gate.wait()
+            await session.host.call_tool("symphony_set_issue_state", {"state": "Done"})
+            return TurnResult(TurnStatus.COMPLETED)
+        return await session.wait_interrupt()
+
+    h = make_harness(
+        [make_issue(1, priority=1), make_issue(2, priority=2)],
+        script=script,
+        front="agent:\n  max_concurrent_agents: 1\n",
+    )
+    await h.start()
+    await h.settle()
+    assert "id-1" in h.orch.retrying  # failed: backoff
+    await h.orch.tick()
+    await h.settle()
+    assert list(h.orch.running) == ["id-2"]  # ABC-1 was not due yet
+    await h.advance(10)  # ABC-1's retry fires: no slot, queued again
+    await h.settle()
+    assert h.orch.retrying["id-1"].entry.error == policy.NO_SLOTS_ERROR
+    h.tracker.put(make_issue(3, priority=3))  # a new, less urgent issue
+    gate.set()
+    await h.settle()
+    assert not h.orch.running  # ABC-2 is done: its slot is free
+    await h.orch.tick()
+    await h.settle()
+    assert list(h.orch.running) == ["id-1"]  # the waiting retry, not the new ABC-3
+    assert h.orch.running["id-1"].attempt == 2
+    assert "id-1" not in h.orch.retrying
