@@ -158,6 +158,10 @@ def default_workspace_root() -> str:
 
 class WorkspaceSettings(_Section):
     root: str = Field(default_factory=default_workspace_root)
+    # The start-up cleanup (spec §8.6) keeps the workspace of an issue in a terminal state
+    # while its last manifest write is younger than this (milliseconds; 0: removed at once,
+    # as the specification has it).
+    keep_terminal_ms: Milliseconds = Field(default=0, ge=0)
 
 
 class HooksSettings(_Section):
