@@ -410,3 +410,21 @@ async def test_worker_header_keeps_each_id_whole_on_one_line(port, make_app, siz
         lines = ["".join(segment.text for segment in strip) for strip in strips]
         for name, value in (("issue", ISSUE), ("thread", THREAD), ("turn id", TURN)):
             assert any(f"{name} {value}" in line for line in lines), (name, lines)
+
+
+async def test_a_finished_runs_header_keeps_its_thread_id_with_its_name_at_80x24(port, make_app):
+    recovered = tuple(
+        w.model_copy(update={"thread_id": THREAD}) if w.key == "DEMO-9" else w
+        for w in port.current.recovered
+    )
+    port.update(recovered=recovered)
+    app = make_app(port)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        app.push_screen(WorkerScreen("demo-9"))
+        await settle(pilot)
+        header = app.screen.query_one("#worker-header")
+        strips = header.render_lines(header.region.reset_offset)
+        lines = ["".join(segment.text for segment in strip) for strip in strips]
+        assert any(f"thread {THREAD}" in line for line in lines), lines
+        assert any("last run failed  attempt 2" in line for line in lines), lines

@@ -103,7 +103,7 @@ def _id_pairs(
     return pairs
 
 
-def _ids(text: Text, pairs: list[tuple[str, str]], width: int, tones: Tones) -> None:
+def _name_values(text: Text, pairs: list[tuple[str, str]], width: int, tones: Tones) -> None:
     """``name value`` pairs, as many to a line as fit ``width`` cells (two spaces apart);
     a value longer than a whole line is cut with ``…`` (``o`` copies it whole)."""
     width = width if width > 0 else ID_WIDTH
@@ -167,14 +167,14 @@ def worker_header(
         if recovered is not None:
             w = recovered
             text.append("\n")
-            text.append("last run ", style=tones.muted)
-            text.append(
-                f"{one_line(w.status or '-', 20)}  attempt "
-                f"{'-' if w.attempt is None else w.attempt}  ended {fmt.age(w.ended_at, now)} ago"
-                f"  backend {one_line(w.backend or '-', 12)}  thread "
-                f"{one_line(w.thread_id or w.conversation_id or '-', 40)}"
-            )
-            text.append("\n")
+            last_run = [
+                ("last run", one_line(w.status or "-", 20)),
+                ("attempt", "-" if w.attempt is None else str(w.attempt)),
+                ("ended", f"{fmt.age(w.ended_at, now)} ago"),
+                ("backend", one_line(w.backend or "-", 12)),
+                ("thread", w.thread_id or w.conversation_id or "-"),
+            ]
+            _name_values(text, last_run, width, tones)
             text.append("workspace ", style=tones.muted)
             text.append(one_line(w.path, 100))
             text.append(f"  tokens {fmt.grouped(w.tokens.total_tokens)}", style=tones.muted)
@@ -197,7 +197,7 @@ def worker_header(
         text.append(f"⚑ {len(pending)} approval(s) pending: ", style=tones.warning + tones.bold)
         text.append_text(inert(pending[0].summary or pending[0].command or "", limit=60))
         text.append("  a approve · d deny · v all\n", style=tones.muted)
-    _ids(text, _id_pairs(row.issue_id, row.session_id, row.thread_id), width, tones)
+    _name_values(text, _id_pairs(row.issue_id, row.session_id, row.thread_id), width, tones)
     text.append("workspace ", style=tones.muted)
     if row.host:  # on a worker host (issue 14): host:path, as scp writes it
         text.append(one_line(row.host, 40) + ":", style=tones.accent)
