@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from symphony_tui.observability.redact import redact
+from symphony_tui.observability.redact import redact, redact_values
 
 TRACKER_TIMEOUT_S = 35.0
 AGENT_TIMEOUT_S = 20.0
@@ -34,6 +34,9 @@ class Check:
     ok: bool
     detail: str
     warn: bool = False  # a warning line: shown, never a failure
+    # The detail is this program's own words (names settings and variables, quotes no
+    # outside text): only registered secret values are masked, never a key's name.
+    own: bool = False
 
 
 def _check_workspace_root(root: Path) -> Check:
@@ -226,7 +229,9 @@ def run_doctor(
         for c in found:
             checks.append(c)
             mark = "warn" if c.warn else "ok  " if c.ok else "FAIL"
-            out.write(redact(f"[{mark}] {c.name}: {c.detail}") + "\n")  # may quote a secret
+            line = f"[{mark}] {c.name}: {c.detail}"
+            # An outside answer (tracker, agent, YAML error) may quote a credential anywhere.
+            out.write((redact_values(line) if c.own else redact(line)) + "\n")
         out.flush()
 
     out.write(f"follows the {spec_revision()}\n")
@@ -235,14 +240,15 @@ def run_doctor(
     try:
         wf = store.load_initial()
         add(Check("workflow", True, f"{path} loaded"))
-        add(*(Check("workflow", True, w, warn=True) for w in wf.warnings))
+        add(*(Check("workflow", True, w, warn=True, own=True) for w in wf.warnings))
     except WorkflowError as exc:
         add(Check("workflow", False, str(exc)))
         wf = None
     if wf is not None:
         settings = wf.settings
         errors = validate_dispatch(settings)
-        add(Check("dispatch settings", not errors, "; ".join(errors) or "valid (spec §6.3)"))
+        detail = "; ".join(errors) or "valid (spec §6.3)"
+        add(Check("dispatch settings", not errors, detail, own=True))
         later: list[Callable[[], Check]] = [
             lambda: _check_workspace_root(settings.workspace_root),
             lambda: _agent_check(settings, wf.raw, timeout or AGENT_TIMEOUT_S),

@@ -89,6 +89,10 @@ class TrackerSettings(_Section):
     # (agents and hooks, see config/child_env.py): the names written here plus the ones
     # :func:`resolve_settings` derives (``LINEAR_API_KEY``, the ``$VAR`` of ``api_key``...).
     secret_env_names: tuple[str, ...] = ()
+    # The environment variable ``api_key`` was to be read from (``$VAR`` written in the
+    # file, or the tracker's default such as ``LINEAR_API_KEY``), so a missing key's error
+    # can name it; ``None`` when the key was written literally.
+    api_key_env: str | None = None
 
     _split = field_validator("active_states", "terminal_states", "state_labels", mode="before")(
         _states
@@ -157,6 +161,10 @@ def default_workspace_root() -> str:
 
 class WorkspaceSettings(_Section):
     root: str = Field(default_factory=default_workspace_root)
+    # The start-up cleanup (spec §8.6) keeps the workspace of an issue in a terminal state
+    # while its last manifest write is younger than this (milliseconds; 0: removed at once,
+    # as the specification has it).
+    keep_terminal_ms: Milliseconds = Field(default=0, ge=0)
 
 
 class HooksSettings(_Section):
@@ -435,8 +443,10 @@ def resolve_settings(
         tracker = TrackerSettings.model_validate({**tracker.model_dump(), **nested})
     linear = (tracker.kind or "linear") == "linear"
     api_key = _secret(resolve_env(tracker.api_key, env))
+    api_key_env = _env_name(tracker.api_key)
     if api_key is None and tracker.api_key is None and linear:
         api_key = _secret(env.get("LINEAR_API_KEY"))
+        api_key_env = "LINEAR_API_KEY"
     assignee = resolve_env(tracker.assignee, env)
     if assignee is None and tracker.assignee is None and linear:
         assignee = env.get("LINEAR_ASSIGNEE") or None
@@ -444,10 +454,12 @@ def resolve_settings(
     if tracker.kind == "github":
         github = _github_defaults(tracker, raw.get("tracker"), env)
         api_key = github.pop("api_key")
+        api_key_env = github.pop("api_key_env")
     tracker = tracker.model_copy(
         update={
             **github,
             "api_key": api_key,
+            "api_key_env": api_key_env,
             "project_slug": resolve_env(tracker.project_slug, env),
             "assignee": assignee,
             "path": resolve_path(tracker.path, workflow_dir, env) if tracker.path else None,
@@ -458,6 +470,13 @@ def resolve_settings(
         update={"root": resolve_path(s.workspace.root, workflow_dir, env)}
     )
     return s.model_copy(update={"tracker": tracker, "workspace": workspace})
+
+
+def _env_name(value: str | None) -> str | None:
+    """``NAME`` of a whole-value ``$NAME`` reference (see :func:`resolve_env`), else None."""
+    if value and value.startswith("$") and value[1:2] and value[1:].replace("_", "a").isalnum():
+        return value[1:]
+    return None
 
 
 def _secret(value: str | None) -> str | None:
@@ -473,10 +492,16 @@ def _github_defaults(tracker: TrackerSettings, raw: Any, env: dict[str, str]) ->
     given = raw if isinstance(raw, dict) else {}
     token_ref = tracker.token if tracker.token is not None else tracker.api_key
     token = _secret(resolve_env(token_ref, env))
+    token_env = _env_name(token_ref)
     if token is None and token_ref is None:
         token = _secret(env.get("GITHUB_TOKEN"))
+        token_env = "GITHUB_TOKEN"
     repo = resolve_env(tracker.repo, env) if tracker.repo else env.get("GITHUB_REPO") or None
-    out: dict[str, Any] = {"api_key": token, "repo": repo.strip() if repo else None}
+    out: dict[str, Any] = {
+        "api_key": token,
+        "api_key_env": token_env,
+        "repo": repo.strip() if repo else None,
+    }
     if tracker.project is None and not tracker.state_labels:
         if "active_states" not in given:
             out["active_states"] = GITHUB_ACTIVE_STATES

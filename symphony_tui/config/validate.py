@@ -51,10 +51,7 @@ def validate_dispatch(settings: Settings) -> list[str]:
         )
     elif kind == "linear":
         if not tracker.api_key:
-            problems.append(
-                "missing_tracker_api_key: tracker.api_key is empty "
-                "(set it, or $LINEAR_API_KEY in the environment)"
-            )
+            problems.append(f"missing_tracker_api_key: {_missing_key(tracker, 'api_key')}")
         if not tracker.project_slug:
             problems.append("missing_tracker_project_slug: tracker.project_slug is not set")
     elif kind == "github":
@@ -117,9 +114,7 @@ def _github_problems(tracker: TrackerSettings) -> list[str]:
     elif not _REPO.match(tracker.repo):
         problems.append(f"invalid_github_repo: tracker.repo {tracker.repo!r} is not owner/name")
     if not tracker.api_key:
-        problems.append(
-            "missing_github_token: no GitHub token (set tracker.token: $VAR, or $GITHUB_TOKEN)"
-        )
+        problems.append(f"missing_github_token: {_missing_key(tracker, 'token')}")
     url = urlsplit(tracker.api_url)
     local = url.scheme == "http" and url.hostname in _LOOPBACK
     if not url.hostname or (url.scheme != "https" and not local):
@@ -133,3 +128,13 @@ def _github_problems(tracker: TrackerSettings) -> list[str]:
                 "or tracker.state_labels the states are open (active) and closed (terminal)"
             )
     return problems
+
+
+def _missing_key(tracker: TrackerSettings, key: str) -> str:
+    """Why ``tracker.<key>`` (the tracker's credential) is missing, naming the environment
+    variable it was to be read from (``tracker.api_key_env``)."""
+    what = "no GitHub token: tracker.token" if key == "token" else "tracker.api_key"
+    name = tracker.api_key_env
+    if name is None:
+        return f"{what} is empty"
+    return f"{what} is empty: ${name} is not set in the environment (export it, or set tracker.{key}: $OTHER_VAR)"

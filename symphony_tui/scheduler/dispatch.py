@@ -133,6 +133,15 @@ class Dispatcher:
         state.remember_candidates(candidates)
         eligible_left = 0
         for issue in policy.sort_for_dispatch(candidates):
+            # A retry waiting for a slot keeps its issue's place in the order (§8.2), so
+            # a new issue after it never takes the slot it waits for.
+            retry = self._retries.due_for_slot(issue.id)
+            if retry is not None and self.is_eligible(issue, settings, for_retry=True):
+                if state.dispatch_paused or not self.slots_free(issue, settings):
+                    eligible_left += 1
+                    continue
+                self.dispatch(issue, attempt=retry.entry.attempt)
+                continue
             if not self.is_eligible(issue, settings):
                 continue
             if state.dispatch_paused or not self.slots_free(issue, settings):

@@ -167,6 +167,8 @@ class Orchestrator:
             opened=self.heap.session_opened if self.heap is not None else None,
         )
         self.state = parts.state
+        for identifier in self.events.completed_before:  # done in an earlier life
+            self.state.mark_completed(identifier)
         self._inbox = parts.inbox
         self.retries = parts.retries
         self.dispatcher = parts.dispatcher

@@ -143,3 +143,24 @@ def test_doctor_writes_each_check_as_soon_as_it_is_known(tmp_path, monkeypatch):
     assert "[ok  ] dispatch settings:" in seen_before_agent[0]
     assert "answered initialize" not in seen_before_agent[0]
     assert "answered initialize" in out.getvalue()
+
+
+def test_doctor_names_the_settings_and_variables_of_a_missing_credential(tmp_path):
+    # the names of keys and variables are no secrets: doctor prints them as written
+    (tmp_path / "WORKFLOW.md").write_text(
+        "---\ntracker:\n  kind: linear\n  api_key: $MY_LINEAR_KEY\n  project_slug: x\n---\np\n"
+    )
+    env = isolated_env(tmp_path)
+    env.pop("MY_LINEAR_KEY", None)
+    done = cli("doctor", cwd=tmp_path, env=env)
+    assert done.returncode == 1
+    line = next(x for x in done.stdout.splitlines() if "dispatch settings" in x)
+    assert line.startswith("[FAIL] dispatch settings: missing_tracker_api_key: tracker.api_key")
+    assert "$MY_LINEAR_KEY is not set" in line and "***" not in line
+
+    (tmp_path / "WORKFLOW.md").write_text("---\ntracker:\n  kind: github\n  repo: a/b\n---\np\n")
+    env.pop("GITHUB_TOKEN", None)
+    done = cli("doctor", cwd=tmp_path, env=env)
+    line = next(x for x in done.stdout.splitlines() if "dispatch settings" in x)
+    assert "missing_github_token: no GitHub token: tracker.token is empty" in line
+    assert "$GITHUB_TOKEN is not set" in line and "***" not in line

@@ -317,3 +317,19 @@ async def test_a_full_or_read_only_disk_on_the_host_is_one_line(tmp_path, fleet,
     assert "Read-only file system" in str(err.value) and "\n" not in str(err.value)
     # The other host is not held up by any of it.
     assert (await mgr.remote._target(fleet.names[1]).run("exit 0")).ok
+
+
+async def test_the_start_up_sweep_on_a_host_leaves_a_folder_its_manifest_does_not_name(
+    tmp_path, fleet
+) -> None:
+    from symphony_tui.scheduler.startup import sweep_terminal_workspaces
+    from symphony_tui.workspaces.manifest import update_manifest
+
+    mgr, host, _ = manager(tmp_path, fleet, before_remove="true")
+    done = Issue(id="id-2", identifier="ABC-2", title="T", state="Done")
+    path, _ = await mgr.ensure(done, host=host)
+    await mgr.manifests.flush()
+    update_manifest(path, "issue", id="id-9", identifier="ABC-9")  # another issue's folder
+    state = _SweepState(mgr)
+    await sweep_terminal_workspaces(state, _Tracker([done]))  # type: ignore[arg-type]
+    assert path.is_dir() and state.events == []

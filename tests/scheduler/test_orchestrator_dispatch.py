@@ -668,3 +668,96 @@ async def test_states_compare_trimmed_and_lowercased_on_both_sides(make_harness)
     await h.orch.tick()
     await h.settle()
     assert not h.orch.running and not h.ws("ABC-1").exists()  # terminal: cleaned
+
+
+async def test_rerun_of_an_issue_in_a_terminal_state_says_why_it_is_not_eligible(make_harness):
+    async def finish(session, prompt, turn):
+        await session.host.call_tool("symphony_set_issue_state", {"state": "Done"})
+        return TurnResult(TurnStatus.COMPLETED)
+
+    h = make_harness([make_issue(1)], script=finish)
+    await h.start()
+    await h.settle()
+    await h.orch.tick()
+    await h.settle()
+    res = await h.orch.send(Rerun(issue_id="id-1"))
+    assert not res.ok and "id-1" not in h.orch.running
+    assert res.message.startswith("ABC-1 not dispatched: its state 'Done' is terminal")
+
+
+async def test_rerun_of_a_blocked_issue_names_its_open_blockers(make_harness):
+    blocker = BlockerRef(id="id-9", identifier="ABC-9", state="In Progress")
+    h = make_harness([make_issue(2, blocked_by=(blocker,))], script=hang)
+    await h.start()
+    res = await h.orch.send(Rerun(issue_id="id-2"))
+    assert not res.ok
+    assert res.message == "ABC-2 not dispatched: it is blocked by an issue not yet done (ABC-9)"
+
+
+async def test_after_a_restart_the_earlier_events_and_the_done_count_are_back(
+    make_harness, tmp_path
+):
+    from symphony_tui.scheduler.eventlog import EventHistory
+
+    async def finish(session, prompt, turn):
+        await session.host.call_tool("symphony_set_issue_state", {"state": "Done"})
+        return TurnResult(TurnStatus.COMPLETED)
+
+    path = tmp_path / "state" / "events.jsonl"
+    h = make_harness([make_issue(1)], script=finish, event_log=EventHistory(jsonl_path=path))
+    await h.start()
+    await h.settle()
+    await h.orch.tick()
+    await h.settle()
+    assert h.orch.snapshot().completed == ("ABC-1",)
+    before = [(e.seq, e.kind, e.message) for e in h.orch.events_since(0)]
+    assert any(kind is EventKind.RUN_ENDED for _, kind, _ in before)
+    await h.orch.shutdown()
+    h.orch.events.close()
+    # A new scheduler of the same project (same history file): nothing to dispatch now.
+    again = make_harness([], script=hang, event_log=EventHistory(jsonl_path=path))
+    await again.start()
+    await again.settle()
+    after = [(e.seq, e.kind, e.message) for e in again.orch.events_since(0)]
+    assert after[: len(before)] == before
+    assert again.orch.snapshot().completed == ("ABC-1",)
+    await again.orch.shutdown()
+
+
+async def test_a_retry_waiting_for_a_slot_takes_it_ahead_of_a_lower_priority_new_issue(
+    make_harness,
+):
+    gate = asyncio.Event()
+
+    async def script(session, prompt, turn):
+        if "ABC-1" in prompt and len(h.backend.sessions) == 1:
+            return TurnResult(TurnStatus.FAILED, error="first attempt fails")
+        if "ABC-2" in prompt:
+            await gate.wait()
+            await session.host.call_tool("symphony_set_issue_state", {"state": "Done"})
+            return TurnResult(TurnStatus.COMPLETED)
+        return await session.wait_interrupt()
+
+    h = make_harness(
+        [make_issue(1, priority=1), make_issue(2, priority=2)],
+        script=script,
+        front="agent:\n  max_concurrent_agents: 1\n",
+    )
+    await h.start()
+    await h.settle()
+    assert "id-1" in h.orch.retrying  # failed: backoff
+    await h.orch.tick()
+    await h.settle()
+    assert list(h.orch.running) == ["id-2"]  # ABC-1 was not due yet
+    await h.advance(10)  # ABC-1's retry fires: no slot, queued again
+    await h.settle()
+    assert h.orch.retrying["id-1"].entry.error == policy.NO_SLOTS_ERROR
+    h.tracker.put(make_issue(3, priority=3))  # a new, less urgent issue
+    gate.set()
+    await h.settle()
+    assert not h.orch.running  # ABC-2 is done: its slot is free
+    await h.orch.tick()
+    await h.settle()
+    assert list(h.orch.running) == ["id-1"]  # the waiting retry, not the new ABC-3
+    assert h.orch.running["id-1"].attempt == 2
+    assert "id-1" not in h.orch.retrying

@@ -28,7 +28,9 @@ if TYPE_CHECKING:
 
 
 class Confirm(ModalScreen[bool]):
-    """Yes / no. ``y`` or ``enter`` on Yes confirms; ``n`` / ``esc`` cancels.
+    """Yes / no. ``y`` or ``enter`` on Yes confirms; ``n`` / ``esc`` cancels. The buttons
+    are named ``yes`` and ``no`` (default "Cancel"): two different words, so a dialog whose
+    action is itself a cancel names its other button differently.
 
     ``still_valid`` is asked on every repaint with the newest snapshot; once it says
     ``False`` (the worker the question is about has ended, say) the dialog closes as a
@@ -46,6 +48,7 @@ class Confirm(ModalScreen[bool]):
         body: Text,
         *,
         yes: str = "Yes",
+        no: str = "Cancel",
         danger: bool = True,
         still_valid: Callable[[Snapshot], bool] | None = None,
         gone: str = "",
@@ -54,6 +57,7 @@ class Confirm(ModalScreen[bool]):
         self._title = title
         self._body = body
         self._yes = yes
+        self._no = no
         self._danger = danger
         self._still_valid = still_valid
         self._gone = gone
@@ -75,7 +79,7 @@ class Confirm(ModalScreen[bool]):
                 yield Button(
                     f"{self._yes} (y)", id="yes", variant="error" if self._danger else "primary"
                 )
-                yield Button("Cancel (n)", id="no")
+                yield Button(f"{self._no} (n)", id="no")
 
     def on_mount(self) -> None:
         self.query_one("#no", Button).focus()
