@@ -490,11 +490,10 @@ def not_eligible_reason(issue: Issue, settings: Settings) -> str | None:
         for b in issue.blocked_by
         if b.state is None or not tracker.is_terminal(b.state)
     ]
-    # The blocker rule (§8.2): a Todo issue waits for its blockers (an adapter may also
-    # mark an issue not dispatchable for them).
-    dispatchable = getattr(issue, "dispatchable", True)
-    if open_ and (issue.state.strip().lower() == "todo" or not dispatchable):
-        return f"it is blocked by an issue not yet done ({', '.join(open_)})"
-    if not dispatchable:
+    # The adapter folds the blocker rule into ``dispatchable`` (§8.2); its open blockers
+    # are what the operator can act on.
+    if not issue.dispatchable:
+        if open_:
+            return f"it is blocked by an issue not yet done ({', '.join(open_)})"
         return "the tracker says it cannot be dispatched now"
     return None

@@ -140,7 +140,7 @@ class Dispatcher:
                 if state.dispatch_paused or not self.slots_free(issue, settings):
                     eligible_left += 1
                     continue
-                self.dispatch(issue, attempt=retry.entry.attempt)
+                self.dispatch(issue, attempt=retry.entry.attempt, retry_kind=retry.entry.retry_kind)
                 continue
             if not self.is_eligible(issue, settings):
                 continue

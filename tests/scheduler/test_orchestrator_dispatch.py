@@ -687,7 +687,9 @@ async def test_rerun_of_an_issue_in_a_terminal_state_says_why_it_is_not_eligible
 
 async def test_rerun_of_a_blocked_issue_names_its_open_blockers(make_harness):
     blocker = BlockerRef(id="id-9", identifier="ABC-9", state="In Progress")
-    h = make_harness([make_issue(2, blocked_by=(blocker,))], script=hang)
+    # The adapter marks a Todo issue with an open blocker not dispatchable (§8.2).
+    issue = make_issue(2, blocked_by=(blocker,), dispatchable=False)
+    h = make_harness([issue], script=hang)
     await h.start()
     res = await h.orch.send(Rerun(issue_id="id-2"))
     assert not res.ok
