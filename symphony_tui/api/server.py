@@ -368,6 +368,7 @@ class ApiServer:
         announce_dir: Path | None = None,
         stream: StreamHub | None = None,
         allowed_hosts: Iterable[str] = (),
+        announce_extra: dict | None = None,
     ) -> None:
         self._port = port
         self.host = host
@@ -376,6 +377,8 @@ class ApiServer:
         self.token = token
         self._announce_dir = announce_dir
         self._announced: Path | None = None
+        #: More members for the note (``project``, ``workflow``, ``token_file``).
+        self.announce_extra: dict = dict(announce_extra or {})
         self._stream = stream
         self._runner: web.AppRunner | None = None
         self.port: int | None = None
@@ -406,7 +409,11 @@ class ApiServer:
         if self._announce_dir is not None:
             try:
                 self._announced = announce.write(
-                    self._announce_dir, host=self.host, port=self.port, token=bool(self.token)
+                    self._announce_dir,
+                    host=self.host,
+                    port=self.port,
+                    token=bool(self.token),
+                    extra=self.announce_extra,
                 )
             except OSError as exc:
                 log.warning("HTTP API: cannot note the address for attach ssh://: %s", exc)
@@ -415,6 +422,9 @@ class ApiServer:
         if self._announced is not None:
             announce.remove(self._announced)
             self._announced = None
+        token_file = self.announce_extra.pop("token_file", None)
+        if isinstance(token_file, str):
+            announce.remove(Path(token_file))
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
