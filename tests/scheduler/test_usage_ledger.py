@@ -333,3 +333,45 @@ def test_session_totals_survive_compaction_and_keep_only_the_newest_sessions():
     assert len(threads) == 16 and "id-1:codex:t0" not in threads
     assert threads["id-1:codex:t19"].total_tokens == 119
     assert again.per_issue()["id-1"].tokens.total_tokens == 20
+
+
+async def test_a_resumed_thread_that_lost_its_unfinished_turn_is_not_counted_again(
+    make_harness, tmp_path
+):
+    """The thread read 120 when the scheduler died; resumed, it reports 100 (its last
+    saved total: the unfinished turn's usage is gone), then 150. Counted: 120 + 50."""
+    from symphony_tui.domain import AgentEvent
+    from symphony_tui.domain.payloads import TokenReport
+
+    path = tmp_path / "state" / "usage.jsonl"
+    forever = asyncio.Event()
+
+    async def first_turn(session, prompt, turn):
+        session.usage(120, output=20)
+        await forever.wait()
+        return TurnResult(TurnStatus.COMPLETED)
+
+    first = make_harness([make_issue(1)], script=first_turn, usage=UsageLedger(path))
+    await first.start()
+    await first.advance(3.0)
+    assert first.orch.usage.wait_written()
+
+    async def resumed(session, prompt, turn):
+        restored = TokenUsage(input_tokens=90, output_tokens=10, total_tokens=100)
+        session.host.emit(
+            AgentEvent(
+                kind=EventKind.TOKEN_USAGE, payload=TokenReport(usage=restored, attached=True)
+            )
+        )
+        session.usage(150, output=25)
+        await forever.wait()
+        return TurnResult(TurnStatus.COMPLETED)
+
+    second = make_harness([make_issue(1)], script=resumed, usage=UsageLedger(path))
+    await second.start()
+    await second.settle()
+    await second.advance(2.0)
+    assert second.orch.snapshot().totals.total_tokens == 170
+    assert second.orch.ledger.by_issue["id-1"].total_tokens == 170
+    first.orch.usage.close()
+    await second.orch.shutdown()
