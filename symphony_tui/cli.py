@@ -389,7 +389,7 @@ def _start(
     try:
         import asyncio
 
-        return asyncio.run(_headless(runtime, args.exit_when_idle, api))
+        return asyncio.run(_headless(runtime, args.exit_when_idle, api, path))
     except StartupError as exc:
         return _fail(f"startup failed: {exc}")
     except OSError as exc:
@@ -746,13 +746,11 @@ def _api_server(
                 "HTTP API token (shown once; clients send it as Authorization: Bearer): "
                 f"{choice.token}"
             )
-    extra: dict = {}
-    if serve:
-        lock = runtime.lock
-        extra["project"] = lock.key if lock is not None else None
-        extra["workflow"] = str(path) if path is not None else None
-        if choice.token:
-            extra["token_file"] = str(notes.write_token(notes.default_dir(), choice.token))
+    extra = _note_extra(runtime, path)
+    if choice.token and choice.generated and (announce or serve):
+        # generated here, so the operator's own console and `ps` can find it (a token from
+        # server.auth_token_env stays where the operator keeps it)
+        extra["token_file"] = str(notes.write_token(notes.default_dir(), choice.token))
     return ApiServer(
         runtime.orchestrator,
         host=host,
@@ -764,9 +762,29 @@ def _api_server(
     )
 
 
-async def _headless(runtime, exit_when_idle: bool, api) -> int:
+def _note_extra(runtime, path: Path | None) -> dict:
+    """What a scheduler's API note says beyond its address: its project and workflow."""
+    lock = runtime.lock
+    return {
+        "project": lock.key if lock is not None else None,
+        "workflow": str(path) if path is not None else None,
+    }
+
+
+async def _headless(runtime, exit_when_idle: bool, api, path: Path | None = None) -> int:
+    from symphony_tui.api import announce
     from symphony_tui.headless import run_headless
 
+    noted = None
+    if api is None:  # no API: still a note, so `ps` lists it and `stop PROJECT` finds it
+        with contextlib.suppress(OSError):
+            noted = announce.write(
+                announce.default_dir(),
+                host="",
+                port=None,
+                token=False,
+                extra=_note_extra(runtime, path),
+            )
     if api is not None:
         try:
             await api.start()
@@ -788,6 +806,8 @@ async def _headless(runtime, exit_when_idle: bool, api) -> int:
     finally:
         if api is not None:
             await api.stop()
+        if noted is not None:
+            announce.remove(noted)
 
 
 def _attach(args: argparse.Namespace) -> int:

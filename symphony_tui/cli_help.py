@@ -100,9 +100,10 @@ COMMAND_HELP: dict[str, tuple[str, str, str]] = {
     ),
     "ps": (
         "list this user's running schedulers: project, pid, since, agents, approvals, API",
-        "List every scheduler of this user that serves its HTTP API (each console's does, on "
-        "loopback): its project, pid, start time, running agents, approvals waiting and API "
-        "address. `symphony-tui WORKFLOW.md` attaches to the one running that project.",
+        "List every running scheduler of this user (console or headless): its project, pid, "
+        "start time, running agents, approvals waiting and API address (`-` for a headless "
+        "one without --port; a console's serves one on loopback). `symphony-tui WORKFLOW.md` "
+        "attaches to the one running that project.",
         f"environment:\n{_PATH_ENV}",
     ),
     "stop": (

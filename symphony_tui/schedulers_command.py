@@ -1,7 +1,7 @@
 """``symphony-tui ps`` and ``symphony-tui stop``: this user's running schedulers.
 
 ``ps`` lists every live scheduler that left a note in this user's state folder
-(``api/announce.py``: each console's scheduler, and each headless one that serves its API):
+(``api/announce.py``: each console's and each headless scheduler; API ``-`` without one):
 project, pid, since, running agents, approvals waiting, API address. The counts come from
 each scheduler's ``GET /api/v1/snapshot`` (with the token its note points to); ``?`` when it
 does not answer within a second.
@@ -38,6 +38,8 @@ def _counts(note: dict[str, Any]) -> tuple[int | None, int | None]:
     """(running agents, approvals waiting) from the scheduler's API, or (None, None)."""
     import httpx
 
+    if not isinstance(note.get("port"), int):
+        return None, None  # a headless scheduler without an API
     host = str(note.get("host") or "127.0.0.1")
     if host in ("0.0.0.0", "::", ""):
         host = "127.0.0.1"
@@ -64,6 +66,8 @@ def _counts(note: dict[str, Any]) -> tuple[int | None, int | None]:
 
 
 def _address(note: dict[str, Any]) -> str:
+    if not isinstance(note.get("port"), int):
+        return "-"
     host = str(note.get("host") or "127.0.0.1")
     host = f"[{host}]" if ":" in host else host
     return f"http://{host}:{note.get('port')}"
@@ -93,7 +97,7 @@ def run_ps(
             out.write(json.dumps(row) + "\n")
         return 0
     if not rows:
-        out.write("no scheduler of this user is running (or none serves its API)\n")
+        out.write("no scheduler of this user is running\n")
         return 0
     table = [("PROJECT", "PID", "SINCE", "RUNNING", "APPROVALS", "API")]
     for row in rows:
@@ -150,22 +154,26 @@ def run_stop(
 
     grace: float | None = None
     path = resolve_workflow_path(target)
+    pid: int | None = None
+    why = ""
     if target is None or path.is_file():
         if not path.is_file():
             _say(f"stop: no WORKFLOW.md here ({path}); name one, or a project from `ps`", err)
             return 1
         pid, label, grace, problem = _from_workflow(path)
-        if problem:
+        if problem and target is None:
             _say(f"stop: {problem}", err)
             return 1
-        if pid is None:
-            _say(f"stop: no scheduler runs {label}", err)
-            return 1
-    else:
+        why = problem or f"no scheduler runs {label}"
+    if pid is None and target is not None:  # a project, a workflow path or a pid from `ps`
         notes = announce.live_notes(directory or announce.default_dir())
         found = [n for n in notes if _matches(n, target)]
         if not found:
-            _say(f"stop: no running scheduler matches {target!r} (see `symphony-tui ps`)", err)
+            _say(
+                f"stop: {why or f'no running scheduler matches {target!r}'} "
+                "(see `symphony-tui ps`)",
+                err,
+            )
             return 1
         if len(found) > 1:
             pids = ", ".join(f"{n.get('pid')} ({n.get('project')})" for n in found)
@@ -173,7 +181,9 @@ def run_stop(
             return 1
         pid = found[0]["pid"]
         label = str(found[0].get("project") or found[0].get("workflow") or f"pid {pid}")
-    assert isinstance(pid, int)
+    if not isinstance(pid, int):
+        _say(f"stop: {why}", err)
+        return 1
     try:
         os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:

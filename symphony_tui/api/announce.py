@@ -4,7 +4,8 @@ The state dir is ``platformdirs.user_state_dir`` (``$XDG_STATE_HOME`` or ``~/.lo
 on Linux, ``~/Library/Application Support`` on macOS). The file holds ``{"pid", "host",
 "port", "token_required", "started_at"}`` (no token) plus what the scheduler adds
 (``project``, ``workflow``, ``token_file``: ``symphony-tui ps`` and a second console read
-them), is written after the server bound and removed when it stops; one left by a process
+them), is written after the server bound and removed when it stops (a headless scheduler
+without an API leaves one with ``port`` null, for ``ps`` and ``stop``); one left by a process
 that died is recognised by its pid (``attach ssh://`` only reads notes of live processes, see
 :mod:`symphony_tui.api.ssh`). The folder is the user's own (0700): a console trusts the
 address and token file it finds here, never ones written in a shared lock file.
@@ -38,7 +39,7 @@ def write(
     directory: Path,
     *,
     host: str,
-    port: int,
+    port: int | None,
     token: bool,
     extra: Mapping[str, Any] | None = None,
 ) -> Path:

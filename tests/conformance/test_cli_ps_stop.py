@@ -15,7 +15,7 @@ from symphony_tui.api import announce
 from symphony_tui.schedulers_command import run_ps, run_stop
 
 
-def note_for(directory, pid: int, project: str, port: int = 9) -> None:
+def note_for(directory, pid: int, project: str, port: int | None = 9) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     (directory / f"{pid}.json").write_text(
         json.dumps(
@@ -104,3 +104,11 @@ def test_a_second_console_that_cannot_attach_says_why(tmp_path, monkeypatch):
         asyncio.run(_attach_to_running(locked, []))
     assert str(raised.value).startswith("project_locked: another scheduler")
     assert "serves no API this user can attach to" in str(raised.value)
+
+
+def test_ps_lists_a_headless_scheduler_without_an_api_too(tmp_path, sleeper):
+    notes = tmp_path / "api"
+    note_for(notes, sleeper.pid, "local:/work/beta/issues.yaml", port=None)
+    out = io.StringIO()
+    run_ps(out=out, directory=notes)
+    assert out.getvalue().splitlines()[1].split()[-3:] == ["?", "?", "-"]
