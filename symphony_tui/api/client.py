@@ -229,11 +229,10 @@ class RemotePort:
         self._connected = True
 
     def _lost(self, exc: Exception | str) -> None:
+        # The link's own trouble (``link().error``): the snapshot keeps what the scheduler
+        # last said, its tracker error included; the console names the link, not the tracker.
         self._connected = False
         self.error = str(exc) or type(exc).__name__
-        self._snapshot = self._snapshot.model_copy(
-            update={"tracker_error": f"scheduler API unreachable: {self.error}"}
-        )
 
     # -- polling (fallback) -----------------------------------------------------------------
     async def refresh_once(self) -> None:

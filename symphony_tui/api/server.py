@@ -490,6 +490,7 @@ class ApiServer:
         allowed_hosts: Iterable[str] = (),
         control_token: str | None = None,
         guard: PeerGuard | None = None,
+        announce_extra: dict | None = None,
     ) -> None:
         self._port = port
         self.control_token = control_token or new_control_token()
@@ -501,6 +502,8 @@ class ApiServer:
         self.token = token
         self._announce_dir = announce_dir
         self._announced: Path | None = None
+        #: More members for the note (``project``, ``workflow``, ``token_file``).
+        self.announce_extra: dict = dict(announce_extra or {})
         self._stream = stream
         self._runner: web.AppRunner | None = None
         self.port: int | None = None
@@ -545,6 +548,7 @@ class ApiServer:
                     port=self.port,
                     token=bool(self.token),
                     control_file=self.control_file,
+                    extra=self.announce_extra,
                 )
             except OSError as exc:
                 log.warning("HTTP API: cannot note the address for attach ssh://: %s", exc)
@@ -563,6 +567,9 @@ class ApiServer:
         if self.control_file is not None:
             announce.remove(self.control_file)
             self.control_file = None
+        token_file = self.announce_extra.pop("token_file", None)
+        if isinstance(token_file, str):
+            announce.remove(Path(token_file))
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

@@ -148,6 +148,20 @@ class ProjectLock:
     def paths(self) -> list[Path]:
         return [path for path, _ in self._held]
 
+    def note(self, **fields: Any) -> None:
+        """Add ``fields`` to the project lock's recorded owner (``api``: the address a
+        second console attaches to; ``token_file``: where the operator's console finds the
+        API credential). Informational, like the rest of the note: a console trusts only
+        the note in its own user's state folder (``api/announce.py``). Best effort."""
+        if not self._held:
+            return
+        _, fd = self._held[0]
+        owner = _read_owner(fd)
+        owner.update(fields)
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps(owner).encode("utf-8") + b"\n", 0)
+
     def release(self) -> None:
         """Give every lock up (idempotent). The files stay: unlinking one could let two
         processes lock two different inodes under one name."""

@@ -193,9 +193,13 @@ class SessionRecorder:
     def _count_tokens(self, run: Run, report: TokenReport, now_mono: float) -> None:
         absolute = report.usage
         key = session_key(run)
-        if report.attached and self._ledger.baseline(key) is None:
+        baseline = self._ledger.baseline(key)
+        if report.attached and (baseline is None or absolute.total_tokens < baseline.total_tokens):
             # Totals of a re-attached session, reported before any new work: the starting
-            # point, not new usage (it was counted by whoever ran it).
+            # point, not new usage (it was counted by whoever ran it). Below what was
+            # counted (the thread lost its unfinished turn's usage): counting goes on from
+            # there, nothing added. Above it: the growth the crashed process had not yet
+            # counted is added below.
             self._ledger.seed(key, absolute)
         else:
             growth = self._ledger.report(key, absolute, now_mono, issue_id=run.issue.id)

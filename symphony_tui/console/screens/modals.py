@@ -92,6 +92,48 @@ class Confirm(ModalScreen[bool]):
         self.dismiss(value)
 
 
+class StopOrDetach(ModalScreen[str | None]):
+    """``q`` with agents running under a scheduler that can outlive the console: ``s``
+    stops them (``"stop"``), ``d`` leaves them running and detaches (``"detach"``),
+    ``n`` / ``esc`` stays (None)."""
+
+    BINDINGS = [
+        Binding("s,y", "answer('stop')", "Stop", id="quit_stop"),
+        Binding("d", "answer('detach')", "Detach", id="quit_detach"),
+        Binding("n,escape", "answer(None)", "Cancel", id="quit_cancel"),
+    ]
+
+    def __init__(self, running: int) -> None:
+        super().__init__(classes="dialog")
+        self.running = running
+
+    def compose(self) -> ComposeResult:
+        agents = f"{self.running} agent{'s' if self.running != 1 else ''}"
+        body = Text(
+            f"{agents} running. Stop them, or leave them running and detach? The scheduler "
+            "then runs on headless: `symphony-tui WORKFLOW.md` attaches again, "
+            "`symphony-tui stop` ends it.",
+            end="",
+        )
+        with Vertical(id="dialog") as box:
+            box.border_title = "Quit"
+            yield Static(body, id="dialog-body")
+            with Horizontal(id="dialog-buttons"):
+                yield Button(f"Stop {agents} (s)", id="stop", variant="error")
+                yield Button("Detach (d)", id="detach", variant="primary")
+                yield Button("Cancel (n)", id="no")
+
+    def on_mount(self) -> None:
+        self.query_one("#detach", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.dismiss({"stop": "stop", "detach": "detach"}.get(event.button.id or ""))
+
+    def action_answer(self, value: str | None) -> None:
+        self.dismiss(value)
+
+
 class AskText(ModalScreen[str | None]):
     """One line of text. ``enter`` submits (empty allowed only if ``allow_empty``),
     ``esc`` cancels. ``suggestions`` complete as you type."""
