@@ -36,6 +36,7 @@ from symphony_tui.domain.audit import AuditEntry
 from symphony_tui.domain.commands import Command
 from symphony_tui.domain.diff import DiffPage, WorkspaceDiff
 from symphony_tui.scheduler import workspace_view
+from symphony_tui.scheduler.adoption import adopt_leftovers
 from symphony_tui.scheduler.audit import AuditLog, local_operator
 from symphony_tui.scheduler.builder import (
     LoopSide,
@@ -241,6 +242,8 @@ class Orchestrator:
         self.dispatcher.probes.start(HostArrivals(self.state, terminal, self._rescan).reached)
         self.refresh_recovered()
         self.state.restore_holds()
+        # Agents a crashed scheduler left working are claimed again before any dispatch.
+        await adopt_leftovers(self.state, self.tracker, self.dispatcher.adopt)
         if self._watch_workflow:
             self._spawn(
                 self.store.watch(lambda: self._inbox.post(Reload()), ready=self.watch_ready),

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from symphony_tui.agents.base import SessionHost
+from symphony_tui.agents.codex.detached import DetachedAgent
 from symphony_tui.agents.codex.session import CodexSession
 from symphony_tui.agents.remote_launch import RemoteLaunch
 from symphony_tui.config.child_env import ChildEnv
@@ -22,7 +23,9 @@ from symphony_tui.hosts.ssh import HostTargets
 
 
 class CodexBackend:
-    """:class:`~symphony_tui.agents.base.AgentBackend` for ``codex app-server`` (stdio).
+    """:class:`~symphony_tui.agents.base.AgentBackend` for ``codex app-server`` (stdio, or
+    detached on a unix socket with ``codex.transport: unix``: :meth:`adopt_session`
+    re-attaches to one after a scheduler restart).
 
     ``sent``: when given, every JSON-RPC message any session writes is appended to it
     (tests validate them against the binary's schema).
@@ -83,7 +86,7 @@ class CodexBackend:
         cfg = self.session_settings(settings)
         if worker_host is not None:  # worker.hosts.<h>.commands.codex wins on that host
             command = settings.worker.command_for(worker_host, "codex", cfg.command)
-            cfg = cfg.model_copy(update={"command": command})
+            cfg = cfg.model_copy(update={"command": command, "transport": "stdio"})
         session = CodexSession(
             host,
             cfg,
@@ -94,6 +97,26 @@ class CodexBackend:
         )
         self._sessions.add(session)
         await session.open()  # closes itself (and leaves the set) on failure
+        return session
+
+    async def adopt_session(self, host: SessionHost, agent: DetachedAgent) -> CodexSession:
+        """Re-attach to ``agent``, a detached app-server an earlier scheduler left running
+        in ``host.workspace`` (``codex.transport: unix``), its thread and turn in flight
+        as ``host.resume`` records them; the session's :meth:`CodexSession.follow_turn`
+        then waits for that turn. Raises ``AgentError`` (``process_exited``: it is gone;
+        ``reattach_failed``: not re-attached within ``codex.reattach_timeout_ms``, its
+        process group is ended)."""
+        settings = self._settings()
+        session = CodexSession(
+            host,
+            self.session_settings(settings),
+            {},
+            sent=self._sent,
+            on_close=self._sessions.discard,
+            adopt=agent,
+        )
+        self._sessions.add(session)
+        await session.open()  # closes itself (and ends the group) on failure
         return session
 
     async def aclose(self) -> None:

@@ -1,0 +1,149 @@
+"""Start-up re-adoption of agents an earlier scheduler left running (before the first
+dispatch; docs/architecture.md "Start-up").
+
+With ``codex.transport: unix`` each run's app-server is detached (agents/codex/detached.py)
+and its workspace manifest records it (``session.agent``: pid, process group, start time,
+socket, ``adoptable: true``), with the thread and the turn in flight (``session.thread_id``,
+``session.turn_id``) and the attempt and its turn count (``run.attempt``,
+``run.turn_count``). A scheduler that died without stopping them (``kill -9``, a crash)
+leaves them working. At start-up :func:`adopt_leftovers` reads the local workspaces'
+manifests (in a thread) and, for every recorded agent still alive:
+
+* its issue still active, not held, not claimed: the issue is claimed again as the same
+  run attempt (``Dispatcher.adopt``); its worker re-attaches to the app-server and waits
+  for the turn in flight (``Worker``: no ``before_run``, no new thread, no new turn);
+* otherwise (the issue left the active states, the operator holds it, the tracker no
+  longer has it) its process group is ended and its manifest says it is no longer
+  adoptable.
+
+A recorded agent found dead is left alone: its issue is dispatched as today (a new
+session resumes the thread). One that does not re-attach within
+``codex.reattach_timeout_ms`` is ended by its session and the attempt fails, then is
+retried. A scheduler that stops on the operator's word ends its agents as before
+(``Orchestrator.shutdown``): nothing is left running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from symphony_tui.agents.codex.detached import DetachedAgent, alive, kill_pgid, remove_socket
+from symphony_tui.domain import EventKind, Issue
+from symphony_tui.scheduler.run import Run
+from symphony_tui.scheduler.state import SchedulerState
+from symphony_tui.trackers.base import Tracker, TrackerError
+from symphony_tui.workspaces.manifest import read_manifest
+
+
+@dataclass(frozen=True)
+class Leftover:
+    """A live agent an earlier scheduler recorded in workspace ``path``: its manifest
+    sections (``issue``, ``run``, ``session``) and the agent."""
+
+    path: Path
+    issue: dict[str, Any]
+    run: dict[str, Any]
+    session: dict[str, Any]
+    agent: DetachedAgent
+
+    @property
+    def issue_id(self) -> str | None:
+        value = self.issue.get("id")
+        return str(value) if value else None
+
+    @property
+    def attempt(self) -> int | None:
+        value = self.run.get("attempt")
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    @property
+    def turn_count(self) -> int:
+        value = self.run.get("turn_count")
+        ok = isinstance(value, int) and not isinstance(value, bool) and value > 0
+        return value if ok else 1
+
+
+def find_leftovers(workspaces: Iterable[Path]) -> list[Leftover]:
+    """The live re-adoptable agents recorded in ``workspaces``' manifests (blocking: run
+    it in a thread). Dead ones and workspaces without one are left out."""
+    found = []
+    for ws in workspaces:
+        manifest = read_manifest(ws)
+        session = manifest.get("session", {})
+        agent = DetachedAgent.from_facts(session.get("agent"))
+        if agent is None or not alive(agent):
+            continue
+        found.append(
+            Leftover(ws, manifest.get("issue", {}), manifest.get("run", {}), session, agent)
+        )
+    return found
+
+
+def _issue_from_manifest(section: dict[str, Any]) -> Issue | None:
+    try:
+        return Issue.model_validate(
+            {k: section.get(k) for k in ("id", "identifier", "title", "state", "url")}
+        )
+    except ValidationError:
+        return None
+
+
+async def adopt_leftovers(
+    state: SchedulerState,
+    tracker: Tracker,
+    adopt: Callable[[Issue, Leftover], Run],
+) -> int:
+    """Re-adopt or end every live agent the local workspaces record (see the module
+    docstring); ``adopt(issue, leftover)`` claims the issue and starts its worker
+    (``Dispatcher.adopt``). Returns how many runs were re-adopted."""
+    local = [Path(ws.path) for ws in state.recovered if ws.host is None]
+    if not local:
+        return 0
+    found = await asyncio.to_thread(find_leftovers, local)
+    if not found:
+        return 0
+    ids = [f.issue_id for f in found if f.issue_id]
+    fresh: dict[str, Issue] | None
+    try:
+        fresh = {i.id: i for i in await tracker.fetch_issue_states_by_ids(ids)}
+    except TrackerError as exc:
+        state.log("warning", "re-adoption: tracker refresh failed", error=str(exc))
+        fresh = None  # the manifests' issues; the first reconcile checks them
+    tracker_cfg = state.settings.tracker
+    adopted = 0
+    for left in found:
+        issue_id = left.issue_id
+        if issue_id is not None and issue_id in state.running:
+            continue
+        issue = (
+            _issue_from_manifest(left.issue) if fresh is None else fresh.get(issue_id or "", None)
+        )
+        why = None
+        if issue is None:
+            why = "its issue is not in the tracker"
+        elif not tracker_cfg.is_active(issue.state) or tracker_cfg.is_terminal(issue.state):
+            why = f"its issue is {issue.state}"
+        elif issue.id in state.held:
+            why = "the operator holds its issue"
+        if why is None and issue is not None:
+            adopt(issue, left)
+            adopted += 1
+            continue
+        await kill_pgid(left.agent.pgid)
+        remove_socket(left.agent)
+        state.workspaces.manifests.write(
+            left.path, "session", "agent", agent=left.agent.facts(adoptable=False)
+        )
+        name = left.issue.get("identifier") or left.path.name
+        state.emit_system(
+            EventKind.RECONCILE,
+            f"ended the agent {name} left running (pid {left.agent.pid}): {why}",
+            issue=issue,
+        )
+    return adopted
