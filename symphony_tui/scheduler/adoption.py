@@ -6,8 +6,9 @@ and its workspace manifest records it (``session.agent``: pid, process group, st
 socket, ``adoptable: true``), with the thread and the turn in flight (``session.thread_id``,
 ``session.turn_id``) and the attempt and its turn count (``run.attempt``,
 ``run.turn_count``). A scheduler that died without stopping them (``kill -9``, a crash)
-leaves them working. At start-up :func:`adopt_leftovers` reads the local workspaces'
-manifests (in a thread) and, for every recorded agent still alive:
+leaves them working. At start-up, before the terminal-workspace sweep and the first tick,
+:func:`adopt_leftovers` reads the local workspaces' manifests (in a thread) and, for every
+recorded agent still alive:
 
 * its issue still active, not held, not claimed: the issue is claimed again as the same
   run attempt (``Dispatcher.adopt``); its worker re-attaches to the app-server and waits
@@ -26,6 +27,8 @@ retried. A scheduler that stops on the operator's word ends its agents as before
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +41,7 @@ from symphony_tui.domain import EventKind, Issue
 from symphony_tui.scheduler.run import Run
 from symphony_tui.scheduler.state import SchedulerState
 from symphony_tui.trackers.base import Tracker, TrackerError
-from symphony_tui.workspaces.manifest import read_manifest
+from symphony_tui.workspaces.manifest import manifest_dir, read_manifest
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,20 @@ class Leftover:
         value = self.run.get("turn_count")
         ok = isinstance(value, int) and not isinstance(value, bool) and value > 0
         return value if ok else 1
+
+
+def local_workspaces(root: Path) -> list[Path]:
+    """The folders under the workspace root that hold manifests (blocking)."""
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return []
+    found = []
+    for entry in entries:
+        with contextlib.suppress(OSError):
+            if entry.is_dir(follow_symlinks=False) and manifest_dir(Path(entry.path)).is_dir():
+                found.append(Path(entry.path))
+    return found
 
 
 def find_leftovers(workspaces: Iterable[Path]) -> list[Leftover]:
@@ -102,10 +119,8 @@ async def adopt_leftovers(
     """Re-adopt or end every live agent the local workspaces record (see the module
     docstring); ``adopt(issue, leftover)`` claims the issue and starts its worker
     (``Dispatcher.adopt``). Returns how many runs were re-adopted."""
-    local = [Path(ws.path) for ws in state.recovered if ws.host is None]
-    if not local:
-        return 0
-    found = await asyncio.to_thread(find_leftovers, local)
+    root = state.workspaces.root
+    found = await asyncio.to_thread(lambda: find_leftovers(local_workspaces(root)))
     if not found:
         return 0
     ids = [f.issue_id for f in found if f.issue_id]
@@ -129,21 +144,26 @@ async def adopt_leftovers(
             why = "its issue is not in the tracker"
         elif not tracker_cfg.is_active(issue.state) or tracker_cfg.is_terminal(issue.state):
             why = f"its issue is {issue.state}"
-        elif issue.id in state.held:
+        elif left.run.get("held") is True or issue.id in state.held:
             why = "the operator holds its issue"
         if why is None and issue is not None:
             adopt(issue, left)
             adopted += 1
             continue
-        await kill_pgid(left.agent.pgid)
-        remove_socket(left.agent)
-        state.workspaces.manifests.write(
-            left.path, "session", "agent", agent=left.agent.facts(adoptable=False)
-        )
-        name = left.issue.get("identifier") or left.path.name
-        state.emit_system(
-            EventKind.RECONCILE,
-            f"ended the agent {name} left running (pid {left.agent.pid}): {why}",
-            issue=issue,
-        )
+        await end_leftover(state, left.path, left.agent, why, issue)
     return adopted
+
+
+async def end_leftover(
+    state: SchedulerState, ws: Path, agent: DetachedAgent, why: str, issue: Issue | None
+) -> None:
+    """End a detached agent that is not re-adopted: its process group (SIGTERM, then
+    SIGKILL), its socket, and ``adoptable`` false in its manifest; an event says why."""
+    await kill_pgid(agent.pgid)
+    remove_socket(agent)
+    state.workspaces.manifests.write(ws, "session", "agent", agent=agent.facts(adoptable=False))
+    state.emit_system(
+        EventKind.RECONCILE,
+        f"ended the agent an earlier scheduler left running in {ws.name} (pid {agent.pid}): {why}",
+        issue=issue,
+    )

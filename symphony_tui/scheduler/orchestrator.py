@@ -236,14 +236,15 @@ class Orchestrator:
             await restore_usage(self.state, self.state.usage)
         self.state.mark_started()
         self.state.log("info", "scheduler starting", workflow=str(self.store.current.path))
+        # Agents a crashed scheduler left working: claimed again (or ended) before the
+        # sweep and any dispatch (scheduler/adoption.py).
+        await adopt_leftovers(self.state, self.tracker, self.dispatcher.adopt)
         terminal = await sweep_terminal_workspaces(self.state, self.tracker, hosts=False)
         # Worker hosts are reached in the background (issue 14): nothing here, nor the
         # first tick, waits for one that cannot be reached.
         self.dispatcher.probes.start(HostArrivals(self.state, terminal, self._rescan).reached)
         self.refresh_recovered()
         self.state.restore_holds()
-        # Agents a crashed scheduler left working are claimed again before any dispatch.
-        await adopt_leftovers(self.state, self.tracker, self.dispatcher.adopt)
         if self._watch_workflow:
             self._spawn(
                 self.store.watch(lambda: self._inbox.post(Reload()), ready=self.watch_ready),

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from symphony_tui.agents.base import AgentBackend, AgentError, AgentSession, TurnResult, TurnStatus
-from symphony_tui.agents.codex.detached import DetachedAgent
+from symphony_tui.agents.codex.detached import DetachedAgent, kill_pgid
 from symphony_tui.config.errors import WorkflowError
 from symphony_tui.config.prompt import render_prompt
 from symphony_tui.domain import EventKind, RunOutcome, RunStatus
@@ -311,6 +311,8 @@ class Worker:
         adopt = getattr(backend, "adopt_session", None)
         agent = DetachedAgent.from_facts(facts.get("agent"))
         if adopt is None or agent is None:
+            if agent is not None:
+                await kill_pgid(agent.pgid)  # not re-attached: ended, as the deadline does
             return _failed(f"re-adopt: backend {run.backend} cannot re-attach to its agent")
         try:
             session = await adopt(self._host(), agent)
