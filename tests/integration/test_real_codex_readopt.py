@@ -177,3 +177,50 @@ def _codex() -> str:
     from tests.real_programs import require_codex
 
     return str(require_codex())
+
+
+def test_kill_9_mid_stream_the_turn_completes_whole_and_a_stop_leaves_nothing(tmp_path):
+    with FakeModelServer(slow_delay=0.1) as fake:
+        fake.aliases.update(STEP2="SLOW600")
+        project = make_e2e_project(
+            tmp_path, fake, issues=[("E2E-1", "SLOW40")], max_turns=2,
+            codex={"command": f"{_codex()} app-server", "transport": "unix"},
+        )  # fmt: skip
+        ws = project.workspaces / "E2E-1"
+        first = Scheduler(project, "first")
+        second = None
+        try:
+            # a few words of the first turn are out: the scheduler dies mid-stream
+            wait(lambda: any(
+                e["kind"] == "message_delta" and "word3" in e["message"]
+                for e in first.get("/api/v1/events?since=0&limit=10000&issue_id=e2e-1")
+            ))  # fmt: skip
+            session = read_section(ws, "session")
+            agent = DetachedAgent.from_facts(session["agent"])
+            assert agent is not None
+            os.kill(first.proc.pid, signal.SIGKILL)
+            first.proc.wait()
+
+            second = Scheduler(project, "second")
+            # the same turn completes, with the whole text codex kept while nobody listened
+            done = wait(lambda: [
+                e for e in second.get("/api/v1/events?since=0&limit=10000&issue_id=e2e-1")
+                if e["kind"] == "turn_completed"])  # fmt: skip
+            assert done[0]["payload"]["turn_id"] == session["turn_id"]
+            messages = [
+                e["message"]
+                for e in second.get("/api/v1/events?since=0&limit=10000&issue_id=e2e-1")
+                if e["kind"] == "message"
+            ]
+            assert any("word0" in m and "word39" in m for m in messages), messages
+            # turn 2 streams: the operator stops the scheduler, and the agent with it
+            wait(lambda: read_section(ws, "session").get("turn_id") != session["turn_id"])
+            second.stop()
+            assert second.proc.returncode == 0
+            assert not alive(agent)
+            assert read_section(ws, "session")["agent"]["adoptable"] is False
+            assert fake.decisions().count("slow") == 2  # turn 1 once, then turn 2
+        finally:
+            first.stop()
+            if second is not None:
+                second.stop()
