@@ -103,7 +103,7 @@ def measure(n: int, transport: str, delay: float) -> dict[str, float]:
         second = None
         try:
             wait(lambda: sum(1 for r in rows(first) if r.get("last_event") == "message_delta")
-                 >= n, 300)  # fmt: skip
+                 >= n, 900)  # fmt: skip
             time.sleep(1.0)
             agents = agent_processes(root)
             out = {
@@ -127,7 +127,7 @@ def measure(n: int, transport: str, delay: float) -> dict[str, float]:
                 return len(got) >= n and all(r["thread_id"] == threads.get(
                     r["issue_identifier"]) for r in got)  # fmt: skip
 
-            wait(back, 300, 0.02)
+            wait(back, 900, 0.02)
             out["all_back_s"] = time.monotonic() - t0
 
             def evented() -> bool:
@@ -139,7 +139,7 @@ def measure(n: int, transport: str, delay: float) -> dict[str, float]:
                     for r in got
                 )
 
-            wait(evented, 300, 0.02)
+            wait(evented, 900, 0.02)
             out["first_event_s"] = time.monotonic() - t0
             if transport == "unix":
                 turns = {read_section(root / f"R-{i}", "session").get("turn_id")
@@ -149,7 +149,12 @@ def measure(n: int, transport: str, delay: float) -> dict[str, float]:
             second.stop()
             out["stop_s"] = time.monotonic() - t1
             time.sleep(0.5)
-            out["agents_left_after_stop"] = len(agent_processes(root))
+            left = agent_processes(root)
+            out["agents_left_after_stop"] = len(left)
+            for pid in left:
+                with contextlib.suppress(OSError):
+                    cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+                    print(f"  left after stop: {pid} {cmd[:160].decode(errors='replace')}")
             return out
         finally:
             first.stop()

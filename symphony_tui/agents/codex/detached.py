@@ -28,10 +28,8 @@ import asyncio
 import contextlib
 import os
 import shlex
-import signal
 import stat
 import tempfile
-import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -39,7 +37,12 @@ from pathlib import Path
 from typing import Any
 
 from symphony_tui.agents.base import AgentError
-from symphony_tui.agents.codex.process import KILL_GRACE_S, STDOUT_READER_LIMIT, _GroupWatch
+from symphony_tui.agents.codex.process import (
+    KILL_GRACE_S,
+    STDOUT_READER_LIMIT,
+    _GroupWatch,
+    end_groups,
+)
 from symphony_tui.agents.codex.rpc import LINE_LIMIT
 
 SOCKET_NAME = "app.sock"
@@ -188,21 +191,10 @@ def log_tail(agent: DetachedAgent, lines: int = 5) -> str:
 
 
 async def kill_pgid(pgid: int, grace_s: float = KILL_GRACE_S) -> None:
-    """SIGTERM process group ``pgid``, SIGKILL it after ``grace_s`` while a member is left
-    (a group this process did not start: nothing to reap)."""
-    try:
-        os.killpg(pgid, signal.SIGTERM)
-    except (ProcessLookupError, PermissionError):
-        return
-    group = _GroupWatch(pgid)
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline and group.alive():
-        await asyncio.sleep(0.05)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
-        deadline = time.monotonic() + 1.0
-        while group.alive() and time.monotonic() < deadline:
-            await asyncio.sleep(0.02)
+    """End process group ``pgid`` and the groups its children escaped to (SIGTERM, then
+    SIGKILL after ``grace_s``; ``process.end_groups``): a group this process did not
+    start, nothing to reap."""
+    await end_groups(pgid, grace_s, None)
 
 
 def remove_socket(agent: DetachedAgent) -> None:

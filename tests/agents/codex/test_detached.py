@@ -162,3 +162,42 @@ async def test_a_dead_agent_is_not_reattached(tmp_path):
     with pytest.raises(AgentError) as err:
         await backend.adopt_session(host, agent_of(proc, tmp_path / "gone.sock"))
     assert err.value.code == "process_exited"
+
+
+async def test_ending_an_agent_ends_the_children_it_started_in_sessions_of_their_own(tmp_path):
+    # codex runs a login shell in a session of its own; killpg of the agent's group alone
+    # leaves it running
+    pidfile = tmp_path / "escaped.pid"
+    proc = subprocess.Popen(
+        ["bash", "-c", f"setsid sleep 60 & echo $! > {pidfile}; sleep 60"],
+        start_new_session=True,
+    )
+    try:
+        escaped = int(await _read_soon(pidfile))
+        assert os.getpgid(escaped) != proc.pid
+        await kill_pgid(proc.pid, grace_s=1)
+        proc.wait(timeout=5)
+        for _ in range(100):
+            if start_ticks(escaped) is None or _zombie(escaped):
+                break
+            await asyncio.sleep(0.02)
+        assert start_ticks(escaped) is None or _zombie(escaped)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+async def _read_soon(path: Path) -> str:
+    for _ in range(250):
+        if path.exists() and path.read_text().strip():
+            return path.read_text().strip()
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"{path} not written")
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        stat_line = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return True
+    return stat_line[stat_line.rfind(b")") + 2 :].split()[0] in (b"Z", b"X")
