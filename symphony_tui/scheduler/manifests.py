@@ -54,6 +54,7 @@ def attempt_started(writer: ManifestWriter, run: Run) -> None:
         ended_at=None,
         error=None,
         backend=run.backend,
+        turn_count=0,
     )
 
 

@@ -147,7 +147,8 @@ class CodexSession(NotificationDispatch, RequestServing, ThreadStart):
         workspace = self._host.workspace
         proc, agent = await launch_detached(cmd, workspace, self._env, manifest_dir(workspace))
         self._proc, self._agent = proc, agent
-        self._host.record_session(backend="codex", agent=agent.facts())
+        # no turn of this session yet: an earlier attempt's turn id must not be adopted
+        self._host.record_session(backend="codex", agent=agent.facts(), turn_id=None)
         connecting = asyncio.ensure_future(
             WsLink.connect(agent.socket, self._cfg.reattach_timeout_ms / 1000)
         )

@@ -128,10 +128,12 @@ class ThreadStart(TurnLifecycle):
         )
         turns = [t for t in (listed or {}).get("data") or [] if isinstance(t, dict)]
         found = next((t for t in turns if recorded and t.get("id") == recorded), None)
-        if found is None and turns:
-            found = turns[0]  # newest first: the turn whose id was not recorded yet
+        if found is None and turns and turns[0].get("status") == "inProgress":
+            found = turns[0]  # newest first: started, its id not recorded yet
         if found is None:
-            raise AgentError("reattach_failed", f"thread {self._thread_id} has no turn")
+            # no turn of this attempt to follow: the attempt is retried, which resumes
+            # the thread and starts one
+            raise AgentError("reattach_failed", f"thread {self._thread_id} has no turn in flight")
         if turn.turn_id is None:
             turn.turn_id = str(found.get("id"))
             turn.id_known.set()
