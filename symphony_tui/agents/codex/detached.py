@@ -93,13 +93,16 @@ class DetachedAgent:
 
 def start_ticks(pid: int) -> int | None:
     """When ``pid`` started, in clock ticks since boot (``/proc/<pid>/stat`` field 22);
-    None when the process is gone or there is no /proc."""
+    None when the process is gone (a zombie too: in a container whose init does not reap,
+    an orphan that ended stays one) or there is no /proc."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             data = f.read()
     except OSError:
         return None
     fields = data[data.rfind(b")") + 2 :].split()
+    if not fields or fields[0] in (b"Z", b"X"):
+        return None
     try:
         return int(fields[19])
     except (IndexError, ValueError):
