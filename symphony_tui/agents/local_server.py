@@ -98,10 +98,12 @@ class LocalServer:
         """Where :meth:`record` writes: beside the log, ``<log stem>.json``."""
         return self.log_path.with_suffix(".json")
 
-    def record(self, secret: str, identity: Mapping[str, str]) -> None:
+    def record(
+        self, secret: str, identity: Mapping[str, str], extra: Mapping[str, str] | None = None
+    ) -> None:
         """Write the running server's facts (pid, start time, URL, ``secret``, what it was
-        started for, and this scheduler as its owner) to :attr:`record_path`, mode 0600.
-        A failed write only costs the take-over."""
+        started for, ``extra`` facts of the backend, and this scheduler as its owner) to
+        :attr:`record_path`, mode 0600. A failed write only costs the take-over."""
         pid = self.pid
         if pid is None or self.base_url is None:
             return
@@ -111,6 +113,7 @@ class LocalServer:
             "base_url": self.base_url,
             "secret": secret,
             "identity": dict(identity),
+            "extra": dict(extra or {}),
             "owner_pid": os.getpid(),
             "owner_ticks": start_ticks(os.getpid()),
         }
@@ -119,16 +122,18 @@ class LocalServer:
 
     async def take_over(
         self, identity: Mapping[str, str], probe: Callable[[str, str], HealthProbe]
-    ) -> str | None:
+    ) -> tuple[str, dict[str, str]] | None:
         """Take over the recorded server when it was started for ``identity``, its owner
         (the scheduler that started or last took it) is gone, it is still the recorded
-        process and ``probe(base_url, secret)`` finds it healthy; returns its secret (the
-        server is then this one: :attr:`base_url`, :attr:`pid`, :meth:`stop`), else None."""
+        process and ``probe(base_url, secret)`` finds it healthy; returns its secret and
+        the backend's ``extra`` facts (the server is then this one: :attr:`base_url`,
+        :attr:`pid`, :meth:`stop`), else None."""
         try:
             data = json.loads(self.record_path.read_text())
             pid, ticks, url = int(data["pid"]), data.get("start_ticks"), str(data["base_url"])
             secret, owner = str(data["secret"]), int(data["owner_pid"])
             mine = data.get("identity") == dict(identity)
+            extra = {str(k): str(v) for k, v in (data.get("extra") or {}).items()}
         except (OSError, ValueError, KeyError, TypeError):
             return None
         owner_alive = owner != os.getpid() and start_ticks(owner) == data.get("owner_ticks")
@@ -144,8 +149,8 @@ class LocalServer:
         self._taken = (pid, ticks)
         self.base_url = url
         self.startup_s = 0.0
-        self.record(secret, identity)  # this scheduler owns it now
-        return secret
+        self.record(secret, identity, extra)  # this scheduler owns it now
+        return secret, extra
 
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
         """The last ``lines`` non-blank lines of the log joined with `` | `` (one line)."""

@@ -116,7 +116,7 @@ class ManagedServer(LocalServer):
             identity, lambda url, secret: OpenCodeClient(url, password=secret)
         )
         if taken is not None:  # the server an earlier scheduler left serving
-            self.password = taken
+            self.password = taken[0]
             return
         env = isolated_env(self.state_dir, self.env, self.password, self.extra_env)
         await self.launch(
