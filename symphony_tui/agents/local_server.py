@@ -136,7 +136,8 @@ class LocalServer:
             extra = {str(k): str(v) for k, v in (data.get("extra") or {}).items()}
         except (OSError, ValueError, KeyError, TypeError):
             return None
-        owner_alive = owner != os.getpid() and start_ticks(owner) == data.get("owner_ticks")
+        # this process's own (another backend of it may use it) or a live scheduler's
+        owner_alive = owner == os.getpid() or start_ticks(owner) == data.get("owner_ticks")
         if not mine or owner_alive or ticks is None or start_ticks(pid) != ticks:
             return None
         client = probe(url, secret)
