@@ -8,8 +8,9 @@ Re-attaching to a detached app-server an earlier scheduler left running
 (:meth:`ThreadStart._resume_detached`): the recorded turn is made the session's turn in
 flight before ``thread/resume`` (so what codex sends from then on, a re-sent pending
 approval or ``turn/completed``, lands on it), then ``thread/turns/list`` says what happened
-while nobody was attached: the turn's items are replayed as ``item/completed`` and a turn
-that ended meanwhile ends here with its persisted status.
+while nobody was attached: the turn's items are replayed as ``item/completed`` (one still
+running as ``item/started``) and a turn that ended meanwhile ends here with its persisted
+status.
 """
 
 from __future__ import annotations
@@ -163,8 +164,10 @@ class ThreadStart(TurnLifecycle):
         items = [i for i in found.get("items") or [] if isinstance(i, dict)]
         for item in items:
             if item.get("type") != "userMessage" and not turn.done.done():
+                # one still running (a command waiting for its approval) is open, not done
+                running = item.get("status") in ("inProgress", "pending")
                 self._on_notification(
-                    "item/completed",
+                    "item/started" if running else "item/completed",
                     {"threadId": self._thread_id, "turnId": turn.turn_id, "item": item},
                 )
         ended = END_STATUS.get(str(found.get("status")))
