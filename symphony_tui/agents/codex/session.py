@@ -2,8 +2,9 @@
 
 Lifecycle: :meth:`CodexSession.open` launches ``bash -lc <codex.command>`` in the workspace
 (stdio; with ``codex.transport: unix`` detached on a unix socket, :mod:`.detached`, or it
-re-attaches to one an earlier scheduler left running), does the handshake (``initialize`` -> ``initialized`` -> ``thread/resume`` or
-``thread/start``) and records the thread id with the host. :meth:`run_turn` sends
+re-attaches to one an earlier scheduler left running), does the handshake (``initialize``
+-> ``initialized`` -> ``thread/resume`` or ``thread/start``) and records the thread id
+with the host. :meth:`run_turn` sends
 ``turn/start`` and turns notifications into events until ``turn/completed``.
 :meth:`close` kills the whole process group.
 """
