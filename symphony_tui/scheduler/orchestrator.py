@@ -303,8 +303,14 @@ class Orchestrator:
 
     def kill_agents_now(self) -> int:
         """Last resort when the event loop is gone (the console crashed): SIGKILL the process
-        group of every live agent session. Returns how many groups were signalled."""
-        return kill_agent_groups(self.state.running.values())
+        group of every live agent session, and every detached agent a backend still holds
+        (``CodexBackend.kill_detached``). Returns how many groups were signalled."""
+        killed = kill_agent_groups(self.state.running.values())
+        for backend in list(self._backends.values()):
+            kill = getattr(backend, "kill_detached", None)
+            if kill is not None:
+                killed += kill()
+        return killed
 
     # ------------------------------------------------------------------ front-end port
 

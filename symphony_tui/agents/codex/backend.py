@@ -10,16 +10,24 @@ worker host (``worker_host``) runs on it over ssh (agents/remote_launch.py).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import os
+import signal
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from symphony_tui.agents.base import SessionHost
 from symphony_tui.agents.codex.detached import DetachedAgent
+from symphony_tui.agents.codex.process import escaped_groups
 from symphony_tui.agents.codex.session import CodexSession
 from symphony_tui.agents.remote_launch import RemoteLaunch
 from symphony_tui.config.child_env import ChildEnv
 from symphony_tui.config.settings import CodexSettings, Settings
 from symphony_tui.hosts.ssh import HostTargets
+
+#: How long :meth:`CodexBackend.aclose` waits for its sessions' orderly close.
+ACLOSE_S = 5.0
 
 
 class CodexBackend:
@@ -46,6 +54,8 @@ class CodexBackend:
         self._unset = frozenset(unset)
         self._sent = sent
         self._sessions: set[CodexSession] = set()
+        #: Process groups of detached app-servers whose sessions have not ended them yet.
+        self._groups: set[int] = set()
         self._targets = HostTargets(settings)
 
     def child_env(self, settings: Settings) -> dict[str, str]:
@@ -94,6 +104,7 @@ class CodexBackend:
             sent=self._sent,
             on_close=self._sessions.discard,  # the set object never changes
             remote=None if worker_host is None else self.remote_launch(settings, worker_host),
+            groups=self._groups,
         )
         self._sessions.add(session)
         await session.open()  # closes itself (and leaves the set) on failure
@@ -114,12 +125,29 @@ class CodexBackend:
             sent=self._sent,
             on_close=self._sessions.discard,
             adopt=agent,
+            groups=self._groups,
         )
         self._sessions.add(session)
         await session.open()  # closes itself (and ends the group) on failure
         return session
 
     async def aclose(self) -> None:
-        """Close every session this backend started and did not see closed."""
-        for s in list(self._sessions):
-            await s.close()
+        """Close every session this backend started and did not see closed (together,
+        within :data:`ACLOSE_S`), then SIGKILL what is left of their detached app-servers:
+        a detached agent does not end with this process, so none may be left behind."""
+        sessions = [asyncio.ensure_future(s.close()) for s in list(self._sessions)]
+        if sessions:
+            await asyncio.wait(sessions, timeout=ACLOSE_S)
+        self.kill_detached()
+
+    def kill_detached(self) -> int:
+        """SIGKILL every detached app-server group no session has ended yet, and the
+        groups its children escaped to (no event loop needed). Returns how many."""
+        groups, killed = list(self._groups), 0
+        for pgid in groups:
+            for group in (pgid, *escaped_groups(pgid)):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(group, signal.SIGKILL)
+                    killed += group == pgid
+            self._groups.discard(pgid)
+        return killed

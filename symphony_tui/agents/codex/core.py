@@ -58,12 +58,18 @@ class SessionCore:
         on_close: Callable[[Any], None] | None = None,
         remote: RemoteLaunch | None = None,
         adopt: DetachedAgent | None = None,
+        groups: set[int] | None = None,
     ) -> None:
         self._host = host
         #: ``codex.transport: unix``: the detached app-server (launched, or ``adopt``:
         #: one an earlier scheduler left running, re-attached by :meth:`open`).
         self._agent: DetachedAgent | None = adopt
         self._adopting = adopt is not None
+        #: The backend's live detached process groups: this session's is in it from its
+        #: launch (or adoption) until its close ended it.
+        self._groups = groups if groups is not None else set()
+        if adopt is not None:
+            self._groups.add(adopt.pgid)
         self._link: WsLink | None = None
         #: Set when the app-server runs on a worker host (agents/remote_launch.py).
         self._remote = remote

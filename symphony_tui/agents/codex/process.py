@@ -144,11 +144,60 @@ class _GroupWatch:
 
 
 def escaped_groups(pgid: int) -> set[int]:
-    """The process groups, other than ``pgid``, of every descendant of ``pgid``'s members
-    (one ``/proc`` scan). codex starts some children in a session of their own (the login
-    shell it runs to read the user's environment), out of reach of ``killpg(pgid)``; once
-    their parent is gone they are re-parented and nothing links them to the agent any
-    more, so they are found before the group is signalled. Empty without /proc."""
+    """The process groups, other than ``pgid``, of every descendant of ``pgid``'s members.
+    codex starts some children in a session of their own (the login shell it runs to read
+    the user's environment), out of reach of ``killpg(pgid)``; once their parent is gone
+    they are re-parented and nothing links them to the agent any more, so they are found
+    before the group is signalled. From the group's leader, its descendants are read from
+    ``/proc/<pid>/task/<tid>/children`` (a few files, not a scan of every process: many
+    sessions end together at a shutdown); without the leader, one scan of ``/proc``.
+    Empty without /proc."""
+    found = _descendants_of(pgid)
+    if found is None:
+        found = _descendants_by_scan(pgid)
+    mine = os.getpgrp()
+    groups = set()
+    for pid in found:
+        group = _group_of(pid)
+        if group is not None and group not in (pgid, mine):
+            groups.add(group)
+    return groups
+
+
+def _children(pid: int) -> list[int] | None:
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    out: list[int] = []
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+                out.extend(int(x) for x in f.read().split())
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def _descendants_of(leader: int) -> set[int] | None:
+    """Every descendant of ``leader`` (None when it is gone or the kernel does not list
+    children)."""
+    first = _children(leader)
+    if first is None or not os.path.exists(f"/proc/{leader}/task/{leader}/children"):
+        return None
+    seen: set[int] = set()
+    todo = list(first)
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        todo.extend(_children(pid) or ())
+    return seen
+
+
+def _descendants_by_scan(pgid: int) -> set[int]:
+    """Every descendant of the members of ``pgid``, from one scan of ``/proc``."""
     parent: dict[int, int] = {}
     group: dict[int, int] = {}
     try:
@@ -177,8 +226,19 @@ def escaped_groups(pgid: int) -> set[int]:
             if child not in seen:
                 seen.add(child)
                 todo.append(child)
-    mine = os.getpgrp()
-    return {group[pid] for pid in seen if group[pid] not in (pgid, mine)}
+    return seen
+
+
+def _group_of(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    if len(fields) < 3 or fields[0] in (b"Z", b"X"):
+        return None
+    return int(fields[2])
 
 
 async def end_groups(pgid: int, grace_s: float, leader: asyncio.subprocess.Process | None) -> None:

@@ -201,3 +201,18 @@ def _zombie(pid: int) -> bool:
     except OSError:
         return True
     return stat_line[stat_line.rfind(b")") + 2 :].split()[0] in (b"Z", b"X")
+
+
+async def test_closing_the_backend_leaves_no_detached_agent_behind(tmp_path):
+    # a session whose orderly close did not end its app-server (it timed out, say)
+    proc = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        settings = Settings.model_validate({"codex": {"transport": "unix"}})
+        backend = CodexBackend(lambda: settings)
+        backend._groups.add(proc.pid)
+        await backend.aclose()
+        assert proc.wait(timeout=5) == -9
+        assert not backend._groups
+    finally:
+        proc.kill()
+        proc.wait()
