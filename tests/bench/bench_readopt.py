@@ -96,7 +96,8 @@ def measure(n: int, transport: str, delay: float) -> dict[str, float]:
             max_turns=1,
             agent={"max_concurrent_agents": n},
             codex={"command": f"{_codex()} app-server", "transport": transport,
-                   "read_timeout_ms": 60_000, "reattach_timeout_ms": 120_000},
+                   "read_timeout_ms": 60_000, "reattach_timeout_ms": 120_000,
+                   "turn_timeout_ms": 3_600_000, "stall_timeout_ms": 0},
         )  # fmt: skip
         root = project.workspaces
         first = Scheduler(project, "first")

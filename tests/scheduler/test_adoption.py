@@ -54,9 +54,7 @@ def leave_agent(ws: Path, issue, *, attempt: int = 2, turn_count: int = 1):
     """A workspace as a killed scheduler leaves it: its agent (a live process in its own
     session) recorded as re-adoptable, the attempt running."""
     proc = subprocess.Popen(["sleep", "60"], start_new_session=True)
-    agent = DetachedAgent(
-        proc.pid, proc.pid, str(ws / "app.sock"), "", "t", start_ticks(proc.pid)
-    )
+    agent = DetachedAgent(proc.pid, proc.pid, str(ws / "app.sock"), "", "t", start_ticks(proc.pid))
     ws.mkdir(parents=True, exist_ok=True)
     update_manifest(ws, "issue", id=issue.id, identifier=issue.identifier, title=issue.title,
                     state=issue.state)  # fmt: skip
