@@ -242,6 +242,20 @@ class LocalServer:
             await asyncio.to_thread(proc.wait)
 
 
+def takeable(record_path: Path) -> bool:
+    """True when ``record_path`` (:meth:`LocalServer.record`) names a server that is still
+    the recorded process and whose owner scheduler is gone (a crashed one's server,
+    :meth:`LocalServer.take_over` may take it)."""
+    try:
+        data = json.loads(record_path.read_text())
+        pid, owner = int(data["pid"]), int(data["owner_pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    ticks = data.get("start_ticks")
+    owner_alive = owner == os.getpid() or start_ticks(owner) == data.get("owner_ticks")
+    return ticks is not None and start_ticks(pid) == ticks and not owner_alive
+
+
 def signal_group(pgid: int, sig: signal.Signals) -> None:
     """Send ``sig`` to process group ``pgid``; a group that is gone or not ours is ignored."""
     with contextlib.suppress(ProcessLookupError, PermissionError):

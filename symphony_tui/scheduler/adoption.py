@@ -17,6 +17,11 @@ recorded agent still alive:
   longer has it) its process group is ended and its manifest says it is no longer
   adoptable.
 
+A managed OpenHands / OpenCode server is not per run: the one a crashed scheduler left
+serving is taken over (:func:`take_over_servers`; agents/local_server.py), and each of its
+issues' ordinary dispatch re-attaches to the recorded conversation or session and adopts
+the run in flight.
+
 A recorded agent found dead is left alone: its issue is dispatched as today (a new
 session resumes the thread). One that does not re-attach within
 ``codex.reattach_timeout_ms`` is ended by its session and the attempt fails, then is
@@ -36,6 +41,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from symphony_tui.agents.base import AgentError
 from symphony_tui.agents.codex.detached import DetachedAgent, alive, kill_pgid, remove_socket
 from symphony_tui.domain import EventKind, Issue
 from symphony_tui.scheduler.run import Run
@@ -152,6 +158,24 @@ async def adopt_leftovers(
             continue
         await end_leftover(state, left.path, left.agent, why, issue)
     return adopted
+
+
+async def take_over_servers(state: SchedulerState, backend: object) -> None:
+    """Start-up: the managed agent server a crashed scheduler left serving (OpenHands,
+    OpenCode: ``take_over_server``) becomes this scheduler's now, so it ends with this
+    scheduler even when no issue needs it again; a failure is logged."""
+    take = getattr(backend, "take_over_server", None)
+    if take is None:
+        return
+    try:
+        if await take():
+            state.emit_system(
+                EventKind.RECONCILE,
+                f"took over the {state.settings.agent.backend} server an earlier scheduler "
+                "left running",
+            )
+    except AgentError as exc:
+        state.log("warning", "agent server take-over failed", error=str(exc))
 
 
 async def end_leftover(

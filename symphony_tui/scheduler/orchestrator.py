@@ -36,7 +36,7 @@ from symphony_tui.domain.audit import AuditEntry
 from symphony_tui.domain.commands import Command
 from symphony_tui.domain.diff import DiffPage, WorkspaceDiff
 from symphony_tui.scheduler import workspace_view
-from symphony_tui.scheduler.adoption import adopt_leftovers
+from symphony_tui.scheduler.adoption import adopt_leftovers, take_over_servers
 from symphony_tui.scheduler.audit import AuditLog, local_operator
 from symphony_tui.scheduler.builder import (
     LoopSide,
@@ -239,6 +239,12 @@ class Orchestrator:
         # Agents a crashed scheduler left working: claimed again (or ended) before the
         # sweep and any dispatch (scheduler/adoption.py).
         await adopt_leftovers(self.state, self.tracker, self.dispatcher.adopt)
+        try:
+            backend = self._backend(self.settings.agent.backend)
+        except Exception as exc:  # its first dispatch says it again, on the run
+            self.state.log("warning", "agent backend unavailable at start-up", error=str(exc))
+        else:
+            await take_over_servers(self.state, backend)
         terminal = await sweep_terminal_workspaces(self.state, self.tracker, hosts=False)
         # Worker hosts are reached in the background (issue 14): nothing here, nor the
         # first tick, waits for one that cannot be reached.

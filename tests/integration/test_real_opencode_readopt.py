@@ -102,3 +102,48 @@ def test_kill_9_mid_turn_the_session_goes_on_and_the_permission_reaches_the_agen
             with_record = record.exists() and json.loads(record.read_text())
             if with_record:
                 os.killpg(with_record["pid"], signal.SIGKILL)
+
+
+def test_a_server_left_by_a_crash_is_taken_over_and_stopped_even_when_no_run_needs_it(tmp_path):
+    oc_bin = require_opencode()
+    with FakeModelServer() as fake:
+        issues = tmp_path / "issues.yaml"
+        issues.write_text(
+            "issues:\n  - id: oce-1\n    identifier: OCE-1\n    title: Survive a restart\n"
+            '    description: "SHELL: echo approved > proof.txt"\n    priority: 1\n'
+            "    state: Todo\n"
+        )
+        workflow = tmp_path / "WORKFLOW.md"
+        workflow.write_text(
+            "---\ntracker:\n  kind: local\n  path: issues.yaml\nworkspace:\n  root: ws\n"
+            "polling:\n  interval_ms: 600000\n"
+            "agent:\n  backend: opencode\n  max_turns: 1\n  approvals: operator\n"
+            f"opencode:\n  command: {json.dumps(server_command(oc_bin))}\n"
+            "  model: fake/fake-model\n  startup_timeout_ms: 60000\n"
+            "---\n{{ issue.description }}\n"
+        )
+        env = {**os.environ, **opencode_env(tmp_path / "cfg", fake.url)}
+        project = Project(tmp_path, workflow, env)
+        record = tmp_path / "state" / "symphony-tui" / "opencode" / "server.json"
+        first = Scheduler(project, "first")
+        second = None
+        try:
+            wait(lambda: approvals(first), timeout=60)
+            server = json.loads(record.read_text())
+            os.kill(first.proc.pid, signal.SIGKILL)
+            first.proc.wait()
+            # the operator closed the issue meanwhile: nothing will dispatch it again
+            issues.write_text(issues.read_text().replace("state: Todo", "state: Done"))
+            second = Scheduler(project, "second")
+            wait(lambda: json.loads(record.read_text())["owner_pid"] == second.proc.pid)
+            assert json.loads(record.read_text())["pid"] == server["pid"]
+            assert start_ticks(server["pid"]) == server["start_ticks"]
+            second.stop()
+            assert start_ticks(server["pid"]) is None  # ended with the scheduler that took it
+        finally:
+            first.stop()
+            if second is not None:
+                second.stop()
+            left = record.exists() and json.loads(record.read_text())
+            if left:
+                os.killpg(left["pid"], signal.SIGKILL)
