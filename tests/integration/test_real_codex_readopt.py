@@ -215,6 +215,7 @@ def test_kill_9_mid_stream_the_turn_completes_whole_and_a_stop_leaves_nothing(tm
             assert any("word0" in m and "word39" in m for m in messages), messages
             # turn 2 streams: the operator stops the scheduler, and the agent with it
             wait(lambda: read_section(ws, "session").get("turn_id") != session["turn_id"])
+            wait(lambda: fake.decisions().count("slow") == 2)  # the model streams turn 2
             second.stop()
             assert second.proc.returncode == 0
             assert not alive(agent)
