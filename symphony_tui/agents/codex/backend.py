@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from symphony_tui.agents.base import SessionHost
-from symphony_tui.agents.codex.detached import DetachedAgent
+from symphony_tui.agents.codex.detached import DetachedAgent, remove_socket
 from symphony_tui.agents.codex.process import escaped_groups
 from symphony_tui.agents.codex.session import CodexSession
 from symphony_tui.agents.remote_launch import RemoteLaunch
@@ -54,8 +54,8 @@ class CodexBackend:
         self._unset = frozenset(unset)
         self._sent = sent
         self._sessions: set[CodexSession] = set()
-        #: Process groups of detached app-servers whose sessions have not ended them yet.
-        self._groups: set[int] = set()
+        #: Detached app-servers (by process group) whose sessions have not ended them yet.
+        self._groups: dict[int, DetachedAgent] = {}
         self._targets = HostTargets(settings)
 
     def child_env(self, settings: Settings) -> dict[str, str]:
@@ -143,11 +143,12 @@ class CodexBackend:
     def kill_detached(self) -> int:
         """SIGKILL every detached app-server group no session has ended yet, and the
         groups its children escaped to (no event loop needed). Returns how many."""
-        groups, killed = list(self._groups), 0
-        for pgid in groups:
-            for group in (pgid, *escaped_groups(pgid)):
+        agents, killed = list(self._groups.values()), 0
+        for agent in agents:
+            for group in (agent.pgid, *escaped_groups(agent.pgid)):
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(group, signal.SIGKILL)
-                    killed += group == pgid
-            self._groups.discard(pgid)
+                    killed += group == agent.pgid
+            remove_socket(agent)
+            self._groups.pop(agent.pgid, None)
         return killed

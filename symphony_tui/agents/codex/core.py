@@ -58,7 +58,7 @@ class SessionCore:
         on_close: Callable[[Any], None] | None = None,
         remote: RemoteLaunch | None = None,
         adopt: DetachedAgent | None = None,
-        groups: set[int] | None = None,
+        groups: dict[int, DetachedAgent] | None = None,
     ) -> None:
         self._host = host
         #: ``codex.transport: unix``: the detached app-server (launched, or ``adopt``:
@@ -67,9 +67,9 @@ class SessionCore:
         self._adopting = adopt is not None
         #: The backend's live detached process groups: this session's is in it from its
         #: launch (or adoption) until its close ended it.
-        self._groups = groups if groups is not None else set()
+        self._groups = groups if groups is not None else {}
         if adopt is not None:
-            self._groups.add(adopt.pgid)
+            self._groups[adopt.pgid] = adopt
         self._link: WsLink | None = None
         #: Set when the app-server runs on a worker host (agents/remote_launch.py).
         self._remote = remote

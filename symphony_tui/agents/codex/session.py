@@ -148,7 +148,7 @@ class CodexSession(NotificationDispatch, RequestServing, ThreadStart):
         workspace = self._host.workspace
         proc, agent = await launch_detached(cmd, workspace, self._env, manifest_dir(workspace))
         self._proc, self._agent = proc, agent
-        self._groups.add(agent.pgid)
+        self._groups[agent.pgid] = agent
         # no turn of this session yet: an earlier attempt's turn id must not be adopted
         self._host.record_session(backend="codex", agent=agent.facts(), turn_id=None)
         connecting = asyncio.ensure_future(
@@ -262,7 +262,7 @@ class CodexSession(NotificationDispatch, RequestServing, ThreadStart):
         elif self._agent is not None:
             await kill_pgid(self._agent.pgid)  # adopted: not this process's child
         if self._agent is not None:
-            self._groups.discard(self._agent.pgid)
+            self._groups.pop(self._agent.pgid, None)
             remove_socket(self._agent)
             with contextlib.suppress(Exception):
                 self._host.record_session(agent=self._agent.facts(adoptable=False))

@@ -209,10 +209,14 @@ async def test_closing_the_backend_leaves_no_detached_agent_behind(tmp_path):
     try:
         settings = Settings.model_validate({"codex": {"transport": "unix"}})
         backend = CodexBackend(lambda: settings)
-        backend._groups.add(proc.pid)
+        folder = tmp_path / "sock"
+        folder.mkdir()
+        (folder / "app.sock").touch()
+        agent = agent_of(proc, folder / "app.sock")  # type: ignore[arg-type]
+        backend._groups[proc.pid] = agent
         await backend.aclose()
         assert proc.wait(timeout=5) == -9
-        assert not backend._groups
+        assert not backend._groups and not folder.exists()
     finally:
         proc.kill()
         proc.wait()
