@@ -238,6 +238,14 @@ class AgentSettings(_Section):
 
 class CodexSettings(_Section):
     command: str = "codex app-server"
+    # ``stdio``: the app-server is the scheduler's child on pipes (it ends with the
+    # scheduler). ``unix``: it runs detached, listening on a unix socket, so a turn goes on
+    # through a scheduler restart and is re-adopted (agents/codex/detached.py); local runs
+    # only (a worker host's runs use stdio over ssh).
+    transport: Literal["stdio", "unix"] = "stdio"
+    # How long re-attaching to (or first connecting to) a detached app-server may take
+    # before it is ended and the run retried.
+    reattach_timeout_ms: Milliseconds = Field(default=30_000, gt=0)
     approval_policy: str | dict[str, Any] = "on-request"
     thread_sandbox: str = "workspace-write"
     turn_sandbox_policy: dict[str, Any] | None = None

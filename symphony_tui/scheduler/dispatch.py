@@ -12,6 +12,7 @@ from symphony_tui.domain import EventKind, Issue
 from symphony_tui.domain.payloads import Dispatched
 from symphony_tui.hosts.ssh import HostTargets
 from symphony_tui.scheduler import policy
+from symphony_tui.scheduler.adoption import Leftover
 from symphony_tui.scheduler.retries import Retries
 from symphony_tui.scheduler.run import Run
 from symphony_tui.scheduler.state import RetryState, SchedulerState
@@ -115,6 +116,40 @@ class Dispatcher:
         state.log(
             "info", "dispatch", issue_id=issue.id, issue_identifier=issue.identifier,
             attempt=attempt, **({"host": run.worker_host} if run.worker_host else {}),
+        )  # fmt: skip
+        return run
+
+    def adopt(self, issue: Issue, left: Leftover) -> Run:
+        """Claim ``issue`` again for the agent an earlier scheduler left running in
+        ``left.path`` (scheduler/adoption.py): the same run attempt, its turn count, its
+        workspace; the worker re-attaches instead of starting a session."""
+        state = self._state
+        self._retries.cancel(issue.id)
+        now_mono = state.clock.monotonic()
+        run = Run(
+            issue=issue,
+            attempt=left.attempt,
+            backend=str(left.session.get("backend") or "codex"),
+            started_at=state.clock.now(),
+            started_mono=now_mono,
+            last_event_mono=now_mono,
+            workspace=left.path,
+            turn_count=left.turn_count,
+            adopting=dict(left.session),
+        )
+        state.claim(run)
+        self._start_worker(run)
+        state.emit_system(
+            EventKind.DISPATCH,
+            f"re-adopted {issue.identifier}"
+            + (f" (attempt {left.attempt})" if left.attempt else "")
+            + f": its agent (pid {left.agent.pid}) kept running through the restart",
+            issue=issue,
+            payload=Dispatched(attempt=left.attempt),
+        )
+        state.log(
+            "info", "re-adopt", issue_id=issue.id, issue_identifier=issue.identifier,
+            attempt=left.attempt, pid=left.agent.pid,
         )  # fmt: skip
         return run
 

@@ -55,6 +55,7 @@ def attempt_started(writer: ManifestWriter, run: Run) -> None:
         ended_at=None,
         error=None,
         backend=run.backend,
+        turn_count=0,
     )
 
 
@@ -76,6 +77,13 @@ def attempt_ended(writer: ManifestWriter, run: Run, ending: Ending, now: datetim
         last_event=run.last_event,
     )
     _write(writer, run.workspace, "issue", "issue", state=run.issue.state)
+
+
+def turn_started(writer: ManifestWriter, run: Run) -> None:
+    """``run.turn_count``: the turn of this attempt now running (a re-adopted run goes on
+    counting from it)."""
+    if run.workspace is not None:
+        _write(writer, run.workspace, "run", "turn", turn_count=run.turn_count)
 
 
 def hook_ran(writer: ManifestWriter, run: Run, hook_name: str, summary: str) -> None:

@@ -36,6 +36,7 @@ from symphony_tui.domain.audit import AuditEntry
 from symphony_tui.domain.commands import Command
 from symphony_tui.domain.diff import DiffPage, WorkspaceDiff
 from symphony_tui.scheduler import workspace_view
+from symphony_tui.scheduler.adoption import adopt_leftovers, take_over_servers
 from symphony_tui.scheduler.audit import AuditLog, local_operator
 from symphony_tui.scheduler.builder import (
     LoopSide,
@@ -253,6 +254,15 @@ class Orchestrator:
         # before anything looks them up (§4.2); none is deleted.
         for old, new in await asyncio.to_thread(self.state.workspaces.carry_over_all):
             self.state.log("info", "workspace carried over", old=old, new=new)
+        # Agents a crashed scheduler left working: claimed again (or ended) before the
+        # sweep and any dispatch (scheduler/adoption.py).
+        await adopt_leftovers(self.state, self.tracker, self.dispatcher.adopt)
+        try:
+            backend = self._backend(self.settings.agent.backend)
+        except Exception as exc:  # its first dispatch says it again, on the run
+            self.state.log("warning", "agent backend unavailable at start-up", error=str(exc))
+        else:
+            await take_over_servers(self.state, backend)
         terminal = await sweep_terminal_workspaces(self.state, self.tracker, hosts=False)
         # Worker hosts are reached in the background (issue 14): nothing here, nor the
         # first tick, waits for one that cannot be reached.
@@ -317,8 +327,14 @@ class Orchestrator:
 
     def kill_agents_now(self) -> int:
         """Last resort when the event loop is gone (the console crashed): SIGKILL the process
-        group of every live agent session. Returns how many groups were signalled."""
-        return kill_agent_groups(self.state.running.values())
+        group of every live agent session, and every detached agent a backend still holds
+        (``CodexBackend.kill_detached``). Returns how many groups were signalled."""
+        killed = kill_agent_groups(self.state.running.values())
+        for backend in list(self._backends.values()):
+            kill = getattr(backend, "kill_detached", None)
+            if kill is not None:
+                killed += kill()
+        return killed
 
     # ------------------------------------------------------------------ front-end port
 

@@ -117,6 +117,10 @@ class Run:
     # the turn finish instead of killing the agent for its own last act.
     agent_moved_state: str | None = None
     resume: dict = field(default_factory=dict)
+    #: Set on a run re-adopted at start-up (scheduler/adoption.py): the manifest's session
+    #: facts (its detached agent, thread, turn in flight); the worker re-attaches to that
+    #: agent and waits for that turn instead of starting a session.
+    adopting: dict | None = None
     # Why the run is held by a token budget (scheduler/budgets.py); None when it is not.
     budget_reached: str | None = None
     #: The worker host the run is on (``worker.ssh_hosts``; None: this machine).

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from symphony_tui.agents.base import AgentBackend, AgentError, AgentSession, TurnResult, TurnStatus
+from symphony_tui.agents.codex.detached import DetachedAgent, kill_pgid
 from symphony_tui.config.errors import WorkflowError
 from symphony_tui.config.prompt import prompt_repeats, render_prompt, render_prompt_within
 from symphony_tui.domain import EventKind, RunOutcome, RunStatus
@@ -228,6 +229,8 @@ class Worker:
         ctx, run = self._ctx, self._run
         state = ctx.state
         issue = run.issue
+        if run.adopting is not None:
+            return await self._adopted(run.adopting)
         where = run.worker_host
         try:
             path, created = await ctx.workspaces.ensure(issue, host=where)
@@ -278,17 +281,7 @@ class Worker:
         except WorkflowError as exc:
             return _failed(str(exc))
         state.update_run(run, status=RunStatus.LAUNCHING_AGENT)
-        host = RunHost(
-            run,
-            ctx.tools.specs(),
-            ctx.post,
-            ctx.approvals,
-            ctx.tools,
-            ctx.room,
-            busy=ctx.busy,
-            ahead=ctx.ahead,
-            hurry=ctx.hurry,
-        )
+        host = self._host()
         try:
             session = await ctx.backend(run.backend).start_session(host)
         except AgentError as exc:
@@ -310,22 +303,78 @@ class Worker:
             ctx.opened()
         if self._ending is not None:
             return self._ending
-        max_turns = state.settings.agent.max_turns
-        turn = 0
         stopped = await self._budget_hold()  # an issue already over its budget
         if stopped is not None:
             return stopped
+        return await self._turns(session, prompt, 0)
+
+    def _host(self) -> RunHost:
+        ctx = self._ctx
+        return RunHost(
+            self._run,
+            ctx.tools.specs(),
+            ctx.post,
+            ctx.approvals,
+            ctx.tools,
+            ctx.room,
+            busy=ctx.busy,
+            ahead=ctx.ahead,
+            hurry=ctx.hurry,
+        )
+
+    async def _adopted(self, facts: dict[str, Any]) -> Ending:
+        """The attempt of a run re-adopted at start-up (scheduler/adoption.py): re-attach
+        to the agent an earlier scheduler left running, wait for its turn in flight, then
+        go on with the attempt's turns. No ``before_run`` (it ran for this attempt), no new
+        thread, no new turn for the one in flight."""
+        ctx, run = self._ctx, self._run
+        state = ctx.state
+        state.update_run(run, resume=facts, status=RunStatus.LAUNCHING_AGENT)
+        backend = ctx.backend(run.backend)
+        adopt = getattr(backend, "adopt_session", None)
+        agent = DetachedAgent.from_facts(facts.get("agent"))
+        if adopt is None or agent is None:
+            if agent is not None:
+                await kill_pgid(agent.pgid)  # not re-attached: ended, as the deadline does
+            return _failed(f"re-adopt: backend {run.backend} cannot re-attach to its agent")
+        try:
+            session = await adopt(self._host(), agent)
+        except AgentError as exc:
+            return _failed(f"re-adopt: {exc}")
+        state.update_run(run, session=session)
+        if ctx.opened is not None:
+            ctx.opened()
+        if self._ending is not None:
+            return self._ending
+        return await self._turns(session, None, run.turn_count, follow=True)
+
+    async def _turns(
+        self, session: AgentSession, prompt: str | None, turn: int, *, follow: bool = False
+    ) -> Ending:
+        """The attempt's turns after ``turn`` turns; ``follow``: the first one is the turn
+        in flight the session re-attached to (numbered ``turn``), not a new one."""
+        ctx, run = self._ctx, self._run
+        state = ctx.state
+        issue = run.issue
+        max_turns = state.settings.agent.max_turns
         while True:
-            turn += 1
+            if not follow:
+                turn += 1
             state.update_run(run, turn_count=turn, status=RunStatus.STREAMING_TURN)
-            text = prompt if turn == 1 else self._continuation_prompt(turn, max_turns)
+            if not follow:
+                manifests.turn_started(ctx.workspaces.manifests, run)
             self._in_turn = True
             try:
-                result = await self._run_turn(
-                    session, self._with_queued(text), continuation=turn > 1
-                )
+                if follow:
+                    result = await self._run_turn(session, None, continuation=turn > 1)
+                else:
+                    text = prompt if turn == 1 else self._continuation_prompt(turn, max_turns)
+                    result = await self._run_turn(
+                        session, self._with_queued(text or ""), continuation=turn > 1
+                    )
             finally:
                 self._in_turn = False
+            follow = False
             await ctx.barrier()  # what the session reported during the turn is applied
             state.recorder.persist_tokens(run)
             if self._ending is not None:
@@ -385,14 +434,18 @@ class Worker:
             return template
 
     async def _run_turn(
-        self, session: AgentSession, text: str, *, continuation: bool
+        self, session: AgentSession, text: str | None, *, continuation: bool
     ) -> TurnResult:
         """One turn under ``Settings.turn_timeout_ms`` (``agent.*``, else ``codex.*``), the
         longest silence while the turn streams (§10.6): every session output resets it,
         so a turn that keeps talking runs as long as it needs. When it runs out the attempt
-        ends as timed out and only the turn is cancelled."""
+        ends as timed out and only the turn is cancelled. ``text`` None: the turn in flight
+        a re-attached session follows."""
         state = self._ctx.state
-        turn_task = asyncio.ensure_future(session.run_turn(text, continuation=continuation))
+        if text is None:
+            turn_task = asyncio.ensure_future(session.follow_turn())  # type: ignore[attr-defined]
+        else:
+            turn_task = asyncio.ensure_future(session.run_turn(text, continuation=continuation))
         timeout_s = state.settings.turn_timeout_ms / 1000
 
         def expired() -> None:

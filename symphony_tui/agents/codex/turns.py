@@ -24,7 +24,7 @@ from symphony_tui.domain.payloads import TurnEnded, TurnStarted
 IDLE_GRACE_S = 1.0  # after `thread/status/changed idle` without `turn/completed`
 INTERRUPT_GRACE_S = 2.0  # after `turn/interrupt` was acknowledged
 
-_END_STATUS = {
+END_STATUS = {
     "completed": TurnStatus.COMPLETED,
     "interrupted": TurnStatus.INTERRUPTED,
     "failed": TurnStatus.FAILED,
@@ -72,6 +72,17 @@ class TurnLifecycle(SessionCore):
             self._set_turn_id(turn, str(tid))
         return await self._await_turn(turn, rpc)
 
+    async def follow_turn(self) -> TurnResult:
+        """Wait for the end of the turn found in flight when the session re-attached to a
+        detached app-server (``thread.ThreadStart._resume_detached``), as
+        :meth:`run_turn` waits for one it started. Raises ``AgentError`` like it."""
+        turn = self._turn
+        if turn is None:
+            raise AgentError("protocol_error", "no turn in flight to follow")
+        if turn.done.done():
+            return turn.done.result()
+        return await self._await_turn(turn, self._live_rpc())
+
     async def _await_turn(self, turn: Turn, rpc: RpcConnection) -> TurnResult:
         """Wait for the turn's end. ``turn_timeout_ms`` is the longest silence (§10.6):
         every output of the app-server (:attr:`RpcConnection.last_output`) starts it again,
@@ -110,6 +121,8 @@ class TurnLifecycle(SessionCore):
         turn.turn_id = turn_id
         turn.id_known.set()
         self._session_id = f"{self._thread_id}-{turn_id}"
+        if self._agent is not None:  # a restarted scheduler re-attaches to this turn
+            self._host.record_session(turn_id=turn_id)
         if not turn.started_emitted:
             turn.started_emitted = True
             self._emit(
@@ -195,7 +208,7 @@ class TurnLifecycle(SessionCore):
             return
         for t in (res or {}).get("thread", {}).get("turns") or []:
             if isinstance(t, dict) and t.get("id") == turn.turn_id:
-                status = _END_STATUS.get(str(t.get("status")))
+                status = END_STATUS.get(str(t.get("status")))
                 if status is not None and not turn.done.done():
                     err = ev.error_text(t.get("error")) if t.get("error") else None
                     self._end_turn(turn, status, err)
@@ -217,7 +230,7 @@ class TurnLifecycle(SessionCore):
             return  # a late end of an earlier turn
         if turn.turn_id is None and tid:
             self._set_turn_id(turn, str(tid))
-        status = _END_STATUS.get(str(t.get("status")), TurnStatus.FAILED)
+        status = END_STATUS.get(str(t.get("status")), TurnStatus.FAILED)
         error = None
         if status == TurnStatus.FAILED:
             error = ev.error_text(t.get("error")) if t.get("error") else f"turn {t.get('status')}"
