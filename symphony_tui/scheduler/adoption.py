@@ -132,7 +132,7 @@ async def adopt_leftovers(
     ids = [f.issue_id for f in found if f.issue_id]
     fresh: dict[str, Issue] | None
     try:
-        fresh = {i.id: i for i in await tracker.fetch_issue_states_by_ids(ids)}
+        fresh = {i.id: i for i in await tracker.fetch_issues_by_ids(ids)}
     except TrackerError as exc:
         state.log("warning", "re-adoption: tracker refresh failed", error=str(exc))
         fresh = None  # the manifests' issues; the first reconcile checks them

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from symphony_tui.agents.codex.detached import DetachedAgent, alive
 from symphony_tui.testing.fake_model import FakeModelServer
 from symphony_tui.workspaces.manifest import read_section
 
+from ..control import control_headers, remember_control
 from .codex_e2e import DONE, make_e2e_project
 
 pytestmark = pytest.mark.real_codex
@@ -56,6 +58,7 @@ class Scheduler:
                 stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
             )  # fmt: skip
         self.url = self._wait_url()
+        remember_control(self.url, env)
 
     def _wait_url(self, timeout: float = 30.0) -> str:
         deadline = time.monotonic() + timeout
@@ -75,7 +78,7 @@ class Scheduler:
         req = urllib.request.Request(
             self.url + "/api/v1/commands",
             data=json.dumps(body).encode(),
-            headers={"Content-Type": "application/json"},
+            headers={"Content-Type": "application/json", **control_headers(self.url)},
             method="POST",
         )
         with urllib.request.urlopen(req, timeout=10) as r:
@@ -134,6 +137,7 @@ def test_kill_9_mid_turn_the_same_turn_completes_and_the_approval_reaches_the_ag
             assert alive(agent), "the app-server died with the scheduler"
             assert not (ws / "proof.txt").exists()
 
+            restart_at = datetime.now(UTC)
             second = Scheduler(project, "second")
             after = wait(lambda: approvals(second))
             assert after[0]["issue_identifier"] == "E2E-1"
@@ -149,6 +153,8 @@ def test_kill_9_mid_turn_the_same_turn_completes_and_the_approval_reaches_the_ag
             first.stop()
             if second is not None:
                 second.stop()
+        # the second scheduler's own events (its history also holds the first's)
+        events = [e for e in events if datetime.fromisoformat(e["at"]) >= restart_at]
         # the same process, thread and turn, re-adopted before any dispatch
         kinds = [e["kind"] for e in events if e.get("issue_identifier") == "E2E-1"]
         assert kinds.index("dispatch") < kinds.index("session_started")
