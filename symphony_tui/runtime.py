@@ -53,6 +53,10 @@ def create_tracker(store: WorkflowStore) -> Tracker:
         from symphony_tui.trackers.github import GitHubTracker
 
         return GitHubTracker(provider)
+    if kind == "jira":
+        from symphony_tui.trackers.jira import JiraTracker
+
+        return JiraTracker(provider)
     raise TrackerError("unsupported_tracker_kind", f"tracker.kind {kind!r} is not supported")
 
 
@@ -97,7 +101,9 @@ def build_runtime(
         base = dict(env) if env is not None else dict(os.environ)
         # Every child (agents and hooks) gets ``base`` through the one recipe of
         # config/child_env.py, which scrubs these names (and a reloaded workflow's).
-        secrets = scheduler_secret_names(workflow.raw)
+        secrets = scheduler_secret_names(workflow.raw) | frozenset(
+            getattr(tracker, "secret_environment_names", ())
+        )
         workspaces = WorkspaceManager(lambda: store.current.settings, env=base, unset=secrets)
         orchestrator = Orchestrator(
             store,

@@ -8,7 +8,9 @@ treat the scheduler's secrets, ``env`` overrides and ``$VAR`` values the same wa
    over it) without every *secret name* (:func:`secret_env_names`): the tracker key's
    variables (``LINEAR_API_KEY`` always, plus the ``$VAR`` named by ``tracker.api_key`` or
    ``tracker.provider.api_key``; for ``tracker.kind: github`` also ``GITHUB_TOKEN`` and the
-   ``$VAR`` of ``tracker.token``), the variables named by ``tracker.secret_env_names``,
+   ``$VAR`` of ``tracker.token``; for ``jira``, ``gitlab`` and ``asana`` their default
+   credential variables, config/rest_trackers.py, and the ``$VAR`` of ``api_token`` /
+   ``token``), the variables named by ``tracker.secret_env_names``,
    ``openhands.session_api_key_env`` and ``opencode.password_env``.
 2. **Defaults** of the child kind (an isolated ``HOME``, the OpenCode switches...).
 3. **Overrides** (``codex.env``, ``openhands.env``, ``opencode.env``, ``hooks.env``): a
@@ -27,6 +29,8 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+from symphony_tui.config import rest_trackers
 
 #: Secret names whatever the workflow says (the reference's tracker key variable).
 ALWAYS_SECRET_NAMES = frozenset({"LINEAR_API_KEY"})
@@ -56,11 +60,13 @@ def secret_env_names(raw: Mapping[str, Any]) -> frozenset[str]:
     front matter ``raw`` (as parsed, before ``$VAR`` resolution): see the module doc."""
     names = set(ALWAYS_SECRET_NAMES)
     tracker = _section(raw, "tracker")
-    github = str(tracker.get("kind") or "").strip().lower() == "github"
+    kind = str(tracker.get("kind") or "").strip().lower()
+    github = kind == "github"
     if github:
         names.add("GITHUB_TOKEN")
+    names.update(rest_trackers.SECRET_NAMES.get(kind, ()))
     for holder in (tracker, _section(tracker, "provider")):
-        for key in ("api_key", "token") if github else ("api_key",):
+        for key in ("api_key", "token") if github else ("api_key", "api_token", "token"):
             name = env_reference(holder.get(key))
             if name:
                 names.add(name)
