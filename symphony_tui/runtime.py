@@ -57,6 +57,10 @@ def create_tracker(store: WorkflowStore) -> Tracker:
         from symphony_tui.trackers.jira import JiraTracker
 
         return JiraTracker(provider)
+    if kind == "gitlab":
+        from symphony_tui.trackers.gitlab import GitLabTracker
+
+        return GitLabTracker(provider)
     raise TrackerError("unsupported_tracker_kind", f"tracker.kind {kind!r} is not supported")
 
 
