@@ -61,6 +61,10 @@ def create_tracker(store: WorkflowStore) -> Tracker:
         from symphony_tui.trackers.gitlab import GitLabTracker
 
         return GitLabTracker(provider)
+    if kind == "asana":
+        from symphony_tui.trackers.asana import AsanaTracker
+
+        return AsanaTracker(provider)
     raise TrackerError("unsupported_tracker_kind", f"tracker.kind {kind!r} is not supported")
 
 

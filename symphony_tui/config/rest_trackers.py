@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-KINDS = ("jira", "gitlab")
+KINDS = ("jira", "gitlab", "asana")
 #: Keys read under ``tracker.provider`` as well (beside the ones every tracker has).
 PROVIDER_KEYS = ("base_url", "email", "api_token", "project_key", "project_path", "project_gid")
 GITLAB_API_URL = "https://gitlab.com/api/v4"

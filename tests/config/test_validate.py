@@ -29,7 +29,7 @@ def test_tracker_kind_validation_enforces_supported_kinds(tmp_path: Path) -> Non
         + ", ".join(SUPPORTED_TRACKERS)
         + ")"
     ]
-    assert {"linear", "local", "github", "jira"} <= set(SUPPORTED_TRACKERS)
+    assert {"linear", "local", "github", "jira", "gitlab", "asana"} <= set(SUPPORTED_TRACKERS)
 
 
 def test_linear_needs_api_key_after_var_resolution_and_project_slug(tmp_path: Path) -> None:

@@ -1,0 +1,309 @@
+"""``tracker.kind: asana``: the tasks of one Asana project, its sections as states (spec §11;
+the reference's Asana adapter, with dependencies as blockers).
+
+**Reads**: ``GET /projects/<project_gid>/tasks`` with :data:`.normalize.FIELDS`, 100 a page
+following ``next_page.offset``. Candidates ask only for incomplete tasks
+(``completed_since=now``) and keep those in ``tracker.active_states`` that are neither
+completed nor section rows (``tracker.assignee``: a user gid, or ``me``, asked once from
+``GET /users/me``). A task's dependencies are its blockers; one the listing did not carry is
+read with ``GET /tasks/<gid>``. A task in the first active state (work not started) waits
+while a blocker is not in a terminal state. A malformed record in a state read is logged and
+skipped; in a read by id it fails the read.
+
+**Refresh by id**: ``GET /tasks/<gid>`` each; a task Asana no longer has (404) or that left
+the project is absent.
+
+**Moves**: to the project's section named ``state`` (case-insensitive; ``GET
+/projects/<gid>/sections``) with ``POST /sections/<gid>/addTask``.
+
+Auth is ``Authorization: Bearer <personal access token>``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
+
+import httpx
+
+from symphony_tui.agents.base import ToolResult
+from symphony_tui.config.settings import Settings, TrackerSettings
+from symphony_tui.domain import Issue
+from symphony_tui.trackers.asana import normalize
+from symphony_tui.trackers.base import TrackerError
+from symphony_tui.trackers.rest import RestClient, Vendor
+from symphony_tui.trackers.rest_tool import call_rest_tool, tool_spec, under
+
+log = logging.getLogger(__name__)
+
+LIMIT = 100
+MAX_PAGES = 500
+_DEPENDENCY_FIELDS = "completed,memberships.project,memberships.section.name"
+
+ASANA_API_TOOL = tool_spec(
+    "asana_api",
+    "Asana",
+    "/tasks/1200000000000001/stories",
+    "Reads tasks, sections and the configured project; writes only on your own task "
+    "(comment as a story, edit).",
+)
+
+
+def _headers(tracker: TrackerSettings) -> dict[str, str]:
+    if not tracker.api_key:
+        raise TrackerError("missing_asana_api_key", "no Asana token (tracker.api_key)")
+    return {
+        "Authorization": f"Bearer {tracker.api_key}",
+        "Accept": "application/json",
+        "User-Agent": "symphony-tui",
+    }
+
+
+def _base_url(tracker: TrackerSettings) -> str:
+    return tracker.endpoint.rstrip("/")
+
+
+def _secrets(tracker: TrackerSettings) -> tuple[str, ...]:
+    return (tracker.api_key,) if tracker.api_key else ()
+
+
+VENDOR = Vendor("Asana", "asana", _base_url, _headers, _secrets)
+
+
+class AsanaTracker:
+    """The Asana tracker (implements :class:`~symphony_tui.trackers.base.Tracker`). Methods
+    raise :class:`TrackerError`: ``missing_asana_api_key``, ``missing_asana_project_gid``,
+    ``asana_api_request``, ``asana_api_status``, ``asana_unknown_payload``,
+    ``asana_unknown_state``, ``rate_limited`` (with ``retry_at``)."""
+
+    kind = "asana"
+    #: Environment variables holding this tracker's credential by default (scrubbed from
+    #: agents and hooks; the ``$VAR`` of ``api_key`` is added from the workflow).
+    secret_environment_names: tuple[str, ...] = ("ASANA_PAT",)
+    agent_tool = ASANA_API_TOOL
+
+    def __init__(
+        self,
+        settings: Callable[[], Settings],
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        self._settings = settings
+        self.client = RestClient(settings, VENDOR, transport=transport, clock=clock)
+        self._me: str | None = None
+
+    @property
+    def paused_until(self) -> datetime | None:
+        return self.client.paused_until
+
+    def rate_limit_status(self) -> dict[str, Any]:
+        return self.client.rate_limit_status()
+
+    # -- the Tracker protocol ----------------------------------------------------------
+
+    async def fetch_candidate_issues(self) -> list[Issue]:
+        """Incomplete tasks in ``tracker.active_states`` that may start now, project order."""
+        tracker = self._tracker()
+        tasks = await self._tasks(incomplete=True)
+        who = await self._assignee(tracker.assignee)
+        known = {t["gid"]: t for t in tasks}
+        wanted = [
+            t
+            for t in tasks
+            if normalize.startable(t)
+            and tracker.is_active(normalize.section(t, self._project())[1] or "")
+            and (who is None or (t.get("assignee") or {}).get("gid") == who)
+        ]
+        missing = {d for t in wanted for d in normalize.dependency_gids(t) if d not in known}
+        for gid in sorted(missing):
+            record = await self._task(gid, _DEPENDENCY_FIELDS)
+            if record is not None:
+                known[gid] = record
+        first = tracker.active_states[0].strip().lower() if tracker.active_states else None
+        done = {s.strip().lower() for s in tracker.terminal_states}
+        out = []
+        for raw in wanted:
+            issue = self._normalize(raw, known)
+            if issue is None:
+                continue
+            waits = issue.state.strip().lower() == first and any(
+                b.state is None or b.state.strip().lower() not in done for b in issue.blocked_by
+            )
+            if not waits:
+                out.append(issue)
+        return out
+
+    async def fetch_issues_by_states(self, states: Sequence[str]) -> list[Issue]:
+        """Tasks of the project in any of ``states``; ``[]`` without a request when empty."""
+        names = {s.strip().lower() for s in states if s and s.strip()}
+        if not names:
+            return []
+        tasks = await self._tasks(incomplete=False)
+        known = {t["gid"]: t for t in tasks}
+        out = []
+        for raw in tasks:
+            state = normalize.section(raw, self._project())[1]
+            if state is None or state.lower() not in names:
+                continue
+            issue = self._normalize(raw, known)
+            if issue is not None:
+                out.append(issue)
+        return out
+
+    async def fetch_issue_states_by_ids(self, issue_ids: Sequence[str]) -> list[Issue]:
+        """Current tasks for ``issue_ids`` (gids), input order; tasks Asana no longer has, or
+        that left the project, are absent. A malformed record raises."""
+        gids = list(dict.fromkeys(_gid(i) for i in issue_ids if str(i).strip()))
+        out = []
+        for gid in gids:
+            raw = await self._task(gid, ",".join(normalize.FIELDS))
+            if raw is None or not normalize.in_project(raw, self._project()):
+                continue
+            out.append(normalize.normalize_task(raw, self._project(), {}, self._done()))
+        return out
+
+    async def move_issue(self, issue_id: str, state: str) -> Issue:
+        """Move task ``issue_id`` to the project's section named ``state``."""
+        gid = _gid(issue_id)
+        sections = await self._sections()
+        wanted = state.strip().lower()
+        match = next((s for s in sections if s[1].strip().lower() == wanted), None)
+        if match is None:
+            known = ", ".join(name for _, name in sections) or "none"
+            raise TrackerError(
+                "asana_unknown_state", f"no section {state!r} (project has: {known})"
+            )
+        await self.client.json(
+            "POST", f"/sections/{match[0]}/addTask", body={"data": {"task": gid}}
+        )
+        moved = await self.fetch_issue_states_by_ids([gid])
+        if not moved:
+            raise TrackerError("asana_unknown_payload", f"task {gid} not returned after move")
+        log.info("asana task moved gid=%s section=%s", gid, moved[0].state)
+        return moved[0]
+
+    async def call_agent_tool(self, issue: Issue, arguments: Any) -> ToolResult:
+        """One ``asana_api`` call for the session working on ``issue``: reads of tasks,
+        sections, the configured project and ``/users/me``; writes on that task only."""
+        project = f"/projects/{self._project()}"
+        own = f"/tasks/{issue.id}"
+
+        def refusal(method: str, path: str) -> str | None:
+            if method == "GET":
+                if any(under(path, p) for p in ("/tasks", "/sections", project, "/users/me")):
+                    return None
+                return f"reads are limited to tasks, sections, {project} and /users/me"
+            if under(path, own):
+                return None
+            return f"writes are limited to your own task: {own}"
+
+        return await call_rest_tool(self.client, arguments, refusal)
+
+    def redact(self, text: str) -> str:
+        return self.client.redact(text)
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _tracker(self) -> TrackerSettings:
+        return self._settings().tracker
+
+    def _project(self) -> str:
+        gid = (self._tracker().project_gid or "").strip()
+        if not gid:
+            raise TrackerError("missing_asana_project_gid", "tracker.project_gid is not set")
+        return _gid(gid)
+
+    def _done(self) -> str | None:
+        terminal = self._tracker().terminal_states
+        return terminal[0] if terminal else None
+
+    def _normalize(self, raw: dict, known: dict[str, Any]) -> Issue | None:
+        try:
+            return normalize.normalize_task(raw, self._project(), known, self._done())
+        except TrackerError as exc:
+            log.warning("asana record skipped: %s", exc.message)
+            return None
+
+    async def _paged(self, path: str, params: dict[str, Any]) -> list[Any]:
+        out: list[Any] = []
+        offset: str | None = None
+        seen: set[str] = set()
+        for _ in range(MAX_PAGES):
+            query = {**params, "limit": LIMIT}
+            if offset is not None:
+                query["offset"] = offset
+            body = await self.client.json("GET", path, params=query)
+            data = body.get("data") if isinstance(body, dict) else None
+            if not isinstance(data, list):
+                raise TrackerError("asana_unknown_payload", f"{path} answer has no data list")
+            out.extend(data)
+            following = body.get("next_page")
+            if following is None:
+                return out
+            offset = following.get("offset") if isinstance(following, dict) else None
+            if not isinstance(offset, str) or not offset or offset in seen:
+                raise TrackerError("asana_missing_next_page_offset", "next_page has no new offset")
+            seen.add(offset)
+        raise TrackerError("asana_unknown_payload", f"{path} has more than {MAX_PAGES} pages")
+
+    async def _tasks(self, *, incomplete: bool) -> list[dict]:
+        params: dict[str, Any] = {"opt_fields": ",".join(normalize.FIELDS)}
+        if incomplete:
+            params["completed_since"] = "now"
+        tasks = await self._paged(f"/projects/{self._project()}/tasks", params)
+        out = []
+        for raw in tasks:
+            if isinstance(raw, dict) and isinstance(raw.get("gid"), str):
+                out.append(raw)
+            else:
+                log.warning("asana record skipped: a task without a gid")
+        return out
+
+    async def _task(self, gid: str, fields: str) -> dict | None:
+        response = await self.client.request(
+            "GET", f"/tasks/{_gid(gid)}", params={"opt_fields": fields}
+        )
+        if response.status == 404:
+            return None
+        body = self.client.ok_body(response, f"/tasks/{gid}")
+        data = body.get("data") if isinstance(body, dict) else None
+        if not isinstance(data, dict):
+            raise TrackerError("asana_unknown_payload", f"task {gid} answer has no data object")
+        return data
+
+    async def _sections(self) -> list[tuple[str, str]]:
+        rows = await self._paged(f"/projects/{self._project()}/sections", {"opt_fields": "name"})
+        return [
+            (r["gid"], r["name"])
+            for r in rows
+            if isinstance(r, dict) and isinstance(r.get("gid"), str)
+            and isinstance(r.get("name"), str)
+        ]  # fmt: skip
+
+    async def _assignee(self, value: str | None) -> str | None:
+        text = (value or "").strip()
+        if not text:
+            return None
+        if text.lower() != "me":
+            return text
+        if self._me is None:
+            body = await self.client.json("GET", "/users/me", params={"opt_fields": "name"})
+            data = body.get("data") if isinstance(body, dict) else None
+            gid = data.get("gid") if isinstance(data, dict) else None
+            if not isinstance(gid, str) or not gid:
+                raise TrackerError("asana_unknown_payload", "/users/me has no gid")
+            self._me = gid
+        return self._me
+
+
+def _gid(value: str) -> str:
+    text = str(value).strip().removeprefix("ASANA-")
+    if not text.isdigit():
+        raise TrackerError("asana_unknown_payload", f"{value!r} is not an Asana gid")
+    return text
