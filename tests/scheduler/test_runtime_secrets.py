@@ -21,3 +21,19 @@ def test_tracker_key_variables_are_kept_from_agents(tmp_path):
         "OTHER",
         "LINEAR_API_KEY",
     }
+
+
+def test_a_rest_trackers_credential_variables_are_kept_from_agents(tmp_path):
+    """Jira's default variable and the one ``api_token`` names (GitLab's and Asana's alike:
+    ``trackers/*`` declare ``secret_environment_names``)."""
+    path = tmp_path / "WORKFLOW.md"
+    path.write_text(
+        "---\ntracker:\n  kind: jira\n  provider:\n    base_url: https://site.atlassian.net\n"
+        "    email: bot@example.com\n    api_token: $MY_JIRA\n    project_key: SD\n"
+        "workspace:\n  root: ws\n---\nWork on {{ issue.identifier }}\n"
+    )
+    env = {"PATH": "/usr/bin", "JIRA_API_TOKEN": "jira-default", "MY_JIRA": "jira-named"}
+    runtime = build_runtime(path, env=env, lock=False, events_path=tmp_path / "e.jsonl")
+    assert runtime.orchestrator.tracker.kind == "jira"
+    child = runtime.orchestrator._backend("codex").child_env(runtime.store.current.settings)
+    assert "JIRA_API_TOKEN" not in child and "MY_JIRA" not in child and child["PATH"]
