@@ -247,6 +247,57 @@ class RestClient:
         return TrackerError(f"{self.vendor.prefix}_api_request", " ".join(message.split()))
 
 
+class RestTracker:
+    """What the Jira, GitLab and Asana trackers share: the client for their :data:`VENDOR`
+    (set by each), the rate-limit view for the console, redaction and closing.
+    ``settings`` is read on every call (hot reload); ``transport`` replaces the network in
+    tests; ``clock`` gives aware UTC datetimes and drives the rate-limit pause."""
+
+    VENDOR: Vendor
+
+    def __init__(
+        self,
+        settings: Callable[[], Settings],
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        self._settings = settings
+        self.client = RestClient(settings, self.VENDOR, transport=transport, clock=clock)
+
+    @property
+    def paused_until(self) -> datetime | None:
+        """End of the current rate-limit pause (UTC), or ``None``."""
+        return self.client.paused_until
+
+    def rate_limit_status(self) -> dict[str, Any]:
+        return self.client.rate_limit_status()
+
+    def redact(self, text: str) -> str:
+        """``text`` with the credential replaced by ``[redacted]``."""
+        return self.client.redact(text)
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+    def _tracker(self) -> TrackerSettings:
+        return self._settings().tracker
+
+
+def parse_time(value: Any) -> datetime | None:
+    """An ISO-8601 time (``Z``, ``+00:00`` or Jira's ``+0000``) -> aware datetime; anything
+    else -> ``None``."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    text = value.strip()
+    if len(text) > 5 and text[-5] in "+-" and text[-4:].isdigit():
+        text = f"{text[:-2]}:{text[-2:]}"
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
 def _params(
     params: Mapping[str, Any] | list[tuple[str, Any]] | None,
 ) -> list[tuple[str, str]] | None:

@@ -16,11 +16,11 @@ raises ``TrackerError("asana_unknown_payload")``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
 from symphony_tui.domain import BlockerRef, Issue
 from symphony_tui.trackers.base import TrackerError
+from symphony_tui.trackers.rest import parse_time
 
 #: ``opt_fields`` of every task read (each one the description lists for the operation).
 FIELDS = (
@@ -129,8 +129,8 @@ def normalize_task(raw: Any, project_gid: str, known: Mapping[str, Any], done: s
         labels=_labels(raw.get("tags")),
         assignees=(who,) if isinstance(who, str) and who else (),
         blocked_by=blockers,
-        created_at=_time(raw.get("created_at")),
-        updated_at=_time(raw.get("modified_at")),
+        created_at=parse_time(raw.get("created_at")),
+        updated_at=parse_time(raw.get("modified_at")),
     )
 
 
@@ -141,12 +141,3 @@ def _labels(tags: Any) -> tuple[str, ...]:
         if isinstance(name, str) and name.strip() and name.strip().lower() not in out:
             out.append(name.strip().lower())
     return tuple(out)
-
-
-def _time(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None

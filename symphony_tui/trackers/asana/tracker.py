@@ -33,7 +33,7 @@ from symphony_tui.config.settings import Settings, TrackerSettings
 from symphony_tui.domain import Issue
 from symphony_tui.trackers.asana import normalize
 from symphony_tui.trackers.base import TrackerError
-from symphony_tui.trackers.rest import RestClient, Vendor
+from symphony_tui.trackers.rest import RestTracker, Vendor
 from symphony_tui.trackers.rest_tool import call_rest_tool, tool_spec, under
 
 log = logging.getLogger(__name__)
@@ -69,10 +69,7 @@ def _secrets(tracker: TrackerSettings) -> tuple[str, ...]:
     return (tracker.api_key,) if tracker.api_key else ()
 
 
-VENDOR = Vendor("Asana", "asana", _base_url, _headers, _secrets)
-
-
-class AsanaTracker:
+class AsanaTracker(RestTracker):
     """The Asana tracker (implements :class:`~symphony_tui.trackers.base.Tracker`). Methods
     raise :class:`TrackerError`: ``missing_asana_api_key``, ``missing_asana_project_gid``,
     ``asana_api_request``, ``asana_api_status``, ``asana_unknown_payload``,
@@ -82,6 +79,7 @@ class AsanaTracker:
     #: Environment variables holding this tracker's credential by default (scrubbed from
     #: agents and hooks; the ``$VAR`` of ``api_key`` is added from the workflow).
     secret_environment_names: tuple[str, ...] = ("ASANA_PAT",)
+    VENDOR = Vendor("Asana", "asana", _base_url, _headers, _secrets)
     agent_tool = ASANA_API_TOOL
 
     def __init__(
@@ -91,16 +89,8 @@ class AsanaTracker:
         transport: httpx.AsyncBaseTransport | None = None,
         clock: Callable[[], datetime] | None = None,
     ) -> None:
-        self._settings = settings
-        self.client = RestClient(settings, VENDOR, transport=transport, clock=clock)
+        super().__init__(settings, transport=transport, clock=clock)
         self._me: str | None = None
-
-    @property
-    def paused_until(self) -> datetime | None:
-        return self.client.paused_until
-
-    def rate_limit_status(self) -> dict[str, Any]:
-        return self.client.rate_limit_status()
 
     # -- the Tracker protocol ----------------------------------------------------------
 
@@ -202,16 +192,7 @@ class AsanaTracker:
 
         return await call_rest_tool(self.client, arguments, refusal)
 
-    def redact(self, text: str) -> str:
-        return self.client.redact(text)
-
-    async def aclose(self) -> None:
-        await self.client.aclose()
-
     # -- internals ---------------------------------------------------------------------
-
-    def _tracker(self) -> TrackerSettings:
-        return self._settings().tracker
 
     def _project(self) -> str:
         gid = (self._tracker().project_gid or "").strip()

@@ -15,12 +15,12 @@ A record without a positive integer ``iid``, a non-blank ``title`` or a ``state`
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime
 from typing import Any
 
 from symphony_tui.config.settings import TrackerSettings
 from symphony_tui.domain import BlockerRef, Issue
 from symphony_tui.trackers.base import TrackerError
+from symphony_tui.trackers.rest import parse_time
 
 
 def identifier(iid: int) -> str:
@@ -115,12 +115,3 @@ def assignees(raw: dict) -> tuple[str, ...]:
         if isinstance(name, str) and name and name not in out:
             out.append(name)
     return tuple(out)
-
-
-def parse_time(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None

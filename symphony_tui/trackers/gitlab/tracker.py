@@ -23,19 +23,16 @@ Auth is the ``PRIVATE-TOKEN`` header (a personal, project or group access token)
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
-from datetime import datetime
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
-import httpx
-
 from symphony_tui.agents.base import ToolResult
-from symphony_tui.config.settings import Settings, TrackerSettings
+from symphony_tui.config.settings import TrackerSettings
 from symphony_tui.domain import Issue
 from symphony_tui.trackers.base import TrackerError
 from symphony_tui.trackers.gitlab import normalize
-from symphony_tui.trackers.rest import RestClient, Vendor
+from symphony_tui.trackers.rest import RestTracker, Vendor
 from symphony_tui.trackers.rest_tool import call_rest_tool, tool_spec, under
 
 log = logging.getLogger(__name__)
@@ -69,10 +66,7 @@ def _secrets(tracker: TrackerSettings) -> tuple[str, ...]:
     return (tracker.api_key,) if tracker.api_key else ()
 
 
-VENDOR = Vendor("GitLab", "gitlab", _base_url, _headers, _secrets)
-
-
-class GitLabTracker:
+class GitLabTracker(RestTracker):
     """The GitLab tracker (implements :class:`~symphony_tui.trackers.base.Tracker`). Methods
     raise :class:`TrackerError`: ``missing_gitlab_api_key``, ``missing_gitlab_project_path``,
     ``gitlab_api_request``, ``gitlab_api_status``, ``gitlab_unknown_payload``,
@@ -82,24 +76,8 @@ class GitLabTracker:
     #: Environment variables holding this tracker's credential by default (scrubbed from
     #: agents and hooks; the ``$VAR`` of ``api_key`` is added from the workflow).
     secret_environment_names: tuple[str, ...] = ("GITLAB_PAT", "GITLAB_ACCESS_TOKEN")
+    VENDOR = Vendor("GitLab", "gitlab", _base_url, _headers, _secrets)
     agent_tool = GITLAB_API_TOOL
-
-    def __init__(
-        self,
-        settings: Callable[[], Settings],
-        *,
-        transport: httpx.AsyncBaseTransport | None = None,
-        clock: Callable[[], datetime] | None = None,
-    ) -> None:
-        self._settings = settings
-        self.client = RestClient(settings, VENDOR, transport=transport, clock=clock)
-
-    @property
-    def paused_until(self) -> datetime | None:
-        return self.client.paused_until
-
-    def rate_limit_status(self) -> dict[str, Any]:
-        return self.client.rate_limit_status()
 
     # -- the Tracker protocol ----------------------------------------------------------
 
@@ -205,16 +183,7 @@ class GitLabTracker:
 
         return await call_rest_tool(self.client, arguments, refusal)
 
-    def redact(self, text: str) -> str:
-        return self.client.redact(text)
-
-    async def aclose(self) -> None:
-        await self.client.aclose()
-
     # -- internals ---------------------------------------------------------------------
-
-    def _tracker(self) -> TrackerSettings:
-        return self._settings().tracker
 
     def _project_ref(self) -> str:
         path = (self._tracker().project_path or "").strip().strip("/")

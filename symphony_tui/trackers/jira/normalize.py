@@ -27,6 +27,7 @@ from urllib.parse import quote
 
 from symphony_tui.domain import BlockerRef, Issue
 from symphony_tui.trackers.base import TrackerError
+from symphony_tui.trackers.rest import parse_time
 
 FIELDS = (
     "summary",
@@ -161,11 +162,6 @@ def priority(value: Any) -> int | None:
     name = value.get("name") if isinstance(value, dict) else None
     return PRIORITIES.get(name.strip().lower()) if isinstance(name, str) else None
 
-
-def parse_time(value: Any) -> datetime | None:
-    """Jira's ``2026-03-01T12:00:00.000+0000`` (or any ISO-8601) -> aware datetime."""
-    if not isinstance(value, str) or not value:
-        return None
     text = value.strip()
     if len(text) > 5 and text[-5] in "+-" and text[-4:].isdigit():
         text = f"{text[:-2]}:{text[-2:]}"

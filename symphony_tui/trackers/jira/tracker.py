@@ -22,18 +22,15 @@ from __future__ import annotations
 
 import base64
 import logging
-from collections.abc import Callable, Sequence
-from datetime import datetime
+from collections.abc import Sequence
 from typing import Any
 
-import httpx
-
 from symphony_tui.agents.base import ToolResult
-from symphony_tui.config.settings import Settings, TrackerSettings
+from symphony_tui.config.settings import TrackerSettings
 from symphony_tui.domain import Issue
 from symphony_tui.trackers.base import TrackerError
 from symphony_tui.trackers.jira import normalize
-from symphony_tui.trackers.rest import RestClient, RestResponse, Vendor
+from symphony_tui.trackers.rest import RestResponse, RestTracker, Vendor
 from symphony_tui.trackers.rest_tool import call_rest_tool, tool_spec, under
 
 log = logging.getLogger(__name__)
@@ -79,15 +76,12 @@ def _secrets(tracker: TrackerSettings) -> tuple[str, ...]:
     return tuple(s for s in (key, basic) if s)
 
 
-VENDOR = Vendor("Jira", "jira", _base_url, _headers, _secrets)
-
-
 def jql_string(value: str) -> str:
     """``value`` as a JQL string literal (double quotes, ``\\`` and ``"`` escaped)."""
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-class JiraTracker:
+class JiraTracker(RestTracker):
     """The Jira tracker (implements :class:`~symphony_tui.trackers.base.Tracker`). Methods
     raise :class:`TrackerError`: ``missing_jira_api_token``, ``missing_jira_email``,
     ``missing_jira_project_key``, ``jira_api_request``, ``jira_api_status``,
@@ -98,24 +92,8 @@ class JiraTracker:
     #: Environment variables holding this tracker's credential by default (scrubbed from
     #: agents and hooks; the ``$VAR`` of ``api_token`` is added from the workflow).
     secret_environment_names: tuple[str, ...] = ("JIRA_API_TOKEN",)
+    VENDOR = Vendor("Jira", "jira", _base_url, _headers, _secrets)
     agent_tool = JIRA_REST_TOOL
-
-    def __init__(
-        self,
-        settings: Callable[[], Settings],
-        *,
-        transport: httpx.AsyncBaseTransport | None = None,
-        clock: Callable[[], datetime] | None = None,
-    ) -> None:
-        self._settings = settings
-        self.client = RestClient(settings, VENDOR, transport=transport, clock=clock)
-
-    @property
-    def paused_until(self) -> datetime | None:
-        return self.client.paused_until
-
-    def rate_limit_status(self) -> dict[str, Any]:
-        return self.client.rate_limit_status()
 
     # -- the Tracker protocol ----------------------------------------------------------
 
@@ -212,16 +190,7 @@ class JiraTracker:
 
         return await call_rest_tool(self.client, arguments, refusal)
 
-    def redact(self, text: str) -> str:
-        return self.client.redact(text)
-
-    async def aclose(self) -> None:
-        await self.client.aclose()
-
     # -- internals ---------------------------------------------------------------------
-
-    def _tracker(self) -> TrackerSettings:
-        return self._settings().tracker
 
     def _project(self, tracker: TrackerSettings) -> str:
         if not tracker.project_key:
