@@ -53,15 +53,15 @@ def tool_spec(name: str, vendor: str, example: str, scope: str) -> ToolSpec:
 
 
 async def call_rest_tool(
-    client: RestClient, arguments: Any, refusal: Callable[[str, str], str | None]
+    client: RestClient, arguments: Any, refusal: Callable[[str, str, Any], str | None]
 ) -> ToolResult:
-    """Run one call; ``refusal(method, path)`` says why a request is out of scope (or None).
-    Never raises for bad input, a refusal or a failed request."""
+    """Run one call; ``refusal(method, path, body)`` says why a request is out of scope (or
+    None). Never raises for bad input, a refusal or a failed request."""
     parsed = parse_arguments(arguments)
     if isinstance(parsed, ToolResult):
         return parsed
     method, path, query, body = parsed
-    why = refusal(method, path.split("?", 1)[0])
+    why = refusal(method, path.split("?", 1)[0], body)
     if why:
         return failure("forbidden", why)
     try:

@@ -177,16 +177,23 @@ class AsanaTracker(RestTracker):
 
     async def call_agent_tool(self, issue: Issue, arguments: Any) -> ToolResult:
         """One ``asana_api`` call for the session working on ``issue``: reads of tasks,
-        sections, the configured project and ``/users/me``; writes on that task only."""
+        sections, the configured project and ``/users/me``; writes on that task only (and
+        ``POST /sections/<gid>/addTask`` of that task: a move to a section)."""
         project = f"/projects/{self._project()}"
         own = f"/tasks/{issue.id}"
 
-        def refusal(method: str, path: str) -> str | None:
+        def refusal(method: str, path: str, body: Any) -> str | None:
             if method == "GET":
                 if any(under(path, p) for p in ("/tasks", "/sections", project, "/users/me")):
                     return None
                 return f"reads are limited to tasks, sections, {project} and /users/me"
             if under(path, own):
+                return None
+            parts = path.strip("/").split("/")
+            data = body.get("data") if isinstance(body, dict) else None
+            task = data.get("task") if isinstance(data, dict) else None
+            moves_own = parts[0] == "sections" and parts[2:] == ["addTask"] and task == issue.id
+            if method == "POST" and len(parts) == 3 and moves_own:
                 return None
             return f"writes are limited to your own task: {own}"
 

@@ -174,7 +174,7 @@ class GitLabTracker(RestTracker):
         configured project, writes only on that issue and below."""
         project = f"/projects/{self._project_ref()}"
 
-        def refusal(method: str, path: str) -> str | None:
+        def refusal(method: str, path: str, body: Any) -> str | None:
             if not under(path, project):
                 return f"path must be under {project}"
             if method == "GET" or under(path, f"{project}/issues/{issue.id}"):

@@ -178,7 +178,7 @@ class JiraTracker(RestTracker):
         """One ``jira_rest`` call for the session working on ``issue``: reads under
         ``/rest/api/3/``, writes only on that issue (by id or key) and below."""
 
-        def refusal(method: str, path: str) -> str | None:
+        def refusal(method: str, path: str, body: Any) -> str | None:
             if not under(path, API_ROOT):
                 return f"path must be under {API_ROOT}/"
             if method == "GET" or (method == "POST" and under(path, SEARCH)):

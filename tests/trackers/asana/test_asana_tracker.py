@@ -141,7 +141,7 @@ async def test_429_pauses_until_retry_after_and_5xx_is_one_line(fake, tracker, c
     )
 
 
-async def test_asana_api_tool_comments_on_its_own_task_only(fake, tracker) -> None:
+async def test_asana_api_tool_comments_on_and_moves_its_own_task_only(fake, tracker) -> None:
     own = fake.add_task("mine")
     other = fake.add_task("not mine")
     (issue,) = await tracker.fetch_issue_states_by_ids([own.gid])
@@ -152,14 +152,19 @@ async def test_asana_api_tool_comments_on_its_own_task_only(fake, tracker) -> No
     assert result.success and fake.tasks[own.gid].stories[0]["text"] == "done"
     result = await tracker.call_agent_tool(issue, {"method": "GET", "path": f"/tasks/{other.gid}"})
     assert result.success and json.loads(result.text)["body"]["data"]["name"] == "not mine"
+    review = next(g for g, n in fake.sections.items() if n == "Review")
+    move = {"method": "POST", "path": f"/sections/{review}/addTask"}
+    result = await tracker.call_agent_tool(issue, {**move, "body": {"data": {"task": own.gid}}})
+    assert result.success and fake.tasks[own.gid].section == "Review"
     for bad in (
+        {**move, "body": {"data": {"task": other.gid}}},
         {"method": "POST", "path": f"/tasks/{other.gid}/stories", "body": {"data": {"text": "x"}}},
         {"method": "GET", "path": "/workspaces"},
         {"method": "PUT", "path": f"/tasks/{own.gid}/../{other.gid}", "body": {}},
     ):
         result = await tracker.call_agent_tool(issue, bad)
         assert not result.success
-    assert not fake.tasks[other.gid].stories
+    assert not fake.tasks[other.gid].stories and fake.tasks[other.gid].section == "To do"
 
 
 async def test_settings_are_validated_and_secret_names_declared(tmp_path) -> None:
