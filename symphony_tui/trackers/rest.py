@@ -114,6 +114,10 @@ class RestClient:
     def redact(self, text: str) -> str:
         return redact(text, self.vendor.secrets(self._settings().tracker))
 
+    def now(self) -> datetime:
+        """The client's clock (aware UTC)."""
+        return self._clock()
+
     async def request(
         self,
         method: str,

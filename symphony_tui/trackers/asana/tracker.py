@@ -6,7 +6,7 @@ following ``next_page.offset``. Candidates ask only for incomplete tasks
 (``completed_since=now``) and keep those in ``tracker.active_states`` that are neither
 completed nor section rows (``tracker.assignee``: a user gid, or ``me``, asked once from
 ``GET /users/me``). A task's dependencies are its blockers; one the listing did not carry is
-read with ``GET /tasks/<gid>``. A task in the first active state (work not started) waits
+read with ``GET /tasks/<gid>`` (and its state reused for :data:`DEPENDENCY_TTL`). A task in the first active state (work not started) waits
 while a blocker is not in a terminal state. A malformed record in a state read is logged and
 skipped; in a read by id it fails the read.
 
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
@@ -41,6 +41,9 @@ log = logging.getLogger(__name__)
 LIMIT = 100
 MAX_PAGES = 500
 _DEPENDENCY_FIELDS = "completed,memberships.project,memberships.section.name"
+DEPENDENCY_TTL = timedelta(minutes=5)
+"""How long the state of a dependency read on its own is reused (it is outside the listing:
+completed, or in another project, so it seldom changes)."""
 
 ASANA_API_TOOL = tool_spec(
     "asana_api",
@@ -91,6 +94,7 @@ class AsanaTracker(RestTracker):
     ) -> None:
         super().__init__(settings, transport=transport, clock=clock)
         self._me: str | None = None
+        self._dependencies: dict[str, tuple[datetime, dict | None]] = {}
 
     # -- the Tracker protocol ----------------------------------------------------------
 
@@ -109,7 +113,7 @@ class AsanaTracker(RestTracker):
         ]
         missing = {d for t in wanted for d in normalize.dependency_gids(t) if d not in known}
         for gid in sorted(missing):
-            record = await self._task(gid, _DEPENDENCY_FIELDS)
+            record = await self._dependency(gid)
             if record is not None:
                 known[gid] = record
         first = tracker.active_states[0].strip().lower() if tracker.active_states else None
@@ -264,6 +268,20 @@ class AsanaTracker(RestTracker):
         if not isinstance(data, dict):
             raise TrackerError("asana_unknown_payload", f"task {gid} answer has no data object")
         return data
+
+    async def _dependency(self, gid: str) -> dict | None:
+        """A dependency the listing did not carry (completed, or in another project), read
+        at most once per :data:`DEPENDENCY_TTL`; ``None`` when Asana no longer has it."""
+        now = self.client.now()
+        kept = self._dependencies.get(gid)
+        if kept is not None and now - kept[0] < DEPENDENCY_TTL:
+            return kept[1]
+        record = await self._task(gid, _DEPENDENCY_FIELDS)
+        self._dependencies[gid] = (now, record)
+        if len(self._dependencies) > 4096:
+            oldest = min(self._dependencies, key=lambda k: self._dependencies[k][0])
+            del self._dependencies[oldest]
+        return record
 
     async def _sections(self) -> list[tuple[str, str]]:
         rows = await self._paged(f"/projects/{self._project()}/sections", {"opt_fields": "name"})

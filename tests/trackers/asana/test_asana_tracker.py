@@ -53,7 +53,9 @@ async def test_a_next_page_without_an_offset_is_an_error(fake, tracker) -> None:
     assert err.value.category == "asana_missing_next_page_offset"
 
 
-async def test_dependencies_are_blockers_and_to_do_tasks_wait_for_them(fake, tracker) -> None:
+async def test_dependencies_are_blockers_and_to_do_tasks_wait_for_them(
+    fake, tracker, clock
+) -> None:
     blocker = fake.add_task("schema", section="Doing")
     waiting = fake.add_task("use it", section="To do", dependencies=[blocker.gid])
     going = fake.add_task("started", section="Doing", dependencies=[blocker.gid])
@@ -70,6 +72,18 @@ async def test_dependencies_are_blockers_and_to_do_tasks_wait_for_them(fake, tra
     fake.update(blocker.gid, completed=True)
     issues = {i.id: i for i in await tracker.fetch_candidate_issues()}
     assert issues[waiting.gid].blocked_by[0].state == "Done"  # completed: the terminal state
+    # dependencies read on their own are read again only once their state has aged
+    reads = len(fake.seen("GET", f"/tasks/{blocker.gid}"))
+    await tracker.fetch_candidate_issues()
+    assert len(fake.seen("GET", f"/tasks/{blocker.gid}")) == reads == 1
+    fake.update(blocker.gid, completed=False, section="Review")
+    clock.advance(301)
+    issues = {i.id: i for i in await tracker.fetch_candidate_issues()}
+    assert waiting.gid not in issues  # reopened into Review: the listing has it, it blocks
+    fake.update(blocker.gid, completed=True)
+    clock.advance(301)
+    await tracker.fetch_candidate_issues()
+    assert len(fake.seen("GET", f"/tasks/{blocker.gid}")) == 2
 
 
 async def test_refresh_by_gid_omits_deleted_and_moved_out_tasks(fake, tracker) -> None:
