@@ -105,3 +105,18 @@ def test_tool_paths_must_be_relative_and_without_dot_segments() -> None:
     for path in ("tasks/1", "https://x/tasks", "/tasks/%2e%2e/users", "/a/./b", "/a b"):
         result = parse_arguments({"method": "GET", "path": path})
         assert not isinstance(result, tuple), path
+
+
+def test_the_reference_adapters_provider_keys_are_read_not_reported_unread() -> None:
+    from symphony_tui.config.unread import unread_keys
+
+    workflows = [
+        {
+            "kind": "jira",
+            "provider": {"base_url": "u", "email": "e", "api_token": "$T", "project_key": "SD"},
+        },
+        {"kind": "gitlab", "provider": {"project_path": "g/p", "api_key": "$T", "api_url": "u"}},
+        {"kind": "asana", "provider": {"project_gid": "1", "api_key": "$T", "endpoint": "u"}},
+    ]
+    for tracker in workflows:
+        assert unread_keys({"tracker": tracker}) == [], tracker["kind"]
