@@ -10,8 +10,8 @@ read with ``GET /tasks/<gid>`` (and its state reused for :data:`DEPENDENCY_TTL`)
 while a blocker is not in a terminal state. A malformed record in a state read is logged and
 skipped; in a read by id it fails the read.
 
-**Refresh by id**: ``GET /tasks/<gid>`` each; a task Asana no longer has (404) or that left
-the project is absent.
+**Refresh by id**: ``GET /tasks/<gid>`` each (its dependencies' states as for candidates); a
+task Asana no longer has (404) or that left the project is absent.
 
 **Moves**: to the project's section named ``state`` (case-insensitive; ``GET
 /projects/<gid>/sections``) with ``POST /sections/<gid>/addTask``.
@@ -151,13 +151,17 @@ class AsanaTracker(RestTracker):
         """Current tasks for ``issue_ids`` (gids), input order; tasks Asana no longer has, or
         that left the project, are absent. A malformed record raises."""
         gids = list(dict.fromkeys(_gid(i) for i in issue_ids if str(i).strip()))
-        out = []
+        records = []
         for gid in gids:
             raw = await self._task(gid, ",".join(normalize.FIELDS))
-            if raw is None or not normalize.in_project(raw, self._project()):
-                continue
-            out.append(normalize.normalize_task(raw, self._project(), {}, self._done()))
-        return out
+            if raw is not None and normalize.in_project(raw, self._project()):
+                records.append(raw)
+        known: dict[str, Any] = {r["gid"]: r for r in records if isinstance(r.get("gid"), str)}
+        for dep in sorted({d for r in records for d in normalize.dependency_gids(r)} - set(known)):
+            record = await self._dependency(dep)
+            if record is not None:
+                known[dep] = record
+        return [normalize.normalize_task(r, self._project(), known, self._done()) for r in records]
 
     async def move_issue(self, issue_id: str, state: str) -> Issue:
         """Move task ``issue_id`` to the project's section named ``state``."""

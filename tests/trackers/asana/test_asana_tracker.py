@@ -84,6 +84,8 @@ async def test_dependencies_are_blockers_and_to_do_tasks_wait_for_them(
     clock.advance(301)
     await tracker.fetch_candidate_issues()
     assert len(fake.seen("GET", f"/tasks/{blocker.gid}")) == 2
+    (refreshed,) = await tracker.fetch_issue_states_by_ids([going.gid])
+    assert refreshed.blocked_by[0].state == "Done"  # a refresh carries its blockers' states
 
 
 async def test_refresh_by_gid_omits_deleted_and_moved_out_tasks(fake, tracker) -> None:
