@@ -104,6 +104,14 @@ def under(path: str, prefix: str) -> bool:
     return low == base or low.startswith(base + "/")
 
 
+def deletes_itself(method: str, path: str, *own: str) -> str | None:
+    """The refusal of a ``DELETE`` of the session's own issue itself (its comments, labels
+    and links may go; the issue may not), or None."""
+    if method == "DELETE" and any(path.rstrip("/").lower() == p.lower() for p in own):
+        return "deleting your own issue is not allowed"
+    return None
+
+
 def failure(code: str, message: str, **extra: Any) -> ToolResult:
     return ToolResult(
         success=False,

@@ -34,7 +34,7 @@ from symphony_tui.domain import Issue
 from symphony_tui.trackers.asana import normalize
 from symphony_tui.trackers.base import TrackerError
 from symphony_tui.trackers.rest import RestTracker, Vendor
-from symphony_tui.trackers.rest_tool import call_rest_tool, tool_spec, under
+from symphony_tui.trackers.rest_tool import call_rest_tool, deletes_itself, tool_spec, under
 
 log = logging.getLogger(__name__)
 
@@ -196,7 +196,7 @@ class AsanaTracker(RestTracker):
                     return None
                 return f"reads are limited to tasks, sections, {project} and /users/me"
             if under(path, own):
-                return None
+                return deletes_itself(method, path, own)
             parts = path.strip("/").split("/")
             data = body.get("data") if isinstance(body, dict) else None
             task = data.get("task") if isinstance(data, dict) else None

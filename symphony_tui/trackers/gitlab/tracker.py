@@ -33,7 +33,7 @@ from symphony_tui.domain import Issue
 from symphony_tui.trackers.base import TrackerError
 from symphony_tui.trackers.gitlab import normalize
 from symphony_tui.trackers.rest import RestTracker, Vendor
-from symphony_tui.trackers.rest_tool import call_rest_tool, tool_spec, under
+from symphony_tui.trackers.rest_tool import call_rest_tool, deletes_itself, tool_spec, under
 
 log = logging.getLogger(__name__)
 
@@ -177,8 +177,11 @@ class GitLabTracker(RestTracker):
         def refusal(method: str, path: str, body: Any) -> str | None:
             if not under(path, project):
                 return f"path must be under {project}"
-            if method == "GET" or under(path, f"{project}/issues/{issue.id}"):
+            own = f"{project}/issues/{issue.id}"
+            if method == "GET":
                 return None
+            if under(path, own):
+                return deletes_itself(method, path, own)
             return f"writes are limited to your own issue: {project}/issues/{issue.id}"
 
         return await call_rest_tool(self.client, arguments, refusal)

@@ -31,7 +31,7 @@ from symphony_tui.domain import Issue
 from symphony_tui.trackers.base import TrackerError
 from symphony_tui.trackers.jira import normalize
 from symphony_tui.trackers.rest import RestResponse, RestTracker, Vendor
-from symphony_tui.trackers.rest_tool import call_rest_tool, tool_spec, under
+from symphony_tui.trackers.rest_tool import call_rest_tool, deletes_itself, tool_spec, under
 
 log = logging.getLogger(__name__)
 
@@ -185,7 +185,7 @@ class JiraTracker(RestTracker):
                 return None
             own = (f"{API_ROOT}/issue/{issue.id}", f"{API_ROOT}/issue/{issue.identifier}")
             if any(under(path, p) for p in own):
-                return None
+                return deletes_itself(method, path, *own)
             return f"writes are limited to your own issue: {own[1]}"
 
         return await call_rest_tool(self.client, arguments, refusal)

@@ -176,6 +176,7 @@ async def test_asana_api_tool_comments_on_and_moves_its_own_task_only(fake, trac
         {**move, "body": {"data": {"task": other.gid}}},
         {"method": "POST", "path": f"/tasks/{other.gid}/stories", "body": {"data": {"text": "x"}}},
         {"method": "GET", "path": "/workspaces"},
+        {"method": "DELETE", "path": f"/tasks/{own.gid}"},
         {"method": "PUT", "path": f"/tasks/{own.gid}/../{other.gid}", "body": {}},
     ):
         result = await tracker.call_agent_tool(issue, bad)

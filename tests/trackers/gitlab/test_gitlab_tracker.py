@@ -171,6 +171,7 @@ async def test_gitlab_api_tool_reads_the_project_and_writes_its_own_issue_only(
     for bad in (
         {"method": "PUT", "path": f"{base}/2", "body": {"state_event": "close"}},
         {"method": "GET", "path": "/projects/other%2Frepo/issues"},
+        {"method": "DELETE", "path": f"{base}/1/"},
         {"method": "GET", "path": f"{base}/1/../../../../users"},
     ):
         result = await tracker.call_agent_tool(issue, bad)

@@ -242,6 +242,7 @@ async def test_jira_rest_tool_reads_comments_and_transitions_its_own_issue_only(
         {"method": "GET", "path": "/rest/api/2/issue/SD-1"},
         {"method": "GET", "path": "/rest/api/3/issue/../../admin"},
         {"method": "PATCH", "path": f"/rest/api/3/issue/{own.key}"},
+        {"method": "DELETE", "path": f"/rest/api/3/issue/{own.key}"},
         "not an object",
     ):
         result = await tracker.call_agent_tool(issue, bad)
