@@ -76,13 +76,16 @@ async def call_rest_tool(
     return ToolResult(success=200 <= response.status < 300, text=text[: _MAX_TEXT * 2])
 
 
-def parse_arguments(arguments: Any) -> tuple[str, str, dict[str, Any] | None, Any] | ToolResult:
-    """``(method, path, query, body)`` or the failed result saying what is wrong."""
+def parse_arguments(
+    arguments: Any, methods: tuple[str, ...] = METHODS
+) -> tuple[str, str, dict[str, Any] | None, Any] | ToolResult:
+    """``(method, path, query, body)`` or the failed result saying what is wrong; ``methods``
+    are the ones allowed (the GitHub tool adds ``PATCH``)."""
     if not isinstance(arguments, dict):
         return failure("invalid_input", "arguments must be an object with method and path")
     method = arguments.get("method")
-    if not isinstance(method, str) or method.strip().upper() not in METHODS:
-        return failure("invalid_input", f"method must be one of {', '.join(METHODS)}")
+    if not isinstance(method, str) or method.strip().upper() not in methods:
+        return failure("invalid_input", f"method must be one of {', '.join(methods)}")
     path = arguments.get("path")
     if (
         not isinstance(path, str)
