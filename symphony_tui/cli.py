@@ -6,6 +6,8 @@
     symphony-tui doctor [WORKFLOW] [--timeout S]
     symphony-tui attach URL | ssh://[user@]host[:port] | --ssh [user@]host
     symphony-tui paths [WORKFLOW] [--json]
+    symphony-tui ps [--json]
+    symphony-tui stop [WORKFLOW | PROJECT] [--timeout S]
 
 ``run`` is the default command: ``symphony-tui WORKFLOW.md`` is ``symphony-tui run
 WORKFLOW.md``, and a command name written after options (``--headless demo``) is still that
@@ -35,7 +37,7 @@ from symphony_tui import __version__
 if TYPE_CHECKING:
     from symphony_tui.console.typeahead import HeldKeys
 
-COMMANDS = ("run", "demo", "doctor", "attach", "paths")
+COMMANDS = ("run", "demo", "doctor", "attach", "paths", "ps", "stop")
 
 
 def _fail(message: str, code: int = 1) -> int:
@@ -171,6 +173,23 @@ def build_parser() -> argparse.ArgumentParser:
     _workflow_argument(paths)
     paths.add_argument("--json", action="store_true", help="print one JSON object")
     paths.add_argument("--log-dir", type=Path, default=None, help="as given to `run`")
+
+    ps = command("ps")
+    ps.add_argument("--json", action="store_true", help="print one JSON object a line")
+
+    stop = command("stop")
+    stop.add_argument(
+        "target",
+        nargs="?",
+        default=None,
+        help="a WORKFLOW.md, or a project as `ps` shows it (default ./WORKFLOW.md)",
+    )
+    stop.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=None,
+        help="seconds to wait for the scheduler to end (default: the hooks' grace + 60)",
+    )
     return p
 
 
@@ -254,7 +273,9 @@ def _main(argv: Sequence[str] | None) -> int:
     )
     if extra:
         getattr(args, "command_parser", parser).error(f"unrecognized arguments: {' '.join(extra)}")
-    no_console = args.command in ("doctor", "paths") or getattr(args, "headless", False)
+    no_console = args.command in ("doctor", "paths", "ps", "stop") or getattr(
+        args, "headless", False
+    )
     if no_console and _held is not None:
         _held.release()  # no console: the terminal as it was (prompts, Ctrl-C)
     if args.command == "demo":
@@ -269,6 +290,12 @@ def _main(argv: Sequence[str] | None) -> int:
         from symphony_tui.doctor import run_doctor
 
         return run_doctor(args.workflow, timeout=args.timeout)
+    if args.command in ("ps", "stop"):
+        from symphony_tui import schedulers_command
+
+        if args.command == "ps":
+            return schedulers_command.run_ps(as_json=args.json)
+        return schedulers_command.run_stop(args.target, timeout=args.timeout)
     if args.command == "paths":
         from symphony_tui.paths_command import run_paths
 
@@ -283,7 +310,7 @@ def _main(argv: Sequence[str] | None) -> int:
         return _fail(f"missing_workflow_file: {path} is a folder; name the WORKFLOW.md in it")
     if not path.is_file():
         return _fail(f"missing_workflow_file: {path} does not exist{_command_hint(args.workflow)}")
-    return _run(path, args, lock=not args.no_lock)
+    return _run(path, args, lock=not args.no_lock, detachable=not args.no_lock)
 
 
 def _command_hint(word: str | None) -> str:
@@ -304,8 +331,10 @@ def _run(
     lock: bool = True,
     title: str = "symphony",
     events_path: Path | None = None,
+    detachable: bool = False,
 ) -> int:
-    """Start the scheduler (headless or under the console) and run it to the end. The
+    """Start the scheduler (headless or under the console) and run it to the end
+    (``detachable``: the console's scheduler may outlive it, :mod:`symphony_tui.detach`). The
     garbage collector is off during start-up (imports and set-up allocate a great deal and
     free almost nothing, so its passes are wasted: about a tenth of the launch's CPU) until
     :func:`_freeze_startup_heap`, and back on in any case when this returns."""
@@ -314,7 +343,9 @@ def _run(
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _start(path, args, lock=lock, title=title, events_path=events_path)
+        return _start(
+            path, args, lock=lock, title=title, events_path=events_path, detachable=detachable
+        )
     finally:
         if enabled:
             gc.enable()
@@ -327,6 +358,7 @@ def _start(
     lock: bool,
     title: str,
     events_path: Path | None,
+    detachable: bool = False,
 ) -> int:
     from symphony_tui.observability.logs import configure_logging
 
@@ -335,7 +367,15 @@ def _start(
     except OSError as exc:
         return _fail(f"cannot write logs to {args.log_dir or 'the log folder'}: {exc}")
     if not args.headless:
-        return _console(path, args, lock=lock, title=title, events_path=events_path, log=log_file)
+        return _console(
+            path,
+            args,
+            lock=lock,
+            title=title,
+            events_path=events_path,
+            log=log_file,
+            detachable=detachable,
+        )
     from symphony_tui.scheduler.orchestrator import StartupError
 
     try:
@@ -349,7 +389,7 @@ def _start(
     try:
         import asyncio
 
-        return asyncio.run(_headless(runtime, args.exit_when_idle, api))
+        return asyncio.run(_headless(runtime, args.exit_when_idle, api, path))
     except StartupError as exc:
         return _fail(f"startup failed: {exc}")
     except OSError as exc:
@@ -360,6 +400,14 @@ def _start(
 
 class _BuildFailed(Exception):
     """The scheduler could not be built; ``str()`` is the one-line message (no prefix)."""
+
+
+class _AlreadyRunning(_BuildFailed):
+    """Another scheduler holds the project's lock; ``owner`` is its recorded note."""
+
+    def __init__(self, message: str, owner: dict) -> None:
+        super().__init__(message)
+        self.owner = owner
 
 
 def _say(line: str) -> None:
@@ -375,9 +423,12 @@ def _build(
     lock: bool,
     events_path: Path | None,
     say: Callable[[str], None],
+    serve: bool = False,
 ):
     """Load the workflow, build the runtime (``build_runtime``) and the HTTP API it asks
-    for; returns ``(runtime, api or None)``. Every start-up failure (bad WORKFLOW.md, failed
+    for (``serve``: always, on loopback when none is configured, for a second console to
+    attach); returns ``(runtime, api or None)``. A held project lock raises
+    :class:`_AlreadyRunning`. Every start-up failure (bad WORKFLOW.md, failed
     dispatch validation, a held project lock, an unknown tracker, a bad API token, the lock
     folder or event file not creatable) raises :class:`_BuildFailed` with the one line the
     operator is shown, nothing left held. ``say`` gets one-off lines (a generated token)."""
@@ -392,13 +443,17 @@ def _build(
         runtime = build_runtime(path, lock=lock, events_path=events_path, freeze_heap=True)
     except StartupError as exc:
         raise _BuildFailed(f"startup failed: {exc}") from None
-    except (WorkflowError, ProjectLockedError, TrackerError) as exc:
+    except ProjectLockedError as exc:
+        raise _AlreadyRunning(str(exc), exc.owner) from None
+    except (WorkflowError, TrackerError) as exc:
         raise _BuildFailed(str(exc)) from None
     except OSError as exc:  # the lock folder or the event file cannot be created
         raise _BuildFailed(f"startup failed: {exc}") from None
     try:
-        api = _api_server(runtime, getattr(args, "port", None), announce=True, say=say)
-    except TokenError as exc:
+        api = _api_server(
+            runtime, getattr(args, "port", None), announce=True, say=say, serve=serve, path=path
+        )
+    except (TokenError, OSError) as exc:
         import asyncio
 
         asyncio.run(runtime.close())
@@ -414,34 +469,70 @@ def _console(
     title: str,
     events_path: Path | None,
     log: Path,
+    detachable: bool = False,
 ) -> int:
     """The console: its first frame is painted first, then the scheduler is built in a
     thread (imports and all, issue 11: launch to first frame) and its panes fill in
     (``console.starting``). A failed build closes the console and prints the same one line
     as before the console started, exit 1. The keys typed meanwhile are held by :func:`main`
-    (``console/typeahead.py``); the app gets the terminal's modes from before the hold."""
+    (``console/typeahead.py``); the app gets the terminal's modes from before the hold.
+
+    ``detachable`` (``symphony-tui WORKFLOW.md``): the process forks first
+    (:mod:`symphony_tui.detach`); the scheduler always serves its API on loopback, may run
+    on headless after the console left, and when the project's scheduler already runs the
+    console attaches to it instead (found through its lock and the user's API notes)."""
     import asyncio
+
+    holder = None
+    if detachable:
+        from symphony_tui.detach import hold_terminal
+
+        held = hold_terminal()
+        if isinstance(held, int):
+            return held  # the holder: the console detached (0) or ended with this code
+        holder = held
 
     from symphony_tui.console.app import SymphonyApp
     from symphony_tui.console.starting import Started, StartFailed
 
     built: list = []  # (runtime, api) once built, for the cleanup below
     said: list[str] = []  # one-off lines (a generated API token): shown, and kept for exit
+    serving: list[asyncio.Future] = []  # the scheduler's own task (outlives the app)
+    attachments: list = []
 
     async def start() -> Started:
         try:
             runtime, api = await asyncio.to_thread(
-                _build, path, args, lock=lock, events_path=events_path, say=said.append
+                _build,
+                path,
+                args,
+                lock=lock,
+                events_path=events_path,
+                say=said.append,
+                serve=detachable,
             )
+        except _AlreadyRunning as exc:
+            if not detachable:
+                raise StartFailed(str(exc)) from None
+            return await _attach_to_running(exc, attachments)
         except _BuildFailed as exc:
             raise StartFailed(str(exc)) from None
         built.append((runtime, api))
         _freeze_startup_heap()
 
-        async def runner() -> None:
+        async def serve() -> None:
             if api is not None:
                 await api.start()
+                if detachable and runtime.lock is not None:
+                    runtime.lock.note(api=api.url, token_file=api.announce_extra.get("token_file"))
             await runtime.orchestrator.run()
+
+        async def runner() -> None:
+            # The scheduler is this process's task, not the app's worker: when the console
+            # detaches, the app's workers are cancelled and the scheduler goes on.
+            if not serving:
+                serving.append(asyncio.ensure_future(serve()))
+            await asyncio.shield(serving[0])
 
         async def shutdown() -> None:
             if api is not None:
@@ -456,9 +547,23 @@ def _console(
             messages=[("HTTP API", line) for line in said],
         )
 
-    app = SymphonyApp(start=start, title=title, terminal_modes=_modes_before())
+    app = SymphonyApp(
+        start=start,
+        title=title,
+        terminal_modes=_modes_before(),
+        detachable=holder is not None,
+    )
+
+    async def main() -> int | None:
+        await app.run_async()
+        if app.detached is None or not built or not serving or serving[0].done():
+            return None
+        runtime, api = built[0]
+        return await _run_on_detached(app.detached, runtime, api, serving[0], holder, log, path)
+
+    code: object = None
     try:
-        code = app.run()
+        code = asyncio.run(main())
     finally:
         # The app awaits shutdown on every exit it controls. If Textual itself died first,
         # its event loop (and the workers' tasks) are gone, but the agents' processes are
@@ -468,16 +573,106 @@ def _console(
                 runtime.orchestrator.kill_agents_now()
                 if runtime.lock is not None:
                     runtime.lock.release()
-            for line in runtime.orchestrator.hooks_cut_short:  # the terminal is restored
+            if app.detached is None:  # the terminal is restored
+                for line in runtime.orchestrator.hooks_cut_short:
+                    _say(line)
+        if app.detached is None:
+            for line in said:  # printed before the console, before: still in the scrollback
                 _say(line)
-        for line in said:  # printed before the console, before: still in the scrollback
-            _say(line)
+        for attachment in attachments:
+            attachment.close()
+        if holder is not None:
+            holder.close()
+    if isinstance(code, int):
+        return code
     if app.start_error is not None:
         return _fail(app.start_error)
-    rc = app.return_code if app.return_code is not None else (code if isinstance(code, int) else 0)
+    rc = app.return_code if app.return_code is not None else 0
     if rc:
         print(f"symphony-tui: exited with an error; log: {log}", file=sys.stderr)
     return rc
+
+
+async def _attach_to_running(found: _AlreadyRunning, attachments: list):
+    """The project's scheduler already runs (``found.owner``, its lock's note): attach to
+    its API, found in this user's own note of that process (``api/announce.py``), with the
+    token kept there. Raises ``StartFailed`` (the ``project_locked`` line and why) when it
+    cannot: another user's scheduler, one without an API, or one that does not answer."""
+    from symphony_tui.api import announce
+    from symphony_tui.api.attach import Attachment, _probe
+    from symphony_tui.api.auth import read_control_token
+    from symphony_tui.api.client import RemoteError
+    from symphony_tui.console.starting import Started, StartFailed
+
+    pid = found.owner.get("pid")
+    note = announce.read_note(announce.default_dir(), pid) if isinstance(pid, int) else None
+    if note is None or not isinstance(note.get("port"), int):
+        raise StartFailed(f"{found} (it serves no API this user can attach to)")
+    host = str(note.get("host") or "127.0.0.1")
+    if host in ("0.0.0.0", "::", ""):
+        host = "127.0.0.1"
+    host = f"[{host}]" if ":" in host else host
+    url = f"http://{host}:{note['port']}"
+    control_file = note.get("control_token_file")
+    control = read_control_token(control_file) if isinstance(control_file, str) else None
+    attachment = Attachment(
+        url, announce.read_token(note), "stream", label=f"pid {pid} ({url})", control=control
+    )
+    attachments.append(attachment)
+    try:
+        await _probe(attachment)
+    except RemoteError as exc:
+        raise StartFailed(f"{found}; attaching to it failed: {exc}") from None
+    remote = attachment.port()
+    since = f" since {note['started_at']}" if note.get("started_at") else ""
+    return Started(
+        remote,
+        runner=remote.run,
+        shutdown=remote.close,
+        messages=[
+            (
+                "attached",
+                f"this project's scheduler already runs (pid {pid}{since}): attached to it. "
+                "q detaches; `symphony-tui stop` ends it.",
+            )
+        ],
+    )
+
+
+async def _run_on_detached(reason, runtime, api, scheduler, holder, log: Path, path: Path) -> int:
+    """The console left while its scheduler runs: say so (terminal and log), hand the
+    terminal back (:meth:`symphony_tui.detach.TerminalHolder.release`), and run on headless
+    until ``symphony-tui stop`` (SIGTERM) or SIGINT."""
+    import logging
+
+    from symphony_tui.headless import run_on_detached
+    from symphony_tui.observability.logs import log_kv
+
+    running = len(runtime.orchestrator.snapshot().running)
+    where = api.url if api is not None else "no API"
+    log_kv(
+        logging.getLogger("symphony_tui"),
+        "info",
+        "console detached; the scheduler runs on headless",
+        reason=reason,
+        pid=os.getpid(),
+        api=where,
+        running=running,
+    )
+    if reason == "q":
+        _say(
+            f"detached: the scheduler (pid {os.getpid()}, API {where}) keeps {running} "
+            f"agent(s) running; `symphony-tui {path.name}` attaches, "
+            f"`symphony-tui stop {path.name}` ends it; log: {log}"
+        )
+    if holder is not None:
+        holder.release(log)
+
+    async def stop_api() -> None:
+        if api is not None:
+            await api.stop()
+
+    return await run_on_detached(runtime, scheduler, stop_api)
 
 
 def _freeze_startup_heap() -> None:
@@ -521,38 +716,86 @@ def _no_terminal(hint: str = "use --headless, or run it in tmux / `ssh -t`") -> 
 
 
 def _api_server(
-    runtime, cli_port: int | None, *, announce: bool = False, say: Callable[[str], None] = _say
+    runtime,
+    cli_port: int | None,
+    *,
+    announce: bool = False,
+    say: Callable[[str], None] = _say,
+    serve: bool = False,
+    path: Path | None = None,
 ):
     """The HTTP API when ``--port`` or ``server.port`` asks for one (``--port`` wins), with
-    its bearer token (a generated one is told to ``say``, once). Raises ``TokenError``."""
+    its bearer token (a generated one is told to ``say``, once). With ``serve`` there is
+    always one: without a configured port it listens on ``127.0.0.1``, any free port, with
+    a generated token kept in the user's own state folder (``api/announce.py``), never
+    printed, so the operator's next console can attach. Raises ``TokenError``, and
+    ``OSError`` when the token file cannot be written."""
     server = runtime.store.current.settings.server
     port = cli_port if cli_port is not None else server.port
-    if port is None:
+    if port is None and not serve:
         return None
     from symphony_tui.api import announce as notes
     from symphony_tui.api.auth import resolve_token
     from symphony_tui.api.server import ApiServer
+    from symphony_tui.api.stream import StreamHub
 
-    choice = resolve_token(
-        server.host, token_env=server.auth_token_env, require_token=server.require_token
-    )
-    if choice.generated:
-        say(
-            f"HTTP API token (shown once; clients send it as Authorization: Bearer): {choice.token}"
+    host = server.host
+    if port is None:
+        host, port = "127.0.0.1", 0
+        choice = resolve_token(host, require_token=True)
+    else:
+        choice = resolve_token(
+            server.host, token_env=server.auth_token_env, require_token=server.require_token
         )
+        if choice.generated:
+            say(
+                "HTTP API token (shown once; clients send it as Authorization: Bearer): "
+                f"{choice.token}"
+            )
+    extra = _note_extra(runtime, path)
+    if choice.token and choice.generated and (announce or serve):
+        # generated here, so the operator's own console and `ps` can find it (a token from
+        # server.auth_token_env stays where the operator keeps it)
+        extra["token_file"] = str(notes.write_token(notes.default_dir(), choice.token))
     return ApiServer(
         runtime.orchestrator,
-        host=server.host,
+        host=host,
         bind_port=port,
         token=choice.token,
-        announce_dir=notes.default_dir() if announce else None,
+        announce_dir=notes.default_dir() if announce or serve else None,
         allowed_hosts=server.allowed_hosts,
+        stream=StreamHub(
+            runtime.orchestrator,
+            max_streams=server.max_streams,
+            max_streams_per_client=server.max_streams_per_client,
+        ),
+        announce_extra=extra,
     )
 
 
-async def _headless(runtime, exit_when_idle: bool, api) -> int:
+def _note_extra(runtime, path: Path | None) -> dict:
+    """What a scheduler's API note says beyond its address: its project and workflow."""
+    lock = runtime.lock
+    return {
+        "project": lock.key if lock is not None else None,
+        "workflow": str(path) if path is not None else None,
+    }
+
+
+async def _headless(runtime, exit_when_idle: bool, api, path: Path | None = None) -> int:
+    from symphony_tui.api import announce
     from symphony_tui.headless import run_headless
 
+    noted = None
+    if api is None:  # no API: still a note, so `ps` lists it and `stop PROJECT` finds it
+        with contextlib.suppress(OSError):
+            noted = announce.write(
+                announce.default_dir(),
+                host="",
+                port=None,
+                token=False,
+                extra=_note_extra(runtime, path),
+            )
     if api is not None:
         try:
             await api.start()
@@ -574,6 +817,8 @@ async def _headless(runtime, exit_when_idle: bool, api) -> int:
     finally:
         if api is not None:
             await api.stop()
+        if noted is not None:
+            announce.remove(noted)
 
 
 def _attach(args: argparse.Namespace) -> int:

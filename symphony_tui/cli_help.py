@@ -98,4 +98,21 @@ COMMAND_HELP: dict[str, tuple[str, str, str]] = {
         "workspace root. Creates nothing.",
         f"environment:\n{_PATH_ENV}",
     ),
+    "ps": (
+        "list this user's running schedulers: project, pid, since, agents, approvals, API",
+        "List every running scheduler of this user (console or headless): its project, pid, "
+        "start time, running agents, approvals waiting and API address (`-` for a headless "
+        "one without --port; a console's serves one on loopback). `symphony-tui WORKFLOW.md` "
+        "attaches to the one running that project.",
+        f"environment:\n{_PATH_ENV}",
+    ),
+    "stop": (
+        "stop a running scheduler gracefully (its agents end, hooks get their grace)",
+        "Stop the scheduler running a WORKFLOW.md's project (default ./WORKFLOW.md), or the "
+        "one `ps` entry whose project, workflow or pid matches PROJECT: it gets SIGTERM, ends "
+        "its agents, gives running hooks hooks.shutdown_grace_ms, and exits; this waits for "
+        "it. Exit 0 once it ended, 1 when there is none, it is another user's, or it is still "
+        "running at --timeout.",
+        f"environment:\n{_PATH_ENV}",
+    ),
 }

@@ -1,5 +1,6 @@
 """``symphony-tui doctor``: run each start-up check and say how it went (issue: CLI).
 
+First a line naming the specification revision followed (:mod:`symphony_tui.spec`).
 Checks: the workflow file loads; dispatch settings validate (spec §6.3); the workspace root
 could be made (nothing is created); the agent command is found; the tracker answers a
 candidate fetch; the project lock is free. Then the paths a run would use. A front-matter key
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from symphony_tui.observability.redact import redact
+from symphony_tui.observability.redact import redact, redact_values
 
 TRACKER_TIMEOUT_S = 35.0
 AGENT_TIMEOUT_S = 20.0
@@ -33,6 +34,9 @@ class Check:
     ok: bool
     detail: str
     warn: bool = False  # a warning line: shown, never a failure
+    # The detail is this program's own words (names settings and variables, quotes no
+    # outside text): only registered secret values are masked, never a key's name.
+    own: bool = False
 
 
 def _check_workspace_root(root: Path) -> Check:
@@ -216,6 +220,7 @@ def run_doctor(
     from symphony_tui.config.store import WorkflowStore
     from symphony_tui.config.validate import validate_dispatch
     from symphony_tui.paths import resolve_workflow_path
+    from symphony_tui.spec import spec_revision
 
     out = out or sys.stdout
     checks: list[Check] = []
@@ -224,22 +229,26 @@ def run_doctor(
         for c in found:
             checks.append(c)
             mark = "warn" if c.warn else "ok  " if c.ok else "FAIL"
-            out.write(redact(f"[{mark}] {c.name}: {c.detail}") + "\n")  # may quote a secret
+            line = f"[{mark}] {c.name}: {c.detail}"
+            # An outside answer (tracker, agent, YAML error) may quote a credential anywhere.
+            out.write((redact_values(line) if c.own else redact(line)) + "\n")
         out.flush()
 
+    out.write(f"follows the {spec_revision()}\n")
     path = resolve_workflow_path(workflow)
     store = WorkflowStore(path)
     try:
         wf = store.load_initial()
         add(Check("workflow", True, f"{path} loaded"))
-        add(*(Check("workflow", True, w, warn=True) for w in wf.warnings))
+        add(*(Check("workflow", True, w, warn=True, own=True) for w in wf.warnings))
     except WorkflowError as exc:
         add(Check("workflow", False, str(exc)))
         wf = None
     if wf is not None:
         settings = wf.settings
         errors = validate_dispatch(settings)
-        add(Check("dispatch settings", not errors, "; ".join(errors) or "valid (spec §6.3)"))
+        detail = "; ".join(errors) or "valid (spec §6.3)"
+        add(Check("dispatch settings", not errors, detail, own=True))
         later: list[Callable[[], Check]] = [
             lambda: _check_workspace_root(settings.workspace_root),
             lambda: _agent_check(settings, wf.raw, timeout or AGENT_TIMEOUT_S),

@@ -91,3 +91,42 @@ async def run_headless(
     out.write(json.dumps(snapshot.state_payload()) + "\n")
     out.flush()
     return code
+
+
+async def run_on_detached(runtime: Runtime, scheduler: asyncio.Future, stop_api) -> int:
+    """The console left (detached) and the scheduler it embedded runs on headless in this
+    process until SIGTERM / SIGINT (``symphony-tui stop``) or its own end; SIGHUP is
+    ignored (there is no terminal). Then ``stop_api`` and the usual shutdown (the hooks'
+    grace included). Returns the exit code (0)."""
+    import logging
+
+    from symphony_tui.observability.logs import log_kv
+
+    log = logging.getLogger("symphony_tui")
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    with contextlib.suppress(NotImplementedError, RuntimeError):
+        loop.add_signal_handler(signal.SIGHUP, lambda: None)
+    waiter = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({waiter, scheduler}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+    log_kv(
+        log,
+        "info",
+        "headless scheduler stopping",
+        reason="stop signal" if stop.is_set() else "ended",
+    )
+    try:
+        await stop_api()
+    finally:
+        await runtime.close()
+    for line in runtime.orchestrator.hooks_cut_short:
+        say(line)
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await scheduler
+    return 0

@@ -39,6 +39,11 @@ def state_dir() -> Path:
     return Path(platformdirs.user_state_dir(APP))
 
 
+def screenshots_dir() -> Path:
+    """Where the console's palette "Screenshot" saves its SVG files (made on first use)."""
+    return state_dir() / "screenshots"
+
+
 def keymap_file() -> Path:
     """The console's key remapping file (TOML, ``binding_id = "key"``)."""
     return config_dir() / "keymap.toml"
@@ -113,6 +118,7 @@ def user_paths(log_dir: Path | None = None) -> list[tuple[str, Path]]:
         ("keymap", keymap_file()),
         ("log", log_file(log_dir)),
         ("state", state_dir()),
+        ("screenshots", screenshots_dir()),
         ("locks", default_lock_dir()),
     ]
 

@@ -21,7 +21,7 @@ from symphony_tui.scheduler.eventlog import EventHistory
 from symphony_tui.scheduler.orchestrator import Orchestrator, StartupError
 from symphony_tui.scheduler.project_lock import ProjectLock, project_key_for
 from symphony_tui.scheduler.usage_ledger import UsageLedger, usage_file
-from symphony_tui.trackers.base import Tracker, TrackerError
+from symphony_tui.trackers.base import Tracker, TrackerError, declared_secret_names
 from symphony_tui.workspaces.manager import WorkspaceManager
 
 
@@ -109,9 +109,7 @@ def build_runtime(
         base = dict(env) if env is not None else dict(os.environ)
         # Every child (agents and hooks) gets ``base`` through the one recipe of
         # config/child_env.py, which scrubs these names (and a reloaded workflow's).
-        secrets = scheduler_secret_names(workflow.raw) | frozenset(
-            getattr(tracker, "secret_environment_names", ())
-        )
+        secrets = scheduler_secret_names(workflow.raw) | declared_secret_names(tracker)
         workspaces = WorkspaceManager(lambda: store.current.settings, env=base, unset=secrets)
         orchestrator = Orchestrator(
             store,
@@ -125,6 +123,8 @@ def build_runtime(
             usage=UsageLedger(usage_path or usage_file(project_key)),
             freeze_heap=freeze_heap,
         )
+        orchestrator.state.posture.secrets = frozenset(secrets)
+        orchestrator.state.posture.env = base
     except BaseException:
         if project_lock is not None:
             project_lock.release()

@@ -3,7 +3,11 @@
 The launch the OpenHands and OpenCode backends share (docs/protocols.md "OpenHands agent-server",
 "OpenCode server"): ``<argv> <host flag> 127.0.0.1 --port <free port>`` in its own process
 group, with the environment and working directory the backend chose, stdout and stderr
-appended to one log file. Ready when the backend's health probe says so, before a deadline;
+appended to one log file: no pipe ties it to the scheduler, so a scheduler that dies
+(``kill -9``, a crash) leaves it serving. A backend that records it (:meth:`LocalServer.record`:
+``<log>.json`` beside the log, mode 0600 as it holds the server's password or key) lets the
+next scheduler take it over (:meth:`LocalServer.take_over`) instead of starting another,
+so the runs it was doing go on and are re-attached; an operator's stop ends it as before. Ready when the backend's health probe says so, before a deadline;
 a launch that fails raises one line with the tail of that log. ``stop()`` ends the whole
 group (TERM, then KILL after a grace period). Each backend keeps its own specifics (auth,
 environment isolation, state paths) in a subclass.
@@ -13,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import shlex
 import signal
@@ -24,6 +29,9 @@ from pathlib import Path
 from typing import Protocol
 
 from symphony_tui.agents.base import AgentError
+from symphony_tui.agents.codex.detached import start_ticks
+from symphony_tui.agents.codex.process import end_groups
+from symphony_tui.workspaces.atomic import atomic_write_bytes
 
 LOG_TAIL_LINES = 20
 PROBE_INTERVAL_S = 0.2
@@ -68,14 +76,82 @@ class LocalServer:
         self.base_url: str | None = None
         self.startup_s: float | None = None
         self._proc: subprocess.Popen[bytes] | None = None
+        #: A server an earlier scheduler started, taken over (:meth:`take_over`): its pid
+        #: and start time (not this process's child).
+        self._taken: tuple[int, int | None] | None = None
 
     @property
     def pid(self) -> int | None:
+        if self._taken is not None:
+            return self._taken[0]
         return self._proc.pid if self._proc else None
 
     @property
     def running(self) -> bool:
+        if self._taken is not None:
+            pid, ticks = self._taken
+            return start_ticks(pid) == ticks and ticks is not None
         return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def record_path(self) -> Path:
+        """Where :meth:`record` writes: beside the log, ``<log stem>.json``."""
+        return self.log_path.with_suffix(".json")
+
+    def record(
+        self, secret: str, identity: Mapping[str, str], extra: Mapping[str, str] | None = None
+    ) -> None:
+        """Write the running server's facts (pid, start time, URL, ``secret``, what it was
+        started for, ``extra`` facts of the backend, and this scheduler as its owner) to
+        :attr:`record_path`, mode 0600. A failed write only costs the take-over."""
+        pid = self.pid
+        if pid is None or self.base_url is None:
+            return
+        data = {
+            "pid": pid,
+            "start_ticks": start_ticks(pid),
+            "base_url": self.base_url,
+            "secret": secret,
+            "identity": dict(identity),
+            "extra": dict(extra or {}),
+            "owner_pid": os.getpid(),
+            "owner_ticks": start_ticks(os.getpid()),
+        }
+        with contextlib.suppress(OSError):
+            atomic_write_bytes(self.record_path, json.dumps(data).encode(), 0o600)
+
+    async def take_over(
+        self, identity: Mapping[str, str], probe: Callable[[str, str], HealthProbe]
+    ) -> tuple[str, dict[str, str]] | None:
+        """Take over the recorded server when it was started for ``identity``, its owner
+        (the scheduler that started or last took it) is gone, it is still the recorded
+        process and ``probe(base_url, secret)`` finds it healthy; returns its secret and
+        the backend's ``extra`` facts (the server is then this one: :attr:`base_url`,
+        :attr:`pid`, :meth:`stop`), else None."""
+        try:
+            data = json.loads(self.record_path.read_text())
+            pid, ticks, url = int(data["pid"]), data.get("start_ticks"), str(data["base_url"])
+            secret, owner = str(data["secret"]), int(data["owner_pid"])
+            mine = data.get("identity") == dict(identity)
+            extra = {str(k): str(v) for k, v in (data.get("extra") or {}).items()}
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        # this process's own (another backend of it may use it) or a live scheduler's
+        owner_alive = owner == os.getpid() or start_ticks(owner) == data.get("owner_ticks")
+        if not mine or owner_alive or ticks is None or start_ticks(pid) != ticks:
+            return None
+        client = probe(url, secret)
+        try:
+            healthy = await client.health()
+        finally:
+            await client.aclose()
+        if not healthy:
+            return None
+        self._taken = (pid, ticks)
+        self.base_url = url
+        self.startup_s = 0.0
+        self.record(secret, identity, extra)  # this scheduler owns it now
+        return secret, extra
 
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
         """The last ``lines`` non-blank lines of the log joined with `` | `` (one line)."""
@@ -144,7 +220,14 @@ class LocalServer:
             await probe.aclose()
 
     async def stop(self, grace_s: float = 5.0) -> None:
-        """SIGTERM the process group, SIGKILL it after ``grace_s`` seconds. Idempotent."""
+        """SIGTERM the process group, SIGKILL it after ``grace_s`` seconds; its record is
+        removed. Idempotent."""
+        with contextlib.suppress(OSError):
+            self.record_path.unlink()
+        taken, self._taken = self._taken, None
+        if taken is not None:
+            await end_groups(taken[0], grace_s, None)
+            return
         proc, self._proc = self._proc, None
         if proc is None:
             return
@@ -157,6 +240,20 @@ class LocalServer:
         signal_group(proc.pid, signal.SIGKILL)
         if proc.poll() is None:
             await asyncio.to_thread(proc.wait)
+
+
+def takeable(record_path: Path) -> bool:
+    """True when ``record_path`` (:meth:`LocalServer.record`) names a server that is still
+    the recorded process and whose owner scheduler is gone (a crashed one's server,
+    :meth:`LocalServer.take_over` may take it)."""
+    try:
+        data = json.loads(record_path.read_text())
+        pid, owner = int(data["pid"]), int(data["owner_pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    ticks = data.get("start_ticks")
+    owner_alive = owner == os.getpid() or start_ticks(owner) == data.get("owner_ticks")
+    return ticks is not None and start_ticks(pid) == ticks and not owner_alive
 
 
 def signal_group(pgid: int, sig: signal.Signals) -> None:

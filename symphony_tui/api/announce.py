@@ -2,9 +2,18 @@
 
 The state dir is ``platformdirs.user_state_dir`` (``$XDG_STATE_HOME`` or ``~/.local/state``
 on Linux, ``~/Library/Application Support`` on macOS). The file holds ``{"pid", "host",
-"port", "token_required", "started_at"}`` (no token), is written after the server bound and
-removed when it stops; one left by a process that died is recognised by its pid
-(``attach ssh://`` only reads notes of live processes, see :mod:`symphony_tui.api.ssh`).
+"port", "token_required", "started_at"}`` (no token) plus ``control_token_file`` (the
+control token's file, readable by the user only, :mod:`symphony_tui.api.auth`) and what the
+scheduler adds (``project``, ``workflow``, ``token_file``: ``symphony-tui ps`` and a second
+console read them), is written after the server bound and removed when it stops (a headless
+scheduler without an API leaves one with ``port`` null, for ``ps`` and ``stop``); one left by
+a process that died is recognised by its pid (``attach ssh://`` only reads notes of live
+processes, see :mod:`symphony_tui.api.ssh`). The folder is the user's own (0700): a console
+trusts the address and token files it finds here, never ones written in a shared lock file.
+
+The console's scheduler keeps its API token in ``<pid>.token`` beside the note (0600,
+removed with it): the operator's console reads it; agents and hooks, whose environment and
+arguments never carry it, are not told where it is.
 """
 
 from __future__ import annotations
@@ -12,8 +21,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import platformdirs
 
@@ -25,9 +36,18 @@ def default_dir() -> Path:
     return Path(platformdirs.user_state_dir(APP_NAME)) / "api"
 
 
-def write(directory: Path, *, host: str, port: int, token: bool) -> Path:
-    """Write this process's note (owner-only permissions); returns its path. An ``OSError``
-    is the caller's: the API still serves, only ``attach ssh://`` cannot find it."""
+def write(
+    directory: Path,
+    *,
+    host: str,
+    port: int | None,
+    token: bool,
+    control_file: Path | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> Path:
+    """Write this process's note (owner-only permissions), with ``extra`` members; returns
+    its path. An ``OSError`` is the caller's: the API still serves, only ``attach ssh://``
+    and ``ps`` cannot find it."""
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     path = directory / f"{os.getpid()}.json"
     note = {
@@ -36,7 +56,10 @@ def write(directory: Path, *, host: str, port: int, token: bool) -> Path:
         "port": port,
         "token_required": token,
         "started_at": datetime.now(UTC).isoformat(),
+        **(extra or {}),
     }
+    if control_file is not None:
+        note["control_token_file"] = str(control_file)
     tmp = path.with_suffix(".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as out:
@@ -62,3 +85,65 @@ def parse_notes(text: str) -> list[dict]:
         if isinstance(note, dict) and isinstance(note.get("port"), int):
             notes.append(note)
     return notes
+
+
+def write_token(directory: Path, token: str) -> Path:
+    """Keep this process's API token in ``<directory>/<pid>.token`` (0600); returns the path.
+    Raises ``OSError``."""
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = directory / f"{os.getpid()}.token"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(token + "\n")
+    return path
+
+
+def read_note(directory: Path, pid: int) -> dict[str, Any] | None:
+    """The note of live process ``pid`` in ``directory``, or None (none, unreadable, or its
+    process is gone)."""
+    if not pid_alive(pid):
+        return None
+    try:
+        note = json.loads((directory / f"{pid}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return note if isinstance(note, dict) and note.get("pid") == pid else None
+
+
+def live_notes(directory: Path) -> list[dict[str, Any]]:
+    """Every note in ``directory`` whose process still lives, oldest first."""
+    notes = []
+    try:
+        names = sorted(directory.glob("*.json"))
+    except OSError:
+        return []
+    for path in names:
+        try:
+            pid = int(path.stem)
+        except ValueError:
+            continue
+        note = read_note(directory, pid)
+        if note is not None:
+            notes.append(note)
+    return sorted(notes, key=lambda n: str(n.get("started_at", "")))
+
+
+def read_token(note: Mapping[str, Any]) -> str | None:
+    """The token a note's ``token_file`` holds (None without one or when unreadable)."""
+    path = note.get("token_file")
+    if not isinstance(path, str):
+        return None
+    try:
+        return Path(path).read_text(encoding="utf-8").strip() or None
+    except OSError:
+        return None
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

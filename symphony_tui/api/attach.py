@@ -8,7 +8,9 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from typing import Literal
+from urllib.parse import urlsplit
 
+from symphony_tui.api.auth import find_control_token, is_loopback
 from symphony_tui.api.client import RemoteError, RemotePort
 from symphony_tui.api.ssh import SshError, SshTunnel, choose, discover, parse_target
 
@@ -24,11 +26,14 @@ class Attachment:
     mode: Literal["stream", "poll"]
     tunnel: SshTunnel | None = None
     label: str = ""
+    control: str | None = None  # the scheduler's control token, when this user can read it
 
     def port(self) -> RemotePort:
         """A fresh :class:`RemotePort` (its HTTP client belongs to the loop that uses it)."""
         client = self.tunnel.client() if self.tunnel is not None else None
-        return RemotePort(self.url, client=client, token=self.token, mode=self.mode)
+        return RemotePort(
+            self.url, client=client, token=self.token, mode=self.mode, control=self.control
+        )
 
     def close(self) -> None:
         if self.tunnel is not None:
@@ -47,8 +52,9 @@ def open_attach(
     mode: Literal["stream", "poll"] = "stream",
 ) -> Attachment:
     """Resolve ``url`` (``http(s)://...`` or ``ssh://[user@]host[:port]``) or ``ssh``
-    (``[user@]host``), open the forward when it is SSH, and probe the API once. Raises
-    :class:`AttachError`."""
+    (``[user@]host``), open the forward when it is SSH, and probe the API once. The
+    control token (docs/security.md) is read from the scheduler's API note: on this machine
+    for a loopback ``http://`` URL, over ssh for ``ssh://``. Raises :class:`AttachError`."""
     if ssh and url:
         raise AttachError("give either a URL or --ssh, not both")
     if not ssh and not url:
@@ -58,15 +64,22 @@ def open_attach(
     if ssh or text.startswith("ssh://"):
         try:
             target = parse_target(text)
-            port = choose(discover(target) if api_port is None else [], target, api_port=api_port)
+            notes = discover(target)
+            port = choose(notes if api_port is None else [], target, api_port=api_port)
             tunnel = SshTunnel(target, port).open()
         except (ValueError, SshError) as exc:
             raise AttachError(str(exc)) from None
+        control = next((n.get("control_token") for n in notes if n.get("port") == port), None)
         attachment = Attachment(
-            tunnel.base_url, token, mode, tunnel=tunnel, label=f"{target} (API port {port})"
+            tunnel.base_url,
+            token,
+            mode,
+            tunnel=tunnel,
+            label=f"{target} (API port {port})",
+            control=control,
         )
     elif text.startswith(("http://", "https://")):
-        attachment = Attachment(text, token, mode)
+        attachment = Attachment(text, token, mode, control=_local_control(text))
     else:
         raise AttachError(f"{text!r} is not http://HOST:PORT or ssh://[user@]host[:port]")
     try:
@@ -75,6 +88,18 @@ def open_attach(
         attachment.close()
         raise AttachError(str(exc)) from None
     return attachment
+
+
+def _local_control(url: str) -> str | None:
+    """The control token of the scheduler behind a loopback ``url`` on this machine."""
+    parts = urlsplit(url)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return None
+    if not parts.hostname or not is_loopback(parts.hostname):
+        return None
+    return find_control_token(port)
 
 
 async def _probe(attachment: Attachment) -> None:

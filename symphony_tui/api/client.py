@@ -28,6 +28,7 @@ import jsonpatch
 from httpx_sse import aconnect_sse
 from pydantic import TypeAdapter
 
+from symphony_tui.api.auth import CONTROL_HEADER
 from symphony_tui.api.operator_routes import OPERATOR_HEADER
 from symphony_tui.domain import AgentEvent, Snapshot
 from symphony_tui.domain.audit import AuditEntry
@@ -87,6 +88,7 @@ class RemotePort:
         *,
         client: httpx.AsyncClient | None = None,
         token: str | None = None,
+        control: str | None = None,
         mode: Literal["stream", "poll"] = "stream",
         stale_after_s: float = STALE_AFTER_S,
         clock: Callable[[], float] = time.monotonic,
@@ -94,6 +96,8 @@ class RemotePort:
         self.base_url = base_url.rstrip("/")
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         headers[OPERATOR_HEADER] = local_operator()  # who, in the scheduler's audit log
+        if control:
+            headers[CONTROL_HEADER] = control  # the controls (docs/security.md)
         self._client = client or httpx.AsyncClient(base_url=self.base_url, timeout=10.0)
         self._client.headers.update(headers)
         self.mode = mode
@@ -225,11 +229,10 @@ class RemotePort:
         self._connected = True
 
     def _lost(self, exc: Exception | str) -> None:
+        # The link's own trouble (``link().error``): the snapshot keeps what the scheduler
+        # last said, its tracker error included; the console names the link, not the tracker.
         self._connected = False
         self.error = str(exc) or type(exc).__name__
-        self._snapshot = self._snapshot.model_copy(
-            update={"tracker_error": f"scheduler API unreachable: {self.error}"}
-        )
 
     # -- polling (fallback) -----------------------------------------------------------------
     async def refresh_once(self) -> None:

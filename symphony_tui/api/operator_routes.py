@@ -17,14 +17,19 @@ Who did a command or an action: the ``X-Symphony-Operator`` header (``user@host`
 
 from __future__ import annotations
 
-import json
+from typing import Any
 
 from aiohttp import web
 
 from symphony_tui.api import metrics
+from symphony_tui.api.limits import BadBody, read_json
 from symphony_tui.scheduler.port import SchedulerPort
 
 OPERATOR_HEADER = "X-Symphony-Operator"
+#: The client of a mutating request as the control check found it (``127.0.0.1 pid 4242
+#: (python3) uid 1000 with the control token``), set by the server's ``control`` step.
+#: (``web.RequestKey`` where this aiohttp has it; a plain key before.)
+CLIENT: Any = web.RequestKey("client", str) if hasattr(web, "RequestKey") else "client"
 AUDIT_LIMIT = 1_000
 PAGE_LIMIT = 2_000
 
@@ -34,9 +39,11 @@ def _error(status: int, code: str, message: str) -> web.Response:
 
 
 def who_and_via(request: web.Request) -> tuple[str, str]:
-    """``(who, via)`` of a request for the audit log."""
+    """``(who, via)`` of a request for the audit log: ``via`` names the client process
+    when the control check found it (``api 127.0.0.1 pid 4242 (python3) uid 1000 with the
+    control token``)."""
     who = (request.headers.get(OPERATOR_HEADER) or "").strip()[:120] or "api"
-    return who, f"api {request.remote or '?'}"
+    return who, f"api {request.get(CLIENT) or request.remote or '?'}"
 
 
 def _int(request: web.Request, name: str, default: int, low: int, high: int) -> int:
@@ -72,9 +79,9 @@ def operator_routes(port: SchedulerPort) -> web.RouteTableDef:
     @routes.post("/api/v1/audit")
     async def note(request: web.Request) -> web.Response:
         try:
-            body = json.loads(await request.text())
-        except ValueError as exc:
-            return _error(400, "invalid_body", f"body is not JSON: {exc}")
+            body = await read_json(request)
+        except BadBody as exc:
+            return _error(exc.status, exc.code, str(exc))
         if not isinstance(body, dict) or not isinstance(body.get("what"), str) or not body["what"]:
             return _error(400, "invalid_body", "what (a non-empty string) is required")
         fields = {

@@ -24,6 +24,12 @@ Endpoints (JSON; errors are ``{"error": {"code", "message"}}``; a wrong method i
   false`` and the message) when it does not apply now, e.g. no such pending approval; 400
   ``invalid_command`` on a bad body.
 
+Every mutating request (any method but GET, HEAD, OPTIONS) needs the control token
+(``X-Symphony-Control``) or the server's bearer token, and is refused (403
+``control_refused``, audited) when its client process is an agent's, a hook's or works in
+a workspace (:mod:`symphony_tui.api.peers`, docs/security.md). Bodies, headers, identifiers
+and streams are bounded (:mod:`symphony_tui.api.limits`, :mod:`symphony_tui.api.stream`).
+
 The server binds 127.0.0.1 unless told otherwise (``server.host``); ``--port`` beats
 ``server.port``; port 0 picks a free port (see :attr:`ApiServer.port`). A non-loopback
 address needs a bearer token on every request (:mod:`symphony_tui.api.auth`); without one
@@ -33,8 +39,8 @@ names, and writes from a foreign ``Origin``, are refused (403) before the token 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-import json
 import logging
 import socket
 from collections.abc import Awaitable, Callable, Iterable
@@ -47,23 +53,39 @@ from pydantic import TypeAdapter, ValidationError
 
 from symphony_tui.api import announce
 from symphony_tui.api.auth import (
+    CONTROL_HEADER,
     LOOPBACK_NAMES,
     TokenError,
+    control_matches,
     is_loopback,
     log_refusal,
+    new_control_token,
     token_matches,
+    write_control_token,
 )
 from symphony_tui.api.bodies import SnapshotBodies
-from symphony_tui.api.operator_routes import operator_routes, who_and_via
+from symphony_tui.api.limits import (
+    KEEPALIVE_S,
+    MAX_BODY_BYTES,
+    BadBody,
+    HeaderDeadline,
+    control_character,
+    control_in,
+    read_json,
+)
+from symphony_tui.api.operator_routes import CLIENT, operator_routes, who_and_via
+from symphony_tui.api.peers import Peer, PeerGuard, Verdict
 from symphony_tui.api.stream import StreamHub
 from symphony_tui.domain.activity import recent_events
 from symphony_tui.domain.commands import Command, Refresh
 from symphony_tui.scheduler.port import SchedulerPort
+from symphony_tui.scheduler.posture import ControlSurface
 
 _COMMAND = TypeAdapter(Command)
 STREAM = web.AppKey("stream", StreamHub)
 log = logging.getLogger(__name__)
 EVENTS_LIMIT = 10_000  # the most /api/v1/events serves; transcripts keep fewer
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 def _error(status: int, code: str, message: str) -> web.Response:
@@ -98,6 +120,10 @@ def _issue_payload(port: SchedulerPort, identifier: str) -> dict[str, Any] | Non
             "host": running.host if running else (recovered.host if recovered else None),
         },
         "running": running.model_dump(mode="json") if running else None,
+        # what the live run can reach: secrets withheld, sandbox, network, transport, API
+        "posture": (
+            running.posture.model_dump(mode="json") if running and running.posture else None
+        ),
         "retry": retry.model_dump(mode="json") if retry else None,
         "last_run": recovered.model_dump(mode="json") if recovered else None,
         "approvals": [
@@ -131,13 +157,18 @@ def create_app(
     hosts: frozenset[str] = frozenset(),
     token: str | None = None,
     stream: StreamHub | None = None,
+    control_token: str,
+    guard: PeerGuard | None = None,
 ) -> web.Application:
     """The aiohttp application; also usable with aiohttp's test client. ``hosts`` are extra
     names (besides loopback) that clients may use in ``Host`` / ``Origin``; ``token``, when
-    set, is required as ``Authorization: Bearer`` on every request; ``stream`` carries the
-    event stream's rates (defaults: :class:`StreamHub`)."""
+    set, is required as ``Authorization: Bearer`` on every request; ``control_token`` (or
+    ``token``) on every mutating one, whose client ``guard`` judges (default: a
+    :class:`PeerGuard` over :func:`workspace_roots`); ``stream`` carries the event
+    stream's rates (defaults: :class:`StreamHub`)."""
     allowed_hosts = LOOPBACK_NAMES | {h.lower() for h in hosts}
     hub = stream or StreamHub(port)
+    guard = guard or PeerGuard(lambda: workspace_roots(port))
 
     routes = web.RouteTableDef()
 
@@ -224,10 +255,17 @@ def create_app(
     @only("POST")
     async def commands(request: web.Request) -> web.Response:
         who, via = who_and_via(request)
-        raw = await request.text()
+        body: Any = None
         try:
-            body = json.loads(raw)
+            body = await read_json(request)
+            bad = control_in(body)
+            if bad is not None:
+                await _audit_refusal(body, f"control character in {bad}", who, via)
+                return _error(400, "invalid_identifier", f"control character in {bad}")
             command = _COMMAND.validate_python(body)
+        except BadBody as exc:
+            await _audit_refusal(None, str(exc), who, via)
+            return _error(exc.status, exc.code, str(exc))
         except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in err['loc']) or 'body'}: {err['msg']}"
@@ -235,9 +273,6 @@ def create_app(
             )
             await _audit_refusal(body, problems, who, via)
             return _error(400, "invalid_command", problems)
-        except ValueError as exc:
-            await _audit_refusal(None, f"body is not JSON: {exc}", who, via)
-            return _error(400, "invalid_command", f"body is not JSON: {exc}")
         result = await port.send(command, who=who, via=via)
         if not result.ok:
             # valid, but it does not apply now (no such pending approval, not running, ...)
@@ -270,6 +305,9 @@ def create_app(
     @only("GET")
     async def issue(request: web.Request) -> web.Response:
         identifier = request.match_info["identifier"]
+        bad = control_character(identifier)
+        if bad is not None:
+            return _error(400, "invalid_identifier", f"control character in the issue ({bad})")
         payload = _issue_payload(port, identifier)
         if payload is None:
             return _error(404, "issue_not_found", f"unknown issue {identifier}")
@@ -306,6 +344,41 @@ def create_app(
             return response
         return await handler(request)
 
+    @web.middleware
+    async def control(request: web.Request, handler: Callable) -> web.StreamResponse:
+        # The controls (docs/security.md): a credential an agent is not given, then the
+        # client process judged; every refusal is audited with the client it names.
+        if request.method in SAFE_METHODS:
+            return await handler(request)
+        if control_matches(request.headers.get(CONTROL_HEADER), control_token):
+            credential = "control token"
+        elif token is not None:
+            credential = "bearer token"  # checked by ``bearer`` before this
+        else:
+            credential = None
+        if credential is None:  # refused anyway: no process lookup for it (cheap to send)
+            verdict = Verdict(Peer(request.remote or "?"))
+        else:
+            sock = request.transport.get_extra_info("socket") if request.transport else None
+            verdict = await guard.judge(sock, request.remote or "?")
+        request[CLIENT] = f"{verdict.peer.describe()} with the {credential or 'no credential'}"
+        who, via = who_and_via(request)
+        if credential is None or verdict.refusal is not None:
+            why = verdict.refusal or (
+                f"no control token: send {CONTROL_HEADER} (the operator's console reads it "
+                "from the file its API note names, readable by this user only)"
+            )
+            log.warning("HTTP API: %s %s refused for %s: %s", request.method, request.path,
+                        verdict.peer.describe(), why)  # fmt: skip
+            await port.note_action(
+                f"{request.method} {request.path}", who=who, via=via, ok=False,
+                message=f"refused: {why}",
+            )  # fmt: skip
+            if credential is None:
+                return _error(401, "control_token_required", why)
+            return _error(403, "control_refused", why)
+        return await handler(request)
+
     async def end_streams(_app: web.Application) -> None:
         hub.closing.set()
 
@@ -324,8 +397,18 @@ def create_app(
                 raise
             code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status, "http_error")
             return _error(exc.status, code, f"{request.method} {request.path}: {exc.reason}")
+        except BadBody as exc:
+            return _error(exc.status, exc.code, str(exc))
+        except (asyncio.CancelledError, ConnectionError):
+            raise
+        except Exception as exc:  # one line for the client and the log, never a traceback
+            log.error("HTTP API: %s %s failed: %s: %s", request.method, request.path,
+                      type(exc).__name__, str(exc)[:300])  # fmt: skip
+            return _error(500, "internal_error", f"{type(exc).__name__}: {str(exc)[:300]}")
 
-    app = web.Application(middlewares=[json_errors, local_only, bearer])
+    app = web.Application(
+        middlewares=[json_errors, local_only, bearer, control], client_max_size=MAX_BODY_BYTES
+    )
     app.add_routes(operator_routes(port))  # before /api/v1/{identifier}
     app.add_routes(routes)
     app.on_startup.append(open_streams)
@@ -335,6 +418,40 @@ def create_app(
 
 
 WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", ""})
+
+
+def workspace_roots(port: SchedulerPort) -> list[str]:
+    """Where agents work on this machine: the workflow's workspace root (a port that has
+    settings) and every local running or recovered workspace."""
+    roots: list[str] = []
+    settings = getattr(port, "settings", None)
+    root = getattr(getattr(settings, "workspace", None), "root", None)
+    if isinstance(root, str) and root:
+        roots.append(root)
+    snap = port.snapshot()
+    roots += [r.workspace_path for r in snap.running if r.host is None and r.workspace_path]
+    roots += [w.path for w in snap.recovered if w.host is None and w.path]
+    return roots
+
+
+class _GuardedSite(web.TCPSite):
+    """``TCPSite`` whose connections must send their first request's headers in time
+    (:class:`~symphony_tui.api.limits.HeaderDeadline`)."""
+
+    async def start(self) -> None:
+        await web.BaseSite.start(self)
+        server = self._runner.server
+        assert server is not None
+        self._server = await asyncio.get_running_loop().create_server(
+            lambda: HeaderDeadline(server()),
+            self._host,
+            self._port,
+            backlog=self._backlog,
+            reuse_address=self._reuse_address,
+            reuse_port=self._reuse_port,
+        )
+        sockets = self._server.sockets
+        self._bound_port = sockets[0].getsockname()[1] if sockets else self._port
 
 
 def serving_names(host: str, extra: Iterable[str] = ()) -> frozenset[str]:
@@ -356,7 +473,10 @@ class ApiServer:
 
     ``token``: the bearer token (see :func:`~symphony_tui.api.auth.resolve_token`); required
     when ``host`` is not loopback. ``announce_dir``: where to leave a small JSON note of the
-    address while serving (:mod:`symphony_tui.api.announce`; ``attach ssh://`` reads it)."""
+    address while serving (:mod:`symphony_tui.api.announce`; ``attach ssh://`` reads it),
+    and the control token's file beside it (:mod:`symphony_tui.api.auth`).
+    ``control_token``: this server's (default: a fresh one); ``guard``: who may use the
+    controls (default :class:`PeerGuard` over :func:`workspace_roots`)."""
 
     def __init__(
         self,
@@ -368,14 +488,22 @@ class ApiServer:
         announce_dir: Path | None = None,
         stream: StreamHub | None = None,
         allowed_hosts: Iterable[str] = (),
+        control_token: str | None = None,
+        guard: PeerGuard | None = None,
+        announce_extra: dict | None = None,
     ) -> None:
         self._port = port
+        self.control_token = control_token or new_control_token()
+        self.control_file: Path | None = None
+        self._guard = guard
         self.host = host
         self.allowed_hosts = serving_names(host, allowed_hosts)
         self._bind_port = bind_port
         self.token = token
         self._announce_dir = announce_dir
         self._announced: Path | None = None
+        #: More members for the note (``project``, ``workflow``, ``token_file``).
+        self.announce_extra: dict = dict(announce_extra or {})
         self._stream = stream
         self._runner: web.AppRunner | None = None
         self.port: int | None = None
@@ -395,26 +523,53 @@ class ApiServer:
                 "(anyone who reaches it could approve agent commands)"
             )
         app = create_app(
-            self._port, hosts=self.allowed_hosts, token=self.token, stream=self._stream
+            self._port,
+            hosts=self.allowed_hosts,
+            token=self.token,
+            stream=self._stream,
+            control_token=self.control_token,
+            guard=self._guard,
         )
-        self._runner = web.AppRunner(app, access_log=None)
+        self._runner = web.AppRunner(app, access_log=None, keepalive_timeout=KEEPALIVE_S)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self._bind_port)
+        site = _GuardedSite(self._runner, self.host, self._bind_port)
         await site.start()
         addresses = self._runner.addresses
         self.port = int(addresses[0][1]) if addresses else self._bind_port
+        serve = getattr(self._port, "serve_controls", None)
+        if serve is not None:  # runs' postures say the API can be reached (docs/security.md)
+            serve(ControlSurface(self.url, is_loopback(self.host), bool(self.token)))
         if self._announce_dir is not None:
             try:
+                self.control_file = write_control_token(self._announce_dir, self.control_token)
                 self._announced = announce.write(
-                    self._announce_dir, host=self.host, port=self.port, token=bool(self.token)
+                    self._announce_dir,
+                    host=self.host,
+                    port=self.port,
+                    token=bool(self.token),
+                    control_file=self.control_file,
+                    extra=self.announce_extra,
                 )
             except OSError as exc:
                 log.warning("HTTP API: cannot note the address for attach ssh://: %s", exc)
 
+    def control_headers(self) -> dict[str, str]:
+        """The header carrying this server's control token (for an in-process client)."""
+        return {CONTROL_HEADER: self.control_token}
+
     async def stop(self) -> None:
+        serve = getattr(self._port, "serve_controls", None)
+        if serve is not None and self.port is not None:
+            serve(None)
         if self._announced is not None:
             announce.remove(self._announced)
             self._announced = None
+        if self.control_file is not None:
+            announce.remove(self.control_file)
+            self.control_file = None
+        token_file = self.announce_extra.pop("token_file", None)
+        if isinstance(token_file, str):
+            announce.remove(Path(token_file))
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

@@ -5,7 +5,9 @@ cfg``, as ``GIT_SSH_COMMAND`` does for git):
 
 1. ``ssh host sh -c <script>`` prints the API notes of the live schedulers on that host
    (``<state dir>/symphony-tui/api/<pid>.json``, :mod:`symphony_tui.api.announce`; a note
-   whose pid is not alive is skipped);
+   whose pid is not alive is skipped), each followed by its control token
+   (``<pid>.control``, readable by that user only; docs/security.md) as
+   ``{"control_of": <pid>, "control_token": ...}``;
 2. ``ssh -N -L <local unix socket>:127.0.0.1:<api port> host`` forwards a private socket
    in a fresh ``0700`` temporary folder to the scheduler's loopback API. Nothing listens on
    a TCP port of either machine; the HTTP requests name ``127.0.0.1:<port>`` as their Host,
@@ -17,6 +19,7 @@ Errors are :class:`SshError` with one line (ssh's own last line of stderr when i
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shlex
 import shutil
@@ -37,7 +40,9 @@ DISCOVER_SCRIPT = (
     'for d in "${XDG_STATE_HOME:-$HOME/.local/state}/symphony-tui/api" '
     '"$HOME/Library/Application Support/symphony-tui/api"; do '
     'for f in "$d"/*.json; do [ -f "$f" ] || continue; p=$(basename "$f" .json); '
-    'kill -0 "$p" 2>/dev/null && { cat "$f"; echo; }; done; done; true'
+    'kill -0 "$p" 2>/dev/null && { cat "$f"; echo; '
+    '[ -r "$d/$p.control" ] && printf \'{"control_of": %s, "control_token": "%s"}\\n\' '
+    '"$p" "$(tr -cd \'A-Za-z0-9_-\' < "$d/$p.control")"; }; done; done; true'
 )
 
 
@@ -105,7 +110,30 @@ def discover(target: SshTarget, *, timeout_s: float = 30.0) -> list[dict]:
         raise SshError(f"{target}: no answer within {timeout_s:.0f}s") from None
     if done.returncode != 0:
         raise SshError(f"{target}: ssh failed ({done.returncode}): {_last_line(done.stderr)}")
-    return parse_notes(done.stdout)
+    notes = parse_notes(done.stdout)
+    tokens = control_tokens(done.stdout)
+    for note in notes:
+        if note.get("pid") in tokens:
+            note["control_token"] = tokens[note["pid"]]
+    return notes
+
+
+def control_tokens(text: str) -> dict[int, str]:
+    """``{pid: control token}`` from the discovery's ``control_of`` lines."""
+    found: dict[int, str] = {}
+    for line in text.splitlines():
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if (
+            isinstance(item, dict)
+            and isinstance(item.get("control_of"), int)
+            and isinstance(item.get("control_token"), str)
+            and item["control_token"]
+        ):
+            found[item["control_of"]] = item["control_token"]
+    return found
 
 
 def choose(notes: list[dict], target: SshTarget, api_port: int | None = None) -> int:

@@ -21,6 +21,12 @@ write it, so a slow client skips snapshot versions instead of queueing them: mem
 client is one document and the socket's write buffer (``resp.write`` waits for it to
 drain). A client that takes nothing for ``write_timeout_s`` is dropped.
 
+Caps: at most ``max_streams`` connections at once (default :data:`MAX_STREAMS`) and
+``max_streams_per_client`` from one client address (:data:`MAX_STREAMS_PER_CLIENT`); one
+more is 503 ``too_many_streams`` with ``Retry-After``. When a crowd of streams has
+left (all but a quarter of it), the freed memory is handed back to the system
+(:func:`return_memory`).
+
 Bandwidth: a client whose ``Accept-Encoding`` allows gzip gets the response as one gzip
 member flushed at every frame (:class:`FrameGzip`), and token accounting is published at
 most once every ``usage_s`` (:class:`SnapshotVersions`); figures in tests/bench/README.md.
@@ -47,10 +53,36 @@ from symphony_tui.scheduler.port import SchedulerPort
 log = logging.getLogger(__name__)
 
 FRAME_EVENTS = 500
+MAX_STREAMS = 256
+MAX_STREAMS_PER_CLIENT = 64
+#: After this many streams were open at once, memory is returned when they have all gone.
+RETURN_AFTER_STREAMS = 32
+#: How long a page of events read for one connection serves the others at that position.
+PAGE_SHARE_S = 0.05
 FRAME_BYTES = 256_000
 HISTORY_EVENTS = 1_000
 _LAST_ID = re.compile(r"^([0-9a-z]+):([0-9]+)$")
 _CODING = re.compile(r"^\s*([a-z0-9*-]+)\s*(?:;\s*q\s*=\s*([0-9.]+))?\s*$", re.IGNORECASE)
+
+
+def return_memory() -> None:
+    """Hand freed heap memory back to the system: a full collection, then glibc's
+    ``malloc_trim(0)`` (each stream's gzip state and documents are malloc'd in pieces of a
+    few hundred KiB that the allocator otherwise keeps). Elsewhere only the collection."""
+    import ctypes
+    import ctypes.util
+    import gc
+
+    gc.collect()
+    name = ctypes.util.find_library("c")
+    if not name:
+        return
+    try:
+        trim = ctypes.CDLL(name).malloc_trim
+    except (OSError, AttributeError):
+        return
+    trim.argtypes = [ctypes.c_size_t]
+    trim(0)
 
 
 def accepts_gzip(accept_encoding: str) -> bool:
@@ -190,13 +222,62 @@ class StreamHub:
     retry_ms: int = 2_000
     compress: bool = True
     usage_s: float = 1.0
+    max_streams: int = MAX_STREAMS
+    max_streams_per_client: int = MAX_STREAMS_PER_CLIENT
     closing: asyncio.Event = field(default_factory=asyncio.Event)
     connections: list[StreamStats] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.versions = SnapshotVersions(self.port, usage_s=self.usage_s)
+        # Shared by every connection: the patch text between two versions, and the page of
+        # events after a position for a moment (many clients stand at the same place).
+        self._patch_text: dict[tuple[int, int], str] = {}
+        self._pages: dict[int, tuple[float, tuple[list[str], int, bool]]] = {}
+        self._doc_text: tuple[int, str] = (-1, "")
+        self.open_streams = 0
+        self._per_client: dict[str, int] = {}
+        self._crowd = 0  # the most streams open at once since memory was last returned
+
+    def _refusal(self, client: str) -> str | None:
+        if self.open_streams >= self.max_streams:
+            return f"{self.open_streams} streams are open, the most this server serves"
+        if self._per_client.get(client, 0) >= self.max_streams_per_client:
+            return (
+                f"{client} has {self._per_client[client]} streams open, the most one client "
+                "may have"
+            )
+        return None
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
+        client = str(request.remote)
+        refusal = self._refusal(client)
+        if refusal is not None:
+            log.warning("HTTP API: stream refused to %s: %s", client, refusal)
+            return web.json_response(
+                {"error": {"code": "too_many_streams", "message": refusal}},
+                status=503,
+                headers={"Retry-After": "10"},
+            )
+        self.open_streams += 1
+        self._per_client[client] = self._per_client.get(client, 0) + 1
+        self._crowd = max(self._crowd, self.open_streams)
+        try:
+            return await self._handle(request)
+        finally:
+            self.open_streams -= 1
+            left = self._per_client.pop(client, 1) - 1
+            if left:
+                self._per_client[client] = left
+            if self._crowd >= RETURN_AFTER_STREAMS and self.open_streams <= self._crowd // 4:
+                # most of a crowd has left (stragglers may stay): hand its memory back
+                log.info(
+                    "HTTP API: %d of %d streams left: returning memory",
+                    self._crowd - self.open_streams, self._crowd,
+                )  # fmt: skip
+                self._crowd = self.open_streams
+                return_memory()
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
         raw_id = request.headers.get("Last-Event-ID") or request.query.get("last_event_id")
         resume: tuple[str, int] | None = None
         if raw_id:
@@ -265,7 +346,9 @@ class StreamHub:
                 stats.buffered_max = max(stats.buffered_max, transport.get_write_buffer_size())
 
         first = json.dumps({"version": version, "reset": reset, "gap": gap})
-        body = '{"snapshot":' + json.dumps(doc, separators=(",", ":")) + "," + first[1:]
+        if self._doc_text[0] != version:  # one serialization per version for every client
+            self._doc_text = (version, json.dumps(doc, separators=(",", ":")))
+        body = '{"snapshot":' + self._doc_text[1] + "," + first[1:]
         # the reconnect advice and the state in one write: one gzip flush, one TCP segment
         await write("snapshot", body, f"{epoch}:{seq}", before=f"retry: {self.retry_ms}\n\n")
         last_write = time.monotonic()
@@ -273,14 +356,11 @@ class StreamHub:
             events, seq, more = self._events_after(seq)
             now_version, now_doc, _ = self.versions.current()
             if events or now_version != version:
-                patch = None
+                patch_text = "null"
                 if now_version != version:
-                    patch = self.versions.patch_from(version, doc)
+                    patch_text = self._patch_between(version, doc, now_version)
                     version, doc = now_version, now_doc
-                body = (
-                    f'{{"version":{version},"patch":{json.dumps(patch, separators=(",", ":"))},'
-                    f'"events":[{",".join(events)}]}}'
-                )
+                body = f'{{"version":{version},"patch":{patch_text},"events":[{",".join(events)}]}}'
                 await write("change", body, f"{epoch}:{seq}")
                 last_write = time.monotonic()
                 if more:
@@ -291,7 +371,32 @@ class StreamHub:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.closing.wait(), timeout=self.interval_s)
 
+    def _patch_between(self, version: int, doc: dict[str, Any], now_version: int) -> str:
+        """The JSON text of the patch from ``doc`` (at ``version``) to the current document,
+        computed and serialized once per pair of versions."""
+        key = (version, now_version)
+        text = self._patch_text.get(key)
+        if text is None:
+            if len(self._patch_text) > 256:
+                self._patch_text.clear()
+            patch = self.versions.patch_from(version, doc)
+            text = self._patch_text[key] = json.dumps(patch, separators=(",", ":"))
+        return text
+
     def _events_after(self, seq: int) -> tuple[list[str], int, bool]:
+        """:meth:`_read_events`, shared for :data:`PAGE_SHARE_S` by every connection at
+        ``seq`` (an event that arrives meanwhile goes out in the next frame)."""
+        now = time.monotonic()
+        held = self._pages.get(seq)
+        if held is not None and now - held[0] < PAGE_SHARE_S:
+            return held[1]
+        if len(self._pages) > 256:
+            self._pages = {k: v for k, v in self._pages.items() if now - v[0] < PAGE_SHARE_S}
+        page = self._read_events(seq)
+        self._pages[seq] = (now, page)
+        return page
+
+    def _read_events(self, seq: int) -> tuple[list[str], int, bool]:
         """JSON of the held events after ``seq`` (a page bounded in count and bytes), the
         new position, and whether more are waiting."""
         found = self.port.events_since(seq, limit=FRAME_EVENTS)

@@ -8,10 +8,12 @@ treat the scheduler's secrets, ``env`` overrides and ``$VAR`` values the same wa
    over it) without every *secret name* (:func:`secret_env_names`): the tracker key's
    variables (``LINEAR_API_KEY`` always, plus the ``$VAR`` named by ``tracker.api_key`` or
    ``tracker.provider.api_key``; for ``tracker.kind: github`` also ``GITHUB_TOKEN`` and the
-   ``$VAR`` of ``tracker.token``; for ``jira``, ``gitlab`` and ``asana`` their default
-   credential variables, config/rest_trackers.py, and the ``$VAR`` of ``api_token`` /
-   ``token``), the variables named by ``tracker.secret_env_names``,
-   ``openhands.session_api_key_env`` and ``opencode.password_env``.
+   ``$VAR`` of ``tracker.token``), the variables named by ``tracker.secret_env_names``,
+   ``openhands.session_api_key_env``, ``opencode.password_env`` and
+   ``server.auth_token_env``, ``SYMPHONY_API_TOKEN`` (the API token ``attach`` reads), and
+   the names the tracker adapter declares (``secret_environment_names``, spec §15.3,
+   passed in by the runtime). :data:`CHILD_MARKER` is set to the scheduler's pid, so the
+   HTTP API can tell a request from an agent's or hook's process (docs/security.md).
 2. **Defaults** of the child kind (an isolated ``HOME``, the OpenCode switches...).
 3. **Overrides** (``codex.env``, ``openhands.env``, ``opencode.env``, ``hooks.env``): a
    whole-value ``$NAME`` or ``${NAME}`` is replaced by that variable's value; an unset or
@@ -30,10 +32,14 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from symphony_tui.config import rest_trackers
+#: Secret names whatever the workflow says: the reference's tracker key variable and the
+#: variable ``symphony-tui attach`` reads the API token from.
+ALWAYS_SECRET_NAMES = frozenset({"LINEAR_API_KEY", "SYMPHONY_API_TOKEN"})
 
-#: Secret names whatever the workflow says (the reference's tracker key variable).
-ALWAYS_SECRET_NAMES = frozenset({"LINEAR_API_KEY"})
+#: Set in every local child's environment to the pid of the scheduler that started it; the
+#: API's peer check refuses mutating requests from a process carrying another value than
+#: the scheduler's own (:mod:`symphony_tui.api.peers`). Not a secret: it only labels.
+CHILD_MARKER = "SYMPHONY_TUI_SCHEDULER_PID"
 
 _REFERENCE = re.compile(r"^\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))$")
 
@@ -60,13 +66,11 @@ def secret_env_names(raw: Mapping[str, Any]) -> frozenset[str]:
     front matter ``raw`` (as parsed, before ``$VAR`` resolution): see the module doc."""
     names = set(ALWAYS_SECRET_NAMES)
     tracker = _section(raw, "tracker")
-    kind = str(tracker.get("kind") or "").strip().lower()
-    github = kind == "github"
+    github = str(tracker.get("kind") or "").strip().lower() == "github"
     if github:
         names.add("GITHUB_TOKEN")
-    names.update(rest_trackers.SECRET_NAMES.get(kind, ()))
     for holder in (tracker, _section(tracker, "provider")):
-        for key in ("api_key", "token") if github else ("api_key", "api_token", "token"):
+        for key in ("api_key", "token") if github else ("api_key",):
             name = env_reference(holder.get(key))
             if name:
                 names.add(name)
@@ -75,7 +79,11 @@ def secret_env_names(raw: Mapping[str, Any]) -> frozenset[str]:
         extra = [extra]
     if isinstance(extra, list):
         names.update(str(n).strip() for n in extra if str(n).strip())
-    for section, key in (("openhands", "session_api_key_env"), ("opencode", "password_env")):
+    for section, key in (
+        ("openhands", "session_api_key_env"),
+        ("opencode", "password_env"),
+        ("server", "auth_token_env"),
+    ):
         value = _section(raw, section).get(key)
         if isinstance(value, str) and value.strip():
             names.add(value.strip())
@@ -112,8 +120,10 @@ class ChildEnv:
         return self.base.get(name) or None
 
     def scrubbed(self) -> dict[str, str]:
-        """The base without the secret names (step 1)."""
-        return {k: v for k, v in self.base.items() if k not in self.secrets}
+        """The base without the secret names, with :data:`CHILD_MARKER` (step 1)."""
+        env = {k: v for k, v in self.base.items() if k not in self.secrets}
+        env[CHILD_MARKER] = str(os.getpid())
+        return env
 
     def overrides(
         self, overrides: Mapping[str, Any], *, pass_secrets: bool = False

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 import yaml
 from pydantic import ValidationError
+
+_SECRETISH = re.compile(r"key|token|secret|password", re.IGNORECASE)
 
 #: Error codes of :class:`WorkflowError` (spec §5.5, plus ``invalid_settings``).
 WORKFLOW_ERROR_CODES = (
@@ -37,6 +41,11 @@ def flatten_validation_error(err: ValidationError) -> str:
     for item in err.errors(include_url=False):
         loc = ".".join(str(p) for p in item.get("loc", ()) if p != "__root__")
         msg = item.get("msg", "invalid value")
+        given = item.get("input")
+        # The text written, when it is short and names no credential: a placeholder left
+        # in a template (``port: <PORT>``) is then plain from the message alone.
+        if isinstance(given, str) and len(given) <= 40 and not _SECRETISH.search(loc):
+            msg = f"{msg} (got {given!r})"
         parts.append(f"{loc}: {msg}" if loc else msg)
     return "; ".join(parts) or str(err)
 

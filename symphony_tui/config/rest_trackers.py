@@ -27,6 +27,20 @@ from urllib.parse import urlsplit
 KINDS = ("jira", "gitlab", "asana")
 #: Keys read under ``tracker.provider`` as well (beside the ones every tracker has).
 PROVIDER_KEYS = ("base_url", "email", "api_token", "project_key", "project_path", "project_gid")
+#: Which of :data:`PROVIDER_KEYS` each kind reads (a did-you-mean offers only those).
+KIND_KEYS = {
+    "jira": ("base_url", "email", "api_token", "project_key"),
+    "gitlab": ("project_path",),
+    "asana": ("project_gid",),
+}
+
+
+def foreign_keys(kind: Any) -> frozenset[str]:
+    """The keys of :data:`PROVIDER_KEYS` a tracker of ``kind`` does not read."""
+    own = KIND_KEYS.get(str(kind or "").strip().lower(), ())
+    return frozenset(PROVIDER_KEYS) - set(own)
+
+
 GITLAB_API_URL = "https://gitlab.com/api/v4"
 ASANA_ENDPOINT = "https://app.asana.com/api/1.0"
 JIRA_ACTIVE_STATES = ("To Do", "In Progress")
@@ -62,6 +76,22 @@ def _resolve(value: Any, env: Mapping[str, str], *fallback: str) -> str | None:
     return None
 
 
+def _env_named(value: Any, env: Mapping[str, str], *fallback: str) -> str | None:
+    """The variable a credential setting names: the ``$VAR`` written, else (nothing written)
+    the first non-empty ``fallback`` one, else the first ``fallback``; None for a value
+    written plainly."""
+    if isinstance(value, str) and value.strip():
+        text = value.strip()
+        name = text[1:].strip("{}") if text.startswith("$") else None
+        return name if name and name.replace("_", "a").isalnum() else None
+    if value is not None:
+        return None
+    for name in fallback:
+        if (env.get(name) or "").strip():
+            return name
+    return fallback[0] if fallback else None
+
+
 def resolved(kind: str, tracker: Any, raw: Any, env: Mapping[str, str]) -> dict[str, Any]:
     """The updates ``resolve_settings`` applies to a ``kind`` tracker (``tracker`` is the
     :class:`TrackerSettings` with ``provider`` merged in, ``raw`` the front matter's
@@ -74,6 +104,7 @@ def resolved(kind: str, tracker: Any, raw: Any, env: Mapping[str, str]) -> dict[
     if kind == "jira":
         token = tracker.api_token if tracker.api_token is not None else tracker.api_key
         out["api_key"] = _resolve(token, env, "JIRA_API_TOKEN")
+        out["api_key_env"] = _env_named(token, env, "JIRA_API_TOKEN")
         out["base_url"] = _resolve(tracker.base_url, env, "JIRA_BASE_URL")
         out["email"] = _resolve(tracker.email, env, "JIRA_EMAIL")
         out["project_key"] = _resolve(tracker.project_key, env)
@@ -81,6 +112,7 @@ def resolved(kind: str, tracker: Any, raw: Any, env: Mapping[str, str]) -> dict[
     elif kind == "gitlab":
         token = tracker.api_key if tracker.api_key is not None else tracker.token
         out["api_key"] = _resolve(token, env, "GITLAB_PAT", "GITLAB_ACCESS_TOKEN")
+        out["api_key_env"] = _env_named(token, env, "GITLAB_PAT", "GITLAB_ACCESS_TOKEN")
         url = _resolve(tracker.api_url, env) if "api_url" in given else None
         out["api_url"] = (url or GITLAB_API_URL).rstrip("/")
         out["project_path"] = _resolve(tracker.project_path, env, "GITLAB_PROJECT_PATH")
@@ -89,6 +121,7 @@ def resolved(kind: str, tracker: Any, raw: Any, env: Mapping[str, str]) -> dict[
         )
     else:
         out["api_key"] = _resolve(tracker.api_key, env, "ASANA_PAT")
+        out["api_key_env"] = _env_named(tracker.api_key, env, "ASANA_PAT")
         url = _resolve(tracker.endpoint, env) if "endpoint" in given else None
         out["endpoint"] = (url or ASANA_ENDPOINT).rstrip("/")
         out["project_gid"] = _resolve(tracker.project_gid, env)

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from symphony_tui.config import rest_trackers
 from symphony_tui.config.child_env import secret_env_names
 from symphony_tui.config.numbers import Milliseconds, WholeNumber
+from symphony_tui.config.variants import read_variants
 from symphony_tui.config.worker_hosts import WorkerSettings
 
 LINEAR_ENDPOINT = "https://api.linear.app/graphql"
@@ -97,6 +98,10 @@ class TrackerSettings(_Section):
     # (agents and hooks, see config/child_env.py): the names written here plus the ones
     # :func:`resolve_settings` derives (``LINEAR_API_KEY``, the ``$VAR`` of ``api_key``...).
     secret_env_names: tuple[str, ...] = ()
+    # The environment variable ``api_key`` was to be read from (``$VAR`` written in the
+    # file, or the tracker's default such as ``LINEAR_API_KEY``), so a missing key's error
+    # can name it; ``None`` when the key was written literally.
+    api_key_env: str | None = None
 
     _split = field_validator("active_states", "terminal_states", "state_labels", mode="before")(
         _states
@@ -145,12 +150,14 @@ class TrackerSettings(_Section):
         return all(label in have for label in self.required_labels)
 
     def is_active(self, state: str) -> bool:
+        """``state`` is an active state, both sides trimmed and lowercased (§4.2)."""
         s = state.strip().lower()
-        return any(s == a.lower() for a in self.active_states)
+        return any(s == a.strip().lower() for a in self.active_states)
 
     def is_terminal(self, state: str) -> bool:
+        """``state`` is a terminal state, both sides trimmed and lowercased (§4.2)."""
         s = state.strip().lower()
-        return any(s == t.lower() for t in self.terminal_states)
+        return any(s == t.strip().lower() for t in self.terminal_states)
 
 
 class PollingSettings(_Section):
@@ -163,6 +170,10 @@ def default_workspace_root() -> str:
 
 class WorkspaceSettings(_Section):
     root: str = Field(default_factory=default_workspace_root)
+    # The start-up cleanup (spec §8.6) keeps the workspace of an issue in a terminal state
+    # while its last manifest write is younger than this (milliseconds; 0: removed at once,
+    # as the specification has it).
+    keep_terminal_ms: Milliseconds = Field(default=0, ge=0)
 
 
 class HooksSettings(_Section):
@@ -236,6 +247,14 @@ class AgentSettings(_Section):
 
 class CodexSettings(_Section):
     command: str = "codex app-server"
+    # ``stdio``: the app-server is the scheduler's child on pipes (it ends with the
+    # scheduler). ``unix``: it runs detached, listening on a unix socket, so a turn goes on
+    # through a scheduler restart and is re-adopted (agents/codex/detached.py); local runs
+    # only (a worker host's runs use stdio over ssh).
+    transport: Literal["stdio", "unix"] = "stdio"
+    # How long re-attaching to (or first connecting to) a detached app-server may take
+    # before it is ended and the run retried.
+    reattach_timeout_ms: Milliseconds = Field(default=30_000, gt=0)
     approval_policy: str | dict[str, Any] = "on-request"
     thread_sandbox: str = "workspace-write"
     turn_sandbox_policy: dict[str, Any] | None = None
@@ -277,13 +296,17 @@ class ServerSettings(_Section):
     """The HTTP API (docs/http-api.md). ``auth_token_env``: the environment variable holding
     the bearer token; ``require_token``: ask for it on loopback too (a non-loopback ``host``
     always needs one); ``allowed_hosts``: further names clients may use in ``Host`` /
-    ``Origin`` (the DNS-rebinding check), e.g. the machine's DNS name behind a proxy."""
+    ``Origin`` (the DNS-rebinding check), e.g. the machine's DNS name behind a proxy;
+    ``max_streams`` / ``max_streams_per_client``: event streams open at once, in all and
+    from one client address (docs/security.md)."""
 
     port: WholeNumber | None = Field(default=None, ge=0, le=65535)
     host: str = "127.0.0.1"
     auth_token_env: str | None = None
     require_token: bool = False
     allowed_hosts: list[str] = Field(default_factory=list)
+    max_streams: WholeNumber = Field(default=256, gt=0)
+    max_streams_per_client: WholeNumber = Field(default=64, gt=0)
 
 
 AlertKind = Literal["approval", "question", "failed", "tracker", "budget", "host"]
@@ -368,6 +391,14 @@ class Settings(_Section):
         return self.codex.stall_timeout_ms if agent is None else agent
 
 
+#: The top-level settings sections and their models (what config/variants.py walks).
+SECTIONS: dict[str, type[BaseModel]] = {
+    name: field.annotation
+    for name, field in Settings.model_fields.items()
+    if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel)
+}
+
+
 def resolve_env(value: str | None, env: dict[str, str] | None = None) -> str | None:
     """``$NAME`` -> the environment value; an empty or unset variable means missing (None).
 
@@ -396,9 +427,15 @@ def resolve_path(value: str, base: Path, env: dict[str, str] | None = None) -> s
 
 
 def resolve_settings(
-    raw: dict[str, Any], workflow_dir: Path, env: dict[str, str] | None = None
+    raw: dict[str, Any],
+    workflow_dir: Path,
+    env: dict[str, str] | None = None,
+    notes: list[str] | None = None,
 ) -> Settings:
     """Build :class:`Settings` from front matter, resolving secrets and paths.
+
+    Port variants with one clear meaning are read first (config/variants.py); their warning
+    lines are appended to ``notes`` when it is given.
 
     ``tracker.provider.<key>`` (:data:`PROVIDER_KEYS`) wins over ``tracker.<key>``;
     ``tracker.api_key`` falls back to ``$LINEAR_API_KEY`` and ``tracker.assignee`` to
@@ -406,9 +443,13 @@ def resolve_settings(
     ``tracker.token`` (or ``api_key``), else ``$GITHUB_TOKEN``, resolved into ``api_key``;
     ``repo`` falls back to ``$GITHUB_REPO``; without a board or state labels the states
     default to ``open`` / ``closed``.
-    Raises :class:`pydantic.ValidationError` on bad types or values.
+    Raises :class:`pydantic.ValidationError` on bad types or values, ``ValueError`` (one
+    line) on a variant without one clear meaning.
     """
     env = dict(os.environ) if env is None else env
+    raw, read = read_variants(raw, SECTIONS)
+    if notes is not None:
+        notes.extend(read)
     s = Settings.model_validate({**raw, "workflow_dir": str(workflow_dir)})
     tracker = s.tracker
     secrets = sorted(secret_env_names(raw) | set(tracker.secret_env_names))
@@ -419,8 +460,10 @@ def resolve_settings(
         tracker = TrackerSettings.model_validate({**tracker.model_dump(), **nested})
     linear = (tracker.kind or "linear") == "linear"
     api_key = _secret(resolve_env(tracker.api_key, env))
+    api_key_env = _env_name(tracker.api_key)
     if api_key is None and tracker.api_key is None and linear:
         api_key = _secret(env.get("LINEAR_API_KEY"))
+        api_key_env = "LINEAR_API_KEY"
     assignee = resolve_env(tracker.assignee, env)
     if assignee is None and tracker.assignee is None and linear:
         assignee = env.get("LINEAR_ASSIGNEE") or None
@@ -428,13 +471,16 @@ def resolve_settings(
     if tracker.kind == "github":
         github = _github_defaults(tracker, raw.get("tracker"), env)
         api_key = github.pop("api_key")
+        api_key_env = github.pop("api_key_env")
     elif tracker.kind in rest_trackers.KINDS:
         github = rest_trackers.resolved(tracker.kind, tracker, raw.get("tracker"), env)
         api_key = github.pop("api_key")
+        api_key_env = github.pop("api_key_env")
     tracker = tracker.model_copy(
         update={
             **github,
             "api_key": api_key,
+            "api_key_env": api_key_env,
             "project_slug": resolve_env(tracker.project_slug, env),
             "assignee": assignee,
             "path": resolve_path(tracker.path, workflow_dir, env) if tracker.path else None,
@@ -445,6 +491,13 @@ def resolve_settings(
         update={"root": resolve_path(s.workspace.root, workflow_dir, env)}
     )
     return s.model_copy(update={"tracker": tracker, "workspace": workspace})
+
+
+def _env_name(value: str | None) -> str | None:
+    """``NAME`` of a whole-value ``$NAME`` reference (see :func:`resolve_env`), else None."""
+    if value and value.startswith("$") and value[1:2] and value[1:].replace("_", "a").isalnum():
+        return value[1:]
+    return None
 
 
 def _secret(value: str | None) -> str | None:
@@ -460,10 +513,16 @@ def _github_defaults(tracker: TrackerSettings, raw: Any, env: dict[str, str]) ->
     given = raw if isinstance(raw, dict) else {}
     token_ref = tracker.token if tracker.token is not None else tracker.api_key
     token = _secret(resolve_env(token_ref, env))
+    token_env = _env_name(token_ref)
     if token is None and token_ref is None:
         token = _secret(env.get("GITHUB_TOKEN"))
+        token_env = "GITHUB_TOKEN"
     repo = resolve_env(tracker.repo, env) if tracker.repo else env.get("GITHUB_REPO") or None
-    out: dict[str, Any] = {"api_key": token, "repo": repo.strip() if repo else None}
+    out: dict[str, Any] = {
+        "api_key": token,
+        "api_key_env": token_env,
+        "repo": repo.strip() if repo else None,
+    }
     if tracker.project is None and not tracker.state_labels:
         if "active_states" not in given:
             out["active_states"] = GITHUB_ACTIVE_STATES

@@ -4,6 +4,11 @@ A bad edit never replaces a good workflow: the store keeps the last good one and
 the error (``.error``) for the operator until a good version is loaded again. The file is
 re-read and hashed on every check rather than trusting mtimes, because two saves inside
 one filesystem timestamp tick look identical to ``stat`` and the file is small.
+
+A file is evaluated within the budgets of ``bounded.py`` (YAML aliases and size, Liquid
+limits, a deadline), and a running scheduler evaluates it off its event loop
+(:meth:`WorkflowStore.reload`), so a hostile edit costs one error line while the loop and
+the API go on.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from pathlib import Path
 from watchfiles import Change, awatch
 
 from symphony_tui.config.errors import WorkflowError
-from symphony_tui.config.workflow import Workflow, load_workflow, parse_workflow
+from symphony_tui.config.workflow import Workflow, load_workflow, parse_within
 from symphony_tui.observability.logs import log_kv
 
 log = logging.getLogger(__name__)
@@ -44,6 +49,7 @@ class WorkflowStore:
         self._current: Workflow | None = None
         self._last_seen_digest: str | None = None
         self.error: str | None = None
+        self._reloading = asyncio.Lock()
 
     @property
     def current(self) -> Workflow:
@@ -66,8 +72,15 @@ class WorkflowStore:
 
         Returns True when a new good workflow became :attr:`current`. On an unreadable or
         invalid file the last good workflow stays and :attr:`error` holds the one-line
-        reason; a later good load (or a revert to the current content) clears it.
+        reason; a later good load (or a revert to the current content) clears it. Blocks
+        while a new content is evaluated (up to the deadline of ``bounded.py``).
         """
+        read = self._new_content()
+        return False if read is None else self._evaluate(read)
+
+    def _new_content(self) -> bytes | None:
+        """The file's bytes when they are new and need evaluating, else None (unchanged,
+        the same bad content again, or unreadable: :attr:`error` says so). Cheap."""
         current = self.current
         try:
             data = self.path.read_bytes()
@@ -75,17 +88,20 @@ class WorkflowStore:
             reason = err.strerror or type(err).__name__
             self._set_error(f"missing_workflow_file: cannot read {self.path}: {reason}")
             self._last_seen_digest = None
-            return False
+            return None
         digest = hashlib.sha256(data).hexdigest()
         if digest == current.fingerprint:
             self._last_seen_digest = digest
             self._set_error(None)
-            return False
+            return None
         if digest == self._last_seen_digest:
-            return False  # the same bad content again: error already set
+            return None  # the same bad content again: error already set
         self._last_seen_digest = digest
+        return data
+
+    def _evaluate(self, data: bytes) -> bool:
         try:
-            wf = parse_workflow(self.path, data, self._env)
+            wf = parse_within(self.path, data, self._env)
         except WorkflowError as err:
             self._set_error(str(err))
             return False
@@ -94,6 +110,13 @@ class WorkflowStore:
         log_kv(log, "INFO", "workflow reloaded", path=str(self.path))
         self._warn(wf)
         return True
+
+    async def reload(self) -> bool:
+        """:meth:`reload_if_changed`, one at a time, a new content evaluated in a thread:
+        the event loop goes on meanwhile (up to the deadline of ``bounded.py``)."""
+        async with self._reloading:
+            read = self._new_content()
+            return False if read is None else await asyncio.to_thread(self._evaluate, read)
 
     def _warn(self, wf: Workflow) -> None:
         """One WARNING line per front-matter key nothing reads."""
@@ -132,7 +155,7 @@ class WorkflowStore:
                     ignore_permission_denied=True,
                 ):
                     if changes or not armed:
-                        self._check_and_notify(on_change)
+                        await self._check_and_notify(on_change)
                     if not armed:
                         armed = True
                         if ready is not None:
@@ -142,13 +165,13 @@ class WorkflowStore:
                 raise
             except Exception as err:
                 log_kv(log, "WARNING", "workflow watcher failed; retrying", error=str(err))
-            self._check_and_notify(on_change)
+            await self._check_and_notify(on_change)
             await asyncio.sleep(WATCH_RETRY_S)
 
-    def _check_and_notify(self, on_change: Callable[[], None]) -> None:
+    async def _check_and_notify(self, on_change: Callable[[], None]) -> None:
         before = self.error
         try:
-            changed = self.reload_if_changed()
+            changed = await self.reload()
         except Exception as err:  # never let the watcher die on an unexpected bug
             log_kv(log, "ERROR", "workflow reload crashed", error=repr(err))
             return

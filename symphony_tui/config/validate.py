@@ -19,6 +19,21 @@ _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
+def root_problem(root: Path) -> str | None:
+    """One line when the workspace root cannot be a folder here: it, or the nearest of its
+    parents that exists, is not a folder."""
+    for at in (root, *root.parents):
+        if at.exists():
+            if at.is_dir():
+                return None
+            what = "it" if at == root else f"its parent {at}"
+            return (
+                f"workspace_root_unavailable: workspace.root {root} cannot be a folder: "
+                f"{what} is a file (move it away, or set workspace.root elsewhere)"
+            )
+    return None
+
+
 def validate_dispatch(settings: Settings) -> list[str]:
     """Problems that prevent polling or launching workers; ``[]`` when dispatch may go on."""
     problems: list[str] = []
@@ -37,10 +52,7 @@ def validate_dispatch(settings: Settings) -> list[str]:
         )
     elif kind == "linear":
         if not tracker.api_key:
-            problems.append(
-                "missing_tracker_api_key: tracker.api_key is empty "
-                "(set it, or $LINEAR_API_KEY in the environment)"
-            )
+            problems.append(f"missing_tracker_api_key: {_missing_key(tracker, 'api_key')}")
         if not tracker.project_slug:
             problems.append("missing_tracker_project_slug: tracker.project_slug is not set")
     elif kind == "github":
@@ -52,6 +64,11 @@ def validate_dispatch(settings: Settings) -> list[str]:
             problems.append("local_tracker_file: tracker.path is not set for tracker.kind local")
         elif not Path(tracker.path).is_file():
             problems.append(f"local_tracker_file: tracker.path {tracker.path} is not a file")
+
+    if not settings.worker.enabled:
+        problem = root_problem(Path(settings.workspace.root))
+        if problem:
+            problems.append(problem)
 
     backend = settings.agent.backend
     if settings.worker.enabled and backend in ("openhands", "opencode"):
@@ -100,9 +117,7 @@ def _github_problems(tracker: TrackerSettings) -> list[str]:
     elif not _REPO.match(tracker.repo):
         problems.append(f"invalid_github_repo: tracker.repo {tracker.repo!r} is not owner/name")
     if not tracker.api_key:
-        problems.append(
-            "missing_github_token: no GitHub token (set tracker.token: $VAR, or $GITHUB_TOKEN)"
-        )
+        problems.append(f"missing_github_token: {_missing_key(tracker, 'token')}")
     url = urlsplit(tracker.api_url)
     local = url.scheme == "http" and url.hostname in _LOOPBACK
     if not url.hostname or (url.scheme != "https" and not local):
@@ -116,3 +131,13 @@ def _github_problems(tracker: TrackerSettings) -> list[str]:
                 "or tracker.state_labels the states are open (active) and closed (terminal)"
             )
     return problems
+
+
+def _missing_key(tracker: TrackerSettings, key: str) -> str:
+    """Why ``tracker.<key>`` (the tracker's credential) is missing, naming the environment
+    variable it was to be read from (``tracker.api_key_env``)."""
+    what = "no GitHub token: tracker.token" if key == "token" else "tracker.api_key"
+    name = tracker.api_key_env
+    if name is None:
+        return f"{what} is empty"
+    return f"{what} is empty: ${name} is not set in the environment (export it, or set tracker.{key}: $OTHER_VAR)"

@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from symphony_tui.config.bounded import BudgetLoader, YamlBudgetExceeded, run_within
 from symphony_tui.config.errors import (
     WorkflowError,
     flatten_validation_error,
@@ -85,7 +86,10 @@ def shown_path(path: Path) -> str:
 
 def _parse_yaml(front: str, path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(front)
+        # PyYAML's safe loader within the alias and size budgets (``bounded.py``).
+        data = yaml.load(front, Loader=BudgetLoader)
+    except YamlBudgetExceeded as err:
+        raise WorkflowError("workflow_parse_error", f"{shown_path(path)}: {err}; refused") from None
     except yaml.YAMLError as err:
         # The opening fence is line 1, so the YAML text starts on line 2.
         where = yaml_error_at(err, shown_path(path), first_line=2)
@@ -119,8 +123,9 @@ def parse_workflow(path: Path, data: bytes, env: dict[str, str] | None = None) -
         raise WorkflowError("workflow_parse_error", f"{path} is not UTF-8 text: {err}") from err
     front, body = split_front_matter(text)
     raw = _parse_yaml(front, path) if front is not None else {}
+    variants: list[str] = []
     try:
-        settings = resolve_settings(raw, path.parent, env)
+        settings = resolve_settings(raw, path.parent, env, variants)
     except ValidationError as err:
         raise WorkflowError("invalid_settings", flatten_validation_error(err)) from err
     except (TypeError, ValueError) as err:
@@ -141,7 +146,7 @@ def parse_workflow(path: Path, data: bytes, env: dict[str, str] | None = None) -
         raw=raw,
         fingerprint=hashlib.sha256(data).hexdigest(),
         prompt_first_line=first_line,
-        warnings=unread_warnings(raw),
+        warnings=(*variants, *unread_warnings(raw)),
     )
 
 
@@ -165,4 +170,10 @@ def load_workflow(path: Path, env: dict[str, str] | None = None) -> Workflow:
     except OSError as err:
         reason = err.strerror or type(err).__name__
         raise WorkflowError("missing_workflow_file", f"cannot read {path}: {reason}") from err
-    return parse_workflow(path, data, env)
+    return parse_within(path, data, env)
+
+
+def parse_within(path: Path, data: bytes, env: dict[str, str] | None = None) -> Workflow:
+    """:func:`parse_workflow` in a thread with the evaluation deadline (``bounded.py``):
+    raises ``WorkflowError("workflow_parse_error")`` past it. Blocks the caller."""
+    return run_within(lambda: parse_workflow(path, data, env), f"evaluating {shown_path(path)}")

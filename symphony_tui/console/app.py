@@ -134,6 +134,7 @@ class SymphonyApp(
         notices: Sequence[str] = (),
         notify: Callable[[], NotifySettings] | None = None,
         terminal_modes: list | None = None,
+        detachable: bool = False,
     ) -> None:
         super().__init__()
         if (port is None) == (start is None):
@@ -166,6 +167,11 @@ class SymphonyApp(
             bool(getattr(port, "detach_only", False)) if detach_only is None else detach_only
         )
         self._terminal_watch = terminal_watch
+        #: The scheduler this console embeds can outlive it (``cli`` runs it so): a lost
+        #: terminal detaches, and ``q`` asks stop or detach (``console/app_lifecycle.py``).
+        self.detachable = detachable
+        #: Why the console left its scheduler running (None: it did not).
+        self.detached: str | None = None
         self._notices = tuple(notices)
         # the terminal's modes from before the CLI held the keys typed during start-up
         # (console/typeahead.py): what Textual must put back on exit and suspend

@@ -51,9 +51,8 @@ class ApprovalActionsMixin:
         body.append(" and end the turn of ")
         body.append_text(inert(approval.issue_identifier or approval.issue_id, "bold"))
         body.append("? The agent stops working on this turn.")
-        self.confirm_then(
-            "Cancel turn", body, domain.Deny(approval_id=approval.id, cancel=True), "Cancel turn"
-        )
+        command = domain.Deny(approval_id=approval.id, cancel=True)
+        self.confirm_then("Cancel turn", body, command, "Deny and end turn", no="Keep the turn")
 
     @work(group="dialogs", exclusive=True, exit_on_error=False)
     async def action_grant(self) -> None:

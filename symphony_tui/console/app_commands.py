@@ -72,7 +72,14 @@ class CommandsMixin:
         return issue_id
 
     def confirm_then(
-        self, title: str, body: Text, command: Command, yes: str, *, running: str | None = None
+        self,
+        title: str,
+        body: Text,
+        command: Command,
+        yes: str,
+        *,
+        no: str = "Cancel",
+        running: str | None = None,
     ) -> None:
         """Ask (``Confirm``), then send ``command`` if the operator says yes. With
         ``running`` (an issue id) the question is about that issue's worker: the dialog
@@ -87,7 +94,9 @@ class CommandsMixin:
         if running is not None:
             still_valid = lambda snap: any(r.issue_id == running for r in snap.running)  # noqa: E731
             gone = f"{self._ident(running)} ended before you answered; nothing was sent"
-        self.push_screen(Confirm(title, body, yes=yes, still_valid=still_valid, gone=gone), decided)
+        self.push_screen(
+            Confirm(title, body, yes=yes, no=no, still_valid=still_valid, gone=gone), decided
+        )
 
     def action_interrupt(self) -> None:
         issue = self._selected_issue()
@@ -95,7 +104,7 @@ class CommandsMixin:
             return
         body = Text("Interrupt the running turn of ", end="")
         body.append_text(inert(self._ident(issue), "bold"))
-        body.append("? The run ends as cancelled.")
+        body.append("? The run ends as cancelled and the issue is held until you rerun it.")
         self.confirm_then(
             "Interrupt worker", body, domain.Interrupt(issue_id=issue), "Interrupt", running=issue
         )
@@ -106,7 +115,7 @@ class CommandsMixin:
             return
         body = Text("Stop the worker of ", end="")
         body.append_text(inert(self._ident(issue), "bold"))
-        body.append("? Its workspace is kept and the claim released.")
+        body.append("? Its workspace is kept and the issue held until you rerun it.")
         self.confirm_then("Stop worker", body, domain.Stop(issue_id=issue), "Stop", running=issue)
 
     def action_steer(self) -> None:

@@ -1,7 +1,10 @@
 """The console's lifecycle: signals, a lost terminal, the scheduler worker, quitting.
 
-SIGHUP / SIGTERM / SIGINT and a terminal that went away all take one path: stop the
-workers (or only detach, behind ``attach``) once, then exit (docs/architecture.md).
+SIGTERM and SIGINT stop the workers once, then exit. SIGHUP and a terminal that went away
+never stop agents: a console whose scheduler can outlive it (``detachable``, the CLI's
+``symphony-tui WORKFLOW.md``) leaves it running headless, and an attached one only detaches.
+``q`` asks: stop the running agents, or leave them running and detach
+(docs/architecture.md "Detaching").
 """
 
 from __future__ import annotations
@@ -27,6 +30,10 @@ class LifecycleMixin:
     the attributes set in ``SymphonyApp.__init__``); it never imports the app."""
 
     def on_unmount(self) -> None:
+        if self.detached is not None:
+            # the process goes on as a headless scheduler: a SIGHUP arriving before it
+            # installs its own handlers must still find one (this one does nothing now)
+            return
         for sig in self._signals_installed:
             try:
                 self._event_loop().remove_signal_handler(sig)
@@ -40,10 +47,10 @@ class LifecycleMixin:
         return asyncio.get_running_loop()
 
     def _install_signals(self) -> None:
-        """SIGHUP (a dropped SSH session), SIGTERM (``kill``, a service manager) and
-        SIGINT (``kill -INT``; ctrl+c is a key in raw mode) all stop the workers and
-        leave with exit 0. SIGHUP means the terminal is gone; the other two leave it
-        working, so Textual restores it (main screen, mouse off, cursor shown)."""
+        """SIGHUP (a dropped SSH session) is a lost terminal (:meth:`terminal_lost`);
+        SIGTERM (``kill``, ``symphony-tui stop``, a service manager) and SIGINT (``kill
+        -INT``; ctrl+c is a key in raw mode) stop the workers and leave with exit 0, the
+        terminal restored (main screen, mouse off, cursor shown)."""
         handlers = {
             signal.SIGHUP: self._on_sighup,
             signal.SIGTERM: lambda: self._on_stop_signal("terminated"),
@@ -122,17 +129,30 @@ class LifecycleMixin:
             self.terminal_lost(reason)
 
     def terminal_lost(self, reason: str) -> None:
-        """The operator's terminal is gone (SIGHUP, hung-up tty, dead parent): stop the
-        workers (or detach) and exit 0, never spin or leave workers behind silently."""
+        """The operator's terminal is gone (SIGHUP, hung-up tty, dead parent): exit 0 and
+        never spin. A detachable console leaves its scheduler running (the agents go on);
+        an attached one detaches; only a console that cannot detach stops its workers."""
         if self._stopping:
             return
         self._mute_terminal()
+        if self.detachable and not self.detach_only and not self.starting:
+            self.detach_and_exit(reason)
+            return
         done = "detached" if self.detach_only else "workers stopped"
         self.run_worker(
             self.shutdown_and_exit(0, f"{reason}: {done}"),
             group="lifecycle",
             exit_on_error=False,
         )
+
+    def detach_and_exit(self, reason: str) -> None:
+        """Leave the embedded scheduler running and exit 0 (``detached`` says why); the
+        CLI carries the scheduler on headless once the app is gone."""
+        if self._stopping:
+            return
+        self._stopping = True
+        self.detached = reason
+        self.exit(return_code=0)
 
     def _begin_start(self) -> None:
         """Build the scheduler (``start``, docs/architecture.md "Start-up"): called once
@@ -238,6 +258,9 @@ class LifecycleMixin:
         if not running:
             await self.shutdown_and_exit(0, message)
             return
+        if self.detachable and not self.detach_only:
+            self._ask_stop_or_detach(len(running))
+            return
         if self.detach_only:
             # an attached console only detaches: the scheduler and its workers go on
             body = Text(
@@ -257,3 +280,16 @@ class LifecycleMixin:
                 )
 
         self.push_screen(Confirm(title, body, yes=yes, danger=danger), decided)
+
+    def _ask_stop_or_detach(self, count: int) -> None:
+        """``q`` with agents running under an embedded scheduler that can outlive the
+        console: stop them (``s``), or leave them running and detach (``d``)."""
+        from symphony_tui.console.screens.modals import StopOrDetach
+
+        def decided(answer: str | None) -> None:
+            if answer == "stop":
+                self.run_worker(self.shutdown_and_exit(0), group="lifecycle", exit_on_error=False)
+            elif answer == "detach":
+                self.detach_and_exit("q")
+
+        self.push_screen(StopOrDetach(count), decided)

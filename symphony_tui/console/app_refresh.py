@@ -91,7 +91,9 @@ class RefreshMixin:
         self.attention.on_snapshot(snapshot)
         now = self.clock()
         tones = self.tones
-        key = (id(snapshot), snapshot.generated_at, int(now.timestamp()), self.theme)
+        link_of = getattr(self.port, "link", None)  # attached: a lost link repaints at once
+        link = link_of().state if link_of is not None else None
+        key = (id(snapshot), snapshot.generated_at, int(now.timestamp()), self.theme, link)
         for screen in reversed(self.screen_stack):
             self._paint(screen, snapshot, now, tones, key)
             if not screen.is_modal:

@@ -22,13 +22,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.text import Text
-from textual.app import SuspendNotSupported
+from textual.app import SuspendNotSupported, SystemCommand
 
 from symphony_tui.console.sanitize import inert, one_line
 from symphony_tui.console.screens.modals import AskText, Choose
 from symphony_tui.console.widgets.event_log import EventLogView
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from textual.screen import Screen
+
     from symphony_tui.domain import AgentEvent
 
 EXPORT_LIMIT = 10_000  # events asked of the scheduler (what its ring still holds)
@@ -309,6 +313,47 @@ class ToolsMixin:
         self.push_screen(
             dialog, lambda name: entered(name or default) if name is not None else None
         )
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """Textual's palette commands, less its Quit (the console's own ``Quit`` asks first
+        while workers run) and with a Screenshot that saves where ``paths`` says."""
+        for command in super().get_system_commands(screen):  # type: ignore[misc]
+            if command.title == "Quit":
+                continue
+            if command.title == "Screenshot":
+                from symphony_tui.paths import screenshots_dir
+
+                help_ = f"Save an SVG picture of the screen in {screenshots_dir()}"
+                # After the palette has closed, so the picture shows the screen under it.
+                later = lambda: self.set_timer(0.1, self.save_screenshot_svg)  # noqa: E731
+                yield SystemCommand("Screenshot", help_, later)
+                continue
+            yield command
+
+    def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
+        self.save_screenshot_svg(Path(path) if path else None, filename)
+
+    def save_screenshot_svg(self, folder: Path | None = None, name: str | None = None) -> bool:
+        """Save the screen as SVG in ``folder`` (default ``paths.screenshots_dir()``, made
+        when missing) under ``name`` (default ``symphony-<time>.svg``), never overwriting a
+        file; say where, or why it could not."""
+        from symphony_tui.paths import screenshots_dir
+
+        folder = folder or screenshots_dir()
+        name = name or f"symphony-{self.clock().strftime('%Y%m%d-%H%M%S-%f')}.svg"
+        path = folder / name
+        try:
+            svg = self.export_screenshot()
+            folder.mkdir(parents=True, exist_ok=True)
+            with path.open("x", encoding="utf-8") as f:
+                f.write(svg)
+        except OSError as exc:
+            where = exc.filename or path
+            message = f"screenshot not saved: {where}: {exc.strerror or exc}"
+            self.notify(one_line(message, 300), severity="error", markup=False)
+            return False
+        self.notify(one_line(f"screenshot saved: {path}", 300), markup=False)
+        return True
 
     def export_to(self, path: Path, what: str, events: list[AgentEvent]) -> bool:
         """Write ``events`` to ``path`` (refusing to overwrite); notify and audit."""

@@ -24,7 +24,7 @@ CLAIM_LABELS: dict[str, tuple[str, str, str]] = {
     "retry": ("↻", "retry", "warning"),
     "blocked": ("⧗", "blocked", "warning"),
     "done": ("✓", "done", "primary"),
-    "released": ("◌", "released", "muted"),
+    "released": ("◌", "held", "muted"),  # interrupted or stopped: held until rerun
     "idle": ("○", "idle", "muted"),
 }
 

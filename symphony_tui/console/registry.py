@@ -91,7 +91,7 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
     # -- acting on the selected worker / issue / approval (every non-modal screen)
     ConsoleCommand(
         "interrupt", "i", "interrupt", "Interrupt",
-        "Interrupt the selected worker's turn",
+        "Interrupt the selected worker's turn (the issue is then held)",
         requires="running", confirm=True,
     ),
     ConsoleCommand(
@@ -100,7 +100,7 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
         requires="accept",
     ),
     ConsoleCommand(
-        "approve_session", "A", "approve_session", "Approve all",
+        "approve_session", "A", "approve_session", "Approve for session",
         "Approve the selected pending approval for the rest of the session",
         requires="accept", show=False,
     ),
@@ -146,7 +146,7 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
     ),
     ConsoleCommand(
         "stop", "s", "stop", "Stop",
-        "Stop the selected worker, keep its workspace",
+        "Stop the selected worker (its workspace kept, the issue held)",
         requires="running", confirm=True,
     ),
     ConsoleCommand(

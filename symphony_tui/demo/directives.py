@@ -8,7 +8,7 @@ Known directives:
 
 * ``approval``: run one command that needs the operator's approval first.
 * ``fail-once``: the first attempt in a workspace fails (marker ``.symphony-demo/failed-once``).
-* ``slow``: everything takes four times longer (handy for trying the interrupt key).
+* ``slow``: everything takes 24 times longer (time to try the interrupt key).
 * ``two-turns``: the work finishes on the thread's second turn (a continuation turn).
 * ``escape-sample``: the agent's text and command output contain ANSI escapes and Rich
   markup, to show that the console renders agent text as plain, sanitized text.

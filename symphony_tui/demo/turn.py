@@ -12,7 +12,7 @@ totals.
 
 Directives (see :mod:`symphony_tui.demo.directives`) change the script: ``fail-once`` fails
 the first attempt in a workspace, ``two-turns`` finishes on the thread's second turn,
-``slow`` paces everything four times slower, ``escape-sample`` puts ANSI escapes and Rich
+``slow`` paces everything :data:`SLOW_FACTOR` times slower, ``escape-sample`` puts ANSI escapes and Rich
 markup into the agent's text.
 
 An interrupt cancels the task running :meth:`TurnScript.run`; as real codex does, items that
@@ -90,6 +90,11 @@ def _words(text: str) -> int:
     return max(1, len(text) // 4)
 
 
+#: How much longer ``slow`` makes every pause: a slow two-turn issue works for about a minute
+#: and a half at the default speed, time enough to find it and try the interrupt key.
+SLOW_FACTOR = 24.0
+
+
 class TurnScript:
     """Runs one turn of ``thread`` for ``prompt`` (the ``turn/start`` input text)."""
 
@@ -107,7 +112,7 @@ class TurnScript:
         self.turn = turn
         self.prompt = prompt
         self.directives = directives
-        self.pacer = Pacer(speed, 4.0 if "slow" in directives else 1.0)
+        self.pacer = Pacer(speed, SLOW_FACTOR if "slow" in directives else 1.0)
         self.cwd = thread.cwd
         self.name = thread.cwd.name or "workspace"
         self.pending_request: int | None = None

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
         Stop,
     )
     from symphony_tui.domain.events import AgentEvent
-    from symphony_tui.domain.issue import BlockerRef, Issue
+    from symphony_tui.domain.issue import BlockerRef, Issue, IssueComment
     from symphony_tui.domain.kinds import (
         ApprovalDecision,
         ApprovalKind,
@@ -70,6 +70,7 @@ _HOME = {
     "ExtendBudget": "commands",
     "Interrupt": "commands",
     "Issue": "issue",
+    "IssueComment": "issue",
     "IssueRow": "snapshot",
     "LiveSession": "run",
     "MoveIssue": "commands",
@@ -110,6 +111,7 @@ __all__ = [
     "ExtendBudget",
     "Interrupt",
     "Issue",
+    "IssueComment",
     "IssueRow",
     "LiveSession",
     "MoveIssue",

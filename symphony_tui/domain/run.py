@@ -52,6 +52,12 @@ class RetryEntry(BaseModel):
     error: str | None = None
     continuation: bool = False
 
+    @property
+    def retry_kind(self) -> str:
+        """``continuation`` (the run ended normally and its issue is still active) or
+        ``failure`` (an error, timeout or stall): the optional template field of §12.3."""
+        return "continuation" if self.continuation else "failure"
+
 
 class RecoveredWorkspace(BaseModel):
     """What a workspace's manifests say about its last run (our extension of spec §9)."""

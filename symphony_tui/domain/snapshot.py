@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from symphony_tui.domain.approvals import ApprovalRequest
 from symphony_tui.domain.kinds import ClaimState, RunStatus
+from symphony_tui.domain.posture import RunPosture
 from symphony_tui.domain.run import RecoveredWorkspace
 from symphony_tui.domain.tokens import RateLimits, TokenUsage
 
@@ -40,7 +41,10 @@ class RunningRow(BaseModel):
     state: str
     backend: str = ""
     status: RunStatus = RunStatus.PREPARING_WORKSPACE
+    #: Null on a first run, 1-based after (§12.3); ``retry_kind`` says why it was retried
+    #: (``continuation`` or ``failure``), null on a first run or an operator's rerun.
     attempt: int | None = None
+    retry_kind: str | None = None
     session_id: str | None = None
     thread_id: str | None = None
     turn_count: int = 0
@@ -58,6 +62,8 @@ class RunningRow(BaseModel):
     #: Why the attempt failed (one line; ``status`` is then the failed one), shown while its
     #: worker finishes (``after_run``); None while it has not failed.
     error: str | None = None
+    #: What the run can reach (docs/security.md), fixed at dispatch.
+    posture: RunPosture | None = None
 
 
 class HostRow(BaseModel):
@@ -89,6 +95,7 @@ class RetryRow(BaseModel):
     attempt: int
     due_at: datetime
     error: str | None = None
+    retry_kind: str | None = None
 
 
 class Snapshot(BaseModel):
@@ -150,6 +157,8 @@ class Snapshot(BaseModel):
                     "issue_id": r.issue_id,
                     "issue_identifier": r.issue_identifier,
                     "state": r.state,
+                    "attempt": r.attempt,
+                    "retry_kind": r.retry_kind,
                     "session_id": r.session_id,
                     "turn_count": r.turn_count,
                     "last_event": r.last_event,
@@ -165,6 +174,7 @@ class Snapshot(BaseModel):
                     "issue_id": r.issue_id,
                     "issue_identifier": r.issue_identifier,
                     "attempt": r.attempt,
+                    "retry_kind": r.retry_kind,
                     "due_at": iso(r.due_at),
                     "error": r.error,
                 }

@@ -50,6 +50,8 @@ def group_script(
     env: Mapping[str, str | None] | None = None,
     merge_stderr: bool = False,
     keep_while_group_lives: bool = False,
+    end_group: bool = False,
+    grace_s: float = 2.0,
 ) -> str:
     """The ``sh`` script that runs ``command`` in ``cwd`` as a new process group.
 
@@ -57,9 +59,10 @@ def group_script(
     (its folder is created); ``merge_stderr``: send the command's stderr to stdout (hook
     output); ``keep_while_group_lives``: leave the pgid file in place when the command
     exits while others of its group still run (an agent's children, which its stop or
-    :func:`reap_script` then ends). stdin is passed through (an agent's JSON-RPC
-    channel). Exits with the command's status, :data:`NO_WORKSPACE_EXIT` when ``cwd`` is
-    missing."""
+    :func:`reap_script` then ends); ``end_group``: once the command exits, end what it
+    left in its group (SIGTERM, up to ``grace_s`` seconds, SIGKILL; a hook's ``sleep
+    3101 &``). stdin is passed through (an agent's JSON-RPC channel). Exits with the
+    command's status, :data:`NO_WORKSPACE_EXIT` when ``cwd`` is missing."""
     exports = env_exports({k: v for k, v in (env or {}).items() if v is not None})
     unsets = "".join(f"unset {k}; " for k, v in (env or {}).items() if v is None)
     folder = pgid_file.rsplit("/", 1)[0] if "/" in pgid_file else "."
@@ -69,6 +72,14 @@ def group_script(
         if keep_while_group_lives
         else 'rm -f "$pgf"; '
     )
+    if end_group:
+        steps = max(1, int(grace_s * 10))
+        drop = (
+            'if kill -s TERM -- -"$pid" 2>/dev/null; then i=0; '
+            f'while kill -s 0 -- -"$pid" 2>/dev/null && [ $i -lt {steps} ]; do '
+            "sleep 0.1; i=$((i+1)); done; "
+            'kill -s KILL -- -"$pid" 2>/dev/null; fi; ' + drop
+        )
     return (
         f"cd {home_path(cwd)} 2>/dev/null || "
         f"{{ echo 'workspace {cwd} does not exist on this host' >&2; exit {NO_WORKSPACE_EXIT}; }}; "

@@ -30,7 +30,7 @@ _SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
             r"""(?ix)
             \b((?:[a-z0-9]+[_-])*(?:api[_-]?key|token|secret|password|passwd|authorization))
             (["']?\s*[:=]\s*["']?)
-            (?!\*\*\*)([^\s"'&,;}]+)
+            (?!\*\*\*|\$[A-Za-z_])([^\s"'&,;}]+)
             """
         ),
         r"\1\2" + MASK,
@@ -85,6 +85,20 @@ class Redactor:
             text = shape.sub(replacement, text)
         return text
 
+    def redact_values(self, text: str) -> str:
+        """``text`` with every registered secret and unmistakable token (``lin_api_...``,
+        ``sk-...``, ``ghp_...``, ``Bearer ...``) masked, but not the value after a key name:
+        for the program's own messages, which name settings (``tracker.api_key is empty``)
+        and never write a value that was not registered."""
+        pattern = self._pattern
+        if pattern is not None:
+            text = pattern.sub(MASK, text)
+        if _TRIGGER.search(text.lower()) is None:
+            return text
+        for shape, replacement in _SHAPES[:-1]:
+            text = shape.sub(replacement, text)
+        return text
+
     def clear(self) -> None:
         """Forget registered secrets (tests)."""
         with self._lock:
@@ -103,6 +117,11 @@ def register_secret(value: str | None) -> None:
 def redact(text: str) -> str:
     """Apply the process-wide redactor to ``text``."""
     return _DEFAULT.redact(text)
+
+
+def redact_values(text: str) -> str:
+    """Apply the process-wide redactor's :meth:`Redactor.redact_values` to ``text``."""
+    return _DEFAULT.redact_values(text)
 
 
 def default_redactor() -> Redactor:

@@ -25,7 +25,7 @@ from typing import Any
 from symphony_tui.agents.base import AgentBackend
 from symphony_tui.config.settings import Settings
 from symphony_tui.config.store import WorkflowStore
-from symphony_tui.domain import EventKind, RunOutcome, RunStatus
+from symphony_tui.domain import EventKind, RunOutcome, RunStatus, TokenUsage
 from symphony_tui.scheduler.approvals import ApprovalDesk
 from symphony_tui.scheduler.clock import Clock
 from symphony_tui.scheduler.commands import OperatorCommands
@@ -36,6 +36,7 @@ from symphony_tui.scheduler.polling import Polling
 from symphony_tui.scheduler.recovered_scans import RecoveredScans
 from symphony_tui.scheduler.retries import Retries
 from symphony_tui.scheduler.run import Ending, Run
+from symphony_tui.scheduler.session_events import session_key
 from symphony_tui.scheduler.state import SchedulerState
 from symphony_tui.scheduler.tools import SessionTools
 from symphony_tui.scheduler.usage_ledger import UsageLedger
@@ -167,6 +168,15 @@ async def restore_usage(state: SchedulerState, usage: UsageLedger) -> None:
     runs from now on (``usage_ledger.py``). The ledger file is read in a thread."""
     loaded = await asyncio.to_thread(usage.open)
     state.ledger.restore({issue_id: u.tokens for issue_id, u in loaded.by_issue.items()})
+    for key, totals in loaded.threads.items():
+        state.ledger.seed(key, totals)  # a resumed thread counts on from what was counted
+
+    def session_totals(run: Run) -> tuple[str, TokenUsage] | None:
+        key = session_key(run)
+        totals = state.ledger.baseline(key) if run.thread_id else None
+        return (key, totals) if totals is not None else None
+
+    usage.session_totals = session_totals
     state.ended_seconds += loaded.seconds
     if loaded.warning:
         state.emit_system(EventKind.WARNING, loaded.warning)

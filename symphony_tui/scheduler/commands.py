@@ -18,7 +18,7 @@ import dataclasses
 import logging
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from symphony_tui.agents.base import AgentError
 from symphony_tui.domain import (
@@ -63,6 +63,9 @@ from symphony_tui.trackers.base import Tracker, TrackerError
 from symphony_tui.workspaces.errors import WorkspaceError
 from symphony_tui.workspaces.manager import WorkspaceManager
 from symphony_tui.workspaces.paths import workspace_key
+
+if TYPE_CHECKING:
+    from symphony_tui.config.settings import Settings
 
 log = logging.getLogger("symphony_tui.scheduler")
 
@@ -387,7 +390,9 @@ class OperatorCommands:
 
     def _rerun(self, issue_id: str) -> CommandResult:
         """Clear the hold and any backoff, then dispatch now when eligible and a slot is
-        free (a full house queues a short retry; an ineligible issue waits for a poll)."""
+        free (a full house queues a short retry). An issue its own fields rule out (a
+        terminal or inactive state, a missing label, an open blocker) is refused with the
+        reason; otherwise an ineligible issue waits for a poll."""
         state = self._state
         if issue_id in state.running:
             return CommandResult(False, "already running")
@@ -401,6 +406,11 @@ class OperatorCommands:
         attempt = retry.entry.attempt if retry is not None else None
         if not self._dispatcher.is_eligible(issue, settings) or state.dispatch_paused:
             self._request_refresh()
+            why = not_eligible_reason(issue, settings)
+            if why is not None:
+                return CommandResult(False, f"{issue.identifier} not dispatched: {why}")
+            if state.dispatch_paused:
+                return CommandResult(True, f"{issue.identifier} waits: dispatching is paused")
             return CommandResult(True, f"{issue.identifier} is not eligible now; will poll")
         if not self._dispatcher.slots_free(issue, settings):
             self._retries.schedule(
@@ -454,3 +464,36 @@ class OperatorCommands:
             return CommandResult(True, f"workspace {key} removed{note}")
 
         return remove()
+
+
+def not_eligible_reason(issue: Issue, settings: Settings) -> str | None:
+    """Why ``issue`` is not a dispatch candidate (spec §8.2), in the operator's words, from
+    what the issue itself says (its state, labels, blockers, fields); ``None`` when none of
+    those rules out the issue (it is then held back by a claim)."""
+    tracker = settings.tracker
+    if tracker.is_terminal(issue.state):
+        return (
+            f"its state {issue.state!r} is terminal (tracker.terminal_states); "
+            "move it to an active state to run it again"
+        )
+    if not tracker.is_active(issue.state):
+        active = ", ".join(tracker.active_states)
+        return f"its state {issue.state!r} is not active (tracker.active_states: {active})"
+    if not policy.has_required_fields(issue):
+        return "the tracker gave it no id, identifier, title or state"
+    if not tracker.has_required_labels(issue.labels):
+        have = {label.strip().lower() for label in issue.labels}
+        missing = [label for label in tracker.required_labels if label not in have]
+        return f"it lacks the required label(s) {', '.join(missing)} (tracker.required_labels)"
+    open_ = [
+        b.identifier or b.id or "?"
+        for b in issue.blocked_by
+        if b.state is None or not tracker.is_terminal(b.state)
+    ]
+    # The adapter folds the blocker rule into ``dispatchable`` (§8.2); its open blockers
+    # are what the operator can act on.
+    if not issue.dispatchable:
+        if open_:
+            return f"it is blocked by an issue not yet done ({', '.join(open_)})"
+        return "the tracker says it cannot be dispatched now"
+    return None

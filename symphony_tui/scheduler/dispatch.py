@@ -12,6 +12,7 @@ from symphony_tui.domain import EventKind, Issue
 from symphony_tui.domain.payloads import Dispatched
 from symphony_tui.hosts.ssh import HostTargets
 from symphony_tui.scheduler import policy
+from symphony_tui.scheduler.adoption import Leftover
 from symphony_tui.scheduler.retries import Retries
 from symphony_tui.scheduler.run import Run
 from symphony_tui.scheduler.state import RetryState, SchedulerState
@@ -33,26 +34,37 @@ class Dispatcher:
         self._retries = retries
         self._start_worker = start_worker
         self.probes = HostProbes(state, HostTargets(lambda: state.settings))
+        self._unsafe_told: set[str] = set()
 
     # ------------------------------------------------------------------ eligibility
 
     def is_eligible(self, issue: Issue, settings: Settings, *, for_retry: bool = False) -> bool:
-        """Spec §8.2 candidate selection, plus operator holds."""
+        """Spec §8.2 candidate selection (required fields, active and not terminal state,
+        routable: ``dispatchable`` and ``required_labels``), not running or claimed, plus
+        operator holds. Provider rules (blockers, assignment) reach it only through
+        ``dispatchable``."""
         state = self._state
         if not policy.has_required_fields(issue):
+            return False
+        unsafe = policy.unsafe_identifier(issue)
+        if unsafe is not None:
+            if issue.id not in self._unsafe_told:  # one line per issue, never a retry
+                self._unsafe_told.add(issue.id)
+                state.log(
+                    "warning", f"not dispatched: {unsafe}", issue_id=issue.id,
+                    issue_identifier=issue.identifier,
+                )  # fmt: skip
             return False
         tracker = settings.tracker
         if not tracker.is_active(issue.state) or tracker.is_terminal(issue.state):
             return False
-        if not tracker.has_required_labels(issue.labels):  # the reference's required_labels
+        if not policy.issue_routable(issue, settings):
             return False
         if issue.id in state.running:
             return False
         if not for_retry and issue.id in state.retrying:
             return False
-        if issue.id in state.held:
-            return False
-        return not policy.blocked_by_open_issue(issue, settings)
+        return issue.id not in state.held
 
     def slots_free(self, issue: Issue, settings: Settings) -> bool:
         """A global slot (``agent.max_concurrent_agents``) and a slot of the issue's state
@@ -72,8 +84,9 @@ class Dispatcher:
 
     # ------------------------------------------------------------------ dispatch
 
-    def dispatch(self, issue: Issue, attempt: int | None) -> Run:
-        """Claim ``issue`` and start its worker (§16.4)."""
+    def dispatch(self, issue: Issue, attempt: int | None, *, retry_kind: str | None = None) -> Run:
+        """Claim ``issue`` and start its worker (§16.4). ``attempt`` is None on a first run;
+        ``retry_kind`` (``continuation`` / ``failure``) goes with a retry's attempt (§12.3)."""
         state = self._state
         self._retries.cancel(issue.id)
         now_mono = state.clock.monotonic()
@@ -84,6 +97,7 @@ class Dispatcher:
             started_at=state.clock.now(),
             started_mono=now_mono,
             last_event_mono=now_mono,
+            retry_kind=retry_kind if attempt is not None else None,
         )
         if state.hosts.enabled:
             run.worker_host = state.hosts.place(issue.id, state.running, force=True)
@@ -105,6 +119,40 @@ class Dispatcher:
         )  # fmt: skip
         return run
 
+    def adopt(self, issue: Issue, left: Leftover) -> Run:
+        """Claim ``issue`` again for the agent an earlier scheduler left running in
+        ``left.path`` (scheduler/adoption.py): the same run attempt, its turn count, its
+        workspace; the worker re-attaches instead of starting a session."""
+        state = self._state
+        self._retries.cancel(issue.id)
+        now_mono = state.clock.monotonic()
+        run = Run(
+            issue=issue,
+            attempt=left.attempt,
+            backend=str(left.session.get("backend") or "codex"),
+            started_at=state.clock.now(),
+            started_mono=now_mono,
+            last_event_mono=now_mono,
+            workspace=left.path,
+            turn_count=left.turn_count,
+            adopting=dict(left.session),
+        )
+        state.claim(run)
+        self._start_worker(run)
+        state.emit_system(
+            EventKind.DISPATCH,
+            f"re-adopted {issue.identifier}"
+            + (f" (attempt {left.attempt})" if left.attempt else "")
+            + f": its agent (pid {left.agent.pid}) kept running through the restart",
+            issue=issue,
+            payload=Dispatched(attempt=left.attempt),
+        )
+        state.log(
+            "info", "re-adopt", issue_id=issue.id, issue_identifier=issue.identifier,
+            attempt=left.attempt, pid=left.agent.pid,
+        )  # fmt: skip
+        return run
+
     def candidates_fetched(self, candidates: list[Issue], tick_started_mono: float) -> None:
         """A poll's candidates (§8.1): release retries of issues that left them, remember
         them, and dispatch in order while slots are free."""
@@ -120,6 +168,15 @@ class Dispatcher:
         state.remember_candidates(candidates)
         eligible_left = 0
         for issue in policy.sort_for_dispatch(candidates):
+            # A retry waiting for a slot keeps its issue's place in the order (§8.2), so
+            # a new issue after it never takes the slot it waits for.
+            retry = self._retries.due_for_slot(issue.id)
+            if retry is not None and self.is_eligible(issue, settings, for_retry=True):
+                if state.dispatch_paused or not self.slots_free(issue, settings):
+                    eligible_left += 1
+                    continue
+                self.dispatch(issue, attempt=retry.entry.attempt, retry_kind=retry.entry.retry_kind)
+                continue
             if not self.is_eligible(issue, settings):
                 continue
             if state.dispatch_paused or not self.slots_free(issue, settings):
@@ -134,8 +191,10 @@ class Dispatcher:
     def retry_fetched(
         self, retry: RetryState, candidates: list[Issue] | None, error: TrackerError | None
     ) -> None:
-        """A due retry's candidate fetch came back (§8.4, §16.6): dispatch its issue, queue
-        it again (tracker down, dispatch paused, no slot) or release it."""
+        """A due retry's refresh by id came back (§8.4, §16.6; ``candidates`` is the
+        result of ``fetch_issues_by_ids([issue_id])``): dispatch its issue, queue it again
+        (tracker down, dispatch paused, no slot) or release it (gone, terminal with its
+        workspace already removed, or no longer active and routable)."""
         state = self._state
         settings = state.settings
         entry = retry.entry
@@ -161,8 +220,14 @@ class Dispatcher:
         if state.retrying.get(issue_id) is not None or issue_id in state.running:
             return  # something else claimed it while we were fetching
         issue = next((i for i in candidates or () if i.id == issue_id), None)
-        if issue is None or not self.is_eligible(issue, settings, for_retry=True):
-            self._retries.release(issue_id, "no longer eligible")
+        if issue is None:
+            self._retries.release(issue_id, "no longer visible in the tracker")
+            return
+        if settings.tracker.is_terminal(issue.state):
+            self._retries.release(issue_id, f"moved to terminal state {issue.state}")
+            return
+        if not self.is_eligible(issue, settings, for_retry=True):
+            self._retries.release(issue_id, "no longer active and routable")
             return
         if state.dispatch_paused:
             # The operator paused dispatch: wait without using up a retry attempt.
@@ -180,4 +245,4 @@ class Dispatcher:
             )
             self._retries.schedule(issue, entry.attempt + 1, delay, error=policy.NO_SLOTS_ERROR)
             return
-        self.dispatch(issue, attempt=entry.attempt)
+        self.dispatch(issue, attempt=entry.attempt, retry_kind=entry.retry_kind)

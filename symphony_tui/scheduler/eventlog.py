@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from symphony_tui.domain import AgentEvent
+from symphony_tui.domain import AgentEvent, EventKind, RunOutcome
 from symphony_tui.domain.kinds import FRAGMENT_KINDS, QUIET_KINDS
 from symphony_tui.observability.redact import redact
 from symphony_tui.scheduler.event_file import RotatingJsonl
@@ -69,9 +69,48 @@ class EventHistory:
         )
         self._jsonl: RotatingJsonl | None = None
         self.jsonl_path = jsonl_path
+        #: Identifiers whose runs ended normally in an earlier life of this project (its
+        #: history file), oldest first: the scheduler counts them done again.
+        self.completed_before: list[str] = []
         if jsonl_path is not None:  # rotated by size; seq goes on from the file's last
             self._jsonl = RotatingJsonl(jsonl_path)
             self._seq = self._jsonl.last_seq
+            self._reload(jsonl_path)
+
+    def _reload(self, path: Path) -> None:
+        """Take the newest events of the history file (and its first backup when the file
+        alone holds fewer) back into the ring, within its count and byte budget, so a
+        restarted console shows what happened before; and read which runs ended normally
+        (:attr:`completed_before`). Unreadable files and lines are skipped."""
+        files = [path, path.with_name(f"{path.name}.1")]
+        kept: list[Kept] = []
+        done: dict[str, None] = {}  # newest first, each once
+        budget = self.ring_bytes_budget
+        for file in files:
+            try:
+                data = file.read_bytes()
+            except OSError:
+                continue
+            lines = data.splitlines()
+            for line in reversed(lines):
+                if b'"run_ended"' in line and b'"normal"' in line:
+                    ident = _normal_end(line)
+                    if ident is not None:
+                        done.setdefault(ident)
+                if len(kept) >= self._ring_size or budget <= 0 or not line.strip():
+                    continue
+                try:
+                    event = AgentEvent.model_validate_json(line)
+                except ValueError:
+                    continue
+                if event.kind in QUIET_KINDS or event.kind in FRAGMENT_KINDS:
+                    continue
+                entry = pack(event, line)
+                budget -= entry[2]
+                kept.append(entry)
+        for entry in reversed(kept):
+            self._keep_in_ring(entry)
+        self.completed_before = list(done)[::-1]
 
     @property
     def last_seq(self) -> int:
@@ -226,6 +265,21 @@ def read_history(path: Path) -> Iterator[AgentEvent]:
             except ValueError as exc:
                 first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                 log.warning("%s:%d: not an event, skipped (%s)", path, number, first)
+
+
+def _normal_end(line: bytes) -> str | None:
+    """The issue identifier of a history line that is a run ending normally, else None."""
+    try:
+        data = json.loads(line)
+    except ValueError:
+        return None
+    payload = data.get("payload") if isinstance(data, dict) else None
+    if data.get("kind") != EventKind.RUN_ENDED.value or not isinstance(payload, dict):
+        return None
+    ident = data.get("issue_identifier")
+    if payload.get("outcome") != RunOutcome.NORMAL.value or not isinstance(ident, str):
+        return None
+    return ident
 
 
 def _redacted(model: BaseModel) -> BaseModel:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from symphony_tui.domain import Issue, TokenUsage
+from symphony_tui.hosts.local_group import identify
 from symphony_tui.scheduler.run import Ending, Run
 from symphony_tui.workspaces.manifest import read_manifest
 from symphony_tui.workspaces.manifest_writer import ManifestWriter
@@ -54,6 +55,7 @@ def attempt_started(writer: ManifestWriter, run: Run) -> None:
         ended_at=None,
         error=None,
         backend=run.backend,
+        turn_count=0,
     )
 
 
@@ -75,6 +77,13 @@ def attempt_ended(writer: ManifestWriter, run: Run, ending: Ending, now: datetim
         last_event=run.last_event,
     )
     _write(writer, run.workspace, "issue", "issue", state=run.issue.state)
+
+
+def turn_started(writer: ManifestWriter, run: Run) -> None:
+    """``run.turn_count``: the turn of this attempt now running (a re-adopted run goes on
+    counting from it)."""
+    if run.workspace is not None:
+        _write(writer, run.workspace, "run", "turn", turn_count=run.turn_count)
 
 
 def hook_ran(writer: ManifestWriter, run: Run, hook_name: str, summary: str) -> None:
@@ -111,3 +120,25 @@ def unhold(writer: ManifestWriter, ws: Path) -> None:
 def budget_extended(writer: ManifestWriter, ws: Path, extra: int) -> None:
     """``run.budget_extra``: the tokens the operator added to the issue's budgets so far."""
     _write(writer, ws, "run", "budget", budget_extra=extra)
+
+
+def agent_group(writer: ManifestWriter, run: Run, pid: int | None, *, adoptable: bool) -> None:
+    """``session.agent_group``: the process group a local run's agent leads (``pid``),
+    as ``hosts/local_group.identify`` names it, and whether the agent outlives a
+    scheduler on purpose to be re-adopted (``adoptable``: a backend's session says so with
+    a true ``adoptable`` attribute). A scheduler that starts after a crash ends the
+    groups recorded here, but the adoptable ones, which it leaves to recovery
+    (``WorkspaceManager.reap``). Nothing for a run on a worker host (its pgid files do
+    that there) or a session without a process of its own."""
+    if run.workspace is None or run.worker_host is not None:
+        return
+    record = identify(pid)
+    if record is not None:
+        record["adoptable"] = adoptable
+        _write(writer, run.workspace, "session", "agent_group", agent_group=record)
+
+
+def agent_group_ended(writer: ManifestWriter, run: Run) -> None:
+    """Clear ``session.agent_group``: the session closed and its group was ended."""
+    if run.workspace is not None and run.worker_host is None:
+        _write(writer, run.workspace, "session", "agent_group", agent_group=None)

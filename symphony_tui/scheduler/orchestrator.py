@@ -36,6 +36,7 @@ from symphony_tui.domain.audit import AuditEntry
 from symphony_tui.domain.commands import Command
 from symphony_tui.domain.diff import DiffPage, WorkspaceDiff
 from symphony_tui.scheduler import workspace_view
+from symphony_tui.scheduler.adoption import adopt_leftovers, take_over_servers
 from symphony_tui.scheduler.audit import AuditLog, local_operator
 from symphony_tui.scheduler.builder import (
     LoopSide,
@@ -72,8 +73,13 @@ from symphony_tui.scheduler.inbox import (
 )
 from symphony_tui.scheduler.notify_hook import watch_for_hook
 from symphony_tui.scheduler.port import CommandResult, TranscriptGap
+from symphony_tui.scheduler.posture import ControlSurface
 from symphony_tui.scheduler.run import Run
-from symphony_tui.scheduler.startup import HostArrivals, sweep_terminal_workspaces
+from symphony_tui.scheduler.startup import (
+    HostArrivals,
+    reap_leftovers,
+    sweep_terminal_workspaces,
+)
 from symphony_tui.scheduler.usage_ledger import UsageLedger
 from symphony_tui.scheduler.worker import start_worker
 from symphony_tui.trackers.base import Tracker
@@ -162,6 +168,8 @@ class Orchestrator:
             opened=self.heap.session_opened if self.heap is not None else None,
         )
         self.state = parts.state
+        for identifier in self.events.completed_before:  # done in an earlier life
+            self.state.mark_completed(identifier)
         self._inbox = parts.inbox
         self.retries = parts.retries
         self.dispatcher = parts.dispatcher
@@ -179,6 +187,11 @@ class Orchestrator:
     @property
     def settings(self) -> Settings:
         return self.store.current.settings
+
+    def serve_controls(self, surface: ControlSurface | None) -> None:
+        """The control API now served (None: none); runs dispatched from now on say so in
+        their posture (scheduler/posture.py). Called on the loop's thread."""
+        self.state.posture.control = surface
 
     running = property(lambda self: self.state.running, doc="Issue id -> live run.")
     retrying = property(lambda self: self.state.retrying, doc="Issue id -> retry entry.")
@@ -223,7 +236,8 @@ class Orchestrator:
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
-        """Validate, sweep terminal workspaces, start watching the workflow, tick now.
+        """Validate, end leftover agents of a crashed scheduler, sweep terminal
+        workspaces, start watching the workflow, tick now.
 
         Raises :class:`StartupError` when dispatch validation fails (spec §6.3, §16.1).
         """
@@ -235,6 +249,20 @@ class Orchestrator:
             await restore_usage(self.state, self.state.usage)
         self.state.mark_started()
         self.state.log("info", "scheduler starting", workflow=str(self.store.current.path))
+        await reap_leftovers(self.state)  # before any dispatch: no issue runs twice
+        # Workspaces under the keys of earlier releases move to their collision-safe keys
+        # before anything looks them up (§4.2); none is deleted.
+        for old, new in await asyncio.to_thread(self.state.workspaces.carry_over_all):
+            self.state.log("info", "workspace carried over", old=old, new=new)
+        # Agents a crashed scheduler left working: claimed again (or ended) before the
+        # sweep and any dispatch (scheduler/adoption.py).
+        await adopt_leftovers(self.state, self.tracker, self.dispatcher.adopt)
+        try:
+            backend = self._backend(self.settings.agent.backend)
+        except Exception as exc:  # its first dispatch says it again, on the run
+            self.state.log("warning", "agent backend unavailable at start-up", error=str(exc))
+        else:
+            await take_over_servers(self.state, backend)
         terminal = await sweep_terminal_workspaces(self.state, self.tracker, hosts=False)
         # Worker hosts are reached in the background (issue 14): nothing here, nor the
         # first tick, waits for one that cannot be reached.
@@ -299,8 +327,14 @@ class Orchestrator:
 
     def kill_agents_now(self) -> int:
         """Last resort when the event loop is gone (the console crashed): SIGKILL the process
-        group of every live agent session. Returns how many groups were signalled."""
-        return kill_agent_groups(self.state.running.values())
+        group of every live agent session, and every detached agent a backend still holds
+        (``CodexBackend.kill_detached``). Returns how many groups were signalled."""
+        killed = kill_agent_groups(self.state.running.values())
+        for backend in list(self._backends.values()):
+            kill = getattr(backend, "kill_detached", None)
+            if kill is not None:
+                killed += kill()
+        return killed
 
     # ------------------------------------------------------------------ front-end port
 

@@ -1,10 +1,11 @@
 """The inputs that come from time (spec §8.1, §8.4, §6.2): tick cycles, the poll timer,
-WORKFLOW.md re-checks and reloads, and due retries.
+WORKFLOW.md re-checks (off the loop, before each cycle and due retry) and reloads, and
+due retries.
 
 A tick cycle is a task: it does the tracker I/O and posts each result to the inbox, where
 the loop applies it (``TickStarted`` -> ``RunningStates`` -> ``Candidates`` ->
 ``TickEnded``). Cycles never overlap: a tick asked for during one runs right after it. A
-due retry's candidate fetch is a task too, applied as ``RetryFetched``.
+due retry's refresh of its issue by id is a task too, applied as ``RetryFetched``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from symphony_tui.scheduler.dispatch import Dispatcher
 from symphony_tui.scheduler.inbox import (
     Candidates,
     Input,
+    Reload,
     RetryFetched,
     RunningStates,
     TickEnded,
@@ -105,6 +107,7 @@ class Polling:
         """One poll-and-dispatch cycle: I/O here, every decision in the loop."""
         try:
             started = self.state.clock.monotonic()
+            await self.reload_workflow()
             ids = await self._ask(TickStarted())
             if await self.apply_running_states(ids or []):
                 try:
@@ -149,7 +152,7 @@ class Polling:
         issues, error = None, None
         if ids:
             try:
-                issues = await self._tracker.fetch_issue_states_by_ids(ids)
+                issues = await self._tracker.fetch_issues_by_ids(ids)
             except TrackerError as exc:
                 error = exc
         return bool(await self._ask(RunningStates(ids, issues, error)))
@@ -158,7 +161,6 @@ class Polling:
         """Re-check the workflow and validate it for dispatch (§6.2, §6.3); False when
         dispatch is blocked (or the tracker rate limited), so the tick stops here."""
         state = self.state
-        self.recheck_workflow()
         errors = validate_dispatch(state.settings)
         # Both matter to the operator: why dispatch is blocked now, and why the newest
         # edit of WORKFLOW.md was not taken.
@@ -196,30 +198,51 @@ class Polling:
 
     def on_retry_due(self, issue_id: str, token: int) -> asyncio.Task | None:
         """A retry timer fired (§8.4, §16.6): a stale token means the entry was replaced.
-        The current entry is taken off the queue and its candidate fetch started."""
+        The current entry is taken off the queue and its issue's refresh started."""
         state = self.state
         retry = state.retrying.get(issue_id)
         if retry is None or retry.token != token or state.stopping:
             return None
         state.pop_retry(issue_id)
-        self.recheck_workflow()  # a retry is a dispatch too (spec §6.2: re-check before it)
         return self._spawn(self._retry_fetch(retry), name="retry")
 
     async def _retry_fetch(self, retry: RetryState) -> None:
+        """Refresh the retried issue alone by id (§8.4): a terminal, inactive or unroutable
+        issue is seen as such, not merely absent from the candidates."""
+        await self.reload_workflow()  # a retry is a dispatch too (spec §6.2: re-check before it)
         try:
-            issues, error = await self._tracker.fetch_candidate_issues(), None
+            issues, error = await self._tracker.fetch_issues_by_ids([retry.entry.issue_id]), None
         except TrackerError as exc:
             issues, error = None, exc
+        terminal = [i for i in issues or () if self.state.settings.tracker.is_terminal(i.state)]
+        for issue in terminal:
+            # Unclaimed while its retry is refreshed, and a terminal issue is never a
+            # candidate: nothing else uses the workspace (§8.4 step 3).
+            await self._remove_terminal_workspace(issue)
         await self._ask(RetryFetched(retry, issues, error))
+
+    async def _remove_terminal_workspace(self, issue: Issue) -> None:
+        workspaces = self.state.workspaces
+        try:
+            if workspaces.path_for(issue.identifier).exists():
+                await workspaces.remove(issue.identifier)
+        except Exception as exc:  # one line here; the claim is released either way
+            log.warning(
+                "terminal workspace removal failed issue_identifier=%s error=%s",
+                issue.identifier,
+                exc,
+            )
 
     # ------------------------------------------------------------------ workflow
 
-    def recheck_workflow(self) -> None:
+    async def reload_workflow(self) -> None:
         """Re-read WORKFLOW.md before dispatching, in case a watch event was missed
-        (spec §6.2). A new good version or a new error is announced like a watched change."""
+        (spec §6.2): evaluated off the loop (``WorkflowStore.reload``), and a new good
+        version or a new error is posted (``Reload``) ahead of what the caller posts next,
+        like a watched change."""
         before = self._store.error
-        if self._store.reload_if_changed() or self._store.error != before:
-            self.on_workflow_reloaded()
+        if await self._store.reload() or self._store.error != before:
+            self._post(Reload())
 
     def on_workflow_reloaded(self) -> None:
         state = self.state

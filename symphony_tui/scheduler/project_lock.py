@@ -11,7 +11,9 @@ A scheduler takes two locks (:meth:`ProjectLock.acquire_for`):
 * the project lock, named by a hash of the project key in a host-wide folder
   (``<tmp>/symphony-tui-locks``, sticky and world-writable like ``/tmp``), so a second
   scheduler run under another ``HOME`` or account on the same machine is refused;
-* the workspace-root lock, :data:`WORKSPACE_LOCK_NAME` inside ``workspace.root``. The temp
+* the workspace-root lock, :data:`WORKSPACE_LOCK_NAME` inside ``workspace.root``, a name
+  no issue's workspace can take (``workspaces/manager.py`` ``RESERVED_NAMES``: removing a
+  terminal issue's workspace never removes the lock). The temp
   folder follows ``$TMPDIR`` (per-session on macOS, private under systemd's
   ``PrivateTmp``), so two schedulers with different ``TMPDIR`` see two project-lock
   folders; the workspace root is where they would collide (same issues, same workspaces,
@@ -33,6 +35,7 @@ from typing import Any
 
 from symphony_tui.config.settings import Settings
 from symphony_tui.paths import default_lock_dir, lock_file_for
+from symphony_tui.workspaces.manager import ROOT_LOCK_NAME
 
 __all__ = [
     "WORKSPACE_LOCK_NAME",
@@ -45,8 +48,8 @@ __all__ = [
     "project_key_for",
 ]
 
-#: The lock file a scheduler holds inside its workspace root (a dot file: never a workspace).
-WORKSPACE_LOCK_NAME = ".symphony-tui.lock"
+#: The lock file a scheduler holds inside its workspace root (never a workspace's name).
+WORKSPACE_LOCK_NAME = ROOT_LOCK_NAME
 
 
 class ProjectLockedError(Exception):
@@ -151,6 +154,20 @@ class ProjectLock:
     @property
     def paths(self) -> list[Path]:
         return [path for path, _ in self._held]
+
+    def note(self, **fields: Any) -> None:
+        """Add ``fields`` to the project lock's recorded owner (``api``: the address a
+        second console attaches to; ``token_file``: where the operator's console finds the
+        API credential). Informational, like the rest of the note: a console trusts only
+        the note in its own user's state folder (``api/announce.py``). Best effort."""
+        if not self._held:
+            return
+        _, fd = self._held[0]
+        owner = _read_owner(fd)
+        owner.update(fields)
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps(owner).encode("utf-8") + b"\n", 0)
 
     def release(self) -> None:
         """Give every lock up (idempotent). The files stay: unlinking one could let two

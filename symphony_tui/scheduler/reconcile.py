@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from symphony_tui.domain import EventKind, Issue, RunOutcome, RunStatus
 from symphony_tui.observability.redact import redact
+from symphony_tui.scheduler import policy
 from symphony_tui.scheduler.run import Ending, Run
 from symphony_tui.scheduler.state import SchedulerState
 from symphony_tui.trackers.base import TrackerError
@@ -52,8 +53,10 @@ def states_fetched(
     error: TrackerError | None,
 ) -> None:
     """The tracker's current view of running issues ``ids`` (or the fetch's ``error``:
-    workers are kept). A run whose issue is gone, terminal (its workspace is removed) or no
-    longer active is stopped; one whose agent moved it itself goes on (§8.5)."""
+    workers are kept). A run whose issue is gone, terminal (its workspace is removed), no
+    longer active, or active but no longer routable (``dispatchable`` false or a required
+    label gone) is stopped, the workspace kept but for terminal; one whose agent moved it
+    itself goes on (§8.5)."""
     if error is not None:
         state.tracker_failed(error, "running-issue refresh failed; workers kept")
         return
@@ -90,5 +93,10 @@ def states_fetched(
             stop_run(
                 state, run, Ending(*reconciled, f"issue moved to non-active state {issue.state}")
             )
+        elif not policy.issue_routable(issue, settings):
+            # Still active, but the adapter no longer routes it here (reassigned, blocked)
+            # or it lost a required label: stop, keep the workspace (§8.5).
+            state.run_issue_seen(run, issue, remember=False)
+            stop_run(state, run, Ending(*reconciled, "issue active but no longer routable"))
         else:
             state.run_issue_seen(run, issue)

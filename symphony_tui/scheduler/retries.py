@@ -67,6 +67,19 @@ class Retries:
             )
         return retry
 
+    def due_for_slot(self, issue_id: str) -> RetryState | None:
+        """The issue's retry entry when it waits only for a slot: it is due (its time has
+        come, its timer not yet handled) or it was queued again for want of a slot
+        (``NO_SLOTS_ERROR``). A dispatch pass gives it the next free slot in the issue's
+        place of the dispatch order, ahead of new issues after it; None otherwise."""
+        retry = self._state.retrying.get(issue_id)
+        if retry is None:
+            return None
+        entry = retry.entry
+        if entry.error == policy.NO_SLOTS_ERROR or entry.due_at <= self._state.clock.now():
+            return retry
+        return None
+
     def cancel(self, issue_id: str) -> RetryState | None:
         """Drop the issue's retry entry (its timer cancelled); returns it, if there was one."""
         return self._state.pop_retry(issue_id)

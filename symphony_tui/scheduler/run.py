@@ -24,6 +24,7 @@ from symphony_tui.domain import (
     RunStatus,
     TokenUsage,
 )
+from symphony_tui.domain.posture import RunPosture
 from symphony_tui.scheduler.clock import TimerHandle
 
 
@@ -88,6 +89,12 @@ class Run:
     started_mono: float
     last_event_mono: float
     status: RunStatus = RunStatus.PREPARING_WORKSPACE
+    #: Monotonic time of the session's latest output of any kind (``AgentTrouble`` too,
+    #: which ``last_event_mono`` leaves out): the turn timeout is the longest silence (§10.6).
+    last_output_mono: float = 0.0
+    #: Why this attempt is a retry (``continuation`` / ``failure``, §12.3); None on a first
+    #: run or an operator's rerun.
+    retry_kind: str | None = None
     task: asyncio.Task | None = None
     worker: WorkerControl | None = None
     session: AgentSession | None = None
@@ -110,10 +117,16 @@ class Run:
     # the turn finish instead of killing the agent for its own last act.
     agent_moved_state: str | None = None
     resume: dict = field(default_factory=dict)
+    #: Set on a run re-adopted at start-up (scheduler/adoption.py): the manifest's session
+    #: facts (its detached agent, thread, turn in flight); the worker re-attaches to that
+    #: agent and waits for that turn instead of starting a session.
+    adopting: dict | None = None
     # Why the run is held by a token budget (scheduler/budgets.py); None when it is not.
     budget_reached: str | None = None
     #: The worker host the run is on (``worker.ssh_hosts``; None: this machine).
     worker_host: str | None = None
+    #: What the run can reach (scheduler/posture.py), set at dispatch.
+    posture: RunPosture | None = None
     #: The host connection failure that ended the run (one line), when one did.
     host_lost: str | None = None
     #: Why the attempt failed (one line), set as soon as it is known: the row says it while

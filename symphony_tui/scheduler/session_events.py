@@ -91,6 +91,7 @@ class SessionRecorder:
         its :class:`TokenReport`; only their growth is counted (the first report of a
         re-attached session, ``attached``, is its baseline)."""
         now_mono = self._clock.monotonic()
+        run.last_output_mono = now_mono
         payload = event.payload
         kind = event.kind
         if kind is EventKind.MESSAGE_DELTA or kind is EventKind.COMMAND_OUTPUT:
@@ -192,9 +193,13 @@ class SessionRecorder:
     def _count_tokens(self, run: Run, report: TokenReport, now_mono: float) -> None:
         absolute = report.usage
         key = session_key(run)
-        if report.attached and self._ledger.baseline(key) is None:
+        baseline = self._ledger.baseline(key)
+        if report.attached and (baseline is None or absolute.total_tokens < baseline.total_tokens):
             # Totals of a re-attached session, reported before any new work: the starting
-            # point, not new usage (it was counted by whoever ran it).
+            # point, not new usage (it was counted by whoever ran it). Below what was
+            # counted (the thread lost its unfinished turn's usage): counting goes on from
+            # there, nothing added. Above it: the growth the crashed process had not yet
+            # counted is added below.
             self._ledger.seed(key, absolute)
         else:
             growth = self._ledger.report(key, absolute, now_mono, issue_id=run.issue.id)

@@ -94,6 +94,7 @@ def build_snapshot(
                 attempt=e.attempt,
                 due_at=e.due_at,
                 error=e.error,
+                retry_kind=e.retry_kind,
             )
             for e in retries
         ),
@@ -179,6 +180,8 @@ def _issue_rows(
             note = "held by operator"
         elif issue.identifier in done and claim is ClaimState.UNCLAIMED:
             note = "completed"
+        elif (unsafe := policy.unsafe_identifier(issue)) is not None:
+            note = f"not dispatched: {unsafe}"
         hit = last.get(issue.id)
         if (
             hit is not None
@@ -197,7 +200,7 @@ def _issue_rows(
                 claim=claim,
                 priority=issue.priority,
                 url=issue.url,
-                blocked=policy.blocked_by_open_issue(issue, settings),
+                blocked=not issue.dispatchable,
                 note=note,
             )
         kept[issue.id] = (issue, settings, claim, note, row)
@@ -215,6 +218,7 @@ def _running_rows(running: Mapping[str, Run]) -> tuple[RunningRow, ...]:
             backend=r.backend,
             status=r.status,
             attempt=r.attempt,
+            retry_kind=r.retry_kind,
             session_id=r.session_id,
             thread_id=r.thread_id,
             turn_count=r.turn_count,
@@ -228,6 +232,7 @@ def _running_rows(running: Mapping[str, Run]) -> tuple[RunningRow, ...]:
             budget_reached=r.budget_reached,
             host=r.worker_host,
             error=redact(r.error) if r.error else None,
+            posture=r.posture,
         )
         for r in sorted(running.values(), key=lambda r: r.started_mono)
     )

@@ -1,9 +1,11 @@
-"""Start-up work before the first tick (spec §8.6 terminal workspace cleanup), and what
-runs when a worker host is reached (issue 14: first contact, or back after being down)."""
+"""Start-up work before the first tick (leftover agents of a crashed scheduler ended, spec
+§8.6 terminal workspace cleanup), and what runs when a worker host is reached (first
+contact, or back after being down)."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -11,16 +13,51 @@ from symphony_tui.domain import EventKind, Issue, RecoveredWorkspace
 from symphony_tui.scheduler.state import SchedulerState
 from symphony_tui.trackers.base import Tracker, TrackerError
 from symphony_tui.workspaces.errors import WorkspaceError
+from symphony_tui.workspaces.manifest import manifest_mtime, read_section
 from symphony_tui.workspaces.paths import workspace_key
+
+
+async def reap_leftovers(state: SchedulerState) -> None:
+    """Before any dispatch: end the agent process groups an earlier scheduler on this
+    machine left running (``WorkspaceManager.reap``; the hosts' are ended when each is
+    reached, :class:`HostArrivals`), so no issue runs twice. Agents recorded as
+    re-adoptable are left to recovery. A failure is logged; start-up goes on."""
+    try:
+        ended, adoptable = await state.workspaces.reap()
+    except Exception as exc:  # a failed reap never blocks start-up
+        state.log("warning", "leftover agent reap failed", error=str(exc))
+        return
+    _report_leftovers(state, ended, "on this machine")
+    if adoptable:
+        state.log("info", "agents left for re-adoption", groups=_groups(adoptable))
+
+
+def _groups(lines: list[str]) -> str:
+    return ",".join(x.replace(" ", ":") for x in lines)
+
+
+def _report_leftovers(state: SchedulerState, ended: list[str], where: str) -> None:
+    """One warning event and log line for the leftover groups ``ended`` (``"<key>
+    <pgid>"`` each) ``where`` (``on <host>``)."""
+    if ended:
+        state.emit_system(
+            EventKind.WARNING,
+            f"ended {len(ended)} leftover process group(s) of earlier runs {where}",
+        )
+        state.log("warning", "leftover processes ended", where=where, groups=_groups(ended))
 
 
 async def sweep_terminal_workspaces(
     state: SchedulerState, tracker: Tracker, *, hosts: bool = True
 ) -> dict[str, Issue]:
-    """Remove workspaces of issues already in terminal states (§8.6). Failures are logged;
-    start-up goes on. ``hosts``: also on every worker host, one after the other (the
-    scheduler passes False and sweeps each host when it reaches it, :class:`HostArrivals`).
-    Returns the terminal issues by workspace key ({} when the tracker could not say)."""
+    """Remove workspaces of issues already in terminal states (§8.6), and say so in one
+    event naming them. Only a folder the scheduler made for that issue goes: its
+    ``.symphony/issue.json`` names the issue (any other folder under the root is left
+    alone, with a warning); one written to less than ``workspace.keep_terminal_ms`` ago is
+    kept. Failures are logged; start-up goes on. ``hosts``: also on every worker host, one
+    after the other (the scheduler passes False and sweeps each host when it reaches it,
+    :class:`HostArrivals`). Returns the terminal issues by workspace key ({} when the
+    tracker could not say)."""
     try:
         terminal = await tracker.fetch_issues_by_states(
             list(state.settings.tracker.terminal_states)
@@ -28,24 +65,75 @@ async def sweep_terminal_workspaces(
     except TrackerError as exc:
         state.log("warning", "startup terminal sweep skipped", error=str(exc))
         return {}
+    keep_ms = state.settings.workspace.keep_terminal_ms
+    now = time.time()
+    removed: list[str] = []
+    kept: list[str] = []
     for issue in terminal:
         try:
             path = state.workspaces.path_for(issue.identifier)
         except WorkspaceError:
             continue
-        if path.exists():
-            try:
-                await state.workspaces.remove(issue.identifier)
-                state.emit_system(
-                    EventKind.RECONCILE, "removed workspace of terminal issue", issue=issue
-                )
-            except Exception as exc:  # a sweep failure never blocks start-up
-                state.log("warning", "workspace sweep failed", error=str(exc))
+        if not path.exists() and not path.is_symlink():
+            continue
+        if not made_for(path, issue):
+            state.emit_system(
+                EventKind.WARNING,
+                f"start-up cleanup left {path} alone: no workspace manifest there names "
+                f"{issue.identifier} (only folders the scheduler made for an issue are removed)",
+                issue=issue,
+            )
+            continue
+        if keep_ms and (now - manifest_mtime(path)) * 1000 < keep_ms:
+            kept.append(issue.identifier)
+            continue
+        try:
+            await state.workspaces.remove(issue.identifier)
+            removed.append(issue.identifier)
+            state.emit_system(
+                EventKind.RECONCILE, "removed workspace of terminal issue", issue=issue
+            )
+        except Exception as exc:  # a sweep failure never blocks start-up
+            state.log("warning", "workspace sweep failed", error=str(exc))
+    _announce(state, removed, kept, keep_ms)
     by_key = {workspace_key(i.identifier): i for i in terminal}
     if hosts and state.settings.worker.enabled:
         for host in state.settings.worker.ssh_hosts:
             await sweep_host(state, host, by_key)
     return by_key
+
+
+def made_for(path: Path, issue: Issue) -> bool:
+    """Whether ``path`` is a folder the scheduler made for ``issue``: its manifest's
+    ``issue`` section (workspaces/manifest.py) names the issue's id or identifier."""
+    if path.is_symlink() or not path.is_dir():
+        return False
+    recorded = read_section(path, "issue")
+    return bool(recorded) and (
+        recorded.get("id") == issue.id or recorded.get("identifier") == issue.identifier
+    )
+
+
+def _announce(state: SchedulerState, removed: list[str], kept: list[str], keep_ms: int) -> None:
+    """One event for the operator: which terminal issues' workspaces the start-up cleanup
+    removed (and how to keep them), and which it kept for ``workspace.keep_terminal_ms``."""
+    if removed:
+        state.emit_system(
+            EventKind.WARNING,
+            f"start-up cleanup removed the workspaces of {len(removed)} issue(s) in a terminal "
+            f"state (spec §8.6): {_names(removed)}; workspace.keep_terminal_ms keeps them",
+        )
+    if kept:
+        state.emit_system(
+            EventKind.RECONCILE,
+            f"start-up cleanup kept the workspaces of {len(kept)} issue(s) in a terminal state "
+            f"(workspace.keep_terminal_ms: {keep_ms}): {_names(kept)}",
+        )
+
+
+def _names(identifiers: list[str], most: int = 10) -> str:
+    shown = ", ".join(identifiers[:most])
+    return shown + (f" and {len(identifiers) - most} more" if len(identifiers) > most else "")
 
 
 async def sweep_host(
@@ -65,8 +153,8 @@ async def sweep_host(
             return
     for ws in found:
         issue = terminal.get(ws.key)
-        if issue is None:
-            continue
+        if issue is None or (ws.issue_id != issue.id and ws.issue_identifier != issue.identifier):
+            continue  # only a folder whose manifest names the terminal issue
         try:
             await state.workspaces.remove(issue.identifier, host=host, path=Path(ws.path))
             state.emit_system(
@@ -102,17 +190,7 @@ class HostArrivals:
             if run.worker_host is not None
         ]
         ended = await state.workspaces.remote.reap(host, in_use)
-        if ended:
-            state.emit_system(
-                EventKind.WARNING,
-                f"ended {len(ended)} leftover process group(s) of earlier runs on {host}",
-            )
-            state.log(
-                "warning",
-                "leftover remote processes ended",
-                host=host,
-                groups=",".join(x.replace(" ", ":") for x in ended),
-            )
+        _report_leftovers(state, ended, f"on {host}")
         if host not in self._swept:  # first contact
             self._swept.add(host)
             found = await asyncio.to_thread(state.workspaces.remote.recover_sync, host)

@@ -39,6 +39,7 @@ from symphony_tui.scheduler.budgets import Budgets
 from symphony_tui.scheduler.clock import Clock, TimerHandle
 from symphony_tui.scheduler.eventlog import EventHistory
 from symphony_tui.scheduler.holds import Holds
+from symphony_tui.scheduler.posture import PostureSource
 from symphony_tui.scheduler.run import Run
 from symphony_tui.scheduler.session_events import SessionRecorder
 from symphony_tui.scheduler.snapshots import IssueRowCache, build_snapshot
@@ -94,6 +95,8 @@ class SchedulerState:
         self.budgets = Budgets(self.ledger)
         self.recorder.on_tokens = self.check_budget
         self.recovered: tuple[RecoveredWorkspace, ...] = ()
+        #: Secrets, child environment and control API behind each run's posture.
+        self.posture = PostureSource()
         #: Worker hosts and where each issue's workspace is (issue 14).
         self.hosts = HostBook(lambda: self.settings, clock.now)
         self.dispatch_paused = False
@@ -138,7 +141,9 @@ class SchedulerState:
     # ------------------------------------------------------------------ runs
 
     def claim(self, run: Run) -> None:
-        """``run``'s issue is running now (§16.4)."""
+        """``run``'s issue is running now (§16.4); its posture is fixed now."""
+        if run.posture is None:
+            run.posture = self.posture.of(self.settings, run.backend, run.worker_host)
         self.running[run.issue.id] = run
         self.known[run.issue.id] = run.issue
         self.changed()

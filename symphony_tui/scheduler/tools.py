@@ -96,7 +96,7 @@ class SessionTools:
             from symphony_tui.trackers.github.tool import call_github_api
 
             try:
-                return await call_github_api(self._tracker, run.issue.id, arguments)
+                return await call_github_api(self._tracker, run.issue, arguments)
             except Exception as exc:
                 return ToolResult(False, json.dumps({"error": f"github_api failed: {exc}"}))
         own = getattr(self._tracker, "agent_tool", None)

@@ -4,14 +4,20 @@ A ledger file is JSON Lines, one record per line, each a high-water mark, never 
 reading a record twice or losing the newest one never double counts:
 
 * ``{"kind": "run", "run": <run id>, "issue_id", "issue_identifier", "tokens": {...},
-  "seconds": <float>, "ended": <bool>}``: what one run (one dispatch of an issue) has counted
-  so far, cumulative: its token growth (:class:`~symphony_tui.domain.TokenUsage` fields) and
-  its running time in seconds. A later record of the same run replaces the earlier one.
-* ``{"kind": "issue", "issue_id", "issue_identifier", "tokens": {...}, "seconds", "runs"}``:
-  the folded sum of an issue's finished runs (written by compaction). A later one replaces
+  "seconds": <float>, "ended": <bool>, "thread"?: <session key>, "thread_tokens"?: {...}}``:
+  what one run (one dispatch of an issue) has counted so far, cumulative: its token growth
+  (:class:`~symphony_tui.domain.TokenUsage` fields) and its running time in seconds. A later
+  record of the same run replaces the earlier one. ``thread_tokens`` is the session's
+  absolute running total (what the backend last reported) at the moment ``tokens`` was
+  counted: the two are written in one record, so a resumed thread is counted from exactly
+  where this process stopped counting (``docs/protocols.md`` "Token usage").
+* ``{"kind": "issue", "issue_id", "issue_identifier", "tokens": {...}, "seconds", "runs",
+  "threads"?: {<session key>: {...}}}``: the folded sum of an issue's finished runs and the
+  last absolute totals of its newest sessions (written by compaction). A later one replaces
   the earlier one.
 
 An issue's usage is its ``issue`` record plus each of its ``run`` records' latest values.
+Readers ignore members they do not know, so the optional ones are still version 1.
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ from symphony_tui.domain import TokenUsage
 
 #: Record format version, written in every record as ``"v"``.
 VERSION = 1
+#: Sessions whose last totals an issue record keeps (the newest; older ones are not resumed).
+THREADS_PER_ISSUE = 16
 
 
 @dataclass(frozen=True)
@@ -37,6 +45,8 @@ class IssueUsage:
     tokens: TokenUsage = field(default_factory=TokenUsage)
     seconds: float = 0.0
     runs: int = 0
+    #: Session key -> the session's last absolute totals, oldest first.
+    threads: dict[str, TokenUsage] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -49,6 +59,9 @@ class RunUsage:
     tokens: TokenUsage
     seconds: float
     ended: bool = False
+    #: The session key counted (``session_events.session_key``) and its absolute totals.
+    thread: str | None = None
+    thread_tokens: TokenUsage | None = None
 
 
 def encode_run(r: RunUsage) -> bytes:
@@ -63,6 +76,9 @@ def encode_run(r: RunUsage) -> bytes:
         "seconds": round(r.seconds, 3),
         "ended": r.ended,
     }
+    if r.thread is not None and r.thread_tokens is not None:
+        record["thread"] = r.thread
+        record["thread_tokens"] = _tokens_json(r.thread_tokens)
     return _line(record)
 
 
@@ -77,6 +93,8 @@ def encode_issue(u: IssueUsage) -> bytes:
         "seconds": round(u.seconds, 3),
         "runs": u.runs,
     }
+    if u.threads:
+        record["threads"] = {key: _tokens_json(t) for key, t in u.threads.items()}
     return _line(record)
 
 
@@ -107,13 +125,32 @@ def decode(line: bytes) -> RunUsage | IssueUsage:
         run = record.get("run")
         if not isinstance(run, str) or not run:
             raise ValueError("run record without a run id")
+        thread = record.get("thread")
+        thread_tokens = None
+        if isinstance(thread, str) and thread:
+            thread_tokens = _tokens_from_json(record.get("thread_tokens"))
+        else:
+            thread = None
         return RunUsage(
-            run, issue_id, identifier, tokens, float(seconds), record.get("ended") is True
+            run,
+            issue_id,
+            identifier,
+            tokens,
+            float(seconds),
+            record.get("ended") is True,
+            thread,
+            thread_tokens,
         )
     if kind == "issue":
         runs = record.get("runs")
         count = runs if isinstance(runs, int) and not isinstance(runs, bool) and runs >= 0 else 0
-        return IssueUsage(issue_id, identifier, tokens, float(seconds), count)
+        raw_threads = record.get("threads")
+        threads = {}
+        if isinstance(raw_threads, dict):
+            for key, raw in raw_threads.items():
+                if isinstance(key, str) and key:
+                    threads[key] = _tokens_from_json(raw)
+        return IssueUsage(issue_id, identifier, tokens, float(seconds), count, threads)
     raise ValueError(f"unknown record kind {kind!r}")
 
 
@@ -152,6 +189,7 @@ def _fold(bases: dict[str, IssueUsage], runs: Iterable[RunUsage]) -> dict[str, I
     """``bases`` plus ``runs`` per issue, summed in plain integers (thousands of records at
     start-up: one model per issue, not one per addition)."""
     sums: dict[str, list[Any]] = {}  # issue id -> [identifier, 5 counts, cost, seconds, runs]
+    threads: dict[str, dict[str, TokenUsage]] = {}  # issue id -> session key -> totals
 
     def add(issue_id: str, identifier: str, t: TokenUsage, seconds: float, runs: int) -> None:
         acc = sums.get(issue_id)
@@ -168,10 +206,21 @@ def _fold(bases: dict[str, IssueUsage], runs: Iterable[RunUsage]) -> dict[str, I
         acc[7] += seconds
         acc[8] += runs
 
+    def mark(issue_id: str, key: str, totals: TokenUsage) -> None:
+        marks = threads.setdefault(issue_id, {})
+        marks.pop(key, None)  # the newest mark last
+        marks[key] = totals
+        if len(marks) > THREADS_PER_ISSUE:
+            del marks[next(iter(marks))]
+
     for b in bases.values():
         add(b.issue_id, b.issue_identifier, b.tokens, b.seconds, b.runs)
+        for key, totals in b.threads.items():
+            mark(b.issue_id, key, totals)
     for r in runs:
         add(r.issue_id, r.issue_identifier, r.tokens, r.seconds, 1)
+        if r.thread is not None and r.thread_tokens is not None:
+            mark(r.issue_id, r.thread, r.thread_tokens)
     return {
         issue_id: IssueUsage(
             issue_id,
@@ -186,6 +235,7 @@ def _fold(bases: dict[str, IssueUsage], runs: Iterable[RunUsage]) -> dict[str, I
             ),
             a[7],
             a[8],
+            threads.get(issue_id, {}),
         )
         for issue_id, a in sums.items()
     }

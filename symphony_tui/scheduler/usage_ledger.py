@@ -11,6 +11,11 @@ written survives the process being killed (the kernel has it) and, once synced, 
 loss. A process killed mid-write can leave a torn last line: loading drops it with a
 one-line warning, and start-up rewrites the file, so the next append starts on a clean line.
 
+Resumed sessions: each mark also carries the session's absolute running total at the moment
+its growth was counted (``usage_book.py``). A restarted scheduler starts counting a resumed
+thread from that total, so a thread that read 120 before ``kill -9`` and 180 after its resume
+adds 60: the project, the issue, its budgets and this ledger all read 180.
+
 Checkpoints: every ``checkpoint_s`` (1 s) of the scheduler clock, each live run whose
 tokens or running time moved is queued; a run's end is queued at once. A crash therefore
 loses at most the last checkpoint interval of growth. Running time is measured per run from
@@ -92,6 +97,15 @@ class LoadedUsage:
     def seconds(self) -> float:
         return sum(u.seconds for u in self.by_issue.values())
 
+    @property
+    def threads(self) -> dict[str, TokenUsage]:
+        """Session key -> the session's absolute totals when its growth was last counted:
+        where a resumed thread's counting starts (``TokenLedger.seed``)."""
+        found: dict[str, TokenUsage] = {}
+        for u in self.by_issue.values():
+            found.update(u.threads)
+        return found
+
 
 def read_ledger(path: Path) -> tuple[UsageBook, str | None]:
     """Fold the ledger at ``path`` (missing = empty). Returns the book and a one-line
@@ -146,6 +160,9 @@ class UsageLedger:
         self._timer: TimerHandle | None = None
         self._failed = False
         self.compactions = 0
+        #: ``run -> (session key, absolute totals)`` of the session whose growth ``run.tokens``
+        #: counts (None before it has one): recorded in each mark beside the growth.
+        self.session_totals: Callable[[Run], tuple[str, TokenUsage] | None] | None = None
 
     # ------------------------------------------------------------------ start-up
 
@@ -240,7 +257,18 @@ class UsageLedger:
         if not ended and last is not None and last[0] == run.tokens and seconds - last[1] < 0.5:
             return None
         self._written[run_id] = (run.tokens, seconds)
-        return RunUsage(run_id, run.issue.id, run.issue.identifier, run.tokens, seconds, ended)
+        session = self.session_totals(run) if self.session_totals is not None else None
+        thread, thread_tokens = session if session is not None else (None, None)
+        return RunUsage(
+            run_id,
+            run.issue.id,
+            run.issue.identifier,
+            run.tokens,
+            seconds,
+            ended,
+            thread,
+            thread_tokens,
+        )
 
     # ------------------------------------------------------------------ writer thread
 

@@ -21,14 +21,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from symphony_tui.agents.base import AgentBackend, AgentError, AgentSession, TurnResult, TurnStatus
+from symphony_tui.agents.codex.detached import DetachedAgent, kill_pgid
 from symphony_tui.config.errors import WorkflowError
-from symphony_tui.config.prompt import render_prompt
+from symphony_tui.config.prompt import prompt_repeats, render_prompt, render_prompt_within
 from symphony_tui.domain import EventKind, RunOutcome, RunStatus
 from symphony_tui.domain.payloads import HookResult, NoteDelivered
-from symphony_tui.scheduler import manifests
+from symphony_tui.scheduler import manifests, policy
 from symphony_tui.scheduler.approvals import ApprovalDesk
+from symphony_tui.scheduler.clock import Clock, TimerHandle
 from symphony_tui.scheduler.host import RunHost
 from symphony_tui.scheduler.inbox import Input
+from symphony_tui.scheduler.prompt_inputs import issue_for_prompt
 from symphony_tui.scheduler.run import Ending, Run
 from symphony_tui.scheduler.state import SchedulerState
 from symphony_tui.scheduler.tools import SessionTools
@@ -226,6 +229,8 @@ class Worker:
         ctx, run = self._ctx, self._run
         state = ctx.state
         issue = run.issue
+        if run.adopting is not None:
+            return await self._adopted(run.adopting)
         where = run.worker_host
         try:
             path, created = await ctx.workspaces.ensure(issue, host=where)
@@ -254,25 +259,29 @@ class Worker:
                     run.host_lost = hook.host_lost  # the host down path, not a hook failure
                 return _failed(_hook_error(hook))
         state.update_run(run, status=RunStatus.BUILDING_PROMPT)
+        current = state.store.current
+        try:
+            issue = await issue_for_prompt(
+                ctx.tracker, issue, current.prompt_template, current.prompt_first_line
+            )
+        except TrackerError as exc:
+            return _failed(f"issue comments for the prompt: {exc}")
+        except WorkflowError as exc:
+            return _failed(str(exc))
         try:
             workflow = state.store.current
-            prompt = render_prompt(
-                workflow.prompt_template, issue, run.attempt, workflow.prompt_first_line
-            )
+            args = (workflow.prompt_template, issue, run.attempt, workflow.prompt_first_line)
+            if prompt_repeats(workflow.prompt_template, workflow.prompt_first_line):
+                # Loops over the issue's data: off the loop, within the deadline.
+                prompt = await asyncio.to_thread(
+                    render_prompt_within, *args, retry_kind=run.retry_kind
+                )
+            else:
+                prompt = render_prompt(*args, retry_kind=run.retry_kind)
         except WorkflowError as exc:
             return _failed(str(exc))
         state.update_run(run, status=RunStatus.LAUNCHING_AGENT)
-        host = RunHost(
-            run,
-            ctx.tools.specs(),
-            ctx.post,
-            ctx.approvals,
-            ctx.tools,
-            ctx.room,
-            busy=ctx.busy,
-            ahead=ctx.ahead,
-            hurry=ctx.hurry,
-        )
+        host = self._host()
         try:
             session = await ctx.backend(run.backend).start_session(host)
         except AgentError as exc:
@@ -283,26 +292,89 @@ class Worker:
                 state.hosts.failed_there(issue.id, where)
             return _failed(str(exc))
         state.update_run(run, session=session)
+        # Recorded with the run, so a scheduler that starts after a crash ends it.
+        manifests.agent_group(
+            ctx.workspaces.manifests,
+            run,
+            session.pid,
+            adoptable=bool(getattr(session, "adoptable", False)),
+        )
         if ctx.opened is not None:
             ctx.opened()
         if self._ending is not None:
             return self._ending
-        max_turns = state.settings.agent.max_turns
-        turn = 0
         stopped = await self._budget_hold()  # an issue already over its budget
         if stopped is not None:
             return stopped
+        return await self._turns(session, prompt, 0)
+
+    def _host(self) -> RunHost:
+        ctx = self._ctx
+        return RunHost(
+            self._run,
+            ctx.tools.specs(),
+            ctx.post,
+            ctx.approvals,
+            ctx.tools,
+            ctx.room,
+            busy=ctx.busy,
+            ahead=ctx.ahead,
+            hurry=ctx.hurry,
+        )
+
+    async def _adopted(self, facts: dict[str, Any]) -> Ending:
+        """The attempt of a run re-adopted at start-up (scheduler/adoption.py): re-attach
+        to the agent an earlier scheduler left running, wait for its turn in flight, then
+        go on with the attempt's turns. No ``before_run`` (it ran for this attempt), no new
+        thread, no new turn for the one in flight."""
+        ctx, run = self._ctx, self._run
+        state = ctx.state
+        state.update_run(run, resume=facts, status=RunStatus.LAUNCHING_AGENT)
+        backend = ctx.backend(run.backend)
+        adopt = getattr(backend, "adopt_session", None)
+        agent = DetachedAgent.from_facts(facts.get("agent"))
+        if adopt is None or agent is None:
+            if agent is not None:
+                await kill_pgid(agent.pgid)  # not re-attached: ended, as the deadline does
+            return _failed(f"re-adopt: backend {run.backend} cannot re-attach to its agent")
+        try:
+            session = await adopt(self._host(), agent)
+        except AgentError as exc:
+            return _failed(f"re-adopt: {exc}")
+        state.update_run(run, session=session)
+        if ctx.opened is not None:
+            ctx.opened()
+        if self._ending is not None:
+            return self._ending
+        return await self._turns(session, None, run.turn_count, follow=True)
+
+    async def _turns(
+        self, session: AgentSession, prompt: str | None, turn: int, *, follow: bool = False
+    ) -> Ending:
+        """The attempt's turns after ``turn`` turns; ``follow``: the first one is the turn
+        in flight the session re-attached to (numbered ``turn``), not a new one."""
+        ctx, run = self._ctx, self._run
+        state = ctx.state
+        issue = run.issue
+        max_turns = state.settings.agent.max_turns
         while True:
-            turn += 1
+            if not follow:
+                turn += 1
             state.update_run(run, turn_count=turn, status=RunStatus.STREAMING_TURN)
-            text = prompt if turn == 1 else self._continuation_prompt(turn, max_turns)
+            if not follow:
+                manifests.turn_started(ctx.workspaces.manifests, run)
             self._in_turn = True
             try:
-                result = await self._run_turn(
-                    session, self._with_queued(text), continuation=turn > 1
-                )
+                if follow:
+                    result = await self._run_turn(session, None, continuation=turn > 1)
+                else:
+                    text = prompt if turn == 1 else self._continuation_prompt(turn, max_turns)
+                    result = await self._run_turn(
+                        session, self._with_queued(text or ""), continuation=turn > 1
+                    )
             finally:
                 self._in_turn = False
+            follow = False
             await ctx.barrier()  # what the session reported during the turn is applied
             state.recorder.persist_tokens(run)
             if self._ending is not None:
@@ -328,7 +400,7 @@ class Worker:
             elif result.status is not TurnStatus.COMPLETED:
                 return _failed(result.error or result.status.value)
             try:
-                fresh = await ctx.tracker.fetch_issue_states_by_ids([issue.id])
+                fresh = await ctx.tracker.fetch_issues_by_ids([issue.id])
             except TrackerError as exc:
                 if exc.retry_at is None:
                     return _failed(f"issue state refresh failed: {exc}")
@@ -340,7 +412,11 @@ class Worker:
             if not fresh:
                 return _SUCCEEDED
             state.run_issue_seen(run, fresh[0])
-            if not state.settings.tracker.is_active(run.issue.state) or turn >= max_turns:
+            if (
+                not state.settings.tracker.is_active(run.issue.state)
+                or not policy.issue_routable(run.issue, state.settings)
+                or turn >= max_turns
+            ):
                 return _SUCCEEDED
 
     def _continuation_prompt(self, turn: int, max_turns: int) -> str:
@@ -358,27 +434,33 @@ class Worker:
             return template
 
     async def _run_turn(
-        self, session: AgentSession, text: str, *, continuation: bool
+        self, session: AgentSession, text: str | None, *, continuation: bool
     ) -> TurnResult:
-        """One turn under ``Settings.turn_timeout_ms`` (``agent.*``, else ``codex.*``):
-        at the deadline the attempt ends as timed out and only the turn is cancelled."""
+        """One turn under ``Settings.turn_timeout_ms`` (``agent.*``, else ``codex.*``), the
+        longest silence while the turn streams (§10.6): every session output resets it,
+        so a turn that keeps talking runs as long as it needs. When it runs out the attempt
+        ends as timed out and only the turn is cancelled. ``text`` None: the turn in flight
+        a re-attached session follows."""
         state = self._ctx.state
-        turn_task = asyncio.ensure_future(session.run_turn(text, continuation=continuation))
+        if text is None:
+            turn_task = asyncio.ensure_future(session.follow_turn())  # type: ignore[attr-defined]
+        else:
+            turn_task = asyncio.ensure_future(session.run_turn(text, continuation=continuation))
         timeout_s = state.settings.turn_timeout_ms / 1000
 
-        def on_deadline() -> None:
+        def expired() -> None:
             if not turn_task.done():
                 self.stop(
                     Ending(
                         RunOutcome.FAILED,
                         RunStatus.TIMED_OUT,
-                        f"turn timed out after {timeout_s:g}s",
+                        f"turn timed out: no output for {timeout_s:g}s",
                     ),
                     graceful=True,
                 )
                 turn_task.cancel()
 
-        timer = state.clock.call_later(timeout_s, on_deadline)
+        deadline = SilenceDeadline(state.clock, timeout_s, self._run, expired)
         try:
             return await turn_task
         except asyncio.CancelledError:
@@ -390,7 +472,7 @@ class Worker:
         except AgentError as exc:
             return TurnResult(TurnStatus.FAILED, error=str(exc))
         finally:
-            timer.cancel()
+            deadline.cancel()
 
     async def _cleanup(self, ending: Ending) -> None:
         """Settle open approvals, close the session (its process group is killed), run
@@ -401,6 +483,8 @@ class Worker:
         if run.session is not None:
             try:
                 await asyncio.wait_for(run.session.close(), timeout=SESSION_CLOSE_TIMEOUT_S)
+                if not getattr(run.session, "adoptable", False):
+                    manifests.agent_group_ended(ctx.workspaces.manifests, run)
             except (TimeoutError, Exception) as exc:
                 why = str(exc) or type(exc).__name__
                 if isinstance(exc, TimeoutError):
@@ -509,3 +593,33 @@ def start_worker(run: Run, ctx: WorkerContext, ended: Callable[[Ending], None]) 
 
     task.add_done_callback(done)
     return worker
+
+
+class SilenceDeadline:
+    """The turn timeout as the longest silence (§10.6): fires ``expired`` once ``timeout_s``
+    seconds pass without output from the run's session (``run.last_output_mono``, or since
+    the deadline was set), re-arming itself while output keeps coming. A class, not a
+    closure that re-arms itself, so nothing of an ended run waits for the cycle collector."""
+
+    def __init__(
+        self, clock: Clock, timeout_s: float, run: Run, expired: Callable[[], None]
+    ) -> None:
+        self._clock = clock
+        self._timeout_s = timeout_s
+        self._run = run
+        self._expired = expired
+        self._since = clock.monotonic()
+        self._handle: TimerHandle | None = clock.call_later(timeout_s, self._fire)
+
+    def _fire(self) -> None:
+        silent = self._clock.monotonic() - max(self._since, self._run.last_output_mono)
+        if silent < self._timeout_s:
+            self._handle = self._clock.call_later(self._timeout_s - silent, self._fire)
+            return
+        self._handle = None
+        self._expired()
+
+    def cancel(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None

@@ -578,7 +578,12 @@ class FakeGitHub:
         self._touch(record.number)
         return 200, [self._label_json(n) for n in record.labels]
 
-    def _comment(self, record: _Issue, text: str) -> dict[str, Any]:
+    def add_comment(self, number: int, text: str, *, user: str | None = None) -> int:
+        """A comment on issue ``number`` by ``user`` (default: the viewer). Returns its id."""
+        with self._lock:
+            return self._comment(self._issues[number], text, user)["id"]
+
+    def _comment(self, record: _Issue, text: str, user: str | None = None) -> dict[str, Any]:
         cid = 1000 + sum(len(r.comments) for r in self._issues.values())
         now = _iso(self._clock())
         comment = {
@@ -586,7 +591,7 @@ class FakeGitHub:
             "url": f"https://api.github.com/repos/{self.repo}/issues/comments/{cid}",
             "html_url": f"{self.html_url(record.number)}#issuecomment-{cid}",
             "issue_url": f"https://api.github.com/repos/{self.repo}/issues/{record.number}",
-            "user": _user(self.viewer_login), "created_at": now, "updated_at": now,
+            "user": _user(user or self.viewer_login), "created_at": now, "updated_at": now,
             "author_association": "MEMBER",
         }  # fmt: skip
         record.comments.append(comment)

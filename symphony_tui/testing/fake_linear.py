@@ -111,6 +111,7 @@ class _Store:
     users: dict[str, dict] = field(default_factory=dict)
     issues: dict[str, dict] = field(default_factory=dict)
     relations: dict[str, dict] = field(default_factory=dict)
+    comments: dict[str, dict] = field(default_factory=dict)
     sync_id: int = 0
 
     def issue(self, key: str) -> dict:
@@ -145,7 +146,11 @@ class FakeLinear:
         self.team_key = team_key
         self._clock = clock or (lambda: datetime.now(UTC))
         self._lock = threading.RLock()
-        viewer = {"id": self._uuid("user", "viewer"), "name": "Symphony Bot"}
+        viewer = {
+            "id": self._uuid("user", "viewer"),
+            "name": "Symphony Bot",
+            "displayName": "symphony-bot",
+        }
         viewer["email"] = "bot@example.invalid"
         self._store = _Store(clock=self._clock, viewer=viewer)
         self._store.users[viewer["id"]] = viewer
@@ -257,7 +262,7 @@ class FakeLinear:
     def add_user(self, name: str) -> str:
         with self._lock:
             user_id = self._uuid("user", name)
-            self._store.users[user_id] = {"id": user_id, "name": name}
+            self._store.users[user_id] = {"id": user_id, "name": name, "displayName": name}
             return user_id
 
     def add_issue(
@@ -331,6 +336,31 @@ class FakeLinear:
                 "updatedAt": _iso(self._clock()),
             }
             return rel_id
+
+    def add_comment(
+        self,
+        issue_id: str,
+        body: str,
+        *,
+        user_id: str | None = None,
+        created_at: datetime | None = None,
+    ) -> str:
+        """A comment on ``issue_id`` by ``user_id`` (a user of :meth:`add_user`; ``None``
+        for the viewer). Returns the comment's id."""
+        with self._lock:
+            self._store.issue(issue_id)
+            n = len(self._store.comments) + 1
+            comment_id = self._uuid("comment", f"{issue_id}-{n}")
+            created = created_at or self._clock()
+            self._store.comments[comment_id] = {
+                "id": comment_id,
+                "body": body,
+                "createdAt": _iso(created),
+                "url": f"https://linear.app/fake/comment/{comment_id}",
+                "_issue": issue_id,
+                "_user": user_id or self._store.viewer["id"],
+            }
+            return comment_id
 
     def move_issue(self, issue_id: str, state: str) -> None:
         """Move an issue to the state of its team named ``state`` (as a human would)."""
@@ -629,6 +659,9 @@ def _install_resolvers(schema: GraphQLSchema) -> None:
             a,
         ),
     )
+    on("Issue", "comments", lambda i, info, **a: _comments(store(info), i["id"], a))
+    on("Comment", "user", lambda c, info: store(info).users.get(c["_user"] or ""))
+    on("Comment", "botActor", lambda c, info: None)
     on("IssueRelation", "issue", lambda r, info: store(info).issues.get(r["_issue"]))
     on("IssueRelation", "relatedIssue", lambda r, info: store(info).issues.get(r["_related"]))
     on("WorkflowState", "team", lambda s, info: store(info).teams[s["_team"]])
@@ -691,6 +724,33 @@ def _issues_connection(
     order = args.get("orderBy") or "createdAt"
     items.sort(key=lambda i: i[order if order in ("createdAt", "updatedAt") else "createdAt"])
     return _connection(store, "Issue", items, args)
+
+
+def _comments(store: _Store, issue_id: str, args: dict[str, Any]) -> dict:
+    """An issue's comments in creation order; ``first`` or ``last`` (one page, no cursors)."""
+    rows = sorted(
+        (c for c in store.comments.values() if c["_issue"] == issue_id),
+        key=lambda c: c["createdAt"],
+    )
+    first, last = args.get("first"), args.get("last")
+    if first is not None and last is not None:
+        raise GraphQLError("first and last cannot be combined")
+    for count in (first, last):
+        if count is not None and not 0 <= count <= MAX_PAGE:
+            raise GraphQLError(f"first/last must be between 0 and {MAX_PAGE}")
+    page = rows[-last:] if last else rows[: 50 if first is None else first]
+    if last == 0:
+        page = []
+    return {
+        "nodes": page,
+        "edges": [{"node": c, "cursor": c["id"]} for c in page],
+        "pageInfo": {
+            "hasNextPage": False,
+            "hasPreviousPage": len(page) < len(rows),
+            "startCursor": page[0]["id"] if page else None,
+            "endCursor": page[-1]["id"] if page else None,
+        },
+    }
 
 
 def _connection(store: _Store, kind: str, items: Iterable[dict], args: dict[str, Any]) -> dict:
@@ -793,6 +853,7 @@ _FILTERS: dict[str, dict[str, tuple]] = {
     "User": {
         "id": _field("id"),
         "name": _field("name"),
+        "displayName": _field("displayName"),
         "email": _field("email"),
         "isMe": ("value", lambda s, r: r.get("id") == s.viewer["id"]),
     },

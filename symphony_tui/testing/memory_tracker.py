@@ -11,11 +11,22 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from symphony_tui.domain import Issue
-from symphony_tui.trackers.base import TrackerError
+from symphony_tui.trackers.base import TrackerError, TrackerProfile, dedupe_ids
+
+MEMORY_PROFILE = TrackerProfile(
+    kind="memory",
+    config="None: built in code with its issues and active states (tests only).",
+    scope="Every issue it holds; no pages.",
+    identity="`id`, `identifier` and `native_ref` as given.",
+    normalization="Issues are returned as given, `dispatchable` included.",
+    tools="None.",
+    errors="`fail_next(category)` raises that category; unknown moves `unsupported_operation`.",
+)
 
 
 class MemoryTracker:
     kind = "memory"
+    profile = MEMORY_PROFILE
 
     def __init__(
         self,
@@ -53,21 +64,24 @@ class MemoryTracker:
     async def fetch_candidate_issues(self) -> list[Issue]:
         self.calls.append(("candidates", ()))
         self._maybe_fail()
-        active = {s.lower() for s in self.active_states}
-        return [i for i in self.issues.values() if i.state.lower() in active]
+        active = {s.strip().lower() for s in self.active_states}
+        return [i for i in self.issues.values() if i.state.strip().lower() in active]
 
     async def fetch_issues_by_states(self, states: Sequence[str]) -> list[Issue]:
         if not states:
             return []
         self.calls.append(("by_states", tuple(states)))
         self._maybe_fail()
-        wanted = {s.lower() for s in states}
-        return [i for i in self.issues.values() if i.state.lower() in wanted]
+        wanted = {s.strip().lower() for s in states}
+        return [i for i in self.issues.values() if i.state.strip().lower() in wanted]
 
-    async def fetch_issue_states_by_ids(self, issue_ids: Sequence[str]) -> list[Issue]:
-        self.calls.append(("by_ids", tuple(issue_ids)))
+    async def fetch_issues_by_ids(self, issue_ids: Sequence[str]) -> list[Issue]:
+        ids = dedupe_ids(issue_ids)
+        if not ids:
+            return []
+        self.calls.append(("by_ids", tuple(ids)))
         self._maybe_fail()
-        return [self.issues[i] for i in issue_ids if i in self.issues]
+        return [self.issues[i] for i in ids if i in self.issues]
 
     async def move_issue(self, issue_id: str, state: str) -> Issue:
         self.calls.append(("move", (issue_id, state)))

@@ -8,14 +8,21 @@ File format::
         title: Write it       # required
         state: Todo           # required
         description: ...      # optional; also priority, labels, blocked_by, url,
-                              # branch_name, created_at, updated_at
+                              # branch_name, created_at, updated_at, repository,
+                              # assignee (or assignees: a list), comments (below)
+        comments:             # optional, oldest first: a map per comment, or its text
+          - author: ana
+            body: Please keep the old flag.
+            created_at: 2026-01-02T10:00:00Z   # optional, as are id and url
 
 The file is re-read on every call (parsed again only when its bytes changed), so edits by
 hand show up on the next poll. ``move_issue`` rewrites only the ``state:`` value (and an
 existing ``updated_at:`` value) of one issue, byte for byte elsewhere, atomically, and
 verifies the result by parsing it again. Concurrent writers (two tasks, or two processes
 sharing the file) are serialized with an asyncio lock plus ``flock`` on the file's folder.
-Every problem is ``TrackerError("local_tracker_file", <one line>)``.
+Every problem is ``TrackerError("local_tracker_file", <one line>)``: the file is one
+document, so a malformed entry fails every read until it is fixed. ``dispatchable`` is false
+for a ``Todo`` issue with a blocker that is not in a terminal state.
 """
 
 from __future__ import annotations
@@ -38,8 +45,13 @@ from pydantic import ValidationError
 
 from symphony_tui.config.errors import describe_yaml_error, flatten_validation_error, one_line
 from symphony_tui.config.settings import Settings
-from symphony_tui.domain import BlockerRef, Issue
-from symphony_tui.trackers.base import TrackerError
+from symphony_tui.domain import BlockerRef, Issue, IssueComment
+from symphony_tui.trackers.base import (
+    TrackerError,
+    TrackerProfile,
+    dedupe_ids,
+    todo_waits_for_blockers,
+)
 from symphony_tui.workspaces.atomic import ConcurrentEditError, atomic_write_bytes
 
 CATEGORY = "local_tracker_file"
@@ -106,6 +118,38 @@ def _string_list(path: Path, name: str, field: str, value: Any) -> list[str]:
     return out
 
 
+def _comments(path: Path, name: str, value: Any) -> tuple[IssueComment, ...]:
+    """``comments:`` of one entry: a list of maps (``author``, ``body``, optional ``id``,
+    ``created_at``, ``url``) or of plain texts (the body)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise _fail(f"{path}: {name}: comments must be a list, got {type(value).__name__}")
+    out = []
+    for index, item in enumerate(value, 1):
+        text = _scalar_text(item)
+        if text is not None:
+            out.append(IssueComment(body=text))
+            continue
+        if not isinstance(item, dict) or _scalar_text(item.get("body")) is None:
+            raise _fail(f"{path}: {name}: comment {index} must be a text or a map with a body")
+        try:
+            out.append(
+                IssueComment(
+                    id=_scalar_text(item.get("id")),
+                    author=_scalar_text(item.get("author")),
+                    body=_scalar_text(item.get("body")),
+                    created_at=item.get("created_at"),
+                    url=_scalar_text(item.get("url")),
+                )
+            )
+        except ValidationError as err:
+            raise _fail(
+                f"{path}: {name}: comment {index}: {flatten_validation_error(err)}"
+            ) from err
+    return tuple(out)
+
+
 def parse_issues(path: Path, text: str) -> list[Issue]:
     """Validate and normalize the file's issues, in file order (see module docstring).
     Raises ``TrackerError("local_tracker_file")`` naming the offending entry."""
@@ -138,9 +182,14 @@ def parse_issues(path: Path, text: str) -> list[Issue]:
             else:
                 raise _fail(f"{path}: {name}: priority must be an integer or null")
         fields["priority"] = priority
-        for key in ("description", "url", "branch_name", "created_at", "updated_at"):
+        for key in ("description", "url", "branch_name", "created_at", "updated_at", "repository"):
             if entry.get(key) is not None:
                 fields[key] = entry[key]
+        fields["assignees"] = tuple(
+            _string_list(path, name, "assignees", entry.get("assignees"))
+            or _string_list(path, name, "assignee", entry.get("assignee"))
+        )
+        fields["comments"] = _comments(path, name, entry.get("comments"))
         fields["labels"] = tuple(
             label.lower() for label in _string_list(path, name, "labels", entry.get("labels"))
         )
@@ -172,16 +221,46 @@ def parse_issues(path: Path, text: str) -> list[Issue]:
     return issues
 
 
+LOCAL_PROFILE = TrackerProfile(
+    kind="local",
+    config=(
+        "`tracker.path`: the YAML file (relative to WORKFLOW.md's folder, `~` and `$VAR` "
+        "expanded; required); `active_states` / `terminal_states` as for Linear. No secrets. "
+        "Error: `local_tracker_file` when the path is unset."
+    ),
+    scope=(
+        "Every entry of the file's `issues:` list, file order; no pages, no request limits; "
+        "the file is parsed again only when its bytes change."
+    ),
+    identity="`id` and `identifier` as written (each unique in the file); `native_ref` is null.",
+    normalization=(
+        "`state` as written; labels lowercased; `priority` an integer (or a digit string) or "
+        "null; timestamps as YAML gives them; `blocked_by` names other entries by id or "
+        "identifier; `dispatchable` is false for a `Todo` issue with a blocker not in a "
+        "terminal state. The file is one document: a malformed entry (missing id, "
+        "identifier, title or state, a duplicate, a bad type) fails every read with one "
+        "line naming it."
+    ),
+    tools="None. `move_issue` (the console's move) rewrites the entry's `state:` in place.",
+    errors="`local_tracker_file` -> `tracker_request`; every problem is one line.",
+)
+
+
 class LocalTracker:
     """:class:`~symphony_tui.trackers.base.Tracker` over the file at
     ``settings().tracker.path`` (already resolved against the WORKFLOW.md folder)."""
 
     kind = "local"
+    profile = LOCAL_PROFILE
 
     def __init__(self, settings: Callable[[], Settings]) -> None:
         self._settings = settings
         self._write_lock = asyncio.Lock()
         self._cache: tuple[str, str, list[Issue]] | None = None  # (path, digest, issues)
+
+    def secret_environment_names(self) -> frozenset[str]:
+        """A file needs no credential (spec §15.3): nothing to withhold."""
+        return frozenset()
 
     def _path(self) -> Path:
         path = self._settings().tracker.path
@@ -212,11 +291,25 @@ class LocalTracker:
         self._cache = (str(path), digest, issues)
         return issues
 
+    def _routed(self) -> list[Issue]:
+        """The file's issues with ``dispatchable`` decided (the ``Todo`` blocker rule)."""
+        tracker = self._settings().tracker
+        return [
+            i.model_copy(
+                update={
+                    "dispatchable": not todo_waits_for_blockers(
+                        i.state, i.blocked_by, tracker.is_terminal
+                    )
+                }
+            )
+            for i in self._issues()
+        ]
+
     async def fetch_candidate_issues(self) -> list[Issue]:
         """Issues whose state is one of ``tracker.active_states`` (case-insensitive), in
         file order."""
         tracker = self._settings().tracker
-        return [i for i in self._issues() if tracker.is_active(i.state)]
+        return [i for i in self._routed() if tracker.is_active(i.state)]
 
     async def fetch_issues_by_states(self, states: Sequence[str]) -> list[Issue]:
         """Issues in any of ``states`` (case-insensitive); ``[]`` for no states, without
@@ -224,18 +317,16 @@ class LocalTracker:
         wanted = {s.strip().lower() for s in states if s.strip()}
         if not wanted:
             return []
-        return [i for i in self._issues() if i.state.strip().lower() in wanted]
+        return [i for i in self._routed() if i.state.strip().lower() in wanted]
 
-    async def fetch_issue_states_by_ids(self, issue_ids: Sequence[str]) -> list[Issue]:
-        """The issues with these ids, in the order asked; absent ids are left out."""
-        if not issue_ids:
+    async def fetch_issues_by_ids(self, issue_ids: Sequence[str]) -> list[Issue]:
+        """The issues with these ids, in the order asked; absent ids are left out; ``[]``
+        without reading the file."""
+        ids = dedupe_ids(issue_ids)
+        if not ids:
             return []
-        by_id = {i.id: i for i in self._issues()}
-        out: list[Issue] = []
-        for issue_id in dict.fromkeys(issue_ids):
-            if issue_id in by_id:
-                out.append(by_id[issue_id])
-        return out
+        by_id = {i.id: i for i in self._routed()}
+        return [by_id[i] for i in ids if i in by_id]
 
     async def move_issue(self, issue_id: str, state: str) -> Issue:
         """Set the issue's ``state`` in the file and return the issue as it now is.
@@ -250,7 +341,7 @@ class LocalTracker:
         path = self._path()
         async with self._write_lock:
             await asyncio.to_thread(self._move_locked, path, issue_id, state)
-        for issue in self._issues():
+        for issue in self._routed():
             if issue.id == issue_id:
                 return issue
         raise _fail(f"{path}: issue {issue_id!r} vanished after the move")

@@ -3,17 +3,18 @@ rate-limit pause. Each adapter gives its vendor's name, category prefix, base UR
 headers; the rest is shared.
 
 **Errors** (spec §11.4, one line each, the credential never in them, :func:`redact`):
-``<prefix>_api_request`` (transport failure or timeout), ``<prefix>_api_status`` (a non-2xx
-answer; ``credentials_refused`` on 401), ``<prefix>_unknown_payload`` (raised by adapters).
+the portable categories: ``tracker_request`` (transport failure or timeout),
+``tracker_status`` (a non-2xx answer; ``credentials_refused`` on 401), ``tracker_response``
+and ``tracker_pagination`` (raised by adapters), ``tracker_rate_limited``.
 
 **Rate limits**: a ``429`` pauses the client until ``Retry-After`` (seconds or an HTTP date),
 else the vendor's reset header (``RateLimit-Reset`` / ``X-RateLimit-Reset``: epoch seconds
 or an ISO-8601 time), else :data:`DEFAULT_BACKOFF`; never less than :data:`MIN_BACKOFF`. A
 ``503`` that carries ``Retry-After`` (Jira and GitLab send it when overloaded) pauses the same
-way. While paused every call raises ``TrackerError("rate_limited", retry_at=...)`` without
-sending anything. An accepted answer whose ``RateLimit-Remaining`` /
+way. While paused every call raises ``TrackerError("tracker_rate_limited",
+retry_at=...)`` without sending anything. An accepted answer whose ``RateLimit-Remaining`` /
 ``X-RateLimit-Remaining`` is ``0`` pauses until its reset, before the vendor must refuse us.
-Any other ``5xx`` is an ``<prefix>_api_status`` error (the scheduler tries again next tick).
+Any other ``5xx`` is a ``tracker_status`` error (the scheduler tries again next tick).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any
 
 import httpx
 
+from symphony_tui.config import rest_trackers
 from symphony_tui.config.settings import Settings, TrackerSettings
 from symphony_tui.trackers.base import TrackerError
 
@@ -128,7 +130,7 @@ class RestClient:
     ) -> RestResponse:
         """Send one request (``path_or_url`` relative to the vendor's base URL, or a full URL
         on the same origin). Raises :class:`TrackerError`: a missing credential (the vendor's
-        category), ``rate_limited`` (``retry_at`` set) or ``<prefix>_api_request``; any other
+        category), ``tracker_rate_limited`` (``retry_at`` set) or ``tracker_request``; any other
         answer, whatever its status, is returned."""
         tracker = self._settings().tracker
         vendor = self.vendor
@@ -137,7 +139,7 @@ class RestClient:
         paused = self.paused_until
         if paused is not None:
             raise TrackerError(
-                "rate_limited",
+                "tracker_rate_limited",
                 f"{vendor.name} rate limit: paused until {_iso(paused)}",
                 retry_at=paused,
             )
@@ -170,7 +172,7 @@ class RestClient:
             what = "rate limit" if status == 429 else "unavailable"
             log.warning("%s %s status=%s paused_until=%s", vendor.prefix, what, status, _iso(until))
             raise TrackerError(
-                "rate_limited",
+                "tracker_rate_limited",
                 f"{vendor.name} {what} (HTTP {status}): paused until {_iso(until)}",
                 retry_at=until,
             )
@@ -181,7 +183,7 @@ class RestClient:
         return RestResponse(status, body_out, text, lowered)
 
     def ok_body(self, response: RestResponse, what: str) -> Any:
-        """The body of a 2xx answer; raises ``<prefix>_api_status`` for any other status,
+        """The body of a 2xx answer; raises ``tracker_status`` for any other status,
         with the vendor's error message when it gave one."""
         if 200 <= response.status < 300:
             return response.body
@@ -194,7 +196,7 @@ class RestClient:
             "%s request failed status=%s what=%s", self.vendor.prefix, response.status, what
         )
         raise TrackerError(
-            f"{self.vendor.prefix}_api_status",
+            "tracker_status",
             self.redact(message),
             credentials_refused=response.status == 401,
         )
@@ -234,7 +236,7 @@ class RestClient:
             base, target = httpx.URL(base_url), httpx.URL(path_or_url)
             if (target.scheme, target.host, target.port) != (base.scheme, base.host, base.port):
                 raise TrackerError(
-                    f"{self.vendor.prefix}_api_request",
+                    "tracker_request",
                     f"{self.vendor.name} pointed outside its base URL",
                 )
             return path_or_url
@@ -248,7 +250,7 @@ class RestClient:
     def _request_error(self, detail: str, secrets: tuple[str, ...]) -> TrackerError:
         message = redact(f"request to {self.vendor.name} failed: {detail}", secrets)
         log.warning("%s request failed: %s", self.vendor.prefix, message)
-        return TrackerError(f"{self.vendor.prefix}_api_request", " ".join(message.split()))
+        return TrackerError("tracker_request", " ".join(message.split()))
 
 
 class RestTracker:
@@ -258,6 +260,7 @@ class RestTracker:
     tests; ``clock`` gives aware UTC datetimes and drives the rate-limit pause."""
 
     VENDOR: Vendor
+    kind: str
 
     def __init__(
         self,
@@ -280,6 +283,15 @@ class RestTracker:
     def redact(self, text: str) -> str:
         """``text`` with the credential replaced by ``[redacted]``."""
         return self.client.redact(text)
+
+    def secret_environment_names(self) -> frozenset[str]:
+        """The kind's default credential variables, the one the credential setting names
+        (``$VAR``) and the workflow's declared secret names (spec §15.3)."""
+        tracker = self._tracker()
+        names = {*rest_trackers.SECRET_NAMES.get(self.kind, ()), *tracker.secret_env_names}
+        if tracker.api_key_env:
+            names.add(tracker.api_key_env)
+        return frozenset(names)
 
     async def aclose(self) -> None:
         await self.client.aclose()

@@ -2,7 +2,8 @@
 
 ``bash -lc <script>`` with the workspace as cwd, in its own process group so a timeout, a
 cancelled caller or a stopping scheduler (:class:`HookCutoff`) can end everything the script
-started. Output is read as it arrives and only the last :data:`OUTPUT_LIMIT` bytes are kept,
+started; when the script returns, ok or not, what it left running in its group (``sleep
+3101 &``) is ended too (``hosts/local_group.py`` ``end_group``): nothing outlives its hook. Output is read as it arrives and only the last :data:`OUTPUT_LIMIT` bytes are kept,
 so a hook that prints gigabytes costs a few kilobytes. A failing hook is a result
 (``ok=False``), never an exception.
 """
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from symphony_tui.config.child_env import ChildEnv
+from symphony_tui.hosts.local_group import end_group
 from symphony_tui.observability.logs import log_kv
 from symphony_tui.observability.redact import redact
 
@@ -220,7 +222,9 @@ async def run_hook(
     environment (the manager passes ``SYMPHONY_ISSUE_ID``, ``SYMPHONY_ISSUE_IDENTIFIER``,
     ``SYMPHONY_WORKSPACE``). The inherited environment is ``inherit`` (the manager builds it
     with the agents' recipe, config/child_env.py), by default ``os.environ`` without the
-    scheduler's secret names (:data:`~symphony_tui.config.child_env.ALWAYS_SECRET_NAMES`). On timeout the process group gets SIGTERM, then SIGKILL after
+    scheduler's secret names (:data:`~symphony_tui.config.child_env.ALWAYS_SECRET_NAMES`). Once the script returns,
+    what is left of its process group gets SIGTERM, then SIGKILL after
+    :data:`KILL_GRACE_S`. On timeout the process group gets SIGTERM, then SIGKILL after
     :data:`KILL_GRACE_S`. At ``cutoff``'s deadline (a stopping scheduler: its grace from this
     hook's start, or from the cut if that came later) the group is ended the same way and the result is ``cut_short``. Cancelling the caller ends the group the
     same way (SIGTERM, grace, SIGKILL), logs it and re-raises the cancellation. Never raises
@@ -272,6 +276,13 @@ async def run_hook(
             # Also reaches children that ignored SIGTERM after the shell itself exited.
             _kill_group(pid, signal.SIGKILL)
             await protocol.exited
+        else:
+            # The script returned: what it left in its group goes with it (SIGTERM, a
+            # grace, SIGKILL), which also closes the output pipe those held open.
+            leftovers = await end_group(pid, KILL_GRACE_S)
+            if leftovers:
+                log_kv(log, "INFO", "hook's leftover processes ended", hook=name, pgid=pid,
+                       **context)  # fmt: skip
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(protocol.output_closed), DRAIN_GRACE_S)
     except asyncio.CancelledError:

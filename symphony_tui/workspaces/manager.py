@@ -21,6 +21,7 @@ from typing import Any
 from symphony_tui.config.child_env import ChildEnv
 from symphony_tui.config.settings import Settings
 from symphony_tui.domain import Issue, RecoveredWorkspace
+from symphony_tui.hosts.local_group import boot_id, end_group, same_group
 from symphony_tui.hosts.ssh import HostTargets
 from symphony_tui.observability.logs import log_kv
 from symphony_tui.workspaces.errors import WorkspaceError
@@ -32,7 +33,12 @@ from symphony_tui.workspaces.manifest import (
     read_section,
 )
 from symphony_tui.workspaces.manifest_writer import ManifestWriter
-from symphony_tui.workspaces.paths import ensure_inside_root, workspace_key, workspace_path
+from symphony_tui.workspaces.paths import (
+    ensure_inside_root,
+    legacy_workspace_key,
+    workspace_key,
+    workspace_path,
+)
 from symphony_tui.workspaces.recovery import recovered_from
 from symphony_tui.workspaces.remote import RemoteWorkspaces
 
@@ -44,6 +50,13 @@ HOOK_NAMES = ("after_create", "before_run", "after_run", "before_remove")
 TEMP_ARTIFACTS = ("tmp", ".elixir_ls")
 
 _EPOCH = datetime.min.replace(tzinfo=UTC)
+
+#: The scheduler's lock file in the workspace root (``scheduler/project_lock.py``): its
+#: ``+`` is a character no workspace key holds, so no issue's workspace can be named like it.
+ROOT_LOCK_NAME = ".symphony-tui+root.lock"
+#: Names in the root that are never an issue's workspace, whatever its identifier: the lock
+#: and the name earlier versions gave it (a scheduler of one may share the root).
+RESERVED_NAMES = frozenset({ROOT_LOCK_NAME, ".symphony-tui.lock"})
 
 
 def _now() -> datetime:
@@ -129,9 +142,76 @@ class WorkspaceManager:
         return list(self.hooks_cutoff.ended)
 
     def path_for(self, identifier: str) -> Path:
-        """The workspace path of ``identifier`` (raises ``WorkspaceError`` when it would
-        leave the root)."""
+        """The workspace path of ``identifier``. Raises ``WorkspaceError`` when it would
+        leave the root (``workspace_outside_root``) or take a name the scheduler keeps for
+        itself (``workspace_reserved_name``, :data:`RESERVED_NAMES`: its lock)."""
+        if workspace_key(identifier) in RESERVED_NAMES:
+            raise WorkspaceError(
+                "workspace_reserved_name",
+                f"{identifier!r} names the scheduler's lock file in the workspace root; "
+                "it gets no workspace",
+            )
         return workspace_path(self.root, identifier)
+
+    def carry_over(self, identifier: str) -> Path | None:
+        """Find a workspace ``identifier`` has under the key earlier releases gave it
+        (:func:`legacy_workspace_key`) and move it to its current key; returns the path the
+        workspace now has, or ``None`` when there is none to carry over.
+
+        Only a folder whose ``issue`` manifest names ``identifier`` is taken (``A_B`` may be
+        the workspace of issue ``A_B`` itself); nothing is ever deleted. When the rename
+        fails the old folder is used in place (its manifest records its key) and one
+        warning line says why."""
+        new = self.path_for(identifier)
+        old = self.root / legacy_workspace_key(identifier)
+        if old.name == new.name or new.exists() or new.is_symlink():
+            return None
+        if old.is_symlink() or not old.is_dir():
+            return None
+        if read_section(old, "issue").get("identifier") != identifier:
+            return None
+        try:
+            os.rename(old, new)
+        except OSError as err:
+            log_kv(
+                log, "WARNING", "workspace kept under its earlier key",
+                issue_identifier=identifier, path=str(old), error=str(err),
+            )  # fmt: skip
+            return old
+        self.manifests.write(new, "issue", "issue", workspace_key=new.name)
+        log_kv(
+            log, "INFO", "workspace carried over to its collision-safe key",
+            issue_identifier=identifier, old=old.name, new=new.name,
+        )  # fmt: skip
+        return new
+
+    def carry_over_all(self) -> list[tuple[str, str]]:
+        """Start-up pass of :meth:`carry_over` over every folder under the root whose
+        manifest names an issue whose key changed: ``(old key, new key)`` per folder
+        moved. Blocking (call it from a thread); unreadable folders are skipped."""
+        moved: list[tuple[str, str]] = []
+        try:
+            entries = list(os.scandir(self.root))
+        except OSError:
+            return moved
+        for entry in entries:
+            try:
+                if not entry.is_dir(follow_symlinks=False):
+                    continue
+                identifier = read_section(Path(entry.path), "issue").get("identifier")
+            except OSError:
+                continue
+            if not isinstance(identifier, str) or not identifier:
+                continue
+            if entry.name != legacy_workspace_key(identifier):
+                continue
+            try:
+                path = self.carry_over(identifier)
+            except WorkspaceError:
+                continue
+            if path is not None and path.name != entry.name:
+                moved.append((entry.name, path.name))
+        return moved
 
     def _lock(self, identifier: str) -> asyncio.Lock:
         key = workspace_key(identifier)
@@ -160,11 +240,17 @@ class WorkspaceManager:
             root = self.root
             try:
                 root.mkdir(parents=True, exist_ok=True)
+            except FileExistsError:
+                raise WorkspaceError(
+                    "workspace_root_unavailable",
+                    f"workspace.root {root} is a file, not a folder: move it away or set "
+                    "workspace.root elsewhere",
+                ) from None
             except OSError as err:
                 raise WorkspaceError(
-                    "workspace_root_unavailable", f"cannot create {root}: {err}"
+                    "workspace_root_unavailable", f"cannot create {root}: {err.strerror or err}"
                 ) from err
-            path = self.path_for(issue.identifier)
+            path = self.carry_over(issue.identifier) or self.path_for(issue.identifier)
             created = False
             if path.exists() or path.is_symlink():
                 if not path.is_dir():
@@ -326,6 +412,58 @@ class WorkspaceManager:
                 ) from err
             log_kv(log, "INFO", "workspace removed", issue_identifier=identifier, path=str(path))
             return result
+
+    async def reap(self, skip: Iterable[str] = ()) -> tuple[list[str], list[str]]:
+        """End what runs of an earlier scheduler left running on this machine (it crashed
+        or was killed): the agent process group each workspace's manifest records
+        (``session.agent_group``, ``scheduler/manifests.py``), but in the workspaces whose
+        keys are in ``skip``. A group is ended (SIGTERM, a grace, SIGKILL, all at once)
+        only while it is provably the recorded one (``hosts/local_group.same_group``: same
+        boot, same leader start time), so a reused pid is never signalled; each record
+        is then cleared. Records marked ``adoptable`` are left alone for recovery to
+        re-adopt, and so are those of another boot (another machine on a shared root). Returns ``(ended, adoptable)``, ``"<key> <pgid>"`` each; the local
+        side of ``RemoteWorkspaces.reap``. Never raises for a bad record."""
+        await self.manifests.flush()
+        found = await asyncio.to_thread(self._recorded_groups, frozenset(skip))
+        ended: list[str] = []
+        adoptable: list[str] = []
+        ending: dict[int, Any] = {}
+        boot = boot_id()
+        for ws, record in found:
+            if record.get("boot_id") != boot:
+                continue  # another machine's (a shared root) or an earlier boot's: not ours
+            pgid = record.get("pgid")
+            if record.get("adoptable") is True:
+                adoptable.append(f"{ws.name} {pgid}")
+                continue
+            if isinstance(pgid, int) and pgid not in ending and same_group(record, ws):
+                ending[pgid] = asyncio.ensure_future(end_group(pgid))
+                ended.append(f"{ws.name} {pgid}")
+            self.manifests.write(ws, "session", "agent_group", agent_group=None)
+        if ending:
+            await asyncio.gather(*ending.values())
+        for line in ended:
+            log_kv(log, "WARNING", "leftover agent process group ended", group=line)
+        return ended, adoptable
+
+    def _recorded_groups(self, skip: frozenset[str]) -> list[tuple[Path, dict[str, Any]]]:
+        """``(workspace, session.agent_group)`` of every workspace under the root that
+        records one, but those in ``skip``."""
+        try:
+            entries = list(os.scandir(self.root))
+        except OSError:
+            return []
+        found = []
+        for entry in entries:
+            if entry.name in skip or entry.name in RESERVED_NAMES:
+                continue
+            with contextlib.suppress(OSError):
+                if not entry.is_dir(follow_symlinks=False):
+                    continue
+            record = read_section(Path(entry.path), "session").get("agent_group")
+            if isinstance(record, dict):
+                found.append((Path(entry.path), record))
+        return found
 
     def recover(self, hosts: Iterable[str] | None = None) -> list[RecoveredWorkspace]:
         """Every workspace folder under the root that has manifests, newest first (by the

@@ -9,8 +9,9 @@ Files live in ``<workspace>/.symphony/<section>.json``, one JSON object per sect
   ``started_at``, ``ended_at``, ``backend``, ``hooks`` = hook name -> summary), written by
   the scheduler (the manager records ``hooks``);
 - ``session``: the agent session (``backend``, ``session_id``, ``thread_id``,
-  ``conversation_id``, ``server_url``, ``tokens``, ``last_event``), written by the
-  scheduler.
+  ``conversation_id``, ``server_url``, ``tokens``, ``last_event``, and for a local run
+  ``agent_group``: its agent's process group, ``{pgid, started, boot_id, adoptable}``),
+  written by the scheduler.
 
 Field names match :class:`~symphony_tui.domain.RecoveredWorkspace` so recovery is a
 lookup. Every write is atomic (temp file in the same folder + ``os.replace``), so a crash

@@ -13,19 +13,42 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 # of the whole identifier so they stay unique and deterministic.
 MAX_KEY_LENGTH = 128
 _PREFIX_LENGTH = 100
+#: Hex digits of the identifier's SHA-256 in a key's suffix: 16 digits are 64 bits (§4.2).
+HASH_DIGITS = 16
+
+
+def identifier_hash(identifier: str) -> str:
+    """The first :data:`HASH_DIGITS` lowercase hex digits of SHA-256 of ``identifier``."""
+    return hashlib.sha256(identifier.encode("utf-8", "surrogatepass")).hexdigest()[:HASH_DIGITS]
 
 
 def workspace_key(identifier: str) -> str:
-    """The directory name of an issue's workspace: every character outside
-    ``[A-Za-z0-9._-]`` becomes ``_``. ``""``, ``.`` and ``..`` (which would name the root or
-    its parent) become underscores; keys longer than :data:`MAX_KEY_LENGTH` are shortened
-    to a prefix plus a hash."""
+    """The directory name of an issue's workspace (§4.2, §9.5 invariant 3): every character
+    outside ``[A-Za-z0-9._-]`` becomes ``_``; when that changed the identifier, the key is
+    ``<sanitized>--<identifier_hash>`` (the reference's form), so ``A/B``, ``A B`` and
+    ``A_B`` get three keys, while an identifier sanitizing leaves alone keeps itself as its
+    key. ``""``, ``.`` and ``..`` (the root or its parent) count as changed (underscores plus
+    the hash). Keys longer than :data:`MAX_KEY_LENGTH` keep a prefix plus the hash."""
+    key = _UNSAFE.sub("_", identifier)
+    changed = key != identifier
+    if key in ("", ".", ".."):
+        key, changed = "_" * max(len(key), 1), True
+    digest = identifier_hash(identifier)
+    if changed:
+        key = f"{key[:_PREFIX_LENGTH]}--{digest}"
+    elif len(key) > MAX_KEY_LENGTH:
+        key = f"{key[:_PREFIX_LENGTH]}-{digest}"
+    return key
+
+
+def legacy_workspace_key(identifier: str) -> str:
+    """The key earlier releases gave ``identifier`` (sanitized, no hash unless long): where
+    an existing workspace may still be (:meth:`WorkspaceManager.carry_over`)."""
     key = _UNSAFE.sub("_", identifier)
     if key in ("", ".", ".."):
         key = "_" * max(len(key), 1)
     if len(key) > MAX_KEY_LENGTH:
-        digest = hashlib.sha256(identifier.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-        key = f"{key[:_PREFIX_LENGTH]}-{digest}"
+        key = f"{key[:_PREFIX_LENGTH]}-{identifier_hash(identifier)}"
     return key
 
 

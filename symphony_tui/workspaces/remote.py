@@ -45,7 +45,7 @@ from symphony_tui.workspaces.errors import WorkspaceError
 from symphony_tui.workspaces.hooks import OUTPUT_LIMIT, HookCutoff, HookResult, _Tail, outlast
 from symphony_tui.workspaces.manifest import MANIFEST_DIR, SECTIONS
 from symphony_tui.workspaces.manifest_writer import ManifestWriter
-from symphony_tui.workspaces.paths import workspace_key
+from symphony_tui.workspaces.paths import legacy_workspace_key, workspace_key
 from symphony_tui.workspaces.recovery import recovered_from
 from symphony_tui.workspaces.remote_manifest import RemoteManifests
 
@@ -122,7 +122,8 @@ class RemoteWorkspaces:
         script = (
             f"mkdir -p {home_path(root)} 2>&1 && cd {home_path(root)} || exit 90; "
             f'root=$(pwd -P); ws="$root"/{shlex.quote(key)}; '
-            'if [ -L "$ws" ]; then echo "$ws is a symlink" >&2; exit 91; fi; '
+            + _carry_over_script(issue.identifier, key)
+            + 'if [ -L "$ws" ]; then echo "$ws is a symlink" >&2; exit 91; fi; '
             'if [ -e "$ws" ] && [ ! -d "$ws" ]; then exit 92; fi; '
             f'if [ -d "$ws" ]; then rm -rf {artifacts}; echo "reused $root"; '
             'else mkdir "$ws" 2>&1 || exit 93; echo "created $root"; fi'
@@ -194,7 +195,10 @@ class RemoteWorkspaces:
                 issue = Issue(id=known["id"], identifier=known["identifier"], title="", state="")
         env = self.hook_env(host, name, path, issue)
         pgid = f"{MANIFEST_DIR}/hook-{uuid.uuid4().hex[:8]}.pgid"
-        command = group_script(str(path), script, pgid_file=pgid, env=env, merge_stderr=True)
+        # ``end_group``: nothing the hook started outlives it on the host either.
+        command = group_script(
+            str(path), script, pgid_file=pgid, env=env, merge_stderr=True, end_group=True
+        )
         started = time.monotonic()
         target = self._target(host)
         timeout_s = max(settings.hooks.timeout_ms, 1) / 1000
@@ -324,3 +328,22 @@ class RemoteWorkspaces:
             if recovered is not None:
                 found.append(recovered.model_copy(update={"host": host}))
         return found
+
+
+def _carry_over_script(identifier: str, key: str) -> str:
+    """Shell that moves the workspace an earlier release left under
+    :func:`legacy_workspace_key` to ``$ws`` (as ``WorkspaceManager.carry_over`` does here):
+    only when ``$ws`` is missing, the old folder is a real folder and its ``issue`` manifest
+    names ``identifier`` (as the manifest writer spells it: indented JSON, sorted keys).
+    Nothing is deleted; a failed move leaves the old folder where it is."""
+    old = legacy_workspace_key(identifier)
+    if old == key:
+        return ""
+    line = f'  "identifier": {json.dumps(identifier)}'
+    manifest = f'"$root"/{shlex.quote(old)}/{MANIFEST_DIR}/issue.json'
+    return (
+        f'if [ ! -e "$ws" ] && [ ! -L "$ws" ] && [ -d "$root"/{shlex.quote(old)} ] '
+        f'&& [ ! -L "$root"/{shlex.quote(old)} ] '
+        f"&& grep -qxF -e {shlex.quote(line + ',')} -e {shlex.quote(line)} {manifest} 2>/dev/null; "
+        f'then mv "$root"/{shlex.quote(old)} "$ws" 2>/dev/null || true; fi; '
+    )

@@ -19,7 +19,7 @@ async def test_drain_and_undrain_a_host_over_http(make_harness):
     api = ApiServer(h.orch, bind_port=0)
     await api.start()
     try:
-        async with httpx.AsyncClient(base_url=api.url) as client:
+        async with httpx.AsyncClient(base_url=api.url, headers=api.control_headers()) as client:
             r = await client.post(
                 "/api/v1/commands", json={"type": "drain_host", "host": "ci@build-2:2222"}
             )

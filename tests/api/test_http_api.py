@@ -34,7 +34,7 @@ async def served(make_harness):
     await h.settle()
     api = ApiServer(h.orch, bind_port=0)
     await api.start()
-    async with httpx.AsyncClient(base_url=api.url) as client:
+    async with httpx.AsyncClient(base_url=api.url, headers=api.control_headers()) as client:
         yield h, api, client
     await api.stop()
 
@@ -104,7 +104,7 @@ async def test_commands_endpoint_answers_an_approval(served):
 
 async def test_remote_port_mirrors_snapshot_events_and_sends_commands(served):
     h, api, _client = served
-    remote = RemotePort(api.url)
+    remote = RemotePort(api.url, control=api.control_token)
     try:
         await remote.refresh_once()
         assert remote.snapshot().running[0].issue_identifier == "ABC-1"
@@ -164,7 +164,7 @@ async def test_unknown_routes_and_bad_commands_get_json_errors_that_say_what_is_
 
 async def test_remote_port_starts_over_when_the_scheduler_restarted(served):
     h, api, _client = served
-    remote = RemotePort(api.url)
+    remote = RemotePort(api.url, control=api.control_token)
     try:
         await remote.refresh_once()
         assert remote.events_since(0)
@@ -225,7 +225,7 @@ async def test_remote_port_reads_what_an_issues_transcript_dropped(served):
     answer = await client.get("/api/v1/events", params={"issue_id": "id-1"})
     assert answer.headers["X-Transcript-Dropped-Events"] == str(dropped.events)
     assert "X-Transcript-Dropped-Events" not in (await client.get("/api/v1/events")).headers
-    remote = RemotePort(api.url)
+    remote = RemotePort(api.url, control=api.control_token)
     try:
         assert remote.transcript_gap("id-1").events == 0  # nothing read yet
         remote.events_since(0, issue_id="id-1")  # asked for: fetched next round
@@ -239,7 +239,7 @@ async def test_remote_port_reads_what_an_issues_transcript_dropped(served):
     finally:
         await remote.close()
     # the client's own bounded copy of a transcript counts what it drops too
-    small = RemotePort(api.url)
+    small = RemotePort(api.url, control=api.control_token)
     try:
         small.events_since(0, issue_id="id-1")
         await small.refresh_once()

@@ -34,7 +34,7 @@ async def served(make_harness):
     await h.settle()
     api = ApiServer(h.orch, bind_port=0)
     await api.start()
-    async with httpx.AsyncClient(base_url=api.url) as client:
+    async with httpx.AsyncClient(base_url=api.url, headers=api.control_headers()) as client:
         yield h, api, client
     await api.stop()
 
@@ -111,7 +111,7 @@ async def test_a_command_refused_as_invalid_is_audited_too(served):
 
 async def test_an_attached_console_audits_its_actions_on_the_scheduler(served):
     _h, api, client = served
-    remote = RemotePort(api.url)
+    remote = RemotePort(api.url, control=api.control_token)
     try:
         await remote.send(PauseDispatch(paused=True))
         noted = await remote.note_action("export", detail="log.txt", ok=True, message="3 lines")
@@ -138,7 +138,7 @@ async def test_diff_of_a_running_workspace_over_the_api(served):
         cwd=ws, env=env, check=True,
     )  # fmt: skip
     (ws / "made.txt").write_text("a\nb\n")
-    remote = RemotePort(api.url)
+    remote = RemotePort(api.url, control=api.control_token)
     try:
         await remote.refresh_once()
         found = await remote.diff("ABC-1")

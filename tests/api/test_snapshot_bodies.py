@@ -42,7 +42,7 @@ async def served(make_harness):
     await h.settle()
     api = ApiServer(h.orch, bind_port=0)
     await api.start()
-    async with httpx.AsyncClient(base_url=api.url) as client:
+    async with httpx.AsyncClient(base_url=api.url, headers=api.control_headers()) as client:
         yield h, client
     await api.stop()
 

@@ -30,7 +30,9 @@ async def streamed(make_harness):
     hub = StreamHub(h.orch, interval_s=0.05, keepalive_s=0.3, write_timeout_s=5.0)
     api = ApiServer(h.orch, stream=hub)
     await api.start()
-    async with httpx.AsyncClient(base_url=api.url, timeout=10.0) as client:
+    async with httpx.AsyncClient(
+        base_url=api.url, headers=api.control_headers(), timeout=10.0
+    ) as client:
         yield h, api, hub, client
     await api.stop()
 
@@ -238,7 +240,9 @@ async def test_streams_end_when_the_server_stops(make_harness):
     await h.start()
     api = ApiServer(h.orch)
     await api.start()
-    async with httpx.AsyncClient(base_url=api.url, timeout=10.0) as client:
+    async with httpx.AsyncClient(
+        base_url=api.url, headers=api.control_headers(), timeout=10.0
+    ) as client:
         first = asyncio.Event()
 
         async def follow():

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from symphony_tui.api.auth import CONTROL_HEADER, find_control_token
+
 ROOT = Path(__file__).resolve().parents[2]
 AGENT = Path(__file__).resolve().parent / "flood_agent.py"
 HOST = Path(__file__).resolve().parent / "sched_host.py"
@@ -65,11 +67,15 @@ class Api:
 
     port: int
     conn: http.client.HTTPConnection | None = None
+    control: str | None = None  # the scheduler's control token, read once for a write
 
     def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any, float]:
         """(status, decoded JSON body, seconds taken)."""
         data = None if body is None else json.dumps(body).encode()
         headers = {"Content-Type": "application/json"} if data else {}
+        if method != "GET":
+            self.control = self.control or find_control_token(self.port)
+            headers.update({CONTROL_HEADER: self.control} if self.control else {})
         for attempt in (0, 1):
             if self.conn is None:
                 self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)

@@ -134,7 +134,7 @@ async def measure(root: Path, workers: int, label: str) -> float:
     await api.start()
     relay = Relay(api.port)
     await relay.start()
-    remote = RemotePort(f"http://127.0.0.1:{relay.port}", mode=mode)
+    remote = RemotePort(f"http://127.0.0.1:{relay.port}", mode=mode, control=api.control_token)
     task = asyncio.create_task(remote.run())
     await asyncio.sleep(1.0)  # the first full snapshot is not the steady rate
     start = relay.down

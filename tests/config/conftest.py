@@ -7,6 +7,8 @@ import pytest
 
 from symphony_tui.domain import BlockerRef, Issue
 
+from .corpus_report import CORPUS_REPORT
+
 
 @pytest.fixture
 def issue() -> Issue:
@@ -32,3 +34,12 @@ def write_workflow(tmp_path: Path):
         return path
 
     return write
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    """The compatibility corpus's figures (test_workflow_corpus.py), when it ran."""
+    lines = config.stash.get(CORPUS_REPORT, None)
+    if lines:
+        terminalreporter.write_sep("-", "WORKFLOW.md compatibility corpus")
+        for line in lines:
+            terminalreporter.write_line(line)

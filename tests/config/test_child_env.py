@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,12 @@ import pytest
 from symphony_tui.agents.codex import CodexBackend
 from symphony_tui.agents.opencode import OpenCodeBackend
 from symphony_tui.agents.openhands import OpenHandsBackend
-from symphony_tui.config.child_env import ChildEnv, env_reference, secret_env_names
+from symphony_tui.config.child_env import (
+    CHILD_MARKER,
+    ChildEnv,
+    env_reference,
+    secret_env_names,
+)
 from symphony_tui.config.settings import Settings, resolve_settings
 
 BASE = {
@@ -84,8 +90,20 @@ def test_secret_names_come_from_every_credential_setting() -> None:
         "tracker": {"api_key": "${A}", "provider": {"api_key": "$B"}, "secret_env_names": ["C"]},
         "openhands": {"session_api_key_env": "D"},
         "opencode": {"password_env": "E"},
+        "server": {"auth_token_env": "F"},
     }
-    assert secret_env_names(raw) == {"LINEAR_API_KEY", "A", "B", "C", "D", "E"}
-    assert secret_env_names({"tracker": {"api_key": "literal"}}) == {"LINEAR_API_KEY"}
+    always = {"LINEAR_API_KEY", "SYMPHONY_API_TOKEN"}
+    assert secret_env_names(raw) == always | {"A", "B", "C", "D", "E", "F"}
+    assert secret_env_names({"tracker": {"api_key": "literal"}}) == always
     assert env_reference("$X_1") == "X_1" and env_reference("${Y}") == "Y"
     assert env_reference("a$X") is None and env_reference("$1X") is None
+
+
+def test_the_api_token_never_reaches_a_child_and_each_child_is_marked(monkeypatch) -> None:
+    monkeypatch.setenv("MY_API_TOKEN", "api-secret")
+    monkeypatch.setenv("SYMPHONY_API_TOKEN", "attach-secret")
+    raw = {"server": {"auth_token_env": "MY_API_TOKEN"}}
+    recipe = ChildEnv({}, secret_env_names(raw))
+    env = recipe.build({"AGAIN": "$MY_API_TOKEN", "MY_API_TOKEN": "$MY_API_TOKEN"})
+    assert "api-secret" not in env.values() and "attach-secret" not in env.values()
+    assert env[CHILD_MARKER] == str(os.getpid())

@@ -46,7 +46,7 @@ def test_prompt_rendering_fails_on_unknown_variables(issue: Issue) -> None:
 
 def test_prompt_rendering_fails_on_unknown_issue_fields(issue: Issue) -> None:
     with pytest.raises(WorkflowError) as info:
-        render_prompt("{{ issue.assignee }}", issue, None)
+        render_prompt("{{ issue.live_workpad_comment_id }}", issue, None)
     assert info.value.code == "template_render_error"
 
 
@@ -72,3 +72,15 @@ def test_filter_argument_errors_are_render_errors(issue: Issue) -> None:
 
 def test_compiled_templates_are_cached_by_text() -> None:
     assert compile_template("cache {{ x }}") is compile_template("cache {{ x }}")
+
+
+def test_prompt_gets_the_current_issue_fields_and_retry_kind(issue: Issue) -> None:
+    routed = issue.model_copy(
+        update={"native_ref": {"project_item_id": "PVTI_1"}, "assignee_id": "u-7"}
+    )
+    template = (
+        "{{ issue.native_ref.project_item_id }} {{ issue.assignee_id }} "
+        "{{ issue.dispatchable }} {{ attempt }} {{ retry_kind }}"
+    )
+    assert render_prompt(template, routed, 3, retry_kind="failure") == "PVTI_1 u-7 true 3 failure"
+    assert render_prompt(template, routed, None) == "PVTI_1 u-7 true"

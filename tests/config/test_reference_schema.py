@@ -7,6 +7,7 @@ import io
 import logging
 from pathlib import Path
 
+from symphony_tui.config.settings import resolve_settings
 from symphony_tui.config.store import WorkflowStore
 from symphony_tui.config.validate import validate_dispatch
 from symphony_tui.config.workflow import load_workflow
@@ -132,3 +133,16 @@ def test_doctor_prints_the_warnings_without_failing_on_them(tmp_path: Path, monk
     # has six checks; the agent command here is not a real app-server).
     assert "[FAIL] workflow" not in text and code in (0, 1)
     assert "all 6 checks passed" in text or " of 6 checks failed" in text, text
+
+
+def test_provider_keeps_adapter_owned_keys_and_the_adapter_validates_them(tmp_path: Path) -> None:
+    raw = {"kind": "linear", "api_key": "k", "provider": {"colour": "red", "custom": {"a": 1}}}
+    linear = resolve_settings({"tracker": raw}, tmp_path, {})
+    assert linear.tracker.provider == {"colour": "red", "custom": {"a": 1}}  # kept verbatim
+    assert validate_dispatch(linear) == [
+        "missing_tracker_project_slug: tracker.project_slug is not set"
+    ]
+    github = {"kind": "github", "provider": {"repo": "norepo", "token": "t"}}
+    assert validate_dispatch(resolve_settings({"tracker": github}, tmp_path, {})) == [
+        "invalid_github_repo: tracker.repo 'norepo' is not owner/name"
+    ]

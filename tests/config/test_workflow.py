@@ -164,6 +164,26 @@ def test_a_hook_shutdown_grace_must_be_a_positive_number(write_workflow, value: 
 @pytest.mark.parametrize(
     ("value", "problem"),
     [
+        ("-1", "greater than or equal to 0"),
+        ("yes", "Input should be a whole number, not true"),
+        ("later", "Input should be a valid integer"),
+        ("2592000001", "less than or equal to 2592000000"),
+    ],
+)
+def test_keep_terminal_ms_is_a_whole_number_of_milliseconds(write_workflow, value, problem):
+    path = write_workflow(f"---\nworkspace:\n  keep_terminal_ms: {value}\n---\n")
+    with pytest.raises(WorkflowError) as info:
+        load_workflow(path)
+    assert info.value.code == "invalid_settings"
+    assert info.value.message.startswith("workspace.keep_terminal_ms: ")
+    assert problem in info.value.message and "\n" not in str(info.value)
+    ok = write_workflow("---\nworkspace:\n  keep_terminal_ms: 86400000\n---\n")
+    assert load_workflow(ok).settings.workspace.keep_terminal_ms == 86_400_000
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
         ("true", "Input should be a whole number, not true"),
         ("false", "Input should be a whole number, not false"),
         ("3600001", "less than or equal to 3600000"),

@@ -24,6 +24,9 @@ def test_doctor_creates_nothing_and_prints_the_paths_a_run_would_use(tmp_path):
     project = write_project(tmp_path / "project", [issue(1)])
     done = cli("doctor", cwd=project.folder, env=isolated_env(tmp_path))
     assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines()[0] == (
+        "follows the Symphony specification (openai/symphony SPEC.md) at 1f3219b, 2026-07-20"
+    )
     assert f"[ok  ] workspace root: {project.workspaces} will be created" in done.stdout
     assert "answered initialize (symphony-tui/symphony-demo-agent" in done.stdout
     assert "paths a run would use:" in done.stdout
@@ -140,3 +143,24 @@ def test_doctor_writes_each_check_as_soon_as_it_is_known(tmp_path, monkeypatch):
     assert "[ok  ] dispatch settings:" in seen_before_agent[0]
     assert "answered initialize" not in seen_before_agent[0]
     assert "answered initialize" in out.getvalue()
+
+
+def test_doctor_names_the_settings_and_variables_of_a_missing_credential(tmp_path):
+    # the names of keys and variables are no secrets: doctor prints them as written
+    (tmp_path / "WORKFLOW.md").write_text(
+        "---\ntracker:\n  kind: linear\n  api_key: $MY_LINEAR_KEY\n  project_slug: x\n---\np\n"
+    )
+    env = isolated_env(tmp_path)
+    env.pop("MY_LINEAR_KEY", None)
+    done = cli("doctor", cwd=tmp_path, env=env)
+    assert done.returncode == 1
+    line = next(x for x in done.stdout.splitlines() if "dispatch settings" in x)
+    assert line.startswith("[FAIL] dispatch settings: missing_tracker_api_key: tracker.api_key")
+    assert "$MY_LINEAR_KEY is not set" in line and "***" not in line
+
+    (tmp_path / "WORKFLOW.md").write_text("---\ntracker:\n  kind: github\n  repo: a/b\n---\np\n")
+    env.pop("GITHUB_TOKEN", None)
+    done = cli("doctor", cwd=tmp_path, env=env)
+    line = next(x for x in done.stdout.splitlines() if "dispatch settings" in x)
+    assert "missing_github_token: no GitHub token: tracker.token is empty" in line
+    assert "$GITHUB_TOKEN is not set" in line and "***" not in line

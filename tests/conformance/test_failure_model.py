@@ -5,6 +5,8 @@ tick or a logged warning, never in a dead scheduler. Fake clock, scripted backen
 from __future__ import annotations
 
 import asyncio
+import os
+import time
 from datetime import timedelta
 
 import pytest
@@ -13,6 +15,7 @@ from symphony_tui.agents.base import TurnResult, TurnStatus
 from symphony_tui.domain import EventKind
 from symphony_tui.domain.commands import MoveIssue, PauseDispatch, Refresh
 from symphony_tui.scheduler.orchestrator import StartupError
+from symphony_tui.workspaces.manifest import update_manifest
 from tests.scheduler.conftest import make_issue
 
 
@@ -22,6 +25,14 @@ async def hang(session, prompt, turn):
 
 def messages(h, kind: EventKind) -> list[str]:
     return [e.message for e in h.orch.events_since(0) if e.kind is kind]
+
+
+def workspace_of(h, n: int):
+    """ABC-n's workspace as the scheduler makes it: a folder whose manifest names it."""
+    path = h.ws(f"ABC-{n}")
+    path.mkdir(parents=True)
+    update_manifest(path, "issue", id=f"id-{n}", identifier=f"ABC-{n}")
+    return path
 
 
 async def test_startup_validation_failure_refuses_to_start(make_harness):
@@ -37,8 +48,8 @@ async def test_startup_terminal_cleanup_removes_workspaces_of_terminal_issues(ma
         script=hang,
         front="hooks:\n  before_remove: echo removing > ../removed.txt\n",
     )
-    for key in ("ABC-1", "ABC-2"):
-        h.ws(key).mkdir(parents=True)
+    for n in (1, 2):
+        workspace_of(h, n)
     await h.start()
     await h.settle()
     assert not h.ws("ABC-1").exists()
@@ -46,11 +57,66 @@ async def test_startup_terminal_cleanup_removes_workspaces_of_terminal_issues(ma
     assert (h.root / "ws" / "removed.txt").read_text().strip() == "removing"
     assert h.tracker.calls[0] == ("by_states", tuple(h.orch.settings.tracker.terminal_states))
     assert "removed workspace of terminal issue" in messages(h, EventKind.RECONCILE)
+    # said on screen, in one line naming what went and how to keep it
+    assert messages(h, EventKind.WARNING) == [
+        "start-up cleanup removed the workspaces of 1 issue(s) in a terminal state "
+        "(spec §8.6): ABC-1; workspace.keep_terminal_ms keeps them"
+    ]
+
+
+async def test_startup_cleanup_removes_only_folders_the_scheduler_made_for_the_issue(
+    make_harness,
+):
+    h = make_harness(
+        [make_issue(1, state="Done"), make_issue(2, state="Done"), make_issue(3, state="Done")]
+    )
+    mine = workspace_of(h, 1)
+    plain = h.ws("ABC-2")  # a folder someone made by hand: no manifest
+    plain.mkdir(parents=True)
+    (plain / "notes.txt").write_text("mine")
+    other = h.ws("ABC-3")  # a manifest naming another issue
+    other.mkdir(parents=True)
+    update_manifest(other, "issue", id="id-9", identifier="ABC-9")
+    await h.start()
+    await h.settle()
+    assert not mine.exists()
+    assert (plain / "notes.txt").read_text() == "mine" and other.is_dir()
+    left = [m for m in messages(h, EventKind.WARNING) if "left" in m]
+    assert left == [
+        f"start-up cleanup left {path} alone: no workspace manifest there names {ident} "
+        "(only folders the scheduler made for an issue are removed)"
+        for path, ident in ((plain, "ABC-2"), (other, "ABC-3"))
+    ]
+
+
+async def test_keep_terminal_ms_keeps_recent_terminal_workspaces_at_start_up(make_harness):
+    h = make_harness(
+        [make_issue(1, state="Done")], front="workspace:\n  root: ws\n  keep_terminal_ms: 3600000\n"
+    )
+    path = workspace_of(h, 1)
+    await h.start()
+    await h.settle()
+    assert path.is_dir()
+    assert messages(h, EventKind.RECONCILE) == [
+        "start-up cleanup kept the workspaces of 1 issue(s) in a terminal state "
+        "(workspace.keep_terminal_ms: 3600000): ABC-1"
+    ]
+    await h.orch.shutdown()
+    # older than the period: removed at the next start-up
+    old = time.time() - 7200
+    os.utime(path / ".symphony" / "issue.json", (old, old))
+    again = make_harness(
+        [make_issue(1, state="Done")], front="workspace:\n  root: ws\n  keep_terminal_ms: 3600000\n"
+    )
+    await again.start()
+    await again.settle()
+    assert not path.exists()
+    await again.orch.shutdown()
 
 
 async def test_startup_continues_when_the_terminal_issue_fetch_fails(make_harness):
     h = make_harness([make_issue(1, state="Done"), make_issue(2)], script=hang)
-    h.ws("ABC-1").mkdir(parents=True)
+    workspace_of(h, 1)
     h.tracker.fail_next("linear_api_request")
     await h.start()
     await h.settle()

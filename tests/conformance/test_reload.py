@@ -160,5 +160,5 @@ async def test_retry_dispatch_rechecks_the_workflow_first(make_harness):
     assert "id-1" in h.orch.retrying
     edit(h.store.path, "old {{", "new {{")
     await h.advance(10)  # the retry timer fires before any poll tick
-    await h.settle()
+    await h.until(lambda: len(calls) == 2)  # the edit is evaluated off the loop first
     assert calls == ["old ABC-1", "new ABC-1"]

@@ -144,8 +144,7 @@ async def test_prompt_render_error_is_retried_and_recovers_once_the_template_is_
     path = h.store.path
     path.write_text(path.read_text().replace(broken, "{{ issue.title }}"))
     await h.advance(10)
-    await h.settle()
-    assert "id-1" in h.orch.running
+    await h.until(lambda: "id-1" in h.orch.running)  # the edit is evaluated off the loop
     assert h.backend.sessions[0].prompts == ["Issue 1"]
 
 
@@ -218,7 +217,7 @@ async def test_state_refresh_of_more_than_50_running_issues_on_the_local_tracker
         await orch.start()
         await clock.settle(50)
         assert len(orch.running) == 60
-        refreshed = await tracker.fetch_issue_states_by_ids(list(orch.running))
+        refreshed = await tracker.fetch_issues_by_ids(list(orch.running))
         assert len(refreshed) == 60
         entries[4]["state"] = "Done"  # id-5: terminal -> stop and clean
         entries[9]["state"] = "Backlog"  # id-10: non-active -> stop, keep the workspace

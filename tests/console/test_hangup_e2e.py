@@ -1,8 +1,8 @@
-"""A dropped terminal (and SIGTERM, headless or not, and ``q`` ``y``) with a hung hook: the
-real ``symphony-tui run`` on a pseudo-terminal that is its controlling terminal, the demo
-agent waiting for an approval, and an ``after_run`` hook that hangs (``hooks.timeout_ms``
-an hour). Closing the pty's master is a real hang-up: the kernel sends SIGHUP and reads of
-the tty fail with EIO.
+"""A dropped terminal (then ``symphony-tui stop``), SIGTERM (headless or not) and ``q`` ``s``
+with a hung hook: the real ``symphony-tui run`` on a pseudo-terminal that is its controlling
+terminal, the demo agent waiting for an approval, and an ``after_run`` hook that hangs
+(``hooks.timeout_ms`` an hour). Closing the pty's master is a real hang-up: the kernel
+sends SIGHUP and reads of the tty fail with EIO; the scheduler runs on headless.
 
 What is asserted are outcomes (each wait below is a bound for a broken build, never a
 figure; the seconds are in ``tests/bench/bench_quit.py``): the process exited 0, the hook's
@@ -230,14 +230,36 @@ def project(tmp_path: Path):
     end_hook_left_behind(p)
 
 
-def test_a_hang_up_ends_the_console_and_cuts_the_hung_hook(project: Project):
+def stop_command(project: Project) -> subprocess.CompletedProcess:
+    """``symphony-tui stop WORKFLOW.md`` for the project (graceful: the hooks' grace)."""
+    return subprocess.run(
+        [sys.executable, "-m", "symphony_tui.cli", "stop", "WORKFLOW.md"],
+        cwd=project.root,
+        env=project.env,
+        capture_output=True,
+        text=True,
+        timeout=BOUND_S,
+    )
+
+
+def test_a_hang_up_leaves_the_scheduler_running_until_stop_cuts_the_hung_hook(project: Project):
+    """A hang-up ends the console (exit 0) but not its agents: the run waits on, its
+    approval still asked; ``symphony-tui stop`` then ends it as a normal quit would."""
     console = Console(project)
     try:
         project.wait_for_approval()
         console.hang_up()
         assert console.wait() == 0
+        time.sleep(2.0)  # room for a wrong stop to show in the history (a bound, not asserted)
+        assert not [e for e in project.events() if e["kind"] == "run_ended"]
+        assert 'msg="console detached; the scheduler runs on headless" reason=hangup' in (
+            project.log()
+        )
     finally:
         console.close()
+        stopped = stop_command(project)
+    assert stopped.returncode == 0, stopped.stderr
+    assert "stopped the scheduler of" in stopped.stderr
     project.check_quit_as_normal()
 
 
@@ -251,7 +273,7 @@ def test_sigterm_and_q_y_on_the_console_cut_the_hung_hook(project: Project, how:
         else:
             console.press(b"q")
             time.sleep(1.0)  # the confirmation is on the screen (a bound, not asserted)
-            console.press(b"y")
+            console.press(b"s")
         assert console.wait() == 0
     finally:
         console.close()

@@ -274,3 +274,58 @@ async def test_keys_pressed_while_detaching_run_nothing(port, make_app):
         release.set()
         await done(pilot)
     assert app.return_code == 0
+
+
+# ------------------------------------------------------------- a scheduler that outlives us
+
+
+async def test_a_lost_terminal_detaches_a_detachable_console_and_stops_nothing(port, make_app):
+    shutdown = Recorder()
+    term = FakeTerminal()
+    app = make_app(port, shutdown=shutdown, terminal_watch=fake_watch(term), detachable=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        term.drop()
+        app.check_terminal()
+        await done(pilot)
+    assert shutdown.calls == 0, "a lost terminal stopped the agents"
+    assert app.detached == "terminal lost (fd 0 is no longer a terminal)"
+    assert app.return_code == 0
+
+
+async def test_sighup_detaches_a_detachable_console(port, make_app):
+    shutdown = Recorder()
+    app = make_app(port, shutdown=shutdown, detachable=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        os.kill(os.getpid(), signal.SIGHUP)
+        for _ in range(50):
+            await pilot.pause()
+            if app.detached:
+                break
+        await done(pilot)
+    assert shutdown.calls == 0 and app.detached == "hangup"
+
+
+@pytest.mark.parametrize(("key", "stops"), [("d", False), ("s", True)])
+async def test_q_asks_stop_the_agents_or_leave_them_running_and_detach(port, make_app, key, stops):
+    from symphony_tui.console.screens.modals import StopOrDetach
+
+    shutdown = Recorder()
+    app = make_app(port, shutdown=shutdown, detachable=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("q")
+        assert isinstance(app.screen, StopOrDetach)
+        body = str(app.screen.query_one("#dialog-body").render())
+        running = len(port.snapshot().running)
+        assert f"{running} agent" in body and "detach" in body
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.is_running and shutdown.calls == 0
+        await pilot.press("q")
+        await pilot.press(key)
+        await done(pilot)
+    assert shutdown.calls == (1 if stops else 0)
+    assert app.detached == (None if stops else "q")
+    assert app.return_code == 0

@@ -143,3 +143,22 @@ async def test_copy_path(port, make_app):
         assert app.clipboard == "/ws/DEMO-9"
         assert any("copied /ws/DEMO-9" in m for m, _ in notifications(app))
         assert port.sent == []
+
+
+async def test_the_last_run_column_shows_every_status_word_whole_at_80x24(port, make_app):
+    workspaces = tuple(
+        w.model_copy(update={"status": status})
+        for w, status in zip(
+            port.current.recovered, ("interrupted", "timed_out", "succeeded"), strict=True
+        )
+    )
+    port.update(recovered=workspaces)
+    app = make_app(port)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen = await open_recovered(pilot, "DEMO-9")
+        table = screen.query_one("#recovered", KeyedTable)
+        strips = table.render_lines(table.region.reset_offset)
+        lines = ["".join(segment.text for segment in strip) for strip in strips]
+        for word in ("✗ interrupted", "✗ timed out", "✓ succeeded"):
+            assert any(word in line for line in lines), (word, lines)

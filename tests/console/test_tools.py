@@ -280,3 +280,57 @@ async def test_a_workspace_on_a_worker_host_offers_the_ssh_command(tools_port, m
         assert "on worker host build-1" in str(dialog._body)
         commands = [d for label, d in dialog._choices if label == "Copy a shell command"]
         assert commands == ["ssh -t build-1 'cd /ws/DEMO-9 && exec $SHELL'"]
+
+
+async def palette_titles(pilot, query: str) -> list[str]:
+    """The titles the command palette offers for ``query``."""
+    from textual.command import CommandList
+
+    await pilot.press("ctrl+p")
+    await settle(pilot)
+    await pilot.press(*query)
+    for _ in range(20):  # the palette searches in a worker of its own
+        await pilot.pause(0.05)
+        options = pilot.app.screen.query_one(CommandList)
+        if options.option_count:
+            break
+    titles = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+    return [t.splitlines()[0] for t in titles]
+
+
+async def test_the_palette_offers_one_quit(port, make_app):
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        titles = await palette_titles(pilot, "quit")
+        assert [t for t in titles if t.startswith("Quit")] == ["Quit (q)"]
+
+
+async def test_palette_screenshot_saves_in_the_state_folder_and_says_where(
+    port, make_app, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))  # not made yet
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert "Screenshot" in await palette_titles(pilot, "screenshot")
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        folder = tmp_path / "state" / "symphony-tui" / "screenshots"
+        saved = list(folder.glob("symphony-*.svg"))
+        assert len(saved) == 1 and saved[0].read_text().startswith("<svg")
+        assert (f"screenshot saved: {saved[0]}", "information") in notifications(app)
+
+
+async def test_a_screenshot_that_cannot_be_saved_says_why(port, make_app, tmp_path, monkeypatch):
+    (tmp_path / "state").write_text("a file where the state folder would be")
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await palette_titles(pilot, "screenshot")
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        [(message, severity)] = notifications(app)
+        assert severity == "error" and message.startswith("screenshot not saved: ")
+        assert str(tmp_path / "state") in message and "Not a directory" in message

@@ -5,7 +5,9 @@ from __future__ import annotations
 import gc
 import tracemalloc
 
+import pytest
 from rich.text import Text
+from textual.widgets import Button
 
 from symphony_tui.agents.codex.events import cap_tail
 from symphony_tui.console.screens.approvals import ApprovalsScreen, approval_keys
@@ -18,6 +20,7 @@ from symphony_tui.domain import (
     AgentEvent,
     ApprovalDecision,
     ApprovalKind,
+    ClaimState,
     Deny,
     EventKind,
     Rerun,
@@ -208,8 +211,11 @@ async def test_cancel_turn_asks_then_denies_with_cancel(port, make_app):
         await settle(pilot)
         detail = plain(app.screen.query_one("#approval-detail").render())
         assert "c cancel turn" in detail
+        assert "A approve for session" in detail  # what A does: for the rest of the session
         await pilot.press("c")
         assert isinstance(app.screen, Confirm)
+        buttons = [str(b.label) for b in app.screen.query(Button)]
+        assert buttons == ["Deny and end turn (y)", "Keep the turn (n)"]  # no two "Cancel"s
         await pilot.press("n")
         await done(pilot)
         assert port.sent == []
@@ -359,3 +365,66 @@ async def test_a_flood_of_long_messages_writes_only_the_newest_and_says_so(port,
         shown = sum(f"m{i:02}w" in text for i in range(60))
         assert 0 < shown <= WRITE_CHARS // 12_000 + 1
         assert len(screen.query_one("#transcript").lines) < 5000
+
+
+async def test_an_interrupted_issue_reads_held_as_the_docs_say(port, make_app):
+    issues = tuple(
+        row.model_copy(update={"claim": ClaimState.RELEASED, "note": "held by operator"})
+        if row.issue_id == "demo-5"
+        else row
+        for row in port.current.issues
+    )
+    port.update(issues=issues)
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one(IssuesTable)
+        cells = [str(c) for c in table.get_row("demo-5")]
+        assert "◌ held" in cells and not any("released" in c for c in cells)
+
+
+THREAD = "019a4f2e-7c1d-7b02-9f5e-3c2a1d0e8b47"
+TURN = "019a4f2e-91aa-7c33-8d21-5b6f0e4c2a19"
+ISSUE = "8f14e45f-ceea-467a-9af0-3b2c1d0e8f71"
+
+
+@pytest.mark.parametrize("size", [(120, 36), (80, 24)])
+async def test_worker_header_keeps_each_id_whole_on_one_line(port, make_app, size):
+    # codex ids: UUIDs; its session id is the thread id and the turn id joined by "-"
+    rows = tuple(
+        r.model_copy(
+            update={"session_id": f"{THREAD}-{TURN}", "thread_id": THREAD, "issue_id": ISSUE}
+        )
+        if r.issue_id == "demo-1"
+        else r
+        for r in port.current.running
+    )
+    port.update(running=rows)
+    app = make_app(port)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        app.push_screen(WorkerScreen(ISSUE))
+        await settle(pilot)
+        header = app.screen.query_one("#worker-header")
+        strips = header.render_lines(header.region.reset_offset)
+        lines = ["".join(segment.text for segment in strip) for strip in strips]
+        for name, value in (("issue", ISSUE), ("thread", THREAD), ("turn id", TURN)):
+            assert any(f"{name} {value}" in line for line in lines), (name, lines)
+
+
+async def test_a_finished_runs_header_keeps_its_thread_id_with_its_name_at_80x24(port, make_app):
+    recovered = tuple(
+        w.model_copy(update={"thread_id": THREAD}) if w.key == "DEMO-9" else w
+        for w in port.current.recovered
+    )
+    port.update(recovered=recovered)
+    app = make_app(port)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        app.push_screen(WorkerScreen("demo-9"))
+        await settle(pilot)
+        header = app.screen.query_one("#worker-header")
+        strips = header.render_lines(header.region.reset_offset)
+        lines = ["".join(segment.text for segment in strip) for strip in strips]
+        assert any(f"thread {THREAD}" in line for line in lines), lines
+        assert any("last run failed  attempt 2" in line for line in lines), lines

@@ -76,3 +76,47 @@ def test_thread_round_trip_and_safe_lookup(tmp_path: Path) -> None:
     assert loaded.turns[0].status == "interrupted"
     for bad in ("", "../abc", ".hidden", "a/b"):
         assert find_saved(bad, tmp_path) is None
+
+
+def planned_seconds(directives: Directives, cwd: Path, monkeypatch) -> float:
+    """Seconds of pauses a thread with ``directives`` plays over two turns at speed 1."""
+    import asyncio
+
+    from symphony_tui.demo.pacing import Pacer
+    from symphony_tui.demo.turn import TurnScript
+
+    total = 0.0
+
+    async def pause(self, ms: float) -> None:
+        nonlocal total
+        total += ms * self.scale / 1000
+
+    class Transport:
+        def notify(self, method, params) -> None:
+            pass
+
+        async def request(self, method, params) -> dict:
+            return {"contentItems": [], "success": True, "decision": "accept"}
+
+    monkeypatch.setattr(Pacer, "pause", pause)
+    thread = DemoThread(id="t", cwd=cwd, directives=directives)
+
+    async def play() -> None:
+        for n in (1, 2):
+            record = TurnRecord(id=f"turn-{n}")
+            thread.turns.append(record)
+            await TurnScript(Transport(), thread, record, "p", directives, 1.0).run()  # type: ignore[arg-type]
+
+    asyncio.run(play())
+    return total
+
+
+def test_the_demos_slow_issue_works_long_enough_to_try_the_interrupt_key(tmp_path, monkeypatch):
+    import yaml
+
+    demo = Path(__file__).parents[2] / "assets" / "demo" / "issues.yaml"
+    issues = yaml.safe_load(demo.read_text())["issues"]
+    slow = next(i for i in issues if "slow" in parse_directives(i["description"]))
+    assert slow["identifier"] == "DEMO-5"
+    seconds = planned_seconds(parse_directives(slow["description"]), tmp_path, monkeypatch)
+    assert seconds >= 60  # at the default pace: time to find its row and press i

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.control import control_headers
 from tests.hosts.test_codex_over_ssh import left_on_hosts, remote_descendants
 from tests.scheduler.test_usage_restart_e2e import REPO, _kill, _start
 
@@ -245,7 +246,7 @@ def _send(url: str, command: dict) -> dict:
     request = urllib.request.Request(
         f"{url}/api/v1/commands",
         data=json.dumps(command).encode(),
-        headers={"Content-Type": "application/json"},
+        headers={"Content-Type": "application/json", **control_headers(url)},
         method="POST",
     )
     with urllib.request.urlopen(request, timeout=30) as response:

@@ -19,6 +19,7 @@ from symphony_tui.config.settings import Settings
 from symphony_tui.domain import Issue
 from symphony_tui.workspaces.errors import WorkspaceError
 from symphony_tui.workspaces.manager import WorkspaceManager
+from symphony_tui.workspaces.paths import workspace_key
 
 pytestmark = pytest.mark.slow
 
@@ -49,7 +50,7 @@ async def test_a_workspace_and_its_hooks_live_on_the_host(tmp_path, fleet) -> No
         before_run="printf 'line one\\nline two\\n'; exit 4",
     )
     path, created = await mgr.ensure(ISSUE, host=host)
-    assert created and path == root.resolve() / "ABC_1_x"
+    assert created and path == root.resolve() / workspace_key("ABC/1 x")
     assert not (tmp_path / "local-root").exists()  # nothing here
     assert (path / "made.txt").read_text() == "created\n"
     env = dict(
@@ -63,7 +64,7 @@ async def test_a_workspace_and_its_hooks_live_on_the_host(tmp_path, fleet) -> No
     assert hook.output == "line one\nline two\n"
     await mgr.manifests.flush()
     issue = json.loads((path / ".symphony" / "issue.json").read_text())
-    assert issue["identifier"] == "ABC/1 x" and issue["workspace_key"] == "ABC_1_x"
+    assert issue["identifier"] == "ABC/1 x" and issue["workspace_key"] == workspace_key("ABC/1 x")
     run = json.loads((path / ".symphony" / "run.json").read_text())
     assert run["hooks"] == {"after_create": "ok", "before_run": "exit 4"}
     assert not [p for p in (path / ".symphony").iterdir() if p.name.startswith(".run")]
@@ -86,6 +87,16 @@ async def test_a_hung_hook_is_killed_on_the_host(tmp_path, fleet) -> None:
     while time.monotonic() < deadline and _sleepers(fleet):
         time.sleep(0.1)
     assert _sleepers(fleet) == []
+
+
+async def test_a_hooks_background_children_end_with_it_on_the_host(tmp_path, fleet) -> None:
+    """A hook that returns at once, ok, leaves nothing running there: its ``sleep 3101 &``
+    (same process group) ends with it, and the ssh channel it held closes."""
+    mgr, host, _ = manager(tmp_path, fleet, before_run="sleep 3101 & echo started")
+    path, _ = await mgr.ensure(ISSUE, host=host)
+    hook = await asyncio.wait_for(mgr.run_hook("before_run", path, ISSUE, host=host), 50)
+    assert hook is not None and hook.ok and hook.output == "started\n"
+    assert _sleepers(fleet, b"3101") == []
 
 
 async def test_a_hung_hook_on_the_host_is_cut_short_by_a_stopping_scheduler(
@@ -161,7 +172,7 @@ async def test_remove_runs_before_remove_there_and_recovery_names_the_host(tmp_p
 async def test_a_symlink_in_place_of_a_workspace_is_refused(tmp_path, fleet) -> None:
     mgr, host, root = manager(tmp_path, fleet)
     root.mkdir(parents=True)
-    os.symlink("/etc", root / "ABC_1_x")
+    os.symlink("/etc", root / workspace_key("ABC/1 x"))
     with pytest.raises(WorkspaceError) as err:
         await mgr.ensure(ISSUE, host=host)
     assert err.value.code == "workspace_outside_root" and "\n" not in str(err.value)
@@ -306,3 +317,19 @@ async def test_a_full_or_read_only_disk_on_the_host_is_one_line(tmp_path, fleet,
     assert "Read-only file system" in str(err.value) and "\n" not in str(err.value)
     # The other host is not held up by any of it.
     assert (await mgr.remote._target(fleet.names[1]).run("exit 0")).ok
+
+
+async def test_the_start_up_sweep_on_a_host_leaves_a_folder_its_manifest_does_not_name(
+    tmp_path, fleet
+) -> None:
+    from symphony_tui.scheduler.startup import sweep_terminal_workspaces
+    from symphony_tui.workspaces.manifest import update_manifest
+
+    mgr, host, _ = manager(tmp_path, fleet, before_remove="true")
+    done = Issue(id="id-2", identifier="ABC-2", title="T", state="Done")
+    path, _ = await mgr.ensure(done, host=host)
+    await mgr.manifests.flush()
+    update_manifest(path, "issue", id="id-9", identifier="ABC-9")  # another issue's folder
+    state = _SweepState(mgr)
+    await sweep_terminal_workspaces(state, _Tracker([done]))  # type: ignore[arg-type]
+    assert path.is_dir() and state.events == []

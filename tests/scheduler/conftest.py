@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,6 +34,7 @@ def make_issue(
     created_minutes: int | None = None,
     blocked_by: tuple[BlockerRef, ...] = (),
     updated: datetime | None = None,
+    **extra: Any,
 ) -> Issue:
     return Issue(
         id=f"id-{n}",
@@ -43,6 +45,7 @@ def make_issue(
         created_at=T0 + timedelta(minutes=created_minutes if created_minutes is not None else n),
         updated_at=updated,
         blocked_by=blocked_by,
+        **extra,
     )
 
 

@@ -17,6 +17,7 @@ import urllib.request
 
 import pytest
 
+from tests.control import control_headers
 from tests.scheduler.test_usage_restart_e2e import REPO, _kill, _start
 
 pytestmark = pytest.mark.slow
@@ -68,7 +69,7 @@ def _send(url: str, command: dict) -> dict:
     request = urllib.request.Request(
         f"{url}/api/v1/commands",
         data=json.dumps(command).encode(),
-        headers={"Content-Type": "application/json"},
+        headers={"Content-Type": "application/json", **control_headers(url)},
         method="POST",
     )
     with urllib.request.urlopen(request, timeout=30) as response:

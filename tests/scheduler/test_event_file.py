@@ -65,3 +65,19 @@ def test_an_unwritable_history_is_dropped_and_the_log_goes_on(tmp_path, caplog):
     log = EventHistory(jsonl_path=blocker / "events.jsonl")
     assert log.append(event(1)).seq == 1
     assert "event file unavailable" in caplog.text
+
+
+def test_a_reopened_history_holds_its_newest_events_within_the_ring_budget(tmp_path):
+    path = tmp_path / "events.jsonl"
+    first = EventHistory(jsonl_path=path)
+    for n in range(10):
+        first.append(event(n))
+    first.append(AgentEvent(kind=EventKind.TOKEN_USAGE, message="quiet", issue_id="i-1"))
+    first.close()
+    with path.open("a") as f:
+        f.write("not an event\n")
+    again = EventHistory(jsonl_path=path, ring_size=4)
+    assert [e.message for e in again.since(0)] == [f"event {n}" for n in range(6, 10)]
+    assert again.completed_before == []
+    assert again.append(event(11)).seq == 12
+    assert [e.seq for e in again.since(9)] == [10, 12]

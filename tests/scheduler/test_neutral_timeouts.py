@@ -7,6 +7,7 @@ from pathlib import Path
 
 from symphony_tui.agents.codex import CodexBackend
 from symphony_tui.config.settings import resolve_settings
+from symphony_tui.domain import AgentEvent, EventKind
 
 from .conftest import make_issue
 
@@ -72,3 +73,25 @@ async def test_agent_stall_timeout_zero_disables_a_codex_one(make_harness) -> No
     await h.orch.tick()
     await h.settle()
     assert "id-1" in h.orch.running
+
+
+async def test_turn_timeout_is_silence_not_runtime(make_harness) -> None:
+    # Output every 3 s for 9 s under a 5 s setting: the turn goes on (§10.6); 5 s of
+    # silence after that ends it.
+    front = "agent:\n  turn_timeout_ms: 5000\n  stall_timeout_ms: 0\n"
+    h = make_harness([make_issue(1)], script=hang, front=front)
+    await h.start()
+    await h.settle()
+    session = h.backend.sessions[0]
+    for n in range(3):
+        await h.advance(3)
+        session.host.emit(AgentEvent(kind=EventKind.MESSAGE_DELTA, message=f"part {n} "))
+        await h.settle()
+        assert "id-1" in h.orch.running
+    await h.advance(4)
+    await h.settle()
+    assert "id-1" in h.orch.running
+    await h.advance(1.5)
+    await h.settle()
+    assert not h.orch.running
+    assert "no output for 5s" in h.orch.retrying["id-1"].entry.error

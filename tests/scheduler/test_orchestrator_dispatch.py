@@ -28,22 +28,32 @@ def test_dispatch_sort_order_is_priority_then_oldest_creation_time():
     assert order == ["ABC-3", "ABC-4", "ABC-2", "ABC-1", "ABC-5"]
 
 
-async def test_todo_issue_with_non_terminal_blockers_is_not_eligible(make_harness):
+def test_priorities_1_to_4_rank_first_then_oldest_with_null_created_last():
+    issues = [
+        make_issue(1, priority=None, created_minutes=0),
+        make_issue(2, priority=7, created_minutes=1),  # outside 1..4: the null bucket
+        make_issue(3, priority=4, created_minutes=9),
+        make_issue(4, priority=-1, created_minutes=2),
+        make_issue(5, priority=4).model_copy(update={"created_at": None}),
+        make_issue(6, priority=None).model_copy(update={"created_at": None}),
+    ]
+    order = [i.identifier for i in policy.sort_for_dispatch(issues)]
+    assert order == ["ABC-3", "ABC-5", "ABC-1", "ABC-2", "ABC-4", "ABC-6"]
+
+
+async def test_dispatchable_false_issues_are_not_eligible(make_harness):
+    # The adapter's verdict is final: the scheduler reads no blockers or assignees itself.
     blocked = make_issue(
-        2, blocked_by=(BlockerRef(id="id-9", identifier="ABC-9", state="In Progress"),)
+        2,
+        blocked_by=(BlockerRef(id="id-9", identifier="ABC-9", state="In Progress"),),
+        dispatchable=False,
     )
-    h = make_harness([blocked], script=hang)
+    free = make_issue(3, blocked_by=(BlockerRef(id="id-9", identifier="ABC-9", state=None),))
+    h = make_harness([blocked, free], script=hang)
     await h.start()
-    assert not h.orch.running
-    row = h.orch.snapshot().issues[0]
+    assert list(h.orch.running) == ["id-3"]
+    row = next(r for r in h.orch.snapshot().issues if r.issue_id == "id-2")
     assert row.blocked and row.claim is ClaimState.UNCLAIMED
-
-
-async def test_issue_with_terminal_blockers_is_eligible(make_harness):
-    issue = make_issue(2, blocked_by=(BlockerRef(id="id-9", identifier="ABC-9", state="Done"),))
-    h = make_harness([issue], script=hang)
-    await h.start()
-    assert "id-2" in h.orch.running
 
 
 async def test_global_concurrency_limit_is_respected(make_harness):
@@ -106,8 +116,29 @@ async def test_issue_missing_from_tracker_is_stopped_not_left_running(make_harne
     h.tracker.delete("id-1")
     await h.orch.tick()
     await h.settle()
-    assert not h.orch.running
+    assert not h.orch.running and "id-1" not in h.orch.retrying
     assert h.backend.sessions[0].closed
+    assert h.ws("ABC-1").is_dir()  # §8.5: no longer visible is not terminal
+
+
+async def test_active_but_no_longer_routable_stops_the_run_and_keeps_the_workspace(make_harness):
+    h = make_harness(
+        [make_issue(1, labels=("agent",)), make_issue(2, labels=("agent",))],
+        script=hang,
+        front="tracker:\n  kind: local\n  path: issues.yaml\n  required_labels: [agent]\n",
+    )
+    await h.start()
+    await h.settle()
+    assert sorted(h.orch.running) == ["id-1", "id-2"]
+    # Still active: issue 1 is reassigned (the adapter says not dispatchable), issue 2
+    # loses its required label.
+    h.tracker.put(h.tracker.issues["id-1"].model_copy(update={"dispatchable": False}))
+    h.tracker.put(h.tracker.issues["id-2"].model_copy(update={"labels": ()}))
+    await h.orch.tick()
+    await h.settle()
+    assert not h.orch.running
+    assert h.ws("ABC-1").is_dir() and h.ws("ABC-2").is_dir()
+    assert all(s.closed for s in h.backend.sessions)
 
 
 async def test_reconciliation_with_no_running_issues_is_a_noop(make_harness):
@@ -553,3 +584,182 @@ async def test_an_operator_hold_survives_a_restart(make_harness):
     await third.settle()
     assert "id-1" in third.orch.running  # the rerun cleared the recorded hold
     await third.orch.shutdown()
+
+
+async def test_attempt_is_null_first_then_1_based_with_retry_kind(make_harness):
+    # §12.3: the first run renders attempt null; a continuation after a normal exit is
+    # attempt 1 of kind continuation; a failed run's retry counts on with kind failure.
+    outcomes = iter(["complete", "fail", "hang"])
+
+    async def script(session, prompt, turn):
+        what = next(outcomes)
+        if what == "complete":
+            return TurnResult(TurnStatus.COMPLETED, session.turn_id)
+        if what == "fail":
+            return TurnResult(TurnStatus.FAILED, session.turn_id, "boom")
+        return await session.wait_interrupt()
+
+    h = make_harness(
+        [make_issue(1)],
+        script=script,
+        front="agent:\n  max_turns: 1\n",
+        prompt="attempt={{ attempt }} kind={{ retry_kind }}",
+    )
+    await h.start()
+    await h.until(lambda: "id-1" in h.orch.retrying)
+    assert h.orch.retrying["id-1"].entry.retry_kind == "continuation"
+    await h.advance(1)
+    await h.until(lambda: "id-1" in h.orch.retrying and h.orch.retrying["id-1"].entry.attempt == 2)
+    assert h.orch.retrying["id-1"].entry.retry_kind == "failure"
+    retry_row = h.orch.snapshot().state_payload()["retrying"][0]
+    assert (retry_row["attempt"], retry_row["retry_kind"]) == (2, "failure")
+    await h.advance(20)
+    await h.until(lambda: "id-1" in h.orch.running and h.backend.sessions[-1].turns == 1)
+    prompts = [s.prompts[0] for s in h.backend.sessions]
+    assert prompts == [
+        "attempt= kind=",
+        "attempt=1 kind=continuation",
+        "attempt=2 kind=failure",
+    ]
+    running_row = h.orch.snapshot().state_payload()["running"][0]
+    assert (running_row["attempt"], running_row["retry_kind"]) == (2, "failure")
+
+
+async def test_a_due_retry_refreshes_its_issue_by_id_and_cleans_a_terminal_workspace(make_harness):
+    async def fail(session, prompt, turn):
+        return TurnResult(TurnStatus.FAILED, session.turn_id, "boom")
+
+    h = make_harness([make_issue(1), make_issue(2)], script=fail)
+    await h.start()
+    await h.until(lambda: {"id-1", "id-2"} <= set(h.orch.retrying))
+    assert h.ws("ABC-1").is_dir() and h.ws("ABC-2").is_dir()
+    h.tracker.set_state("id-1", "Done")  # terminal while its retry waited
+    h.tracker.set_state("id-2", "Backlog")  # neither active nor terminal
+    h.tracker.calls.clear()
+    await h.advance(10)
+    # terminal: the workspace is cleaned and the claim released
+    await h.until(lambda: not h.ws("ABC-1").exists() and not h.orch.retrying)
+    await h.settle()
+    # §8.4: each retry asks for its own issue by id, not for the whole candidate list.
+    assert sorted(c for c in h.tracker.calls if c[0] == "by_ids") == [
+        ("by_ids", ("id-1",)),
+        ("by_ids", ("id-2",)),
+    ]
+    assert h.ws("ABC-2").is_dir()  # not active: released, workspace kept
+    assert not h.orch.running
+
+
+async def test_states_compare_trimmed_and_lowercased_on_both_sides(make_harness):
+    # §4.2: the tracker's spelling is kept; configured and reported states meet trimmed
+    # and lowercased.
+    h = make_harness(
+        [make_issue(1, state="  in PROGRESS "), make_issue(2, state="Todo")],
+        script=hang,
+        front=(
+            "tracker:\n  kind: local\n  path: issues.yaml\n"
+            "  active_states: [' In Progress ']\n  terminal_states: ['  DONE']\n"
+        ),
+    )
+    await h.start()
+    await h.settle()
+    assert list(h.orch.running) == ["id-1"]
+    assert h.orch.running["id-1"].issue.state == "  in PROGRESS "
+    h.tracker.set_state("id-1", "done ")
+    await h.orch.tick()
+    await h.settle()
+    assert not h.orch.running and not h.ws("ABC-1").exists()  # terminal: cleaned
+
+
+async def test_rerun_of_an_issue_in_a_terminal_state_says_why_it_is_not_eligible(make_harness):
+    async def finish(session, prompt, turn):
+        await session.host.call_tool("symphony_set_issue_state", {"state": "Done"})
+        return TurnResult(TurnStatus.COMPLETED)
+
+    h = make_harness([make_issue(1)], script=finish)
+    await h.start()
+    await h.settle()
+    await h.orch.tick()
+    await h.settle()
+    res = await h.orch.send(Rerun(issue_id="id-1"))
+    assert not res.ok and "id-1" not in h.orch.running
+    assert res.message.startswith("ABC-1 not dispatched: its state 'Done' is terminal")
+
+
+async def test_rerun_of_a_blocked_issue_names_its_open_blockers(make_harness):
+    blocker = BlockerRef(id="id-9", identifier="ABC-9", state="In Progress")
+    # The adapter marks a Todo issue with an open blocker not dispatchable (§8.2).
+    issue = make_issue(2, blocked_by=(blocker,), dispatchable=False)
+    h = make_harness([issue], script=hang)
+    await h.start()
+    res = await h.orch.send(Rerun(issue_id="id-2"))
+    assert not res.ok
+    assert res.message == "ABC-2 not dispatched: it is blocked by an issue not yet done (ABC-9)"
+
+
+async def test_after_a_restart_the_earlier_events_and_the_done_count_are_back(
+    make_harness, tmp_path
+):
+    from symphony_tui.scheduler.eventlog import EventHistory
+
+    async def finish(session, prompt, turn):
+        await session.host.call_tool("symphony_set_issue_state", {"state": "Done"})
+        return TurnResult(TurnStatus.COMPLETED)
+
+    path = tmp_path / "state" / "events.jsonl"
+    h = make_harness([make_issue(1)], script=finish, event_log=EventHistory(jsonl_path=path))
+    await h.start()
+    await h.settle()
+    await h.orch.tick()
+    await h.settle()
+    assert h.orch.snapshot().completed == ("ABC-1",)
+    before = [(e.seq, e.kind, e.message) for e in h.orch.events_since(0)]
+    assert any(kind is EventKind.RUN_ENDED for _, kind, _ in before)
+    await h.orch.shutdown()
+    h.orch.events.close()
+    # A new scheduler of the same project (same history file): nothing to dispatch now.
+    again = make_harness([], script=hang, event_log=EventHistory(jsonl_path=path))
+    await again.start()
+    await again.settle()
+    after = [(e.seq, e.kind, e.message) for e in again.orch.events_since(0)]
+    assert after[: len(before)] == before
+    assert again.orch.snapshot().completed == ("ABC-1",)
+    await again.orch.shutdown()
+
+
+async def test_a_retry_waiting_for_a_slot_takes_it_ahead_of_a_lower_priority_new_issue(
+    make_harness,
+):
+    gate = asyncio.Event()
+
+    async def script(session, prompt, turn):
+        if "ABC-1" in prompt and len(h.backend.sessions) == 1:
+            return TurnResult(TurnStatus.FAILED, error="first attempt fails")
+        if "ABC-2" in prompt:
+            await gate.wait()
+            await session.host.call_tool("symphony_set_issue_state", {"state": "Done"})
+            return TurnResult(TurnStatus.COMPLETED)
+        return await session.wait_interrupt()
+
+    h = make_harness(
+        [make_issue(1, priority=1), make_issue(2, priority=2)],
+        script=script,
+        front="agent:\n  max_concurrent_agents: 1\n",
+    )
+    await h.start()
+    await h.settle()
+    assert "id-1" in h.orch.retrying  # failed: backoff
+    await h.orch.tick()
+    await h.settle()
+    assert list(h.orch.running) == ["id-2"]  # ABC-1 was not due yet
+    await h.advance(10)  # ABC-1's retry fires: no slot, queued again
+    await h.settle()
+    assert h.orch.retrying["id-1"].entry.error == policy.NO_SLOTS_ERROR
+    h.tracker.put(make_issue(3, priority=3))  # a new, less urgent issue
+    gate.set()
+    await h.settle()
+    assert not h.orch.running  # ABC-2 is done: its slot is free
+    await h.orch.tick()
+    await h.settle()
+    assert list(h.orch.running) == ["id-1"]  # the waiting retry, not the new ABC-3
+    assert h.orch.running["id-1"].attempt == 2
+    assert "id-1" not in h.orch.retrying

@@ -204,3 +204,21 @@ def test_schedulers_with_different_tmpdir_share_the_workspace_root_lock(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+@pytest.mark.parametrize("identifier", [".symphony-tui.lock", WORKSPACE_LOCK_NAME])
+async def test_an_issue_named_like_the_lock_never_removes_it(make_harness, identifier: str) -> None:
+    """The start-up sweep of a terminal issue whose identifier is the lock's name (today's
+    or an earlier version's) leaves the lock in place: a second scheduler stays refused."""
+    from symphony_tui.domain import Issue
+
+    finished = Issue(id="id-lock", identifier=identifier, title="named like the lock", state="Done")
+    h = make_harness([finished])
+    settings = h.store.current.settings
+    with ProjectLock.acquire_for(settings) as lock:
+        held = lock.paths[1]
+        await h.start()
+        assert held.exists()
+        with pytest.raises(ProjectLockedError):
+            ProjectLock.acquire_for(settings)
+        await h.orch.shutdown()

@@ -271,3 +271,107 @@ async def test_a_clean_shutdown_records_the_runs_end(make_harness, tmp_path):
     loaded = ledger.open()
     ledger.close()
     assert loaded.tokens.total_tokens == 40 and loaded.by_issue["id-1"].runs >= 1
+
+
+async def test_a_resumed_thread_is_counted_once_across_a_crash(make_harness, tmp_path):
+    """Codex reports the thread's running total: 120 before ``kill -9``, 180 after the new
+    scheduler resumed the same thread. The project, the issue, the budget's view and the
+    ledger file all read 180, not 120 + 180."""
+    path = tmp_path / "state" / "usage.jsonl"
+    forever = asyncio.Event()
+
+    async def first_turn(session, prompt, turn):
+        session.usage(120, output=20)
+        await forever.wait()
+        return TurnResult(TurnStatus.COMPLETED)
+
+    first = make_harness([make_issue(1)], script=first_turn, usage=UsageLedger(path))
+    await first.start()
+    await first.advance(3.0)  # checkpointed, then abandoned: no turn end, no shutdown
+    assert first.orch.snapshot().totals.total_tokens == 120
+    assert first.orch.usage.wait_written()
+    thread = first.backend.sessions[0].thread_id
+
+    async def resumed(session, prompt, turn):
+        session.usage(180, output=30)
+        await forever.wait()
+        return TurnResult(TurnStatus.COMPLETED)
+
+    budget = "agent:\n  max_tokens_per_issue: 250\n"  # 120 + 180 would cross it
+    second = make_harness([make_issue(1)], script=resumed, usage=UsageLedger(path), front=budget)
+    await second.start()
+    await second.settle()
+    assert second.backend.sessions[0].thread_id == thread  # the same thread, resumed
+    await second.advance(2.0)
+    assert second.orch.snapshot().totals.total_tokens == 180
+    assert second.orch.ledger.by_issue["id-1"].total_tokens == 180
+    assert second.orch.running["id-1"].budget_reached is None
+    assert second.orch.usage.wait_written()
+    third = UsageLedger(path)
+    loaded = third.open()
+    assert loaded.tokens.total_tokens == 180
+    assert loaded.by_issue["id-1"].tokens.output_tokens == 30
+    third.close()
+    first.orch.usage.close()
+    await second.orch.shutdown()
+
+
+def test_session_totals_survive_compaction_and_keep_only_the_newest_sessions():
+    book = UsageBook()
+    for n in range(20):
+        book.apply(
+            RunUsage(
+                f"r{n}", "id-1", "ABC-1", TokenUsage(total_tokens=1), 1.0, True,
+                f"id-1:codex:t{n}", TokenUsage(total_tokens=100 + n),
+            )
+        )  # fmt: skip
+    lines = book.compact(live=set())
+    again = UsageBook()
+    for line in lines:
+        again.apply(decode(line))
+    threads = again.per_issue()["id-1"].threads
+    assert len(threads) == 16 and "id-1:codex:t0" not in threads
+    assert threads["id-1:codex:t19"].total_tokens == 119
+    assert again.per_issue()["id-1"].tokens.total_tokens == 20
+
+
+async def test_a_resumed_thread_that_lost_its_unfinished_turn_is_not_counted_again(
+    make_harness, tmp_path
+):
+    """The thread read 120 when the scheduler died; resumed, it reports 100 (its last
+    saved total: the unfinished turn's usage is gone), then 150. Counted: 120 + 50."""
+    from symphony_tui.domain import AgentEvent
+    from symphony_tui.domain.payloads import TokenReport
+
+    path = tmp_path / "state" / "usage.jsonl"
+    forever = asyncio.Event()
+
+    async def first_turn(session, prompt, turn):
+        session.usage(120, output=20)
+        await forever.wait()
+        return TurnResult(TurnStatus.COMPLETED)
+
+    first = make_harness([make_issue(1)], script=first_turn, usage=UsageLedger(path))
+    await first.start()
+    await first.advance(3.0)
+    assert first.orch.usage.wait_written()
+
+    async def resumed(session, prompt, turn):
+        restored = TokenUsage(input_tokens=90, output_tokens=10, total_tokens=100)
+        session.host.emit(
+            AgentEvent(
+                kind=EventKind.TOKEN_USAGE, payload=TokenReport(usage=restored, attached=True)
+            )
+        )
+        session.usage(150, output=25)
+        await forever.wait()
+        return TurnResult(TurnStatus.COMPLETED)
+
+    second = make_harness([make_issue(1)], script=resumed, usage=UsageLedger(path))
+    await second.start()
+    await second.settle()
+    await second.advance(2.0)
+    assert second.orch.snapshot().totals.total_tokens == 170
+    assert second.orch.ledger.by_issue["id-1"].total_tokens == 170
+    first.orch.usage.close()
+    await second.orch.shutdown()

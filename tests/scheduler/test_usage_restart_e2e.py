@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.control import remember_control
+
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]  # the checkout whose code the processes run
@@ -58,9 +60,12 @@ issues:
 """
 
 
-def _start(project: Path, env: dict[str, str]) -> tuple[subprocess.Popen, str]:
+def _start(
+    project: Path, env: dict[str, str], *, lock: bool = False
+) -> tuple[subprocess.Popen, str]:
     command = [sys.executable, "-m", "symphony_tui.cli", str(project / "WORKFLOW.md")]
-    options = ["--headless", "--port", "0", "--no-lock", "--log-dir", str(project / "logs")]
+    options = ["--headless", "--port", "0", "--log-dir", str(project / "logs")]
+    options += [] if lock else ["--no-lock"]
     proc = subprocess.Popen(
         [*command, *options],
         cwd=project,
@@ -76,7 +81,9 @@ def _start(project: Path, env: dict[str, str]) -> tuple[subprocess.Popen, str]:
     for line in proc.stderr:
         found = re.search(r"HTTP API on (\S+)", line)
         if found:
-            return proc, found.group(1).rstrip("/")
+            url = found.group(1).rstrip("/")
+            remember_control(url, env)
+            return proc, url
         if time.monotonic() > deadline:
             break
     _kill(proc)

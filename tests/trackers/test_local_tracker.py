@@ -96,12 +96,12 @@ async def test_issue_fields_are_normalized(tracker) -> None:
 
 
 async def test_labels_are_normalized_to_lowercase(tracker) -> None:
-    (first,) = await tracker.fetch_issue_states_by_ids(["a-1"])
+    (first,) = await tracker.fetch_issues_by_ids(["a-1"])
     assert first.labels == ("docs", "easy")
 
 
 async def test_blockers_resolve_by_identifier_or_id_from_the_same_file(tracker) -> None:
-    (second,) = await tracker.fetch_issue_states_by_ids(["a-2"])
+    (second,) = await tracker.fetch_issues_by_ids(["a-2"])
     refs = [(b.id, b.identifier, b.state) for b in second.blocked_by]
     assert refs == [("a-1", "DEMO-1", "Todo"), ("a-3", "DEMO-3", "Done"), (None, "GONE-9", None)]
 
@@ -114,9 +114,9 @@ async def test_empty_fetch_issues_by_states_returns_empty_without_reading(tmp_pa
 
 
 async def test_state_refresh_by_id_returns_only_present_ids_in_order(tracker) -> None:
-    got = await tracker.fetch_issue_states_by_ids(["a-3", "nope", "a-1", "a-3"])
+    got = await tracker.fetch_issues_by_ids(["a-3", "nope", "a-1", "a-3"])
     assert [i.id for i in got] == ["a-3", "a-1"]
-    assert await tracker.fetch_issue_states_by_ids([]) == []
+    assert await tracker.fetch_issues_by_ids([]) == []
 
 
 async def test_edits_by_hand_show_up_on_the_next_call(tracker, issues_file: Path) -> None:
@@ -194,10 +194,10 @@ async def test_move_issue_changes_only_that_state_byte_for_byte(tracker, issues_
     assert issues_file.read_text() == ISSUES.replace(
         "state: Todo   # waiting", "state: In Progress   # waiting"
     )
-    (again,) = await tracker.fetch_issue_states_by_ids(["a-1"])
+    (again,) = await tracker.fetch_issues_by_ids(["a-1"])
     assert again.state == "In Progress"
     # Blockers see the new state too.
-    (second,) = await tracker.fetch_issue_states_by_ids(["a-2"])
+    (second,) = await tracker.fetch_issues_by_ids(["a-2"])
     assert second.blocked_by[0].state == "In Progress"
 
 
@@ -210,7 +210,7 @@ async def test_move_issue_in_flow_style_and_quoted_values(tracker, issues_file) 
 
 
 async def test_move_issue_bumps_an_existing_updated_at(tracker, issues_file) -> None:
-    before = (await tracker.fetch_issue_states_by_ids(["4"]))[0].updated_at
+    before = (await tracker.fetch_issues_by_ids(["4"]))[0].updated_at
     moved = await tracker.move_issue("4", "Todo")
     assert moved.updated_at is not None and before is not None and moved.updated_at > before
     assert "updated_at: 2026-11-02T10:00:00Z" not in issues_file.read_text()
@@ -346,3 +346,22 @@ def test_move_never_overwrites_an_edit_made_by_a_writer_without_the_lock(tmp_pat
     text = path.read_text()
     assert "added by hand" in text and "state: Done" in text
     assert calls["n"] == 2
+
+
+async def test_todo_issue_waits_for_non_terminal_blockers_through_dispatchable(tmp_path) -> None:
+    path = tmp_path / "issues.yaml"
+    path.write_text(
+        "issues:\n"
+        "  - {id: b-1, identifier: B-1, title: open blocker, state: In Progress}\n"
+        "  - {id: b-2, identifier: B-2, title: done blocker, state: Done}\n"
+        "  - {id: t-1, identifier: T-1, title: waits, state: Todo, blocked_by: [B-1]}\n"
+        "  - {id: t-2, identifier: T-2, title: free, state: Todo, blocked_by: [B-2]}\n"
+        "  - {id: t-3, identifier: T-3, title: unknown, state: Todo, blocked_by: [NOPE-1]}\n"
+        "  - {id: p-1, identifier: P-1, title: started, state: In Progress, blocked_by: [B-1]}\n"
+    )
+    settings = resolve_settings({"tracker": {"kind": "local", "path": str(path)}}, tmp_path, env={})
+    tracker = LocalTracker(lambda: settings)
+    verdicts = {i.identifier: i.dispatchable for i in await tracker.fetch_candidate_issues()}
+    assert verdicts == {"B-1": True, "T-1": False, "T-2": True, "T-3": False, "P-1": True}
+    (refreshed,) = await tracker.fetch_issues_by_ids(["t-1"])
+    assert refreshed.dispatchable is False

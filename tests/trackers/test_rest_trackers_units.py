@@ -120,3 +120,14 @@ def test_the_reference_adapters_provider_keys_are_read_not_reported_unread() -> 
     ]
     for tracker in workflows:
         assert unread_keys({"tracker": tracker}) == [], tracker["kind"]
+
+
+def test_a_did_you_mean_offers_only_the_kinds_own_keys() -> None:
+    from symphony_tui.config.unread import unread_warnings
+
+    github = {"tracker": {"kind": "github", "project_id": 3}}
+    assert unread_warnings(github)[0].endswith("did you mean tracker.project?")
+    asana = {"tracker": {"kind": "asana", "project_id": "1"}}
+    assert unread_warnings(asana)[0].endswith("did you mean tracker.project_gid?")
+    jira = {"tracker": {"kind": "jira", "provider": {"project_keys": "SD"}}}
+    assert unread_warnings(jira)[0].endswith("did you mean tracker.provider.project_key?")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 from pathlib import Path
 
 import pytest
@@ -82,10 +81,22 @@ async def test_background_child_holding_the_pipe_does_not_hang_the_hook(tmp_path
     result = await run_hook(
         "after_run", f"sleep 300 & echo $! > {pidfile}; echo done", tmp_path, 30_000
     )
-    try:
-        assert result.ok and "done" in result.output
-    finally:
-        os.kill(int(pidfile.read_text()), 9)
+    assert result.ok and "done" in result.output
+    assert _dead(int(pidfile.read_text()))  # ended with its hook
+
+
+@pytest.mark.parametrize("status", [0, 3])
+async def test_nothing_the_hook_left_in_its_group_outlives_it(tmp_path: Path, status) -> None:
+    """A hook that returns, ok or not, leaves nothing running: ``sleep 3101 &`` and a
+    child that ignores SIGTERM are ended before the result is returned."""
+    script = (
+        f"sleep 3101 & echo $! > {tmp_path}/a.pid; "
+        f"(trap '' TERM; sleep 3102) & echo $! > {tmp_path}/b.pid; exit {status}"
+    )
+    result = await run_hook("before_run", script, tmp_path, 30_000)
+    assert result.ok == (status == 0) and result.exit_code == status
+    for name in ("a.pid", "b.pid"):
+        assert _dead(int((tmp_path / name).read_text()))
 
 
 async def test_cancelling_the_caller_kills_the_hook(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from symphony_tui.domain import Issue
 from symphony_tui.workspaces.errors import WorkspaceError
 from symphony_tui.workspaces.manager import WorkspaceManager
 from symphony_tui.workspaces.manifest import read_section, update_manifest
+from symphony_tui.workspaces.paths import workspace_key
 
 
 def make_issue(identifier: str = "ABC-1", **kw) -> Issue:
@@ -43,11 +44,11 @@ async def test_missing_workspace_directory_is_created(config: Config) -> None:
     mgr = WorkspaceManager(config)
     path, created = await mgr.ensure(make_issue("ABC/1"))
     assert created and path.is_dir()
-    assert path == (config.tmp_path / "ws").resolve() / "ABC_1"
+    assert path == (config.tmp_path / "ws").resolve() / workspace_key("ABC/1")
     await mgr.manifests.flush()  # manifest writes are queued to the writer thread
     issue = read_section(path, "issue")
     assert issue["id"] == "id-ABC/1" and issue["identifier"] == "ABC/1"
-    assert issue["workspace_key"] == "ABC_1" and issue["created_at"]
+    assert issue["workspace_key"] == workspace_key("ABC/1") and issue["created_at"]
 
 
 async def test_existing_workspace_directory_is_reused(config: Config) -> None:
@@ -305,3 +306,86 @@ async def test_recover_lists_workspaces_from_manifests_newest_first(config: Conf
 
 async def test_recover_with_missing_root_is_empty(config: Config) -> None:
     assert WorkspaceManager(config).recover() == []
+
+
+def _legacy_workspace(root: Path, name: str, identifier: str) -> Path:
+    """A workspace as an earlier release left it: folder ``name``, manifest naming
+    ``identifier``, some work inside."""
+    ws = root / name
+    ws.mkdir(parents=True)
+    (ws / "work.txt").write_text("half done\n")
+    update_manifest(ws, "issue", id=f"id-{identifier}", identifier=identifier, workspace_key=name)
+    return ws
+
+
+async def test_a_workspace_under_its_earlier_key_is_carried_over_not_recreated(
+    config: Config,
+) -> None:
+    config.set(after_create="touch created-by-hook")
+    root = (config.tmp_path / "ws").resolve()
+    old = _legacy_workspace(root, "A_B", "A/B")
+    mgr = WorkspaceManager(config)
+    path, created = await mgr.ensure(make_issue("A/B"))
+    assert path == root / workspace_key("A/B") and path.name != "A_B"
+    assert not created and not old.exists()
+    assert (path / "work.txt").read_text() == "half done\n"
+    assert not (path / "created-by-hook").exists()  # after_create is for new workspaces
+    await mgr.manifests.flush()
+    assert read_section(path, "issue")["workspace_key"] == path.name
+
+
+async def test_the_folder_of_an_issue_whose_key_did_not_change_is_never_taken(
+    config: Config,
+) -> None:
+    root = (config.tmp_path / "ws").resolve()
+    mine = _legacy_workspace(root, "A_B", "A_B")  # issue A_B's own workspace
+    mgr = WorkspaceManager(config)
+    path, created = await mgr.ensure(make_issue("A/B"))
+    assert created and path.name == workspace_key("A/B")
+    assert (mine / "work.txt").exists()
+    again, created_again = await mgr.ensure(make_issue("A_B"))
+    assert again == mine and not created_again
+
+
+async def test_start_up_carries_workspaces_over_and_recovery_still_lists_them(
+    config: Config,
+) -> None:
+    root = (config.tmp_path / "ws").resolve()
+    _legacy_workspace(root, "A_B", "A/B")
+    _legacy_workspace(root, "X_1", "X 1")
+    _legacy_workspace(root, "ABC-1", "ABC-1")  # unchanged identifier: stays
+    (root / "no-manifest").mkdir()  # not ours to move
+    mgr = WorkspaceManager(config)
+    moved = await asyncio.to_thread(mgr.carry_over_all)
+    assert sorted(moved) == sorted([("A_B", workspace_key("A/B")), ("X_1", workspace_key("X 1"))])
+    assert sorted(p.name for p in root.iterdir()) == sorted(
+        ["ABC-1", "no-manifest", workspace_key("A/B"), workspace_key("X 1")]
+    )
+    listed = {w.issue_identifier: w.key for w in mgr.recover()}
+    assert listed == {
+        "A/B": workspace_key("A/B"),
+        "X 1": workspace_key("X 1"),
+        "ABC-1": "ABC-1",
+    }
+    assert await asyncio.to_thread(mgr.carry_over_all) == []  # idempotent
+
+
+def test_a_worker_hosts_workspace_under_its_earlier_key_is_carried_over_by_its_script(
+    tmp_path: Path,
+) -> None:
+    # The shell a worker host runs before ensuring a workspace (workspaces/remote.py), run
+    # here with bash: the folder whose manifest names the issue moves, another issue's stays.
+    import shlex
+    import subprocess
+
+    from symphony_tui.workspaces.remote import _carry_over_script
+
+    _legacy_workspace(tmp_path, "A_B", "A/B")
+    _legacy_workspace(tmp_path, "X_1", "X_1")  # issue X_1's own, not issue "X 1"'s
+    for identifier in ("A/B", "X 1"):
+        key = workspace_key(identifier)
+        script = f'root={shlex.quote(str(tmp_path))}; ws="$root"/{shlex.quote(key)}; '
+        done = subprocess.run(["bash", "-c", script + _carry_over_script(identifier, key)])
+        assert done.returncode == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([workspace_key("A/B"), "X_1"])
+    assert (tmp_path / workspace_key("A/B") / "work.txt").read_text() == "half done\n"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,8 @@ from symphony_tui.workspaces.errors import WorkspaceError
 from symphony_tui.workspaces.paths import (
     MAX_KEY_LENGTH,
     ensure_inside_root,
+    identifier_hash,
+    legacy_workspace_key,
     workspace_key,
     workspace_path,
 )
@@ -32,12 +35,33 @@ from symphony_tui.workspaces.paths import (
     ],
 )
 def test_workspace_path_sanitization(identifier: str, key: str) -> None:
-    assert workspace_key(identifier) == key
+    # The sanitized text, plus the original's hash whenever sanitizing changed it (§4.2).
+    expected = key if key == identifier else f"{key}--{identifier_hash(identifier)}"
+    assert workspace_key(identifier) == expected
+    assert legacy_workspace_key(identifier) == key
+
+
+def test_identifiers_that_sanitize_alike_get_distinct_keys() -> None:
+    keys = {i: workspace_key(i) for i in ("A/B", "A_B", "A B", "A\tB")}
+    assert len(set(keys.values())) == 4
+    assert keys["A_B"] == "A_B"  # unchanged by sanitizing: keeps its key
+    for identifier in ("A/B", "A B"):
+        prefix, _, suffix = keys[identifier].partition("--")
+        assert prefix == "A_B"
+        assert len(suffix) * 4 >= 64 and suffix == identifier_hash(identifier)
+        assert re.fullmatch(r"[A-Za-z0-9._-]+", keys[identifier])
+    assert workspace_key("A/B") == workspace_key("A/B")  # stable
+
+
+@pytest.mark.parametrize("identifier", ["ABC-123", "abc.def_ghi-1", "PROJ-7", "x" * MAX_KEY_LENGTH])
+def test_identifiers_unchanged_by_sanitization_keep_their_key(identifier: str) -> None:
+    assert workspace_key(identifier) == identifier == legacy_workspace_key(identifier)
 
 
 def test_deterministic_workspace_path_per_issue_identifier(tmp_path: Path) -> None:
     a = workspace_path(tmp_path, "ABC/1")
-    assert a == workspace_path(tmp_path, "ABC/1") == tmp_path.resolve() / "ABC_1"
+    assert a == workspace_path(tmp_path, "ABC/1") == tmp_path.resolve() / workspace_key("ABC/1")
+    assert workspace_path(tmp_path, "ABC-1") == tmp_path.resolve() / "ABC-1"
 
 
 def test_long_identifiers_get_a_bounded_unique_key() -> None:

@@ -10,19 +10,30 @@ worker host (``worker_host``) runs on it over ssh (agents/remote_launch.py).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import os
+import signal
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from symphony_tui.agents.base import SessionHost
+from symphony_tui.agents.codex.detached import DetachedAgent, remove_socket
+from symphony_tui.agents.codex.process import escaped_groups
 from symphony_tui.agents.codex.session import CodexSession
 from symphony_tui.agents.remote_launch import RemoteLaunch
 from symphony_tui.config.child_env import ChildEnv
 from symphony_tui.config.settings import CodexSettings, Settings
 from symphony_tui.hosts.ssh import HostTargets
 
+#: How long :meth:`CodexBackend.aclose` waits for its sessions' orderly close.
+ACLOSE_S = 5.0
+
 
 class CodexBackend:
-    """:class:`~symphony_tui.agents.base.AgentBackend` for ``codex app-server`` (stdio).
+    """:class:`~symphony_tui.agents.base.AgentBackend` for ``codex app-server`` (stdio, or
+    detached on a unix socket with ``codex.transport: unix``: :meth:`adopt_session`
+    re-attaches to one after a scheduler restart).
 
     ``sent``: when given, every JSON-RPC message any session writes is appended to it
     (tests validate them against the binary's schema).
@@ -43,6 +54,8 @@ class CodexBackend:
         self._unset = frozenset(unset)
         self._sent = sent
         self._sessions: set[CodexSession] = set()
+        #: Detached app-servers (by process group) whose sessions have not ended them yet.
+        self._groups: dict[int, DetachedAgent] = {}
         self._targets = HostTargets(settings)
 
     def child_env(self, settings: Settings) -> dict[str, str]:
@@ -83,7 +96,7 @@ class CodexBackend:
         cfg = self.session_settings(settings)
         if worker_host is not None:  # worker.hosts.<h>.commands.codex wins on that host
             command = settings.worker.command_for(worker_host, "codex", cfg.command)
-            cfg = cfg.model_copy(update={"command": command})
+            cfg = cfg.model_copy(update={"command": command, "transport": "stdio"})
         session = CodexSession(
             host,
             cfg,
@@ -91,12 +104,51 @@ class CodexBackend:
             sent=self._sent,
             on_close=self._sessions.discard,  # the set object never changes
             remote=None if worker_host is None else self.remote_launch(settings, worker_host),
+            groups=self._groups,
         )
         self._sessions.add(session)
         await session.open()  # closes itself (and leaves the set) on failure
         return session
 
+    async def adopt_session(self, host: SessionHost, agent: DetachedAgent) -> CodexSession:
+        """Re-attach to ``agent``, a detached app-server an earlier scheduler left running
+        in ``host.workspace`` (``codex.transport: unix``), its thread and turn in flight
+        as ``host.resume`` records them; the session's :meth:`CodexSession.follow_turn`
+        then waits for that turn. Raises ``AgentError`` (``process_exited``: it is gone;
+        ``reattach_failed``: not re-attached within ``codex.reattach_timeout_ms``, its
+        process group is ended)."""
+        settings = self._settings()
+        session = CodexSession(
+            host,
+            self.session_settings(settings),
+            {},
+            sent=self._sent,
+            on_close=self._sessions.discard,
+            adopt=agent,
+            groups=self._groups,
+        )
+        self._sessions.add(session)
+        await session.open()  # closes itself (and ends the group) on failure
+        return session
+
     async def aclose(self) -> None:
-        """Close every session this backend started and did not see closed."""
-        for s in list(self._sessions):
-            await s.close()
+        """Close every session this backend started and did not see closed (together,
+        within :data:`ACLOSE_S`), then SIGKILL what is left of their detached app-servers:
+        a detached agent does not end with this process, so none may be left behind."""
+        sessions = [asyncio.ensure_future(s.close()) for s in list(self._sessions)]
+        if sessions:
+            await asyncio.wait(sessions, timeout=ACLOSE_S)
+        self.kill_detached()
+
+    def kill_detached(self) -> int:
+        """SIGKILL every detached app-server group no session has ended yet, and the
+        groups its children escaped to (no event loop needed). Returns how many."""
+        agents, killed = list(self._groups.values()), 0
+        for agent in agents:
+            for group in (agent.pgid, *escaped_groups(agent.pgid)):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(group, signal.SIGKILL)
+                    killed += group == agent.pgid
+            remove_socket(agent)
+            self._groups.pop(agent.pgid, None)
+        return killed

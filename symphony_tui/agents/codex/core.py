@@ -17,6 +17,7 @@ from typing import Any
 
 from symphony_tui.agents.base import AgentError, SessionHost, TurnResult
 from symphony_tui.agents.codex.coalesce import HOLD_CHARS, HOLD_S, HeldDeltas, delta_event
+from symphony_tui.agents.codex.detached import DetachedAgent, WsLink
 from symphony_tui.agents.codex.eager import start_now
 from symphony_tui.agents.codex.process import StderrTail
 from symphony_tui.agents.codex.rpc import RequestId, RpcConnection
@@ -56,8 +57,20 @@ class SessionCore:
         sent: list[dict[str, Any]] | None = None,
         on_close: Callable[[Any], None] | None = None,
         remote: RemoteLaunch | None = None,
+        adopt: DetachedAgent | None = None,
+        groups: dict[int, DetachedAgent] | None = None,
     ) -> None:
         self._host = host
+        #: ``codex.transport: unix``: the detached app-server (launched, or ``adopt``:
+        #: one an earlier scheduler left running, re-attached by :meth:`open`).
+        self._agent: DetachedAgent | None = adopt
+        self._adopting = adopt is not None
+        #: The backend's live detached process groups: this session's is in it from its
+        #: launch (or adoption) until its close ended it.
+        self._groups = groups if groups is not None else {}
+        if adopt is not None:
+            self._groups[adopt.pgid] = adopt
+        self._link: WsLink | None = None
         #: Set when the app-server runs on a worker host (agents/remote_launch.py).
         self._remote = remote
         #: The host whose connection failed under this session (None: it did not).
@@ -102,7 +115,14 @@ class SessionCore:
 
     @property
     def pid(self) -> int | None:
-        return self._proc.pid if self._proc else None
+        if self._proc is not None:
+            return self._proc.pid
+        return self._agent.pid if self._agent is not None else None
+
+    @property
+    def detached(self) -> DetachedAgent | None:
+        """The detached app-server this session talks to (``codex.transport: unix``)."""
+        return self._agent
 
     @property
     def stderr_tail(self) -> list[str]:

@@ -28,6 +28,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from symphony_tui.agents.base import AgentError
+from symphony_tui.hosts.local_group import _live_member as _live_pid
+from symphony_tui.hosts.local_group import group_members
 
 STDERR_TAIL_LINES = 40
 KILL_GRACE_S = 2.0
@@ -96,30 +98,6 @@ def _signal_group(pgid: int, sig: int) -> bool:
         return False
 
 
-def group_members(pgid: int) -> list[int] | None:
-    """Live (non-zombie) pids of process group ``pgid`` from ``/proc``; None without /proc.
-
-    Zombies are excluded: in a container whose init does not reap, re-parented children of
-    a dead app-server stay zombies forever and would make ``killpg(pgid, 0)`` succeed.
-    """
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return None
-    return [int(name) for name in names if name.isdigit() and _live_pid(int(name), pgid)]
-
-
-def _live_pid(pid: int, pgid: int) -> bool:
-    """True while ``pid`` is a non-zombie member of group ``pgid`` (reads its /proc stat)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return False
-    fields = stat[stat.rfind(b")") + 2 :].split()
-    return len(fields) > 2 and fields[0] not in (b"Z", b"X") and int(fields[2]) == pgid
-
-
 class _GroupWatch:
     """Whether a process group still has live members, cheaply enough to ask every few
     milliseconds while dozens of groups end at once (issue 12: a full ``/proc`` scan per
@@ -143,8 +121,135 @@ class _GroupWatch:
         return True if self._members is None else bool(self._members)
 
 
+def escaped_groups(pgid: int) -> set[int]:
+    """The process groups, other than ``pgid``, of every descendant of ``pgid``'s members.
+    codex starts some children in a session of their own (the login shell it runs to read
+    the user's environment), out of reach of ``killpg(pgid)``; once their parent is gone
+    they are re-parented and nothing links them to the agent any more, so they are found
+    before the group is signalled. From the group's leader, its descendants are read from
+    ``/proc/<pid>/task/<tid>/children`` (a few files, not a scan of every process: many
+    sessions end together at a shutdown); without the leader, one scan of ``/proc``.
+    Empty without /proc."""
+    found = _descendants_of(pgid)
+    if found is None:
+        found = _descendants_by_scan(pgid)
+    mine = os.getpgrp()
+    groups = set()
+    for pid in found:
+        group = _group_of(pid)
+        if group is not None and group not in (pgid, mine):
+            groups.add(group)
+    return groups
+
+
+def _children(pid: int) -> list[int] | None:
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    out: list[int] = []
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+                out.extend(int(x) for x in f.read().split())
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def _descendants_of(leader: int) -> set[int] | None:
+    """Every descendant of ``leader`` (None when it is gone or the kernel does not list
+    children)."""
+    first = _children(leader)
+    if first is None or not os.path.exists(f"/proc/{leader}/task/{leader}/children"):
+        return None
+    seen: set[int] = set()
+    todo = list(first)
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        todo.extend(_children(pid) or ())
+    return seen
+
+
+def _descendants_by_scan(pgid: int) -> set[int]:
+    """Every descendant of the members of ``pgid``, from one scan of ``/proc``."""
+    parent: dict[int, int] = {}
+    group: dict[int, int] = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return set()
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 2 and fields[0] not in (b"Z", b"X"):
+            parent[int(name)] = int(fields[1])
+            group[int(name)] = int(fields[2])
+    children: dict[int, list[int]] = {}
+    for pid, ppid in parent.items():
+        children.setdefault(ppid, []).append(pid)
+    todo = [pid for pid, g in group.items() if g == pgid]
+    seen = set(todo)
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            if child not in seen:
+                seen.add(child)
+                todo.append(child)
+    return seen
+
+
+def _group_of(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    if len(fields) < 3 or fields[0] in (b"Z", b"X"):
+        return None
+    return int(fields[2])
+
+
+async def end_groups(pgid: int, grace_s: float, leader: asyncio.subprocess.Process | None) -> None:
+    """SIGTERM group ``pgid`` and the groups its descendants escaped to
+    (:func:`escaped_groups`), wait up to ``grace_s`` while ``pgid`` has members (and
+    ``leader``, when this process started it, has not been reaped), then SIGKILL them all."""
+    extra = escaped_groups(pgid)
+    for other in extra:
+        _signal_group(other, signal.SIGTERM)
+    if _signal_group(pgid, signal.SIGTERM):
+        group = _GroupWatch(pgid)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + grace_s
+        while loop.time() < deadline:
+            if leader is not None and leader.returncode is None:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(leader.wait(), 0.05)
+            else:
+                await asyncio.sleep(0.05)
+            if (leader is None or leader.returncode is not None) and not group.alive():
+                break
+        if _signal_group(pgid, signal.SIGKILL):
+            # SIGKILL is not instant: let the kernel finish so callers see an empty group.
+            deadline = loop.time() + 1.0
+            while group.alive() and loop.time() < deadline:
+                await asyncio.sleep(0.02)
+    for other in extra:
+        _signal_group(other, signal.SIGKILL)
+
+
 async def kill_group(proc: asyncio.subprocess.Process, grace_s: float = KILL_GRACE_S) -> None:
-    """SIGTERM the whole process group, wait up to ``grace_s``, then SIGKILL it.
+    """SIGTERM the whole process group (and the groups its children escaped to), wait up
+    to ``grace_s``, then SIGKILL them (:func:`end_groups`).
 
     Also reaps the leader. Safe to call twice and after the leader has exited (members of
     the group may outlive it).
@@ -153,23 +258,7 @@ async def kill_group(proc: asyncio.subprocess.Process, grace_s: float = KILL_GRA
     if proc.stdin is not None:
         with contextlib.suppress(Exception):
             proc.stdin.close()
-    if _signal_group(pgid, signal.SIGTERM):
-        group = _GroupWatch(pgid)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + grace_s
-        while loop.time() < deadline:
-            if proc.returncode is None:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(proc.wait(), 0.05)
-            else:
-                await asyncio.sleep(0.05)
-            if proc.returncode is not None and not group.alive():
-                break
-        if _signal_group(pgid, signal.SIGKILL):
-            # SIGKILL is not instant: let the kernel finish so callers see an empty group.
-            deadline = loop.time() + 1.0
-            while group.alive() and loop.time() < deadline:
-                await asyncio.sleep(0.02)
+    await end_groups(pgid, grace_s, proc)
     if proc.returncode is None:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(proc.wait(), grace_s)

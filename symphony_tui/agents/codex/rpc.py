@@ -164,6 +164,9 @@ class RpcConnection:
         # read (one conversion per distinct value: a burst of lines shares its millisecond)
         self._emitted_ms: Any = None
         self._emitted_cache: tuple[Any, datetime | None] = (None, None)
+        #: Loop time of the latest bytes read from the app-server's stdout (any output,
+        #: partial lines included): what the silence-based turn timeout watches (§10.6).
+        self.last_output = asyncio.get_running_loop().time()
 
     @property
     def emitted_at(self) -> datetime | None:
@@ -281,6 +284,7 @@ class RpcConnection:
                 chunk = await self._reader.read(_CHUNK)
                 if not chunk:
                     break
+                self.last_output = asyncio.get_running_loop().time()
                 buffered: bool | None = None  # a mark in the stream's buffer (None: not looked)
                 marked = self._marked or not self._hooked  # a mark may be in this chunk
                 if marked and not self._buffered_bytes():

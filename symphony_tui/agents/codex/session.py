@@ -1,8 +1,10 @@
 """One codex app-server process driving one thread for one issue (spec §10; docs/protocols.md).
 
-Lifecycle: :meth:`CodexSession.open` launches ``bash -lc <codex.command>`` in the workspace,
-does the handshake (``initialize`` -> ``initialized`` -> ``thread/resume`` or
-``thread/start``) and records the thread id with the host. :meth:`run_turn` sends
+Lifecycle: :meth:`CodexSession.open` launches ``bash -lc <codex.command>`` in the workspace
+(stdio; with ``codex.transport: unix`` detached on a unix socket, :mod:`.detached`, or it
+re-attaches to one an earlier scheduler left running), does the handshake (``initialize``
+-> ``initialized`` -> ``thread/resume`` or ``thread/start``) and records the thread id
+with the host. :meth:`run_turn` sends
 ``turn/start`` and turns notifications into events until ``turn/completed``.
 :meth:`close` kills the whole process group.
 """
@@ -11,10 +13,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from typing import Any
 
 from symphony_tui import __version__
 from symphony_tui.agents.base import AgentError
 from symphony_tui.agents.codex import events as ev
+from symphony_tui.agents.codex.detached import (
+    DetachedAgent,
+    WsLink,
+    alive,
+    kill_pgid,
+    launch_detached,
+    log_tail,
+    remove_socket,
+)
 from symphony_tui.agents.codex.notifications import NotificationDispatch
 from symphony_tui.agents.codex.process import kill_group, launch, release
 from symphony_tui.agents.codex.rpc import RpcConnection, RpcError
@@ -23,6 +35,7 @@ from symphony_tui.agents.codex.thread import ThreadStart
 from symphony_tui.agents.codex.turns import IDLE_GRACE_S, INTERRUPT_GRACE_S
 from symphony_tui.agents.remote_launch import host_lost
 from symphony_tui.domain import AgentEvent, EventKind
+from symphony_tui.workspaces.manifest import manifest_dir
 
 __all__ = ["CLIENT_NAME", "CLIENT_VERSION", "IDLE_GRACE_S", "INTERRUPT_GRACE_S", "CodexSession"]
 
@@ -53,6 +66,9 @@ class CodexSession(NotificationDispatch, RequestServing, ThreadStart):
             raise
 
     async def _open(self) -> None:
+        if self._agent is not None and self._adopting:
+            await self._reattach(self._agent)
+            return
         cmd = self._cfg.command
         if self._remote is not None:
             try:
@@ -60,14 +76,24 @@ class CodexSession(NotificationDispatch, RequestServing, ThreadStart):
             except AgentError as e:
                 self.host_lost = getattr(e, "host_lost", None)
                 raise
+        elif self._cfg.transport == "unix":
+            await self._launch_detached(cmd)
+            await self._handshake(cmd)
+            await self._open_thread()
+            return
         else:
             proc = await launch(cmd, self._host.workspace, self._env)
         self._proc = proc
         assert proc.stdout and proc.stdin and proc.stderr
         self._stderr_task = asyncio.create_task(self._stderr.drain(proc.stderr))
+        self._start_rpc(proc.stdout, proc.stdin)  # type: ignore[arg-type]  # a StreamWriter
+        await self._handshake(cmd)
+        await self._open_thread()
+
+    def _start_rpc(self, reader: asyncio.StreamReader, writer: Any) -> None:
         self._rpc = RpcConnection(
-            proc.stdout,
-            proc.stdin,  # type: ignore[arg-type]  # a StreamWriter
+            reader,
+            writer,
             on_notification=self._on_notification,
             on_request=self._on_request,
             on_malformed=self._on_malformed,
@@ -77,6 +103,10 @@ class CodexSession(NotificationDispatch, RequestServing, ThreadStart):
             hurry=getattr(self._host, "hurry", None),  # a request arrived meanwhile
         )
         self._rpc.start()
+
+    async def _handshake(self, cmd: str) -> None:
+        """``initialize`` then ``initialized``."""
+        assert self._rpc is not None
         try:
             await self._rpc.request(
                 "initialize",
@@ -101,6 +131,8 @@ class CodexSession(NotificationDispatch, RequestServing, ThreadStart):
         except RpcError as e:
             raise AgentError("handshake_failed", f"initialize rejected: {e.message}") from None
         await self._rpc.notify("initialized")
+
+    async def _open_thread(self) -> None:
         thread = await self._start_thread()
         self._thread_id = str(thread["id"])
         early, self._early_tokens = self._early_tokens, None
@@ -108,9 +140,75 @@ class CodexSession(NotificationDispatch, RequestServing, ThreadStart):
             self._on_tokens(early)
         self._host.record_session(thread_id=self._thread_id, backend="codex")
 
+    # ------------------------------------------------------------------ detached
+    async def _launch_detached(self, cmd: str) -> None:
+        """Start the app-server detached on a unix socket (:mod:`.detached`), record it in
+        the manifest at once (a crash from here on leaves it for re-adoption), and connect
+        before ``codex.reattach_timeout_ms`` (the process exiting first fails the launch)."""
+        workspace = self._host.workspace
+        proc, agent = await launch_detached(cmd, workspace, self._env, manifest_dir(workspace))
+        self._proc, self._agent = proc, agent
+        self._groups[agent.pgid] = agent
+        # no turn of this session yet: an earlier attempt's turn id must not be adopted
+        self._host.record_session(backend="codex", agent=agent.facts(), turn_id=None)
+        connecting = asyncio.ensure_future(
+            WsLink.connect(agent.socket, self._cfg.reattach_timeout_ms / 1000)
+        )
+        exited = asyncio.ensure_future(proc.wait())
+        try:
+            await asyncio.wait({connecting, exited}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            exited.cancel()
+        if not connecting.done():
+            connecting.cancel()
+            with contextlib.suppress(BaseException):
+                await connecting
+            why = f"exited with code {proc.returncode}"
+            tail = log_tail(agent)
+            raise AgentError("launch_failed", f"{cmd!r}: {why}" + (f": {tail}" if tail else ""))
+        try:
+            self._link = connecting.result()
+        except AgentError as e:
+            tail = log_tail(agent)
+            raise AgentError("launch_failed", e.message + (f": {tail}" if tail else "")) from None
+        self._start_rpc(self._link.reader, self._link.writer)
+
+    async def _reattach(self, agent: DetachedAgent) -> None:
+        """Re-adopt an app-server an earlier scheduler left running: connect, handshake,
+        ``thread/resume`` and catch up on the turn in flight (:meth:`_resume_detached`),
+        all within ``codex.reattach_timeout_ms``. Raises ``AgentError``
+        (``process_exited`` when it is gone, ``reattach_failed`` otherwise); the caller
+        (:meth:`open`) then ends its process group."""
+        if not alive(agent):
+            raise AgentError("process_exited", f"the detached app-server (pid {agent.pid}) is gone")
+        limit = self._cfg.reattach_timeout_ms / 1000
+        try:
+            await asyncio.wait_for(self._reattach_steps(agent, limit), limit)
+        except TimeoutError:
+            raise AgentError(
+                "reattach_failed",
+                f"app-server pid {agent.pid} not re-attached within "
+                f"{self._cfg.reattach_timeout_ms} ms",
+            ) from None
+        except RpcError as e:
+            raise AgentError("reattach_failed", f"{e.method} refused: {e.message}") from None
+        except AgentError as e:
+            if e.code in ("reattach_failed", "process_exited"):
+                raise
+            raise AgentError("reattach_failed", e.message) from None
+
+    async def _reattach_steps(self, agent: DetachedAgent, limit: float) -> None:
+        self._link = await WsLink.connect(agent.socket, limit)
+        self._start_rpc(self._link.reader, self._link.writer)
+        await self._handshake(self._cfg.command)
+        await self._resume_detached()
+        self._adopting = False
+
     async def _describe_exit(self) -> str:
         """Called at stdout EOF: the exit code and the stderr tail, as one line."""
         self._flush_held()  # everything the agent wrote is handed over
+        if self._agent is not None:
+            return await self._describe_socket_end(self._agent)
         code: int | None = None
         if self._proc is not None:
             with contextlib.suppress(TimeoutError):
@@ -126,6 +224,26 @@ class CodexSession(NotificationDispatch, RequestServing, ThreadStart):
             msg = special or f"{msg} on host {self._remote.host}"
         tail = self._stderr.summary()
         return f"{msg}: {tail}" if tail else msg
+
+    async def _describe_socket_end(self, agent: DetachedAgent) -> str:
+        """The socket of a detached app-server ended: why, and its log's tail."""
+        reason = self._link.close_reason if self._link is not None else "socket closed"
+        if self._proc is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._proc.wait(), 2.0)
+            gone = self._proc.returncode is not None
+            code = f" with code {self._proc.returncode}" if gone else ""
+        else:
+            gone, code = not alive(agent), ""
+        msg = f"codex app-server exited{code} ({reason})" if gone else f"codex app-server: {reason}"
+        tail = log_tail(agent)
+        return f"{msg}: {tail}" if tail else msg
+
+    @property
+    def adoptable(self) -> bool:
+        """True while a detached app-server (``codex.transport: unix``) serves this open
+        session: the start-up reaper leaves its process group to re-adoption."""
+        return self._agent is not None and not self._closed
 
     # ------------------------------------------------------------------ close
     async def close(self) -> None:
@@ -143,8 +261,17 @@ class CodexSession(NotificationDispatch, RequestServing, ThreadStart):
             t.cancel()
         if self._remote is not None:
             await self._remote.stop()  # the tree on the host first, then the local client
+        if self._link is not None:
+            await self._link.aclose()
         if self._proc is not None:
             await kill_group(self._proc)
+        elif self._agent is not None:
+            await kill_pgid(self._agent.pgid)  # adopted: not this process's child
+        if self._agent is not None:
+            self._groups.pop(self._agent.pgid, None)
+            remove_socket(self._agent)
+            with contextlib.suppress(Exception):
+                self._host.record_session(agent=self._agent.facts(adoptable=False))
         if self._rpc is not None:
             await self._rpc.aclose()
         if self._stderr_task is not None:

@@ -4,7 +4,8 @@
 ``turn/start`` -> TURN_STARTED once the turn id is known -> ``turn/completed`` ends it.
 When ``turn/completed`` never comes, the turn still ends: after an idle
 ``thread/status/changed`` or an acknowledged ``turn/interrupt``, the ``thread/read``
-fallback reads the persisted turn status; ``turn_timeout_ms`` interrupts and fails it.
+fallback reads the persisted turn status; ``turn_timeout_ms`` of silence interrupts and
+fails it.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from symphony_tui.domain.payloads import TurnEnded, TurnStarted
 IDLE_GRACE_S = 1.0  # after `thread/status/changed idle` without `turn/completed`
 INTERRUPT_GRACE_S = 2.0  # after `turn/interrupt` was acknowledged
 
-_END_STATUS = {
+END_STATUS = {
     "completed": TurnStatus.COMPLETED,
     "interrupted": TurnStatus.INTERRUPTED,
     "failed": TurnStatus.FAILED,
@@ -71,12 +72,32 @@ class TurnLifecycle(SessionCore):
             self._set_turn_id(turn, str(tid))
         return await self._await_turn(turn, rpc)
 
+    async def follow_turn(self) -> TurnResult:
+        """Wait for the end of the turn found in flight when the session re-attached to a
+        detached app-server (``thread.ThreadStart._resume_detached``), as
+        :meth:`run_turn` waits for one it started. Raises ``AgentError`` like it."""
+        turn = self._turn
+        if turn is None:
+            raise AgentError("protocol_error", "no turn in flight to follow")
+        if turn.done.done():
+            return turn.done.result()
+        return await self._await_turn(turn, self._live_rpc())
+
     async def _await_turn(self, turn: Turn, rpc: RpcConnection) -> TurnResult:
+        """Wait for the turn's end. ``turn_timeout_ms`` is the longest silence (§10.6):
+        every output of the app-server (:attr:`RpcConnection.last_output`) starts it again,
+        so a turn that keeps streaming is never cut short by it."""
         limit = self._cfg.turn_timeout_ms / 1000
+        loop = asyncio.get_running_loop()
+        started = loop.time()
         try:
-            await asyncio.wait(
-                {turn.done, rpc.closed}, timeout=limit, return_when=asyncio.FIRST_COMPLETED
-            )
+            while not (turn.done.done() or rpc.closed.done()):
+                remaining = limit - (loop.time() - max(started, rpc.last_output))
+                if remaining <= 0:
+                    break
+                await asyncio.wait(
+                    {turn.done, rpc.closed}, timeout=remaining, return_when=asyncio.FIRST_COMPLETED
+                )
         except asyncio.CancelledError:
             self._abandon(turn, "cancelled")
             raise
@@ -89,7 +110,7 @@ class TurnLifecycle(SessionCore):
         # turn_timeout_ms (spec §10.6): stop the turn and report it failed; the
         # interrupted end that codex then sends is reported as this failure.
         turn.timeout_error = (
-            f"turn_timeout: no turn/completed within {self._cfg.turn_timeout_ms} ms"
+            f"turn_timeout: no output from the app-server for {self._cfg.turn_timeout_ms} ms"
         )
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.interrupt(), self._timeout_s + INTERRUPT_GRACE_S)
@@ -100,6 +121,8 @@ class TurnLifecycle(SessionCore):
         turn.turn_id = turn_id
         turn.id_known.set()
         self._session_id = f"{self._thread_id}-{turn_id}"
+        if self._agent is not None:  # a restarted scheduler re-attaches to this turn
+            self._host.record_session(turn_id=turn_id)
         if not turn.started_emitted:
             turn.started_emitted = True
             self._emit(
@@ -185,7 +208,7 @@ class TurnLifecycle(SessionCore):
             return
         for t in (res or {}).get("thread", {}).get("turns") or []:
             if isinstance(t, dict) and t.get("id") == turn.turn_id:
-                status = _END_STATUS.get(str(t.get("status")))
+                status = END_STATUS.get(str(t.get("status")))
                 if status is not None and not turn.done.done():
                     err = ev.error_text(t.get("error")) if t.get("error") else None
                     self._end_turn(turn, status, err)
@@ -207,7 +230,7 @@ class TurnLifecycle(SessionCore):
             return  # a late end of an earlier turn
         if turn.turn_id is None and tid:
             self._set_turn_id(turn, str(tid))
-        status = _END_STATUS.get(str(t.get("status")), TurnStatus.FAILED)
+        status = END_STATUS.get(str(t.get("status")), TurnStatus.FAILED)
         error = None
         if status == TurnStatus.FAILED:
             error = ev.error_text(t.get("error")) if t.get("error") else f"turn {t.get('status')}"

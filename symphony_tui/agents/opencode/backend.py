@@ -45,7 +45,7 @@ from secrets import token_urlsafe
 import platformdirs
 
 from symphony_tui.agents.base import AgentError, SessionHost
-from symphony_tui.agents.local_server import health_answered
+from symphony_tui.agents.local_server import health_answered, takeable
 from symphony_tui.agents.opencode.client import OpenCodeClient, OpenCodeHTTPError
 from symphony_tui.agents.opencode.server import REMOTE_STATE, ManagedServer, remote_script
 from symphony_tui.agents.opencode.session import OpenCodeSession
@@ -263,6 +263,18 @@ class OpenCodeBackend:
         )
         session.report_attached_usage()
         return session
+
+    async def take_over_server(self) -> bool:
+        """Start-up: take over the managed server a crashed scheduler left serving (its
+        record in the state folder, :func:`~symphony_tui.agents.local_server.takeable`),
+        so it serves this scheduler's sessions and ends with it, even when no issue of
+        this start needs it. False when there is none to take. Raises ``AgentError``."""
+        settings = self._settings()
+        cfg = settings.opencode
+        if cfg.base_url or not cfg.command or not takeable(self.state_dir / "server.json"):
+            return False
+        await self._connect(cfg, Path(settings.workspace.root))
+        return True
 
     async def aclose(self) -> None:
         """Close every session and the client, then stop the managed server."""

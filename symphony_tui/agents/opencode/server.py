@@ -10,7 +10,10 @@ console restart; the ``OPENCODE_DISABLE_*`` switches keep it from updating itsel
 fetching model lists, downloading language servers, sharing sessions or loading default
 plugins. A fresh random ``OPENCODE_SERVER_PASSWORD`` per launch: only this process can
 drive it. Ready when ``GET /global/health`` answers ``healthy``. Output goes to
-``<state>/server.log``.
+``<state>/server.log``. It is recorded in ``<state>/server.json`` (0600: it holds the
+password), so a scheduler started after a crash takes over the server the crashed one left
+serving, for the same command and folder (``LocalServer.take_over``): the sessions it was
+running go on and are re-attached.
 
 On a worker host (:func:`remote_script`, run by agents/remote_server.py) the same
 isolation is set up by the host's shell in ``<workspace>/.symphony/opencode`` (so a
@@ -107,8 +110,15 @@ class ManagedServer(LocalServer):
         """Launch and wait for ``GET /global/health``. Raises ``AgentError("launch_failed")``."""
         argv = command_argv(self.command, "opencode.command")
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        env = isolated_env(self.state_dir, self.env, self.password, self.extra_env)
         cwd = self.cwd if self.cwd is not None and self.cwd.is_dir() else self.state_dir
+        identity = {"command": self.command, "cwd": str(cwd)}
+        taken = await self.take_over(
+            identity, lambda url, secret: OpenCodeClient(url, password=secret)
+        )
+        if taken is not None:  # the server an earlier scheduler left serving
+            self.password = taken[0]
+            return
+        env = isolated_env(self.state_dir, self.env, self.password, self.extra_env)
         await self.launch(
             argv,
             host_flag="--hostname",
@@ -116,6 +126,7 @@ class ManagedServer(LocalServer):
             cwd=cwd,
             probe=lambda url: OpenCodeClient(url, password=self.password),
         )
+        self.record(self.password, identity)
 
 
 def remote_script(command: str, port: int, log: str, overrides: Mapping[str, str | None]) -> str:

@@ -50,7 +50,7 @@ from typing import Any
 import platformdirs
 
 from symphony_tui.agents.base import AgentError, SessionHost
-from symphony_tui.agents.local_server import health_answered
+from symphony_tui.agents.local_server import health_answered, takeable
 from symphony_tui.agents.openhands.client import OpenHandsClient, OpenHandsHTTPError
 from symphony_tui.agents.openhands.client_tools import client_tool_specs
 from symphony_tui.agents.openhands.server import (
@@ -252,6 +252,17 @@ class OpenHandsBackend:
         )
         session.report_attached_usage()
         return session
+
+    async def take_over_server(self) -> bool:
+        """Start-up: take over the managed server a crashed scheduler left serving (its
+        record in the state folder, :func:`~symphony_tui.agents.local_server.takeable`),
+        so it serves this scheduler's conversations and ends with it, even when no issue
+        of this start needs it. False when there is none to take. Raises ``AgentError``."""
+        cfg = self._settings().openhands
+        if cfg.base_url or not cfg.command or not takeable(self.state_dir / "server.json"):
+            return False
+        await self._connect(cfg)
+        return True
 
     async def aclose(self) -> None:
         """Close every session and the client, then stop the managed server."""

@@ -153,6 +153,14 @@ class ManagedServer(LocalServer):
         argv = command_argv(self.command, "openhands.command")
         self.state_dir.mkdir(parents=True, exist_ok=True)
         (self.state_dir / "workspace").mkdir(exist_ok=True)
+        identity = {"command": self.command, "state_dir": str(self.state_dir)}
+        taken = await self.take_over(
+            identity, lambda url, key: OpenHandsClient(url, api_key=key, timeout_s=2.0)
+        )
+        if taken is not None:  # the server an earlier scheduler left serving
+            self.api_key, extra = taken
+            self._tmux_dir = Path(extra["tmux_dir"]) if extra.get("tmux_dir") else None
+            return
         self._tmux_dir = Path(tempfile.mkdtemp(prefix="symphony-oh-tmux-"))
         env = server_env(self.state_dir, self.api_key, self.env)
         env["TMUX_TMPDIR"] = str(self._tmux_dir)
@@ -164,6 +172,7 @@ class ManagedServer(LocalServer):
             cwd=self.state_dir,
             probe=lambda url: OpenHandsClient(url, api_key=self.api_key, timeout_s=2.0),
         )
+        self.record(self.api_key, identity, {"tmux_dir": str(self._tmux_dir)})
 
     async def stop(self, grace_s: float = 5.0) -> None:
         """SIGTERM the process group, then SIGKILL after ``grace_s``; then end the tmux

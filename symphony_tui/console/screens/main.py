@@ -26,7 +26,7 @@ from symphony_tui.console.starting import STARTING_STATUS
 from symphony_tui.console.widgets.event_log import EventLogView, LogFilter
 from symphony_tui.console.widgets.footer import ConsoleFooter
 from symphony_tui.console.widgets.issues import IssuesTable
-from symphony_tui.console.widgets.status import alert_text, status_text
+from symphony_tui.console.widgets.status import alert_text, status_text, unknown_since
 from symphony_tui.console.widgets.tokens import TokenPane
 from symphony_tui.console.widgets.workers import WorkersTable
 
@@ -103,12 +103,13 @@ class MainScreen(Screen[None]):
         self._snapshot = snapshot
         with self.app.batch_update():
             # only what changed is set: Textual repaints a whole pane on every update
-            link = getattr(self.app.port, "link", None)  # attached consoles only
+            link_of = getattr(self.app.port, "link", None)  # attached consoles only
+            link = link_of() if link_of else None
             update_static(
                 self.query_one("#status-line", Static),
-                status_text(snapshot, now, tones, link() if link else None),
+                status_text(snapshot, now, tones, link),
             )
-            alert = self._alert = alert_text(snapshot, now, tones)
+            alert = self._alert = alert_text(snapshot, now, tones, link)
             alert_line = self.query_one("#alert-line", Static)
             if alert_line.display != (alert is not None):
                 alert_line.display = alert is not None
@@ -118,7 +119,7 @@ class MainScreen(Screen[None]):
             issues.show(snapshot, now, tones)
             set_border(issues, title=f"1 Issues ({len(snapshot.issues)})")
             workers = self.query_one(WorkersTable)
-            workers.show(snapshot, now, tones)
+            workers.show(snapshot, now, tones, unknown_since(link))
             pending = len(snapshot.approvals)
             set_border(
                 workers,

@@ -28,7 +28,9 @@ if TYPE_CHECKING:
 
 
 class Confirm(ModalScreen[bool]):
-    """Yes / no. ``y`` or ``enter`` on Yes confirms; ``n`` / ``esc`` cancels.
+    """Yes / no. ``y`` or ``enter`` on Yes confirms; ``n`` / ``esc`` cancels. The buttons
+    are named ``yes`` and ``no`` (default "Cancel"): two different words, so a dialog whose
+    action is itself a cancel names its other button differently.
 
     ``still_valid`` is asked on every repaint with the newest snapshot; once it says
     ``False`` (the worker the question is about has ended, say) the dialog closes as a
@@ -46,6 +48,7 @@ class Confirm(ModalScreen[bool]):
         body: Text,
         *,
         yes: str = "Yes",
+        no: str = "Cancel",
         danger: bool = True,
         still_valid: Callable[[Snapshot], bool] | None = None,
         gone: str = "",
@@ -54,6 +57,7 @@ class Confirm(ModalScreen[bool]):
         self._title = title
         self._body = body
         self._yes = yes
+        self._no = no
         self._danger = danger
         self._still_valid = still_valid
         self._gone = gone
@@ -75,7 +79,7 @@ class Confirm(ModalScreen[bool]):
                 yield Button(
                     f"{self._yes} (y)", id="yes", variant="error" if self._danger else "primary"
                 )
-                yield Button("Cancel (n)", id="no")
+                yield Button(f"{self._no} (n)", id="no")
 
     def on_mount(self) -> None:
         self.query_one("#no", Button).focus()
@@ -85,6 +89,48 @@ class Confirm(ModalScreen[bool]):
         self.dismiss(event.button.id == "yes")
 
     def action_answer(self, value: bool) -> None:
+        self.dismiss(value)
+
+
+class StopOrDetach(ModalScreen[str | None]):
+    """``q`` with agents running under a scheduler that can outlive the console: ``s``
+    stops them (``"stop"``), ``d`` leaves them running and detaches (``"detach"``),
+    ``n`` / ``esc`` stays (None)."""
+
+    BINDINGS = [
+        Binding("s,y", "answer('stop')", "Stop", id="quit_stop"),
+        Binding("d", "answer('detach')", "Detach", id="quit_detach"),
+        Binding("n,escape", "answer(None)", "Cancel", id="quit_cancel"),
+    ]
+
+    def __init__(self, running: int) -> None:
+        super().__init__(classes="dialog")
+        self.running = running
+
+    def compose(self) -> ComposeResult:
+        agents = f"{self.running} agent{'s' if self.running != 1 else ''}"
+        body = Text(
+            f"{agents} running. Stop them, or leave them running and detach? The scheduler "
+            "then runs on headless: `symphony-tui WORKFLOW.md` attaches again, "
+            "`symphony-tui stop` ends it.",
+            end="",
+        )
+        with Vertical(id="dialog") as box:
+            box.border_title = "Quit"
+            yield Static(body, id="dialog-body")
+            with Horizontal(id="dialog-buttons"):
+                yield Button(f"Stop {agents} (s)", id="stop", variant="error")
+                yield Button("Detach (d)", id="detach", variant="primary")
+                yield Button("Cancel (n)", id="no")
+
+    def on_mount(self) -> None:
+        self.query_one("#detach", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.dismiss({"stop": "stop", "detach": "detach"}.get(event.button.id or ""))
+
+    def action_answer(self, value: str | None) -> None:
         self.dismiss(value)
 
 

@@ -25,19 +25,21 @@ from symphony_tui.domain import (
     RecoveredWorkspace,
     RemoveWorkspace,
     Rerun,
+    RunStatus,
     Snapshot,
 )
 
 if TYPE_CHECKING:
     from symphony_tui.console.tones import Tones
 
-# narrow on purpose: all eight columns fit 80 terminal columns; the detail has the rest
+# narrow on purpose: all eight columns fit 80 terminal columns (the title gives up cells
+# first); the detail has the rest
 COLUMNS = (
     ("issue", "Issue", 9),
     ("title", "Title", 16),
-    ("state", "State", 9),
+    ("state", "State", 8),
     ("backend", "Backend", 8),
-    ("status", "Last run", 10),
+    ("status", "Last run", 13),  # the longest word whole: "■ interrupted"
     ("attempt", "Try", 3),
     ("ended", "Ended", 6),
     ("tokens", "Tokens", 6),
@@ -113,6 +115,19 @@ def rerun_plan(w: RecoveredWorkspace, snapshot: Snapshot) -> RerunPlan:
     )
 
 
+def last_run_cell(status: str | None, failed: bool, tones: Tones) -> Text:
+    """The last run's ending as the workers table words it (glyph and word, see
+    ``fmt.STATUS_LABELS``); a failed run reads ``✗`` whatever its status word."""
+    try:
+        glyph, word, tone = fmt.STATUS_LABELS[RunStatus(status)]
+    except ValueError:
+        glyph, word, tone = "", status or "-", ""
+    if failed:
+        glyph, tone = "✗", "error"
+    cell = f"{glyph} {word}" if glyph else word
+    return inert(cell, getattr(tones, tone) if tone else "", limit=13)
+
+
 def recovered_rows(snapshot: Snapshot, now: datetime, tones: Tones) -> list[tuple[str, Row]]:
     """(workspace key, cells) in ``COLUMNS``, or ``COLUMNS_WITH_HOSTS`` when the snapshot
     has worker hosts (``-``: a workspace on this machine)."""
@@ -126,13 +141,9 @@ def recovered_rows(snapshot: Snapshot, now: datetime, tones: Tones) -> list[tupl
                 (
                     inert(w.issue_identifier or w.key, tones.bold, limit=9),
                     inert(w.issue_title or "-", limit=120),
-                    inert(w.issue_state or "-", limit=9),
+                    inert(w.issue_state or "-", limit=8),
                     inert(w.backend or "-", limit=8),
-                    inert(
-                        ("✗ " if failed else "") + (w.status or "-"),
-                        tones.error if failed else "",
-                        limit=10,
-                    ),
+                    last_run_cell(w.status, failed, tones),
                     Text("-" if w.attempt is None else str(w.attempt), end=""),
                     Text(fmt.age(w.ended_at, now), end=""),
                     Text(fmt.compact(w.tokens.total_tokens), end=""),

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.events import Resize
@@ -85,6 +86,43 @@ def _hooks_and_plan(
         _plan(text, plan, tones)
 
 
+ID_WIDTH = 76  # the header's content at 80 columns
+
+
+def _id_pairs(
+    issue_id: str, session_id: str | None, thread_id: str | None
+) -> list[tuple[str, str]]:
+    """(name, value) of the run's ids. A session id that is the thread id and a turn id
+    joined by ``-`` (codex, spec §4.2) is shown as its two parts: the thread and the turn."""
+    pairs = [("issue", issue_id)]
+    if thread_id and session_id and session_id.startswith(f"{thread_id}-"):
+        return [*pairs, ("thread", thread_id), ("turn id", session_id[len(thread_id) + 1 :])]
+    pairs.append(("session", session_id or "-"))
+    if thread_id != session_id:
+        pairs.append(("thread", thread_id or "-"))
+    return pairs
+
+
+def _name_values(text: Text, pairs: list[tuple[str, str]], width: int, tones: Tones) -> None:
+    """``name value`` pairs, as many to a line as fit ``width`` cells (two spaces apart);
+    a value longer than a whole line is cut with ``…`` (``o`` copies it whole)."""
+    width = width if width > 0 else ID_WIDTH
+    used = 0
+    for name, value in pairs:
+        value = one_line(value, max(width - len(name) - 1, 8))
+        cells = len(name) + 1 + cell_len(value)
+        if used and used + 2 + cells > width:
+            text.append("\n")
+            used = 0
+        elif used:
+            text.append("  ")
+            used += 2
+        text.append(f"{name} ", style=tones.muted)
+        text.append(value)
+        used += cells
+    text.append("\n")
+
+
 def worker_header(
     snapshot: Snapshot,
     issue_id: str,
@@ -93,8 +131,12 @@ def worker_header(
     *,
     hooks: dict[str, str] | None = None,
     plan: list[tuple[str, str]] | None = None,
+    width: int = 0,
 ) -> Text:
-    """Ids, status, workspace, tokens, last activity (as the worker row defines it, with
+    """``width`` (cells of the header's content; 0: not known yet, 76 is assumed) lays
+    out the ids: each name with its whole value on one line, never broken in a word.
+
+    Ids, status, workspace, tokens, last activity (as the worker row defines it, with
     more room), hook results, plan progress and pending approvals of ``issue_id``.
     ``hooks`` (name -> result) and ``plan`` come from this issue's events; when it is not
     running, the last run's manifest (a recovered workspace) speaks instead."""
@@ -125,14 +167,14 @@ def worker_header(
         if recovered is not None:
             w = recovered
             text.append("\n")
-            text.append("last run ", style=tones.muted)
-            text.append(
-                f"{one_line(w.status or '-', 20)}  attempt "
-                f"{'-' if w.attempt is None else w.attempt}  ended {fmt.age(w.ended_at, now)} ago"
-                f"  backend {one_line(w.backend or '-', 12)}  thread "
-                f"{one_line(w.thread_id or w.conversation_id or '-', 40)}"
-            )
-            text.append("\n")
+            last_run = [
+                ("last run", one_line(w.status or "-", 20)),
+                ("attempt", "-" if w.attempt is None else str(w.attempt)),
+                ("ended", f"{fmt.age(w.ended_at, now)} ago"),
+                ("backend", one_line(w.backend or "-", 12)),
+                ("thread", w.thread_id or w.conversation_id or "-"),
+            ]
+            _name_values(text, last_run, width, tones)
             text.append("workspace ", style=tones.muted)
             text.append(one_line(w.path, 100))
             text.append(f"  tokens {fmt.grouped(w.tokens.total_tokens)}", style=tones.muted)
@@ -155,17 +197,7 @@ def worker_header(
         text.append(f"⚑ {len(pending)} approval(s) pending: ", style=tones.warning + tones.bold)
         text.append_text(inert(pending[0].summary or pending[0].command or "", limit=60))
         text.append("  a approve · d deny · v all\n", style=tones.muted)
-    pairs = [
-        ("issue", row.issue_id),
-        ("session", row.session_id),
-        ("thread", row.thread_id),
-    ]
-    for i, (name, value) in enumerate(pairs):
-        if i:
-            text.append("  ")
-        text.append(f"{name} ", style=tones.muted)
-        text.append(one_line(value or "-", 60))
-    text.append("\n")
+    _name_values(text, _id_pairs(row.issue_id, row.session_id, row.thread_id), width, tones)
     text.append("workspace ", style=tones.muted)
     if row.host:  # on a worker host (issue 14): host:path, as scp writes it
         text.append(one_line(row.host, 40) + ":", style=tones.accent)
@@ -180,6 +212,13 @@ def worker_header(
     )
     if tok.cost_usd is not None:
         text.append(f"  ${tok.cost_usd:.2f}")
+    if row.posture is not None:  # what the run can reach (docs/security.md)
+        rows = dict(row.posture.lines())
+        for labels in (("sandbox", "network", "transport"), ("secrets withheld", "control API")):
+            text.append("\n")
+            for i, label in enumerate(labels):
+                text.append(("  " if i else "") + f"{label} ", style=tones.muted)
+                text.append(one_line(rows[label], 90))
     if row.error:  # the attempt failed; its worker is finishing (after_run)
         text.append("\n")
         text.append("failed ", style=tones.error + tones.bold)
@@ -256,7 +295,8 @@ class WorkerScreen(Screen[None]):
     def _show_header(self, tones: Tones) -> None:
         if self._snapshot is None:
             return
-        self.query_one("#worker-header", Static).update(
+        header = self.query_one("#worker-header", Static)
+        header.update(
             worker_header(
                 self._snapshot,
                 self.issue_id,
@@ -264,6 +304,7 @@ class WorkerScreen(Screen[None]):
                 tones,
                 hooks=self.hooks,
                 plan=self.plan,
+                width=header.content_region.width,
             )
         )
 

@@ -15,16 +15,31 @@ if TYPE_CHECKING:
     from symphony_tui.domain import Snapshot
 
 
+#: Link states in which the console's data may be out of date (``RemotePort.link``).
+LOST_LINK_STATES = frozenset({"reconnecting", "stale"})
+
+
 def link_text(link, tones: Tones) -> Text:
-    """An attached console's link: ``◌ connecting``, ``● live``, ``◌ reconnecting · 4s
-    old``, ``✗ STALE · 32s old``. ``link`` has ``state`` and ``age_s`` (seconds since the
-    scheduler was last heard from), as :meth:`RemotePort.link` returns."""
+    """An attached console's link: ``◌ connecting``, ``● live``, ``◌ scheduler link lost ·
+    reconnecting · 4s old``, ``✗ scheduler link lost · STALE · 32s old``. ``link`` has
+    ``state`` and ``age_s`` (seconds since the scheduler was last heard from), as
+    :meth:`RemotePort.link` returns."""
     age = "" if link.age_s is None else f" · {fmt.duration(link.age_s)} old"
     if link.state == "live":
         return Text("● live", style=tones.success, end="")
     if link.state == "stale":
-        return Text(f"✗ STALE{age}", style=tones.error + tones.bold, end="")
+        return Text(f"✗ scheduler link lost · STALE{age}", style=tones.error + tones.bold, end="")
+    if link.state == "reconnecting":
+        return Text(f"◌ scheduler link lost · reconnecting{age}", style=tones.warning, end="")
     return Text(f"◌ {link.state}{age}", style=tones.warning, end="")
+
+
+def unknown_since(link) -> float | None:
+    """Seconds since the last update when ``link`` is lost (reconnecting or stale): live
+    rows are then shown as unknown since then. None for a live link or a local scheduler."""
+    if link is None or link.state not in LOST_LINK_STATES:
+        return None
+    return link.age_s or 0.0
 
 
 def status_text(snapshot: Snapshot, now: datetime, tones: Tones, link=None) -> Text:
@@ -72,11 +87,16 @@ def status_text(snapshot: Snapshot, now: datetime, tones: Tones, link=None) -> T
     return text
 
 
-def alert_text(snapshot: Snapshot, now: datetime, tones: Tones) -> Text | None:
-    """Config / tracker problems, one a line, or ``None`` when all is well."""
+def alert_text(snapshot: Snapshot, now: datetime, tones: Tones, link=None) -> Text | None:
+    """A lost scheduler link (attached consoles), then config / tracker problems, one a
+    line, or ``None`` when all is well."""
     s = snapshot
     text = Text(end="")
     parts: list[tuple[str, str]] = []
+    since = unknown_since(link)
+    if since is not None:
+        why = one_line(link.error, 200) if link.error else "no update"
+        parts.append(("✗ scheduler link lost: ", f"{why} · last update {fmt.duration(since)} ago"))
     if s.config_error:
         parts.append(("✗ config error: ", one_line(s.config_error, 200)))
     if s.tracker_error:

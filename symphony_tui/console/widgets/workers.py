@@ -42,6 +42,33 @@ HOST_SHRINK = {"host": 7, "status": 10}
 
 MIN_MESSAGE_CELLS = 8  # below this the event kind gives way to the message
 
+#: Statuses that claim the agent is doing something now: while an attached console's link
+#: is lost they are shown as unknown since the last update (``worker_rows``' ``unknown_s``).
+#: (``RunStatus`` values, a ``StrEnum``: the domain is not imported before the first frame.)
+LIVE_STATUSES = frozenset(
+    {
+        "preparing_workspace",
+        "building_prompt",
+        "launching_agent",
+        "initializing_session",
+        "streaming_turn",
+        "waiting_for_operator",
+        "retrying_model",
+        "finishing",
+    }
+)
+
+
+#: The status cell of a live row while the link is lost (the age goes in its last event).
+UNKNOWN_LABEL: tuple[str, str, str] = ("?", "unknown", "muted")
+
+
+def _status_cell(value: Any, tones: Tones) -> Text:
+    """A status label; ``? unknown`` (dimmed) for ``"unknown"``."""
+    if value == "unknown":
+        return fmt.labelled(UNKNOWN_LABEL, tones)
+    return fmt.labelled(fmt.STATUS_LABELS.get(value) or fmt.BUDGET_LABEL, tones)
+
 
 def last_activity(row: RunningRow, tones: Tones, limit: int = 120) -> Text:
     """``event: message`` on one line, inert, at most ``limit`` cells. The message keeps
@@ -69,13 +96,17 @@ def worker_rows(
     last_width: int = 120,
     gate: ActivityGate | None = None,
     hosts: bool = False,
+    unknown_s: float | None = None,
 ) -> list[tuple[str, Row]]:
     """(issue id, cells) of the running rows; the last-event cell fits ``last_width``
     cells (its column's width: the table would crop the newest words). ``hosts``: a host
     cell after the issue (``COLUMNS_WITH_HOSTS``; ``-`` for a run here). With a ``cache``,
     only cells whose value changed are rebuilt (with many busy workers, usually just the
     last event); with a ``gate``, the last-event cell keeps what it showed until the gate
-    lets the new one through."""
+    lets the new one through. ``unknown_s``: the link to the scheduler is lost and its last
+    update is this many seconds old; each live status (:data:`LIVE_STATUSES`) and its
+    approval flag then read as unknown (dimmed), and its last event says how old it is
+    (``as of 19s ago``), never as current."""
     cache = cache if cache is not None else RowCache()
     activity: Callable[[RunningRow, int], _Activity] = (
         gate.activity if gate is not None else _Activity
@@ -87,7 +118,7 @@ def worker_rows(
     makers: tuple[Callable[[Any], Text], ...] = (
         lambda n: Text(f"⚑{min(n, 9)}", style=tones.warning, end="") if n else Text("", end=""),
         lambda v: inert(v, tones.bold, limit=10),
-        lambda v: fmt.labelled(fmt.STATUS_LABELS.get(v) or fmt.BUDGET_LABEL, tones),
+        lambda v: _status_cell(v, tones),
         plain,
         plain,
         plain,
@@ -103,10 +134,16 @@ def worker_rows(
             r = r.model_copy(update={"last_event": "budget reached", "last_message": budget})
         elif r.error is not None:  # failed, its worker still finishing: say why
             r = r.model_copy(update={"last_event": "error", "last_message": r.error})
+        status: Any = r.status if budget is None else "budget"
+        pending = r.pending_approvals
+        if unknown_s is not None and budget is None and r.status in LIVE_STATUSES:
+            # what it did as of the last update, said so: ``as of 19s ago: <message>``
+            status, pending = "unknown", 0
+            r = r.model_copy(update={"last_event": f"as of {fmt.duration(unknown_s)} ago"})
         inputs: tuple = (
-            r.pending_approvals,
+            pending,
             r.issue_identifier,
-            r.status if budget is None else "budget",
+            status,
             str(r.turn_count),
             "-" if r.attempt is None else str(r.attempt),
             fmt.age(r.started_at, now),
@@ -186,17 +223,22 @@ class WorkersTable(KeyedTable):
         super().__init__(COLUMNS, flex="last", **kwargs)
         self._cache = RowCache()
         self._gate = ActivityGate(activity_interval_s, monotonic)
-        self._shown: tuple[Snapshot, datetime, Tones] | None = None
+        self._shown: tuple[Snapshot, datetime, Tones, float | None] | None = None
 
-    def show(self, snapshot: Snapshot, now: datetime, tones: Tones) -> bool:
-        self._shown = (snapshot, now, tones)
+    def show(
+        self, snapshot: Snapshot, now: datetime, tones: Tones, unknown_s: float | None = None
+    ) -> bool:
+        """``unknown_s``: see :func:`worker_rows` (a lost link to an attached scheduler)."""
+        self._shown = (snapshot, now, tones, unknown_s)
         hosts = bool(snapshot.hosts)
         if self.set_column_spec(
             COLUMNS_WITH_HOSTS if hosts else COLUMNS, HOST_SHRINK if hosts else None
         ):
             self._cache = RowCache()  # the cells are laid out differently
         width = self.column_width("last")
-        rows = worker_rows(snapshot, now, tones, self._cache, width, self._gate, hosts)
+        rows = worker_rows(
+            snapshot, now, tones, self._cache, width, self._gate, hosts, unknown_s=unknown_s
+        )
         return self.sync(rows)
 
     @property
@@ -208,7 +250,9 @@ class WorkersTable(KeyedTable):
         # the last-event cell is cut to its column: a new width needs new cells
         if self._shown is None:
             return None
-        snapshot, now, tones = self._shown
+        snapshot, now, tones, unknown_s = self._shown
         width = self.column_width("last")
         hosts = bool(snapshot.hosts)
-        return worker_rows(snapshot, now, tones, self._cache, width, self._gate, hosts)
+        return worker_rows(
+            snapshot, now, tones, self._cache, width, self._gate, hosts, unknown_s=unknown_s
+        )

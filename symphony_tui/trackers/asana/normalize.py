@@ -7,10 +7,10 @@ the dependency when it is known (its section in the project; a completed depende
 first terminal state).
 
 A task that is ``completed``, or a section-row separator (``resource_subtype`` ``section``),
-is never a candidate (:func:`startable`).
+is never dispatchable (:func:`startable`).
 
 A record without a string ``gid``, a non-blank ``name`` or a section in the configured project
-raises ``TrackerError("asana_unknown_payload")``.
+raises ``TrackerError("tracker_response")``.
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ def state_of(raw: Any, project_gid: str, done: str | None) -> str | None:
 def normalize_task(raw: Any, project_gid: str, known: Mapping[str, Any], done: str | None) -> Issue:
     """One task -> :class:`Issue`; ``known`` maps gids to task records whose state a
     dependency takes, ``done`` is the state a completed dependency is in. Raises
-    ``asana_unknown_payload`` when malformed."""
+    ``tracker_response`` when malformed."""
     gid = raw.get("gid") if isinstance(raw, dict) else None
     name = raw.get("name") if isinstance(raw, dict) else None
     state = section(raw, project_gid)[1] if isinstance(raw, dict) else None
@@ -111,7 +111,7 @@ def normalize_task(raw: Any, project_gid: str, known: Mapping[str, Any], done: s
     ]
     if missing:
         ref = gid if isinstance(gid, str) else "?"
-        raise TrackerError("asana_unknown_payload", f"task {ref:.40} lacks {', '.join(missing)}")
+        raise TrackerError("tracker_response", f"task {ref:.40} lacks {', '.join(missing)}")
     notes = raw.get("notes")
     assignee = raw.get("assignee") if isinstance(raw.get("assignee"), dict) else {}
     who = assignee.get("gid")
@@ -128,6 +128,11 @@ def normalize_task(raw: Any, project_gid: str, known: Mapping[str, Any], done: s
         url=raw.get("permalink_url") if isinstance(raw.get("permalink_url"), str) else None,
         labels=_labels(raw.get("tags")),
         assignees=(who,) if isinstance(who, str) and who else (),
+        assignee_id=who if isinstance(who, str) and who else None,
+        native_ref={"project_gid": project_gid, "gid": gid},
+        # A completed task keeps its section but is never dispatched; the tracker narrows the
+        # rest (blockers, assignee): AsanaTracker._route.
+        dispatchable=startable(raw),
         blocked_by=blockers,
         created_at=parse_time(raw.get("created_at")),
         updated_at=parse_time(raw.get("modified_at")),

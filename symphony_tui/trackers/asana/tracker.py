@@ -4,14 +4,16 @@ the reference's Asana adapter, with dependencies as blockers).
 **Reads**: ``GET /projects/<project_gid>/tasks`` with :data:`.normalize.FIELDS`, 100 a page
 following ``next_page.offset``. Candidates ask only for incomplete tasks
 (``completed_since=now``) and keep those in ``tracker.active_states`` that are neither
-completed nor section rows (``tracker.assignee``: a user gid, or ``me``, asked once from
-``GET /users/me``). A task's dependencies are its blockers; one the listing did not carry is
-read with ``GET /tasks/<gid>`` (and its state reused for :data:`DEPENDENCY_TTL`). A task in the first active state (work not started) waits
-while a blocker is not in a terminal state. A malformed record in a state read is logged and
+completed nor section rows. A task's dependencies are its blockers; one the listing did not
+carry is read with ``GET /tasks/<gid>`` (and its state reused for :data:`DEPENDENCY_TTL`).
+``dispatchable`` is false for a completed task, for a task in the first active state (work
+not started) with a blocker not in a terminal state, and for a task not assigned to
+``tracker.assignee`` when set (a user gid, or ``me``, asked once from ``GET /users/me``), in
+every read. A malformed record in a state read is logged and
 skipped; in a read by id it fails the read.
 
-**Refresh by id**: ``GET /tasks/<gid>`` each (its dependencies' states as for candidates); a
-task Asana no longer has (404) or that left the project is absent.
+**Refresh by id**: ``GET /tasks/<gid>`` each (its dependencies' states as for candidates;
+no ids, no request); a task Asana no longer has (404) or that left the project is absent.
 
 **Moves**: to the project's section named ``state`` (case-insensitive; ``GET
 /projects/<gid>/sections``) with ``POST /sections/<gid>/addTask``.
@@ -32,7 +34,8 @@ from symphony_tui.agents.base import ToolResult
 from symphony_tui.config.settings import Settings, TrackerSettings
 from symphony_tui.domain import Issue
 from symphony_tui.trackers.asana import normalize
-from symphony_tui.trackers.base import TrackerError
+from symphony_tui.trackers.asana.profile import ASANA_PROFILE
+from symphony_tui.trackers.base import TrackerError, dedupe_ids
 from symphony_tui.trackers.rest import RestTracker, Vendor
 from symphony_tui.trackers.rest_tool import call_rest_tool, deletes_itself, tool_spec, under
 
@@ -56,7 +59,7 @@ ASANA_API_TOOL = tool_spec(
 
 def _headers(tracker: TrackerSettings) -> dict[str, str]:
     if not tracker.api_key:
-        raise TrackerError("missing_asana_api_key", "no Asana token (tracker.api_key)")
+        raise TrackerError("missing_tracker_secret", "no Asana token (tracker.api_key)")
     return {
         "Authorization": f"Bearer {tracker.api_key}",
         "Accept": "application/json",
@@ -74,14 +77,13 @@ def _secrets(tracker: TrackerSettings) -> tuple[str, ...]:
 
 class AsanaTracker(RestTracker):
     """The Asana tracker (implements :class:`~symphony_tui.trackers.base.Tracker`). Methods
-    raise :class:`TrackerError`: ``missing_asana_api_key``, ``missing_asana_project_gid``,
-    ``asana_api_request``, ``asana_api_status``, ``asana_unknown_payload``,
-    ``asana_unknown_state``, ``rate_limited`` (with ``retry_at``)."""
+    raise :class:`TrackerError` with a portable category (§11.4): ``missing_tracker_secret``,
+    ``invalid_tracker_config``, ``tracker_request``, ``tracker_status``,
+    ``tracker_response`` (a malformed answer, an unknown section), ``tracker_pagination``,
+    ``tracker_rate_limited`` (with ``retry_at``)."""
 
     kind = "asana"
-    #: Environment variables holding this tracker's credential by default (scrubbed from
-    #: agents and hooks; the ``$VAR`` of ``api_key`` is added from the workflow).
-    secret_environment_names: tuple[str, ...] = ("ASANA_PAT",)
+    profile = ASANA_PROFILE
     VENDOR = Vendor("Asana", "asana", _base_url, _headers, _secrets)
     agent_tool = ASANA_API_TOOL
 
@@ -99,7 +101,8 @@ class AsanaTracker(RestTracker):
     # -- the Tracker protocol ----------------------------------------------------------
 
     async def fetch_candidate_issues(self) -> list[Issue]:
-        """Incomplete tasks in ``tracker.active_states`` that may start now, project order."""
+        """Incomplete tasks in ``tracker.active_states``, project order; those that may not
+        start now (blockers, assignee) with ``dispatchable=False``."""
         tracker = self._tracker()
         tasks = await self._tasks(incomplete=True)
         who = await self._assignee(tracker.assignee)
@@ -109,25 +112,17 @@ class AsanaTracker(RestTracker):
             for t in tasks
             if normalize.startable(t)
             and tracker.is_active(normalize.section(t, self._project())[1] or "")
-            and (who is None or (t.get("assignee") or {}).get("gid") == who)
         ]
         missing = {d for t in wanted for d in normalize.dependency_gids(t) if d not in known}
         for gid in sorted(missing):
             record = await self._dependency(gid)
             if record is not None:
                 known[gid] = record
-        first = tracker.active_states[0].strip().lower() if tracker.active_states else None
-        done = {s.strip().lower() for s in tracker.terminal_states}
         out = []
         for raw in wanted:
             issue = self._normalize(raw, known)
-            if issue is None:
-                continue
-            waits = issue.state.strip().lower() == first and any(
-                b.state is None or b.state.strip().lower() not in done for b in issue.blocked_by
-            )
-            if not waits:
-                out.append(issue)
+            if issue is not None:
+                out.append(self._route(issue, tracker, who))
         return out
 
     async def fetch_issues_by_states(self, states: Sequence[str]) -> list[Issue]:
@@ -135,7 +130,9 @@ class AsanaTracker(RestTracker):
         names = {s.strip().lower() for s in states if s and s.strip()}
         if not names:
             return []
+        tracker = self._tracker()
         tasks = await self._tasks(incomplete=False)
+        who = await self._assignee(tracker.assignee)
         known = {t["gid"]: t for t in tasks}
         out = []
         for raw in tasks:
@@ -144,13 +141,17 @@ class AsanaTracker(RestTracker):
                 continue
             issue = self._normalize(raw, known)
             if issue is not None:
-                out.append(issue)
+                out.append(self._route(issue, tracker, who))
         return out
 
-    async def fetch_issue_states_by_ids(self, issue_ids: Sequence[str]) -> list[Issue]:
-        """Current tasks for ``issue_ids`` (gids), input order; tasks Asana no longer has, or
-        that left the project, are absent. A malformed record raises."""
-        gids = list(dict.fromkeys(_gid(i) for i in issue_ids if str(i).strip()))
+    async def fetch_issues_by_ids(self, issue_ids: Sequence[str]) -> list[Issue]:
+        """Full current snapshots of ``issue_ids`` (gids; a set), input order; tasks Asana no
+        longer has, or that left the project, are absent; no ids, no request. A malformed
+        requested record raises ``tracker_response``."""
+        gids = list(dict.fromkeys(_gid(i) for i in dedupe_ids([str(i).strip() for i in issue_ids])))
+        if not gids:
+            return []
+        tracker = self._tracker()
         records = []
         for gid in gids:
             raw = await self._task(gid, ",".join(normalize.FIELDS))
@@ -161,7 +162,13 @@ class AsanaTracker(RestTracker):
             record = await self._dependency(dep)
             if record is not None:
                 known[dep] = record
-        return [normalize.normalize_task(r, self._project(), known, self._done()) for r in records]
+        who = await self._assignee(tracker.assignee)
+        return [
+            self._route(
+                normalize.normalize_task(r, self._project(), known, self._done()), tracker, who
+            )
+            for r in records
+        ]
 
     async def move_issue(self, issue_id: str, state: str) -> Issue:
         """Move task ``issue_id`` to the project's section named ``state``."""
@@ -171,15 +178,13 @@ class AsanaTracker(RestTracker):
         match = next((s for s in sections if s[1].strip().lower() == wanted), None)
         if match is None:
             known = ", ".join(name for _, name in sections) or "none"
-            raise TrackerError(
-                "asana_unknown_state", f"no section {state!r} (project has: {known})"
-            )
+            raise TrackerError("tracker_response", f"no section {state!r} (project has: {known})")
         await self.client.json(
             "POST", f"/sections/{match[0]}/addTask", body={"data": {"task": gid}}
         )
-        moved = await self.fetch_issue_states_by_ids([gid])
+        moved = await self.fetch_issues_by_ids([gid])
         if not moved:
-            raise TrackerError("asana_unknown_payload", f"task {gid} not returned after move")
+            raise TrackerError("tracker_response", f"task {gid} not returned after move")
         log.info("asana task moved gid=%s section=%s", gid, moved[0].state)
         return moved[0]
 
@@ -212,7 +217,7 @@ class AsanaTracker(RestTracker):
     def _project(self) -> str:
         gid = (self._tracker().project_gid or "").strip()
         if not gid:
-            raise TrackerError("missing_asana_project_gid", "tracker.project_gid is not set")
+            raise TrackerError("invalid_tracker_config", "tracker.project_gid is not set")
         return _gid(gid)
 
     def _done(self) -> str | None:
@@ -223,8 +228,23 @@ class AsanaTracker(RestTracker):
         try:
             return normalize.normalize_task(raw, self._project(), known, self._done())
         except TrackerError as exc:
-            log.warning("asana record skipped: %s", exc.message)
+            if exc.portable != "tracker_response":
+                raise
+            log.warning("tracker record omitted kind=asana reason=%s", exc.message)
             return None
+
+    @staticmethod
+    def _route(issue: Issue, tracker: TrackerSettings, who: str | None) -> Issue:
+        """``issue`` with ``dispatchable`` narrowed: false when it is in the first active
+        state with a blocker outside the terminal states, or not assigned to ``who``."""
+        first = tracker.active_states[0].strip().lower() if tracker.active_states else None
+        waits = issue.state.strip().lower() == first and any(
+            b.state is None or not tracker.is_terminal(b.state) for b in issue.blocked_by
+        )
+        assigned = who is None or issue.assignee_id == who
+        return issue.model_copy(
+            update={"dispatchable": issue.dispatchable and assigned and not waits}
+        )
 
     async def _paged(self, path: str, params: dict[str, Any]) -> list[Any]:
         out: list[Any] = []
@@ -237,16 +257,16 @@ class AsanaTracker(RestTracker):
             body = await self.client.json("GET", path, params=query)
             data = body.get("data") if isinstance(body, dict) else None
             if not isinstance(data, list):
-                raise TrackerError("asana_unknown_payload", f"{path} answer has no data list")
+                raise TrackerError("tracker_response", f"{path} answer has no data list")
             out.extend(data)
             following = body.get("next_page")
             if following is None:
                 return out
             offset = following.get("offset") if isinstance(following, dict) else None
             if not isinstance(offset, str) or not offset or offset in seen:
-                raise TrackerError("asana_missing_next_page_offset", "next_page has no new offset")
+                raise TrackerError("tracker_pagination", "next_page has no new offset")
             seen.add(offset)
-        raise TrackerError("asana_unknown_payload", f"{path} has more than {MAX_PAGES} pages")
+        raise TrackerError("tracker_pagination", f"{path} has more than {MAX_PAGES} pages")
 
     async def _tasks(self, *, incomplete: bool) -> list[dict]:
         params: dict[str, Any] = {"opt_fields": ",".join(normalize.FIELDS)}
@@ -270,7 +290,7 @@ class AsanaTracker(RestTracker):
         body = self.client.ok_body(response, f"/tasks/{gid}")
         data = body.get("data") if isinstance(body, dict) else None
         if not isinstance(data, dict):
-            raise TrackerError("asana_unknown_payload", f"task {gid} answer has no data object")
+            raise TrackerError("tracker_response", f"task {gid} answer has no data object")
         return data
 
     async def _dependency(self, gid: str) -> dict | None:
@@ -307,7 +327,7 @@ class AsanaTracker(RestTracker):
             data = body.get("data") if isinstance(body, dict) else None
             gid = data.get("gid") if isinstance(data, dict) else None
             if not isinstance(gid, str) or not gid:
-                raise TrackerError("asana_unknown_payload", "/users/me has no gid")
+                raise TrackerError("tracker_response", "/users/me has no gid")
             self._me = gid
         return self._me
 
@@ -315,5 +335,5 @@ class AsanaTracker(RestTracker):
 def _gid(value: str) -> str:
     text = str(value).strip().removeprefix("ASANA-")
     if not text.isdigit():
-        raise TrackerError("asana_unknown_payload", f"{value!r} is not an Asana gid")
+        raise TrackerError("tracker_response", f"{value!r} is not an Asana gid")
     return text

@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from symphony_tui.config.settings import TrackerSettings
-from symphony_tui.domain import BlockerRef, Issue
+from symphony_tui.domain import BlockerRef, Issue, IssueComment
 from symphony_tui.trackers.base import TrackerError
 
 
@@ -143,9 +143,15 @@ def _issue(
     """The :class:`Issue` both API shapes come to: the board's priority first, else the
     labels' (``priority_labels``)."""
     priority = board.priority if board is not None else None
+    native_ref: dict[str, Any] = {"repository": tracker.repo, "number": number}
+    if board is not None and board.item_id:
+        native_ref["project_item_id"] = board.item_id
     return Issue(
         id=str(number),
         identifier=identifier(number),
+        native_ref=native_ref,
+        assignee_id=assignees[0] if assignees else None,
+        dispatchable=True,  # the tracker narrows it (assignee, blockers): GitHubTracker._route
         title=title,
         description=body if isinstance(body, str) else None,
         priority=priority if priority is not None else label_priority(labels, tracker),
@@ -156,6 +162,7 @@ def _issue(
         blocked_by=blocked_by,
         created_at=parse_timestamp(created),
         updated_at=parse_timestamp(updated),
+        repository=tracker.repo,
     )
 
 
@@ -166,6 +173,27 @@ def assignees_rest(item: Mapping[str, Any]) -> tuple[str, ...]:
         for a in item.get("assignees") or []
         if isinstance(a, dict) and isinstance(a.get("login"), str)
     )
+
+
+def comments_rest(items: Any) -> tuple[IssueComment, ...]:
+    """``GET /repos/{owner}/{repo}/issues/{n}/comments`` items -> comments, oldest first
+    (GitHub's order); the author is the user's login. Items without a text body are
+    skipped."""
+    out = []
+    for item in items if isinstance(items, list) else []:
+        if not isinstance(item, dict) or not isinstance(item.get("body"), str):
+            continue
+        user = item.get("user")
+        out.append(
+            IssueComment(
+                id=str(item["id"]) if _number(item.get("id")) else None,
+                author=_str(user.get("login")) if isinstance(user, dict) else None,
+                body=item["body"],
+                created_at=parse_timestamp(item.get("created_at")),
+                url=_str(item.get("html_url")),
+            )
+        )
+    return tuple(out)
 
 
 def blocker_count(item: Mapping[str, Any]) -> int:

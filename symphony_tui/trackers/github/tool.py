@@ -17,6 +17,7 @@ import json
 from typing import Any
 
 from symphony_tui.agents.base import ToolResult, ToolSpec
+from symphony_tui.domain import Issue
 from symphony_tui.trackers.base import TrackerError
 from symphony_tui.trackers.github.tracker import GitHubTracker
 from symphony_tui.trackers.rest_tool import parse_arguments
@@ -51,15 +52,16 @@ GITHUB_API_TOOL = ToolSpec(
 )
 
 
-async def call_github_api(tracker: GitHubTracker, issue_id: str, arguments: Any) -> ToolResult:
-    """Run one ``github_api`` call for the session working on ``issue_id`` (its number);
-    never raises for bad input, a refusal or a failed request."""
+async def call_github_api(tracker: GitHubTracker, issue: Issue, arguments: Any) -> ToolResult:
+    """Run one ``github_api`` call for the session working on ``issue`` (its current
+    snapshot: the issue number is ``native_ref["number"]``, else the dispatch id); never
+    raises for bad input, a refusal or a failed request."""
     parsed = _parse(arguments)
     if isinstance(parsed, ToolResult):
         return parsed
     method, path, params, body = parsed
     repo = tracker.repo
-    refusal = scope_refusal(method, path, repo, issue_id)
+    refusal = scope_refusal(method, path, repo, issue_number(issue))
     if refusal:
         return _failure("forbidden", refusal)
     try:
@@ -72,6 +74,16 @@ async def call_github_api(tracker: GitHubTracker, issue_id: str, arguments: Any)
     payload = response.body if response.body is not None else response.text[:_MAX_TEXT]
     text = tracker.redact(json.dumps({"status": response.status, "body": payload}))
     return ToolResult(success=200 <= response.status < 300, text=text[: _MAX_TEXT * 2])
+
+
+def issue_number(issue: Issue) -> str:
+    """The GitHub issue number of ``issue``: its ``native_ref`` (§4.2: preserved for the
+    adapter's tools) when it names one, else the dispatch id."""
+    ref = issue.native_ref or {}
+    number = ref.get("number")
+    if isinstance(number, int) and not isinstance(number, bool) and number > 0:
+        return str(number)
+    return issue.id
 
 
 def scope_refusal(method: str, path: str, repo: str, issue_id: str) -> str | None:

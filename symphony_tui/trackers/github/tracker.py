@@ -14,7 +14,11 @@ Reads:
   status (or ``open``).
 * **By-id refresh**: one GraphQL query per :data:`queries.BATCH` issues (aliased
   ``issue(number:)``), so 60 running issues cost two requests; an issue GitHub no longer
-  returns (deleted, transferred, hidden) is absent.
+  returns (deleted, transferred, hidden) is absent; a malformed one fails the refresh. A
+  ``Todo`` issue's blockers are read too (its ``dispatchable`` depends on them).
+* **dispatchable**: false for an issue not assigned to ``tracker.assignee`` (when set), and
+  for a ``Todo`` issue with an open blocker; such issues are still listed (§11.1).
+  Malformed list items are logged and left out.
 
 Moves (:meth:`GitHubTracker.move_issue`): on a board, the status field is set; with
 ``state_labels`` the state label is swapped (and a closed issue reopened) by one ``PATCH``;
@@ -31,12 +35,16 @@ from typing import Any
 import httpx
 
 from symphony_tui.config.settings import Settings, TrackerSettings
-from symphony_tui.domain import BlockerRef, Issue
-from symphony_tui.trackers.base import TrackerError
+from symphony_tui.domain import BlockerRef, Issue, IssueComment
+from symphony_tui.trackers.base import TrackerError, dedupe_ids, todo_waits_for_blockers
 from symphony_tui.trackers.github import normalize, queries
 from symphony_tui.trackers.github.board import Board, BoardInfo
 from symphony_tui.trackers.github.client import GitHubClient, RestResponse
 from symphony_tui.trackers.github.normalize import BoardValues
+from symphony_tui.trackers.github.profile import GITHUB_PROFILE
+
+#: Comments given to a prompt that uses ``issue.comments``: the newest this many.
+COMMENT_LIMIT = 50
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +62,7 @@ class GitHubTracker:
     """
 
     kind = "github"
+    profile = GITHUB_PROFILE
 
     def __init__(
         self,
@@ -67,6 +76,11 @@ class GitHubTracker:
         self._board = Board(settings, self.client)
         self._last_board: dict[int, BoardValues] | None = None
         self._viewer: str | None = None
+
+    def secret_environment_names(self) -> frozenset[str]:
+        """``GITHUB_TOKEN`` and the variable ``tracker.token`` (or ``api_key``) names
+        (spec §15.3)."""
+        return frozenset({"GITHUB_TOKEN", *self._settings().tracker.secret_env_names})
 
     # -- rate limits, for the console --------------------------------------------------
 
@@ -85,16 +99,14 @@ class GitHubTracker:
         tracker = self._tracker()
         issues = await self._listed("open", tracker)
         wanted = [(item, i) for item, i in issues if tracker.is_active(i.state)]
-        if tracker.assignee and tracker.assignee.strip():
-            who = (await self._assignee(tracker.assignee.strip())).lower()
-            wanted = [(it, i) for it, i in wanted if who in _lower(normalize.assignees_rest(it))]
+        who = await self._assignee_filter(tracker)
         board = self._last_board
         out = []
         for item, issue in wanted:
             if normalize.blocker_count(item) > 0:
                 blockers = await self._blockers(int(issue.id), tracker, board)
                 issue = issue.model_copy(update={"blocked_by": blockers})
-            out.append(issue)
+            out.append(self._route(issue, who, tracker))
         return out
 
     async def fetch_issues_by_states(self, states: Sequence[str]) -> list[Issue]:
@@ -106,17 +118,26 @@ class GitHubTracker:
         if tracker.project is not None:
             board = await self._board.values()
             numbers = [n for n, v in board.items() if v.status and v.status.lower() in names]
-            return await self.fetch_issue_states_by_ids([str(n) for n in numbers])
+            return await self.fetch_issues_by_ids([str(n) for n in numbers])
         only_closed = names == {"closed"}
         with_closed = "closed" in names or any(tracker.is_terminal(n) for n in names)
         scope = "closed" if only_closed else ("all" if with_closed else "open")
-        return [i for _, i in await self._listed(scope, tracker) if i.state.lower() in names]
+        who = await self._assignee_filter(tracker)
+        return [
+            self._route(i, who, tracker)
+            for _, i in await self._listed(scope, tracker)
+            if i.state.lower() in names
+        ]
 
-    async def fetch_issue_states_by_ids(self, issue_ids: Sequence[str]) -> list[Issue]:
-        """Current issues for ``issue_ids`` (issue numbers), input order; issues GitHub does
-        not return are absent. One GraphQL request per :data:`queries.BATCH` ids."""
+    async def fetch_issues_by_ids(self, issue_ids: Sequence[str]) -> list[Issue]:
+        """Full current issues for ``issue_ids`` (issue numbers), input order; issues GitHub
+        does not return are absent, a malformed one raises; ``[]`` makes no request. One
+        GraphQL request per :data:`queries.BATCH` ids."""
         tracker = self._tracker()
-        numbers = list(dict.fromkeys(_number(i) for i in issue_ids if i))
+        numbers = list(dict.fromkeys(_number(i) for i in dedupe_ids(issue_ids)))
+        if not numbers:
+            return []
+        who = await self._assignee_filter(tracker)
         owner, name = _repo(tracker)
         board = tracker.project is not None
         priority = board and bool(tracker.project and tracker.project.priority_field)
@@ -140,7 +161,24 @@ class GitHubTracker:
                 issue = normalize.from_graphql(node, tracker, values)
                 if issue is not None:
                     found[n] = issue
+        for n, issue in found.items():
+            if issue.state.strip().lower() == "todo":
+                # Only a Todo issue's blockers decide anything (dispatchable): one
+                # dependencies read each, as candidates do for issues that have blockers.
+                board = self._last_board if tracker.project is not None else None
+                blockers = await self._blockers(n, tracker, board)
+                issue = issue.model_copy(update={"blocked_by": blockers})
+            found[n] = self._route(issue, who, tracker)
         return [found[n] for n in numbers if n in found]
+
+    async def fetch_issue_comments(self, issue: Issue) -> tuple[IssueComment, ...]:
+        """The newest :data:`COMMENT_LIMIT` comments of ``issue``, oldest first (for a prompt
+        that uses ``issue.comments``): ``GET .../issues/{n}/comments``, 100 a page."""
+        owner, name = _repo(self._tracker())
+        items = await self.client.paged(
+            f"/repos/{owner}/{name}/issues/{_number(issue.id)}/comments", {"per_page": 100}
+        )
+        return normalize.comments_rest(items)[-COMMENT_LIMIT:]
 
     async def move_issue(self, issue_id: str, state: str) -> Issue:
         """Move issue ``issue_id`` to ``state`` (see the module doc); returns it afterwards.
@@ -152,7 +190,7 @@ class GitHubTracker:
             await self._move_on_board(number, target, tracker)
         else:
             await self._patch_state(number, target, tracker)
-        moved = await self.fetch_issue_states_by_ids([str(number)])
+        moved = await self.fetch_issues_by_ids([str(number)])
         if not moved:
             raise TrackerError("github_unknown_payload", f"issue {number} not returned after move")
         log.info("github issue moved number=%s state=%s", number, moved[0].state)
@@ -228,16 +266,35 @@ class GitHubTracker:
         self._last_board = board
         out: list[tuple[dict, Issue]] = []
         for item in items:
-            if not isinstance(item, dict):
-                normalize.from_rest(item, tracker)  # raises the one-line payload error
+            if isinstance(item, dict) and "pull_request" in item:
                 continue
-            if "pull_request" in item:
+            values = (
+                board.get(item.get("number"))  # type: ignore[arg-type]
+                if board is not None and isinstance(item, dict)
+                else None
+            )
+            try:
+                issue = normalize.from_rest(item, tracker, values)
+            except TrackerError as exc:
+                log.warning("tracker record omitted kind=github reason=%s", exc.message)
                 continue
-            values = board.get(item.get("number")) if board is not None else None  # type: ignore[arg-type]
-            issue = normalize.from_rest(item, tracker, values)
             if issue is not None:
                 out.append((item, issue))
         return out
+
+    async def _assignee_filter(self, tracker: TrackerSettings) -> str | None:
+        """The lowercase login issues must be assigned to, or ``None`` for any."""
+        if not tracker.assignee or not tracker.assignee.strip():
+            return None
+        return (await self._assignee(tracker.assignee.strip())).lower()
+
+    @staticmethod
+    def _route(issue: Issue, who: str | None, tracker: TrackerSettings) -> Issue:
+        """``issue`` with ``dispatchable`` decided: assigned to ``who`` (when set) and not a
+        ``Todo`` issue waiting for an open blocker."""
+        assigned = who is None or who in _lower(issue.assignees)
+        waits = todo_waits_for_blockers(issue.state, issue.blocked_by, tracker.is_terminal)
+        return issue.model_copy(update={"dispatchable": assigned and not waits})
 
     async def _assignee(self, value: str) -> str:
         """``tracker.assignee``: a login, or ``me`` (the token's own login, asked once)."""

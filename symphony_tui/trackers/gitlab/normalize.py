@@ -9,7 +9,7 @@ Review`` are states), else ``opened``. Labels are trimmed, lowercased and dedupl
 usernames.
 
 A record without a positive integer ``iid``, a non-blank ``title`` or a ``state`` of
-``opened`` / ``closed`` raises ``TrackerError("gitlab_unknown_payload")``.
+``opened`` / ``closed`` raises ``TrackerError("tracker_response")``.
 """
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ def state_of(opened: bool, labels: Iterable[str], tracker: TrackerSettings) -> s
 
 
 def normalize_issue(raw: Any, tracker: TrackerSettings) -> Issue:
-    """One issue entity -> :class:`Issue`. Raises ``gitlab_unknown_payload`` when malformed."""
+    """One issue entity -> :class:`Issue`. Raises ``tracker_response`` when malformed."""
     if not isinstance(raw, dict):
-        raise TrackerError("gitlab_unknown_payload", f"issue record is {type(raw).__name__}")
+        raise TrackerError("tracker_response", f"issue record is {type(raw).__name__}")
     iid, title, state = raw.get("iid"), raw.get("title"), raw.get("state")
     missing = []
     if not isinstance(iid, int) or isinstance(iid, bool) or iid <= 0:
@@ -51,11 +51,10 @@ def normalize_issue(raw: Any, tracker: TrackerSettings) -> Issue:
         missing.append("state")
     if missing:
         ref = iid if isinstance(iid, int) else raw.get("id", "?")
-        raise TrackerError(
-            "gitlab_unknown_payload", f"issue {ref!s:.40} lacks {', '.join(missing)}"
-        )
+        raise TrackerError("tracker_response", f"issue {ref!s:.40} lacks {', '.join(missing)}")
     names = [label for label in raw.get("labels") or [] if isinstance(label, str)]
     description = raw.get("description")
+    people = assignees(raw)
     return Issue(
         id=str(iid),
         identifier=identifier(iid),
@@ -65,7 +64,10 @@ def normalize_issue(raw: Any, tracker: TrackerSettings) -> Issue:
         state=state_of(state == "opened", names, tracker),
         url=raw.get("web_url") if isinstance(raw.get("web_url"), str) else None,
         labels=labels(names),
-        assignees=assignees(raw),
+        assignees=people,
+        assignee_id=people[0] if people else None,
+        native_ref={"project_path": tracker.project_path, "iid": iid},
+        dispatchable=True,  # the tracker narrows it (blockers, assignee): GitLabTracker._route
         created_at=parse_time(raw.get("created_at")),
         updated_at=parse_time(raw.get("updated_at")),
     )

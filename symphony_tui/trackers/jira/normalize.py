@@ -15,7 +15,7 @@ while any blocker is not in a terminal state (:func:`waits_for_blockers`); start
 not held back by blockers.
 
 A record without a string ``id``, ``key``, a ``fields`` object, a non-blank ``summary`` or a
-status name raises ``TrackerError("jira_unknown_payload")``.
+status name raises ``TrackerError("tracker_response")``.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ _MAX_ADF_DEPTH = 64
 
 
 def normalize_issue(raw: Any, base_url: str) -> Issue:
-    """One issue -> :class:`Issue`. Raises ``jira_unknown_payload`` on a malformed record."""
+    """One issue -> :class:`Issue`. Raises ``tracker_response`` on a malformed record."""
     fields = raw.get("fields") if isinstance(raw, dict) else None
     issue_id = raw.get("id") if isinstance(raw, dict) else None
     key = raw.get("key") if isinstance(raw, dict) else None
@@ -84,6 +84,9 @@ def normalize_issue(raw: Any, base_url: str) -> Issue:
         url=f"{base_url.rstrip('/')}/browse/{quote(key, safe='')}",
         labels=labels(fields.get("labels")),
         assignees=(account,) if isinstance(account, str) and account else (),
+        assignee_id=account if isinstance(account, str) and account else None,
+        native_ref={"key": key, "project": project_key(raw)},
+        dispatchable=True,  # the tracker narrows it (blockers, assignee): JiraTracker._route
         blocked_by=blockers(fields.get("issuelinks")),
         created_at=parse_time(fields.get("created")),
         updated_at=parse_time(fields.get("updated")),
@@ -217,4 +220,4 @@ def _str(value: Any) -> str | None:
 
 def _malformed(raw: Any, what: str) -> TrackerError:
     ref = raw.get("key") or raw.get("id") if isinstance(raw, dict) else type(raw).__name__
-    return TrackerError("jira_unknown_payload", f"issue {ref or '?'!s:.40} lacks {what}")
+    return TrackerError("tracker_response", f"issue {ref or '?'!s:.40} lacks {what}")

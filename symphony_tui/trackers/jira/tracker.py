@@ -4,16 +4,18 @@
 ``/search`` is retired), 100 issues a page following ``nextPageToken`` until ``isLast``:
 ``project = "<project_key>" AND status IN (...) ORDER BY created ASC``. An issue seen twice
 (it moved while we paged) is kept once. Candidates add ``AND assignee = currentUser()`` for
-``tracker.assignee: me`` or ``= "<accountId>"`` for an account id, and leave out issues that
-wait for their blockers (:func:`.normalize.waits_for_blockers`). A malformed record in a
-state read is logged and skipped; in a read by id it fails the read.
+``tracker.assignee: me`` or ``= "<accountId>"`` for an account id. An issue that waits
+for its blockers (:func:`.normalize.waits_for_blockers`) is returned with
+``dispatchable=False``, in every read. A malformed record in a state read is logged and
+skipped; in a read by id it fails the read.
 
-**Refresh by id**: ``POST /rest/api/3/issue/bulkfetch``, 100 ids a request; issues Jira does
-not return (deleted, no permission) or of another project are absent.
+**Refresh by id**: ``POST /rest/api/3/issue/bulkfetch``, 100 ids a request (none for no
+ids); issues Jira does not return (deleted, no permission) or of another project are absent;
+an issue no longer assigned to a configured account id is ``dispatchable=False``.
 
 **Moves** go through the issue's workflow (``GET`` then ``POST /issue/{id}/transitions``):
 the transition whose target status is named ``state`` (case-insensitive), else the one so
-named; ``jira_unknown_state`` names the ones available when none matches.
+named; a ``tracker_response`` error names the ones available when none matches.
 
 Auth is Basic ``email:api_token`` (Atlassian's "Basic auth for REST APIs").
 """
@@ -28,8 +30,9 @@ from typing import Any
 from symphony_tui.agents.base import ToolResult
 from symphony_tui.config.settings import TrackerSettings
 from symphony_tui.domain import Issue
-from symphony_tui.trackers.base import TrackerError
+from symphony_tui.trackers.base import TrackerError, dedupe_ids
 from symphony_tui.trackers.jira import normalize
+from symphony_tui.trackers.jira.profile import JIRA_PROFILE
 from symphony_tui.trackers.rest import RestResponse, RestTracker, Vendor
 from symphony_tui.trackers.rest_tool import call_rest_tool, deletes_itself, tool_spec, under
 
@@ -53,9 +56,9 @@ JIRA_REST_TOOL = tool_spec(
 
 def _headers(tracker: TrackerSettings) -> dict[str, str]:
     if not tracker.api_key:
-        raise TrackerError("missing_jira_api_token", "no Jira API token (tracker.api_token)")
+        raise TrackerError("missing_tracker_secret", "no Jira API token (tracker.api_token)")
     if not tracker.email:
-        raise TrackerError("missing_jira_email", "tracker.email is not set")
+        raise TrackerError("invalid_tracker_config", "tracker.email is not set")
     pair = base64.b64encode(f"{tracker.email}:{tracker.api_key}".encode()).decode()
     return {
         "Authorization": f"Basic {pair}",
@@ -66,7 +69,7 @@ def _headers(tracker: TrackerSettings) -> dict[str, str]:
 
 def _base_url(tracker: TrackerSettings) -> str:
     if not tracker.base_url:
-        raise TrackerError("invalid_jira_base_url", "tracker.base_url is not set")
+        raise TrackerError("invalid_tracker_config", "tracker.base_url is not set")
     return tracker.base_url.rstrip("/")
 
 
@@ -83,44 +86,42 @@ def jql_string(value: str) -> str:
 
 class JiraTracker(RestTracker):
     """The Jira tracker (implements :class:`~symphony_tui.trackers.base.Tracker`). Methods
-    raise :class:`TrackerError`: ``missing_jira_api_token``, ``missing_jira_email``,
-    ``missing_jira_project_key``, ``jira_api_request``, ``jira_api_status``,
-    ``jira_unknown_payload``, ``jira_missing_next_page_token``, ``jira_unknown_state``,
-    ``rate_limited`` (with ``retry_at``)."""
+    raise :class:`TrackerError` with a portable category (§11.4): ``missing_tracker_secret``,
+    ``invalid_tracker_config``, ``tracker_request``, ``tracker_status``,
+    ``tracker_response`` (a malformed answer, no transition to the state asked for),
+    ``tracker_pagination``, ``tracker_rate_limited`` (with ``retry_at``)."""
 
     kind = "jira"
-    #: Environment variables holding this tracker's credential by default (scrubbed from
-    #: agents and hooks; the ``$VAR`` of ``api_token`` is added from the workflow).
-    secret_environment_names: tuple[str, ...] = ("JIRA_API_TOKEN",)
+    profile = JIRA_PROFILE
     VENDOR = Vendor("Jira", "jira", _base_url, _headers, _secrets)
     agent_tool = JIRA_REST_TOOL
 
     # -- the Tracker protocol ----------------------------------------------------------
 
     async def fetch_candidate_issues(self) -> list[Issue]:
-        """Issues of the project in ``tracker.active_states`` that may start now, oldest
-        first."""
+        """Issues of the project in ``tracker.active_states``, oldest first; those waiting
+        for blockers with ``dispatchable=False``."""
         tracker = self._tracker()
         extra = self._assignee_clause(tracker.assignee)
         pairs = await self._search(list(tracker.active_states), extra)
-        return [
-            issue
-            for raw, issue in pairs
-            if not normalize.waits_for_blockers(raw, issue, tracker.terminal_states)
-        ]
+        return [self._route(raw, issue, tracker) for raw, issue in pairs]
 
     async def fetch_issues_by_states(self, states: Sequence[str]) -> list[Issue]:
         """Issues of the project in any of ``states``; ``[]`` without a request when empty."""
         names = list(dict.fromkeys(s.strip() for s in states if s and s.strip()))
         if not names:
             return []
-        return [issue for _, issue in await self._search(names, "")]
-
-    async def fetch_issue_states_by_ids(self, issue_ids: Sequence[str]) -> list[Issue]:
-        """Current issues for ``issue_ids`` (ids or keys), input order; issues Jira does not
-        return, or of another project, are absent. A malformed record raises."""
         tracker = self._tracker()
-        ids = list(dict.fromkeys(str(i).strip() for i in issue_ids if str(i).strip()))
+        return [self._route(raw, issue, tracker) for raw, issue in await self._search(names, "")]
+
+    async def fetch_issues_by_ids(self, issue_ids: Sequence[str]) -> list[Issue]:
+        """Full current snapshots of ``issue_ids`` (ids or keys; a set), input order; issues
+        Jira does not return, or of another project, are absent; no ids, no request. A
+        malformed requested record raises ``tracker_response``."""
+        ids = dedupe_ids([str(i).strip() for i in issue_ids])
+        if not ids:
+            return []
+        tracker = self._tracker()
         project = self._project(tracker).lower()
         found: dict[str, Issue] = {}
         for start in range(0, len(ids), BATCH):
@@ -128,14 +129,16 @@ class JiraTracker(RestTracker):
             body = {"issueIdsOrKeys": chunk, "fields": list(normalize.FIELDS)}
             data = await self.client.json("POST", BULK, body=body)
             if not isinstance(data, dict) or not isinstance(data.get("issues"), list):
-                raise TrackerError("jira_unknown_payload", "bulkfetch answer has no issues list")
+                raise TrackerError("tracker_response", "bulkfetch answer has no issues list")
             for raw in data["issues"]:
                 key = normalize.project_key(raw)
                 if key is None:
-                    raise TrackerError("jira_unknown_payload", "issue without fields.project.key")
+                    raise TrackerError("tracker_response", "issue without fields.project.key")
                 if key.lower() != project:
                     continue
-                issue = normalize.normalize_issue(raw, _base_url(tracker))
+                issue = self._route(
+                    raw, normalize.normalize_issue(raw, _base_url(tracker)), tracker
+                )
                 found[issue.id] = issue
                 found[issue.identifier.lower()] = issue
         out: list[Issue] = []
@@ -153,18 +156,18 @@ class JiraTracker(RestTracker):
         data = await self.client.json("GET", path)
         transitions = data.get("transitions") if isinstance(data, dict) else None
         if not isinstance(transitions, list):
-            raise TrackerError("jira_unknown_payload", "transitions answer has no list")
+            raise TrackerError("tracker_response", "transitions answer has no list")
         choice = _transition(transitions, target)
         if choice is None:
             names = [_to_name(t) or str(t.get("name")) for t in transitions if isinstance(t, dict)]
             known = ", ".join(n for n in names if n) or "none"
             raise TrackerError(
-                "jira_unknown_state", f"no transition to {target!r} (available: {known})"
+                "tracker_response", f"no transition to {target!r} (available: {known})"
             )
         await self.client.json("POST", path, body={"transition": {"id": choice}})
-        moved = await self.fetch_issue_states_by_ids([issue_id])
+        moved = await self.fetch_issues_by_ids([issue_id])
         if not moved:
-            raise TrackerError("jira_unknown_payload", f"issue {issue_id} not returned after move")
+            raise TrackerError("tracker_response", f"issue {issue_id} not returned after move")
         log.info("jira issue moved issue=%s state=%s", moved[0].identifier, moved[0].state)
         return moved[0]
 
@@ -192,9 +195,18 @@ class JiraTracker(RestTracker):
 
     # -- internals ---------------------------------------------------------------------
 
+    def _route(self, raw: Any, issue: Issue, tracker: TrackerSettings) -> Issue:
+        """``issue`` with ``dispatchable`` decided: not waiting for blockers, and assigned
+        to ``tracker.assignee`` when that is an account id (``me`` is the search's
+        ``currentUser()``)."""
+        waits = normalize.waits_for_blockers(raw, issue, tracker.terminal_states)
+        who = (tracker.assignee or "").strip()
+        assigned = not who or who.lower() == "me" or issue.assignee_id == who
+        return issue.model_copy(update={"dispatchable": assigned and not waits})
+
     def _project(self, tracker: TrackerSettings) -> str:
         if not tracker.project_key:
-            raise TrackerError("missing_jira_project_key", "tracker.project_key is not set")
+            raise TrackerError("invalid_tracker_config", "tracker.project_key is not set")
         return tracker.project_key.strip()
 
     def _assignee_clause(self, assignee: str | None) -> str:
@@ -229,13 +241,13 @@ class JiraTracker(RestTracker):
                 body["nextPageToken"] = token
             data = await self.client.json("POST", SEARCH, body=body)
             if not isinstance(data, dict) or not isinstance(data.get("issues"), list):
-                raise TrackerError("jira_unknown_payload", "search answer has no issues list")
+                raise TrackerError("tracker_response", "search answer has no issues list")
             for raw in data["issues"]:
                 try:
                     issue = normalize.normalize_issue(raw, base_url)
                 except TrackerError as exc:
                     skipped += 1
-                    log.warning("jira record skipped: %s", exc.message)
+                    log.warning("tracker record omitted kind=jira reason=%s", exc.message)
                     continue
                 if issue.state.lower() in wanted and isinstance(raw, dict):
                     out.setdefault(issue.id, (raw, issue))
@@ -247,13 +259,13 @@ class JiraTracker(RestTracker):
                 return list(out.values())
             if not isinstance(next_token, str) or not next_token:
                 raise TrackerError(
-                    "jira_missing_next_page_token", "isLast is false but nextPageToken is empty"
+                    "tracker_pagination", "isLast is false but nextPageToken is empty"
                 )
             if next_token in seen:
-                raise TrackerError("jira_missing_next_page_token", "nextPageToken repeats")
+                raise TrackerError("tracker_pagination", "nextPageToken repeats")
             seen.add(next_token)
             token = next_token
-        raise TrackerError("jira_unknown_payload", f"search has more than {MAX_PAGES} pages")
+        raise TrackerError("tracker_pagination", f"search has more than {MAX_PAGES} pages")
 
 
 def _to_name(transition: dict) -> str | None:
@@ -278,5 +290,5 @@ def _transition(transitions: list, target: str) -> str | None:
 def _segment(issue_id: str) -> str:
     text = str(issue_id).strip()
     if not text or not all(c.isalnum() or c in "-_" for c in text):
-        raise TrackerError("jira_unknown_payload", f"{issue_id!r} is not an issue id or key")
+        raise TrackerError("tracker_response", f"{issue_id!r} is not an issue id or key")
     return text

@@ -7,19 +7,36 @@ is ``None``); ``createdAt`` / ``updatedAt`` parsed as ISO-8601 (unparseable -> `
 A node without a string ``id``, ``identifier``, ``title`` or ``state.name`` raises
 ``TrackerError("linear_unknown_payload")``: the schema guarantees them, so their absence means
 the payload is not what we asked for.
+
+``assignee_id`` is the assignee's user id. ``dispatchable`` is false when an assignee filter
+is set and the issue is not assigned to it, or when a ``Todo`` issue has a blocker that is
+not in a terminal state (unknown counts as open). ``native_ref`` is null: Linear's issue id is
+the dispatch id.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
-from symphony_tui.domain import BlockerRef, Issue
-from symphony_tui.trackers.base import TrackerError
+from symphony_tui.domain import BlockerRef, Issue, IssueComment
+from symphony_tui.trackers.base import TrackerError, todo_waits_for_blockers
 
 
-def normalize_issue(node: Any) -> Issue:
-    """One issue node -> :class:`Issue`. Raises :class:`TrackerError` on a malformed node."""
+def _never_terminal(_state: str) -> bool:
+    return False
+
+
+def normalize_issue(
+    node: Any,
+    *,
+    is_terminal: Callable[[str], bool] = _never_terminal,
+    assignee: str | None = None,
+) -> Issue:
+    """One issue node -> :class:`Issue`. ``is_terminal`` tells blocker states apart
+    (``tracker.terminal_states``); ``assignee`` is the resolved assignee filter (a user id,
+    or ``None`` for none). Raises :class:`TrackerError` on a malformed node."""
     if not isinstance(node, dict):
         raise TrackerError("linear_unknown_payload", f"issue node is {type(node).__name__}")
     required = {
@@ -35,6 +52,11 @@ def normalize_issue(node: Any) -> Issue:
             "linear_unknown_payload", f"issue {ref!s:.40} lacks {', '.join(sorted(missing))}"
         )
     description = node.get("description")
+    blockers = extract_blockers(node.get("inverseRelations"))
+    owner = assignee_id(node)
+    dispatchable = (assignee is None or owner == assignee) and not todo_waits_for_blockers(
+        required["state"], blockers, is_terminal
+    )
     return Issue(
         id=required["id"],
         identifier=required["identifier"],
@@ -45,9 +67,12 @@ def normalize_issue(node: Any) -> Issue:
         branch_name=_str_or_none(node.get("branchName")),
         url=_str_or_none(node.get("url")),
         labels=extract_labels(node.get("labels")),
-        blocked_by=extract_blockers(node.get("inverseRelations")),
+        blocked_by=blockers,
+        assignee_id=owner,
+        dispatchable=dispatchable,
         created_at=parse_timestamp(node.get("createdAt")),
         updated_at=parse_timestamp(node.get("updatedAt")),
+        assignees=assignee_names(node),
     )
 
 
@@ -56,6 +81,40 @@ def assignee_id(node: Any) -> str | None:
     if isinstance(node, dict) and isinstance(node.get("assignee"), dict):
         return _str_or_none(node["assignee"].get("id"))
     return None
+
+
+def assignee_names(node: Any) -> tuple[str, ...]:
+    """The assignee's ``displayName`` (Linear has one assignee), or ``()``."""
+    if isinstance(node, dict) and isinstance(node.get("assignee"), dict):
+        name = _str_or_none(node["assignee"].get("displayName"))
+        return (name,) if name else ()
+    return ()
+
+
+def extract_comments(connection: Any) -> tuple[IssueComment, ...]:
+    """``comments { nodes { id body createdAt url user { displayName } botActor { name } } }``
+    -> comments sorted oldest first; the author is the user's display name, else the bot's
+    name. Nodes without a text ``body`` are skipped."""
+    out = []
+    for node in _nodes(connection):
+        body = node.get("body")
+        if not isinstance(body, str):
+            continue
+        user, bot = node.get("user"), node.get("botActor")
+        author = _str_or_none(user.get("displayName")) if isinstance(user, dict) else None
+        if author is None and isinstance(bot, dict):
+            author = _str_or_none(bot.get("name"))
+        out.append(
+            IssueComment(
+                id=_str_or_none(node.get("id")),
+                author=author,
+                body=body,
+                created_at=parse_timestamp(node.get("createdAt")),
+                url=_str_or_none(node.get("url")),
+            )
+        )
+    far_past = datetime.min.replace(tzinfo=UTC)
+    return tuple(sorted(out, key=lambda c: c.created_at or far_past))
 
 
 def parse_priority(value: Any) -> int | None:

@@ -37,6 +37,7 @@ fragment SymphonyIssueFields on Issue {
   url
   assignee {
     id
+    displayName
   }
   labels {
     nodes {
@@ -152,11 +153,38 @@ mutation SymphonyLinearMoveIssue($id: String!, $stateId: String!, $relationFirst
 )
 """Move an issue to a workflow state by id; returns the issue as it is afterwards."""
 
+COMMENT_PAGE_SIZE = 50
+"""Comments read for a prompt that uses them: the newest this many, shown oldest first."""
+
+ISSUE_COMMENTS = """
+query SymphonyLinearIssueComments($id: String!, $commentLast: Int!) {
+  issue(id: $id) {
+    id
+    comments(last: $commentLast) {
+      nodes {
+        id
+        body
+        createdAt
+        url
+        user {
+          displayName
+        }
+        botActor {
+          name
+        }
+      }
+    }
+  }
+}
+"""
+"""An issue's comments, for a prompt that uses ``issue.comments``."""
+
 ALL_DOCUMENTS: tuple[str, ...] = (
     ISSUES_BY_PROJECT_AND_STATES,
     ISSUES_BY_IDS,
     VIEWER,
     ISSUE_TEAM_STATES,
     MOVE_ISSUE,
+    ISSUE_COMMENTS,
 )
 """Every complete document above; the schema-validation test iterates this."""

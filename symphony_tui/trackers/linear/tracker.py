@@ -3,8 +3,10 @@
 Candidates and issues-by-states page through one project (``project.slugId``) 50 at a time,
 following ``pageInfo.endCursor`` and keeping Linear's order; an issue seen twice (it moved while
 we paged) is kept once. The state refresh sends ids typed ``[ID!]`` at most 50 per request.
-``tracker.assignee`` (a user id, or ``me``) narrows candidates to that assignee; refreshes are
-not narrowed so a running issue is never reported missing because it was reassigned.
+``tracker.assignee`` (a user id, or ``me``) makes issues assigned to anyone else
+``dispatchable=False`` (candidates still list them, and a running issue that was reassigned
+comes back from a refresh unroutable, so its run stops, §8.5). Malformed nodes are logged and
+left out of state-list reads and fail an id refresh (§11.1).
 """
 
 from __future__ import annotations
@@ -17,11 +19,15 @@ from typing import Any
 import httpx
 
 from symphony_tui.config.settings import Settings
-from symphony_tui.domain import Issue
-from symphony_tui.trackers.base import TrackerError
+from symphony_tui.domain import Issue, IssueComment
+from symphony_tui.trackers.base import TrackerError, dedupe_ids, keep_wellformed
 from symphony_tui.trackers.linear import queries
 from symphony_tui.trackers.linear.client import GraphQLResponse, LinearClient, redact
-from symphony_tui.trackers.linear.normalize import assignee_id, normalize_issue
+from symphony_tui.trackers.linear.normalize import (
+    extract_comments,
+    normalize_issue,
+)
+from symphony_tui.trackers.linear.profile import LINEAR_PROFILE
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +45,7 @@ class LinearTracker:
     """
 
     kind = "linear"
+    profile = LINEAR_PROFILE
 
     def __init__(
         self,
@@ -50,6 +57,10 @@ class LinearTracker:
         self._settings = settings
         self._client = LinearClient(settings, transport=transport, clock=clock)
         self._viewer_id: str | None = None
+
+    def secret_environment_names(self) -> frozenset[str]:
+        """``LINEAR_API_KEY`` and the variable ``tracker.api_key`` names (spec §15.3)."""
+        return frozenset({"LINEAR_API_KEY", *self._settings().tracker.secret_env_names})
 
     # -- rate limits, for the console --------------------------------------------------
 
@@ -66,24 +77,25 @@ class LinearTracker:
 
     async def fetch_candidate_issues(self) -> list[Issue]:
         """Issues of ``tracker.project_slug`` in ``tracker.active_states``, Linear's order."""
-        tracker = self._settings().tracker
-        nodes = await self._nodes_by_states(list(tracker.active_states))
-        wanted = await self._assignee_filter(tracker.assignee)
-        if wanted is not None:
-            nodes = [n for n in nodes if assignee_id(n) == wanted]
-        return [normalize_issue(n) for n in nodes]
+        return await self.fetch_issues_by_states(list(self._settings().tracker.active_states))
 
     async def fetch_issues_by_states(self, states: Sequence[str]) -> list[Issue]:
         """Issues of the project in any of ``states``; ``[]`` without a request when empty."""
         names = list(dict.fromkeys(s for s in states if s))
         if not names:
             return []
-        return [normalize_issue(n) for n in await self._nodes_by_states(names)]
+        nodes = await self._nodes_by_states(names)
+        normalize = await self._normalizer()
+        return keep_wellformed(nodes, normalize, kind=self.kind)
 
-    async def fetch_issue_states_by_ids(self, issue_ids: Sequence[str]) -> list[Issue]:
-        """Current issues for ``issue_ids`` (input order; ids Linear no longer has are absent).
-        Requests carry at most :data:`queries.PAGE_SIZE` ids each."""
-        ids = list(dict.fromkeys(i for i in issue_ids if i))
+    async def fetch_issues_by_ids(self, issue_ids: Sequence[str]) -> list[Issue]:
+        """Full current issues for ``issue_ids`` (input order; ids Linear no longer has are
+        absent; a malformed node raises). Requests carry at most :data:`queries.PAGE_SIZE`
+        ids each; ``[]`` makes no request."""
+        ids = dedupe_ids(issue_ids)
+        if not ids:
+            return []
+        normalize = await self._normalizer()
         found: dict[str, Issue] = {}
         for start in range(0, len(ids), queries.PAGE_SIZE):
             chunk = ids[start : start + queries.PAGE_SIZE]
@@ -93,9 +105,20 @@ class LinearTracker:
                 "relationFirst": queries.RELATION_PAGE_SIZE,
             }
             for node in await self._paged(queries.ISSUES_BY_IDS, variables):
-                issue = normalize_issue(node)
+                issue = normalize(node)
                 found.setdefault(issue.id, issue)
         return [found[i] for i in ids if i in found]
+
+    async def fetch_issue_comments(self, issue: Issue) -> tuple[IssueComment, ...]:
+        """The newest :data:`queries.COMMENT_PAGE_SIZE` comments of ``issue``, oldest first
+        (for a prompt that uses ``issue.comments``)."""
+        data = await self._client.execute(
+            queries.ISSUE_COMMENTS, {"id": issue.id, "commentLast": queries.COMMENT_PAGE_SIZE}
+        )
+        node = data.get("issue")
+        if not isinstance(node, dict):
+            raise TrackerError("linear_unknown_payload", f"issue {issue.id!s:.40} not returned")
+        return extract_comments(node.get("comments"))
 
     async def move_issue(self, issue_id: str, state: str) -> Issue:
         """Move ``issue_id`` to the workflow state of its team named ``state`` (compared
@@ -134,7 +157,7 @@ class LinearTracker:
         if not isinstance(payload, dict) or payload.get("success") is not True:
             raise TrackerError("linear_unknown_payload", "issueUpdate did not report success")
         log.info("linear issue moved issue_id=%s state=%s", issue_id, match.get("name"))
-        return normalize_issue(payload.get("issue"))
+        return (await self._normalizer())(payload.get("issue"))
 
     async def graphql(self, query: str, variables: dict[str, Any] | None = None) -> GraphQLResponse:
         """Send any document with the configured endpoint and auth (the ``linear_graphql``
@@ -150,6 +173,16 @@ class LinearTracker:
 
     # -- internals ---------------------------------------------------------------------
 
+    async def _normalizer(self) -> Callable[[Any], Issue]:
+        """:func:`normalize_issue` with this moment's terminal states and assignee filter."""
+        tracker = self._settings().tracker
+        wanted = await self._assignee_filter(tracker.assignee)
+
+        def normalize(node: Any) -> Issue:
+            return normalize_issue(node, is_terminal=tracker.is_terminal, assignee=wanted)
+
+        return normalize
+
     async def _nodes_by_states(self, states: list[str]) -> list[dict]:
         slug = self._settings().tracker.project_slug
         if not slug:
@@ -162,9 +195,10 @@ class LinearTracker:
         }
         return await self._paged(queries.ISSUES_BY_PROJECT_AND_STATES, variables)
 
-    async def _paged(self, query: str, variables: dict[str, Any]) -> list[dict]:
-        """All ``issues.nodes`` across pages, first occurrence of each id kept, order kept."""
-        out: dict[str, dict] = {}
+    async def _paged(self, query: str, variables: dict[str, Any]) -> list[Any]:
+        """All ``issues.nodes`` across pages, first occurrence of each id kept, order kept;
+        nodes without a string id are kept too (the caller's normalizer rejects them)."""
+        out: dict[Any, Any] = {}
         after: str | None = None
         seen_cursors: set[str] = set()
         for _ in range(_MAX_PAGES):
@@ -173,7 +207,7 @@ class LinearTracker:
             for node in nodes:
                 node_id = node.get("id") if isinstance(node, dict) else None
                 if not isinstance(node_id, str):
-                    normalize_issue(node)  # raises the one-line payload error
+                    out[("malformed", len(out))] = node
                     continue
                 out.setdefault(node_id, node)
             if not has_next:

@@ -638,6 +638,22 @@ async def test_turn_timeout_interrupts_and_fails(fake_codex, host):
     assert any(m.get("method") == "turn/interrupt" for m in run.received())
 
 
+async def test_turn_timeout_is_a_silence_interval_reset_by_every_output(fake_codex, host):
+    # The turn streams for about 2 s, well past the 1.5 s setting, but never falls silent
+    # for long: it must complete (§10.6), not be cut at 1.5 s.
+    streaming = []
+    for n in range(20):
+        streaming += [
+            {"sleep": 0.1},
+            note("item/agentMessage/delta", threadId="th-1", itemId="m1", delta=f"{n} "),
+        ]
+    run = fake_codex([*HANDSHAKE, turn_start(), *streaming, turn_completed()], turn_timeout_ms=1500)
+    session = await run.backend.start_session(host)
+    result = await asyncio.wait_for(session.run_turn("x"), 30)
+    assert result.status == TurnStatus.COMPLETED, result.error
+    assert not any(m.get("method") == "turn/interrupt" for m in run.received())
+
+
 async def test_resume_and_fallback(fake_codex, workspace):
     resumed = fake_codex(
         [
@@ -747,3 +763,15 @@ async def test_a_policy_decline_sends_no_steer(fake_codex, workspace):
     assert (await session.run_turn("x")).status == TurnStatus.COMPLETED
     await session.close()
     assert not [m for m in run.received() if m.get("method") == "turn/steer"]
+
+
+async def test_launch_is_bash_lc_of_the_command_in_the_workspace(fake_codex, host, tmp_path):
+    # §10.1 / §17.5: `bash -lc <codex.command>` with the workspace as cwd. The command
+    # records whether its shell is a login bash and where it runs, then becomes the fake.
+    marker = tmp_path / "launched"
+    probe = fake_codex([*HANDSHAKE])
+    fake = probe.backend._settings().codex.command  # the fake app-server's own command line
+    command = f"shopt -q login_shell && echo login > {marker} && pwd >> {marker} && exec {fake}"
+    run = fake_codex([*HANDSHAKE], command=command)
+    await run.backend.start_session(host)
+    assert marker.read_text().splitlines() == ["login", str(host.workspace)]

@@ -50,7 +50,7 @@ async def test_a_next_page_without_an_offset_is_an_error(fake, tracker) -> None:
     fake.fail_next(200, {"data": [], "next_page": {"path": "/x"}})
     with pytest.raises(TrackerError) as err:
         await tracker.fetch_candidate_issues()
-    assert err.value.category == "asana_missing_next_page_offset"
+    assert err.value.category == "tracker_pagination"
 
 
 async def test_dependencies_are_blockers_and_to_do_tasks_wait_for_them(
@@ -62,7 +62,10 @@ async def test_dependencies_are_blockers_and_to_do_tasks_wait_for_them(
     elsewhere = fake.add_task("in another project", section="Doing", project="1200000000000999")
     also = fake.add_task("needs the other one", section="Doing", dependencies=[elsewhere.gid])
     issues = {i.id: i for i in await tracker.fetch_candidate_issues()}
-    assert waiting.gid not in issues and {blocker.gid, going.gid, also.gid} <= set(issues)
+    # listed, but only the To do task with an open dependency is not dispatchable
+    assert {blocker.gid, going.gid, also.gid, waiting.gid} <= set(issues)
+    assert [g for g, i in issues.items() if not i.dispatchable] == [waiting.gid]
+    assert issues[waiting.gid].native_ref == {"project_gid": PROJECT, "gid": waiting.gid}
     assert issues[going.gid].blocked_by == (
         BlockerRef(id=blocker.gid, identifier=f"ASANA-{blocker.gid}", state="Doing"),
     )
@@ -72,6 +75,7 @@ async def test_dependencies_are_blockers_and_to_do_tasks_wait_for_them(
     fake.update(blocker.gid, completed=True)
     issues = {i.id: i for i in await tracker.fetch_candidate_issues()}
     assert issues[waiting.gid].blocked_by[0].state == "Done"  # completed: the terminal state
+    assert issues[waiting.gid].dispatchable
     # dependencies read on their own are read again only once their state has aged
     reads = len(fake.seen("GET", f"/tasks/{blocker.gid}"))
     await tracker.fetch_candidate_issues()
@@ -79,12 +83,12 @@ async def test_dependencies_are_blockers_and_to_do_tasks_wait_for_them(
     fake.update(blocker.gid, completed=False, section="Review")
     clock.advance(301)
     issues = {i.id: i for i in await tracker.fetch_candidate_issues()}
-    assert waiting.gid not in issues  # reopened into Review: the listing has it, it blocks
+    assert not issues[waiting.gid].dispatchable  # reopened into Review: listed, it blocks
     fake.update(blocker.gid, completed=True)
     clock.advance(301)
     await tracker.fetch_candidate_issues()
     assert len(fake.seen("GET", f"/tasks/{blocker.gid}")) == 2
-    (refreshed,) = await tracker.fetch_issue_states_by_ids([going.gid])
+    (refreshed,) = await tracker.fetch_issues_by_ids([going.gid])
     assert refreshed.blocked_by[0].state == "Done"  # a refresh carries its blockers' states
 
 
@@ -93,7 +97,7 @@ async def test_refresh_by_gid_omits_deleted_and_moved_out_tasks(fake, tracker) -
     gone = fake.add_task("gone")
     moved = fake.add_task("moved", project="1200000000000999")
     del fake.tasks[gone.gid]
-    found = await tracker.fetch_issue_states_by_ids([kept.gid, gone.gid, moved.gid])
+    found = await tracker.fetch_issues_by_ids([kept.gid, gone.gid, moved.gid])
     assert [i.id for i in found] == [kept.gid]
 
 
@@ -104,7 +108,7 @@ async def test_a_malformed_record_is_skipped_in_lists_and_fails_a_read_by_id(
     bad = fake.add_task("bad")
     bad.raw = {"gid": bad.gid, "name": "", "memberships": []}
     assert [i.title for i in await tracker.fetch_issues_by_states(["To do"])] == ["good"]
-    assert await tracker.fetch_issue_states_by_ids([bad.gid]) == []  # not in the project
+    assert await tracker.fetch_issues_by_ids([bad.gid]) == []  # not in the project
     bad.raw = {
         "gid": bad.gid,
         "name": " ",
@@ -113,8 +117,8 @@ async def test_a_malformed_record_is_skipped_in_lists_and_fails_a_read_by_id(
     await tracker.fetch_candidate_issues()
     assert f"task {bad.gid} lacks name" in caplog.text
     with pytest.raises(TrackerError) as err:
-        await tracker.fetch_issue_states_by_ids([bad.gid])
-    assert str(err.value) == f"asana_unknown_payload: task {bad.gid} lacks name"
+        await tracker.fetch_issues_by_ids([bad.gid])
+    assert str(err.value) == f"tracker_response: task {bad.gid} lacks name"
 
 
 async def test_moves_go_to_the_section_of_that_name(fake, tracker) -> None:
@@ -124,17 +128,40 @@ async def test_moves_go_to_the_section_of_that_name(fake, tracker) -> None:
     assert fake.seen("POST", "/addTask")[-1].body == {"data": {"task": task.gid}}
     with pytest.raises(TrackerError) as err:
         await tracker.move_issue(task.gid, "Shipped")
-    assert err.value.category == "asana_unknown_state"
+    assert err.value.category == "tracker_response"
     assert "project has: Backlog, To do, Doing, Review, Done" in err.value.message
+
+
+async def test_a_refresh_by_id_folds_the_dependencies_into_dispatchable(
+    fake, tracker, clock
+) -> None:
+    blocker = fake.add_task("schema", section="Doing")
+    waiting = fake.add_task("use it", section="To do", dependencies=[blocker.gid])
+    (again,) = await tracker.fetch_issues_by_ids([waiting.gid])  # a due retry's refresh
+    assert not again.dispatchable and again.blocked_by[0].state == "Doing"
+    fake.update(blocker.gid, completed=True)
+    clock.advance(301)
+    (again,) = await tracker.fetch_issues_by_ids([waiting.gid])
+    assert again.dispatchable and again.blocked_by[0].state == "Done"
+
+
+async def test_an_empty_refresh_by_id_sends_nothing(fake, tracker) -> None:
+    assert await tracker.fetch_issues_by_ids([]) == []
+    assert fake.requests == []
 
 
 async def test_assignee_me_is_asked_once(fake, settings, tracker) -> None:
     fake.add_task("mine", assignee=fake.user)
     fake.add_task("theirs", assignee="1200000000000008")
     settings.value = asana_settings(fake, assignee="me")
-    assert [i.title for i in await tracker.fetch_candidate_issues()] == ["mine"]
-    assert [i.title for i in await tracker.fetch_candidate_issues()] == ["mine"]
+    for _ in range(2):
+        issues = await tracker.fetch_candidate_issues()
+        assert [(i.title, i.dispatchable) for i in issues] == [("mine", True), ("theirs", False)]
     assert len(fake.seen("GET", "/users/me")) == 1
+    # a completed task in an active section is never dispatchable
+    (done,) = [t for t in fake.tasks.values() if t.name == "mine"]
+    fake.update(done.gid, completed=True)
+    assert not (await tracker.fetch_issues_by_ids([done.gid]))[0].dispatchable
 
 
 async def test_429_pauses_until_retry_after_and_5xx_is_one_line(fake, tracker, clock) -> None:
@@ -153,14 +180,14 @@ async def test_429_pauses_until_retry_after_and_5xx_is_one_line(fake, tracker, c
     with pytest.raises(TrackerError) as err:
         await tracker.fetch_candidate_issues()
     assert str(err.value) == (
-        f"asana_api_status: HTTP 503 from Asana for /projects/{PROJECT}/tasks: Server Error"
+        f"tracker_status: HTTP 503 from Asana for /projects/{PROJECT}/tasks: Server Error"
     )
 
 
 async def test_asana_api_tool_comments_on_and_moves_its_own_task_only(fake, tracker) -> None:
     own = fake.add_task("mine")
     other = fake.add_task("not mine")
-    (issue,) = await tracker.fetch_issue_states_by_ids([own.gid])
+    (issue,) = await tracker.fetch_issues_by_ids([own.gid])
     result = await tracker.call_agent_tool(
         issue,
         {"method": "POST", "path": f"/tasks/{own.gid}/stories", "body": {"data": {"text": "done"}}},
@@ -185,7 +212,6 @@ async def test_asana_api_tool_comments_on_and_moves_its_own_task_only(fake, trac
 
 
 async def test_settings_are_validated_and_secret_names_declared(tmp_path) -> None:
-    from symphony_tui.config.child_env import secret_env_names
     from symphony_tui.config.settings import resolve_settings
     from symphony_tui.config.validate import validate_dispatch
     from symphony_tui.trackers.asana import AsanaTracker
@@ -199,7 +225,6 @@ async def test_settings_are_validated_and_secret_names_declared(tmp_path) -> Non
     raw = {"tracker": {"kind": "asana", "project_gid": PROJECT}}
     s = resolve_settings(raw, workflow_dir=tmp_path, env={"ASANA_PAT": "pat"})
     assert s.tracker.api_key == "pat" and validate_dispatch(s) == []
-    assert {"ASANA_PAT", "MINE"} <= secret_env_names(
-        {"tracker": {"kind": "asana", "provider": {"api_key": "$MINE"}}}
-    )
-    assert AsanaTracker.secret_environment_names == ("ASANA_PAT",)
+    raw = {"tracker": {"kind": "asana", "provider": {"api_key": "$MINE"}}}
+    s = resolve_settings(raw, workflow_dir=tmp_path, env={})
+    assert {"ASANA_PAT", "MINE"} <= AsanaTracker(lambda: s).secret_environment_names()

@@ -34,9 +34,9 @@ async def test_board_with_five_states(fake, settings, tracker) -> None:
         (str(numbers["Todo"]), "Todo", 3),
         (str(numbers["In Progress"]), "In Progress", 1),
     ]
-    everything = await tracker.fetch_issue_states_by_ids([str(n) for n in numbers.values()])
+    everything = await tracker.fetch_issues_by_ids([str(n) for n in numbers.values()])
     assert [i.state for i in everything] == list(STATUSES)
-    assert await tracker.fetch_issue_states_by_ids([str(off_board)]) == []
+    assert await tracker.fetch_issues_by_ids([str(off_board)]) == []
     done = await tracker.fetch_issues_by_states(["Done"])
     assert [i.id for i in done] == [str(numbers["Done"])]
     pages = fake.graphql_requests("SymphonyGitHubBoardItems")
@@ -111,7 +111,7 @@ async def test_a_closed_issue_still_in_play_on_the_board_reads_closed(
     done = fake.add_issue("closed and done", status="Done")
     fake.close(running)
     fake.close(done)
-    found = await tracker.fetch_issue_states_by_ids([str(running), str(done)])
+    found = await tracker.fetch_issues_by_ids([str(running), str(done)])
     assert [i.state for i in found] == ["closed", "Done"]
 
 

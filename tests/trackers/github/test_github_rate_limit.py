@@ -32,7 +32,7 @@ async def test_primary_limit_pauses_until_reset_and_sends_nothing_meanwhile(
     sent = len(fake.requests)
     clock.advance(300)
     with pytest.raises(TrackerError):
-        await tracker.fetch_issue_states_by_ids(["1"])
+        await tracker.fetch_issues_by_ids(["1"])
     assert len(fake.requests) == sent  # paused: nothing sent
     clock.advance(301)
     assert tracker.paused_until is None
@@ -46,7 +46,7 @@ async def test_graphql_primary_limit_is_rate_limited(fake, tracker, clock) -> No
     reset = (clock.now + timedelta(seconds=120)).replace(microsecond=0)
     fake.exhaust(reset, resource="graphql")
     with pytest.raises(TrackerError) as info:
-        await tracker.fetch_issue_states_by_ids(["1"])
+        await tracker.fetch_issues_by_ids(["1"])
     assert info.value.category == "rate_limited" and info.value.retry_at == reset
 
 

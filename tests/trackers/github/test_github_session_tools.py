@@ -80,3 +80,31 @@ async def test_github_api_tool_and_moves_through_the_scheduler(tmp_path: Path, f
         assert fake.status(mine) == "Todo"
     finally:
         await orch.shutdown()
+
+
+async def test_the_tool_works_on_the_issue_its_native_ref_names() -> None:
+    # The dispatch id may be a board item (§4.1.1); the current issue's native_ref is the
+    # tool's context for which issue the session may write to.
+    from symphony_tui.domain import Issue
+    from symphony_tui.trackers.github.tool import call_github_api
+
+    class Repo:
+        repo = "octo/app"
+        sent: list[tuple[str, str]] = []
+
+        async def rest(self, method, path, params, body):
+            self.sent.append((method, path))
+            return type("R", (), {"status": 201, "body": {"ok": True}, "text": ""})()
+
+        def redact(self, text: str) -> str:
+            return text
+
+    issue = Issue(
+        id="PVTI_item7", identifier="GH-7", title="t", state="Todo",
+        native_ref={"repository": "octo/app", "number": 7, "project_item_id": "PVTI_item7"},
+    )  # fmt: skip
+    tracker = Repo()
+    ok = await call_github_api(tracker, issue, {"method": "POST", "path": "/repos/octo/app/issues/7/comments"})  # fmt: skip
+    refused = await call_github_api(tracker, issue, {"method": "POST", "path": "/repos/octo/app/issues/8/comments"})  # fmt: skip
+    assert ok.success and not refused.success and "issues/7" in refused.text
+    assert tracker.sent == [("POST", "/repos/octo/app/issues/7/comments")]

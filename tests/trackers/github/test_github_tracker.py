@@ -8,7 +8,7 @@ import pytest
 
 from symphony_tui.trackers.base import TrackerError
 
-from .conftest import TOKEN, github_settings
+from .conftest import REPO, TOKEN, github_settings
 
 
 async def test_candidates_page_past_100_through_link_oldest_first(fake, tracker) -> None:
@@ -49,7 +49,7 @@ async def test_refresh_by_number_in_batches_of_50_and_missing_issues_absent(fake
     fake.close(numbers[3])
     fake.delete(numbers[4])
     ids = [str(n) for n in numbers]
-    found = await tracker.fetch_issue_states_by_ids(ids)
+    found = await tracker.fetch_issues_by_ids(ids)
     assert [i.id for i in found] == [i for i in ids if i != str(numbers[4])]
     assert found[3].state == "closed"
     batches = fake.graphql_requests("SymphonyGitHubIssuesByNumber")
@@ -122,6 +122,10 @@ async def test_blockers_from_issue_dependencies(fake, settings, tracker) -> None
     assert sorted(r.path for r in asked) == sorted(
         f"/repos/octo/app/issues/{n}/dependencies/blocked_by" for n in (waiting, free)
     )
+    assert [issues[str(n)].dispatchable for n in (waiting, free)] == [False, True]
+    # A refresh by id (a due retry's) sees the open blocker too: still not dispatchable.
+    refreshed = {i.id: i for i in await tracker.fetch_issues_by_ids([str(waiting), str(free)])}
+    assert [refreshed[str(n)].dispatchable for n in (waiting, free)] == [False, True]
 
 
 async def test_token_never_in_errors(fake, tracker) -> None:
@@ -144,27 +148,38 @@ async def test_enterprise_server_api_url(clock) -> None:
         (n,) = ghes.add_issues(1)
         tracker = GitHubTracker(lambda: github_settings(ghes), clock=clock)
         assert [i.id for i in await tracker.fetch_candidate_issues()] == [str(n)]
-        assert [i.id for i in await tracker.fetch_issue_states_by_ids([str(n)])] == [str(n)]
+        assert [i.id for i in await tracker.fetch_issues_by_ids([str(n)])] == [str(n)]
         await tracker.aclose()
     assert ghes.violations == []
     assert all(r.status == 200 for r in ghes.requests)
 
 
-async def test_assignee_narrows_candidates_not_refreshes(fake, settings, tracker) -> None:
+def _dispatchable(issues) -> list[str]:
+    return [i.id for i in issues if i.dispatchable]
+
+
+async def test_assignee_decides_dispatchable_in_lists_and_refreshes(
+    fake, settings, tracker
+) -> None:
     settings.value = github_settings(fake, assignee="Bot-User")
     mine = fake.add_issue("mine", assignees=["bot-user"])
     theirs = fake.add_issue("theirs", assignees=["someone"])
-    assert [i.id for i in await tracker.fetch_candidate_issues()] == [str(mine)]
-    refreshed = await tracker.fetch_issue_states_by_ids([str(mine), str(theirs)])
+    candidates = await tracker.fetch_candidate_issues()
+    assert [i.id for i in candidates] == [str(mine), str(theirs)]  # listed (§11.1) ...
+    assert _dispatchable(candidates) == [str(mine)]  # ... but only one is routed here
+    refreshed = await tracker.fetch_issues_by_ids([str(mine), str(theirs)])
     assert [i.id for i in refreshed] == [str(mine), str(theirs)]
+    assert _dispatchable(refreshed) == [str(mine)]
     assert [i.assignees for i in refreshed] == [("bot-user",), ("someone",)]
+    assert [i.assignee_id for i in refreshed] == ["bot-user", "someone"]
     assert refreshed[0].template_view()["assignees"] == ["bot-user"]
+    assert refreshed[0].native_ref == {"repository": REPO, "number": mine}
 
 
 async def test_assignee_me_is_the_tokens_login(fake, settings, tracker) -> None:
     settings.value = github_settings(fake, assignee="me")
     mine = fake.add_issue("mine", assignees=[fake.viewer_login])
     fake.add_issue("theirs", assignees=["someone"])
-    assert [i.id for i in await tracker.fetch_candidate_issues()] == [str(mine)]
-    assert [i.id for i in await tracker.fetch_candidate_issues()] == [str(mine)]
+    assert _dispatchable(await tracker.fetch_candidate_issues()) == [str(mine)]
+    assert _dispatchable(await tracker.fetch_candidate_issues()) == [str(mine)]
     assert len(fake.graphql_requests("SymphonyGitHubViewer")) == 1

@@ -58,12 +58,20 @@ async def test_lists_page_by_x_next_page_and_by_full_pages_without_it(fake, trac
     assert len(again) == 230 and len(fake.seen("GET", "/issues")) == 6
 
 
-async def test_is_blocked_by_links_are_blockers_and_todo_issues_wait(fake, tracker) -> None:
+async def test_is_blocked_by_links_are_blockers_and_todo_issues_wait(
+    fake, settings, tracker
+) -> None:
     blocker = fake.add_issue("schema", labels=["In Progress"])
     waiting = fake.add_issue("use the schema", labels=["Todo"], blocked_by=[blocker.iid])
     going = fake.add_issue("started anyway", labels=["In Progress"], blocked_by=[blocker.iid])
     issues = {i.identifier: i for i in await tracker.fetch_candidate_issues()}
-    assert "GL-2" not in issues and {"GL-1", "GL-3"} <= set(issues)
+    # listed, but only GL-2 (Todo, blocker open) is not dispatchable
+    assert [k for k, i in sorted(issues.items()) if not i.dispatchable] == ["GL-2"]
+    assert issues["GL-2"].native_ref == {"project_path": PROJECT, "iid": 2}
+    # an id refresh (a due retry) reads a Todo issue's links and says the same
+    (again,) = await tracker.fetch_issues_by_ids([str(waiting.iid)])
+    assert not again.dispatchable and again.blocked_by
+    assert fake.seen("GET", "/links")[-1].path.endswith(f"/issues/{waiting.iid}/links")
     assert issues["GL-3"].blocked_by == (
         BlockerRef(id="1", identifier="GL-1", state="In Progress"),
     )
@@ -71,20 +79,30 @@ async def test_is_blocked_by_links_are_blockers_and_todo_issues_wait(fake, track
     fake.update(blocker.iid, state="closed")
     issues = {i.identifier: i for i in await tracker.fetch_candidate_issues()}
     assert issues["GL-2"].blocked_by == (BlockerRef(id="1", identifier="GL-1", state="closed"),)
+    assert issues["GL-2"].dispatchable
     assert f"/issues/{waiting.iid}/links" in fake.seen("GET", "/links")[-2].path
-    assert going.iid
+    # assigned to someone else than the configured username: not dispatchable
+    settings.value = gitlab_settings(fake, assignee="someone-else")
+    (moved_on,) = await tracker.fetch_issues_by_ids([str(going.iid)])
+    assert not moved_on.dispatchable
 
 
 async def test_refresh_by_iid_batches_100_and_omits_missing_ones(fake, tracker) -> None:
     fake.add_issues(150, labels=["In Progress"])
     fake.update(3, state="closed")
     ids = [str(n) for n in range(1, 151)] + ["999"]
-    found = await tracker.fetch_issue_states_by_ids(ids)
+    found = await tracker.fetch_issues_by_ids(ids)
     assert [i.id for i in found] == [str(n) for n in range(1, 151)]
     assert found[2].state == "closed"
     refresh = fake.seen("GET", "/issues")
     assert [len(r.query["iids[]"]) for r in refresh] == [100, 51]
     assert all(r.query["state"] == ["all"] for r in refresh)
+
+
+async def test_empty_reads_send_nothing(fake, tracker) -> None:
+    assert await tracker.fetch_issues_by_states([]) == []
+    assert await tracker.fetch_issues_by_ids([]) == []
+    assert fake.requests == []
 
 
 async def test_a_malformed_record_is_skipped_in_lists_and_fails_a_read_by_id(
@@ -95,8 +113,8 @@ async def test_a_malformed_record_is_skipped_in_lists_and_fails_a_read_by_id(
     assert [i.id for i in await tracker.fetch_candidate_issues()] == ["1"]
     assert "issue 2 lacks title" in caplog.text
     with pytest.raises(TrackerError) as err:
-        await tracker.fetch_issue_states_by_ids(["2"])
-    assert str(err.value) == "gitlab_unknown_payload: issue 2 lacks title"
+        await tracker.fetch_issues_by_ids(["2"])
+    assert str(err.value) == "tracker_response: issue 2 lacks title"
 
 
 async def test_moves_swap_state_labels_close_and_reopen(fake, tracker) -> None:
@@ -110,7 +128,7 @@ async def test_moves_swap_state_labels_close_and_reopen(fake, tracker) -> None:
     assert moved.state == "Todo" and fake.seen("PUT")[-1].body["state_event"] == "reopen"
     with pytest.raises(TrackerError) as err:
         await tracker.move_issue("1", "Shipped")
-    assert err.value.category == "gitlab_unknown_state"
+    assert err.value.category == "tracker_response"
     assert issue.title == "go"
 
 
@@ -120,18 +138,18 @@ async def test_429_pauses_until_retry_after_and_5xx_is_one_line(fake, tracker, c
     with pytest.raises(TrackerError) as err:
         await tracker.fetch_candidate_issues()
     until = clock.now + timedelta(seconds=30)
-    assert err.value.category == "rate_limited" and err.value.retry_at == until
+    assert err.value.category == "tracker_rate_limited" and err.value.retry_at == until
     assert "GitLab rate limit (HTTP 429): paused until" in err.value.message
     sent = len(fake.requests)
     with pytest.raises(TrackerError, match="paused until"):
-        await tracker.fetch_issue_states_by_ids(["1"])
+        await tracker.fetch_issues_by_ids(["1"])
     assert len(fake.requests) == sent
     clock.advance(31)
     fake.fail_next(500, {"message": "500 Internal Server Error"})
     with pytest.raises(TrackerError) as err:
         await tracker.fetch_candidate_issues()
     assert str(err.value) == (
-        "gitlab_api_status: HTTP 500 from GitLab for /projects/group%2Fapp/issues: "
+        "tracker_status: HTTP 500 from GitLab for /projects/group%2Fapp/issues: "
         "500 Internal Server Error"
     )
     assert [i.title for i in await tracker.fetch_candidate_issues()] == ["one"]
@@ -144,7 +162,7 @@ async def test_an_exhausted_budget_pauses_before_gitlab_refuses(fake, tracker, c
     assert tracker.paused_until == clock.now + timedelta(seconds=40)
     with pytest.raises(TrackerError) as err:
         await tracker.fetch_candidate_issues()
-    assert err.value.category == "rate_limited"
+    assert err.value.category == "tracker_rate_limited"
 
 
 async def test_a_refused_token_is_credentials_refused(fake, tracker) -> None:
@@ -159,7 +177,7 @@ async def test_gitlab_api_tool_reads_the_project_and_writes_its_own_issue_only(
 ) -> None:
     fake.add_issue("mine", labels=["Todo"])
     fake.add_issue("not mine", labels=["Todo"])
-    (issue,) = await tracker.fetch_issue_states_by_ids(["1"])
+    (issue,) = await tracker.fetch_issues_by_ids(["1"])
     base = "/projects/group%2Fapp/issues"
     result = await tracker.call_agent_tool(issue, {"method": "GET", "path": f"{base}/2"})
     assert result.success and json.loads(result.text)["body"]["title"] == "not mine"
@@ -181,7 +199,6 @@ async def test_gitlab_api_tool_reads_the_project_and_writes_its_own_issue_only(
 
 
 async def test_settings_default_to_opened_and_closed_and_are_validated(tmp_path) -> None:
-    from symphony_tui.config.child_env import secret_env_names
     from symphony_tui.config.settings import resolve_settings
     from symphony_tui.config.validate import validate_dispatch
     from symphony_tui.trackers.gitlab import GitLabTracker
@@ -199,6 +216,7 @@ async def test_settings_default_to_opened_and_closed_and_are_validated(tmp_path)
         "missing_gitlab_project_path",
         "invalid_gitlab_states",
     ]
-    names = secret_env_names({"tracker": {"kind": "gitlab", "api_key": "$MY_GITLAB"}})
+    raw = {"tracker": {"kind": "gitlab", "api_key": "$MY_GITLAB", "project_path": "g/a"}}
+    s = resolve_settings(raw, workflow_dir=tmp_path, env={})
+    names = GitLabTracker(lambda: s).secret_environment_names()
     assert {"GITLAB_PAT", "GITLAB_ACCESS_TOKEN", "MY_GITLAB"} <= names
-    assert set(GitLabTracker.secret_environment_names) == {"GITLAB_PAT", "GITLAB_ACCESS_TOKEN"}

@@ -60,32 +60,42 @@ async def test_a_page_that_is_not_last_without_a_token_is_an_error(fake, tracker
     fake.fail_next(200, {"issues": [], "isLast": False})
     with pytest.raises(TrackerError) as err:
         await tracker.fetch_candidate_issues()
-    assert err.value.category == "jira_missing_next_page_token"
+    assert err.value.category == "tracker_pagination"
 
 
-async def test_inward_blocks_links_are_blockers_and_new_issues_wait_for_them(fake, tracker) -> None:
+async def test_inward_blocks_links_are_blockers_and_new_issues_wait_for_them(
+    fake, settings, tracker
+) -> None:
     blocker = fake.add_issue("Schema first", status="In Progress")
     waiting = fake.add_issue("Use the schema", status="To Do", blocked_by=[blocker.key])
     started = fake.add_issue("Already going", status="In Progress", blocked_by=[blocker.key])
     done = fake.add_issue("Done blocker", status="Done")
     free = fake.add_issue("Unblocked", status="To Do", blocked_by=[done.key])
     candidates = await tracker.fetch_candidate_issues()
-    keys = [i.identifier for i in candidates]
-    assert waiting.key not in keys  # status category new, blocker still open
-    assert started.key in keys and free.key in keys  # started, or blocker done
     by_key = {i.identifier: i for i in candidates}
+    # listed, but not dispatchable: status category new, blocker still open
+    assert not by_key[waiting.key].dispatchable
+    assert by_key[started.key].dispatchable and by_key[free.key].dispatchable
+    assert by_key[waiting.key].native_ref == {"key": waiting.key, "project": "SD"}
     assert by_key[started.key].blocked_by == (
         BlockerRef(id=blocker.id, identifier=blocker.key, state="In Progress"),
     )
     # the outward link on the blocker itself is not a blocker of the blocker
     assert by_key[blocker.key].blocked_by == ()
-    # once the blocker is done, the waiting issue is a candidate
+    # an id refresh (a due retry) says the same
+    (again,) = await tracker.fetch_issues_by_ids([waiting.id])
+    assert not again.dispatchable
+    # once the blocker is done, the waiting issue may start
     fake.set_status(blocker.key, "Done")
-    assert waiting.key in [i.identifier for i in await tracker.fetch_candidate_issues()]
-    # reads by state still show waiting issues
+    now = {i.identifier: i for i in await tracker.fetch_candidate_issues()}
+    assert now[waiting.key].dispatchable
+    # reads by state show it with the same verdict
     fake.set_status(blocker.key, "In Progress")
-    states = await tracker.fetch_issues_by_states(["To Do"])
-    assert waiting.key in [i.identifier for i in states]
+    states = {i.identifier: i for i in await tracker.fetch_issues_by_states(["To Do"])}
+    assert not states[waiting.key].dispatchable
+    # an issue assigned to another account than the configured one is not dispatchable
+    settings.value = jira_settings(fake, assignee="acc-other")
+    assert not (await tracker.fetch_issues_by_ids([started.id]))[0].dispatchable
 
 
 async def test_assignee_me_narrows_candidates_with_current_user(fake, settings, tracker) -> None:
@@ -100,6 +110,7 @@ async def test_assignee_me_narrows_candidates_with_current_user(fake, settings, 
 
 async def test_an_empty_state_list_sends_nothing(fake, tracker) -> None:
     assert await tracker.fetch_issues_by_states([]) == []
+    assert await tracker.fetch_issues_by_ids([]) == []
     assert fake.requests == []
 
 
@@ -110,11 +121,11 @@ async def test_refresh_by_id_uses_bulkfetch_in_batches_and_skips_other_projects(
     other = fake.add_issue("elsewhere", project="OPS")
     fake.delete(issues[5].key)
     ids = [i.id for i in issues] + [other.id]
-    found = await tracker.fetch_issue_states_by_ids(ids)
+    found = await tracker.fetch_issues_by_ids(ids)
     assert [i.id for i in found] == [i.id for n, i in enumerate(issues) if n != 5]
     bulk = fake.seen("POST", "/bulkfetch")
     assert [len(r.body["issueIdsOrKeys"]) for r in bulk] == [100, 21]
-    by_key = await tracker.fetch_issue_states_by_ids(["SD-1"])
+    by_key = await tracker.fetch_issues_by_ids(["SD-1"])
     assert [i.identifier for i in by_key] == ["SD-1"]
 
 
@@ -129,9 +140,9 @@ async def test_a_malformed_record_is_skipped_in_lists_and_fails_a_read_by_id(
     assert [i.identifier for i in issues] == ["SD-1"]
     assert "SD-2 lacks summary, status" in caplog.text
     with pytest.raises(TrackerError) as err:
-        await tracker.fetch_issue_states_by_ids([bad.id])
-    assert err.value.category == "jira_unknown_payload"
-    assert str(err.value) == "jira_unknown_payload: issue SD-2 lacks summary, status"
+        await tracker.fetch_issues_by_ids([bad.id])
+    assert err.value.category == "tracker_response"
+    assert str(err.value) == "tracker_response: issue SD-2 lacks summary, status"
 
 
 async def test_move_uses_the_transition_into_the_named_status(fake, tracker) -> None:
@@ -144,7 +155,7 @@ async def test_move_uses_the_transition_into_the_named_status(fake, tracker) -> 
     assert moved.state == "Done"
     with pytest.raises(TrackerError) as err:
         await tracker.move_issue(issue.id, "Shipped")
-    assert err.value.category == "jira_unknown_state"
+    assert err.value.category == "tracker_response"
     assert "available: Backlog, To Do, In Progress, Human Review, Won't Do" in err.value.message
 
 
@@ -156,9 +167,9 @@ async def test_429_pauses_until_retry_after_and_sends_nothing_meanwhile(
     with pytest.raises(TrackerError) as err:
         await tracker.fetch_candidate_issues()
     until = clock.now + timedelta(seconds=45)
-    assert err.value.category == "rate_limited" and err.value.retry_at == until
+    assert err.value.category == "tracker_rate_limited" and err.value.retry_at == until
     assert str(err.value) == (
-        "rate_limited: Jira rate limit (HTTP 429): paused until "
+        "tracker_rate_limited: Jira rate limit (HTTP 429): paused until "
         f"{until.isoformat().replace('+00:00', 'Z')}"
     )
     sent = len(fake.requests)
@@ -173,14 +184,14 @@ async def test_503_with_retry_after_pauses_and_other_5xx_is_one_line(fake, track
     fake.fail_next(503, {"message": "down"}, {"Retry-After": "20"})
     with pytest.raises(TrackerError) as err:
         await tracker.fetch_candidate_issues()
-    assert err.value.category == "rate_limited"
+    assert err.value.category == "tracker_rate_limited"
     assert "Jira unavailable (HTTP 503): paused until" in err.value.message
     clock.advance(21)
     fake.fail_next(502, {"errorMessages": ["Bad gateway\nupstream"]})
     with pytest.raises(TrackerError) as err:
         await tracker.fetch_candidate_issues()
     assert str(err.value) == (
-        "jira_api_status: HTTP 502 from Jira for /rest/api/3/search/jql: Bad gateway upstream"
+        "tracker_status: HTTP 502 from Jira for /rest/api/3/search/jql: Bad gateway upstream"
     )
 
 
@@ -194,7 +205,7 @@ async def test_a_refused_token_is_credentials_refused_and_never_echoed(fake, set
             await tracker.fetch_candidate_issues()
     finally:
         await tracker.aclose()
-    assert err.value.credentials_refused and err.value.category == "jira_api_status"
+    assert err.value.credentials_refused and err.value.category == "tracker_status"
     assert "401" in err.value.message and TOKEN not in str(err.value)
 
 
@@ -203,7 +214,7 @@ async def test_jira_rest_tool_reads_comments_and_transitions_its_own_issue_only(
 ) -> None:
     own = fake.add_issue("mine")
     other = fake.add_issue("not mine")
-    issue = (await tracker.fetch_issue_states_by_ids([own.id]))[0]
+    issue = (await tracker.fetch_issues_by_ids([own.id]))[0]
     result = await tracker.call_agent_tool(
         issue, {"method": "GET", "path": f"/rest/api/3/issue/{own.key}"}
     )
@@ -276,9 +287,11 @@ async def test_settings_are_validated_with_one_line_each(tmp_path) -> None:
 
 
 def test_secret_names_cover_the_default_and_the_named_variable() -> None:
-    from symphony_tui.config.child_env import secret_env_names
+    from pathlib import Path
+
+    from symphony_tui.config.settings import resolve_settings
     from symphony_tui.trackers.jira import JiraTracker
 
     raw = {"tracker": {"kind": "jira", "provider": {"api_token": "$MY_JIRA"}}}
-    assert {"JIRA_API_TOKEN", "MY_JIRA"} <= secret_env_names(raw)
-    assert JiraTracker.secret_environment_names == ("JIRA_API_TOKEN",)
+    settings = resolve_settings(raw, workflow_dir=Path("."), env={})
+    assert {"JIRA_API_TOKEN", "MY_JIRA"} <= JiraTracker(lambda: settings).secret_environment_names()

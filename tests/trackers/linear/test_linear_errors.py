@@ -111,6 +111,7 @@ async def test_transport_failure_is_linear_api_request() -> None:
 
     err = await category_of(boom)
     assert err.category == "linear_api_request"
+    assert err.portable == "tracker_request"
     assert "[redacted]" in err.message
 
 
@@ -127,6 +128,7 @@ async def test_timeout_is_linear_api_request() -> None:
 async def test_5xx_is_linear_api_status_with_code(status: int) -> None:
     err = await category_of(lambda r: httpx.Response(status, text=f"upstream sad {API_KEY}"))
     assert err.category == "linear_api_status"
+    assert err.portable == "tracker_status"
     assert str(status) in err.message
 
 
@@ -145,18 +147,51 @@ async def test_graphql_errors() -> None:
         json.dumps({"data": None}),
         json.dumps({"data": {"issues": None}}),
         json.dumps({"data": {"issues": {"nodes": []}}}),  # no pageInfo
-        json.dumps(page([{"id": "x"}])),  # node without identifier/title/state
     ],
 )
 async def test_unknown_payload(body: str) -> None:
     err = await category_of(lambda r: httpx.Response(200, text=body))
     assert err.category == "linear_unknown_payload"
+    assert err.portable == "tracker_response"
+
+
+@pytest.mark.parametrize("bad", [{"id": "x"}, {"id": 7, "title": "t"}, "not a node", None])
+async def test_state_list_reads_omit_and_log_a_malformed_record(bad, caplog) -> None:
+    tracker, _ = make(lambda r: httpx.Response(200, json=page([node(1), bad, node(2)])))
+    try:
+        issues = await tracker.fetch_candidate_issues()
+    finally:
+        await tracker.aclose()
+    assert [i.id for i in issues] == ["id-1", "id-2"]
+    assert any("tracker record omitted kind=linear" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("bad", [{"id": "x"}, {"id": "id-2", "title": "t"}, "not a node"])
+async def test_id_refresh_fails_on_a_malformed_requested_record(bad) -> None:
+    tracker, _ = make(lambda r: httpx.Response(200, json=page([node(1), bad])))
+    try:
+        with pytest.raises(TrackerError) as info:
+            await tracker.fetch_issues_by_ids(["id-1", "id-2"])
+    finally:
+        await tracker.aclose()
+    assert info.value.portable == "tracker_response"
+
+
+async def test_id_refresh_of_nothing_makes_no_request() -> None:
+    tracker, seen = make(lambda r: httpx.Response(200, json=page([node(1)])))
+    try:
+        assert await tracker.fetch_issues_by_ids([]) == []
+        assert await tracker.fetch_issues_by_ids(["", ""]) == []
+    finally:
+        await tracker.aclose()
+    assert seen == []
 
 
 @pytest.mark.parametrize("cursor", [None, ""])
 async def test_missing_end_cursor(cursor: str | None) -> None:
     err = await category_of(lambda r: httpx.Response(200, json=page([node(1)], True, cursor)))
     assert err.category == "linear_missing_end_cursor"
+    assert err.portable == "tracker_pagination"
 
 
 async def test_cursor_that_does_not_advance_stops() -> None:

@@ -42,7 +42,7 @@ async def test_429_pauses_until_reset_then_resumes_with_everything(
     clock.advance(60)  # still paused: nothing is sent, for any call
     for call in (
         tracker.fetch_candidate_issues(),
-        tracker.fetch_issue_states_by_ids(ids[:3]),
+        tracker.fetch_issues_by_ids(ids[:3]),
         tracker.fetch_issues_by_states(["Done"]),
         tracker.move_issue(ids[0], "Done"),
     ):

@@ -68,7 +68,7 @@ async def test_refresh_60_ids_in_pages_of_50_typed_id(
     fake.delete_issue(ids[10])
     wanted = [*reversed(ids), ids[0]]  # order and duplicates from the caller
 
-    issues = await tracker.fetch_issue_states_by_ids(wanted)
+    issues = await tracker.fetch_issues_by_ids(wanted)
 
     expected_ids = [i for i in reversed(ids) if i != ids[10]]
     assert [i.id for i in issues] == expected_ids  # caller's order, deleted one absent
@@ -81,7 +81,7 @@ async def test_refresh_60_ids_in_pages_of_50_typed_id(
 
 
 async def test_refresh_of_no_ids_sends_nothing(fake: FakeLinear, tracker: LinearTracker) -> None:
-    assert await tracker.fetch_issue_states_by_ids([]) == []
+    assert await tracker.fetch_issues_by_ids([]) == []
     assert fake.requests == []
 
 
@@ -161,18 +161,24 @@ async def test_settings_are_reread_on_every_call(
     assert [i.id for i in await tracker.fetch_candidate_issues()] == [review]
 
 
-async def test_assignee_me_narrows_candidates(
+async def test_assignee_me_decides_dispatchable(
     fake: FakeLinear, settings: SettingsBox, tracker: LinearTracker
 ) -> None:
     mine = fake.add_issue("Mine", assignee_id=fake.viewer_id)
     other = fake.add_issue("Theirs", assignee_id=fake.add_user("someone"))
-    fake.add_issue("Nobody's")
+    nobody = fake.add_issue("Nobody's")
     settings.update(assignee="me")
-    assert [i.id for i in await tracker.fetch_candidate_issues()] == [mine]
-    assert [i.id for i in await tracker.fetch_candidate_issues()] == [mine]
+    listed = await tracker.fetch_candidate_issues()
+    # Candidates list every active issue in scope; the adapter's routing is dispatchable.
+    assert {i.id for i in listed} == {mine, other, nobody}
+    assert [i.id for i in listed if i.dispatchable] == [mine]
+    assert [i.id for i in await tracker.fetch_candidate_issues() if i.dispatchable] == [mine]
     assert len(fake.graphql_requests("SymphonyLinearViewer")) == 1  # cached
-    # A refresh is never narrowed: a reassigned running issue must not look deleted.
-    assert [i.id for i in await tracker.fetch_issue_states_by_ids([other])] == [other]
+    by_id = {i.id: i for i in listed}
+    assert by_id[mine].assignee_id == fake.viewer_id and by_id[nobody].assignee_id is None
+    # A refresh is a full snapshot: a reassigned running issue comes back, unroutable.
+    (refreshed,) = await tracker.fetch_issues_by_ids([other])
+    assert refreshed.id == other and refreshed.dispatchable is False
 
 
 async def test_move_issue_by_state_name(fake: FakeLinear, tracker: LinearTracker) -> None:

@@ -1,0 +1,114 @@
+"""``symphony-tui ps`` and ``stop`` against API notes in a private folder, and a second
+console that cannot attach to the project's scheduler saying why."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import subprocess
+import sys
+
+import pytest
+
+from symphony_tui.api import announce
+from symphony_tui.schedulers_command import run_ps, run_stop
+
+
+def note_for(directory, pid: int, project: str, port: int | None = 9) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / f"{pid}.json").write_text(
+        json.dumps(
+            {
+                "pid": pid,
+                "host": "127.0.0.1",
+                "port": port,
+                "project": project,
+                "workflow": f"/work/{project}/WORKFLOW.md",
+                "started_at": "2026-01-01T00:00:00+00:00",
+            }
+        )
+    )
+
+
+def _sleep():
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    yield proc
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+
+
+sleeper = pytest.fixture(_sleep)
+other_sleeper = pytest.fixture(_sleep)
+
+
+def test_ps_lists_live_schedulers_only_and_marks_what_did_not_answer(tmp_path, sleeper):
+    notes = tmp_path / "api"
+    note_for(notes, sleeper.pid, "local:/work/alpha/issues.yaml")
+    note_for(notes, 2**22 + 12345, "local:/work/gone/issues.yaml")  # no such process
+    out = io.StringIO()
+    assert run_ps(out=out, directory=notes) == 0
+    lines = out.getvalue().splitlines()
+    assert lines[0].split() == ["PROJECT", "PID", "SINCE", "RUNNING", "APPROVALS", "API"]
+    assert len(lines) == 2 and "alpha" in lines[1] and "gone" not in out.getvalue()
+    assert lines[1].split()[-3:] == ["?", "?", "http://127.0.0.1:9"]  # port 9 answers nothing
+    out = io.StringIO()
+    run_ps(as_json=True, out=out, directory=notes)
+    row = json.loads(out.getvalue())
+    assert row["pid"] == sleeper.pid and row["running"] is None
+
+
+def test_stop_by_project_sends_the_graceful_signal_and_waits(tmp_path, sleeper):
+    notes = tmp_path / "api"
+    note_for(notes, sleeper.pid, "local:/work/alpha/issues.yaml")
+    err = io.StringIO()
+    assert run_stop("alpha", directory=notes, err=err, timeout=20) == 0
+    assert sleeper.wait(timeout=5) == -15  # SIGTERM: the scheduler's graceful stop
+    assert f"stopped the scheduler of local:/work/alpha/issues.yaml (pid {sleeper.pid})" in (
+        err.getvalue()
+    )
+
+
+def test_stop_refuses_what_it_cannot_name_exactly(tmp_path, sleeper, other_sleeper, monkeypatch):
+    notes = tmp_path / "api"
+    note_for(notes, sleeper.pid, "local:/work/alpha/issues.yaml")
+    note_for(notes, other_sleeper.pid, "local:/work/alpine/issues.yaml")
+    err = io.StringIO()
+    assert run_stop("nothing-like-it", directory=notes, err=err) == 1
+    assert run_stop("al", directory=notes, err=err) == 1  # two match: none is stopped
+    assert "matches several schedulers" in err.getvalue()
+    assert sleeper.poll() is None and other_sleeper.poll() is None
+    monkeypatch.chdir(tmp_path)  # no WORKFLOW.md here
+    assert run_stop(None, directory=notes, err=err) == 1
+    assert "no WORKFLOW.md here" in err.getvalue()
+
+
+def test_stop_names_a_workflow_whose_project_nobody_runs(tmp_path):
+    (tmp_path / "issues.yaml").write_text("issues: []\n")
+    (tmp_path / "WORKFLOW.md").write_text(
+        "---\ntracker:\n  kind: local\n  path: issues.yaml\nworkspace:\n  root: ws\n---\nhi\n"
+    )
+    err = io.StringIO()
+    assert run_stop(str(tmp_path / "WORKFLOW.md"), err=err) == 1
+    assert "no scheduler runs local:" in err.getvalue()
+
+
+def test_a_second_console_that_cannot_attach_says_why(tmp_path, monkeypatch):
+    from symphony_tui.cli import _AlreadyRunning, _attach_to_running
+    from symphony_tui.console.starting import StartFailed
+
+    monkeypatch.setattr(announce, "default_dir", lambda: tmp_path / "api")
+    locked = _AlreadyRunning("project_locked: another scheduler (pid 1 on h)", {"pid": 1})
+    with pytest.raises(StartFailed) as raised:
+        asyncio.run(_attach_to_running(locked, []))
+    assert str(raised.value).startswith("project_locked: another scheduler")
+    assert "serves no API this user can attach to" in str(raised.value)
+
+
+def test_ps_lists_a_headless_scheduler_without_an_api_too(tmp_path, sleeper):
+    notes = tmp_path / "api"
+    note_for(notes, sleeper.pid, "local:/work/beta/issues.yaml", port=None)
+    out = io.StringIO()
+    run_ps(out=out, directory=notes)
+    assert out.getvalue().splitlines()[1].split()[-3:] == ["?", "?", "-"]

@@ -1,0 +1,191 @@
+"""The scheduler outlives its console, for real: ``symphony-tui WORKFLOW.md`` in tmux, the
+tmux server killed (the pane's processes get SIGHUP, the pty hangs up), then a new console.
+
+A local tracker and the bundled simulated agent (``symphony_tui.demo.agent``, slowed down)
+keep it cheap. Asserted are outcomes: the same agent processes run 8 s after the kill; a
+new ``symphony-tui WORKFLOW.md`` attaches and shows them working; ``ps`` lists the
+scheduler; ``stop`` ends it and its agents. Each wait is a bound for a broken build.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.console.test_tmux_demo import REPO, Pane
+from tests.real_programs import require_tmux
+
+pytestmark = pytest.mark.slow
+
+BOUND_S = 60.0
+
+WORKFLOW = """\
+---
+tracker:
+  kind: local
+  path: issues.yaml
+  active_states: [Todo, In Progress]
+  terminal_states: [Done]
+polling:
+  interval_ms: 1000
+workspace:
+  root: workspaces
+agent:
+  max_turns: 50
+  approvals: auto
+codex:
+  command: '"${SYMPHONY_PYTHON}" -m symphony_tui.demo.agent'
+  read_timeout_ms: 20000
+  stall_timeout_ms: 600000
+---
+Work on {{ issue.identifier }}. {{ issue.description }}
+"""
+
+ISSUES = """\
+issues:
+  - id: det-1
+    identifier: DET-1
+    title: Long work one
+    description: "[demo: slow]"
+    state: Todo
+  - id: det-2
+    identifier: DET-2
+    title: Long work two
+    description: "[demo: slow]"
+    state: Todo
+"""
+
+
+def agent_pids(workspaces: Path) -> set[int]:
+    """Live simulated agents whose working folder is under ``workspaces``."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            cwd = os.readlink(entry / "cwd")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        agent = b"symphony_tui.demo.agent" in cmdline and cwd.startswith(str(workspaces))
+        if agent and state not in ("Z", "X"):
+            found.add(int(entry.name))
+    return found
+
+
+def until(what: str, predicate, bound_s: float = BOUND_S):
+    deadline = time.monotonic() + bound_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.fixture
+def project(tmp_path: Path):
+    require_tmux()
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "WORKFLOW.md").write_text(WORKFLOW)
+    (root / "issues.yaml").write_text(ISSUES)
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TMUX", "NO_COLOR", "PYTEST"))}
+    env.update(
+        HOME=str(home),
+        XDG_STATE_HOME=str(tmp_path / "state"),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+        TMUX_TMPDIR=str(tmp_path),
+        TERM="xterm-256color",
+        SYMPHONY_DEMO_SPEED="10",
+        SYMPHONY_PYTHON=sys.executable,
+        PYTHONPATH=str(REPO),
+        SHELL="/bin/sh",
+    )
+    yield root, env, tmp_path
+    subprocess.run(  # whatever the test left running (a failed build) is stopped
+        [sys.executable, "-m", "symphony_tui.cli", "stop", "WORKFLOW.md", "--timeout", "30"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        timeout=60,
+    )
+    for name in ("first.sock", "second.sock"):
+        subprocess.run(
+            ["tmux", "-S", str(tmp_path / name), "kill-server"], env=env, capture_output=True
+        )
+
+
+def console_in_tmux(root: Path, env: dict, socket: Path) -> Pane:
+    pane = Pane(socket, env)
+    command = (
+        f"cd {shlex.quote(str(root))} && {shlex.quote(sys.executable)} -m symphony_tui.cli "
+        f'WORKFLOW.md --log-dir {shlex.quote(str(root / "log"))}; echo "EXITED $?"; sleep 600'
+    )
+    pane.tmux(
+        "-f", "/dev/null", "new-session", "-d", "-s", "demo", "-x", "120", "-y", "36", command
+    )
+    return pane
+
+
+def cli(root: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "symphony_tui.cli", *args],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_killing_the_consoles_tmux_leaves_the_agents_running_and_a_new_console_attaches(
+    project,
+):
+    root, env, tmp = project
+    workspaces = root / "workspaces"
+    first = console_in_tmux(root, env, tmp / "first.sock")
+    first.wait("both agents working", lambda s: s.count("● working") == 2)
+    agents = until(
+        "two agent processes", lambda: (p := agent_pids(workspaces)) and len(p) == 2 and p
+    )
+
+    first.tmux("kill-server")
+    time.sleep(8.0)  # the Done-when's 8 s: a stop would have ended them by now
+    assert agent_pids(workspaces) == agents, "the agents did not survive the terminal"
+
+    listed = cli(root, env, "ps", "--json")
+    rows = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert len(rows) == 1 and rows[0]["running"] == 2, listed
+    assert rows[0]["workflow"].endswith("WORKFLOW.md") and rows[0]["api"].startswith(
+        "http://127.0.0.1:"
+    )
+
+    second = console_in_tmux(root, env, tmp / "second.sock")
+    screen = second.wait("the new console attached", lambda s: "attached" in s)
+    assert "project_locked" not in screen
+    screen = second.wait("both rows working", lambda s: s.count("● working") == 2)
+    assert "DET-1" in screen and "DET-2" in screen
+    assert agent_pids(workspaces) == agents, "attaching started or ended agents"
+
+    # q on an attached console only detaches: the shell prompt is back, the agents run on
+    second.keys("q")
+    second.wait("the detach question", lambda s: "Detach (y)" in s)
+    second.keys("y")
+    second.wait("the console exited", lambda s: "EXITED 0" in s)
+    assert agent_pids(workspaces) == agents
+
+    stopped = cli(root, env, "stop", "WORKFLOW.md")
+    assert stopped.returncode == 0, stopped.stderr
+    assert not agent_pids(workspaces), "stop left agents behind"
+    assert cli(root, env, "stop", "WORKFLOW.md").returncode == 1  # nothing runs it now
