@@ -53,6 +53,18 @@ def create_tracker(store: WorkflowStore) -> Tracker:
         from symphony_tui.trackers.github import GitHubTracker
 
         return GitHubTracker(provider)
+    if kind == "jira":
+        from symphony_tui.trackers.jira import JiraTracker
+
+        return JiraTracker(provider)
+    if kind == "gitlab":
+        from symphony_tui.trackers.gitlab import GitLabTracker
+
+        return GitLabTracker(provider)
+    if kind == "asana":
+        from symphony_tui.trackers.asana import AsanaTracker
+
+        return AsanaTracker(provider)
     raise TrackerError("unsupported_tracker_kind", f"tracker.kind {kind!r} is not supported")
 
 

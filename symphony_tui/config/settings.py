@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from symphony_tui.config import rest_trackers
 from symphony_tui.config.child_env import secret_env_names
 from symphony_tui.config.numbers import Milliseconds, WholeNumber
 from symphony_tui.config.variants import read_variants
@@ -32,6 +33,7 @@ DEFAULT_HOOK_SHUTDOWN_GRACE_MS = 10_000
 MAX_HOOK_SHUTDOWN_GRACE_MS = 3_600_000
 #: ``tracker.provider`` keys read (the reference's schema); each wins over ``tracker.<key>``.
 PROVIDER_KEYS = ("endpoint", "api_key", "project_slug", "assignee", "repo", "token", "api_url")
+PROVIDER_KEYS += rest_trackers.PROVIDER_KEYS
 #: States of ``tracker.kind: github`` without a board or state labels (the reference's).
 GITHUB_ACTIVE_STATES = ("open",)
 GITHUB_TERMINAL_STATES = ("closed",)
@@ -85,6 +87,13 @@ class TrackerSettings(_Section):
     project: GitHubProjectSettings | None = None
     state_labels: tuple[str, ...] = ()
     priority_labels: dict[str, WholeNumber] = Field(default_factory=dict)
+    # tracker.kind jira, gitlab and asana (config/rest_trackers.py): their own keys.
+    base_url: str | None = None
+    email: str | None = None
+    api_token: str | None = None
+    project_key: str | None = None
+    project_path: str | None = None
+    project_gid: str | None = None
     # Environment variables holding the scheduler's credentials, scrubbed from every child
     # (agents and hooks, see config/child_env.py): the names written here plus the ones
     # :func:`resolve_settings` derives (``LINEAR_API_KEY``, the ``$VAR`` of ``api_key``...).
@@ -461,6 +470,10 @@ def resolve_settings(
     github: dict[str, Any] = {}
     if tracker.kind == "github":
         github = _github_defaults(tracker, raw.get("tracker"), env)
+        api_key = github.pop("api_key")
+        api_key_env = github.pop("api_key_env")
+    elif tracker.kind in rest_trackers.KINDS:
+        github = rest_trackers.resolved(tracker.kind, tracker, raw.get("tracker"), env)
         api_key = github.pop("api_key")
         api_key_env = github.pop("api_key_env")
     tracker = tracker.model_copy(

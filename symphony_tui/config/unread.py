@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from symphony_tui.config import rest_trackers
 from symphony_tui.config.settings import PROVIDER_KEYS, GitHubProjectSettings, Settings
 
 #: Keys :func:`~symphony_tui.config.settings.resolve_settings` fills itself.
@@ -56,12 +57,17 @@ def _unread(raw: Mapping[str, Any]) -> list[tuple[str, str | None]]:
         for sub, nested in value.items():
             path = f"{name}.{sub}"
             if str(sub) not in section.model_fields:
-                guess = _close(str(sub), tuple(section.model_fields))
+                keys = tuple(section.model_fields)
+                if name == "tracker":  # not another tracker kind's own keys
+                    foreign = rest_trackers.foreign_keys(value.get("kind"))
+                    keys = tuple(k for k in keys if k not in foreign)
+                guess = _close(str(sub), keys)
                 out.append((path, f"{name}.{guess}" if guess else None))
             elif name == "tracker" and sub == "provider" and isinstance(nested, Mapping):
+                foreign = rest_trackers.foreign_keys(value.get("kind"))
                 for k in nested:
                     if str(k) not in PROVIDER_KEYS:
-                        guess = _close(str(k), tuple(PROVIDER_KEYS))
+                        guess = _close(str(k), tuple(p for p in PROVIDER_KEYS if p not in foreign))
                         out.append((f"{path}.{k}", f"{path}.{guess}" if guess else None))
             elif name == "tracker" and sub == "project" and isinstance(nested, Mapping):
                 keys = tuple(GitHubProjectSettings.model_fields)

@@ -11,9 +11,10 @@ import re
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from symphony_tui.config import rest_trackers
 from symphony_tui.config.settings import Settings, TrackerSettings
 
-SUPPORTED_TRACKERS = ("linear", "local", "github")
+SUPPORTED_TRACKERS = ("linear", "local", "github", *rest_trackers.KINDS)
 _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -56,6 +57,8 @@ def validate_dispatch(settings: Settings) -> list[str]:
             problems.append("missing_tracker_project_slug: tracker.project_slug is not set")
     elif kind == "github":
         problems.extend(_github_problems(tracker))
+    elif kind in rest_trackers.KINDS:
+        problems.extend(rest_trackers.problems(tracker))
     elif kind == "local":
         if not tracker.path:
             problems.append("local_tracker_file: tracker.path is not set for tracker.kind local")

@@ -92,13 +92,20 @@ def _open_lock_file(path: Path) -> int:
 
 def project_key_for(settings: Settings) -> str:
     """The identity of the tracker project a workflow dispatches from: ``linear:<endpoint>
-    #<project_slug>``, ``github:<api_url>#<repo>``, ``local:<resolved file path>``, else ``<kind>:<workflow folder>``."""
+    #<project_slug>``, ``github:<api_url>#<repo>``, ``jira:<base_url>#<project_key>``,
+    ``gitlab:<api_url>#<project_path>``, ``asana:<endpoint>#<project_gid>``, ``local:<resolved file path>``, else ``<kind>:<workflow folder>``."""
     tracker = settings.tracker
     kind = (tracker.kind or "linear").strip().lower()
     if kind == "linear":
         return f"linear:{tracker.endpoint.rstrip('/')}#{tracker.project_slug or ''}"
     if kind == "github":
         return f"github:{tracker.api_url.rstrip('/')}#{tracker.repo or ''}"
+    if kind == "jira":
+        return f"jira:{(tracker.base_url or '').rstrip('/')}#{tracker.project_key or ''}"
+    if kind == "gitlab":
+        return f"gitlab:{tracker.api_url.rstrip('/')}#{tracker.project_path or ''}"
+    if kind == "asana":
+        return f"asana:{tracker.endpoint.rstrip('/')}#{tracker.project_gid or ''}"
     if kind == "local" and tracker.path:
         return f"local:{os.path.realpath(tracker.path)}"
     return f"{kind}:{os.path.realpath(settings.workflow_dir)}"

@@ -3,7 +3,8 @@ and ``SessionHost.call_tool`` in ``agents/base.py``).
 
 ``symphony_set_issue_state`` moves the session's own issue to another tracker state. With a
 Linear tracker, ``linear_graphql`` is offered too; with a GitHub tracker, ``github_api``
-(trackers/github/tool.py). Results are JSON text in a
+(trackers/github/tool.py); a tracker with an ``agent_tool`` (Jira's ``jira_rest``, GitLab's
+``gitlab_api``, Asana's ``asana_api``) offers it and runs it by ``call_agent_tool``. Results are JSON text in a
 :class:`ToolResult`; a tool never raises into the session.
 """
 
@@ -67,6 +68,8 @@ class SessionTools:
             from symphony_tui.trackers.github.tool import GITHUB_API_TOOL
 
             tools.append(GITHUB_API_TOOL)
+        elif isinstance(getattr(self._tracker, "agent_tool", None), ToolSpec):
+            tools.append(self._tracker.agent_tool)  # type: ignore[attr-defined]
         return tuple(tools)
 
     async def call(self, run: Run, name: str, arguments: Any) -> ToolResult:
@@ -96,6 +99,12 @@ class SessionTools:
                 return await call_github_api(self._tracker, run.issue, arguments)
             except Exception as exc:
                 return ToolResult(False, json.dumps({"error": f"github_api failed: {exc}"}))
+        own = getattr(self._tracker, "agent_tool", None)
+        if isinstance(own, ToolSpec) and name == own.name:
+            try:
+                return await self._tracker.call_agent_tool(run.issue, arguments)  # type: ignore[attr-defined]
+            except Exception as exc:
+                return ToolResult(False, json.dumps({"error": f"{name} failed: {exc}"}))
         return ToolResult(False, json.dumps({"error": f"unsupported tool: {name}"}))
 
     async def _set_state(self, run: Run, arguments: Any) -> ToolResult:

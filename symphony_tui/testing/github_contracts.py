@@ -23,10 +23,12 @@ import functools
 import json
 import os
 import pwd
-import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from symphony_tui.testing.openapi_contract import OpenApiContract, Operation
+
+__all__ = ["Operation", "RestContract", "graphql_schema", "rest_contract", "validate_graphql"]
 
 OPENAPI_VERSION = "23.0.2"
 GRAPHQL_SCHEMA_VERSION = "15.26.1"
@@ -74,156 +76,14 @@ def missing_contracts() -> list[str]:
     return [str(p) for p in (openapi_path(), graphql_schema_path()) if not p.is_file()]
 
 
-@dataclass(frozen=True)
-class Operation:
-    """One REST operation: ``template`` (``/repos/{owner}/{repo}/issues``), ``method`` and
-    its OpenAPI operation object."""
-
-    template: str
-    method: str
-    spec: dict[str, Any]
-    path_values: dict[str, str]
-
-
-class RestContract:
-    """GitHub's OpenAPI description: find an operation, validate a request or an answer.
-    Every ``validate_*`` returns a list of one-line problems (empty when valid)."""
+class RestContract(OpenApiContract):
+    """GitHub's OpenAPI description: find an operation, validate a request or an answer
+    (:class:`~symphony_tui.testing.openapi_contract.OpenApiContract`)."""
 
     _URI = "https://api.github.com/openapi.json"
 
     def __init__(self, document: dict[str, Any]) -> None:
-        from openapi_schema_validator import OAS30ReadValidator, OAS30WriteValidator
-        from referencing import Registry, Resource
-        from referencing.jsonschema import DRAFT4
-
-        self.document = document
-        self._registry = Registry().with_resource(
-            self._URI, Resource(contents=document, specification=DRAFT4)
-        )
-        self._read, self._write = OAS30ReadValidator, OAS30WriteValidator
-        self._routes: list[tuple[int, re.Pattern[str], str]] = []
-        for template in document["paths"]:
-            literal = sum(1 for s in template.split("/") if s and "{" not in s)
-            pattern = re.sub(r"\\{[^}]+\\}", "([^/]+)", re.escape(template))
-            self._routes.append((literal, re.compile(f"^{pattern}$"), template))
-        self._routes.sort(key=lambda r: -r[0])
-
-    def operation(self, method: str, path: str) -> Operation | None:
-        """The operation ``method`` ``path`` (a concrete path, no query) is, or None."""
-        for _, pattern, template in self._routes:
-            match = pattern.match(path)
-            if match:
-                spec = self.document["paths"][template].get(method.lower())
-                if spec is not None:
-                    names = re.findall(r"\{([^}]+)\}", template)
-                    return Operation(
-                        template,
-                        method.upper(),
-                        spec,
-                        dict(zip(names, match.groups(), strict=True)),
-                    )
-        return None
-
-    def validate_request(
-        self, method: str, path: str, query: dict[str, list[str]], body: Any, has_body: bool
-    ) -> list[str]:
-        """Problems of one request: unknown operation, unknown, missing or ill-typed
-        parameters, a body where none is taken, a body that does not match its schema."""
-        op = self.operation(method, path)
-        where = f"{method.upper()} {path}"
-        if op is None:
-            return [f"{where}: no such operation in GitHub's OpenAPI description"]
-        base = f"/paths/{_escape(op.template)}/{method.lower()}"
-        problems: list[str] = []
-        known: dict[str, tuple[dict[str, Any], str]] = {}
-        for i, _ in enumerate(op.spec.get("parameters", [])):
-            pointer = self._follow(f"{base}/parameters/{i}")
-            param = self._at(pointer)
-            if param.get("in") == "query":
-                known[param["name"]] = (param, pointer + "/schema")
-            elif param.get("in") == "path" and param.get("name") in op.path_values:
-                value = _coerce(op.path_values[param["name"]], param.get("schema", {}))
-                problems += self._check(
-                    self._write, value, pointer + "/schema", f"{where}: path {param['name']}"
-                )
-        for name, values in query.items():
-            if name not in known:
-                problems.append(f"{where}: unknown query parameter {name!r}")
-                continue
-            param, schema = known[name]
-            for value in values:
-                coerced = _coerce(value, param.get("schema", {}))
-                problems += self._check(self._write, coerced, schema, f"{where}: query {name}")
-        for name, (param, _) in known.items():
-            if param.get("required") and name not in query:
-                problems.append(f"{where}: missing required query parameter {name!r}")
-        schema = None
-        if "requestBody" in op.spec:
-            pointer = self._follow(f"{base}/requestBody")
-            request_body = self._at(pointer)
-            if "application/json" in (request_body.get("content") or {}):
-                schema = pointer + "/content/application~1json/schema"
-        if has_body and schema is None:
-            problems.append(f"{where}: takes no JSON body")
-        elif schema is not None and has_body:
-            problems += self._check(self._write, body, schema, f"{where}: body")
-        elif schema is not None and self._at(self._follow(f"{base}/requestBody")).get("required"):
-            problems.append(f"{where}: a JSON body is required")
-        return problems
-
-    def validate_response(self, method: str, path: str, status: int, body: Any) -> list[str]:
-        """Problems of one answer: a status the operation does not list, or a JSON body that
-        does not match the listed schema."""
-        op = self.operation(method, path)
-        where = f"{method.upper()} {path} -> {status}"
-        if op is None:
-            return [f"{where}: no such operation"]
-        responses = op.spec.get("responses", {})
-        key = str(status) if str(status) in responses else "default"
-        if key not in responses:
-            return [f"{where}: status not in the operation's responses ({', '.join(responses)})"]
-        pointer = self._follow(f"/paths/{_escape(op.template)}/{method.lower()}/responses/{key}")
-        if "application/json" not in (self._at(pointer).get("content") or {}):
-            return []
-        schema = pointer + "/content/application~1json/schema"
-        return self._check(self._read, body, schema, f"{where}: body")
-
-    def _check(self, cls: Any, instance: Any, pointer: str, where: str) -> list[str]:
-        validator = cls({"$ref": f"{self._URI}#{pointer}"}, registry=self._registry)
-        errors = sorted(validator.iter_errors(instance), key=lambda e: list(e.absolute_path))
-        return [
-            f"{where}: {'/'.join(map(str, e.absolute_path)) or '<root>'}: {e.message[:200]}"
-            for e in errors[:5]
-        ]
-
-    def _at(self, pointer: str) -> Any:
-        target: Any = self.document
-        for part in pointer.lstrip("/").split("/"):
-            part = part.replace("~1", "/").replace("~0", "~")
-            target = target[int(part)] if isinstance(target, list) else target[part]
-        return target
-
-    def _follow(self, pointer: str) -> str:
-        """``pointer`` with every ``$ref`` at its end followed (a pointer into the document)."""
-        node = self._at(pointer)
-        while isinstance(node, dict) and "$ref" in node:
-            pointer = node["$ref"].lstrip("#")
-            node = self._at(pointer)
-        return pointer
-
-
-def _escape(template: str) -> str:
-    return template.replace("~", "~0").replace("/", "~1")
-
-
-def _coerce(value: str, schema: dict[str, Any]) -> Any:
-    """A query string value as the JSON type its schema names (integer, boolean)."""
-    kind = schema.get("type")
-    if kind == "integer" and re.fullmatch(r"-?\d+", value):
-        return int(value)
-    if kind == "boolean" and value in ("true", "false"):
-        return value == "true"
-    return value
+        super().__init__(document, uri=self._URI, vendor="GitHub")
 
 
 @functools.cache

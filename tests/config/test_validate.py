@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from symphony_tui.config.settings import resolve_settings
-from symphony_tui.config.validate import validate_dispatch
+from symphony_tui.config.validate import SUPPORTED_TRACKERS, validate_dispatch
 
 
 def settings(raw: dict, tmp_path: Path, env: dict | None = None):
@@ -23,10 +23,13 @@ def test_tracker_kind_must_be_present(tmp_path: Path) -> None:
 
 
 def test_tracker_kind_validation_enforces_supported_kinds(tmp_path: Path) -> None:
-    problems = validate_dispatch(settings({"tracker": {"kind": "jira"}}, tmp_path))
+    problems = validate_dispatch(settings({"tracker": {"kind": "youtrack"}}, tmp_path))
     assert problems == [
-        "unsupported_tracker_kind: tracker.kind 'jira' is not supported (use one of: linear, local, github)"
+        "unsupported_tracker_kind: tracker.kind 'youtrack' is not supported (use one of: "
+        + ", ".join(SUPPORTED_TRACKERS)
+        + ")"
     ]
+    assert {"linear", "local", "github", "jira", "gitlab", "asana"} <= set(SUPPORTED_TRACKERS)
 
 
 def test_linear_needs_api_key_after_var_resolution_and_project_slug(tmp_path: Path) -> None:

@@ -120,6 +120,25 @@ def test_project_key_for_linear_and_local(tmp_path: Path) -> None:
     assert project_key_for(local) == f"local:{os.path.realpath(tmp_path / 'i.yaml')}"
 
 
+def test_project_key_for_jira_gitlab_and_asana(tmp_path: Path) -> None:
+    """One scheduler per Jira project, GitLab project and Asana project, wherever the
+    workflow file is."""
+    raw = {
+        "jira": {"base_url": "https://s.atlassian.net/", "project_key": "SD"},
+        "gitlab": {"project_path": "group/app"},
+        "asana": {"provider": {"project_gid": "1200"}},
+    }
+    keys = {
+        kind: project_key_for(resolve_settings({"tracker": {"kind": kind, **extra}}, tmp_path, {}))
+        for kind, extra in raw.items()
+    }
+    assert keys == {
+        "jira": "jira:https://s.atlassian.net#SD",
+        "gitlab": "gitlab:https://gitlab.com/api/v4#group/app",
+        "asana": "asana:https://app.asana.com/api/1.0#1200",
+    }
+
+
 ROOT_HOLDER = (
     "import sys\n"
     "from pathlib import Path\n"

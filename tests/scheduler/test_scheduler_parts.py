@@ -232,3 +232,35 @@ async def test_session_tools_report_bad_calls_and_keep_the_intent_only_on_succes
     assert result.success and json.loads(result.text) == {"issue": "ABC-1", "state": "Done"}
     assert run.issue.state == "Done" and run.agent_moved_state == "Done" and moved == ["Done"]
     assert [e.kind for e in emitted] == [EventKind.TOOL_CALL] * 4
+
+
+async def test_session_tools_offer_and_run_a_trackers_own_agent_tool():
+    """A tracker with an ``agent_tool`` (Jira's ``jira_rest``, GitLab's ``gitlab_api``,
+    Asana's ``asana_api``) has it offered to sessions and called with the run's issue; an
+    exception inside it comes back as a failed result, never into the session."""
+    from symphony_tui.agents.base import ToolResult, ToolSpec
+
+    spec = ToolSpec(name="vendor_api", description="d", input_schema={"type": "object"})
+    calls: list[tuple[str, object]] = []
+
+    class WithTool(MemoryTracker):
+        agent_tool = spec
+
+        async def call_agent_tool(self, issue, arguments):
+            calls.append((issue.identifier, arguments))
+            if arguments == "boom":
+                raise RuntimeError("vendor exploded")
+            return ToolResult(True, '{"status": 200}')
+
+    tools = SessionTools(
+        WithTool([make_issue(1)]),
+        emit=lambda run, event: None,
+        moved=lambda run, issue: None,
+        set_issue=lambda run, issue: None,
+    )
+    assert tools.specs() == (SET_STATE_TOOL, spec)
+    run = _run(1)
+    assert (await tools.call(run, "vendor_api", {"path": "/x"})).success
+    failed = await tools.call(run, "vendor_api", "boom")
+    assert not failed.success and "vendor_api failed: vendor exploded" in failed.text
+    assert calls == [("ABC-1", {"path": "/x"}), ("ABC-1", "boom")]

@@ -60,3 +60,20 @@ async def test_a_declared_name_never_reaches_an_agent_or_a_hook(tmp_path, monkey
         assert "vendor-secret" not in (workspace / "env.txt").read_text()
     finally:
         await rt.close()
+
+
+def test_the_rest_trackers_declare_their_default_and_named_variables() -> None:
+    from symphony_tui.trackers.asana import AsanaTracker
+    from symphony_tui.trackers.gitlab import GitLabTracker
+    from symphony_tui.trackers.jira import JiraTracker
+
+    jira = _settings({"kind": "jira", "provider": {"api_token": "$TEAM_JIRA", "project_key": "SD"}})
+    assert declared_secret_names(JiraTracker(lambda: jira)) >= {"JIRA_API_TOKEN", "TEAM_JIRA"}
+    gitlab = _settings({"kind": "gitlab", "token": "${BOT_GL}", "project_path": "g/p"})
+    assert declared_secret_names(GitLabTracker(lambda: gitlab)) >= {
+        "GITLAB_PAT",
+        "GITLAB_ACCESS_TOKEN",
+        "BOT_GL",
+    }
+    asana = _settings({"kind": "asana", "project_gid": "1"})
+    assert declared_secret_names(AsanaTracker(lambda: asana)) >= {"ASANA_PAT"}

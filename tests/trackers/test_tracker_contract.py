@@ -10,6 +10,7 @@ import pytest
 
 from symphony_tui.config.settings import resolve_settings
 from symphony_tui.testing.memory_tracker import MemoryTracker
+from symphony_tui.trackers.asana.tracker import AsanaTracker
 from symphony_tui.trackers.base import (
     ADAPTER_CATEGORIES,
     PORTABLE_CATEGORIES,
@@ -18,12 +19,21 @@ from symphony_tui.trackers.base import (
     keep_wellformed,
 )
 from symphony_tui.trackers.github.tracker import GitHubTracker
+from symphony_tui.trackers.gitlab.tracker import GitLabTracker
+from symphony_tui.trackers.jira.tracker import JiraTracker
 from symphony_tui.trackers.linear.normalize import normalize_issue
 from symphony_tui.trackers.linear.tracker import LinearTracker
 from symphony_tui.trackers.local import LocalTracker
 
 REPO = Path(__file__).resolve().parents[2]
-ADAPTERS = {"linear": LinearTracker, "github": GitHubTracker, "local": LocalTracker}
+ADAPTERS = {
+    "linear": LinearTracker,
+    "github": GitHubTracker,
+    "local": LocalTracker,
+    "jira": JiraTracker,
+    "gitlab": GitLabTracker,
+    "asana": AsanaTracker,
+}
 RAISED = re.compile(r"TrackerError\(\s*\"([a-z_]+)\"")
 
 

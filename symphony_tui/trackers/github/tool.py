@@ -14,13 +14,13 @@ labels, assignees, state). Result text is ``{"status": <int>, "body": <JSON>}`` 
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from symphony_tui.agents.base import ToolResult, ToolSpec
 from symphony_tui.domain import Issue
 from symphony_tui.trackers.base import TrackerError
 from symphony_tui.trackers.github.tracker import GitHubTracker
+from symphony_tui.trackers.rest_tool import parse_arguments
 
 METHODS = ("GET", "POST", "PATCH", "PUT", "DELETE")
 _MAX_TEXT = 60_000
@@ -102,25 +102,7 @@ def scope_refusal(method: str, path: str, repo: str, issue_id: str) -> str | Non
 
 
 def _parse(arguments: Any) -> tuple[str, str, dict[str, Any] | None, Any] | ToolResult:
-    if not isinstance(arguments, dict):
-        return _failure("invalid_input", "arguments must be an object with method and path")
-    method = arguments.get("method")
-    if not isinstance(method, str) or method.strip().upper() not in METHODS:
-        return _failure("invalid_input", f"method must be one of {', '.join(METHODS)}")
-    path = arguments.get("path")
-    if (
-        not isinstance(path, str)
-        or not path.startswith("/")
-        or "://" in path
-        or re.search(r"[\s\x00]", path)
-        or "/../" in path + "/"
-        or "/./" in path + "/"
-    ):
-        return _failure("invalid_input", "path must be a relative REST path starting with /")
-    params = arguments.get("params")
-    if params is not None and not isinstance(params, dict):
-        return _failure("invalid_input", "params must be an object")
-    return method.strip().upper(), path, params, arguments.get("body")
+    return parse_arguments(arguments, METHODS)
 
 
 def _failure(code: str, message: str, **extra: Any) -> ToolResult:

@@ -1,0 +1,80 @@
+"""Fixtures for the Jira tracker tests: a fake clock, a started FakeJira that checks every
+request and answer against Atlassian's published description, settings pointing at it and a
+JiraTracker. Every test using ``fake`` ends by asserting that nothing broke the description."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from symphony_tui.config.settings import Settings, resolve_settings
+
+TOKEN = "jira_SECRET_9c2e41b7d05a"
+EMAIL = "bot@example.com"
+PROJECT = "SD"
+
+
+class FakeClock:
+    """Aware UTC time that moves only when told."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self.now = start or datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+class SettingsBox:
+    def __init__(self, settings: Settings) -> None:
+        self.value = settings
+
+    def __call__(self) -> Settings:
+        return self.value
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def fake(clock: FakeClock) -> Iterator:
+    from symphony_tui.testing.fake_jira import FakeJira
+
+    with FakeJira(email=EMAIL, token=TOKEN, project=PROJECT, clock=clock) as jira:
+        yield jira
+    assert jira.violations == [], jira.violations[:10]
+
+
+def jira_settings(fake, **tracker: object) -> Settings:
+    """Resolved settings for ``fake`` as the reference's Jira adapter documents them."""
+    provider = {
+        "base_url": fake.url,
+        "email": EMAIL,
+        "api_token": "$JIRA_TEST_TOKEN",
+        "project_key": PROJECT,
+    }
+    raw = {"kind": "jira", "provider": provider, **tracker}
+    return resolve_settings(
+        {"tracker": raw}, workflow_dir=Path("."), env={"JIRA_TEST_TOKEN": TOKEN}
+    )
+
+
+@pytest.fixture
+def settings(fake) -> SettingsBox:
+    return SettingsBox(jira_settings(fake))
+
+
+@pytest.fixture
+async def tracker(settings: SettingsBox, clock: FakeClock) -> AsyncIterator:
+    from symphony_tui.trackers.jira import JiraTracker
+
+    t = JiraTracker(settings, clock=clock)
+    yield t
+    await t.aclose()
