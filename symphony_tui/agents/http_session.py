@@ -115,6 +115,15 @@ class HttpServerSession(ABC):
         return self._pid
 
     @property
+    def adoptable(self) -> bool:
+        """True while the session runs on this scheduler's managed local server (``pid``
+        set): that server records itself for the next scheduler to take over
+        (:mod:`symphony_tui.agents.local_server`), so the start-up reaper must leave its
+        process group alone. Servers given by ``base_url`` or started on a worker host
+        have no ``pid`` here."""
+        return self._pid is not None and not self._closed
+
+    @property
     def closed(self) -> bool:
         return self._closed
 

@@ -18,6 +18,7 @@ import os
 import shlex
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -174,13 +175,20 @@ async def wait_for(predicate: Callable[[], Any], timeout: float = 60.0, step: fl
         await asyncio.sleep(step)
 
 
-def events_of(rt: Runtime, kind: EventKind, issue_id: str | None = None) -> list[AgentEvent]:
+def events_of(
+    rt: Runtime, kind: EventKind, issue_id: str | None = None, since: datetime | None = None
+) -> list[AgentEvent]:
     """Events of ``kind`` from the live ring, or from ``issue_id``'s transcript (which also
-    keeps streaming deltas and token updates)."""
+    keeps streaming deltas and token updates); ``since``: only those at or after it (a
+    restarted scheduler's ring starts with the history of the one before)."""
     events = rt.orchestrator.events_since(0, limit=100_000, issue_id=issue_id)
-    return [e for e in events if e.kind is kind]
+    return [
+        e
+        for e in events
+        if e.kind is kind and (since is None or (e.at is not None and e.at >= since))
+    ]
 
 
-def run_ends(rt: Runtime) -> list[dict[str, Any]]:
+def run_ends(rt: Runtime, since: datetime | None = None) -> list[dict[str, Any]]:
     """The payload of every RUN_ENDED event (outcome, status, error) as a dict."""
-    return [e.payload.model_dump() for e in events_of(rt, EventKind.RUN_ENDED)]
+    return [e.payload.model_dump() for e in events_of(rt, EventKind.RUN_ENDED, since=since)]

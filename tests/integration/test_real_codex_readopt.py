@@ -84,8 +84,13 @@ class Scheduler:
         with urllib.request.urlopen(req, timeout=10) as r:
             return json.loads(r.read())
 
-    def events(self) -> list[dict[str, Any]]:
-        return self.get("/api/v1/events?since=0&limit=10000")
+    def events(self, since: datetime | None = None) -> list[dict[str, Any]]:
+        """The API's event history; ``since``: only those at or after it (a restarted
+        scheduler's history starts with the events of the one before)."""
+        events = self.get("/api/v1/events?since=0&limit=10000")
+        if since is None:
+            return events
+        return [e for e in events if datetime.fromisoformat(e["at"]) >= since]
 
     def stop(self) -> None:
         if self.proc.poll() is None:

@@ -5,6 +5,8 @@ is back), and a console restart mid-run (the new process resumes the recorded th
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from symphony_tui.domain import EventKind, TokenUsage
@@ -97,15 +99,16 @@ async def test_restart_mid_run_resumes_the_recorded_thread(project_factory, fake
 
     fake.aliases["STEP2"] = DONE
     rt2 = project.runtime()
+    restart_at = datetime.now(UTC)
     await rt2.orchestrator.start()
-    ends = await wait_for(lambda: run_ends(rt2))
+    ends = await wait_for(lambda: run_ends(rt2, since=restart_at))
     assert ends[0]["outcome"] == "normal", ends
     assert "state: Done" in project.issues_file.read_text()
 
     assert len(project.sent("thread/start")) == 1
     (resumed,) = project.sent("thread/resume")
     assert resumed["threadId"] == thread
-    sessions = events_of(rt2, EventKind.SESSION_STARTED)
+    sessions = events_of(rt2, EventKind.SESSION_STARTED, since=restart_at)
     assert sessions[0].payload.resumed is True and sessions[0].payload.thread_id == thread
     # the new process counts only what was used after the restart (its totals also hold
     # what the first one counted, restored from the usage ledger: together, all of it)

@@ -12,6 +12,7 @@ import json
 import os
 import signal
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -69,6 +70,7 @@ def test_kill_9_mid_turn_the_session_goes_on_and_the_permission_reaches_the_agen
             first.proc.wait()
             assert start_ticks(server["pid"]) == server["start_ticks"]  # still serving
 
+            restart_at = datetime.now(UTC)
             second = Scheduler(project, "second")
             after = wait(lambda: approvals(second), timeout=60)
             assert after[0]["issue_identifier"] == "OCE-1"
@@ -82,7 +84,7 @@ def test_kill_9_mid_turn_the_session_goes_on_and_the_permission_reaches_the_agen
 
             wait(approve_all, timeout=60, step=0.2)
             assert (ws / "proof.txt").read_text().strip() == "approved"
-            events = second.events()
+            events = second.events(since=restart_at)
             # the same server (taken over, not started again) and the same session
             assert json.loads(record.read_text())["pid"] == server["pid"]
             started = [e for e in events if e["kind"] == "session_started"]

@@ -13,6 +13,7 @@ import json
 import os
 import signal
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,7 @@ def test_kill_9_mid_turn_the_conversation_goes_on_and_the_answer_reaches_the_age
             first.proc.wait()
             assert start_ticks(server["pid"]) == server["start_ticks"]  # still serving
 
+            restart_at = datetime.now(UTC)
             second = Scheduler(project, "second")
             after = wait(lambda: approvals(second), timeout=120)
             assert after[0]["issue_identifier"] == made.workspace.name
@@ -62,7 +64,7 @@ def test_kill_9_mid_turn_the_conversation_goes_on_and_the_answer_reaches_the_age
 
             wait(approve_all, timeout=120, step=0.2)
             assert (made.workspace / "proof.txt").read_text().strip() == "approved"
-            events = second.events()
+            events = second.events(since=restart_at)
             assert json.loads(record.read_text())["pid"] == server["pid"]  # taken over
             started = [e for e in events if e["kind"] == "session_started"]
             assert started[0]["payload"]["session_id"] == conversation
