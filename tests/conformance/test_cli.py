@@ -114,7 +114,7 @@ def test_cli_errors_on_nonexistent_explicit_path_or_missing_default_workflow_md(
 @pytest.mark.parametrize(
     ("front", "expected"),
     [
-        ("tracker:\n  kind: jira\n", "unsupported_tracker_kind"),
+        ("tracker:\n  kind: redmine\n", "unsupported_tracker_kind"),
         ("tracker:\n  kind: linear\n", "missing_tracker_api_key"),
         ("tracker:\n  kind: local\n  path: gone.yaml\n", "local_tracker_file"),
         ("tracker: [not, a, map]\n", "invalid_settings"),

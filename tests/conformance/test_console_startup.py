@@ -68,7 +68,7 @@ def run_console(cwd: Path, *args: str, timeout_s: float = 60.0) -> tuple[int, st
     ("front", "expected"),
     [
         ("tracker:\n  kind: local\n  path: [\n", "workflow_parse_error"),
-        ("tracker:\n  kind: jira\n", "unsupported_tracker_kind"),
+        ("tracker:\n  kind: redmine\n", "unsupported_tracker_kind"),
     ],
 )
 def test_a_bad_workflow_under_the_console_ends_with_its_one_line_error(tmp_path, front, expected):
@@ -116,10 +116,12 @@ def test_the_console_gives_the_terminal_back_with_the_modes_it_found(tmp_path):
         assert b"Workers (" in ANSI.sub(b"", seen), seen[-2000:]
         assert not termios.tcgetattr(slave)[3] & termios.ECHO  # the console has the keys
         os.write(master, b"q")  # nothing runs: quits at once
+        after = b""
         while time.monotonic() < deadline and proc.poll() is None:
             if select.select([master], [], [], 0.1)[0]:
-                os.read(master, 65536)
-        assert proc.poll() == 0
+                after += os.read(master, 65536)
+        logs = "".join(p.read_text() for p in (tmp_path / "l").glob("*.log"))
+        assert proc.poll() == 0, (ANSI.sub(b"", after)[-1500:], logs[-1500:])
         assert termios.tcgetattr(slave) == before
     finally:
         if proc.poll() is None:
