@@ -53,7 +53,9 @@ def test_generated_tables_match_the_registry():
 
 def test_the_check_notices_a_drifted_table(tmp_path, monkeypatch):
     keys_doc = _keys_doc()
-    drifted = DOC.read_text(encoding="utf-8").replace("| `i` | `interrupt` |", "| `x` | `interrupt` |")
+    drifted = DOC.read_text(encoding="utf-8").replace(
+        "| `i` | `interrupt` |", "| `x` | `interrupt` |"
+    )
     copy = tmp_path / "keys.md"
     copy.write_text(drifted, encoding="utf-8")
     monkeypatch.setattr(keys_doc, "DOC", copy)
