@@ -1,6 +1,6 @@
 """The ``--help`` texts of the command line: what each command does, the WORKFLOW.md
-settings it reads and the environment variables it honours (README.md, "Use it on your
-project", has every setting)."""
+settings it reads and the environment variables it honours (docs/configuration.md
+has every setting)."""
 
 from __future__ import annotations
 

@@ -117,8 +117,8 @@ def _describe(err: LiquidError, first_line: int) -> str:
 
 
 def _undefined_hint(err: LiquidError, issue: Issue) -> str:
-    """What a prompt has, after an undefined top-level variable: ``issue`` and ``attempt``
-    (some ports give the issue's fields at the top level, ``{{ identifier }}``)."""
+    """What a prompt has, after an undefined top-level variable: ``issue``, ``attempt`` and
+    ``retry_kind`` (some ports give the issue's fields at the top level, ``{{ identifier }}``)."""
     if not isinstance(err, UndefinedError):
         return ""
     name = getattr(err, "message", None) or str(err)
@@ -127,7 +127,7 @@ def _undefined_hint(err: LiquidError, issue: Issue) -> str:
     variable = name[1 : -len("' is undefined")]
     if variable in issue.template_view():
         return f"; did you mean issue.{variable}?"
-    return "; a prompt has the variables issue and attempt"
+    return "; a prompt has the variables issue, attempt and retry_kind"
 
 
 @lru_cache(maxsize=64)

@@ -1,5 +1,5 @@
-"""Port variants of WORKFLOW.md settings that have one clear meaning (README: "Use it on
-your project").
+"""Port variants of WORKFLOW.md settings that have one clear meaning (docs/configuration.md,
+"Files written for ports of the reference").
 
 Files written for ports of the reference implementation spell some settings differently
 from the reference. Where the spelling has one clear meaning it is read as that meaning and

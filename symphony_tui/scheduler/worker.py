@@ -122,8 +122,8 @@ class Worker:
         """True when a hard stop must not cancel this worker: the scheduler is stopping
         (the workspaces' hook cutoff is set) and the worker is past its session's close.
         Its cleanup then ends by itself: a hook running or started there has
-        ``hooks.shutdown_grace_ms`` from the later of its start and the stop (README
-        "Quitting", docs/conformance.md), not cut at once by a cancellation."""
+        ``hooks.shutdown_grace_ms`` from the later of its start and the stop (docs/keys.md
+        "Stopping", docs/conformance.md), not cut at once by a cancellation."""
         return self._closed and self._ctx.workspaces.hooks_cutoff.active
 
     def interrupt_turn(self) -> None:

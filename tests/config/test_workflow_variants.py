@@ -134,7 +134,7 @@ def test_prompt_rendering_a_template_file_says_prompts_are_one_file(write_workfl
         ),
         (
             "{% if stage == 'review' %}x{% endif %}",
-            "'stage' is undefined (line 6); a prompt has the variables issue and attempt",
+            "'stage' is undefined (line 6); a prompt has the variables issue, attempt and retry_kind",
         ),
         ("{{ issue.workpad_id }}", "issue.workpad_id is undefined (line 6)"),
     ],
