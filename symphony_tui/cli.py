@@ -474,8 +474,9 @@ def _console(
     """The console: its first frame is painted first, then the scheduler is built in a
     thread (imports and all, so launch to first frame stays short) and its panes fill in
     (``console.starting``). A failed build closes the console and prints the same one line
-    as a failure before the console starts, exit 1. The keys typed meanwhile are held by :func:`main`
-    (``console/typeahead.py``); the app gets the terminal's modes from before the hold.
+    as a failure before the console starts, exit 1. The keys typed meanwhile are held by
+    :func:`main` (``console/typeahead.py``); the app gets the terminal's modes from before
+    the hold.
 
     ``detachable`` (``symphony-tui WORKFLOW.md``): the process forks first
     (:mod:`symphony_tui.detach`); the scheduler always serves its API on loopback, may run

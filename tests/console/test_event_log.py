@@ -237,7 +237,7 @@ async def test_kept_lines_hold_a_lines_worth_of_each_event(port, make_app):
         finally:
             tracemalloc.stop()
         assert held < 4 * 1024 * 1024, f"{held / 1e6:.1f} MB"  # about 4 KB a line at most
-        # each line reads as the event's line: the message cut to the line's limit, at the line's end
+        # each line reads as the event's: the message cut to the line's limit, at its end
         plain = log.plain_lines()[-1]
         assert f"cmd {MAX_LINES - 1} xxx" in plain and plain.endswith("x…")
         assert plain == fmt.event_line(last, Tones()).plain

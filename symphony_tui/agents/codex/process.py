@@ -101,9 +101,10 @@ def _signal_group(pgid: int, sig: int) -> bool:
 class _GroupWatch:
     """Whether a process group still has live members, cheaply enough to ask every few
     milliseconds while dozens of groups end at once (a full ``/proc`` scan per question and
-    group takes most of the scheduler's CPU when sessions close under a flood). ``killpg(pgid, 0)`` failing means no member at all; otherwise the members
-    found by the last full scan are re-read one by one, and only when none of them is left
-    is ``/proc`` scanned again (a member may have forked a new one meanwhile)."""
+    group takes most of the scheduler's CPU when sessions close under a flood).
+    ``killpg(pgid, 0)`` failing means no member at all; otherwise the members found by the
+    last full scan are re-read one by one, and only when none of them is left is ``/proc``
+    scanned again (a member may have forked a new one meanwhile)."""
 
     def __init__(self, pgid: int) -> None:
         self.pgid = pgid
