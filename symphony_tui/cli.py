@@ -472,10 +472,11 @@ def _console(
     detachable: bool = False,
 ) -> int:
     """The console: its first frame is painted first, then the scheduler is built in a
-    thread (imports and all, issue 11: launch to first frame) and its panes fill in
+    thread (imports and all, so launch to first frame stays short) and its panes fill in
     (``console.starting``). A failed build closes the console and prints the same one line
-    as before the console started, exit 1. The keys typed meanwhile are held by :func:`main`
-    (``console/typeahead.py``); the app gets the terminal's modes from before the hold.
+    as a failure before the console starts, exit 1. The keys typed meanwhile are held by
+    :func:`main` (``console/typeahead.py``); the app gets the terminal's modes from before
+    the hold.
 
     ``detachable`` (``symphony-tui WORKFLOW.md``): the process forks first
     (:mod:`symphony_tui.detach`); the scheduler always serves its API on loopback, may run
@@ -678,10 +679,10 @@ async def _run_on_detached(reason, runtime, api, scheduler, holder, log: Path, p
 def _freeze_startup_heap() -> None:
     """Move what start-up built (modules, schemas, settings: most of the heap before the
     first event) out of the garbage collector's reach with :func:`gc.freeze`, so a full
-    collection scans only what the run creates (issue 11: full pauses grew to 477 ms).
-    No collection first: over the console's whole import heap (85,000 objects) it took 80-100
-    ms of CPU right before the first frame and found about 2,000 garbage objects (under
-    0.5 MB, kept once, never growing), which the freeze now keeps instead."""
+    collection scans only what the run creates (unfrozen, full pauses reach 477 ms).
+    No collection first: over the console's whole import heap (85,000 objects) it costs
+    80-100 ms of CPU right before the first frame and finds about 2,000 garbage objects
+    (under 0.5 MB, kept once, never growing), which the freeze keeps instead."""
     import gc
 
     gc.freeze()

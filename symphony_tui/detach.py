@@ -3,7 +3,7 @@
 ``symphony-tui WORKFLOW.md`` forks once, before anything is built (no thread exists yet, so
 the fork is safe): the **holder** (the parent) stays the shell's foreground job and only
 waits; the **child** runs the console and the scheduler it embeds, in the same process
-group, so the terminal's signals (SIGWINCH, SIGHUP) reach it as before. When the console
+group, so the terminal's signals (SIGWINCH, SIGHUP) reach it directly. When the console
 leaves while its agents run (``q`` then detach, SIGHUP, a hung-up tty, the holder gone),
 the child tells the holder through a pipe (:meth:`TerminalHolder.release`), leaves the
 terminal's session (``setsid``, SIGHUP ignored), points its standard streams at the log,
@@ -17,7 +17,7 @@ the child (Textual's suspend); the holder then stops itself too, so the shell se
 stopped, and ``fg`` continues both (one process group).
 
 Only POSIX: elsewhere :func:`hold_terminal` returns None and the console embeds its
-scheduler as before.
+scheduler without a holder.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``symphony-tui doctor``: run each start-up check and say how it went (issue: CLI).
+"""``symphony-tui doctor``: run each start-up check and say how it went.
 
 First a line naming the specification revision followed (:mod:`symphony_tui.spec`).
 Checks: the workflow file loads; dispatch settings validate (spec §6.3); the workspace root

@@ -47,7 +47,7 @@ async def run_headless(
     def report_problems() -> None:
         # No console to show them: the operator reads stderr (one line when they change).
         # Read from the state, not a snapshot: at 200 flooding workers a snapshot build
-        # five times a second was 5 % of the scheduler's CPU (py-spy, bench_flood).
+        # five times a second costs 5 % of the scheduler's CPU (py-spy, bench_flood).
         config_error, tracker_error = orch.problems
         for key, value in (("config", config_error), ("tracker", tracker_error)):
             if value != shown[key]:

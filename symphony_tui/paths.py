@@ -137,7 +137,7 @@ def resolve_workflow_path(explicit: str | Path | None) -> Path:
     """The workflow file to use (spec §5.1): the explicit path when given, else
     ``WORKFLOW.md`` in the current working directory. Here rather than beside the loader
     (config/workflow.py) so that the CLI finds the file without importing YAML, pydantic
-    and Liquid before the console's first frame (issue 11)."""
+    and Liquid before the console's first frame."""
     if explicit:
         return Path(explicit).expanduser()
     return Path.cwd() / "WORKFLOW.md"

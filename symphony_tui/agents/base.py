@@ -87,8 +87,8 @@ class SessionHost(Protocol):
 
     And ``def hurry() -> None`` (``RunHost`` does): the session's reader, waiting in
     ``pace``, holds a request of the agent (an approval, a question) behind what it reads:
-    the waiting ``pace`` returns before other sessions' readers that wait (issue 11,
-    "control never starves"; the codex backend: ``agents/codex/rpc.py``)."""
+    the waiting ``pace`` returns before other sessions' readers that wait, so an operator's
+    answer is never starved by a flood (the codex backend: ``agents/codex/rpc.py``)."""
 
     @property
     def issue(self) -> Issue: ...

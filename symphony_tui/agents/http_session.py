@@ -95,8 +95,8 @@ class HttpServerSession(ABC):
         self._wake = asyncio.Event()
         self._turn_lock = asyncio.Lock()
         self._closed = False
-        #: The worker host whose connection dropped under this session (issue 14: the
-        #: scheduler marks it down), else None.
+        #: The worker host whose connection dropped under this session (the scheduler
+        #: marks it down), else None.
         self.host_lost: str | None = None
         self._closers: list[Callable[[], Awaitable[None]]] = []
 

@@ -7,10 +7,11 @@ appended to one log file: no pipe ties it to the scheduler, so a scheduler that 
 (``kill -9``, a crash) leaves it serving. A backend that records it (:meth:`LocalServer.record`:
 ``<log>.json`` beside the log, mode 0600 as it holds the server's password or key) lets the
 next scheduler take it over (:meth:`LocalServer.take_over`) instead of starting another,
-so the runs it was doing go on and are re-attached; an operator's stop ends it as before. Ready when the backend's health probe says so, before a deadline;
-a launch that fails raises one line with the tail of that log. ``stop()`` ends the whole
-group (TERM, then KILL after a grace period). Each backend keeps its own specifics (auth,
-environment isolation, state paths) in a subclass.
+so the runs it was doing go on and are re-attached; an operator's stop still ends it.
+Ready when the backend's health probe says so, before a deadline; a launch that fails
+raises one line with the tail of that log. ``stop()`` ends the whole group (TERM, then
+KILL after a grace period). Each backend keeps its own specifics (auth, environment
+isolation, state paths) in a subclass.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""An agent program on a worker host, over the SSH stdio channel (issue 14).
+"""An agent program on a worker host, over the SSH stdio channel.
 
 :class:`RemoteLaunch` starts ``codex.command`` (or any stdio agent) in the workspace on
 the host through ``ssh -T`` (hosts/ssh.py): the local ``ssh`` process is what the

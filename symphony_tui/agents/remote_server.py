@@ -1,4 +1,4 @@
-"""A managed HTTP agent server (OpenCode, OpenHands) on a worker host (issue 14).
+"""A managed HTTP agent server (OpenCode, OpenHands) on a worker host.
 
 The remote version of :mod:`symphony_tui.agents.local_server`, one server per session:
 

@@ -1,5 +1,5 @@
 """Response bodies of ``GET /api/v1/state`` and ``GET /api/v1/snapshot``, serialized once
-per snapshot (issue 11: the API answers within 250 ms under a flood).
+per snapshot, so the API answers within 250 ms under a flood.
 
 The scheduler publishes a new immutable :class:`~symphony_tui.domain.Snapshot` when its
 state changed (``SchedulerState.cached_snapshot``); pollers ask far more often than that

@@ -1,4 +1,4 @@
-"""The operator's tool endpoints of the HTTP API (issue 16; docs/http-api.md):
+"""The operator's tool endpoints of the HTTP API (docs/http-api.md):
 
 * ``GET  /metrics`` — Prometheus text format (:mod:`symphony_tui.api.metrics`).
 * ``GET  /api/v1/audit?limit=N`` — ``{"entries": [...]}``, the newest ``N`` (1 to 1000,

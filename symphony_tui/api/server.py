@@ -116,7 +116,7 @@ def _issue_payload(port: SchedulerPort, identifier: str) -> dict[str, Any] | Non
         "issue": row.model_dump(mode="json") if row else None,
         "workspace": {
             "path": running.workspace_path if running else (recovered.path if recovered else None),
-            # The worker host holding it (issue 14; None: this machine).
+            # The worker host holding it (None: this machine).
             "host": running.host if running else (recovered.host if recovered else None),
         },
         "running": running.model_dump(mode="json") if running else None,

@@ -1,4 +1,4 @@
-"""Front-matter keys that no setting reads: one warning line each (issue: reference schema).
+"""Front-matter keys that no setting reads: one warning line each.
 
 Unknown keys do not fail a load, so files written for the reference implementation (or a
 newer one) still load; but a key nothing reads is almost always a typo or a setting of

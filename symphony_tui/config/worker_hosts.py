@@ -1,4 +1,4 @@
-"""``worker.*``: the SSH worker hosts agents run on (issue 14; the reference's
+"""``worker.*``: the SSH worker hosts agents run on (the reference's
 ``worker.ssh_hosts`` and ``worker.max_concurrent_agents_per_host``, so its files load).
 
 A host is written as OpenSSH takes it: ``host``, ``user@host``, ``host:2222`` or
@@ -7,7 +7,7 @@ written is the host's name everywhere (console, API, manifests, ``worker.hosts``
 Everything else about the connection (keys, ``ProxyJump``, user defaults) comes from the
 user's ``~/.ssh/config`` or ``$SYMPHONY_SSH_CONFIG``.
 
-No hosts (the default) means agents and workspaces stay on this machine, as before.
+No hosts (the default) means agents and workspaces stay on this machine.
 Validation errors are ``ValueError`` inside pydantic (one line, naming the entry).
 """
 

@@ -58,7 +58,7 @@ if TYPE_CHECKING:
 REFRESH_HZ = 4.0
 # Streamed text (new event-log lines, the workers' last-activity cells) repaints at most once
 # a second: under a flood every tick would otherwise scroll the whole log pane and rewrite
-# every visible worker row (issue 11: terminal bytes). Counts, statuses, approvals and every
+# every visible worker row (terminal bytes). Counts, statuses, approvals and every
 # operator action still show on the next tick.
 LIVE_TEXT_S = 1.0
 # Toasts cover the bottom-right of the screen (the approvals "Selected" panel, help text,
@@ -214,7 +214,7 @@ class SymphonyApp(
         self._start_terminal_watch()
         if self._start_fn is not None:
             # after the first frame is on the screen: building the scheduler costs more
-            # than the console (issue 11)
+            # than the console
             self.call_after_refresh(self._begin_start)
         elif self._runner_fn is not None:
             self._start_runner()
@@ -239,7 +239,7 @@ class SymphonyApp(
     # -- screens ----------------------------------------------------------------------
 
     # Each screen's module is imported when it is first shown, not before the first frame
-    # (issue 11: launch to first frame); the main screen is the only one a launch needs.
+    # (launch to first frame); the main screen is the only one a launch needs.
 
     def action_show_approvals(self) -> None:
         from symphony_tui.console.screens.approvals import ApprovalsScreen

@@ -71,8 +71,8 @@ class RefreshMixin:
 
         Once quitting (the workers stop, ``_stopping``) nothing is repainted: the screen
         holds its last frame under the "stopping workers…" notice, and the loop's time goes
-        to the shutdown instead of re-laying out tables whose rows all end at once (issue
-        12.2: with 50 workers that repaint was a large share of the quit's loop time)."""
+        to the shutdown instead of re-laying out tables whose rows all end at once (with 50
+        workers that repaint is a large share of the quit's loop time)."""
         if self._exit or not self.is_running or self._stopping:
             return
         self._fit_screen()

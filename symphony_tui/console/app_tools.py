@@ -114,8 +114,8 @@ class ToolsMixin:
         """``App.suspend`` for a program that runs while the event loop goes on (the
         scheduler keeps working): nothing is painted or written to the terminal meanwhile.
         Textual's output thread is stopped while suspended, so a repaint would fill its
-        queue and block the loop for good (the console and its scheduler froze once the
-        shell exited). Raises ``SuspendNotSupported`` like ``App.suspend``."""
+        queue and block the loop for good (the console and its scheduler would hang once
+        the shell exits). Raises ``SuspendNotSupported`` like ``App.suspend``."""
         self.terminal_handed_over = True
         try:
             with self.batch_update(), self.suspend():

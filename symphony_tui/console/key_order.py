@@ -3,13 +3,13 @@
 Textual's ``App.on_event`` runs a priority binding as its key arrives but hands every other
 key to the focused widget's message queue, where it is handled later. So with ``q`` and
 ``/`` read at once (fast typing, a paste, an SSH burst), ``/`` (a priority binding: it
-focuses the filter at once, see registry.py) ran first and ``q``, handled after, found the
-filter focused: the quit was lost. :class:`KeyOrderMixin` holds a key that arrives while a
-key handed to a widget is still on its way, and lets it go once that one was handled:
-:class:`KeyHandled` is posted right behind the handed-over key to the same widget and
-bubbles up the same path, so it reaches the app after the key went all the way up (or was
-stopped). Should it never arrive (its widget removed meanwhile), the held keys go after
-:data:`RELEASE_AFTER_S` anyway.
+focuses the filter at once, see registry.py) would run first and ``q``, handled after,
+would find the filter focused: the quit would be lost. :class:`KeyOrderMixin` holds a key
+that arrives while a key handed to a widget is still on its way, and lets it go once that
+one was handled: :class:`KeyHandled` is posted right behind the handed-over key to the
+same widget and bubbles up the same path, so it reaches the app after the key went all
+the way up (or was stopped). Should it never arrive (its widget removed meanwhile), the
+held keys go after :data:`RELEASE_AFTER_S` anyway.
 """
 
 from __future__ import annotations

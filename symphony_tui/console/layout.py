@@ -1,8 +1,8 @@
 """How the main screen shares its height between the tables and the log (pure).
 
-Both tables used to get a quarter of the screen each, so six issues next to three workers
-showed five issue rows at 120x36 and two at 80x24. Now the two tables together take what
-they need, up to ``TABLES_SHARE`` of the height (the log and token panes keep the rest),
+A fixed quarter of the screen per table would show six issues next to three workers as
+five issue rows at 120x36 and two at 80x24. So the two tables together take what they
+need, up to ``TABLES_SHARE`` of the height (the log and token panes keep the rest),
 and share it by max-min fairness: a table that fits in half gets exactly what it needs and
 the other takes the rest; when neither fits, they split evenly.
 """

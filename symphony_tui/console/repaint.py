@@ -1,5 +1,5 @@
-"""Set what a widget shows only when it changes (issue 11: nothing written when nothing
-changed, and only the changed cells when something did).
+"""Set what a widget shows only when it changes: nothing written when nothing changed, and
+only the changed cells when something did.
 
 Textual repaints a widget's whole region on every ``Static.update`` and on every
 assignment of ``border_title`` / ``border_subtitle``, equal value or not, and the terminal

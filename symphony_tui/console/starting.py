@@ -1,4 +1,4 @@
-"""The console before its scheduler exists (issue 11: launch to the first painted frame).
+"""The console before its scheduler exists, so launch to the first painted frame is short.
 
 ``symphony-tui`` paints the console's first frame (its layout, ``◌ starting the
 scheduler…`` on the status line) before it loads the workflow and builds the scheduler:
@@ -8,8 +8,8 @@ API) costs more than the console itself, so it runs afterwards, off the event lo
 holds a :class:`StartingPort`: there is nothing to show yet, and every command is refused
 with :data:`STARTING_MESSAGE` (nothing is queued: the operator sees the refusal and can
 press the key again once the panes fill in). A build that fails raises
-:class:`StartFailed`, whose one-line message the CLI prints on exit, exactly as it did
-when the build came before the console.
+:class:`StartFailed`, whose one-line message the CLI prints on exit, the same line as a
+failure before the console starts.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Keys typed while the console starts (issue 11: launch to first frame).
+"""Keys typed while the console starts, before its first frame.
 
 Between ``symphony-tui`` starting and Textual taking the terminal there is most of a
 second in which the terminal is still in its ordinary (cooked) mode: whatever the

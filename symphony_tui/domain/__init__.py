@@ -4,7 +4,7 @@ Textual, no HTTP clients.
 See ``docs/architecture.md`` "Layers" (the domain layer) and the Symphony spec §4 (domain model).
 
 Every model is declared with ``defer_build=True``: pydantic builds a model's validator when it
-is first used, not at import, so start-up (launch to the console's first frame, issue 11)
+is first used, not at import, so start-up (launch to the console's first frame)
 does not pay for the dozens of payload and approval shapes a run may never meet. The package
 itself loads lazily (PEP 562 ``__getattr__``): ``from symphony_tui.domain import EventKind``
 imports only :mod:`symphony_tui.domain.kinds` (no pydantic), and a model's module is

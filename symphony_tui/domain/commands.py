@@ -121,7 +121,7 @@ HostName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1,
 
 
 class DrainHost(_Cmd):
-    """Drain worker host ``host`` (``worker.ssh_hosts``; issue 14): no new issue is placed
+    """Drain worker host ``host`` (``worker.ssh_hosts``): no new issue is placed
     there; its running attempts go on, and issues whose workspace is there (continuations,
     retries, reruns) still go back to it. ``UndrainHost`` ends it. Not kept across a
     restart."""

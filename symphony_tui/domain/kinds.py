@@ -2,7 +2,7 @@
 kinds and decisions (spec §4.1.5-§4.1.8, §7, §10.4; docs/protocols.md "Cross-backend map").
 
 Plain :class:`enum.StrEnum` classes with no pydantic: the console reads them while it
-paints its first frame, before any model is needed (issue 11, launch to first frame). The
+paints its first frame, before any model is needed. The
 package exports them with the models (``from symphony_tui.domain import EventKind``).
 """
 

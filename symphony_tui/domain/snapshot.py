@@ -67,7 +67,7 @@ class RunningRow(BaseModel):
 
 
 class HostRow(BaseModel):
-    """One worker host (``worker.ssh_hosts``; issue 14): ``up``, runs on it now and its
+    """One worker host (``worker.ssh_hosts``): ``up``, runs on it now and its
     ``capacity`` (None: no per-host cap), the last connection error (one line) and the
     last probe's round trip in milliseconds. ``since``: when it last went up or down (UTC;
     the scheduler's start for a host never down); ``drained``: the operator drained it

@@ -1,3 +1,3 @@
-"""Worker hosts over SSH (issue 14): the system ``ssh`` client with connection reuse
+"""Worker hosts over SSH: the system ``ssh`` client with connection reuse
 (:mod:`.ssh`) and remote commands in process groups of their own (:mod:`.remote_group`).
 Below agents and workspaces, above config (docs/architecture.md "Layers")."""

@@ -1,5 +1,5 @@
 """A command on a worker host in a process group of its own, and how to end that group
-(issue 14: "nothing of a run may survive on the host").
+(nothing of a run may survive on the host).
 
 Killing the local ``ssh`` client does not end what it started: without a terminal, sshd
 sends the remote command no signal, and an agent's children (a build, a test server) live

@@ -1,4 +1,4 @@
-"""Commands on a worker host through the system ``ssh`` client (issue 14).
+"""Commands on a worker host through the system ``ssh`` client.
 
 The system client, so ``~/.ssh/config``, ``ProxyJump``, agents and keys work as they do
 for the operator; ``$SYMPHONY_SSH_CONFIG`` names another client config file (``ssh -F``,

@@ -22,10 +22,10 @@ serving is taken over (:func:`take_over_servers`; agents/local_server.py), and e
 issues' ordinary dispatch re-attaches to the recorded conversation or session and adopts
 the run in flight.
 
-A recorded agent found dead is left alone: its issue is dispatched as today (a new
+A recorded agent found dead is left alone: its issue is dispatched as usual (a new
 session resumes the thread). One that does not re-attach within
 ``codex.reattach_timeout_ms`` is ended by its session and the attempt fails, then is
-retried. A scheduler that stops on the operator's word ends its agents as before
+retried. A scheduler that stops on the operator's word ends its agents
 (``Orchestrator.shutdown``): nothing is left running.
 """
 

@@ -25,7 +25,7 @@ from symphony_tui.domain.kinds import ApprovalKind
 from symphony_tui.observability.redact import redact
 from symphony_tui.text import one_line
 
-if TYPE_CHECKING:  # the console imports this module before its first frame (issue 11)
+if TYPE_CHECKING:  # the console imports this module before its first frame
     from symphony_tui.config.settings import AlertKind
     from symphony_tui.domain import Snapshot
 

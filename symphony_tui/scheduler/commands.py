@@ -438,7 +438,7 @@ class OperatorCommands:
         if any(workspace_key(i.identifier) == key for i in claimed):
             return CommandResult(False, f"{identifier} is running or retrying; stop it first")
 
-        # A recovered workspace on a worker host is removed there (issue 14).
+        # A recovered workspace on a worker host is removed there.
         remote = next((w for w in state.recovered if w.key == key and w.host), None)
 
         async def remove() -> CommandResult:

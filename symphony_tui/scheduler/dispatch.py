@@ -78,7 +78,7 @@ class Dispatcher:
             by_state[key] = by_state.get(key, 0) + 1
         if not policy.state_slots_free(issue, settings, by_state):
             return False
-        # Worker hosts (issue 14): an up host with room, the workspace's own one first.
+        # Worker hosts: an up host with room, the workspace's own one first.
         hosts = self._state.hosts
         return not hosts.enabled or hosts.place(issue.id, running) is not None
 
@@ -159,7 +159,7 @@ class Dispatcher:
         state = self._state
         settings = state.settings
         state.tracker_ok()
-        self.probes.tick()  # down worker hosts whose backoff ran out (issue 14)
+        self.probes.tick()  # down worker hosts whose backoff ran out
         present = {issue.id for issue in candidates}
         for issue_id in [i for i in state.retrying if i not in present]:
             # Left the active states while waiting: its timer would find the same (§8.4);

@@ -1,5 +1,5 @@
-"""Each run's long-lived objects out of the full collections' reach (issue 11: no full GC
-pause over 50 ms).
+"""Each run's long-lived objects out of the full collections' reach, so no full GC pause
+takes over 50 ms.
 
 A full (generation 2) collection traverses every object the collector tracks outside the
 permanent generation. Start-up's heap is frozen (:func:`gc.freeze`, ``cli.py``); what is
@@ -7,9 +7,9 @@ left are the runs: a codex run holds about 190 tracked objects for its whole lif
 tasks and their coroutines, contexts and handles, the subprocess transports and
 protocols, the session, its RPC connection and reader state; measured with
 ``tests/bench/sched_host.py``'s heap dumps at 10 and 60 idle runs). At 200 workers that is
-40,000 objects, and a full collection took 37-41 ms of CPU (57-87 ms of wall time on the
-shared machine), every time the flood's short-lived backlog had been promoted often
-enough to trigger one.
+40,000 objects, and a full collection over them costs 37-41 ms of CPU (57-87 ms of wall
+time on a shared 2-core machine), every time the flood's short-lived backlog is promoted
+often enough to trigger one.
 
 :class:`HeapFreezer` freezes the heap again shortly after sessions open (one freeze for a
 burst of run starts, :data:`FREEZE_DELAY_S` after the first of them), after a collection
@@ -34,8 +34,8 @@ It also freezes shortly after every full collection it did not run itself
 (:meth:`HeapFreezer.watch`, a :data:`gc.callbacks` entry). The console shares the
 scheduler's process, and its render caches (Textual's ``FIFOCache`` and ``Strip``,
 Rich's ``Segment``: 50,000-80,000 live objects under a flood) are long-lived too, without
-any session opening to freeze them: a console under a 40-agent flood ran a full
-collection every ~6 s, growing to 185 ms of CPU. Right after a full collection no cyclic
+any session opening to freeze them: unfrozen, a console under a 40-agent flood runs a
+full collection every ~6 s, growing to 185 ms of CPU. Right after a full collection no cyclic
 garbage is left, so freezing then keeps nothing that should go, and the next full
 collection traverses only what was promoted since.
 

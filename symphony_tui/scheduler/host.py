@@ -67,7 +67,7 @@ class RunHost:
 
     @property
     def worker_host(self) -> str | None:
-        """The worker host the session runs on (None: this machine; issue 14)."""
+        """The worker host the session runs on (None: this machine)."""
         return self._run.worker_host
 
     @property

@@ -1,4 +1,4 @@
-"""The operator's worker-host commands (issue 14): ``drain_host`` / ``undrain_host`` and
+"""The operator's worker-host commands: ``drain_host`` / ``undrain_host`` and
 ``probe_host``, applied on the scheduling loop by ``commands.OperatorCommands``.
 
 A drained host takes no new issue (``worker_hosts.HostBook.place``); its running attempts

@@ -12,7 +12,7 @@ one mailbox).
 Posting never blocks and never yields (sessions post from their reader callbacks). An input
 with a ``reply`` future gets the handler's result there (or its exception).
 
-Back-pressure (issue 11): a session's reader awaits :meth:`Inbox.room` between batches of
+Back-pressure: a session's reader awaits :meth:`Inbox.room` between batches of
 lines; past :data:`HIGH_WATER` queued main-lane inputs it waits until the loop has taken the
 lane down to :data:`LOW_WATER`. Agent traffic then waits in the agents' pipes (which slow the
 agents down) instead of piling up here, where every queued event is memory, garbage
@@ -20,7 +20,7 @@ collector work and latency for whatever the operator reads next. The control lan
 such bound. Between batches readers also share slices of loop time
 (``scheduler/read_slices.py``), so one turn of the loop never holds hundreds of batches.
 
-Congestion (issue 11, "control never starves"): past :data:`BUSY_MARK` queued main-lane
+Congestion (control is never starved by a flood): past :data:`BUSY_MARK` queued main-lane
 inputs the inbox is :attr:`Inbox.busy`; a session that can coalesce its streamed deltas
 (the codex backend, ``agents/codex/coalesce.py``) then holds them and keeps reading,
 instead of posting one input per delta and reaching the high-water mark. So its reader

@@ -264,7 +264,7 @@ class Orchestrator:
         else:
             await take_over_servers(self.state, backend)
         terminal = await sweep_terminal_workspaces(self.state, self.tracker, hosts=False)
-        # Worker hosts are reached in the background (issue 14): nothing here, nor the
+        # Worker hosts are reached in the background: nothing here, nor the
         # first tick, waits for one that cannot be reached.
         self.dispatcher.probes.start(HostArrivals(self.state, terminal, self._rescan).reached)
         self.refresh_recovered()
@@ -570,7 +570,7 @@ class Orchestrator:
                 reply(answer, None)
             case WorkerEnded(run=run, ending=ending):
                 self.retries.after_run(run, ending)
-                run.release()  # no cycle through it is left (issue 11)
+                run.release()  # no cycle through it is left
                 if self.heap is not None:
                     self.heap.run_ended()
                 # One rescan for all the runs that end together, off the loop (it reads

@@ -1,5 +1,5 @@
 """Slices of loop time for the sessions' readers, so that a turn of the event loop stays
-short however many agents flood (issue 11, "control never starves").
+short however many agents flood, and control is never starved.
 
 Every reader awaits ``Inbox.room`` between batches of lines, and each waiting reader runs
 one batch per turn of the event loop. With 200 flooding sessions a turn is then 200
@@ -13,11 +13,12 @@ itself) runs in between. Readers still use every spare cycle: when nothing else 
 queued a turn is microseconds long and the next slice opens at once.
 
 The turn's other work counts against the readers (their cost per batch is the turn's
-time over its batches). Counting the readers' own time alone was tried and measured
-(``bench_flood --before``, one run each): at 200 flooding workers it took in 32,300
-events/s at 21.2 us per event against 26,400 at 24.0 us, interrupt p99 138 against 227 ms,
-but at 50 workers 29,400 at 17.0 us against 44,200 at 13.3 us, approval visible p99 275
-against 168 ms (not explained yet; fewer parked readers, so fewer joined deltas, is a guess).
+time over its batches). Counting the readers' own time alone measures better at 200
+flooding workers and worse at 50 (``bench_flood --before``, one run each): at 200 it takes
+in 32,300 events/s at 21.2 us per event against 26,400 at 24.0 us, interrupt p99 138
+against 227 ms, but at 50 workers 29,400 at 17.0 us against 44,200 at 13.3 us, approval
+visible p99 275 against 168 ms (unexplained; fewer parked readers, so fewer joined deltas,
+is a guess).
 """
 
 from __future__ import annotations
@@ -73,8 +74,8 @@ class ReadSlices:
 
     def hurry(self, key: object) -> None:
         """Let the reader parked with ``key`` go now, before those parked earlier: it holds
-        a request of its agent (an approval, a question) behind what it reads (issue 11,
-        "control never starves"). Nothing when that reader is not parked. It still counts
+        a request of its agent (an approval, a question) behind what it reads, so
+        control is never starved. Nothing when that reader is not parked. It still counts
         in the slice it runs in."""
         parked = self._parked_by.pop(key, None)
         if parked is not None and not parked.done():

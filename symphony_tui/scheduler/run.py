@@ -145,7 +145,7 @@ class Run:
         """Drop the handles on the ended attempt's worker, task and session (the scheduler
         calls it once the run's end is applied). They refer back to the run (the worker and
         the session's host hold it), so an ended run kept them would be a reference cycle,
-        freed only by a full collection (issue 11: no full GC pause over 50 ms); without
+        freed only by a full collection (which must not pause over 50 ms); without
         them the run and its session are freed by reference counting when it is dropped."""
         self.task = None
         self.worker = None

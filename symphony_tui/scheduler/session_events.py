@@ -95,7 +95,7 @@ class SessionRecorder:
         payload = event.payload
         kind = event.kind
         if kind is EventKind.MESSAGE_DELTA or kind is EventKind.COMMAND_OUTPUT:
-            # The hot path under a flood (issue 11): no wall-clock read, no stamp dict, no
+            # The hot path under a flood: no wall-clock read, no stamp dict, no
             # copy; the text joins the transcript's live item (eventlog.append_fragment).
             run.last_event_mono = now_mono
             if run.status is RunStatus.RETRYING_MODEL:

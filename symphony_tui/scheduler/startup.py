@@ -142,7 +142,7 @@ async def sweep_host(
     terminal: dict[str, Issue],
     found: list[RecoveredWorkspace] | None = None,
 ) -> None:
-    """The same on worker host ``host`` (issue 14): workspaces whose manifests name a
+    """The same on worker host ``host``: workspaces whose manifests name a
     terminal issue are removed there, ``before_remove`` included; ``found``: the host's
     workspaces when already listed. An unreachable host lists nothing."""
     if found is None:

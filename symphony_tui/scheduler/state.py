@@ -97,7 +97,7 @@ class SchedulerState:
         self.recovered: tuple[RecoveredWorkspace, ...] = ()
         #: Secrets, child environment and control API behind each run's posture.
         self.posture = PostureSource()
-        #: Worker hosts and where each issue's workspace is (issue 14).
+        #: Worker hosts and where each issue's workspace is.
         self.hosts = HostBook(lambda: self.settings, clock.now)
         self.dispatch_paused = False
         self.config_error: str | None = None

@@ -1,5 +1,5 @@
-"""Per-issue transcripts of the event history, bounded by bytes (issue 11: memory bounded by
-bytes, not event counts; streamed fragments coalesced, not one object per delta).
+"""Per-issue transcripts of the event history, bounded by bytes (memory bounded by bytes, not
+event counts; streamed fragments coalesced, not one object per delta).
 
 A transcript holds an issue's events oldest first for worker detail and the API's
 ``recent_events`` (``EventHistory.since(..., issue_id=)``). Two things keep it small:
@@ -22,11 +22,11 @@ A transcript holds an issue's events oldest first for worker detail and the API'
 Kept events are held as :data:`Kept` entries, ``(seq, wire JSON bytes, cost)`` tuples
 (:func:`pack`), not as model objects: a tuple of an int and bytes is not tracked by the
 garbage collector, so however full the history is, a full collection does not traverse it
-(issue 11: no full GC pause over 50 ms; one ``AgentEvent`` with its payload was six tracked
+(no full GC pause over 50 ms; one ``AgentEvent`` with its payload is six tracked
 objects). Readers get events decoded again (:func:`unpack`, the event's own JSON form,
 ``docs/architecture.md``), which round-trips exactly.
 
-The budget counts what an entry really holds (issue 11: memory bounded by bytes). An
+The budget counts what an entry really holds (memory bounded by bytes). An
 event whose JSON is longer than ``COMPRESS_OVER`` bytes (a completed agent message, a
 command's output) is kept zlib-compressed (level 1; RFC 1950), and costs its compressed
 size plus ``ENTRY_OVERHEAD``: agent prose and code shrink 2-3 times (this project's own
@@ -34,7 +34,7 @@ source and docs, 12,000-character pieces: 2.7x and 2.1x), so the same bytes keep
 three times the text; compressing a 12,000-character message takes 0.2-0.5 ms and a
 reader pays one ``zlib.decompress`` per entry (0.07-0.15 ms; 2-core machine under load). A live item's fragments are joined every ``JOIN_PARTS`` parts, so it
 holds a few strings, not one object per delta (a 45-character delta as its own ``str``
-and list slot took 2.3 times its text).
+and list slot takes 2.3 times its text).
 """
 
 from __future__ import annotations

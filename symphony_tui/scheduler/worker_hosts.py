@@ -1,4 +1,4 @@
-"""Which worker host a run goes to, and which hosts are down (issue 14).
+"""Which worker host a run goes to, and which hosts are down.
 
 :class:`HostBook` is part of the scheduler state (``SchedulerState.hosts``), changed on
 the event loop only. Rules:

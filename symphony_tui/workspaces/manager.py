@@ -115,7 +115,7 @@ class WorkspaceManager:
         #: Ends every hook of this root, local or on a host, once the scheduler stops
         #: (:meth:`stop_hooks`).
         self.hooks_cutoff = HookCutoff()
-        #: Workspaces on worker hosts (``worker.ssh_hosts``; issue 14): the methods below
+        #: Workspaces on worker hosts (``worker.ssh_hosts``): the methods below
         #: take ``host=`` and hand those calls to it.
         self.remote = RemoteWorkspaces(
             settings,

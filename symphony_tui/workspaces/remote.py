@@ -1,4 +1,4 @@
-"""Per-issue workspaces on a worker host (issue 14; spec §9 on another machine).
+"""Per-issue workspaces on a worker host (spec §9 on another machine).
 
 The same rules as :class:`~symphony_tui.workspaces.manager.WorkspaceManager`, carried out
 with ``sh`` over ssh (``hosts/ssh.py``): the root is the host's (``worker.hosts.<h>.

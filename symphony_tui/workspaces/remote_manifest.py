@@ -1,4 +1,4 @@
-"""Workspace manifests on a worker host (issue 14; the layout is ``manifest.py``'s).
+"""Workspace manifests on a worker host (the layout is ``manifest.py``'s).
 
 A :class:`RemoteManifests` is the :class:`~symphony_tui.workspaces.manifest_writer.
 ManifestStore` of one host: the manifest writer thread calls it for every workspace

@@ -1,4 +1,4 @@
-"""The shared reconnect helper: capped exponential backoff with jitter (issue 10.3b).
+"""The shared reconnect helper: capped exponential backoff with jitter.
 
 Deterministic: the random source and the sleep are injected, nothing waits."""
 

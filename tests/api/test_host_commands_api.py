@@ -1,5 +1,5 @@
 """``POST /api/v1/commands`` carries ``drain_host`` / ``undrain_host`` / ``probe_host``
-like the hosts screen's keys (issue 14): the snapshot shows the drain, a refusal is 409
+like the hosts screen's keys: the snapshot shows the drain, a refusal is 409
 with its one-line reason, a bad body 400, and each is in the audit log with ``via api``."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``/api/v1/<identifier>``'s ``recent_events`` (issue 12.7): the newest 50 events of the
+"""``/api/v1/<identifier>``'s ``recent_events``: the newest 50 events of the
 issue that are not streamed fragments, newest first (``symphony_tui.domain.activity``)."""
 
 from __future__ import annotations

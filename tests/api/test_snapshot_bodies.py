@@ -1,4 +1,4 @@
-"""``GET /api/v1/state`` and ``/api/v1/snapshot`` are serialized once per snapshot (issue 11):
+"""``GET /api/v1/state`` and ``/api/v1/snapshot`` are serialized once per snapshot:
 the same snapshot gives the same bytes and tag, a changed state new ones, and a client
 holding the current tag gets 304 without a body."""
 

@@ -2,7 +2,7 @@
 
 - The cost of one refresh (snapshot -> tables, log, token pane) with 200 workers, a changing
   snapshot and a busy event log, measured inside a headless Textual app (ms per refresh).
-- Terminal bytes at 120x36 with 50 busy workers (issue 11): what the console writes per
+- Terminal bytes at 120x36 with 50 busy workers: what the console writes per
   second at its refresh rate, beside a naive full repaint of the same screen at the same rate
   measured in the same run (every tick, the whole screen rendered as Textual would for a
   full update), and what it writes when nothing changed. The app runs headless with its

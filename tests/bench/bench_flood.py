@@ -1,4 +1,4 @@
-"""End-to-end ingest under a flood (issue 11; issue 12 benchmark b).
+"""End-to-end ingest under a flood.
 
 ``python -m tests.bench.bench_flood [--workers 50 200] [--seconds 20] [--rate 0]
 [--until-events N] [--before REF]``
@@ -24,8 +24,8 @@ instead). Over a measured window it prints:
   approval showing in ``GET /api/v1/snapshot``; 50 ms polls, answered from another thread so
   a slow answer does not delay seeing the next one) and approve-to-agent latency;
 * the scheduler's RSS and its longest GC pauses (``gc.callbacks``);
-* the time the scheduler takes to quit (SIGTERM) with all workers running (benchmark f,
-  headless).
+* the time the scheduler takes to quit (SIGTERM) with all workers running (as
+  ``bench_quit``, headless).
 
 ``--until-events N`` keeps the flood going until N events were taken in, then prints RSS.
 """

@@ -1,4 +1,4 @@
-"""Start-up with a worker host that does not answer (issue 14): seconds from spawning a
+"""Start-up with a worker host that does not answer: seconds from spawning a
 real ``symphony-tui --headless`` to its API answering and to the first run on the host
 that does answer, while the other host's sshd is stopped (SIGSTOP: it accepts
 connections and never speaks, as a hung machine does). ``worker.connect_timeout_ms`` is

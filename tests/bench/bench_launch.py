@@ -1,4 +1,4 @@
-"""Launch to the first painted frame (issue 11): seconds from starting ``symphony-tui`` (the
+"""Launch to the first painted frame: seconds from starting ``symphony-tui`` (the
 console, on a 120x36 pseudo-terminal) to the first frame with the workers pane on it.
 
 ``python -m tests.bench.bench_launch [--runs 7] [--workers 5] [--before DIR]``

@@ -1,4 +1,4 @@
-"""Quit with 50 workers (issue 12, benchmark f): seconds from the request to the process's
+"""Quit with 50 workers: seconds from the request to the process's
 exit, headless (SIGTERM) and the console (``q``, ``y`` on a pseudo-terminal), with every
 worker streaming. Then quitting with a hung ``after_run`` hook (``hooks.timeout_ms`` an
 hour, one run waiting for an approval): seconds from a terminal hang-up (the pty's master

@@ -1,4 +1,4 @@
-"""Churning runs and the full collections they cost (issue 11: no full GC pause over 50 ms).
+"""Churning runs and the full collections they cost (no full GC pause may exceed 50 ms).
 
 ``python -m tests.bench.bench_reclaim [--workers 50 200] [--seconds 90] [--before REF]``
 

@@ -1,4 +1,4 @@
-"""Worker-host figures (issue 14): the added cost of starting a run's agent on an SSH
+"""Worker-host figures: the added cost of starting a run's agent on an SSH
 host (launch + ``initialize`` handshake + thread start of the simulated codex agent) over
 starting it here, with and without connection reuse, and of running a hook there.
 

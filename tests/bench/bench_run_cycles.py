@@ -1,4 +1,4 @@
-"""What ended runs leave in reference cycles (issue 11: no full GC pause over 50 ms).
+"""What ended runs leave in reference cycles (no full GC pause may exceed 50 ms).
 
 ``python -m tests.bench.bench_run_cycles [--workers 50] [--seconds 60] [--freeze]``
 

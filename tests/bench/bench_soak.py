@@ -1,5 +1,5 @@
-"""Console soak (issue 12, benchmark a): the console on a pseudo-terminal (120x36) with 50
-churning workers, RSS over time; ``--flood`` (issue 11): the console under a flood of agent
+"""Console soak: the console on a pseudo-terminal (120x36) with 50
+churning workers, RSS over time; ``--flood``: the console under a flood of agent
 deltas instead of churn.
 
 ``python -m tests.bench.bench_soak [--minutes 10] [--workers 50] [--rate 50] [--headless]

@@ -1,4 +1,4 @@
-"""Run turnover (issue 12, benchmark c): 300 issues, 50 concurrent runs, and every round
+"""Run turnover: 300 issues, 50 concurrent runs, and every round
 all 50 turns end together (the agent moves its issue to Done) and the next poll starts 50
 new runs. While that happens a probe plays the HTTP API's part every 10 ms: it waits on the
 event loop (what any request waits for) and builds the ``/api/v1/state`` payload from a

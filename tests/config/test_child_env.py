@@ -1,4 +1,4 @@
-"""One child-environment recipe for every backend and the hooks (issue 10.3b, 12.6)."""
+"""One child-environment recipe for every backend and the hooks."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 12.8: files in the reference's current schema load (``tracker.provider``,
+"""Files in the reference's current schema load (``tracker.provider``,
 ``tracker.required_labels``), and keys nothing reads are reported, one line each."""
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def test_a_current_reference_file_loads_with_provider_and_required_labels(tmp_pa
     assert tracker.api_key == "ref-key-value-42"
     assert "REF_KEY" in tracker.secret_env_names
     assert tracker.required_labels == ("agent", "backend")
-    assert validate_dispatch(wf.settings) == []  # was: "project slug is not set"
+    assert validate_dispatch(wf.settings) == []  # no "project slug is not set"
     assert tracker.has_required_labels(["backend", "Agent", "ui"])
     assert not tracker.has_required_labels(["agent"])
 

@@ -1,4 +1,4 @@
-"""Issue 14: ``worker.ssh_hosts`` and friends load (the reference's names), bad entries
+"""``worker.ssh_hosts`` and friends load (the reference's names), bad entries
 are one-line errors, and no hosts means nothing changes."""
 
 from __future__ import annotations

@@ -193,7 +193,7 @@ def test_keep_terminal_ms_is_a_whole_number_of_milliseconds(write_workflow, valu
 def test_a_hook_shutdown_grace_refuses_booleans_and_absurd_values(
     write_workflow, value: str, problem: str
 ) -> None:
-    # PyYAML reads `true` as a boolean, which pydantic's lax int took as 1 (ms).
+    # PyYAML reads `true` as a boolean, which pydantic's lax int would take as 1 (ms).
     path = write_workflow(f"---\nhooks:\n  shutdown_grace_ms: {value}\n---\n")
     with pytest.raises(WorkflowError) as info:
         load_workflow(path)

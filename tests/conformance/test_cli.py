@@ -252,9 +252,10 @@ def test_second_scheduler_on_the_same_project_refuses_and_names_the_owner(tmp_pa
 
 
 def test_second_scheduler_with_another_tmpdir_is_refused(tmp_path):
-    # Issue 12.4: the project-lock folder follows $TMPDIR (per-session on macOS, private
-    # under systemd's PrivateTmp); a second scheduler with another TMPDIR used to start and
-    # run the same issues in the same workspaces. The workspace-root lock refuses it.
+    # The project-lock folder follows $TMPDIR (per-session on macOS, private under
+    # systemd's PrivateTmp), so a second scheduler with another TMPDIR finds a free project
+    # lock and would run the same issues in the same workspaces. The workspace-root lock
+    # refuses it.
     project = write_project(tmp_path / "project", [])
     first_logs = tmp_path / "logs-1"
     first = start_headless(project.folder, first_logs)

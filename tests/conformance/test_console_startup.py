@@ -1,6 +1,6 @@
-"""The console builds its scheduler after its first frame (issue 11): a bad WORKFLOW.md must
-still end with the same one-line error on stderr and exit 1, as when the build came before
-the console. Runs the real command line on a pseudo-terminal (the console needs one)."""
+"""The console builds its scheduler after its first frame: a bad WORKFLOW.md still ends
+with the same one-line error on stderr and exit 1 as a failure before the console
+starts. Runs the real command line on a pseudo-terminal (the console needs one)."""
 
 from __future__ import annotations
 

@@ -52,7 +52,7 @@ def test_real_run_logs_key_value_lines_with_issue_and_session_context_and_no_sec
     project = write_project(
         tmp_path / "project",
         [issue(1)],
-        # Hooks get the tracker key only when hooks.env asks for it (issue 12.6).
+        # Hooks get the tracker key only when hooks.env asks for it.
         front=(
             'hooks:\n  before_run: echo "hook sees $CONF_TRACKER_KEY"\n'
             "  env:\n    CONF_TRACKER_KEY: $CONF_TRACKER_KEY\n"

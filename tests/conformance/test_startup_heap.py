@@ -1,4 +1,4 @@
-"""After start-up the heap built so far is frozen out of the collector's scans (issue 11)."""
+"""After start-up the heap built so far is frozen out of the collector's scans."""
 
 from __future__ import annotations
 

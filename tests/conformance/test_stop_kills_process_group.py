@@ -1,5 +1,5 @@
-"""Stop means stop: ending a worker kills the agent's whole process group (issue list,
-spec §10.1 launch via ``bash -lc``). The agent is the demo agent behind the real codex
+"""Stop means stop: ending a worker kills the agent's whole process group (spec
+§10.1 launch via ``bash -lc``). The agent is the demo agent behind the real codex
 backend; its ``codex.command`` first starts a background ``sleep`` (a grandchild of the
 scheduler) and a detached ``sleep`` in a subshell (re-parented to init, same group)."""
 

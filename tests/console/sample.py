@@ -326,7 +326,7 @@ def sample_tools(port: FakePort) -> FakePort:
 
 
 def sample_hosts(port: FakePort) -> FakePort:
-    """Three worker hosts (issue 14): one up with both runs, one down (drained, with a
+    """Three worker hosts: one up with both runs, one down (drained, with a
     workspace recovered there), one up and drained; the runs and a recovered workspace
     name their host."""
     from symphony_tui.domain.snapshot import HostRow

@@ -201,11 +201,11 @@ async def test_follow_survives_a_change_of_the_pane_height(port, make_app):
 
 
 async def test_kept_lines_hold_a_lines_worth_of_each_event(port, make_app):
-    """Bounded by bytes, not only by ``MAX_LINES`` (issue 11): a full log of events with the
+    """Bounded by bytes, not only by ``MAX_LINES``: a full log of events with the
     core's longest message and a command's output keeps what its lines show. The bytes the
     log holds are read with tracemalloc once the port let go of the events (the core hands
-    out decoded copies, so what the log keeps is its own). When the log kept the events it
-    held 39 MB here; keeping a line's worth, 2.8 MB (the lines, and the pane's renders)."""
+    out decoded copies, so what the log keeps is its own). Keeping the events would hold
+    39 MB here; keeping a line's worth, 2.8 MB (the lines, and the pane's renders)."""
     app = make_app(port)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -237,7 +237,7 @@ async def test_kept_lines_hold_a_lines_worth_of_each_event(port, make_app):
         finally:
             tracemalloc.stop()
         assert held < 4 * 1024 * 1024, f"{held / 1e6:.1f} MB"  # about 4 KB a line at most
-        # the lines read as before: the message cut to the line's limit, at the line's end
+        # each line reads as the event's: the message cut to the line's limit, at its end
         plain = log.plain_lines()[-1]
         assert f"cmd {MAX_LINES - 1} xxx" in plain and plain.endswith("x…")
         assert plain == fmt.event_line(last, Tones()).plain

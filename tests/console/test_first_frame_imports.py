@@ -1,4 +1,4 @@
-"""What the console imports before its first frame (issue 11: launch to first frame).
+"""What the console imports before its first frame.
 
 The first frame is painted before the scheduler is built (console/starting.py), so the
 console's modules must not pull in the layers only a running scheduler needs: pydantic and

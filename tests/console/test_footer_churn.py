@@ -1,7 +1,7 @@
-"""The footer under churn (issue 12.1): workers that start and end change the keys that
+"""The footer under churn: workers that start and end change the keys that
 apply several times a second. Textual's Footer binds every key it builds to the footer's
 ``compact`` (``data_bind``), a watcher kept on the footer until ``compact`` changes, so every
-key ever shown stayed alive. Counts only, never time."""
+key ever shown would stay alive. Counts only, never time."""
 
 from __future__ import annotations
 

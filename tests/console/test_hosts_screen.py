@@ -1,4 +1,4 @@
-"""Issue 14, the operator's view of worker hosts: ``h`` opens the hosts screen (a row per
+"""The operator's view of worker hosts: ``h`` opens the hosts screen (a row per
 host, the selected one's detail; one line instead when no hosts are configured), drain
 asks first and undrain / probe send at once, and the workers and recovered tables get a
 host column only when the snapshot has hosts."""

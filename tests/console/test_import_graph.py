@@ -1,4 +1,4 @@
-"""The console's modules form no import circle (issue 10.5), type-only imports included:
+"""The console's modules form no import circle, type-only imports included:
 screens post typed messages (``console.messages``) instead of importing the app."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""One "last activity" for the worker row and the worker detail (issue 12.7): both show the
+"""One "last activity" for the worker row and the worker detail: both show the
 end of the rolling agent text, its newest words, never its head."""
 
 from __future__ import annotations

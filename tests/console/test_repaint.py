@@ -1,4 +1,4 @@
-"""What the console writes to the terminal (issue 11): nothing when nothing it shows changed,
+"""What the console writes to the terminal: nothing when nothing it shows changed,
 only the changed cells' lines when one did, streamed text at most once a second, and no
 repaint once quitting. Frames are counted and their lines read (``FrameRecorder``), never
 timed."""

@@ -1,4 +1,4 @@
-"""The console's first frame comes before its scheduler is built (issue 11; console.starting):
+"""The console's first frame comes before its scheduler is built (console.starting):
 the order of paint and build, keys pressed while it builds, a build that fails, a quit while
 it builds. No timing asserts: each test orders events with an ``asyncio.Event`` it holds."""
 

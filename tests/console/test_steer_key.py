@@ -48,7 +48,7 @@ async def test_steer_escape_sends_nothing(port, make_app):
 async def test_steer_too_long_is_refused_with_a_reason_and_the_console_keeps_running(
     port, make_app
 ):
-    # a pasted 9,000-character message used to raise out of the dialog and end the console
+    # a pasted 9,000-character message must not raise out of the dialog and end the console
     app = make_app(port)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)

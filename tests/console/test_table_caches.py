@@ -1,4 +1,4 @@
-"""DataTable render caches under churn (issue 12.1): rows of ended workers and every cell
+"""DataTable render caches under churn: rows of ended workers and every cell
 update leave rendered rows, lines and cells behind; the keyed tables keep only a few
 screens' worth. Counts only, never time."""
 

@@ -138,8 +138,8 @@ def test_demo_with_real_keystrokes(pane: Pane):
 
 def test_a_shell_in_a_workspace_has_the_terminal_and_gives_it_back(pane: Pane):
     # The event loop (and the scheduler) go on while the shell runs; the console must not
-    # paint meanwhile: Textual's output thread is stopped, a repaint filled its queue and
-    # froze the console and its scheduler for good once the shell exited.
+    # paint meanwhile: Textual's output thread is stopped, so a repaint would fill its queue
+    # and freeze the console and its scheduler for good once the shell exits.
     pane.wait("a worker at work", lambda s: "● working" in s or "! waiting" in s)
     pane.keys("2")
     pane.keys("o")

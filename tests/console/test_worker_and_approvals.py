@@ -242,9 +242,9 @@ async def test_cancel_turn_unavailable_when_not_offered(port, make_app):
 
 
 def test_streamed_output_of_commands_that_never_complete_is_bounded_by_bytes():
-    """Issue 11: a command's streamed output is kept until it completes; commands that never
-    do (interrupted turns) kept theirs for the screen's lifetime, 64 K characters each.
-    Only the newest items' are kept now: bytes read with tracemalloc (about 13 MB before)."""
+    """A command's streamed output is kept until it completes; of commands that never do
+    (interrupted turns), only the newest items' are kept, not 64 K characters each for the
+    screen's lifetime (about 13 MB): bytes read with tracemalloc."""
     t = Transcript(Tones())
     chunk = "out\n" * 4096  # 16 K characters
 
@@ -345,7 +345,7 @@ async def test_a_whole_transcript_has_no_dropped_line(port, make_app):
 
 
 async def test_a_flood_of_long_messages_writes_only_the_newest_and_says_so(port, make_app):
-    # 60 messages of 12,000 characters: rendering them all froze the console for seconds
+    # 60 messages of 12,000 characters: rendering them all freezes the console for seconds
     for i in range(60):
         port.add_event(
             EventKind.MESSAGE,

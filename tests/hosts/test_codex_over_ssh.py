@@ -1,4 +1,4 @@
-"""Issue 14: a codex app-server session on a worker host over the SSH stdio channel (the
+"""A codex app-server session on a worker host over the SSH stdio channel (the
 bundled simulated agent speaks the protocol), and nothing of it left on the host after
 close, even when the agent started children of its own. Real sshd on loopback."""
 

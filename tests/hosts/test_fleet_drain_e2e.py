@@ -1,4 +1,4 @@
-"""Issue 14 end to end, draining a worker host: a real ``symphony-tui --headless`` with
+"""Draining a worker host, end to end: a real ``symphony-tui --headless`` with
 two real sshd hosts. Draining the host that runs FL-1 (``POST /api/v1/commands
 drain_host``) lets FL-1 go on there, its continuation included (its workspace is there),
 while an issue that arrives afterwards runs only on the other host."""

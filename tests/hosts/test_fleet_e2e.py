@@ -1,4 +1,4 @@
-"""Issue 14 end to end: a real ``symphony-tui --headless`` with two worker hosts (real
+"""Worker hosts end to end: a real ``symphony-tui --headless`` with two worker hosts (real
 sshd on 127.0.0.1 and 127.0.0.2) running the simulated codex agent there: work spreads
 over both, the per-host cap holds, a continuation goes back to its host, killing one
 host's sshd mid-run fails its attempt over to the other, and nothing of a run is left on

@@ -1,4 +1,4 @@
-"""Issue 14, a host coming back (real sshd on loopback): its manifests are written again as
+"""A worker host coming back (real sshd on loopback): its manifests are written again as
 soon as it answers (not after the fail-fast hold), and what earlier runs left running
 under its workspace root is ended, but never a group a pgid file names by a reused pid,
 another machine's, or one of a workspace in use."""

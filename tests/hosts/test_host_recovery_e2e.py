@@ -1,4 +1,4 @@
-"""Issue 14, hosts that misbehave, end to end (a real ``symphony-tui --headless``, two real
+"""Worker hosts that misbehave, end to end (a real ``symphony-tui --headless``, two real
 sshd on loopback): a host whose network went away mid-run (its sshd and sessions die,
 what they ran lives on) has what the run left there ended when it is back, before it
 takes work, and the run is retried; a host that does not answer at start-up delays

@@ -1,4 +1,4 @@
-"""Issue 14: the console's header names the worker hosts (up of all, runs over their
+"""The console's header names the worker hosts (up of all, runs over their
 capacity) and the alert line names a down host with its reason; without hosts, nothing
 of it shows."""
 

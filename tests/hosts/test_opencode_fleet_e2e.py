@@ -1,4 +1,4 @@
-"""Issue 14 end to end with ``agent.backend: opencode``: a real ``symphony-tui --headless``
+"""Worker hosts end to end with ``agent.backend: opencode``: a real ``symphony-tui --headless``
 dispatches two issues over two worker hosts (real sshd on 127.0.0.1 / 127.0.0.2), each
 run's real ``opencode serve`` starts on its host and streams from the fake model through
 the port forward; a stop and an interrupt through the API leave nothing of either run on

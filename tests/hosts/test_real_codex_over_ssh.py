@@ -1,4 +1,4 @@
-"""Issue 14: the real codex app-server (0.171.0) runs a turn on a worker host over the
+"""The real codex app-server (0.171.0) runs a turn on a worker host over the
 SSH stdio channel against the fake model server, and nothing of it is left on the host
 after close. Real sshd on loopback; every message sent is checked against the schema the
 same binary generates."""

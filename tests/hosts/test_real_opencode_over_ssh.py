@@ -1,4 +1,4 @@
-"""Issue 14: the real ``opencode serve`` (1.18.33) started on a worker host in the
+"""The real ``opencode serve`` (1.18.33) started on a worker host in the
 workspace, reached through an SSH port forward, runs turns end to end against the fake
 model; after close (and after an interrupt) nothing of it is left on the host; a missing
 program is one line; a host that dies mid-turn is the host lost. Real sshd on loopback."""

@@ -1,4 +1,4 @@
-"""Issue 14: the real OpenHands agent-server (1.58.2) started on a worker host in the
+"""The real OpenHands agent-server (1.58.2) started on a worker host in the
 workspace, reached through an SSH port forward (REST and the event WebSocket), runs a turn
 with a shell command end to end against the fake model; an interrupt ends a turn; after
 close nothing of it is left on the host, its terminal tool's tmux servers included; a

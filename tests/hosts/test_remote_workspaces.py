@@ -1,4 +1,4 @@
-"""Issue 14: workspaces on a worker host: created under the host's root, the hooks run
+"""Workspaces on a worker host: created under the host's root, the hooks run
 there (a hung one is killed there), manifests land there atomically, removal runs
 ``before_remove`` there, recovery lists them with their host, and a full or read-only disk
 there is a one-line reason. Real sshd on loopback."""

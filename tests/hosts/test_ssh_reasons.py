@@ -1,4 +1,4 @@
-"""Issue 14 "bad input": what ssh writes when a connection fails (often several lines: a
+"""Bad input from ssh: what it writes when a connection fails (often several lines: a
 banner, warnings, a proxy's errors) becomes one reason naming the failure."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 14: the ssh transport against real sshd on loopback: quoting survives the login
+"""The ssh transport against real sshd on loopback: quoting survives the login
 shell, connection reuse (a dead master's socket is replaced), and every connection failure
 is a one-line reason."""
 

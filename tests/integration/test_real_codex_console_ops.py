@@ -1,4 +1,4 @@
-"""The operator console driving the real codex (issue 4, "done when"): approvals answered
+"""The operator console driving the real codex: approvals answered
 with the console's keys, an interrupt during a streamed answer, a question answered in the
 console, and the token pane (totals over several turns and a retry, rate limits) equal to
 what the fake model reported. Each test runs ``SymphonyApp`` over ``build_runtime``."""
@@ -255,7 +255,7 @@ async def test_token_pane_totals_over_turns_and_a_retry_and_rate_limits(project_
     assert f"primary   42% /{fmt.duration(300 * 60)} resets 2h05m" in limits, limits
     assert f"secondary 91% /{fmt.duration(10080 * 60)}" in limits, limits
     assert "credits   12.34" in limits, limits
-    # Streamed fragments of one item are coalesced in the transcript (issue 11): the
+    # Streamed fragments of one item are coalesced in the transcript: the
     # reasoning text arrives whole, in order, flagged as reasoning.
     assert "".join(e.message for e in reasoning) == "".join(f"thought{i} " for i in range(4))
 

@@ -1,6 +1,6 @@
 """Headless mode reports config and tracker errors on stderr from the scheduler's state,
 without building a snapshot each time it looks (five times a second: at 200 flooding
-workers that was 5 % of the scheduler's CPU)."""
+workers that costs 5 % of the scheduler's CPU)."""
 
 from __future__ import annotations
 

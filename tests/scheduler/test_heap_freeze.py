@@ -225,7 +225,7 @@ async def test_an_ended_run_is_freed_by_reference_counting(make_harness):
     """What a full collection would have to find: an ended run kept in a cycle with its
     worker, task and session (the run holds them, they hold the run). Released when its
     end is applied, the run, its worker and its session go with their last reference, the
-    collector disabled (issue 11: nothing of an ended run waits for a reclaim)."""
+    collector disabled (nothing of an ended run waits for a reclaim)."""
     go = asyncio.Event()
 
     async def held(session, prompt, turn):

@@ -1,4 +1,4 @@
-"""Issue 14, the operator's worker-host commands through the normal command path
+"""The operator's worker-host commands through the normal command path
 (``Orchestrator.send`` -> control lane -> scheduler/host_commands.py): a drained host takes
 no new dispatch (the next host does), undrain opens it again, unknown hosts and a
 scheduler without hosts are refused in one line, and every one is audited.

@@ -1,4 +1,4 @@
-"""The inbox serves control before agent traffic (issue: control never starves): a command
+"""The inbox serves control before agent traffic, so control is never starved: a command
 or an approval answer sent while agent events are queued is applied before them; agent
 events keep their order among themselves. No timing is measured: the order is read from
 the event history's sequence numbers."""
@@ -149,8 +149,8 @@ async def test_a_turn_that_ends_is_applied_after_the_events_of_that_turn(make_ha
 
 
 async def test_runs_that_end_together_cost_one_workspace_rescan_not_one_each(make_harness):
-    # Issue 12 (stalls at turnover): the rescan reads every workspace's manifests; once per
-    # ended run it held the loop for seconds when fifty runs ended together.
+    # The rescan reads every workspace's manifests; once per ended run it would hold the
+    # loop for seconds when fifty runs end together.
     from symphony_tui.domain import RunOutcome, RunStatus
     from symphony_tui.scheduler.inbox import WorkerEnded
     from symphony_tui.scheduler.run import Ending, Run

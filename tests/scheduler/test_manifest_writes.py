@@ -1,5 +1,5 @@
 """The scheduler's manifest writes run on the manifest writer's thread, never on the event
-loop (run turnover stalled the loop on fsyncs: issue 12), and are on disk after
+loop (fsyncs on it stall the loop at run turnover), and are on disk after
 ``barrier()`` and after shutdown."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 10.4: ``agent.turn_timeout_ms`` / ``agent.stall_timeout_ms`` apply to every backend;
+"""``agent.turn_timeout_ms`` / ``agent.stall_timeout_ms`` apply to every backend;
 ``codex.*`` stays accepted (the reference's keys) and applies when ``agent.*`` is unset."""
 
 from __future__ import annotations

@@ -157,9 +157,9 @@ ROOT_HOLDER = (
 def test_schedulers_with_different_tmpdir_share_the_workspace_root_lock(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Issue 12.4: the project-lock folder follows $TMPDIR, so a second scheduler with
-    # another TMPDIR found a free project lock and ran the same issues in the same
-    # workspaces. The lock inside the workspace root refuses it and names the owner.
+    # The project-lock folder follows $TMPDIR, so a second scheduler with another TMPDIR
+    # finds a free project lock and would run the same issues in the same workspaces. The
+    # lock inside the workspace root refuses it and names the owner.
     issues, root = tmp_path / "issues.yaml", tmp_path / "ws"
     first_tmp, second_tmp = tmp_path / "tmp-1", tmp_path / "tmp-2"
     first_tmp.mkdir()

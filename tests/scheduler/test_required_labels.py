@@ -1,4 +1,4 @@
-"""Issue 12.8: ``tracker.required_labels`` filters candidates (the reference's routing)."""
+"""``tracker.required_labels`` filters candidates (the reference's routing)."""
 
 from __future__ import annotations
 

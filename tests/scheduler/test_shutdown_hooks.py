@@ -122,7 +122,7 @@ async def test_an_after_run_that_starts_in_the_shutdown_gets_the_whole_configure
         return TurnResult(TurnStatus.COMPLETED)
 
     saved = tmp_path / "after_run.saved"
-    # longer than the 3 s that were once shared by every hook of the shutdown: a push, say
+    # longer than a 3 s bound shared by every hook of the shutdown would allow: a push, say
     front = (
         f"hooks:\n  timeout_ms: {HOUR_MS}\n  shutdown_grace_ms: {int(BOUND_S * 1000)}\n"
         f"  after_run: 'sleep 4; touch {saved}'\n"

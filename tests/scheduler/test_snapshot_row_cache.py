@@ -1,4 +1,4 @@
-"""Snapshot builds reuse the issue rows whose inputs did not change (issue 11: a build on
+"""Snapshot builds reuse the issue rows whose inputs did not change (a build on
 every agent event must not redo 2,000 issue rows); the snapshot is the same as one built
 without the cache."""
 

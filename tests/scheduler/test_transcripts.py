@@ -1,4 +1,4 @@
-"""Transcripts bounded by bytes, streamed fragments coalesced (issue 11): one entry per item
+"""Transcripts bounded by bytes, streamed fragments coalesced: one entry per item
 and read, all of the text kept, the oldest entries dropped first when over budget, and what
 was dropped counted."""
 
@@ -236,8 +236,8 @@ def test_the_port_says_what_an_issues_transcript_dropped_and_where_the_history_i
 
 
 def test_with_many_sessions_the_bytes_held_stay_within_the_budget_counted_in_real_bytes():
-    """Issue 11: the budget bounds memory, not a count of characters. 200 sessions stream
-    45-character deltas (a fragment alone as its ``str`` held 2.3 times its text) and
+    """The budget bounds memory, not a count of characters. 200 sessions stream
+    45-character deltas (a fragment alone as its ``str`` holds 2.3 times its text) and
     complete messages of source-like text; ``tracemalloc`` measures what the history holds
     and it stays within the transcripts' and the ring's budgets."""
     import gc

@@ -1,4 +1,4 @@
-"""The usage ledger: totals that survive a crash (issue "Restart forgets usage")."""
+"""The usage ledger: totals that survive a crash."""
 
 from __future__ import annotations
 

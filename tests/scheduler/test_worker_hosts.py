@@ -1,4 +1,4 @@
-"""Issue 14, the scheduling rules of worker hosts without ssh (scheduler/worker_hosts.py):
+"""The scheduling rules of worker hosts without ssh (scheduler/worker_hosts.py):
 least-loaded placement within each host's cap, an issue goes back to its workspace's
 host, a down host takes nothing new, backs off doubling and comes back on a probe."""
 

@@ -1,4 +1,4 @@
-"""Issue 12.6: hooks get the scheduler's environment through the agents' recipe, so the
+"""Hooks get the scheduler's environment through the agents' recipe, so the
 tracker secrets are scrubbed (unless ``hooks.env`` passes one on purpose), and every
 configured secret is masked whatever the tracker."""
 

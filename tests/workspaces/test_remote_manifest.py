@@ -1,4 +1,4 @@
-"""Issue 14: manifests of a worker host that cannot be reached fail fast after the first
+"""Manifests of a worker host that cannot be reached fail fast after the first
 failure, so one dead host does not hold the manifest writer (and every other host's
 writes) for ssh's connect timeout per write."""
 

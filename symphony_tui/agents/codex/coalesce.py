@@ -1,9 +1,9 @@
-"""Streamed deltas held back while the scheduler is busy (issue 11, "control never starves").
+"""Streamed deltas held back while the scheduler is busy, so control is not starved.
 
-A flooding agent writes thousands of ``item/agentMessage/delta`` lines a second. Each one
-used to become its own :class:`~symphony_tui.domain.AgentEvent`, posted to the scheduler's
-inbox, and under a flood the reader then had to wait for room there: whatever the agent
-wrote next, an approval request or a question included, waited behind it in the pipe.
+A flooding agent writes thousands of ``item/agentMessage/delta`` lines a second. Were each
+one its own :class:`~symphony_tui.domain.AgentEvent`, posted to the scheduler's inbox, the
+reader would wait for room there under a flood: whatever the agent wrote next, an approval
+request or a question included, would wait behind it in the pipe.
 
 Instead, while the host says it is congested (``SessionHost.congested()``; the scheduler's
 says so when its inbox's main lane is long), the session keeps reading and joins
@@ -21,7 +21,7 @@ when any of these comes first:
 * :data:`HOLD_S` passed since the first held delta (an agent that went quiet);
 * the session reaches the end of its output or is closed.
 
-While the host is not congested nothing is held: every delta is one event, as before.
+While the host is not congested nothing is held: every delta is one event.
 """
 
 from __future__ import annotations

@@ -92,7 +92,7 @@ class SessionCore:
         self._file_items: dict[str, tuple[str, ...]] = {}
         # The lookup holds the dict, not the session: a bound method of it would make
         # session <-> requests a reference cycle, which outlives the session until a full
-        # collection (issue 11).
+        # collection.
         files = self._file_items
         self._requests = ServerRequests(host, lambda item_id: files.get(item_id, ()))
         self._serving: dict[RequestId, asyncio.Task[None]] = {}
@@ -155,8 +155,8 @@ class SessionCore:
 
         Every event passed here was built by this session for this call and nobody else
         holds it yet, so the stamps are written into it before it is published instead of
-        copying it (a copy per agent line was a seventh of the scheduler's CPU under a
-        flood; issue 11): the event is still built once and immutable once emitted.
+        copying it (a copy per agent line costs a seventh of the scheduler's CPU under a
+        flood): the event is still built once and immutable once emitted.
 
         Deltas held back (:meth:`_stream`) are handed over first, so a session's events
         keep their order."""

@@ -1,11 +1,11 @@
-"""Start a task's first step now, in the caller's turn of the loop (issue 11, "control never
-starves").
+"""Start a task's first step now, in the caller's turn of the loop, so an agent's request
+is not starved by a flood.
 
 A server request is served in a task of its own (``steering.RequestServing``), and a new task
 takes its first step only on the loop's next turn, after everything queued meanwhile: under a
 flood a turn of the scheduler's loop holds readers' batches, the scheduling loop's inputs
-and the API, so an approval request read from the agent was filed with the approval desk
-(and visible to the operator) a whole turn later, 100+ ms on a loaded 2-core machine.
+and the API, so an approval request read from the agent would be filed with the approval
+desk (and visible to the operator) a whole turn later, 100+ ms on a loaded 2-core machine.
 :func:`start_now` runs the coroutine up to its first suspension at once, as Python 3.12's
 ``asyncio.Task(..., eager_start=True)`` does (used there), and hands the rest to a task.
 """
@@ -65,7 +65,7 @@ class _Resumed(Coroutine[Any, Any, Any]):
         self._first = None
         if val is None and tb is None:
             return self._coro.throw(typ)
-        return self._coro.throw(typ, val, tb)  # pragma: no cover - the old form
+        return self._coro.throw(typ, val, tb)  # pragma: no cover - the three-argument form
 
     def close(self) -> None:
         self._coro.close()

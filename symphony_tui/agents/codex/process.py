@@ -4,7 +4,7 @@ The child runs with ``start_new_session=True`` so that it, the node wrapper, the
 codex binary and every command codex spawns share one process group that
 :func:`kill_group` can end at once: no orphan app-server or grandchildren (spec §10.1).
 
-Buffering (issue 11): everything queued between an agent and the reader is latency for
+Buffering: everything queued between an agent and the reader is latency for
 what the agent says next: an approval request written behind a flood of deltas is read
 only after them. The stdout pipe is shrunk to :data:`STDOUT_PIPE_BYTES` (Linux
 ``F_SETPIPE_SZ``; 64 KB by default) and the reader pauses the pipe above
@@ -100,11 +100,11 @@ def _signal_group(pgid: int, sig: int) -> bool:
 
 class _GroupWatch:
     """Whether a process group still has live members, cheaply enough to ask every few
-    milliseconds while dozens of groups end at once (issue 12: a full ``/proc`` scan per
-    question and group took most of the scheduler's CPU when sessions closed under a
-    flood). ``killpg(pgid, 0)`` failing means no member at all; otherwise the members
-    found by the last full scan are re-read one by one, and only when none of them is left
-    is ``/proc`` scanned again (a member may have forked a new one meanwhile)."""
+    milliseconds while dozens of groups end at once (a full ``/proc`` scan per question and
+    group takes most of the scheduler's CPU when sessions close under a flood).
+    ``killpg(pgid, 0)`` failing means no member at all; otherwise the members found by the
+    last full scan are re-read one by one, and only when none of them is left is ``/proc``
+    scanned again (a member may have forked a new one meanwhile)."""
 
     def __init__(self, pgid: int) -> None:
         self.pgid = pgid
@@ -268,7 +268,7 @@ def release(proc: asyncio.subprocess.Process) -> None:
     """Break asyncio's own reference cycle of an ended child: its protocol holds the stdin
     ``StreamWriter`` (``SubprocessStreamProtocol.stdin``), which holds the protocol back,
     and with them the pipes' readers, transports and files, which then outlive the session
-    until a full collection (issue 11). Call it once nothing writes to or waits on stdin
+    until a full collection. Call it once nothing writes to or waits on stdin
     any more (the session is closed); safe when stdin was not a pipe."""
     protocol = getattr(proc, "_protocol", None)
     if protocol is not None and getattr(protocol, "stdin", None) is not None:

@@ -9,15 +9,15 @@ Robustness (spec §10.1): partial lines are buffered; a line longer than
 ``line_limit`` bytes (10 MB) is skipped with one ``on_malformed`` report; undecodable or
 non-object lines are reported and skipped; a callback that raises is reported, never fatal.
 
-Fairness (issue 11, "control never starves"): the reader hands at most :data:`BATCH_LINES`
+Fairness (control is never starved by a flood): the reader hands at most :data:`BATCH_LINES`
 lines to the callbacks, then yields to the event loop, so one agent flooding its stdout
 cannot hold the loop for a whole 64 KB chunk (about 280 lines) while an operator's command,
 an API request or another session waits. Lines are parsed with orjson (the standard
 library's parser only re-checks a line orjson refused, so what is accepted does not change).
 
-Control first (issue 11): the host's pace is where a flooding session waits for its share
-of the scheduler, and an agent's request (an approval, a question) written behind a flood
-used to wait out one share per batch of the deltas ahead of it. A line that may be a
+Control first: the host's pace is where a flooding session waits for its share of the
+scheduler, so an agent's request (an approval, a question) written behind a flood would
+wait out one share per batch of the deltas ahead of it. A line that may be a
 request or a response (its bytes hold ``"id"``, :data:`CONTROL_MARK`) is therefore read
 without pausing in between once the reader holds it, in the chunk it is framing or in
 the stream's buffer (a search of bytes, not a parse): the lines ahead of it are handed over
@@ -218,7 +218,7 @@ class RpcConnection:
         self._finish("connection closed")
         # Nothing is read any more: drop the owner's callbacks (its bound methods: the
         # owner holds this connection, so keeping them would make a reference cycle that
-        # outlives the session until a full collection, issue 11).
+        # outlives the session until a full collection).
         self._on_notification = self._on_request = _ignore
         self._on_malformed = _ignore
         self._on_eof = None
@@ -355,7 +355,7 @@ class RpcConnection:
         """True when the stream's buffer (read from the pipe, not yet taken by this
         reader) may hold :data:`CONTROL_MARK`: one was fed since the reader last emptied
         it (searched as it was fed, :meth:`start`). A stream whose feed is not watched
-        says False (the reader then paces as before)."""
+        says False (the reader then paces as usual)."""
         return self._marked
 
     def _buffered_bytes(self) -> int:

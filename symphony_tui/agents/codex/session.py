@@ -279,7 +279,7 @@ class CodexSession(NotificationDispatch, RequestServing, ThreadStart):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._stderr_task
         if self._proc is not None:
-            release(self._proc)  # freed by reference counting with the session (issue 11)
+            release(self._proc)  # freed by reference counting with the session
 
     def _on_malformed(self, reason: str) -> None:
         self._emit(AgentEvent(kind=EventKind.MALFORMED, message=ev.cap(reason, 500)))

@@ -17,7 +17,7 @@ Two ways to reach a server, from the ``opencode:`` block of WORKFLOW.md:
   ``opencode.json``, or ``OPENCODE_CONFIG`` / ``OPENCODE_CONFIG_CONTENT`` in that
   environment (the user's global config is not read: the server has its own home).
 
-On a worker host (the session host's ``worker_host``; issue 14) each session starts its
+On a worker host (the session host's ``worker_host``) each session starts its
 own server in the workspace there (``opencode.command`` or the host's
 ``worker.hosts.<h>.commands.opencode``; :func:`.server.remote_script`,
 agents/remote_server.py), reached through an SSH port forward and ended with the session.

@@ -21,7 +21,7 @@ Two ways to reach a server, from the ``openhands:`` block of WORKFLOW.md:
   ``tracker.secret_env_names``) never reach the server: the shared recipe of
   :mod:`symphony_tui.config.child_env`.
 
-On a worker host (the session host's ``worker_host``; issue 14) each session starts its
+On a worker host (the session host's ``worker_host``) each session starts its
 own server in the workspace there (``openhands.command`` or the host's
 ``worker.hosts.<h>.commands.openhands``; :func:`.server.remote_script`,
 agents/remote_server.py) and reaches it through an SSH port forward; the session ends it.

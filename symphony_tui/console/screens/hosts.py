@@ -1,4 +1,4 @@
-"""The worker hosts screen (``worker.ssh_hosts``; issue 14): one row per host from the
+"""The worker hosts screen (``worker.ssh_hosts``): one row per host from the
 snapshot's ``hosts`` (up or down and since when, runs over capacity, the last probe's round
 trip, workspaces held there, the last connection error), the selected host's detail below.
 

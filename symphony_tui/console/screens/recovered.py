@@ -44,7 +44,7 @@ COLUMNS = (
     ("ended", "Ended", 6),
     ("tokens", "Tokens", 6),
 )
-#: With worker hosts configured (issue 14): the host after the issue, and no tokens column
+#: With worker hosts configured: the host after the issue, and no tokens column
 #: (the detail has them) so the row still fits 80 columns; the host gives up to 9 cells
 #: to the title there.
 COLUMNS_WITH_HOSTS = (COLUMNS[0], ("host", "Host", 16), *COLUMNS[1:-1])
@@ -171,7 +171,7 @@ def recovered_detail(w: RecoveredWorkspace, tones: Tones, plan: RerunPlan | None
         tokens = f"total {fmt.grouped(tok.total_tokens)}"
     pairs = [
         ("path", w.path),
-        ("host", w.host),  # a workspace on a worker host (issue 14)
+        ("host", w.host),  # a workspace on a worker host
         ("issue id", w.issue_id),
         ("session", w.session_id),
         ("thread", w.thread_id),

@@ -1,7 +1,7 @@
 """Shown instead of the panes while the terminal is smaller than the console needs.
 
-Below 80x24 the four panes collapse into slivers (at 40x12 the workers pane vanished and
-the log was eight columns wide). One clear line beats a broken layout; the app swaps this
+Below 80x24 the four panes collapse into slivers (at 40x12 the workers pane vanishes and
+the log is eight columns wide). One clear line beats a broken layout; the app swaps this
 screen in and out as the terminal is resized, and ``q`` still quits.
 """
 

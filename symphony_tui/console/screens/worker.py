@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 TRANSCRIPT_LINES = 5000
 #: Characters of event text one pull writes at most: past that, only the newest events
 #: are written, after a line saying how many were left out (rendering a flood's
-#: 12,000-character messages by the thousand froze the console for seconds; issue 11).
+#: 12,000-character messages by the thousand freezes the console for seconds).
 #: The export (``e``) still writes every event the scheduler kept.
 WRITE_CHARS = 200_000
 LAST_ACTIVITY_CELLS = 160  # two lines of the header at 80 columns
@@ -199,7 +199,7 @@ def worker_header(
         text.append("  a approve · d deny · v all\n", style=tones.muted)
     _name_values(text, _id_pairs(row.issue_id, row.session_id, row.thread_id), width, tones)
     text.append("workspace ", style=tones.muted)
-    if row.host:  # on a worker host (issue 14): host:path, as scp writes it
+    if row.host:  # on a worker host: host:path, as scp writes it
         text.append(one_line(row.host, 40) + ":", style=tones.accent)
     text.append(one_line(row.workspace_path or "-", 100))
     text.append("\n")

@@ -10,12 +10,13 @@ formatted and rendered to a strip when it scrolls into view, and strips are kept
 bounded cache. A flood of 200 lines per tick therefore costs what fits on screen, not 200
 renders.
 
-What a kept line holds is bounded by bytes, not only by ``MAX_LINES`` (issue 11): an event
+What a kept line holds is bounded by bytes, not only by ``MAX_LINES``: an event
 is kept as what its line shows (:func:`line_event`: the message cut to one line of
 ``fmt.event_line``'s limit, no payload), not as the event the core handed over, whose
 message (up to the core's 16,384 characters) and payload (a command's output, a file
 change's diffs) are far larger. The core's ring is budgeted in bytes, but the console
-receives decoded copies: a thousand kept events of 20 KB held 20 MB here, now under 1 MB.
+receives decoded copies: a thousand kept events of 20 KB would hold 20 MB here; as lines,
+under 1 MB.
 
 Filter (``/``): space-separated tokens, all of which must hold.
 
@@ -33,7 +34,7 @@ asks for them (``DEMO-6 kind:delta``).
 
 Under a flood the log is appended to at most once every ``write_interval_s`` (the console's
 ``LIVE_TEXT_S``): each append scrolls, and a scroll repaints the whole pane, so appending on
-every refresh tick would rewrite the pane several times a second (issue 11). A line that
+every refresh tick would rewrite the pane several times a second. A line that
 arrives after a quiet spell is appended at once; operator actions (filter, resume) too.
 
 Follow (``f``): when off, new lines never move the view. Pause (``space``): nothing is

@@ -23,7 +23,7 @@ Row = tuple[Text, ...]
 
 # DataTable keeps up to 1000 rendered rows / lines and 10000 rendered cells per table, keyed
 # by row key and update count: with workers churning, entries of rows that ended (and of
-# every cell update) pile up until those bounds, tens of MB per table (issue 12.1). A table
+# every cell update) pile up until those bounds, tens of MB per table. A table
 # only needs what it shows, a few times over (cursor / hover variants, scrolling).
 _LINES_PER_ROW_SHOWN = 4
 _LINES_SPARE = 50
@@ -256,7 +256,7 @@ class KeyedTable(DataTable):
     ) -> None:
         """DataTable's ``update_cell``, repainting only the cell. DataTable's own refreshes
         the whole table, so the terminal would get every visible row again for one changed
-        cell (issue 11). ``_update_count`` still moves, which invalidates the render caches
+        cell. ``_update_count`` still moves, which invalidates the render caches
         (they key their entries by it) as DataTable's does; only the cell's region is
         marked dirty, so only its line is rendered and sent. With ``update_width`` (a
         relayout) it is DataTable's own."""

@@ -57,7 +57,7 @@ def status_text(snapshot: Snapshot, now: datetime, tones: Tones, link=None) -> T
     text.append(f"↻ {len(s.retrying)} retry", style=tones.warning if s.retrying else "")
     text.append(" · ")
     text.append(f"✓ {len(s.completed)} done")
-    if s.hosts:  # worker hosts (issue 14): how many are up, runs over their capacity
+    if s.hosts:  # worker hosts: how many are up, runs over their capacity
         up = sum(1 for h in s.hosts if h.up)
         caps = [h.capacity for h in s.hosts]
         room = "" if None in caps else f"/{sum(c or 0 for c in caps)}"

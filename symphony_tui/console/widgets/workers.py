@@ -2,7 +2,7 @@
 
 A row's last-activity cell follows streamed text, which under a flood changes on every
 refresh tick; it is repainted at most once every ``activity_interval_s`` per row
-(:class:`ActivityGate`, issue 11: terminal bytes), while the row's other cells (status,
+(:class:`ActivityGate`, to bound terminal bytes), while the row's other cells (status,
 approvals, turn, tokens) show on the next tick.
 """
 
@@ -34,7 +34,7 @@ COLUMNS = (
     ("tokens", "Tokens", 7),
     ("last", "Last event", 16),
 )
-#: With worker hosts configured (issue 14): the host after the issue; at 80 columns it
+#: With worker hosts configured: the host after the issue; at 80 columns it
 #: gives up to 9 cells, the status 2, to the last event (see ``KeyedTable``'s ``shrink``).
 HOST_COLUMN = ("host", "Host", 16)
 COLUMNS_WITH_HOSTS = (*COLUMNS[:2], HOST_COLUMN, *COLUMNS[2:])

@@ -1,4 +1,4 @@
-"""Streamed deltas while the host is congested (issue 11, "control never starves"): the
+"""Streamed deltas while the host is congested (control is never starved): the
 session keeps reading and joins consecutive deltas of one item into one event, text whole
 and in order; an approval request written behind them is handed over after them, and
 nothing of the session is reordered. No timing is measured: the order is read from what

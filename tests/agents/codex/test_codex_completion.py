@@ -1,4 +1,4 @@
-"""Issue 4 additions against the scripted fake app-server: granted permission subsets,
+"""Codex protocol features against the scripted fake app-server: granted permission subsets,
 plan collaboration mode on ``turn/start``, reasoning deltas and ``emittedAtMs`` stamps."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``eager.start_now``: a task's first step runs in the caller's turn (issue 11), the rest as a
+"""``eager.start_now``: a task's first step runs in the caller's turn, the rest as a
 task would run it: result, exception and cancellation passed through. And what it is for:
 an approval request a codex session reads reaches its host before the reader hands over
 the next line (no loop turn in between). No timing: the order is read from what ran."""

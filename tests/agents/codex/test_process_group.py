@@ -1,5 +1,5 @@
-"""Process-group liveness while sessions close (issue 12: closing sessions under a flood
-spent most of the scheduler's CPU scanning all of /proc, once per check and group)."""
+"""Process-group liveness while sessions close, without scanning all of /proc once per
+check and group (under a flood that scan takes most of the scheduler's CPU)."""
 
 from __future__ import annotations
 

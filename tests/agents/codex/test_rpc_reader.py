@@ -123,7 +123,7 @@ async def test_emitted_at_is_the_notifications_own_time_and_only_inside_the_call
 
 
 async def test_the_reader_waits_for_the_hosts_pace_between_batches():
-    # Back-pressure (issue 11): while the host says "no room", no further line is taken.
+    # Back-pressure: while the host says "no room", no further line is taken.
     reader = asyncio.StreamReader(limit=2**20)
     reader.feed_data(b"".join(_line(i) for i in range(3 * BATCH_LINES)))
     reader.feed_eof()
@@ -178,7 +178,7 @@ async def _settle() -> None:
 
 
 async def test_a_request_behind_a_backlog_is_handed_over_while_the_host_has_no_room():
-    # Control first (issue 11): the host's pace never returns (its inbox is full), yet a
+    # Control first: the host's pace never returns (its inbox is full), yet a
     # request the reader holds behind 10 batches of deltas reaches the host, after every
     # one of them; what follows it waits for room.
     ahead = 10 * BATCH_LINES

@@ -1,4 +1,4 @@
-"""A closed codex session is freed by reference counting (issue 11: what ended runs leave
+"""A closed codex session is freed by reference counting (what ended runs leave
 in reference cycles is found only by a full collection, which must stay short). With the
 collector disabled, the session, its RPC connection, its process and asyncio's
 subprocess protocol and stdin writer must be gone once the last reference to the session

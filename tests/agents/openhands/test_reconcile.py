@@ -222,7 +222,7 @@ async def test_wrong_key_is_a_final_error_on_attach() -> None:
 
 
 async def test_retries_wait_the_shared_jittered_backoff() -> None:
-    # Issue 10.3b: one reconnect helper for both HTTP-server backends, with jitter: the
+    # One reconnect helper for both HTTP-server backends, with jitter: the
     # delays come from the injected random source (never above the capped nominal delay).
     from symphony_tui.agents.reconnect import Reconnector
 
