@@ -311,7 +311,7 @@ def run(
 ) -> None:
     """``before_ref``: also run the scheduler of that commit, right before this tree's, per
     worker count, and print both side by side (figures of one run, same machine load)."""
-    print("== end-to-end flood through the codex backend (issue 11)")
+    print("== end-to-end flood through the codex backend")
     print(f"load average before: {os.getloadavg()}")
     before_root = checkout(before_ref) if before_ref else None
     try:
