@@ -221,7 +221,7 @@ def worker_header(
             text.append(f"  ${tok.cost_usd:.2f}")
     # The issue's total when earlier runs add to it (it includes this run's tokens).
     if row.issue_runs_not_reported or row.issue_total_tokens > tok.total_tokens:
-        text.append("\nissue ", style=tones.muted)
+        text.append("\nissue total ", style=tones.muted)
         text.append(f"{fmt.grouped(row.issue_total_tokens)} tokens")
         if row.issue_runs_not_reported:
             text.append(f" {not_reported(row.issue_runs_not_reported)}", style=tones.warning)
