@@ -32,9 +32,7 @@ def _by_identifier(snapshot: Snapshot) -> dict[str, RunningRow]:
 
 def _report(session, usage: TokenUsage, *, attached: bool = False) -> None:
     session.host.emit(
-        AgentEvent(
-            kind=EventKind.TOKEN_USAGE, payload=TokenReport(usage=usage, attached=attached)
-        )
+        AgentEvent(kind=EventKind.TOKEN_USAGE, payload=TokenReport(usage=usage, attached=attached))
     )
 
 
@@ -175,7 +173,7 @@ def test_the_ledger_records_keep_the_runs_not_reported_through_compaction():
     book.apply(RunUsage("r3", "id-1", "ABC-1", zero, 1.0, False, reported=False))
     assert book.per_issue()["id-1"].unreported == 2
     lines = book.compact(live={"r3"})
-    assert [decode(line) for line in lines][0] == IssueUsage(
+    assert decode(lines[0]) == IssueUsage(
         "id-1", "ABC-1", TokenUsage(total_tokens=9), 6.0, 2, {}, 1
     )
     assert book.per_issue()["id-1"].unreported == 2
