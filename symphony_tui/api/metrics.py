@@ -4,7 +4,11 @@ collector: nothing is counted twice, nothing is kept between scrapes).
 
 Metrics (all prefixed ``symphony_``): ``running_workers``, ``retrying_issues``,
 ``approvals_waiting``, ``dispatch_paused``, ``max_concurrent_agents``, ``tokens_total``
-(label ``kind``: input, cached_input, output, reasoning, total), ``seconds_running_total``,
+(label ``kind``: input, cached_input, output, reasoning, total; measured usage only, no
+samples while nothing was measured but some run went unreported),
+``runs_usage_not_reported_total`` (finished runs whose backend reported no usage),
+``running_workers_usage_not_reported`` (runs in progress with none reported yet),
+``seconds_running_total``,
 ``token_rate_per_minute``, ``rate_limit_used_percent`` (labels ``window``: primary,
 secondary, and ``limit``), ``tracker_up`` (0 while a tracker error shows),
 ``tracker_errors_total`` (failed tracker calls since start), ``config_ok``, and
@@ -59,15 +63,29 @@ class SnapshotCollector(Collector):
             "symphony_tokens", "Tokens used since the usage ledger began.", labels=["kind"]
         )
         t = snap.totals
-        for kind, value in (
-            ("input", t.input_tokens),
-            ("cached_input", t.cached_input_tokens),
-            ("output", t.output_tokens),
-            ("reasoning", t.reasoning_tokens),
-            ("total", t.total_tokens),
-        ):
-            tokens.add_metric([kind], value)
+        live_unreported = sum(1 for r in snap.running if not r.usage_reported)
+        # Zeros that only say "nobody reported" are left out: the counters below say it.
+        measured = not t.is_zero or (snap.runs_not_reported == 0 and live_unreported == 0)
+        if measured:
+            for kind, value in (
+                ("input", t.input_tokens),
+                ("cached_input", t.cached_input_tokens),
+                ("output", t.output_tokens),
+                ("reasoning", t.reasoning_tokens),
+                ("total", t.total_tokens),
+            ):
+                tokens.add_metric([kind], value)
         yield tokens
+        yield CounterMetricFamily(
+            "symphony_runs_usage_not_reported",
+            "Finished runs whose backend reported no token usage (not counted in tokens).",
+            value=snap.runs_not_reported,
+        )
+        yield gauge(
+            "running_workers_usage_not_reported",
+            "Runs in progress whose backend has reported no token usage yet.",
+            live_unreported,
+        )
         yield CounterMetricFamily(
             "symphony_seconds_running", "Agent running time, ended and live runs, in seconds.",
             value=snap.seconds_running,

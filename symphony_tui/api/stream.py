@@ -129,10 +129,18 @@ def parse_last_event_id(text: str) -> tuple[str, int]:
 
 
 #: Accounting fields (:class:`~symphony_tui.domain.Snapshot` top level, and each running
-#: row's ``tokens``) that change with every token update of every busy worker: published at
-#: most once every ``usage_s`` (docs/http-api.md, "Event stream").
-USAGE_FIELDS = ("totals", "seconds_running", "token_rate_per_min", "token_history", "rate_limits")
-ROW_USAGE_FIELDS = ("tokens",)
+#: row's ``tokens`` with the issue's total and whether they are reported at all) that change
+#: with every token update of every busy worker: published at most once every ``usage_s``
+#: (docs/http-api.md, "Event stream"), together, so held zeros never read as measured.
+USAGE_FIELDS = (
+    "totals",
+    "runs_not_reported",
+    "seconds_running",
+    "token_rate_per_min",
+    "token_history",
+    "rate_limits",
+)
+ROW_USAGE_FIELDS = ("tokens", "usage_reported", "issue_total_tokens")
 
 
 def hold_usage(previous: dict[str, Any], doc: dict[str, Any]) -> bool:

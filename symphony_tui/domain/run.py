@@ -83,6 +83,9 @@ class RecoveredWorkspace(BaseModel):
     started_at: datetime | None = None
     ended_at: datetime | None = None
     tokens: TokenUsage = Field(default_factory=TokenUsage)
+    #: False: the last run started a turn and its backend reported no usage (``tokens``
+    #: are zeros that measure nothing).
+    usage_reported: bool = True
     hooks: dict[str, str] = Field(default_factory=dict)
     last_event: str | None = None
     #: The operator held the issue (an interrupt or stop), with its ``updated_at`` then.

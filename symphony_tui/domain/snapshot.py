@@ -53,6 +53,13 @@ class RunningRow(BaseModel):
     last_message: str | None = None
     last_event_at: datetime | None = None
     tokens: TokenUsage = Field(default_factory=TokenUsage)
+    #: False: a turn started and the backend reported no usage for this run, so ``tokens``
+    #: are zeros that measure nothing (shown as "not reported"; scheduler/tokens.py).
+    usage_reported: bool = True
+    #: The issue's counted total tokens (earlier runs and processes included) and how many
+    #: of its finished runs had no usage report.
+    issue_total_tokens: int = 0
+    issue_runs_not_reported: int = 0
     workspace_path: str = ""
     pending_approvals: int = 0
     # Why the run is held by a token budget ("12,400 of 10,000 tokens per issue"), or None.
@@ -103,6 +110,8 @@ class Snapshot(BaseModel):
 
     ``totals`` include ended sessions; ``seconds_running`` = ended sessions + live elapsed
     (spec §13.5). ``token_rate_per_min`` is total tokens over the last minute.
+    ``runs_not_reported``: finished runs (this process and earlier ones) whose backend
+    reported no usage; ``totals`` hold nothing of theirs.
     """
 
     model_config = ConfigDict(frozen=True, defer_build=True)
@@ -118,6 +127,7 @@ class Snapshot(BaseModel):
     approvals: tuple[ApprovalRequest, ...] = ()
     completed: tuple[str, ...] = ()
     totals: TokenUsage = Field(default_factory=TokenUsage)
+    runs_not_reported: int = 0
     seconds_running: float = 0.0
     token_rate_per_min: float = 0.0
     token_history: tuple[int, ...] = ()
@@ -137,7 +147,9 @@ class Snapshot(BaseModel):
     """The configured active then terminal states (targets for a tracker move)."""
 
     def state_payload(self) -> dict:
-        """The spec's ``GET /api/v1/state`` body (§13.7.2) plus ``completed``."""
+        """The spec's ``GET /api/v1/state`` body (§13.7.2) plus ``completed``. A running
+        row's ``tokens`` is null while its backend has reported no usage for it;
+        ``codex_totals.runs_not_reported`` counts finished runs that never had one."""
 
         def iso(dt: datetime | None) -> str | None:
             return dt.isoformat() if dt else None
@@ -165,7 +177,7 @@ class Snapshot(BaseModel):
                     "last_message": r.last_message,
                     "started_at": iso(r.started_at),
                     "last_event_at": iso(r.last_event_at),
-                    "tokens": tok(r.tokens),
+                    "tokens": tok(r.tokens) if r.usage_reported else None,
                 }
                 for r in self.running
             ],
@@ -185,6 +197,7 @@ class Snapshot(BaseModel):
                 "cached_input_tokens": self.totals.cached_input_tokens,
                 "reasoning_tokens": self.totals.reasoning_tokens,
                 "seconds_running": round(self.seconds_running, 3),
+                "runs_not_reported": self.runs_not_reported,
             },
             "rate_limits": self.rate_limits.raw if self.rate_limits else None,
             "completed": list(self.completed),

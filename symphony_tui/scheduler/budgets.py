@@ -10,6 +10,11 @@ earlier processes included (``TokenLedger.by_issue``). An extension raises both 
 of that issue; it is written to the workspace's run manifest (``run.budget_extra``) and read
 back on start (:meth:`Budgets.restore`), so a restart does not hold the run again at once
 with the usage the ledger kept.
+
+Usage a backend did not report (``scheduler/tokens.py``) is unknown, not zero: a run
+without a usage report has no per-attempt figure, so that budget cannot trip on it, and the
+per-issue figure holds only the issue's measured runs, so runs without a report cannot trip
+it by themselves (only measured usage can). The console says so beside such a run.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ class Budgets:
         extra = self.extra.get(run.issue.id, 0)
         need = 0
         for used, limit in self._pairs(run, agent):
-            if limit is not None:
+            if used is not None and limit is not None:
                 need = max(need, used + 1 - (limit + extra))
         return need
 
@@ -55,13 +60,18 @@ class Budgets:
 
     def _over(self, run: Run, agent: AgentSettings, extra: int) -> str | None:
         for (used, limit), what in zip(self._pairs(run, agent), ("attempt", "issue"), strict=True):
-            if limit is not None and used >= limit + extra:
+            if used is not None and limit is not None and used >= limit + extra:
                 return f"{used:,} of {limit + extra:,} tokens per {what}"
         return None
 
-    def _pairs(self, run: Run, agent: AgentSettings) -> list[tuple[int, int | None]]:
+    def _pairs(self, run: Run, agent: AgentSettings) -> list[tuple[int | None, int | None]]:
+        """(tokens used, limit) per attempt and per issue; used is None when unknown (the
+        run's backend reported no usage)."""
         issue_total = self._ledger.by_issue.get(run.issue.id)
         return [
-            (run.tokens.total_tokens, agent.max_tokens_per_attempt),
+            (
+                None if run.usage_unreported else run.tokens.total_tokens,
+                agent.max_tokens_per_attempt,
+            ),
             (issue_total.total_tokens if issue_total else 0, agent.max_tokens_per_issue),
         ]

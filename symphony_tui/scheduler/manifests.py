@@ -74,6 +74,7 @@ def attempt_ended(writer: ManifestWriter, run: Run, ending: Ending, now: datetim
         error=ending.error,
         turn_count=run.turn_count,
         tokens=run.tokens.model_dump(),
+        usage_reported=not run.usage_unreported,
         last_event=run.last_event,
     )
     _write(writer, run.workspace, "issue", "issue", state=run.issue.state)

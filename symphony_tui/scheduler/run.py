@@ -111,6 +111,9 @@ class Run:
     last_message: str | None = None  # may hold a secret: snapshots mask it
     delta_buffer: str = ""
     tokens: TokenUsage = field(default_factory=TokenUsage)
+    #: True once the backend reported usage for this run (a report with non-zero totals
+    #: that is not a re-attached session's baseline; scheduler/tokens.py).
+    usage_reported: bool = False
     pending: dict[str, PendingApproval] = field(default_factory=dict)
     approval_timed_out: str | None = None
     # The state this run's agent moved its own issue to (tracker tool): reconciliation lets
@@ -154,6 +157,12 @@ class Run:
     @property
     def identifier(self) -> str:
         return self.issue.identifier
+
+    @property
+    def usage_unreported(self) -> bool:
+        """A turn started and the backend reported no usage for it yet: ``tokens`` are
+        zeros that measure nothing (scheduler/tokens.py)."""
+        return self.turn_count > 0 and not self.usage_reported
 
     @property
     def waiting_for_operator(self) -> bool:

@@ -203,6 +203,8 @@ class SessionRecorder:
             self._ledger.seed(key, absolute)
         else:
             growth = self._ledger.report(key, absolute, now_mono, issue_id=run.issue.id)
+            if not absolute.is_zero:
+                run.usage_reported = True
             run.tokens = run.tokens + growth
             if self.on_tokens is not None and growth.total_tokens:
                 self.on_tokens(run)

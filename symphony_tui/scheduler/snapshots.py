@@ -86,7 +86,7 @@ def build_snapshot(
             settings,
             row_cache or IssueRowCache(),
         ),
-        running=_running_rows(running),
+        running=_running_rows(running, ledger),
         retrying=tuple(
             RetryRow(
                 issue_id=e.issue_id,
@@ -101,6 +101,7 @@ def build_snapshot(
         approvals=_open_approvals(running, now),
         completed=tuple(completed),
         totals=ledger.totals,
+        runs_not_reported=ledger.unreported_runs,
         seconds_running=ended_seconds + live_seconds,
         token_rate_per_min=ledger.rate_per_min(now_mono),
         token_history=ledger.history(now_mono),
@@ -209,7 +210,8 @@ def _issue_rows(
     return cache.last
 
 
-def _running_rows(running: Mapping[str, Run]) -> tuple[RunningRow, ...]:
+def _running_rows(running: Mapping[str, Run], ledger: TokenLedger) -> tuple[RunningRow, ...]:
+    by_issue, unreported = ledger.by_issue, ledger.unreported_by_issue
     return tuple(
         RunningRow(
             issue_id=r.issue.id,
@@ -227,6 +229,9 @@ def _running_rows(running: Mapping[str, Run]) -> tuple[RunningRow, ...]:
             last_message=redact(r.last_message) if r.last_message else r.last_message,
             last_event_at=r.last_event_at,
             tokens=r.tokens,
+            usage_reported=not r.usage_unreported,
+            issue_total_tokens=t.total_tokens if (t := by_issue.get(r.issue.id)) else 0,
+            issue_runs_not_reported=unreported.get(r.issue.id, 0),
             workspace_path=str(r.workspace or ""),
             pending_approvals=len(r.pending),
             budget_reached=r.budget_reached,

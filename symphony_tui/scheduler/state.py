@@ -177,6 +177,8 @@ class SchedulerState:
             del self.running[run.issue.id]
         now = self.clock.monotonic()
         self.ended_seconds += max(0.0, now - run.started_mono)
+        if run.usage_unreported:
+            self.ledger.run_unreported(run.issue.id)
         if self.usage is not None:
             self.usage.run_ended(run, now)
         self.last_change_mono = now

@@ -5,6 +5,30 @@ report of the same session, so continuation turns, retries and resumed threads n
 count. It also keeps 10-second buckets for the tokens-per-minute rate and sparkline, and the
 totals per issue. Totals of earlier processes (the usage ledger, ``usage_ledger.py``) come in
 through :meth:`TokenLedger.restore`: counted in the totals, not in the rate.
+
+What each backend reports (a ``TOKEN_USAGE`` event whose ``TokenReport`` holds the totals):
+
+* codex app-server (and the demo agent, which speaks its protocol):
+  ``thread/tokenUsage/updated {threadId, turnId, tokenUsage: {total, last,
+  modelContextWindow}}`` after each model response; ``total`` is the thread's running total
+  (``inputTokens``, ``cachedInputTokens``, ``outputTokens``, ``reasoningOutputTokens``,
+  ``totalTokens``). A resumed thread's totals arrive before its first turn: ``attached``, a
+  baseline, not new usage.
+* OpenCode: no usage event; each ``step-finish`` part holds one model call's ``tokens
+  {input, output, reasoning, cache: {read, write}}`` and ``cost``; the session's total is
+  their sum, reported when it changes.
+* OpenHands agent-server: ``ConversationStateUpdateEvent`` ``stats.usage_to_metrics.<id>``
+  with ``accumulated_token_usage {prompt_tokens, completion_tokens, cache_read_tokens,
+  reasoning_tokens}`` and ``accumulated_cost``; no total (derived: input + output).
+
+A count a report omits is derived where it can be (``TokenUsage.derived``: total = input +
+output). A run's usage is *measured* once a report with non-zero totals arrives that is not
+an ``attached`` baseline (``Run.usage_reported``). A run that started a turn and ended
+without one is *not reported* (``Run.usage_unreported``): no server that omits counts, a
+run ended before its first usage event. Its zeros are never counted as usage: it adds
+nothing to the totals and one to :attr:`TokenLedger.unreported_runs` (and to its issue's
+count), so every total reads "N tokens (M runs not reported)", and a token budget cannot
+trip on it (``budgets.py``).
 """
 
 from __future__ import annotations
@@ -20,24 +44,43 @@ BUCKETS = 60  # ten minutes of history
 
 class TokenLedger:
     """``totals``: tokens counted over all sessions (and restored earlier processes);
-    ``by_issue``: the same per issue id; ``restored``: what came from earlier processes. Session keys are opaque strings (the recorder's
-    ``session_key``: issue, backend and thread)."""
+    ``by_issue``: the same per issue id; ``restored``: what came from earlier processes;
+    ``unreported_runs`` / ``unreported_by_issue``: finished runs whose backend reported no
+    usage (see the module doc), in this process and earlier ones. Session keys are opaque
+    strings (the recorder's ``session_key``: issue, backend and thread)."""
 
     def __init__(self) -> None:
         self.totals = TokenUsage()
         self.by_issue: dict[str, TokenUsage] = {}
         #: The part of ``totals`` that earlier processes counted (:meth:`restore`).
         self.restored = TokenUsage()
+        self.unreported_runs = 0
+        self.unreported_by_issue: dict[str, int] = {}
         self._baselines: dict[str, TokenUsage] = {}
         self._buckets: deque[tuple[int, int]] = deque(maxlen=BUCKETS)
 
-    def restore(self, by_issue: Mapping[str, TokenUsage]) -> None:
-        """Add what earlier processes counted (issue id -> tokens) to the totals. Not
-        recent usage: the rate and history are left alone."""
+    def restore(
+        self, by_issue: Mapping[str, TokenUsage], unreported: Mapping[str, int] | None = None
+    ) -> None:
+        """Add what earlier processes counted (issue id -> tokens) to the totals, and their
+        runs without a usage report (issue id -> runs). Not recent usage: the rate and
+        history are left alone."""
         for issue_id, usage in by_issue.items():
             self.totals = self.totals + usage
             self.restored = self.restored + usage
             self.by_issue[issue_id] = self.by_issue.get(issue_id, TokenUsage()) + usage
+        for issue_id, runs in (unreported or {}).items():
+            if runs > 0:
+                self.unreported_runs += runs
+                self.unreported_by_issue[issue_id] = (
+                    self.unreported_by_issue.get(issue_id, 0) + runs
+                )
+
+    def run_unreported(self, issue_id: str) -> None:
+        """A run of ``issue_id`` ended without any usage report: count it as such (its
+        zeros are not usage)."""
+        self.unreported_runs += 1
+        self.unreported_by_issue[issue_id] = self.unreported_by_issue.get(issue_id, 0) + 1
 
     def baseline(self, session_key: str) -> TokenUsage | None:
         return self._baselines.get(session_key)

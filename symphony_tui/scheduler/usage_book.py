@@ -4,17 +4,20 @@ A ledger file is JSON Lines, one record per line, each a high-water mark, never 
 reading a record twice or losing the newest one never double counts:
 
 * ``{"kind": "run", "run": <run id>, "issue_id", "issue_identifier", "tokens": {...},
-  "seconds": <float>, "ended": <bool>, "thread"?: <session key>, "thread_tokens"?: {...}}``:
+  "seconds": <float>, "ended": <bool>, "thread"?: <session key>, "thread_tokens"?: {...},
+  "reported"?: false}``:
   what one run (one dispatch of an issue) has counted so far, cumulative: its token growth
   (:class:`~symphony_tui.domain.TokenUsage` fields) and its running time in seconds. A later
   record of the same run replaces the earlier one. ``thread_tokens`` is the session's
   absolute running total (what the backend last reported) at the moment ``tokens`` was
   counted: the two are written in one record, so a resumed thread is counted from exactly
   where this process stopped counting (``docs/protocols.md`` "Token usage").
+  ``"reported": false`` marks a run that started a turn without its backend reporting any
+  usage: its zero ``tokens`` measure nothing (``scheduler/tokens.py``); absent means measured.
 * ``{"kind": "issue", "issue_id", "issue_identifier", "tokens": {...}, "seconds", "runs",
-  "threads"?: {<session key>: {...}}}``: the folded sum of an issue's finished runs and the
-  last absolute totals of its newest sessions (written by compaction). A later one replaces
-  the earlier one.
+  "threads"?: {<session key>: {...}}, "unreported"?: <runs>}``: the folded sum of an issue's
+  finished runs, the last absolute totals of its newest sessions and how many of the runs
+  had no usage report (written by compaction). A later one replaces the earlier one.
 
 An issue's usage is its ``issue`` record plus each of its ``run`` records' latest values.
 Readers ignore members they do not know, so the optional ones are still version 1.
@@ -47,6 +50,8 @@ class IssueUsage:
     runs: int = 0
     #: Session key -> the session's last absolute totals, oldest first.
     threads: dict[str, TokenUsage] = field(default_factory=dict)
+    #: How many of the ``runs`` had no usage report (their tokens are not in ``tokens``).
+    unreported: int = 0
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,8 @@ class RunUsage:
     #: The session key counted (``session_events.session_key``) and its absolute totals.
     thread: str | None = None
     thread_tokens: TokenUsage | None = None
+    #: False: the run started a turn and its backend reported no usage (``tokens`` zeros).
+    reported: bool = True
 
 
 def encode_run(r: RunUsage) -> bytes:
@@ -79,6 +86,8 @@ def encode_run(r: RunUsage) -> bytes:
     if r.thread is not None and r.thread_tokens is not None:
         record["thread"] = r.thread
         record["thread_tokens"] = _tokens_json(r.thread_tokens)
+    if not r.reported:
+        record["reported"] = False
     return _line(record)
 
 
@@ -95,6 +104,8 @@ def encode_issue(u: IssueUsage) -> bytes:
     }
     if u.threads:
         record["threads"] = {key: _tokens_json(t) for key, t in u.threads.items()}
+    if u.unreported:
+        record["unreported"] = u.unreported
     return _line(record)
 
 
@@ -140,6 +151,7 @@ def decode(line: bytes) -> RunUsage | IssueUsage:
             record.get("ended") is True,
             thread,
             thread_tokens,
+            record.get("reported") is not False,
         )
     if kind == "issue":
         runs = record.get("runs")
@@ -150,7 +162,15 @@ def decode(line: bytes) -> RunUsage | IssueUsage:
             for key, raw in raw_threads.items():
                 if isinstance(key, str) and key:
                     threads[key] = _tokens_from_json(raw)
-        return IssueUsage(issue_id, identifier, tokens, float(seconds), count, threads)
+        raw_unreported = record.get("unreported")
+        unreported = (
+            min(raw_unreported, count)
+            if isinstance(raw_unreported, int)
+            and not isinstance(raw_unreported, bool)
+            and raw_unreported > 0
+            else 0
+        )
+        return IssueUsage(issue_id, identifier, tokens, float(seconds), count, threads, unreported)
     raise ValueError(f"unknown record kind {kind!r}")
 
 
@@ -188,13 +208,16 @@ class UsageBook:
 def _fold(bases: dict[str, IssueUsage], runs: Iterable[RunUsage]) -> dict[str, IssueUsage]:
     """``bases`` plus ``runs`` per issue, summed in plain integers (thousands of records at
     start-up: one model per issue, not one per addition)."""
-    sums: dict[str, list[Any]] = {}  # issue id -> [identifier, 5 counts, cost, seconds, runs]
+    # issue id -> [identifier, 5 counts, cost, seconds, runs, runs not reported]
+    sums: dict[str, list[Any]] = {}
     threads: dict[str, dict[str, TokenUsage]] = {}  # issue id -> session key -> totals
 
-    def add(issue_id: str, identifier: str, t: TokenUsage, seconds: float, runs: int) -> None:
+    def add(
+        issue_id: str, identifier: str, t: TokenUsage, seconds: float, runs: int, unreported: int
+    ) -> None:
         acc = sums.get(issue_id)
         if acc is None:
-            acc = sums[issue_id] = [identifier, 0, 0, 0, 0, 0, None, 0.0, 0]
+            acc = sums[issue_id] = [identifier, 0, 0, 0, 0, 0, None, 0.0, 0, 0]
         acc[0] = identifier or acc[0]
         acc[1] += t.input_tokens
         acc[2] += t.cached_input_tokens
@@ -205,6 +228,7 @@ def _fold(bases: dict[str, IssueUsage], runs: Iterable[RunUsage]) -> dict[str, I
             acc[6] = (acc[6] or 0.0) + t.cost_usd
         acc[7] += seconds
         acc[8] += runs
+        acc[9] += unreported
 
     def mark(issue_id: str, key: str, totals: TokenUsage) -> None:
         marks = threads.setdefault(issue_id, {})
@@ -214,11 +238,11 @@ def _fold(bases: dict[str, IssueUsage], runs: Iterable[RunUsage]) -> dict[str, I
             del marks[next(iter(marks))]
 
     for b in bases.values():
-        add(b.issue_id, b.issue_identifier, b.tokens, b.seconds, b.runs)
+        add(b.issue_id, b.issue_identifier, b.tokens, b.seconds, b.runs, b.unreported)
         for key, totals in b.threads.items():
             mark(b.issue_id, key, totals)
     for r in runs:
-        add(r.issue_id, r.issue_identifier, r.tokens, r.seconds, 1)
+        add(r.issue_id, r.issue_identifier, r.tokens, r.seconds, 1, 0 if r.reported else 1)
         if r.thread is not None and r.thread_tokens is not None:
             mark(r.issue_id, r.thread, r.thread_tokens)
     return {
@@ -236,6 +260,7 @@ def _fold(bases: dict[str, IssueUsage], runs: Iterable[RunUsage]) -> dict[str, I
             a[7],
             a[8],
             threads.get(issue_id, {}),
+            a[9],
         )
         for issue_id, a in sums.items()
     }

@@ -98,6 +98,11 @@ class LoadedUsage:
         return sum(u.seconds for u in self.by_issue.values())
 
     @property
+    def unreported(self) -> dict[str, int]:
+        """Issue id -> its runs that had no usage report (issues with none left out)."""
+        return {i: u.unreported for i, u in self.by_issue.items() if u.unreported}
+
+    @property
     def threads(self) -> dict[str, TokenUsage]:
         """Session key -> the session's absolute totals when its growth was last counted:
         where a resumed thread's counting starts (``TokenLedger.seed``)."""
@@ -156,7 +161,8 @@ class UsageLedger:
         self._book = UsageBook()  # owned by the writer thread once it runs
         self._compacted_size = 0
         self._live: dict[int, tuple[Run, str]] = {}  # id(run) -> (run, run id); loop only
-        self._written: dict[str, tuple[TokenUsage, float]] = {}  # run id -> last queued mark
+        # run id -> (tokens, seconds, reported) of its last queued mark
+        self._written: dict[str, tuple[TokenUsage, float, bool]] = {}
         self._timer: TimerHandle | None = None
         self._failed = False
         self.compactions = 0
@@ -254,9 +260,16 @@ class UsageLedger:
         run_id = entry[1]
         seconds = max(0.0, now_mono - run.started_mono)
         last = self._written.get(run_id)
-        if not ended and last is not None and last[0] == run.tokens and seconds - last[1] < 0.5:
+        reported = not run.usage_unreported
+        if (
+            not ended
+            and last is not None
+            and last[0] == run.tokens
+            and last[2] == reported
+            and seconds - last[1] < 0.5
+        ):
             return None
-        self._written[run_id] = (run.tokens, seconds)
+        self._written[run_id] = (run.tokens, seconds, reported)
         session = self.session_totals(run) if self.session_totals is not None else None
         thread, thread_tokens = session if session is not None else (None, None)
         return RunUsage(
@@ -268,6 +281,7 @@ class UsageLedger:
             ended,
             thread,
             thread_tokens,
+            reported,
         )
 
     # ------------------------------------------------------------------ writer thread

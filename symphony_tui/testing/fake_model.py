@@ -31,7 +31,8 @@ tool turn ends after one round trip.
 
 Usage numbers are deterministic and differ per response (see :func:`usage_for`);
 :attr:`FakeModelServer.usage_total` is the sum of what was actually delivered, so tests can
-compare an agent's reported totals with it.
+compare an agent's reported totals with it. ``chat_usage=False`` leaves usage out of every
+Chat Completions answer, as a provider that reports none.
 """
 
 from __future__ import annotations
@@ -259,8 +260,10 @@ class FakeModelServer:
         model: str = "fake-model",
         aliases: dict[str, str] | None = None,
         headers: dict[str, str] | None = None,
+        chat_usage: bool = True,
     ) -> None:
         self.host = host
+        self.chat_usage = chat_usage
         self.aliases = dict(aliases or {})
         # Extra HTTP headers on every model answer, e.g. codex's rate-limit headers
         # (``x-codex-primary-used-percent``...), which codex turns into
@@ -738,6 +741,10 @@ class _Handler(BaseHTTPRequestHandler):
                 ],
                 "usage": wire_usage,
             }
+            if not self.owner.chat_usage:
+                del reply["usage"]
+                self._json(reply)
+                return
             self._final(usage, lambda: self._json(reply))
             return
         self._start_sse()
@@ -768,7 +775,7 @@ class _Handler(BaseHTTPRequestHandler):
             for w in self._words(d, stream=True):
                 chunk({"content": w})
             chunk({}, "stop")
-        if (body.get("stream_options") or {}).get("include_usage"):
+        if self.owner.chat_usage and (body.get("stream_options") or {}).get("include_usage"):
             last = f"data: {json.dumps(dict(head, choices=[], usage=wire_usage))}\n\n"
             self._final(usage, lambda: self._chunk(last))
         self._chunk("data: [DONE]\n\n")

@@ -34,6 +34,7 @@ _RUN_ONLY = (
     "held",
     "held_updated_at",
     "budget_extra",
+    "usage_reported",
 )
 _ISSUE_FIELDS = {
     "issue_id": "id",

@@ -117,8 +117,9 @@ def _kill(proc: subprocess.Popen) -> None:
 
 
 def _restored(state: dict) -> int:
-    """Total tokens minus what this process's own live runs counted."""
-    own = sum(r["tokens"]["total_tokens"] for r in state["running"])
+    """Total tokens minus what this process's own live runs counted (a row whose agent has
+    reported no usage yet has null tokens)."""
+    own = sum((r["tokens"] or {}).get("total_tokens", 0) for r in state["running"])
     return state["codex_totals"]["total_tokens"] - own
 
 

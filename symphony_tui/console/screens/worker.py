@@ -20,6 +20,7 @@ from symphony_tui.console.sanitize import inert, one_line
 from symphony_tui.console.selection import oldest_approval
 from symphony_tui.console.transcript import Transcript, plan_progress, plan_steps
 from symphony_tui.console.widgets.footer import ConsoleFooter
+from symphony_tui.console.widgets.tokens import not_reported
 from symphony_tui.console.widgets.workers import last_activity
 from symphony_tui.domain import ApprovalRequest, EventKind, Rerun, Snapshot
 from symphony_tui.domain.payloads import HookResult
@@ -177,7 +178,8 @@ def worker_header(
             _name_values(text, last_run, width, tones)
             text.append("workspace ", style=tones.muted)
             text.append(one_line(w.path, 100))
-            text.append(f"  tokens {fmt.grouped(w.tokens.total_tokens)}", style=tones.muted)
+            tokens = fmt.grouped(w.tokens.total_tokens) if w.usage_reported else "not reported"
+            text.append(f"  tokens {tokens}", style=tones.muted)
             if w.error:
                 text.append("\n")
                 text.append("error ", style=tones.muted)
@@ -205,13 +207,24 @@ def worker_header(
     text.append("\n")
     tok = row.tokens
     text.append("tokens ", style=tones.muted)
-    text.append(
-        f"in {fmt.grouped(tok.input_tokens)} (cached {fmt.grouped(tok.cached_input_tokens)})"
-        f"  out {fmt.grouped(tok.output_tokens)} (reasoning {fmt.grouped(tok.reasoning_tokens)})"
-        f"  total {fmt.grouped(tok.total_tokens)}"
-    )
-    if tok.cost_usd is not None:
-        text.append(f"  ${tok.cost_usd:.2f}")
+    if not row.usage_reported:
+        text.append("not reported by the backend", style=tones.warning)
+        text.append("  (a token budget cannot trip on this run)", style=tones.muted)
+    else:
+        text.append(
+            f"in {fmt.grouped(tok.input_tokens)} (cached {fmt.grouped(tok.cached_input_tokens)})"
+            f"  out {fmt.grouped(tok.output_tokens)}"
+            f" (reasoning {fmt.grouped(tok.reasoning_tokens)})"
+            f"  total {fmt.grouped(tok.total_tokens)}"
+        )
+        if tok.cost_usd is not None:
+            text.append(f"  ${tok.cost_usd:.2f}")
+    # The issue's total when earlier runs add to it (it includes this run's tokens).
+    if row.issue_runs_not_reported or row.issue_total_tokens > tok.total_tokens:
+        text.append("\nissue total ", style=tones.muted)
+        text.append(f"{fmt.grouped(row.issue_total_tokens)} tokens")
+        if row.issue_runs_not_reported:
+            text.append(f" {not_reported(row.issue_runs_not_reported)}", style=tones.warning)
     if row.posture is not None:  # what the run can reach (docs/security.md)
         rows = dict(row.posture.lines())
         for labels in (("sandbox", "network", "transport"), ("secrets withheld", "control API")):

@@ -24,19 +24,38 @@ def _pair(text: Text, label: str, value: str, tones: Tones, width: int = 10) -> 
     text.append(value)
 
 
+def not_reported(runs: int) -> str:
+    """``"(2 runs not reported)"``: how many runs had no usage report, or ``""``."""
+    if not runs:
+        return ""
+    return f"({runs:,} run{'' if runs == 1 else 's'} not reported)"
+
+
 def totals_text(snapshot: Snapshot, tones: Tones) -> Text:
-    """Totals, rate and runtime (spec §13.5): one labelled value a line."""
+    """Totals, rate and runtime (spec §13.5): one labelled value a line. Runs whose
+    backend reported no usage are counted beside the total, finished and live together;
+    while nothing was measured the counts read ``-``, not zeros."""
     t: TokenUsage = snapshot.totals
     text = Text(end="")
+    unreported = snapshot.runs_not_reported + sum(
+        1 for r in snapshot.running if not r.usage_reported
+    )
+    measured = not t.is_zero or not unreported
+
+    def count(value: int) -> str:
+        return fmt.grouped(value) if measured else "-"
+
     rows = [
-        ("input", fmt.grouped(t.input_tokens)),
-        ("cached", fmt.grouped(t.cached_input_tokens)),
-        ("output", fmt.grouped(t.output_tokens)),
-        ("reasoning", fmt.grouped(t.reasoning_tokens)),
-        ("total", fmt.grouped(t.total_tokens)),
+        ("input", count(t.input_tokens)),
+        ("cached", count(t.cached_input_tokens)),
+        ("output", count(t.output_tokens)),
+        ("reasoning", count(t.reasoning_tokens)),
+        ("total", count(t.total_tokens)),
     ]
     for label, value in rows:
         _pair(text, label, value, tones)
+        if label == "total" and unreported:
+            text.append(f" {not_reported(unreported)}", style=tones.warning)
         text.append("\n")
     _pair(text, "rate", f"{fmt.compact(snapshot.token_rate_per_min)}/min", tones)
     text.append("\n")
@@ -90,15 +109,25 @@ PER_WORKER_ROWS = 12
 
 
 def per_worker_text(snapshot: Snapshot, tones: Tones, limit: int = PER_WORKER_ROWS) -> Text:
-    """Tokens per running issue, biggest first, at most ``limit`` lines plus a count."""
+    """Tokens per running issue, biggest first, at most ``limit`` lines plus a count; a
+    run whose backend reported no usage reads ``not reported``, last."""
     text = Text(end="")
     if not snapshot.running:
         text.append("no active workers", style=tones.muted)
         return text
-    ranked = sorted(snapshot.running, key=lambda r: r.tokens.total_tokens, reverse=True)
+    ranked = sorted(
+        snapshot.running,
+        key=lambda r: r.tokens.total_tokens if r.usage_reported else -1,
+        reverse=True,
+    )
     shown = ranked[:limit]
     for i, r in enumerate(shown):
         text.append(f"{one_line(r.issue_identifier, 10):<10}", style=tones.bold)
+        if not r.usage_reported:
+            text.append(f"{'-':>7} not reported", style=tones.muted)
+            if i < len(shown) - 1:
+                text.append("\n")
+            continue
         text.append(
             f"{fmt.compact(r.tokens.total_tokens):>7} "
             f"in {fmt.compact(r.tokens.input_tokens)} out {fmt.compact(r.tokens.output_tokens)}"
