@@ -6,6 +6,7 @@ from __future__ import annotations
 from symphony_tui.console.screens.worker import worker_header
 from symphony_tui.console.tones import Tones
 from symphony_tui.console.widgets.tokens import per_worker_text, totals_text
+from symphony_tui.console.widgets.workers import worker_rows
 from symphony_tui.domain import Snapshot, TokenUsage
 from tests.console.sample import NOW, sample_snapshot
 
@@ -78,3 +79,12 @@ def test_worker_detail_of_a_last_run_without_a_report():
     )
     plain = worker_header(snap, "demo-9", NOW, Tones()).plain
     assert "tokens not reported" in plain
+
+
+def test_the_workers_table_shows_a_dash_not_zero_for_a_run_without_a_report():
+    snap = _with_unreported_run(sample_snapshot())
+    silent, measured = snap.running[0], snap.running[1]
+    rows = dict(worker_rows(snap, NOW, Tones()))
+    tokens_cell = 6  # pending, issue, status, turn, attempt, age, tokens, last event
+    assert rows[silent.issue_id][tokens_cell].plain == "-"
+    assert rows[measured.issue_id][tokens_cell].plain not in ("-", "0")
