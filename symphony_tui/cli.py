@@ -449,6 +449,10 @@ def _build(
         raise _BuildFailed(str(exc)) from None
     except OSError as exc:  # the lock folder or the event file cannot be created
         raise _BuildFailed(f"startup failed: {exc}") from None
+    # A ``stop_scheduler`` command (an attached console's "Stop N agents") takes the path
+    # of ``symphony-tui stop``: SIGTERM to this process, whose handler (console, detached
+    # or headless) stops the workers with the hooks' grace.
+    runtime.orchestrator.on_stop_command(_terminate_self)
     try:
         api = _api_server(
             runtime, getattr(args, "port", None), announce=True, say=say, serve=serve, path=path
@@ -459,6 +463,12 @@ def _build(
         asyncio.run(runtime.close())
         raise _BuildFailed(str(exc)) from None
     return runtime, api
+
+
+def _terminate_self() -> None:
+    import signal
+
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _console(
@@ -537,7 +547,7 @@ def _console(
 
         async def shutdown() -> None:
             if api is not None:
-                await api.stop()
+                await api.stop(ending="its console stopped it")
             await runtime.close()
 
         return Started(
@@ -617,7 +627,12 @@ async def _attach_to_running(found: _AlreadyRunning, attachments: list):
     control_file = note.get("control_token_file")
     control = read_control_token(control_file) if isinstance(control_file, str) else None
     attachment = Attachment(
-        url, announce.read_token(note), "stream", label=f"pid {pid} ({url})", control=control
+        url,
+        announce.read_token(note),
+        "stream",
+        label=f"pid {pid} ({url})",
+        control=control,
+        owner=announce.Owner.of(announce.default_dir(), pid),
     )
     attachments.append(attachment)
     try:
@@ -669,9 +684,9 @@ async def _run_on_detached(reason, runtime, api, scheduler, holder, log: Path, p
     if holder is not None:
         holder.release(log)
 
-    async def stop_api() -> None:
+    async def stop_api(reason: str) -> None:
         if api is not None:
-            await api.stop()
+            await api.stop(ending=reason)
 
     return await run_on_detached(runtime, scheduler, stop_api)
 
@@ -817,7 +832,7 @@ async def _headless(runtime, exit_when_idle: bool, api, path: Path | None = None
         return await run_headless(runtime, exit_when_idle=exit_when_idle)
     finally:
         if api is not None:
-            await api.stop()
+            await api.stop(ending="the headless scheduler ended")
         if noted is not None:
             announce.remove(noted)
 

@@ -96,8 +96,9 @@ async def run_headless(
 async def run_on_detached(runtime: Runtime, scheduler: asyncio.Future, stop_api) -> int:
     """The console left (detached) and the scheduler it embedded runs on headless in this
     process until SIGTERM / SIGINT (``symphony-tui stop``) or its own end; SIGHUP is
-    ignored (there is no terminal). Then ``stop_api`` and the usual shutdown (the hooks'
-    grace included). Returns the exit code (0)."""
+    ignored (there is no terminal). Then ``stop_api(reason)`` (one line for attached
+    consoles) and the usual shutdown (the hooks' grace included). Returns the exit code
+    (0)."""
     import logging
 
     from symphony_tui.observability.logs import log_kv
@@ -115,14 +116,10 @@ async def run_on_detached(runtime: Runtime, scheduler: asyncio.Future, stop_api)
         await asyncio.wait({waiter, scheduler}, return_when=asyncio.FIRST_COMPLETED)
     finally:
         waiter.cancel()
-    log_kv(
-        log,
-        "info",
-        "headless scheduler stopping",
-        reason="stop signal" if stop.is_set() else "ended",
-    )
+    reason = "stop signal" if stop.is_set() else "ended"
+    log_kv(log, "info", "headless scheduler stopping", reason=reason)
     try:
-        await stop_api()
+        await stop_api(reason)
     finally:
         await runtime.close()
     for line in runtime.orchestrator.hooks_cut_short:

@@ -196,7 +196,7 @@ def run_stop(
     _say(f"stopping the scheduler of {label} (pid {pid}; its hooks get their grace)…", err)
     deadline = time.monotonic() + bound
     while time.monotonic() < deadline:
-        if not announce.pid_alive(pid) or _zombie(pid):
+        if announce.ended(pid):
             _say(f"stopped the scheduler of {label} (pid {pid})", err)
             return 0
         time.sleep(0.1)
@@ -212,11 +212,3 @@ def _matches(note: dict[str, Any], target: str) -> bool:
         if isinstance(value, str) and (value == target or target in value):
             return True
     return False
-
-
-def _zombie(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[-1].split()[:1] == ["Z"]

@@ -22,6 +22,7 @@ import contextlib
 import json
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -147,3 +148,41 @@ def pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def ended(pid: int) -> bool:
+    """True when process ``pid`` is gone or a zombie (exited, not yet reaped)."""
+    if not pid_alive(pid):
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[:1] == ["Z"]
+
+
+@dataclass(frozen=True)
+class Owner:
+    """A scheduler process on this machine, as a console attached to it watches it: its
+    ``pid`` and its ``note`` (removed when its API stops)."""
+
+    pid: int
+    note: Path
+
+    @classmethod
+    def of(cls, directory: Path, pid: int) -> Owner:
+        return cls(pid, directory / f"{pid}.json")
+
+    def serving(self) -> bool:
+        """Its process runs and its API still serves. A stopped (``SIGSTOP``) process still
+        serves: an attached console sees it stale, not gone."""
+        return not ended(self.pid) and self.note.exists()
+
+    def ended(self) -> bool:
+        """Its process is gone (:func:`ended`)."""
+        return ended(self.pid)
+
+
+def note_for_port(directory: Path, port: int) -> dict[str, Any] | None:
+    """The live note in ``directory`` of the scheduler serving on ``port``, or None."""
+    return next((n for n in live_notes(directory) if n.get("port") == port), None)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import urlsplit
 
+from symphony_tui.api.announce import Owner
 from symphony_tui.api.auth import find_control_token, is_loopback
 from symphony_tui.api.client import RemoteError, RemotePort
 from symphony_tui.api.ssh import SshError, SshTunnel, choose, discover, parse_target
@@ -27,12 +28,19 @@ class Attachment:
     tunnel: SshTunnel | None = None
     label: str = ""
     control: str | None = None  # the scheduler's control token, when this user can read it
+    #: The scheduler's process, when it runs on this machine for this user.
+    owner: Owner | None = None
 
     def port(self) -> RemotePort:
         """A fresh :class:`RemotePort` (its HTTP client belongs to the loop that uses it)."""
         client = self.tunnel.client() if self.tunnel is not None else None
         return RemotePort(
-            self.url, client=client, token=self.token, mode=self.mode, control=self.control
+            self.url,
+            client=client,
+            token=self.token,
+            mode=self.mode,
+            control=self.control,
+            owner=self.owner,
         )
 
     def close(self) -> None:
@@ -79,7 +87,9 @@ def open_attach(
             control=control,
         )
     elif text.startswith(("http://", "https://")):
-        attachment = Attachment(text, token, mode, control=_local_control(text))
+        attachment = Attachment(
+            text, token, mode, control=_local_control(text), owner=_local_owner(text)
+        )
     else:
         raise AttachError(f"{text!r} is not http://HOST:PORT or ssh://[user@]host[:port]")
     try:
@@ -100,6 +110,24 @@ def _local_control(url: str) -> str | None:
     if not parts.hostname or not is_loopback(parts.hostname):
         return None
     return find_control_token(port)
+
+
+def _local_owner(url: str) -> Owner | None:
+    """The process of the scheduler behind a loopback ``url`` on this machine (found
+    through this user's API notes), or None when it is not one of this user's."""
+    from symphony_tui.api import announce
+
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        return None
+    if port is None or not parts.hostname or not is_loopback(parts.hostname):
+        return None
+    directory = announce.default_dir()
+    note = announce.note_for_port(directory, port)
+    pid = note.get("pid") if note is not None else None
+    return Owner.of(directory, pid) if isinstance(pid, int) else None
 
 
 async def _probe(attachment: Attachment) -> None:

@@ -6,7 +6,11 @@ fresh from the pushed event stream (``GET /api/v1/stream``, :mod:`symphony_tui.a
 reconnecting with ``Last-Event-ID`` after a jittered backoff; a server without the stream
 (404/405) or ``mode="poll"`` is polled instead (snapshot + events a few times a second).
 ``send()`` posts the command. Transcripts are fetched for the issues the console asked
-about recently. :meth:`RemotePort.link` says how fresh the cache is.
+about recently. :meth:`RemotePort.link` says how fresh the cache is, and whether the
+scheduler has stopped: its stream's last ``stopping`` frame says so, or, on this machine,
+its ``owner`` process no longer serves once the link is lost. A stopped
+scheduler's snapshot keeps its history but no live rows (nothing runs there any more), and
+:meth:`RemotePort.run` returns.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import jsonpatch
 from httpx_sse import aconnect_sse
 from pydantic import TypeAdapter
 
+from symphony_tui.api.announce import Owner
 from symphony_tui.api.auth import CONTROL_HEADER
 from symphony_tui.api.operator_routes import OPERATOR_HEADER
 from symphony_tui.domain import AgentEvent, Snapshot
@@ -46,7 +51,7 @@ STALE_AFTER_S = 15.0  # three of the server's 5 s keepalives
 BACKOFF_BASE_S = 0.5
 BACKOFF_CAP_S = 10.0
 
-LinkState = Literal["connecting", "live", "reconnecting", "stale"]
+LinkState = Literal["connecting", "live", "reconnecting", "stale", "stopped"]
 
 
 class RemoteError(Exception):
@@ -65,12 +70,15 @@ class LinkStatus:
     ``stale_after_s``), ``reconnecting`` (link lost, data still recent), ``stale`` (nothing
     heard for longer than ``stale_after_s``, connected or not). ``age_s``: seconds since the
     scheduler was last heard from (``None`` before the first frame); ``via``: ``stream`` or
-    ``poll``; ``error``: the last failure, one line."""
+    ``poll``; ``error``: the last failure, one line. ``stopped``: the scheduler has shut
+    down (it said so, or its process is gone) at ``stopped_at`` (UTC), ``error`` saying
+    why; a stale link is a scheduler that may still exist but does not answer."""
 
     state: LinkState
     age_s: float | None
     via: str
     error: str | None = None
+    stopped_at: datetime | None = None
 
 
 def backoff_s(attempt: int, *, rng: Callable[[float, float], float] = random.uniform) -> float:
@@ -92,7 +100,10 @@ class RemotePort:
         mode: Literal["stream", "poll"] = "stream",
         stale_after_s: float = STALE_AFTER_S,
         clock: Callable[[], float] = time.monotonic,
+        owner: Owner | None = None,
     ) -> None:
+        """``owner``: the scheduler's process on this machine (``announce.Owner``), asked
+        while the link is lost whether it still serves (no: it stopped)."""
         self.base_url = base_url.rstrip("/")
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         headers[OPERATOR_HEADER] = local_operator()  # who, in the scheduler's audit log
@@ -118,10 +129,17 @@ class RemotePort:
         self.error: str | None = None
         self._stop = asyncio.Event()
         self._running: asyncio.Task | None = None
+        self._owner = owner
+        self.stopped_at: datetime | None = None  # set once the scheduler has stopped
 
     # -- SchedulerPort --------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
         return self._snapshot
+
+    @property
+    def stopped(self) -> bool:
+        """True once the scheduler has shut down (see :meth:`link`)."""
+        return self.stopped_at is not None
 
     def events_since(
         self, seq: int, *, limit: int = 2000, issue_id: str | None = None
@@ -145,6 +163,8 @@ class RemotePort:
         self, command: Command, *, who: str | None = None, via: str = "console"
     ) -> CommandResult:
         # who: this console's user (the X-Symphony-Operator header); via: the server's view
+        if self.stopped:
+            return CommandResult(False, "the scheduler has stopped")
         try:
             response = await self._client.post(
                 "/api/v1/commands",
@@ -212,10 +232,27 @@ class RemotePort:
             return None
         return AuditEntry.model_validate_json(response.content)
 
+    async def wait_stopped(self, poll_s: float = 0.1) -> bool:
+        """Wait until the scheduler has stopped (:attr:`stopped`) and, on this machine, its
+        process has ended. True when its end is known (the process gone); False when only
+        its stream said it stops (another machine: its agents may still be ending)."""
+        while not self.stopped:
+            if self._owner is not None and not self._owner.serving():
+                self._ended("its process no longer serves")
+                break
+            await asyncio.sleep(poll_s)
+        if self._owner is None:
+            return False
+        while not self._owner.ended():
+            await asyncio.sleep(poll_s)
+        return True
+
     # -- freshness ------------------------------------------------------------------------
     def link(self) -> LinkStatus:
         """The link's state now (see :class:`LinkStatus`)."""
         age = None if self._heard_at is None else max(0.0, self._clock() - self._heard_at)
+        if self.stopped_at is not None:
+            return LinkStatus("stopped", age, self.mode, self.error, self.stopped_at)
         if age is None:
             state: LinkState = "connecting"
         elif age > self.stale_after_s:
@@ -233,6 +270,21 @@ class RemotePort:
         # last said, its tracker error included; the console names the link, not the tracker.
         self._connected = False
         self.error = str(exc) or type(exc).__name__
+        if self._owner is not None and not self._owner.serving():
+            self._ended("its process no longer serves")
+
+    def _ended(self, reason: str, at: datetime | None = None) -> None:
+        """The scheduler has shut down (``reason``, one line, becomes ``link().error``): no
+        live rows, no approvals, no reconnecting."""
+        if self.stopped_at is not None:
+            return
+        self.stopped_at = at or datetime.now(UTC)
+        self._connected = False
+        self.error = reason
+        self._snapshot = self._snapshot.model_copy(
+            update={"running": (), "retrying": (), "approvals": (), "next_poll_at": None}
+        )
+        self._stop.set()
 
     # -- polling (fallback) -----------------------------------------------------------------
     async def refresh_once(self) -> None:
@@ -322,6 +374,9 @@ class RemotePort:
                     snapshot_seen = True
                 elif sse.event == "change":
                     self._apply_change(json.loads(sse.data))
+                elif sse.event == "stopping":
+                    self._stopping_frame(sse.data)
+                    return
                 if sse.id:
                     self.last_event_id = sse.id
                 if not snapshot_seen:
@@ -330,6 +385,16 @@ class RemotePort:
                 self.error = None
                 if self._stop.is_set():
                     break
+
+    def _stopping_frame(self, data: str) -> None:
+        """The stream's last frame: the scheduler is shutting down (``{"at", "reason"}``)."""
+        try:
+            frame = json.loads(data)
+            at = datetime.fromisoformat(frame["at"])
+            reason = str(frame.get("reason") or "")
+        except (ValueError, KeyError, TypeError):
+            at, reason = None, ""
+        self._ended(reason or "it said it was stopping", at)
 
     def _apply_snapshot(self, frame: dict[str, Any]) -> None:
         if frame.get("reset"):

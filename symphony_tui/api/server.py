@@ -386,6 +386,7 @@ def create_app(
         # A server started again with the same hub (stop, then start): streams served from
         # now on run until this server shuts down, not only to their first frame.
         hub.closing.clear()
+        hub.final = None
 
     @web.middleware
     async def json_errors(request: web.Request, handler: Callable) -> web.StreamResponse:
@@ -557,7 +558,12 @@ class ApiServer:
         """The header carrying this server's control token (for an in-process client)."""
         return {CONTROL_HEADER: self.control_token}
 
-    async def stop(self) -> None:
+    async def stop(self, *, ending: str | None = None) -> None:
+        """Stop serving and remove the note and token files. ``ending``: the scheduler is
+        shutting down (why, one line): each open event stream first gets its last
+        ``stopping`` frame, so attached consoles show it stopped instead of reconnecting."""
+        if ending is not None and self._runner is not None:
+            self._runner.app[STREAM].stopping(ending)
         serve = getattr(self._port, "serve_controls", None)
         if serve is not None and self.port is not None:
             serve(None)

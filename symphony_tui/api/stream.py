@@ -14,6 +14,10 @@ scheduler process and ``seq`` is the last event sequence number delivered so far
   :data:`FRAME_BYTES`).
 * ``event: keepalive`` — ``{}`` after ``keepalive_s`` without a frame, so a silent link is
   told from a quiet scheduler.
+* ``event: stopping`` — ``{"at": <ISO time>, "reason": "..."}``, the last frame when the
+  scheduler is shutting down (:meth:`StreamHub.stopping`): the stream ends and the server
+  will not answer again, so a client stops reconnecting. A stream that ends without it is a
+  lost link (reconnect).
 
 Resuming with ``Last-Event-ID: <epoch>:<seq>`` delivers every held event with a larger
 ``seq``, once. The connection computes each frame from the newest state when it gets to
@@ -234,6 +238,8 @@ class StreamHub:
     max_streams_per_client: int = MAX_STREAMS_PER_CLIENT
     closing: asyncio.Event = field(default_factory=asyncio.Event)
     connections: list[StreamStats] = field(default_factory=list)
+    #: The ``stopping`` frame's JSON once the scheduler is shutting down (:meth:`stopping`).
+    final: str | None = None
 
     def __post_init__(self) -> None:
         self.versions = SnapshotVersions(self.port, usage_s=self.usage_s)
@@ -245,6 +251,14 @@ class StreamHub:
         self.open_streams = 0
         self._per_client: dict[str, int] = {}
         self._crowd = 0  # the most streams open at once since memory was last returned
+
+    def stopping(self, reason: str) -> None:
+        """The scheduler is shutting down: every open stream (and one opened meanwhile) ends
+        with an ``event: stopping`` frame saying when and ``reason`` (one line)."""
+        from datetime import UTC, datetime
+
+        self.final = json.dumps({"at": datetime.now(UTC).isoformat(), "reason": reason})
+        self.closing.set()
 
     def _refusal(self, client: str) -> str | None:
         if self.open_streams >= self.max_streams:
@@ -378,6 +392,8 @@ class StreamHub:
                 last_write = time.monotonic()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.closing.wait(), timeout=self.interval_s)
+        if self.final is not None:
+            await write("stopping", self.final)
 
     def _patch_between(self, version: int, doc: dict[str, Any], now_version: int) -> str:
         """The JSON text of the patch from ``doc`` (at ``version``) to the current document,

@@ -163,6 +163,7 @@ class SymphonyApp(
         self._enabled_signature: tuple = ()
         self._signals_installed: list[signal.Signals] = []
         self.scheduler_stopped = False
+        self._asked_stop = False  # an attached console sent stop_scheduler
         self.detach_only = (
             bool(getattr(port, "detach_only", False)) if detach_only is None else detach_only
         )

@@ -4,7 +4,9 @@ SIGTERM and SIGINT stop the workers once, then exit. SIGHUP and a terminal that 
 never stop agents: a console whose scheduler can outlive it (``detachable``, the CLI's
 ``symphony-tui WORKFLOW.md``) leaves it running headless, and an attached one only detaches.
 ``q`` asks: stop the running agents, or leave them running and detach
-(docs/architecture.md "Detaching").
+(docs/architecture.md "Detaching"); an attached console stops them by sending the
+scheduler a ``stop_scheduler`` command. Once an attached console's scheduler has stopped
+(``RemotePort.stopped``), ``q`` just quits.
 """
 
 from __future__ import annotations
@@ -214,7 +216,8 @@ class LifecycleMixin:
         if self.start_error is not None:
             return  # the start failed and already exited with its reason
         if self._shutdown_fn is not None:
-            self.notify("detaching…" if self.detach_only else "stopping workers…", timeout=30)
+            if not self.attached_scheduler_stopped:
+                self.notify("detaching…" if self.detach_only else "stopping workers…", timeout=30)
             try:
                 await self._shutdown_fn()
             except Exception as exc:
@@ -242,11 +245,21 @@ class LifecycleMixin:
             and not self._stopping
         ):
             self.scheduler_stopped = True
-            self.notify("the scheduler stopped", severity="warning", timeout=30)
+            if not self.attached_scheduler_stopped:  # attached: the alert line says when
+                self.notify("the scheduler stopped", severity="warning", timeout=30)
+            self.tick()
+
+    @property
+    def attached_scheduler_stopped(self) -> bool:
+        """An attached console whose scheduler has shut down (``RemotePort.stopped``)."""
+        return bool(getattr(self.port, "stopped", False))
 
     async def action_quit(self) -> None:
         if self._stopping:
             await self.shutdown_and_exit(1)
+            return
+        if self.attached_scheduler_stopped:  # nothing runs there any more: just leave
+            await self.shutdown_and_exit(0, "the scheduler had stopped")
             return
         running = self._snapshot.running if self._snapshot else ()
         message = "detached; the scheduler keeps running" if self.detach_only else None
@@ -261,8 +274,11 @@ class LifecycleMixin:
         if self.detachable and not self.detach_only:
             self._ask_stop_or_detach(len(running))
             return
+        if self.detach_only and hasattr(self.port, "wait_stopped"):
+            self._ask_stop_or_detach(len(running), attached=True)
+            return
         if self.detach_only:
-            # an attached console only detaches: the scheduler and its workers go on
+            # a port that cannot carry a stop: the scheduler and its workers go on
             body = Text(
                 f"Detach from the scheduler? Its {len(running)} worker(s) keep running "
                 "there; attach again any time.",
@@ -281,15 +297,54 @@ class LifecycleMixin:
 
         self.push_screen(Confirm(title, body, yes=yes, danger=danger), decided)
 
-    def _ask_stop_or_detach(self, count: int) -> None:
-        """``q`` with agents running under an embedded scheduler that can outlive the
-        console: stop them (``s``), or leave them running and detach (``d``)."""
+    def _ask_stop_or_detach(self, count: int, *, attached: bool = False) -> None:
+        """``q`` with agents running under a scheduler that can outlive the console (the
+        embedded one, or the one ``attached`` to): stop them (``s``), or leave them running
+        and detach (``d``)."""
         from symphony_tui.console.screens.modals import StopOrDetach
 
         def decided(answer: str | None) -> None:
-            if answer == "stop":
+            if answer == "stop" and attached:
+                self.run_worker(
+                    self.stop_scheduler_and_exit(), group="lifecycle", exit_on_error=False
+                )
+            elif answer == "stop":
                 self.run_worker(self.shutdown_and_exit(0), group="lifecycle", exit_on_error=False)
+            elif answer == "detach" and attached:
+                message = "detached; the scheduler keeps running"
+                self.run_worker(
+                    self.shutdown_and_exit(0, message), group="lifecycle", exit_on_error=False
+                )
             elif answer == "detach":
                 self.detach_and_exit("q")
 
-        self.push_screen(StopOrDetach(count), decided)
+        self.push_screen(StopOrDetach(count, attached=attached), decided)
+
+    async def stop_scheduler_and_exit(self) -> None:
+        """Attached: send the scheduler ``stop_scheduler`` (it needs the control token, and
+        the scheduler's audit log names this operator), wait until it has stopped (its
+        stream's last frame; on this machine, its process gone), then exit saying so. A
+        refusal is one line and the console stays. ``q`` meanwhile just quits."""
+        from symphony_tui.domain.commands import StopScheduler
+
+        if self._stopping or self._asked_stop:
+            return
+        self._asked_stop = True
+        result = await self.port.send(StopScheduler())
+        if not result.ok:
+            self._asked_stop = False
+            self.notify(
+                one_line(f"stop refused: {result.message}", 300), severity="error", markup=False
+            )
+            return
+        self.notify(one_line(result.message, 300) + "…", timeout=120, markup=False)
+        wait = getattr(self.port, "wait_stopped", None)
+        ended = await wait() if wait is not None else False
+        if self._stopping:
+            return  # q while it stopped
+        done = (
+            "the scheduler stopped; its agents have ended"
+            if ended
+            else "the scheduler is stopping: its agents end with their hooks' grace"
+        )
+        await self.shutdown_and_exit(0, done)

@@ -145,6 +145,14 @@ class ProbeHost(_Cmd):
     host: HostName
 
 
+class StopScheduler(_Cmd):
+    """Stop the scheduler, as ``symphony-tui stop`` does: every worker is stopped (its hooks
+    get ``hooks.shutdown_grace_ms``), then the process ends. Refused by a scheduler whose
+    process does not take it (docs/http-api.md)."""
+
+    type: Literal["stop_scheduler"] = "stop_scheduler"
+
+
 Command = Annotated[
     Refresh
     | Interrupt
@@ -160,6 +168,7 @@ Command = Annotated[
     | RemoveWorkspace
     | DrainHost
     | UndrainHost
-    | ProbeHost,
+    | ProbeHost
+    | StopScheduler,
     Field(discriminator="type"),
 ]

@@ -45,6 +45,7 @@ from symphony_tui.domain.commands import (
     Rerun,
     Steer,
     Stop,
+    StopScheduler,
     UndrainHost,
 )
 from symphony_tui.domain.payloads import OperatorAction
@@ -101,6 +102,8 @@ def describe_command(command: Command) -> str:
             return f"extend the token budget by {tokens:,}"
         case DrainHost(host=name) | UndrainHost(host=name) | ProbeHost(host=name):
             return f"{what} {one_line(name, 60)}"
+        case StopScheduler():
+            return "stop the scheduler"
     return what
 
 
@@ -118,7 +121,8 @@ class OperatorCommands:
     ``approvals`` desk, with the ``tracker`` and ``workspaces`` for the commands that need
     them. ``post_control`` queues a follow-up in the inbox's control lane;
     ``request_refresh`` asks for a tick; ``refresh_recovered`` rescans workspaces;
-    ``spawn`` starts the task of a command's I/O part.
+    ``spawn`` starts the task of a command's I/O part. :attr:`stop_process` is how a
+    ``stop_scheduler`` command ends this process (set by its owner; None refuses it).
 
     Nothing here raises for a refused or failed command: the answer is a
     :class:`CommandResult` with ``ok`` False and a one-line reason.
@@ -148,6 +152,8 @@ class OperatorCommands:
         self._request_refresh = request_refresh
         self._refresh_recovered = refresh_recovered
         self._spawn = spawn
+        self.stop_process: Callable[[], None] | None = None
+        self._stop_asked = False
 
     def receive(self, command: Command, answer: asyncio.Future | None) -> None:
         """Handle an ``OperatorCommand`` input: announce, apply, and answer ``answer`` now,
@@ -257,7 +263,28 @@ class OperatorCommands:
                 return host_commands.drain(state, name, drained, self._request_refresh)
             case ProbeHost(host=name):
                 return host_commands.probe(state, name, self._dispatcher.probes)
+            case StopScheduler():
+                return self._stop_scheduler()
         return CommandResult(False, f"unknown command {command!r}")
+
+    def _stop_scheduler(self) -> CommandResult:
+        """Ask this process to stop (:attr:`stop_process`, once): the graceful shutdown,
+        in which each worker's hooks get ``hooks.shutdown_grace_ms``."""
+        if self._state.stopping or self._stop_asked:
+            return CommandResult(True, "the scheduler is already stopping")
+        if self.stop_process is None:
+            return CommandResult(
+                False, "this scheduler does not take a stop command; stop it where it runs"
+            )
+        self._stop_asked = True
+        stop = self.stop_process
+        running = len(self._state.running)
+        grace = self._state.settings.hooks.shutdown_grace_ms / 1000
+        stop()
+        return CommandResult(
+            True,
+            f"stopping the scheduler: {running} agent(s) end, their hooks get {grace:g} s",
+        )
 
     def issue_moved(self, moved: Issue) -> None:
         """The operator moved ``moved`` in the tracker: remember it and poll now."""

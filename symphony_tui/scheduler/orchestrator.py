@@ -193,6 +193,12 @@ class Orchestrator:
         their posture (scheduler/posture.py). Called on the loop's thread."""
         self.state.posture.control = surface
 
+    def on_stop_command(self, stop: Callable[[], None] | None) -> None:
+        """How a ``stop_scheduler`` command (``StopScheduler``) ends this process: ``stop``
+        is called once, on the loop, and must start the same graceful shutdown as
+        ``symphony-tui stop`` (the CLI sends itself SIGTERM). None: the command is refused."""
+        self._commands.stop_process = stop
+
     running = property(lambda self: self.state.running, doc="Issue id -> live run.")
     retrying = property(lambda self: self.state.retrying, doc="Issue id -> retry entry.")
     held = property(lambda self: self.state.held, doc="Operator holds (issue ids).")

@@ -4,10 +4,17 @@ on one scheduler, an approval answered once."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+from datetime import datetime
 
 import httpx
 import pytest
 
+from symphony_tui.api import announce
 from symphony_tui.api.client import BACKOFF_CAP_S, RemotePort, backoff_s
 from symphony_tui.api.server import ApiServer
 from symphony_tui.api.stream import StreamHub
@@ -185,3 +192,101 @@ async def test_the_link_is_not_live_before_the_first_snapshot_arrives():
         task.cancel()
         finished.set()
         await runner.cleanup()
+
+
+async def test_a_scheduler_that_stops_says_so_and_the_console_link_ends(served):
+    """The stream's last frame says the scheduler stops: the link reads ``stopped`` (with
+    when and why), nothing live is left in the snapshot, commands are refused, and the
+    client stops reconnecting (``run`` returns)."""
+    _h, api = served
+    remote = RemotePort(api.url, control=api.control_token)
+    task = asyncio.create_task(remote.run())
+    try:
+        await until(lambda: remote.link().state == "live" and remote.snapshot().running)
+        assert remote.snapshot().approvals and not remote.stopped
+        await api.stop(ending="stopped by bob@laptop")
+        await until(lambda: remote.link().state == "stopped")
+        link = remote.link()
+        assert link.error == "stopped by bob@laptop" and link.stopped_at is not None
+        snap = remote.snapshot()
+        assert snap.running == () and snap.approvals == () and snap.retrying == ()
+        await asyncio.wait_for(task, timeout=5)  # no reconnecting
+        refused = await remote.send(Approve(approval_id="ap-1"))
+        assert not refused.ok and "stopped" in refused.message
+    finally:
+        await remote.close()
+        task.cancel()
+
+
+async def test_the_stopping_frame_is_the_streams_last(served):
+    _h, api = served
+    headers = {"Accept": "text/event-stream", "Accept-Encoding": "identity"}
+    async with (
+        httpx.AsyncClient(base_url=api.url, timeout=10) as client,
+        client.stream("GET", "/api/v1/stream", headers=headers) as response,
+    ):
+        lines = response.aiter_lines()
+        assert (await anext(lines)).startswith("retry:")
+        stopper = asyncio.create_task(api.stop(ending="shutting down"))
+        rest = [line async for line in lines]
+        await stopper
+    kinds = [line.split(": ", 1)[1] for line in rest if line.startswith("event: ")]
+    assert kinds[-1] == "stopping" and kinds.count("stopping") == 1
+    data = json.loads(rest[rest.index("event: stopping") + 1].removeprefix("data: "))
+    assert data["reason"] == "shutting down" and datetime.fromisoformat(data["at"])
+
+
+class _Owner:
+    """``announce.Owner`` of a real child process."""
+
+    def __init__(self, proc) -> None:
+        self.proc = proc
+
+    def serving(self) -> bool:
+        return self.proc.returncode is None and not announce.ended(self.proc.pid)
+
+    def ended(self) -> bool:
+        return not self.serving()
+
+
+async def test_on_this_machine_a_gone_process_is_stopped_and_a_sigstopped_one_is_stale(
+    served, monkeypatch
+):
+    """A scheduler that vanished without a word (its API stopped with no last frame, its
+    process gone) reads ``stopped``; one that is only frozen (SIGSTOP) stays ``stale``."""
+    _h, api = served
+    monkeypatch.setattr("symphony_tui.api.client.backoff_s", lambda attempt: 0.05)
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-c", "import time; time.sleep(60)")
+    now = [1000.0]
+    remote = RemotePort(
+        api.url, control=api.control_token, stale_after_s=5.0, clock=lambda: now[0],
+        owner=_Owner(proc),
+    )  # fmt: skip
+    task = asyncio.create_task(remote.run())
+    try:
+        await until(lambda: remote.link().state == "live")
+        os.kill(proc.pid, signal.SIGSTOP)
+        await api.stop()  # the link is lost, no last frame
+        await until(lambda: remote.link().error is not None)
+        now[0] += 6.0
+        await asyncio.sleep(0.3)  # a few more failed attempts, each asking the process
+        assert remote.link().state == "stale" and not remote.stopped
+        os.kill(proc.pid, signal.SIGKILL)
+        await proc.wait()
+        await until(lambda: remote.link().state == "stopped")
+        assert remote.link().error == "its process no longer serves"
+        assert await asyncio.wait_for(remote.wait_stopped(), 5) is True
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        await remote.close()
+        task.cancel()
+
+
+def test_an_owner_note_removed_means_its_api_no_longer_serves(tmp_path):
+    me = os.getpid()
+    owner = announce.Owner.of(tmp_path, me)
+    assert not owner.serving() and not owner.ended()  # alive, but no note: not serving
+    (tmp_path / f"{me}.json").write_text("{}")
+    assert owner.serving()
+    assert announce.ended(2**22 + 12345)  # no such process

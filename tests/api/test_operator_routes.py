@@ -14,7 +14,7 @@ from symphony_tui.agents.base import TurnResult, TurnStatus
 from symphony_tui.api.client import RemotePort
 from symphony_tui.api.server import ApiServer
 from symphony_tui.domain import ApprovalKind, ApprovalRequest
-from symphony_tui.domain.commands import PauseDispatch
+from symphony_tui.domain.commands import PauseDispatch, StopScheduler
 from symphony_tui.scheduler.audit import local_operator
 from symphony_tui.trackers.base import TrackerError
 from tests.scheduler.conftest import make_issue
@@ -159,3 +159,31 @@ async def test_diff_of_a_running_workspace_over_the_api(served):
     assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_query"
     r = await client.get("/api/v1/diff/ABC-1/file", params={"path": "x", "limit": "0"})
     assert r.status_code == 400
+
+
+async def test_stop_scheduler_needs_the_control_token_and_is_audited_with_who(served):
+    """``stop_scheduler`` (an attached console's "Stop N agents") takes the process's own
+    stop path once, needs the control token, and the audit log names who sent it."""
+    h, api, client = served
+    body = StopScheduler().model_dump()
+    who = {"X-Symphony-Operator": "bob@laptop"}
+    unset = await client.post("/api/v1/commands", json=body, headers=who)
+    assert unset.status_code == 409 and "does not take a stop command" in unset.text
+    asked: list[int] = []
+    h.orch.on_stop_command(lambda: asked.append(1))
+    async with httpx.AsyncClient(base_url=api.url) as stranger:  # no control token
+        refused = await stranger.post("/api/v1/commands", json=body, headers=who)
+    assert refused.status_code == 401 and asked == []
+    sent = await client.post("/api/v1/commands", json=body, headers=who)
+    assert sent.status_code == 200 and sent.json()["ok"] is True
+    assert "stopping the scheduler: 1 agent(s) end" in sent.json()["message"]
+    again = await client.post("/api/v1/commands", json=body, headers=who)
+    assert again.json()["message"] == "the scheduler is already stopping"
+    assert asked == [1]  # the process is asked once
+    entries = (await client.get("/api/v1/audit")).json()["entries"]
+    stops = [(e["what"], e["who"], e["ok"]) for e in entries if e["what"] == "stop_scheduler"]
+    assert stops == [
+        ("stop_scheduler", "bob@laptop", False),
+        ("stop_scheduler", "bob@laptop", True),
+        ("stop_scheduler", "bob@laptop", True),
+    ]

@@ -120,7 +120,7 @@ def project(tmp_path: Path):
         capture_output=True,
         timeout=60,
     )
-    for name in ("first.sock", "second.sock"):
+    for name in ("first.sock", "second.sock", "third.sock"):
         subprocess.run(
             ["tmux", "-S", str(tmp_path / name), "kill-server"], env=env, capture_output=True
         )
@@ -178,14 +178,46 @@ def test_killing_the_consoles_tmux_leaves_the_agents_running_and_a_new_console_a
     assert "DET-1" in screen and "DET-2" in screen
     assert agent_pids(workspaces) == agents, "attaching started or ended agents"
 
-    # q on an attached console only detaches: the shell prompt is back, the agents run on
+    # q on an attached console asks: stop the agents, or detach; d leaves them running
     second.keys("q")
-    second.wait("the detach question", lambda s: "Detach (y)" in s)
-    second.keys("y")
+    second.wait("the stop-or-detach question", lambda s: "Stop 2 agents (s)" in s)
+    second.keys("d")
     second.wait("the console exited", lambda s: "EXITED 0" in s)
     assert agent_pids(workspaces) == agents
 
+    # `symphony-tui stop` while a console is attached: it says so, and q just quits
+    third = console_in_tmux(root, env, tmp / "third.sock")
+    third.wait("the third console attached", lambda s: s.count("● working") == 2)
     stopped = cli(root, env, "stop", "WORKFLOW.md")
     assert stopped.returncode == 0, stopped.stderr
     assert not agent_pids(workspaces), "stop left agents behind"
+    screen = third.wait("the stop shown", lambda s: "■ scheduler stopped at" in s)
+    assert "working" not in screen and "STALE" not in screen and "link lost" not in screen
+    third.keys("q")
+    screen = third.wait("the console exited", lambda s: "EXITED 0" in s)
+    assert "the scheduler had stopped" in screen and "keep" not in screen
     assert cli(root, env, "stop", "WORKFLOW.md").returncode == 1  # nothing runs it now
+
+
+def test_q_in_an_attached_console_stops_the_scheduler_and_its_agents(project):
+    root, env, tmp = project
+    workspaces = root / "workspaces"
+    first = console_in_tmux(root, env, tmp / "first.sock")
+    first.wait("both agents working", lambda s: s.count("● working") == 2)
+    first.keys("q")
+    first.wait("the stop-or-detach question", lambda s: "Detach (d)" in s)
+    first.keys("d")
+    first.wait("the console detached", lambda s: "EXITED 0" in s)
+    until("two agent processes", lambda: len(agent_pids(workspaces)) == 2)
+
+    second = console_in_tmux(root, env, tmp / "second.sock")
+    second.wait("both rows working", lambda s: s.count("● working") == 2)
+    second.keys("q")
+    second.wait("the stop-or-detach question", lambda s: "Stop 2 agents (s)" in s)
+    second.keys("s")
+    screen = second.wait("the console exited", lambda s: "EXITED 0" in s)
+    assert "the scheduler stopped; its agents have ended" in screen
+    assert not agent_pids(workspaces), "the stop left agents behind"
+    assert not json.loads(cli(root, env, "ps", "--json").stdout or "null")
+    audit = [json.loads(line) for p in tmp.glob("**/audit.jsonl") for line in p.open()]
+    assert [e["ok"] for e in audit if e["what"] == "stop_scheduler"] == [True], audit

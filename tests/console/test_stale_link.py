@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import html
 import re
+from datetime import timedelta
 
 import pytest
 
 from symphony_tui.api.client import LinkStatus
-from tests.console.helpers import SIZE, settle
+from tests.console.helpers import SIZE, notifications, settle
+from tests.console.sample import NOW
 
 
 class LinkedPort:
@@ -73,3 +75,123 @@ def test_a_failed_row_keeps_its_status_while_the_link_is_lost(port):
     assert "✗ failed" in cells[0]
     assert all("? unknown" in c and "as of 19s ago" in c for c in cells[1:])
     assert "as of" not in cells[0]
+
+
+class StoppingPort(LinkedPort):
+    """An attached port whose scheduler stops: as :class:`RemotePort` once its stream's
+    ``stopping`` frame arrived (no live rows, ``stopped``, ``wait_stopped``)."""
+
+    def __init__(self, port, link: LinkStatus) -> None:
+        super().__init__(port, link)
+        self.sent: list = []
+        self.reply = None  # a CommandResult, or None: accepted and the scheduler stops
+
+    @property
+    def stopped(self) -> bool:
+        return self.current_link.state == "stopped"
+
+    def stop_now(self, reason: str = "its console stopped it") -> None:
+        at = NOW - timedelta(seconds=8)
+        self.current_link = LinkStatus("stopped", 8.0, "stream", reason, stopped_at=at)
+
+    def snapshot(self):
+        snap = self._port.snapshot()
+        if self.stopped:
+            return snap.model_copy(update={"running": (), "retrying": (), "approvals": ()})
+        return snap
+
+    async def send(self, command, **kwargs):
+        from symphony_tui.scheduler.port import CommandResult
+
+        self.sent.append(command)
+        if self.reply is not None:
+            return self.reply
+        self.stop_now("stopped by you@here")
+        return CommandResult(True, "stopping the scheduler: 3 agent(s) end")
+
+    async def wait_stopped(self) -> bool:
+        return self.stopped
+
+
+async def test_a_stopped_scheduler_is_one_line_no_live_row_and_q_just_quits(port, make_app, capsys):
+    linked = StoppingPort(port, LinkStatus("live", 0.2, "stream"))
+    shutdown_calls = []
+
+    async def shutdown() -> None:
+        shutdown_calls.append(1)
+
+    app = make_app(linked, shutdown=shutdown)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert "working" in screen_text(app)
+        linked.stop_now()
+        await settle(pilot)
+        text = screen_text(app)
+        assert "■ scheduler stopped at 09:59:52 (8s ago): its console stopped it" in text
+        assert text.count("scheduler stopped at") == 1
+        assert "working" not in text and "unknown" not in text and "STALE" not in text
+        assert "link lost" not in text
+        await pilot.press("q")  # no dialog: nothing runs there any more
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+    assert app.return_code == 0 and shutdown_calls == [1]
+    err = capsys.readouterr().err
+    assert "the scheduler had stopped" in err
+    assert "keep" not in err and "running" not in err
+
+
+async def test_a_stale_scheduler_still_asks_before_detaching(port, make_app):
+    """Stale (a SIGSTOPped scheduler) is not stopped: its agents may run, ``q`` asks."""
+    from symphony_tui.console.screens.modals import StopOrDetach
+
+    linked = StoppingPort(port, LinkStatus("stale", 40.0, "stream", "read timeout"))
+    app = make_app(linked, shutdown=_noop)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert "scheduler stopped" not in screen_text(app)
+        await pilot.press("q")
+        await pilot.pause()
+        assert isinstance(app.screen, StopOrDetach)
+        await pilot.press("escape")
+
+
+async def _noop() -> None:
+    return None
+
+
+@pytest.mark.parametrize("accepted", [True, False])
+async def test_q_in_an_attached_console_can_stop_the_agents(port, make_app, capsys, accepted):
+    from symphony_tui.console.screens.modals import StopOrDetach
+    from symphony_tui.domain.commands import StopScheduler
+    from symphony_tui.scheduler.port import CommandResult
+
+    linked = StoppingPort(port, LinkStatus("live", 0.2, "stream"))
+    if not accepted:
+        linked.reply = CommandResult(False, "control_token_required: no control token")
+    app = make_app(linked, shutdown=_noop)
+    running = len(port.snapshot().running)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("q")
+        await pilot.pause()
+        assert isinstance(app.screen, StopOrDetach)
+        buttons = [str(b.label) for b in app.screen.query("Button")]
+        assert buttons[0] == f"Stop {running} agents (s)" and buttons[1] == "Detach (d)"
+        await pilot.press("s")
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert linked.sent == [StopScheduler()]
+        if not accepted:  # one line, and the console stays attached
+            assert app.is_running
+            assert any("stop refused: control_token_required" in m for m, _ in notifications(app))
+            await pilot.press("q")
+            await pilot.press("d")
+            await pilot.pause()
+            await app.workers.wait_for_complete()
+    assert app.return_code == 0
+    err = capsys.readouterr().err
+    if accepted:
+        assert "the scheduler stopped; its agents have ended" in err
+    else:
+        assert "detached; the scheduler keeps running" in err

@@ -95,7 +95,8 @@ class Confirm(ModalScreen[bool]):
 class StopOrDetach(ModalScreen[str | None]):
     """``q`` with agents running under a scheduler that can outlive the console: ``s``
     stops them (``"stop"``), ``d`` leaves them running and detaches (``"detach"``),
-    ``n`` / ``esc`` stays (None)."""
+    ``n`` / ``esc`` stays (None). ``attached``: the scheduler runs in another process
+    (stopping it ends that process)."""
 
     BINDINGS = [
         Binding("s,y", "answer('stop')", "Stop", id="quit_stop"),
@@ -103,18 +104,26 @@ class StopOrDetach(ModalScreen[str | None]):
         Binding("n,escape", "answer(None)", "Cancel", id="quit_cancel"),
     ]
 
-    def __init__(self, running: int) -> None:
+    def __init__(self, running: int, *, attached: bool = False) -> None:
         super().__init__(classes="dialog")
         self.running = running
+        self.attached = attached
 
     def compose(self) -> ComposeResult:
         agents = f"{self.running} agent{'s' if self.running != 1 else ''}"
-        body = Text(
-            f"{agents} running. Stop them, or leave them running and detach? The scheduler "
-            "then runs on headless: `symphony-tui WORKFLOW.md` attaches again, "
-            "`symphony-tui stop` ends it.",
-            end="",
-        )
+        if self.attached:
+            text = (
+                f"{agents} running in the scheduler this console is attached to. Stop them "
+                "(the scheduler ends; their hooks get their grace), or leave them running "
+                "and detach? `symphony-tui WORKFLOW.md` attaches again."
+            )
+        else:
+            text = (
+                f"{agents} running. Stop them, or leave them running and detach? The "
+                "scheduler then runs on headless: `symphony-tui WORKFLOW.md` attaches again, "
+                "`symphony-tui stop` ends it."
+            )
+        body = Text(text, end="")
         with Vertical(id="dialog") as box:
             box.border_title = "Quit"
             yield Static(body, id="dialog-body")

@@ -21,10 +21,12 @@ LOST_LINK_STATES = frozenset({"reconnecting", "stale"})
 
 def link_text(link, tones: Tones) -> Text:
     """An attached console's link: ``◌ connecting``, ``● live``, ``◌ scheduler link lost ·
-    reconnecting · 4s old``, ``✗ scheduler link lost · STALE · 32s old``. ``link`` has
-    ``state`` and ``age_s`` (seconds since the scheduler was last heard from), as
-    :meth:`RemotePort.link` returns."""
+    reconnecting · 4s old``, ``✗ scheduler link lost · STALE · 32s old``, ``■ scheduler
+    stopped``. ``link`` has ``state`` and ``age_s`` (seconds since the scheduler was last
+    heard from), as :meth:`RemotePort.link` returns."""
     age = "" if link.age_s is None else f" · {fmt.duration(link.age_s)} old"
+    if link.state == "stopped":
+        return Text("■ scheduler stopped", style=tones.error + tones.bold, end="")
     if link.state == "live":
         return Text("● live", style=tones.success, end="")
     if link.state == "stale":
@@ -40,6 +42,19 @@ def unknown_since(link) -> float | None:
     if link is None or link.state not in LOST_LINK_STATES:
         return None
     return link.age_s or 0.0
+
+
+def stopped_text(link, now: datetime, tones: Tones) -> Text:
+    """The one line of an attached console whose scheduler has stopped: ``■ scheduler
+    stopped at 14:02:11 (8s ago): why · nothing runs there now; q quits``."""
+    at = link.stopped_at
+    when = ""
+    if at is not None:
+        when = f" at {fmt.clock_time(at)} ({fmt.duration((now - at).total_seconds())} ago)"
+    why = one_line(link.error, 160) if link.error else ""
+    text = Text("■ scheduler stopped", style=tones.error + tones.bold, end="")
+    text.append(f"{when}{f': {why}' if why else ''} · nothing runs there now; q quits")
+    return text
 
 
 def status_text(snapshot: Snapshot, now: datetime, tones: Tones, link=None) -> Text:
@@ -94,6 +109,8 @@ def alert_text(snapshot: Snapshot, now: datetime, tones: Tones, link=None) -> Te
     text = Text(end="")
     parts: list[tuple[str, str]] = []
     since = unknown_since(link)
+    if link is not None and link.state == "stopped":
+        return stopped_text(link, now, tones)
     if since is not None:
         why = one_line(link.error, 200) if link.error else "no update"
         parts.append(("✗ scheduler link lost: ", f"{why} · last update {fmt.duration(since)} ago"))
