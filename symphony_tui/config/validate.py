@@ -7,6 +7,7 @@ with the spec's error category where there is one (§11.4).
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -140,4 +141,5 @@ def _missing_key(tracker: TrackerSettings, key: str) -> str:
     name = tracker.api_key_env
     if name is None:
         return f"{what} is empty"
-    return f"{what} is empty: ${name} is not set in the environment (export it, or set tracker.{key}: $OTHER_VAR)"
+    how = "is set but empty" if name in os.environ else "is not set"
+    return f"{what} is empty: ${name} {how} in the environment (export it, or set tracker.{key}: $OTHER_VAR)"

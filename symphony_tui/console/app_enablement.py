@@ -34,8 +34,19 @@ class EnablementMixin:
     A mixin of :class:`~symphony_tui.console.app.SymphonyApp` (it uses the App's API and
     the attributes set in ``SymphonyApp.__init__``); it never imports the app."""
 
+    def _acting_screen(self):
+        """The screen whose selection the commands act on: the active one, or, while the
+        command palette is open, the screen it was opened from (its row actions apply to
+        that screen's selected row)."""
+        from textual.command import CommandPalette
+
+        stack = self.screen_stack
+        if len(stack) > 1 and isinstance(stack[-1], CommandPalette):
+            return stack[-2]
+        return self.screen
+
     def _selection(self) -> Selection | None:
-        screen = self.screen
+        screen = self._acting_screen()
         return screen if isinstance(screen, Selection) else None
 
     def _selected_issue(self) -> str | None:
@@ -74,7 +85,8 @@ class EnablementMixin:
             if requires == "running":
                 return running
             if requires == "rerun":
-                if getattr(self.screen, "CONSOLE_SCOPE", None) in ("recovered", "worker"):
+                scope = getattr(self._acting_screen(), "CONSOLE_SCOPE", None)
+                if scope in ("recovered", "worker"):
                     return False  # these screens own "r" (re-attach / rerun, with reasons)
                 return not running
             return True

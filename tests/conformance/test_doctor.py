@@ -157,6 +157,10 @@ def test_doctor_names_the_settings_and_variables_of_a_missing_credential(tmp_pat
     line = next(x for x in done.stdout.splitlines() if "dispatch settings" in x)
     assert line.startswith("[FAIL] dispatch settings: missing_tracker_api_key: tracker.api_key")
     assert "$MY_LINEAR_KEY is not set" in line and "***" not in line
+    env["MY_LINEAR_KEY"] = ""  # exported, but empty: said as it is
+    done = cli("doctor", cwd=tmp_path, env=env)
+    line = next(x for x in done.stdout.splitlines() if "dispatch settings" in x)
+    assert "$MY_LINEAR_KEY is set but empty in the environment" in line
 
     (tmp_path / "WORKFLOW.md").write_text("---\ntracker:\n  kind: github\n  repo: a/b\n---\np\n")
     env.pop("GITHUB_TOKEN", None)

@@ -92,6 +92,24 @@ async def test_audit_screen_shows_who_did_what(tools_port, make_app):
         tools_port.audit.append(tools_port.audit[0].model_copy(update={"what": "deny"}))
         await app.screen.load().wait()
         assert table.row_count == 5
+        # the decision precisely: approve for the session is not a plain approve
+        assert [str(c) for c in table.get_row_at(0)][2] == "approve"
+        session = tools_port.audit[0].model_copy(
+            update={"detail": 'approval_id="ap-4" for_session=true'}
+        )
+        tools_port.audit.append(session)
+        await app.screen.load().wait()
+        assert [str(c) for c in table.get_row_at(5)][2] == "approve for session"
+
+
+def test_the_audit_what_says_the_decision():
+    from symphony_tui.console.screens.audit import action_words
+
+    assert action_words("deny", 'approval_id="a" cancel=true') == "deny and cancel turn"
+    assert action_words("deny", 'approval_id="a" message="cancel=true"') == "deny"
+    assert action_words("pause_dispatch", "paused=false") == "resume dispatch"
+    assert action_words("pause_dispatch", "paused=true") == "pause_dispatch"
+    assert action_words("stop_scheduler", "") == "stop_scheduler"
 
 
 async def test_audit_screen_says_when_the_log_is_unreachable(tools_port, make_app):

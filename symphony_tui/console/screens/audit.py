@@ -25,6 +25,25 @@ RELOAD_S = 2.0
 SHOWN = 500
 
 
+
+#: Flags of a command's audit detail (``key=value`` words, JSON values) that change what
+#: the operator decided, and how the What column says it.
+_DECISIONS = {
+    ("approve", "for_session=true"): "approve for session",
+    ("deny", "cancel=true"): "deny and cancel turn",
+    ("pause_dispatch", "paused=false"): "resume dispatch",
+}
+
+
+def action_words(what: str, detail: str) -> str:
+    """What an audit entry did, precisely: ``approve for session``, not ``approve``
+    (a command's flags are in its ``detail``); other actions by their names."""
+    words = set(detail.split())
+    for (name, flag), said in _DECISIONS.items():
+        if what == name and flag in words:
+            return said
+    return what
+
 class AuditScreen(Screen[None]):
     CONSOLE_SCOPE = "audit"
     BINDINGS = bindings_for("audit")
@@ -89,7 +108,7 @@ class AuditScreen(Screen[None]):
             table.add_row(
                 entry.at.strftime("%Y-%m-%d %H:%M:%S"),
                 inert(entry.who, limit=28),
-                inert(entry.what, "bold", limit=18),
+                inert(action_words(entry.what, entry.detail), "bold", limit=22),
                 inert(entry.issue or "", limit=14),
                 inert("ok" if entry.ok else "refused", tones.success if entry.ok else tones.error),
                 inert(one_line(detail), limit=80),
