@@ -25,7 +25,6 @@ RELOAD_S = 2.0
 SHOWN = 500
 
 
-
 #: Flags of a command's audit detail (``key=value`` words, JSON values) that change what
 #: the operator decided, and how the What column says it.
 _DECISIONS = {
@@ -43,6 +42,7 @@ def action_words(what: str, detail: str) -> str:
         if what == name and flag in words:
             return said
     return what
+
 
 class AuditScreen(Screen[None]):
     CONSOLE_SCOPE = "audit"
