@@ -116,10 +116,12 @@ async def run_on_detached(runtime: Runtime, scheduler: asyncio.Future, stop_api)
         await asyncio.wait({waiter, scheduler}, return_when=asyncio.FIRST_COMPLETED)
     finally:
         waiter.cancel()
-    reason = "stop signal" if stop.is_set() else "ended"
-    log_kv(log, "info", "headless scheduler stopping", reason=reason)
+    signalled = stop.is_set()
+    log_kv(
+        log, "info", "headless scheduler stopping", reason="stop signal" if signalled else "ended"
+    )
     try:
-        await stop_api(reason)
+        await stop_api("stopped by `symphony-tui stop` or a stop command" if signalled else "ended")
     finally:
         await runtime.close()
     for line in runtime.orchestrator.hooks_cut_short:

@@ -35,7 +35,7 @@ from pydantic import TypeAdapter
 from symphony_tui.api.announce import Owner
 from symphony_tui.api.auth import CONTROL_HEADER
 from symphony_tui.api.operator_routes import OPERATOR_HEADER
-from symphony_tui.domain import AgentEvent, Snapshot
+from symphony_tui.domain import AgentEvent, ClaimState, Snapshot
 from symphony_tui.domain.audit import AuditEntry
 from symphony_tui.domain.commands import Command
 from symphony_tui.domain.diff import DiffPage, WorkspaceDiff
@@ -275,14 +275,27 @@ class RemotePort:
 
     def _ended(self, reason: str, at: datetime | None = None) -> None:
         """The scheduler has shut down (``reason``, one line, becomes ``link().error``): no
-        live rows, no approvals, no reconnecting."""
+        live rows, no approvals, no claims (released), no reconnecting."""
         if self.stopped_at is not None:
             return
         self.stopped_at = at or datetime.now(UTC)
         self._connected = False
         self.error = reason
-        self._snapshot = self._snapshot.model_copy(
-            update={"running": (), "retrying": (), "approvals": (), "next_poll_at": None}
+        snap = self._snapshot
+        issues = tuple(
+            row
+            if row.claim in (ClaimState.UNCLAIMED, ClaimState.RELEASED)
+            else row.model_copy(update={"claim": ClaimState.RELEASED})
+            for row in snap.issues
+        )
+        self._snapshot = snap.model_copy(
+            update={
+                "issues": issues,
+                "running": (),
+                "retrying": (),
+                "approvals": (),
+                "next_poll_at": None,
+            }
         )
         self._stop.set()
 
