@@ -547,7 +547,7 @@ def _console(
 
         async def shutdown() -> None:
             if api is not None:
-                await api.stop(ending="its console stopped it")
+                await api.stop(ending="stopped with the console that ran it")
             await runtime.close()
 
         return Started(
@@ -649,7 +649,7 @@ async def _attach_to_running(found: _AlreadyRunning, attachments: list):
             (
                 "attached",
                 f"this project's scheduler already runs (pid {pid}{since}): attached to it. "
-                "q detaches; `symphony-tui stop` ends it.",
+                "q detaches or stops it; `symphony-tui stop` ends it.",
             )
         ],
     )

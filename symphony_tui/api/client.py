@@ -87,7 +87,8 @@ def backoff_s(attempt: int, *, rng: Callable[[float, float], float] = random.uni
 
 
 class RemotePort:
-    # The scheduler runs elsewhere: a console on this port only detaches when it quits.
+    # The scheduler runs elsewhere: quitting detaches, unless q's "Stop N agents" sends it
+    # the stop command.
     detach_only = True
 
     def __init__(

@@ -92,8 +92,8 @@ class SymphonyApp(
     ``shutdown`` raises.
 
     ``detach_only``: the scheduler runs elsewhere (``symphony-tui attach``), so quitting
-    only detaches and never stops workers; defaults to the port's ``detach_only``
-    attribute. ``terminal_watch`` checks for a terminal that went away without SIGHUP
+    detaches, and stops workers only when ``q``'s "Stop N agents" sends the scheduler its
+    stop command; defaults to the port's ``detach_only`` attribute. ``terminal_watch`` checks for a terminal that went away without SIGHUP
     (default: a :class:`TerminalWatch` of stdin/stdout; headless test runs watch nothing).
     ``notices`` are shown once as warnings when the console opens (the workflow's unread
     settings: ``Workflow.warnings``).

@@ -200,7 +200,7 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
     ),
     ConsoleCommand(
         "quit", "q", "quit", "Quit",
-        "Quit: stops the workers (asks first while they run); an attached console detaches",
+        "Quit: while agents run, asks: stop them, or leave them running and detach",
         confirm=True,
     ),
     # -- main screen
