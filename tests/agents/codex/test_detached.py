@@ -174,6 +174,10 @@ async def test_ending_an_agent_ends_the_children_it_started_in_sessions_of_their
     )
     try:
         escaped = int(await _read_soon(pidfile))
+        for _ in range(250):  # $! is known before the child has called setsid()
+            if os.getpgid(escaped) != proc.pid:
+                break
+            await asyncio.sleep(0.02)
         assert os.getpgid(escaped) != proc.pid
         await kill_pgid(proc.pid, grace_s=1)
         proc.wait(timeout=5)
