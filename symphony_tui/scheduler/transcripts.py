@@ -281,9 +281,10 @@ class Transcripts:
             self._close(issue_id, t)
         newer: list[Kept] = []
         for entry in reversed(t.entries):  # newest first: stop at the first one already seen
-            if entry[0] <= seq:  # type: ignore[index]  # only the last can be live: sealed
+            # A live item still here is the last entry, with nothing newer than ``seq``.
+            if isinstance(entry, LiveItem) or entry[0] <= seq:
                 break
-            newer.append(entry)  # type: ignore[arg-type]
+            newer.append(entry)
         newer.reverse()
         return [unpack(e) for e in newer[:limit]]
 

@@ -51,6 +51,19 @@ def test_a_read_seals_the_live_item_so_paging_by_seq_misses_and_repeats_nothing(
     assert history.since(second.seq, issue_id="i1") == []
 
 
+def test_a_read_from_at_or_past_the_live_items_seq_gets_nothing_and_leaves_it_growing():
+    """A reader may name any seq (``GET /api/v1/events?since=N&issue_id=``), also one at or
+    past the live item's: nothing of the issue is newer, and the item keeps growing."""
+    history = EventHistory()
+    frag(history, "i1", delta("one "))
+    live_seq = frag(history, "i1", delta("two "))
+    assert history.since(live_seq, issue_id="i1") == []
+    assert history.since(live_seq + 100, issue_id="i1") == []
+    frag(history, "i1", delta("three"))
+    [entry] = history.since(0, issue_id="i1")
+    assert entry.message == "one two three"
+
+
 def test_another_item_kind_or_session_or_a_whole_event_starts_a_new_entry():
     history = EventHistory()
     frag(history, "i1", delta("a"))
