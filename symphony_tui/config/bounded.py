@@ -74,7 +74,7 @@ class BudgetLoader(yaml.SafeLoader):
                 raise YamlBudgetExceeded(
                     f"the front matter uses more than {MAX_YAML_ALIASES} aliases (*name)"
                 )
-        return super().compose_node(parent, index)
+        return super().compose_node(parent, index)  # type: ignore[arg-type]  # also None or a key node; stubs say int
 
     def get_single_node(self) -> yaml.Node | None:
         node = super().get_single_node()
@@ -121,13 +121,14 @@ def run_within(
     seconds (it then finishes in the background). Blocks the caller: from an event loop,
     call it through ``asyncio.to_thread``."""
     done = threading.Event()
-    box: dict[str, object] = {}
+    value: list[T] = []
+    error: list[BaseException] = []
 
     def target() -> None:
         try:
-            box["value"] = work()
+            value.append(work())
         except BaseException as err:  # handed to the caller
-            box["error"] = err
+            error.append(err)
         finally:
             done.set()
 
@@ -137,6 +138,6 @@ def run_within(
             code,
             f"{what} took longer than {deadline_s:g} s; refused",
         )
-    if "error" in box:
-        raise box["error"]  # type: ignore[misc]
-    return box["value"]  # type: ignore[return-value]
+    if error:
+        raise error[0]
+    return value[0]

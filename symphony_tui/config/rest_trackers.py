@@ -101,6 +101,7 @@ def resolved(kind: str, tracker: Any, raw: Any, env: Mapping[str, str]) -> dict[
     if isinstance(provider, dict):
         given |= set(provider)
     out: dict[str, Any] = {}
+    defaults: tuple[tuple[str, ...], tuple[str, ...]] | None
     if kind == "jira":
         token = tracker.api_token if tracker.api_token is not None else tracker.api_key
         out["api_key"] = _resolve(token, env, "JIRA_API_TOKEN")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -32,7 +32,15 @@ DEFAULT_HOOK_SHUTDOWN_GRACE_MS = 10_000
 #: A stop waits at most this long for a hook (one hour): longer is no grace.
 MAX_HOOK_SHUTDOWN_GRACE_MS = 3_600_000
 #: ``tracker.provider`` keys read (the reference's schema); each wins over ``tracker.<key>``.
-PROVIDER_KEYS = ("endpoint", "api_key", "project_slug", "assignee", "repo", "token", "api_url")
+PROVIDER_KEYS: tuple[str, ...] = (
+    "endpoint",
+    "api_key",
+    "project_slug",
+    "assignee",
+    "repo",
+    "token",
+    "api_url",
+)
 PROVIDER_KEYS += rest_trackers.PROVIDER_KEYS
 #: States of ``tracker.kind: github`` without a board or state labels (the reference's).
 GITHUB_ACTIVE_STATES = ("open",)
@@ -399,7 +407,7 @@ SECTIONS: dict[str, type[BaseModel]] = {
 }
 
 
-def resolve_env(value: str | None, env: dict[str, str] | None = None) -> str | None:
+def resolve_env(value: str | None, env: Mapping[str, str] | None = None) -> str | None:
     """``$NAME`` -> the environment value; an empty or unset variable means missing (None).
 
     Spec §5.3.1 / §6.1: only a whole-value ``$VAR`` is indirection; other strings are kept.
@@ -413,7 +421,7 @@ def resolve_env(value: str | None, env: dict[str, str] | None = None) -> str | N
     return value or None
 
 
-def resolve_path(value: str, base: Path, env: dict[str, str] | None = None) -> str:
+def resolve_path(value: str, base: Path, env: Mapping[str, str] | None = None) -> str:
     """Resolve ``$VAR`` and ``~`` in a path setting; relative paths are relative to ``base``."""
     env = os.environ if env is None else env
     if value.startswith("$"):

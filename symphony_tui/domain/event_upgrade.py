@@ -9,7 +9,7 @@ loses only the payload: the event itself (kind, message, ids, time, seq) still l
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -18,6 +18,8 @@ from symphony_tui.domain import payloads as p
 _ITEM_KINDS = ("message", "reasoning", "message_delta", "command_output")
 _TURN_ENDS = {"turn_completed": "completed", "turn_cancelled": "interrupted"}
 _OUTCOMES = {"finished": "completed", "completed": "completed"}
+
+_Model = TypeVar("_Model", bound=BaseModel)
 
 
 def upgrade_v1(event: dict[str, Any]) -> dict[str, Any]:
@@ -32,7 +34,7 @@ def upgrade_v1(event: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _build(cls: type[BaseModel], data: dict[str, Any], **renames: str) -> BaseModel:
+def _build(cls: type[_Model], data: dict[str, Any], **renames: str) -> _Model:
     fields = {k: v for k, v in data.items() if k in cls.model_fields and v is not None}
     for new, old in renames.items():
         if data.get(old) is not None:
@@ -42,8 +44,8 @@ def _build(cls: type[BaseModel], data: dict[str, Any], **renames: str) -> BaseMo
 
 
 def _payload(kind: str, d: dict[str, Any]) -> BaseModel | None:
-    item = {"item_id": d.get("item_id") or d.get("part_id"), "wire_id": d.get("event_id")}
-    item = {k: str(v) for k, v in item.items() if v is not None}
+    ids = {"item_id": d.get("item_id") or d.get("part_id"), "wire_id": d.get("event_id")}
+    item = {k: str(v) for k, v in ids.items() if v is not None}
     if kind == "session_started":
         return _build(
             p.SessionStarted,
@@ -136,4 +138,4 @@ def _file_change(d: dict[str, Any], item: dict[str, str]) -> p.FileChange:
         if isinstance(f, str) and f and f not in named:
             edits.append(p.FileEdit(path=f))
             named.add(f)
-    return _build(p.FileChange, {**d, **item, "changes": tuple(edits)})  # type: ignore[return-value]
+    return _build(p.FileChange, {**d, **item, "changes": tuple(edits)})

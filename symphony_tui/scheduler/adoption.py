@@ -74,8 +74,9 @@ class Leftover:
     @property
     def turn_count(self) -> int:
         value = self.run.get("turn_count")
-        ok = isinstance(value, int) and not isinstance(value, bool) and value > 0
-        return value if ok else 1
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+        return 1
 
 
 def local_workspaces(root: Path) -> list[Path]:
@@ -145,14 +146,13 @@ async def adopt_leftovers(
         issue = (
             _issue_from_manifest(left.issue) if fresh is None else fresh.get(issue_id or "", None)
         )
-        why = None
         if issue is None:
             why = "its issue is not in the tracker"
         elif not tracker_cfg.is_active(issue.state) or tracker_cfg.is_terminal(issue.state):
             why = f"its issue is {issue.state}"
         elif left.run.get("held") is True or issue.id in state.held:
             why = "the operator holds its issue"
-        if why is None and issue is not None:
+        else:
             adopt(issue, left)
             adopted += 1
             continue

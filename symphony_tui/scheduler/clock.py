@@ -29,7 +29,7 @@ class Clock(Protocol):
         """Seconds on a clock that never goes backwards."""
         ...
 
-    def call_later(self, delay_s: float, callback: Callable[[], None]) -> TimerHandle:
+    def call_later(self, delay_s: float, callback: Callable[[], object]) -> TimerHandle:
         """Run ``callback`` (synchronously, on the event loop) after ``delay_s`` seconds."""
         ...
 
@@ -43,7 +43,7 @@ class RealClock:
     def monotonic(self) -> float:
         return asyncio.get_running_loop().time()
 
-    def call_later(self, delay_s: float, callback: Callable[[], None]) -> TimerHandle:
+    def call_later(self, delay_s: float, callback: Callable[[], object]) -> TimerHandle:
         return asyncio.get_running_loop().call_later(max(0.0, delay_s), callback)
 
 
@@ -55,7 +55,7 @@ def _cancelled() -> None:
 class _FakeTimer:
     due: float
     order: int
-    callback: Callable[[], None] = field(compare=False)
+    callback: Callable[[], object] = field(compare=False)
     cancelled: bool = field(default=False, compare=False)
 
     def cancel(self) -> None:
@@ -81,7 +81,7 @@ class FakeClock:
     def monotonic(self) -> float:
         return self._t
 
-    def call_later(self, delay_s: float, callback: Callable[[], None]) -> TimerHandle:
+    def call_later(self, delay_s: float, callback: Callable[[], object]) -> TimerHandle:
         timer = _FakeTimer(self._t + max(0.0, delay_s), next(self._order), callback)
         heapq.heappush(self._timers, timer)
         return timer

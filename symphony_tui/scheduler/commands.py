@@ -327,8 +327,9 @@ class OperatorCommands:
         """The issue a command is about, for the event log (None for process-wide ones)."""
         state = self._state
         issue_id = getattr(command, "issue_id", None)
-        if issue_id is None and getattr(command, "approval_id", None) is not None:
-            owner = self._approvals.owner(command.approval_id)
+        approval_id = getattr(command, "approval_id", None)
+        if issue_id is None and approval_id is not None:
+            owner = self._approvals.owner(approval_id)
             issue_id = owner.issue.id if owner is not None else None
         if issue_id is None:
             return None

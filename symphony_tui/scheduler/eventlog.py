@@ -14,6 +14,7 @@ from collections import deque
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -116,7 +117,7 @@ class EventHistory:
     def last_seq(self) -> int:
         return self._seq
 
-    def append(self, event: AgentEvent, **updates: object) -> AgentEvent:
+    def append(self, event: AgentEvent, **updates: Any) -> AgentEvent:
         """Stamp ``seq`` (plus any ``updates``, in the same copy) and keep the event.
 
         Secrets are masked here, the one door every event passes (spec §15.3): an agent
@@ -129,9 +130,9 @@ class EventHistory:
                 self.append_fragment(
                     issue_id,
                     event,
-                    issue_identifier=updates.get("issue_identifier", event.issue_identifier),  # type: ignore[arg-type]
-                    session_id=updates.get("session_id", event.session_id),  # type: ignore[arg-type]
-                    at=updates.get("at", event.at),  # type: ignore[arg-type]
+                    issue_identifier=updates.get("issue_identifier", event.issue_identifier),
+                    session_id=updates.get("session_id", event.session_id),
+                    at=updates.get("at", event.at),
                 )
                 return event
         self._seq += 1

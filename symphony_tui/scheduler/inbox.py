@@ -290,7 +290,9 @@ class Inbox:
         main = self._main
         if not main:
             return []
-        mine = [i for i in main if isinstance(i, AgentTraffic | SessionFacts) and i.run is run]
+        mine: list[Input] = [
+            i for i in main if isinstance(i, AgentTraffic | SessionFacts) and i.run is run
+        ]
         if not mine:
             return []
         keep = [

@@ -358,13 +358,14 @@ class Orchestrator:
         queued agent traffic, without a wake-up in between."""
         if self._loop_gone:
             return CommandResult(False, "scheduler stopped")
-        item = OperatorCommand(command, asyncio.get_running_loop().create_future())
+        answered: asyncio.Future[CommandResult | None] = asyncio.get_running_loop().create_future()
+        item = OperatorCommand(command, answered)
         if self._inbox.control_waiting:
             self._post(item, control=True)
         else:
             self._ensure_loop()
             self._handle(item)
-        result = await item.reply
+        result = await answered
         result = result if result is not None else CommandResult(False, "scheduler stopped")
         self.audit.record_command(
             command,
@@ -566,7 +567,8 @@ class Orchestrator:
             case RunningStates(ids=ids, issues=issues, error=error, reply=answer):
                 reply(answer, self.polling.on_running_states(ids, issues, error))
             case Candidates(issues=issues, error=error, started_mono=started, reply=answer):
-                reply(answer, self.polling.on_candidates(issues, error, started))
+                self.polling.on_candidates(issues, error, started)
+                reply(answer, None)
             case TickEnded():
                 self.polling.on_tick_ended()
             case RetryDue(issue_id=issue_id, token=token, reply=answer):

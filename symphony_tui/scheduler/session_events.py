@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from symphony_tui.domain import AgentEvent, EventKind, RateLimits, RunStatus, TokenUsage
+from symphony_tui.domain.kinds import QUIET_KINDS
 from symphony_tui.domain.payloads import (
     AgentTrouble,
     RateLimitReport,
@@ -26,7 +27,7 @@ from symphony_tui.observability.logs import log_kv
 from symphony_tui.observability.redact import redact
 from symphony_tui.scheduler import manifests
 from symphony_tui.scheduler.clock import Clock
-from symphony_tui.scheduler.eventlog import QUIET_KINDS, EventHistory
+from symphony_tui.scheduler.eventlog import EventHistory
 from symphony_tui.scheduler.run import Run
 from symphony_tui.scheduler.tokens import TokenLedger
 from symphony_tui.workspaces.manifest_writer import ManifestWriter

@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from symphony_tui.agents.base import ToolResult, ToolSpec
 from symphony_tui.domain import AgentEvent, EventKind, Issue
 from symphony_tui.domain.payloads import ToolCall
 from symphony_tui.scheduler.run import Run
 from symphony_tui.trackers.base import Tracker, TrackerError
+
+if TYPE_CHECKING:
+    from symphony_tui.trackers.github.tracker import GitHubTracker
+    from symphony_tui.trackers.linear.tracker import LinearTracker
 
 SET_STATE_TOOL = ToolSpec(
     name="symphony_set_issue_state",
@@ -33,6 +37,14 @@ SET_STATE_TOOL = ToolSpec(
         "additionalProperties": False,
     },
 )
+
+
+class _NativeTool(Protocol):
+    """A tracker with a provider-native agent tool (Jira, GitLab, Asana)."""
+
+    agent_tool: ToolSpec
+
+    async def call_agent_tool(self, issue: Issue, arguments: Any) -> ToolResult: ...
 
 
 class SessionTools:
@@ -68,8 +80,8 @@ class SessionTools:
             from symphony_tui.trackers.github.tool import GITHUB_API_TOOL
 
             tools.append(GITHUB_API_TOOL)
-        elif isinstance(getattr(self._tracker, "agent_tool", None), ToolSpec):
-            tools.append(self._tracker.agent_tool)  # type: ignore[attr-defined]
+        elif isinstance(own := getattr(self._tracker, "agent_tool", None), ToolSpec):
+            tools.append(own)
         return tuple(tools)
 
     async def call(self, run: Run, name: str, arguments: Any) -> ToolResult:
@@ -89,20 +101,22 @@ class SessionTools:
             from symphony_tui.trackers.linear.tool import call_linear_graphql
 
             try:
-                return await call_linear_graphql(self._tracker, arguments)
+                return await call_linear_graphql(cast("LinearTracker", self._tracker), arguments)
             except Exception as exc:
                 return ToolResult(False, json.dumps({"error": f"linear_graphql failed: {exc}"}))
         if name == "github_api" and self._tracker.kind == "github":
             from symphony_tui.trackers.github.tool import call_github_api
 
             try:
-                return await call_github_api(self._tracker, run.issue, arguments)
+                tracker = cast("GitHubTracker", self._tracker)
+                return await call_github_api(tracker, run.issue, arguments)
             except Exception as exc:
                 return ToolResult(False, json.dumps({"error": f"github_api failed: {exc}"}))
         own = getattr(self._tracker, "agent_tool", None)
         if isinstance(own, ToolSpec) and name == own.name:
             try:
-                return await self._tracker.call_agent_tool(run.issue, arguments)  # type: ignore[attr-defined]
+                native = cast(_NativeTool, self._tracker)
+                return await native.call_agent_tool(run.issue, arguments)
             except Exception as exc:
                 return ToolResult(False, json.dumps({"error": f"{name} failed: {exc}"}))
         return ToolResult(False, json.dumps({"error": f"unsupported tool: {name}"}))

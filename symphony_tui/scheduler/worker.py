@@ -237,8 +237,8 @@ class Worker:
         except WorkspaceError as exc:
             if getattr(exc, "hook", None) is not None:
                 self._hook_ran(exc.hook)
-            if getattr(exc, "host_lost", None):
-                run.host_lost = str(exc.host_lost)
+            if lost := getattr(exc, "host_lost", None):
+                run.host_lost = str(lost)
             elif where is not None:
                 state.hosts.failed_there(issue.id, where)  # no workspace there: go elsewhere
             return _failed(f"workspace: {exc}")
@@ -443,7 +443,7 @@ class Worker:
         a re-attached session follows."""
         state = self._ctx.state
         if text is None:
-            turn_task = asyncio.ensure_future(session.follow_turn())  # type: ignore[attr-defined]
+            turn_task = asyncio.ensure_future(session.follow_turn())  # type: ignore[attr-defined]  # re-adopted: a codex session
         else:
             turn_task = asyncio.ensure_future(session.run_turn(text, continuation=continuation))
         timeout_s = state.settings.turn_timeout_ms / 1000
