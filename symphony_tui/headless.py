@@ -14,6 +14,7 @@ import contextlib
 import json
 import signal
 import sys
+from collections.abc import Awaitable, Callable
 from typing import TextIO
 
 from symphony_tui.runtime import Runtime
@@ -93,7 +94,9 @@ async def run_headless(
     return code
 
 
-async def run_on_detached(runtime: Runtime, scheduler: asyncio.Future, stop_api) -> int:
+async def run_on_detached(
+    runtime: Runtime, scheduler: asyncio.Future, stop_api: Callable[[str], Awaitable[object]]
+) -> int:
     """The console left (detached) and the scheduler it embedded runs on headless in this
     process until SIGTERM / SIGINT (``symphony-tui stop``) or its own end; SIGHUP is
     ignored (there is no terminal). Then ``stop_api(reason)`` (one line for attached

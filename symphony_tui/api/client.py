@@ -21,7 +21,7 @@ import json
 import random
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -181,7 +181,7 @@ class RemotePort:
         return CommandResult(bool(body.get("ok")), str(body.get("message", "")))
 
     # -- workspace diffs and the audit log (asked for on demand, never cached) ----------------
-    async def _get_json(self, url: str, **params: object) -> tuple[int, bytes]:
+    async def _get_json(self, url: str, **params: str | int) -> tuple[int, bytes]:
         try:
             response = await self._client.get(url, params=params)
         except httpx.HTTPError as exc:
@@ -431,7 +431,7 @@ class RemotePort:
         self._take_events(AgentEvent.model_validate(e) for e in frame.get("events") or ())
 
     # -- events and transcripts ---------------------------------------------------------------
-    def _take_events(self, events) -> None:
+    def _take_events(self, events: Iterable[AgentEvent]) -> None:
         for event in events:
             if event.seq <= self._last_seq:
                 continue  # already held (never shown twice)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
@@ -71,6 +72,7 @@ def too_deep(value: Any, limit: int) -> bool:
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         node, depth = stack.pop()
+        children: Iterable[Any]
         if isinstance(node, dict):
             children = node.values()
         elif isinstance(node, list):

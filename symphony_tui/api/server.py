@@ -81,7 +81,7 @@ from symphony_tui.domain.commands import Command, Refresh
 from symphony_tui.scheduler.port import SchedulerPort
 from symphony_tui.scheduler.posture import ControlSurface
 
-_COMMAND = TypeAdapter(Command)
+_COMMAND: TypeAdapter[Command] = TypeAdapter(Command)
 STREAM = web.AppKey("stream", StreamHub)
 log = logging.getLogger(__name__)
 EVENTS_LIMIT = 10_000  # the most /api/v1/events serves; transcripts keep fewer
@@ -465,7 +465,7 @@ def serving_names(host: str, extra: Iterable[str] = ()) -> frozenset[str]:
         machine = socket.gethostname()
         names |= {machine, socket.getfqdn()}
         with contextlib.suppress(OSError):
-            names |= {info[4][0] for info in socket.getaddrinfo(machine, None)}
+            names |= {str(info[4][0]) for info in socket.getaddrinfo(machine, None)}
     return frozenset(n.lower() for n in names if n)
 
 

@@ -45,6 +45,7 @@ import logging
 import re
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -178,7 +179,13 @@ class SnapshotVersions:
     it makes one). So token counts lag the scheduler by at most ``usage_s`` plus a frame
     interval, and everything else (status, last activity, approvals) is never held."""
 
-    def __init__(self, port: SchedulerPort, *, usage_s: float = 1.0, clock=time.monotonic) -> None:
+    def __init__(
+        self,
+        port: SchedulerPort,
+        *,
+        usage_s: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._port = port
         self.usage_s = usage_s
         self._clock = clock

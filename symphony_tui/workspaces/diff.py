@@ -21,6 +21,7 @@ import os
 import subprocess
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from symphony_tui.domain.diff import BaseKind, DiffFile, DiffPage, WorkspaceDiff
 
@@ -295,7 +296,7 @@ def _read_capped(argv: list[str], cwd: Path) -> tuple[bytes, bool]:
     return data[:MAX_DIFF_BYTES], len(data) > MAX_DIFF_BYTES
 
 
-def _page(name: str, text: str, offset: int, limit: int, cut: bool, **extra) -> DiffPage:
+def _page(name: str, text: str, offset: int, limit: int, cut: bool, **extra: Any) -> DiffPage:
     lines = text.splitlines()
     offset = max(0, min(offset, len(lines)))
     return DiffPage(

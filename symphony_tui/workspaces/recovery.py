@@ -43,8 +43,10 @@ _ISSUE_FIELDS = {
     "issue_state": "state",
 }
 
-_ADAPTERS = {
-    name: TypeAdapter(field.annotation) for name, field in RecoveredWorkspace.model_fields.items()
+_ADAPTERS: dict[str, TypeAdapter[Any]] = {
+    name: TypeAdapter(field.annotation)
+    for name, field in RecoveredWorkspace.model_fields.items()
+    if field.annotation is not None  # every declared field has one
 }
 
 

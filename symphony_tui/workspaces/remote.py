@@ -39,7 +39,7 @@ from symphony_tui.hosts.remote_group import (
     kill_script,
     reap_script,
 )
-from symphony_tui.hosts.ssh import SshError, SshTarget
+from symphony_tui.hosts.ssh import Completed, SshError, SshTarget
 from symphony_tui.observability.redact import redact
 from symphony_tui.workspaces.errors import WorkspaceError
 from symphony_tui.workspaces.hooks import OUTPUT_LIMIT, HookCutoff, HookResult, _Tail, outlast
@@ -55,8 +55,8 @@ _TEMP_ARTIFACTS = ("tmp", ".elixir_ls")
 
 
 def host_lost(error: WorkspaceError, host: str, err: SshError) -> WorkspaceError:
-    error.host_lost = f"{err}"  # type: ignore[attr-defined]
-    error.host = host  # type: ignore[attr-defined]
+    error.host_lost = f"{err}"  # type: ignore[attr-defined]  # WorkspaceError declares no host_lost
+    error.host = host  # type: ignore[attr-defined]  # nor host
     return error
 
 
@@ -103,7 +103,7 @@ class RemoteWorkspaces:
     def mount(self, host: str, path: Path) -> None:
         self._manifests.mount(path, self.store(host))
 
-    async def _run(self, host: str, script: str, what: str, **kw: Any):
+    async def _run(self, host: str, script: str, what: str, **kw: Any) -> Completed:
         try:
             return await self._target(host).run(script, timeout_s=COMMAND_TIMEOUT_S, **kw)
         except SshError as err:

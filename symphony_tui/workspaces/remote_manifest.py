@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from symphony_tui.hosts.remote_group import home_path
-from symphony_tui.hosts.ssh import SshError, SshTarget, reached_at
+from symphony_tui.hosts.ssh import Completed, SshError, SshTarget, reached_at
 from symphony_tui.workspaces.manifest import _GITIGNORE, MANIFEST_DIR, SECTIONS, _json_default
 
 #: Seconds one manifest read or write may take on the host.
@@ -66,7 +66,7 @@ class RemoteManifests:
         now = time.monotonic()
         return now < self._down_until and reached_at(self.target.name) <= self._down_since
 
-    def _run(self, script: str, stdin: bytes | None = None):
+    def _run(self, script: str, stdin: bytes | None = None) -> Completed:
         """One command on the host; ``SshError`` (at once while the host is held down)."""
         if self.held():
             raise SshError("unreachable", self.target.name, f"{self._down_reason} (held)")
