@@ -30,7 +30,7 @@ import tempfile
 import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from symphony_tui import __version__
 
@@ -48,7 +48,7 @@ def _fail(message: str, code: int = 1) -> int:
 class _Parser(argparse.ArgumentParser):
     """An argparse parser whose usage errors are one line on stderr (exit 2)."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
 
 

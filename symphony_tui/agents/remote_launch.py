@@ -124,5 +124,5 @@ class RemoteLaunch:
 
 def host_lost(error: AgentError, host: str) -> AgentError:
     """Mark ``error`` as the host's connection failing (the scheduler marks it down)."""
-    error.host_lost = host  # type: ignore[attr-defined]
+    error.host_lost = host  # type: ignore[attr-defined]  # AgentError declares no host_lost
     return error

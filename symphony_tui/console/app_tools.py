@@ -317,7 +317,7 @@ class ToolsMixin:
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """Textual's palette commands, less its Quit (the console's own ``Quit`` asks first
         while workers run) and with a Screenshot that saves where ``paths`` says."""
-        for command in super().get_system_commands(screen):  # type: ignore[misc]
+        for command in super().get_system_commands(screen):  # type: ignore[misc]  # a mixin: the App's
             if command.title == "Quit":
                 continue
             if command.title == "Screenshot":

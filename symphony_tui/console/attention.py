@@ -36,7 +36,7 @@ def desktop_protocol(setting: str, environ: Mapping[str, str] | None = None) -> 
     if setting == "off":
         return None
     if setting in ("osc9", "osc777"):
-        return setting  # type: ignore[return-value]
+        return setting  # type: ignore[return-value]  # one of the Literal's, checked above
     env = os.environ if environ is None else environ
     if env.get("TERM_PROGRAM") in _OSC9_PROGRAMS:
         return "osc9"

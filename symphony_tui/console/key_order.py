@@ -41,7 +41,7 @@ class KeyOrderMixin:
 
     async def on_event(self, event: events.Event) -> None:
         if not isinstance(event, events.Key) or event.is_forwarded:
-            await super().on_event(event)  # type: ignore[misc]
+            await super().on_event(event)  # type: ignore[misc]  # a mixin: super() is the App
             return
         if self._key_on_its_way is not None:
             if self._keys_held is None:
@@ -51,14 +51,14 @@ class KeyOrderMixin:
         await self._handle_key(event)
 
     async def _handle_key(self, event: events.Key) -> None:
-        await super().on_event(event)  # type: ignore[misc]
+        await super().on_event(event)  # type: ignore[misc]  # a mixin: super() is the App
         if event.is_forwarded:  # handed to a widget: it is handled later, on its queue
             self._key_on_its_way = event
-            target = self.focused or self.screen  # type: ignore[attr-defined]
+            target = self.focused or self.screen  # type: ignore[attr-defined]  # the App's
             target.post_message(KeyHandled(event))
             if self._key_release_timer is not None:
                 self._key_release_timer.stop()
-            self._key_release_timer = self.set_timer(  # type: ignore[attr-defined]
+            self._key_release_timer = self.set_timer(  # type: ignore[attr-defined]  # the App's
                 RELEASE_AFTER_S, self._release_keys
             )
 

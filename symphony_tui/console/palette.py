@@ -27,12 +27,12 @@ class ConsoleCommands(Provider):
                 target = screen
             else:
                 continue
-            if target.check_action(cmd.action_name, ()):  # type: ignore[attr-defined]
+            if target.check_action(cmd.action_name, ()):  # type: ignore[attr-defined]  # app or screen
                 found.append((cmd, target))
         return found
 
     def _run(self, cmd: ConsoleCommand, target: object) -> None:
-        self.app.call_later(self.app.run_action, cmd.action, target)  # type: ignore[arg-type]
+        self.app.call_later(self.app.run_action, cmd.action, target)
 
     def _title(self, cmd: ConsoleCommand) -> str:
         key_for = getattr(self.app, "key_for", None)

@@ -26,7 +26,7 @@ from typing import Any, TextIO
 try:
     import termios
 except ImportError:  # not a POSIX terminal: nothing to hold
-    termios = None  # type: ignore[assignment]
+    termios = None  # type: ignore[assignment]  # None stands for the missing module
 
 
 class HeldKeys:

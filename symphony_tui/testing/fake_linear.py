@@ -593,7 +593,7 @@ def _make_handler(fake: FakeLinear) -> type[BaseHTTPRequestHandler]:
 
 def _install_resolvers(schema: GraphQLSchema) -> None:
     def on(type_name: str, field_name: str, fn: Callable[..., Any]) -> None:
-        schema.get_type(type_name).fields[field_name].resolve = fn  # type: ignore[union-attr]
+        schema.get_type(type_name).fields[field_name].resolve = fn  # type: ignore[union-attr]  # an object type of the schema
 
     def store(info: Any) -> _Store:
         return info.context

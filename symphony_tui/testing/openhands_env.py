@@ -128,8 +128,8 @@ def openhands_settings(
         base_url=base_url,
         command=command,
         session_api_key_env=key_env,
-        ws_auth=ws_auth,  # type: ignore[arg-type]
-        confirmation_policy=confirmation_policy,  # type: ignore[arg-type]
+        ws_auth=ws_auth,
+        confirmation_policy=confirmation_policy,
         llm=fake_llm(model_url),
         read_timeout_ms=read_timeout_ms,
         startup_timeout_ms=startup_timeout_ms,

@@ -262,7 +262,7 @@ class WsLink:
         self._ws = ws
         self.reader = asyncio.StreamReader(limit=STDOUT_READER_LIMIT)
         self._pause = _Pause()
-        self.reader.set_transport(self._pause)  # type: ignore[arg-type]
+        self.reader.set_transport(self._pause)  # type: ignore[arg-type]  # the reader calls only pause/resume_reading
         self.writer = WsWriter(ws)
         self.close_reason = ""
         self._pump = asyncio.create_task(self._run(), name="codex-socket-pump")

@@ -40,7 +40,7 @@ async def probe_initialize(
 
     rpc = RpcConnection(
         proc.stdout,
-        proc.stdin,  # type: ignore[arg-type]  # a StreamWriter
+        proc.stdin,
         on_notification=lambda _method, _params: None,
         on_request=lambda _rid, _method, _params: None,
         on_malformed=lambda _reason: None,

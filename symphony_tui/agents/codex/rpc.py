@@ -198,7 +198,7 @@ class RpcConnection:
                     if self._pacing and self._hurry is not None:
                         self._hurry()
 
-            self._reader.feed_data = feed_data  # type: ignore[method-assign]
+            self._reader.feed_data = feed_data  # type: ignore[method-assign,assignment]  # this reader's feed, wrapped
         if self._task is None:
             self._task = asyncio.create_task(self._read_loop(), name="codex-rpc-reader")
 

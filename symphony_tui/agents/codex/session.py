@@ -86,7 +86,7 @@ class CodexSession(NotificationDispatch, RequestServing, ThreadStart):
         self._proc = proc
         assert proc.stdout and proc.stdin and proc.stderr
         self._stderr_task = asyncio.create_task(self._stderr.drain(proc.stderr))
-        self._start_rpc(proc.stdout, proc.stdin)  # type: ignore[arg-type]  # a StreamWriter
+        self._start_rpc(proc.stdout, proc.stdin)
         await self._handshake(cmd)
         await self._open_thread()
 

@@ -44,7 +44,7 @@ class FilterInput(Input):
     BINDINGS = [Binding("escape", "cancel", "Cancel", show=False, id="filter_cancel")]
 
     def action_cancel(self) -> None:
-        self.screen.hide_filter()  # type: ignore[attr-defined]
+        self.screen.hide_filter()  # type: ignore[attr-defined]  # only the main screen has one
 
 
 class MainScreen(Screen[None]):

@@ -172,7 +172,7 @@ class _Activity:
     def __eq__(self, other: object) -> bool:
         return isinstance(other, _Activity) and self._key == other._key
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as __eq__ says
 
 
 class ActivityGate:

@@ -269,7 +269,7 @@ class GitHubTracker:
             if isinstance(item, dict) and "pull_request" in item:
                 continue
             values = (
-                board.get(item.get("number"))  # type: ignore[arg-type]
+                board.get(item.get("number"))  # type: ignore[arg-type]  # no number (None) finds none
                 if board is not None and isinstance(item, dict)
                 else None
             )
