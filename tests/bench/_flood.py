@@ -190,12 +190,14 @@ You are working on issue {{{{ issue.identifier }}}}.
         path.write_text(front, encoding="utf-8")
         return path
 
-    def host_argv(self, *, headless: bool = True) -> list[str]:
+    def host_argv(self, *, headless: bool = True, lock: bool = False) -> list[str]:
+        """The scheduler's command line (``lock``: it takes the project's lock, so a second
+        ``symphony-tui WORKFLOW.md`` attaches to it)."""
         workflow = self.write()
         # This tree's host by path (not ``-m``, which would find the checked-out tree's
         # under ``root``): the GC figures are measured alike for both sides of --before.
-        argv = [sys.executable, str(HOST), str(self.stats_file), "--"]
-        argv += [str(workflow), "--no-lock", "--port", str(self.port)]
+        argv = [sys.executable, str(HOST), str(self.stats_file), "--", str(workflow)]
+        argv += ([] if lock else ["--no-lock"]) + ["--port", str(self.port)]
         argv += ["--log-dir", str(self.tmp / "logs")]
         return argv + (["--headless"] if headless else [])
 
@@ -204,9 +206,9 @@ You are working on issue {{{{ issue.identifier }}}}.
         env["PYTHONPATH"] = str(self.root) + os.pathsep + env.get("PYTHONPATH", "")
         return env
 
-    def start(self) -> subprocess.Popen[bytes]:
+    def start(self, *, lock: bool = False) -> subprocess.Popen[bytes]:
         self.proc = subprocess.Popen(
-            self.host_argv(),
+            self.host_argv(lock=lock),
             cwd=self.root,
             env=self.env(),
             stdout=subprocess.DEVNULL,
@@ -315,9 +317,18 @@ def checkout(ref: str) -> Path:
 
 class ConsoleOnPty:
     """The console (``symphony-tui`` without ``--headless``) of ``project`` on a pseudo-terminal
-    of ``cols`` x ``rows``; a thread drains the screen output and counts its bytes."""
+    of ``cols`` x ``rows``; a thread drains the screen output and counts its bytes. ``argv``:
+    another command line for it (e.g. a console attaching to the project's running
+    scheduler), and :attr:`FloodProject.proc` is left as it was."""
 
-    def __init__(self, project: FloodProject, cols: int = 120, rows: int = 36) -> None:
+    def __init__(
+        self,
+        project: FloodProject,
+        cols: int = 120,
+        rows: int = 36,
+        *,
+        argv: list[str] | None = None,
+    ) -> None:
         import fcntl
         import pty
         import struct
@@ -330,7 +341,7 @@ class ConsoleOnPty:
         env = project.env()
         env.update(TERM="xterm-256color", COLORTERM="truecolor", COLUMNS=str(cols), LINES=str(rows))
         self.proc = subprocess.Popen(
-            project.host_argv(headless=False),
+            argv or project.host_argv(headless=False),
             cwd=project.root,
             env=env,
             stdin=slave,
@@ -338,7 +349,8 @@ class ConsoleOnPty:
             stderr=slave,
             start_new_session=True,
         )
-        project.proc = self.proc
+        if argv is None:
+            project.proc = self.proc
         os.close(slave)
         self.bytes = 0
         self._reader = threading.Thread(target=self._drain, daemon=True)

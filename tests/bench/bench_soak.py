@@ -1,10 +1,11 @@
 """Console soak: the console on a pseudo-terminal (120x36) with 50
 churning workers, RSS over time; ``--flood``: the console under a flood of agent
-deltas instead of churn.
+deltas instead of churn; ``--attached``: a detached scheduler and a console attached to it.
 
 ``python -m tests.bench.bench_soak [--minutes 10] [--workers 50] [--rate 50] [--headless]
 [--heap DIR] [--flood [--sample-s 30] [--item-every-s 2] [--item-chars 12000]
-[--item-text words|source] [--before DIR]]``
+[--item-text words|source] [--before DIR]] [--attached [--minutes 60] [--workers 8]
+[--turn-s 0.25] [--sample-s 60] [--warmup-min 5]]``
 
 Each run is one turn of ``--turn-s`` seconds (deltas at ``--rate`` lines/s per agent), so
 runs end and new ones start all the time (the continuation retry re-dispatches the issue).
@@ -27,14 +28,25 @@ source and docs (compressing like an agent's text, about 2.5x), not one repeated
 checkout of this repository (``git worktree add /tmp/before main``): the same flood runs
 against its code first, then against this tree's, and the two RSS curves print side by side
 (same agents, same machine, minutes apart).
+
+``--attached``: the scheduler runs headless holding the project's lock (as one a console
+left behind does), and ``symphony-tui WORKFLOW.md`` on the pseudo-terminal attaches to it
+(checked: the console's process holds a TCP connection to the scheduler's API and runs no
+agents). Every run is one turn of ``--turn-s`` seconds, so ``--workers`` issues are
+re-dispatched all the time. Every ``--sample-s`` seconds one line: minutes, the scheduler's
+and the console's RSS (MB), dispatches so far (the scheduler's ``dispatch`` events), the
+1-minute load average; at the end each process's growth from ``--warmup-min`` to the end.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from pathlib import Path
+
+import psutil
 
 from tests.bench._common import figure
 from tests.bench._flood import ROOT, Api, ConsoleOnPty, FloodProject, cpu_seconds, rss_mb
@@ -87,6 +99,100 @@ def run(
             figure(f"quit (q, y) with {workers} workers", console.quit(), "s", "< 5 s")
         else:
             figure(f"quit (SIGTERM) with {workers} workers", project.stop(), "s", "< 5 s")
+    finally:
+        if console is not None:
+            console.close()
+        project.stop()
+        project.cleanup()
+
+
+def attached_console(holder: int, port: int, timeout_s: float = 120.0) -> psutil.Process:
+    """The console that ``symphony-tui WORKFLOW.md`` (pid ``holder``, which forks it:
+    ``symphony_tui/detach.py``) runs, once it is attached to the scheduler serving ``port``:
+    it holds a TCP connection to that port and has no child processes (a console that had
+    built a scheduler of its own would run the agents). Raises ``RuntimeError`` otherwise."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            for console in psutil.Process(holder).children():
+                conns = getattr(console, "net_connections", console.connections)("tcp")
+                linked = any(c.raddr and c.raddr.port == port for c in conns)
+                if linked and not console.children(recursive=True):
+                    return console
+        except psutil.Error:
+            raise RuntimeError(f"the console (pid {holder}) exited") from None
+        time.sleep(0.5)
+    raise RuntimeError(f"the console (pid {holder}) did not attach to 127.0.0.1:{port}")
+
+
+class Dispatches:
+    """The scheduler's dispatches so far: its ``dispatch`` events, read from
+    ``/api/v1/events`` after the last one read (:meth:`read` often enough that the bounded
+    ring still holds them: every few seconds)."""
+
+    def __init__(self, api: Api) -> None:
+        self.api, self.seq, self.count = api, 0, 0
+
+    def read(self) -> int:
+        while True:
+            status, body, _ = self.api.call("GET", f"/api/v1/events?since={self.seq}&limit=10000")
+            if status != 200 or not body:
+                return self.count
+            self.count += sum(e["kind"] == "dispatch" for e in body)
+            self.seq = body[-1]["seq"]
+            if len(body) < 10000:
+                return self.count
+
+
+def run_attached(
+    minutes: float = 60.0,
+    workers: int = 8,
+    rate: float = 50.0,
+    turn_s: float = 0.25,
+    sample_s: float = 60.0,
+    warmup_min: float = 5.0,
+) -> None:
+    """A detached scheduler (headless, holding the project's lock) and a console attached
+    to it (``symphony-tui WORKFLOW.md`` on a pseudo-terminal), ``workers`` issues each
+    re-dispatched as soon as its one short turn ends: both processes' RSS every
+    ``sample_s`` seconds, and their growth from ``warmup_min`` to the end."""
+    print(f"== attached soak: {workers} churning workers, turns of {turn_s:g} s, {minutes:g} min")
+    project = FloodProject(workers, rate=rate, turn_s=turn_s, max_turns=1)
+    scheduler = project.start(lock=True)
+    console = None
+    try:
+        api = Api(project.port)
+        project.wait_running(api, max(1, workers * 3 // 5))
+        workflow = str(project.tmp / "WORKFLOW.md")
+        logs = str(project.tmp / "console-logs")
+        argv = [sys.executable, "-m", "symphony_tui", workflow, "--log-dir", logs]
+        console = ConsoleOnPty(project, argv=argv)
+        viewer = attached_console(console.proc.pid, project.port)
+        print(f"console pid {viewer.pid} attached to the scheduler, pid {scheduler.pid}")
+        dispatches = Dispatches(api)
+        print(f"{'min':>6} {'scheduler MB':>13} {'console MB':>11} {'dispatches':>11} {'load':>6}")
+        rows: list[tuple[float, float]] = []
+        t0 = time.monotonic()
+        n = 0
+        while n * sample_s <= minutes * 60 + 0.5:
+            while time.monotonic() - t0 < n * sample_s:
+                time.sleep(2.0)
+                dispatches.read()
+                if scheduler.poll() is not None or console.proc.poll() is not None:
+                    raise RuntimeError(f"a process exited; see {project.tmp}")
+            rows.append((rss_mb(scheduler.pid), rss_mb(viewer.pid)))
+            print(
+                f"{n * sample_s / 60:>6.1f} {rows[-1][0]:>13.1f} {rows[-1][1]:>11.1f}"
+                f" {dispatches.read():>11,} {os.getloadavg()[0]:>6.1f}",
+                flush=True,
+            )
+            n += 1
+        attached_console(console.proc.pid, project.port, timeout_s=10.0)  # still attached
+        warm = min(len(rows) - 1, round(warmup_min * 60 / sample_s))
+        for i, what in enumerate(("scheduler", "console")):
+            growth = rows[-1][i] - rows[warm][i]
+            figure(f"{what} RSS growth, {warmup_min:g} min -> end", growth, "MB")
+        figure("dispatches", dispatches.read(), "runs")
     finally:
         if console is not None:
             console.close()
@@ -232,11 +338,15 @@ def main() -> None:
     p.add_argument("--minutes", type=float)
     p.add_argument("--workers", type=int)
     p.add_argument("--rate", type=float)
-    p.add_argument("--turn-s", type=float, default=3.0)
+    p.add_argument("--turn-s", type=float, help="each turn's length (3 s; --attached 0.25 s)")
     p.add_argument("--headless", action="store_true", help="the scheduler alone, no console")
     p.add_argument("--heap", type=Path, help="write heap dumps by type here at each mark")
     p.add_argument("--flood", action="store_true", help="long turns streaming deltas, no churn")
-    p.add_argument("--sample-s", type=float, default=30.0, help="--flood: RSS sample period")
+    p.add_argument(
+        "--attached", action="store_true", help="a detached scheduler and a console attached to it"
+    )
+    p.add_argument("--sample-s", type=float, help="--flood, --attached: RSS sample period")
+    p.add_argument("--warmup-min", type=float, default=5.0, help="--attached: growth from here")
     p.add_argument("--item-every-s", type=float, default=2.0, help="--flood: message period")
     p.add_argument("--item-chars", type=int, default=12000, help="--flood: message length")
     p.add_argument(
@@ -247,12 +357,24 @@ def main() -> None:
     )
     p.add_argument("--before", type=Path, help="--flood: another checkout, run before this one")
     a = p.parse_args()
+    if a.attached:
+        if a.flood or a.headless or a.heap or a.before:
+            p.error("--attached goes without --flood, --headless, --heap and --before")
+        run_attached(
+            60.0 if a.minutes is None else a.minutes,
+            8 if a.workers is None else a.workers,
+            50.0 if a.rate is None else a.rate,
+            0.25 if a.turn_s is None else a.turn_s,
+            60.0 if a.sample_s is None else a.sample_s,
+            a.warmup_min,
+        )
+        return
     if a.flood:
         run_flood(
             5.0 if a.minutes is None else a.minutes,
             40 if a.workers is None else a.workers,
             0.0 if a.rate is None else a.rate,
-            a.sample_s,
+            30.0 if a.sample_s is None else a.sample_s,
             item_every_s=a.item_every_s,
             item_chars=a.item_chars,
             item_text=a.item_text,
@@ -267,7 +389,7 @@ def main() -> None:
         10.0 if a.minutes is None else a.minutes,
         50 if a.workers is None else a.workers,
         50.0 if a.rate is None else a.rate,
-        a.turn_s,
+        3.0 if a.turn_s is None else a.turn_s,
         headless=a.headless,
         heap=a.heap,
     )
