@@ -525,6 +525,7 @@ def _console(
         except _AlreadyRunning as exc:
             if not detachable:
                 raise StartFailed(str(exc)) from None
+            _freeze_startup_heap()  # the collector back on: this console may run for days
             return await _attach_to_running(exc, attachments)
         except _BuildFailed as exc:
             raise StartFailed(str(exc)) from None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import gc
 import logging
 
@@ -91,6 +92,55 @@ def test_start_up_runs_no_full_collection_before_the_freeze(tmp_path, monkeypatc
         assert unfrozen_collections == []
     finally:
         gc.callbacks.remove(watch)
+        gc.unfreeze()
+        for handler in set(root.handlers) - set(handlers):
+            root.removeHandler(handler)
+            handler.close()
+        root.setLevel(level)
+
+
+def test_a_console_attaching_to_the_running_scheduler_runs_with_the_collector_on(
+    tmp_path, monkeypatch
+):
+    """``symphony-tui WORKFLOW.md`` for a project whose scheduler runs builds none of its
+    own: the collector, off during start-up, is on while it is attached (off, its cyclic
+    garbage grew it by about 40 MB a minute with 8 issues re-dispatched all the time)."""
+    import symphony_tui.cli as cli
+    import symphony_tui.console.app as app_module
+    import symphony_tui.detach as detach
+
+    seen = []
+
+    def build(*args, **kwargs):
+        raise cli._AlreadyRunning("project_locked: another scheduler (pid 1)", {"pid": 1})
+
+    async def attach(found, attachments):
+        return "attached"
+
+    class App:  # the console's app, reduced to its start-up
+        detached = start_error = None
+        return_code = 0
+
+        def __init__(self, *, start, **kwargs):
+            self.start = start
+
+        async def run_async(self):
+            assert await self.start() == "attached"
+            seen.append(gc.isenabled())
+
+    monkeypatch.setattr(detach, "hold_terminal", lambda: None)  # no fork
+    monkeypatch.setattr(cli, "_build", build)
+    monkeypatch.setattr(cli, "_attach_to_running", attach)
+    monkeypatch.setattr(app_module, "SymphonyApp", App)
+    args = argparse.Namespace(log_dir=tmp_path, log_level="info", headless=False)
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    gc.unfreeze()
+    try:
+        assert cli._run(tmp_path / "WORKFLOW.md", args, lock=True, detachable=True) == 0
+        assert seen == [True]
+    finally:
+        gc.enable()
         gc.unfreeze()
         for handler in set(root.handlers) - set(handlers):
             root.removeHandler(handler)
