@@ -6,16 +6,28 @@ import argparse
 import gc
 import logging
 
+import pytest
+
 from symphony_tui.cli import main
 
 from .conftest import write_project
 
 
+@pytest.fixture(autouse=True)
+def _root_logging():
+    """Each start-up adds its log file to the root logger: remove it and restore the level."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    for handler in set(root.handlers) - set(handlers):
+        root.removeHandler(handler)
+        handler.close()
+    root.setLevel(level)
+
+
 def test_headless_start_freezes_the_startup_heap(tmp_path, monkeypatch):
     project = write_project(tmp_path / "project", [])  # nothing to run: exits when idle
     monkeypatch.chdir(project.folder)
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
     gc.unfreeze()
     try:
         code = main(["--headless", "--exit-when-idle", "--no-lock", "--log-dir", str(tmp_path)])
@@ -23,10 +35,6 @@ def test_headless_start_freezes_the_startup_heap(tmp_path, monkeypatch):
         assert gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()
-        for handler in set(root.handlers) - set(handlers):  # the run's log file
-            root.removeHandler(handler)
-            handler.close()
-        root.setLevel(level)
 
 
 def test_no_collection_during_start_up_and_collector_back_on_after(tmp_path, monkeypatch):
@@ -42,8 +50,6 @@ def test_no_collection_during_start_up_and_collector_back_on_after(tmp_path, mon
         return real(*args, **kwargs)
 
     monkeypatch.setattr(runtime_module, "build_runtime", build)
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
     try:
         code = main(["--headless", "--exit-when-idle", "--no-lock", "--log-dir", str(tmp_path)])
         assert code == 0
@@ -55,10 +61,6 @@ def test_no_collection_during_start_up_and_collector_back_on_after(tmp_path, mon
     finally:
         gc.enable()
         gc.unfreeze()
-        for handler in set(root.handlers) - set(handlers):
-            root.removeHandler(handler)
-            handler.close()
-        root.setLevel(level)
 
 
 def _fails(*args, **kwargs):
@@ -81,8 +83,6 @@ def test_start_up_runs_no_full_collection_before_the_freeze(tmp_path, monkeypatc
         if phase == "start" and gc.get_freeze_count() == 0 and info["generation"] == 2:
             unfrozen_collections.append(info["generation"])
 
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
     gc.unfreeze()
     gc.callbacks.append(watch)
     try:
@@ -93,10 +93,6 @@ def test_start_up_runs_no_full_collection_before_the_freeze(tmp_path, monkeypatc
     finally:
         gc.callbacks.remove(watch)
         gc.unfreeze()
-        for handler in set(root.handlers) - set(handlers):
-            root.removeHandler(handler)
-            handler.close()
-        root.setLevel(level)
 
 
 def test_a_console_attaching_to_the_running_scheduler_runs_with_the_collector_on(
@@ -133,8 +129,6 @@ def test_a_console_attaching_to_the_running_scheduler_runs_with_the_collector_on
     monkeypatch.setattr(cli, "_attach_to_running", attach)
     monkeypatch.setattr(app_module, "SymphonyApp", App)
     args = argparse.Namespace(log_dir=tmp_path, log_level="info", headless=False)
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
     gc.unfreeze()
     try:
         assert cli._run(tmp_path / "WORKFLOW.md", args, lock=True, detachable=True) == 0
@@ -142,7 +136,3 @@ def test_a_console_attaching_to_the_running_scheduler_runs_with_the_collector_on
     finally:
         gc.enable()
         gc.unfreeze()
-        for handler in set(root.handlers) - set(handlers):
-            root.removeHandler(handler)
-            handler.close()
-        root.setLevel(level)
