@@ -49,7 +49,7 @@ from symphony_tui.workspaces.manager import WorkspaceManager
 class LoopSide:
     """What the parts call on the loop's owner (the orchestrator): the current
     ``settings``, ``start_worker(run)``, ``backend(name)``, ``post(item, control=)``,
-    ``ask(item, control=)`` (post and wait for the reply), ``inbox_barrier()``,
+    ``ask(item, control=)`` (post and wait for the reply),
     ``spawn(coro, name=)`` (a tracked task), ``request_refresh()`` and
     ``refresh_recovered()``."""
 
@@ -58,7 +58,6 @@ class LoopSide:
     backend: Callable[[str], AgentBackend]
     post: Callable[..., None]
     ask: Callable[..., Awaitable[Any]]
-    inbox_barrier: Callable[[], Awaitable[None]]
     #: Applies a run's queued inputs now, ahead of everyone else's (``Inbox.take_of``).
     apply_ahead: Callable[[Run], None]
     spawn: Callable[..., asyncio.Task]
@@ -140,7 +139,7 @@ def build_parts(
         approvals=approvals,
         tools=tools,
         post=inbox.post,
-        barrier=side.inbox_barrier,
+        ask=side.ask,
         room=inbox.room,
         hurry=inbox.hurry,
         busy=lambda: inbox.busy,

@@ -7,7 +7,7 @@ applied by the scheduling loop in order; approval requests and tool calls are aw
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,8 @@ from symphony_tui.scheduler.tools import SessionTools
 
 
 class RunHost:
-    """Binds a backend session to its :class:`Run`: events and session facts are posted
+    """Binds a backend session to its :class:`Run` (in ``workspace``, re-attaching with
+    the session facts ``resume``): events and session facts are posted
     with ``post`` (the inbox's main lane), approval requests go to the ``approvals`` desk,
     tool calls to ``tool_calls``; ``tools`` is what the session advertises.
 
@@ -32,6 +33,8 @@ class RunHost:
     def __init__(
         self,
         run: Run,
+        workspace: Path,
+        resume: Mapping[str, Any],
         tools: tuple[ToolSpec, ...],
         post: Callable[[Input], None],
         approvals: ApprovalDesk,
@@ -43,6 +46,8 @@ class RunHost:
         hurry: Callable[[object], None] | None = None,
     ) -> None:
         self._run = run
+        self._workspace = workspace
+        self._resume = resume
         self._room = room
         self._hurry = hurry
         self._busy = busy
@@ -58,8 +63,7 @@ class RunHost:
 
     @property
     def workspace(self) -> Path:
-        assert self._run.workspace is not None
-        return self._run.workspace
+        return self._workspace
 
     @property
     def attempt(self) -> int | None:
@@ -76,7 +80,7 @@ class RunHost:
 
     @property
     def resume(self) -> dict[str, Any]:
-        return dict(self._run.resume)
+        return dict(self._resume)
 
     def emit(self, event: AgentEvent) -> None:
         self._post(AgentTraffic(self._run, event))

@@ -36,10 +36,13 @@ import asyncio
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from symphony_tui.domain import AgentEvent, Issue
+from symphony_tui.agents.base import AgentSession
+from symphony_tui.domain import AgentEvent, EventKind, Issue, RunStatus
 from symphony_tui.domain.commands import Command
+from symphony_tui.domain.payloads import Payload
 from symphony_tui.scheduler.read_slices import ReadSlices
 from symphony_tui.scheduler.run import Ending, Run
 from symphony_tui.trackers.base import TrackerError
@@ -206,6 +209,161 @@ class Barrier:
     reply: asyncio.Future | None = field(default_factory=_no_reply)
 
 
+# ---------------------------------------------------------------- what a worker reports
+#
+# A worker (``worker.Worker``) never changes the state itself: it posts these to the main
+# lane, behind what its session reported, and the loop applies them in that order. Those
+# with a ``reply`` are asked: the worker waits for the loop's answer.
+
+
+@dataclass(slots=True)
+class RunUpdated:
+    """``run``'s worker moved it to ``status``; ``error`` (a failed attempt) is said as
+    soon as it is known, while the cleanup still runs."""
+
+    run: Run
+    status: RunStatus
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class WorkspaceReady:
+    """``run``'s workspace is ``path`` (``created`` by this attempt); ``resume`` holds the
+    session facts a backend re-attaches with. The attempt's start goes to the manifest."""
+
+    run: Run
+    path: Path
+    resume: dict[str, Any]
+    created: bool = False
+    started: bool = True  # False: a re-adopted attempt, whose start is already recorded
+
+
+@dataclass(slots=True)
+class SessionOpened:
+    """``run``'s agent session is open; ``record_group``: its agent's process group goes
+    to the manifest (``manifests.agent_group``)."""
+
+    run: Run
+    session: AgentSession
+    record_group: bool = False
+
+
+@dataclass(slots=True)
+class TurnStarted:
+    """``run``'s turn ``turn`` (1-based, of this attempt) is streaming; ``record``: it
+    goes to the manifest (not for the turn a re-attached session follows)."""
+
+    run: Run
+    turn: int
+    record: bool = True
+
+
+@dataclass(slots=True)
+class TurnEnded:
+    """``run``'s turn ended; its session's reports came before it. Replies a
+    ``state.TurnReview`` (what the state says about going on)."""
+
+    run: Run
+    reply: asyncio.Future | None = field(default_factory=_no_reply)
+
+
+@dataclass(slots=True)
+class BudgetCheck:
+    """Is ``run`` over a token budget (``SchedulerState.check_budget``)? Replies why it is
+    held, or None."""
+
+    run: Run
+    reply: asyncio.Future | None = field(default_factory=_no_reply)
+
+
+@dataclass(slots=True)
+class IssueRefreshed:
+    """The tracker shows ``run``'s issue as ``issue`` after a turn; replies once applied."""
+
+    run: Run
+    issue: Issue
+    reply: asyncio.Future | None = field(default_factory=_no_reply)
+
+
+@dataclass(slots=True)
+class HookRan:
+    """A hook of ``run``'s attempt ran (or was cut short): ``message`` and ``payload`` for
+    the history, ``summary`` (``ok``, ``exit 2``...) for the manifest."""
+
+    run: Run
+    hook: str
+    summary: str
+    message: str
+    payload: Payload
+
+
+@dataclass(slots=True)
+class RunNoted:
+    """Something ``run``'s worker says about it in the history (an operator message
+    delivered, messages not delivered)."""
+
+    run: Run
+    kind: EventKind
+    message: str
+    payload: Payload | None = None
+
+
+@dataclass(slots=True)
+class HostFailed:
+    """``run`` failed on worker host ``host``: ``lost`` is the lost connection (the host
+    goes down, its other runs end), None when only the workspace could not be made or the
+    agent not started there (the issue tries another host next)."""
+
+    run: Run
+    host: str
+    lost: str | None = None
+
+
+@dataclass(slots=True)
+class TrackerFailed:
+    """A worker's tracker call failed with ``error`` (``what``: one line)."""
+
+    error: TrackerError
+    what: str
+
+
+@dataclass(slots=True)
+class AttemptEnded:
+    """``run``'s attempt ended with ``ending`` and its ``after_run`` ran: the thread's
+    token totals and the attempt's end go to the manifest; replies once applied (before
+    the workspace of a terminal issue is removed)."""
+
+    run: Run
+    ending: Ending
+    reply: asyncio.Future | None = field(default_factory=_no_reply)
+
+
+@dataclass(slots=True)
+class RunWorkspaceRemoved:
+    """``run``'s worker removed its workspace (the issue went terminal)."""
+
+    run: Run
+
+
+#: The inputs that belong to one run's session and worker (``Inbox.take_of``).
+RUN_INPUTS = (
+    AgentTraffic,
+    SessionFacts,
+    RunUpdated,
+    WorkspaceReady,
+    SessionOpened,
+    TurnStarted,
+    TurnEnded,
+    BudgetCheck,
+    IssueRefreshed,
+    HookRan,
+    RunNoted,
+    HostFailed,
+    AttemptEnded,
+    RunWorkspaceRemoved,
+)
+
+
 Input = (
     AgentTraffic
     | SessionFacts
@@ -224,6 +382,19 @@ Input = (
     | Recovered
     | Reload
     | Barrier
+    | RunUpdated
+    | WorkspaceReady
+    | SessionOpened
+    | TurnStarted
+    | TurnEnded
+    | BudgetCheck
+    | IssueRefreshed
+    | HookRan
+    | RunNoted
+    | HostFailed
+    | TrackerFailed
+    | AttemptEnded
+    | RunWorkspaceRemoved
 )
 
 
@@ -284,20 +455,16 @@ class Inbox:
         return len(self._main) >= self._busy or self.slices.pressed
 
     def take_of(self, run: Run) -> list[Input]:
-        """Take ``run``'s queued main-lane inputs (its agent events and session facts) out
+        """Take ``run``'s queued main-lane inputs (its session's and worker's) out
         of the lane, in their order; the rest keep theirs. For applying them at once,
         ahead of every other session's traffic (an approval request of that run)."""
         main = self._main
         if not main:
             return []
-        mine: list[Input] = [
-            i for i in main if isinstance(i, AgentTraffic | SessionFacts) and i.run is run
-        ]
+        mine: list[Input] = [i for i in main if isinstance(i, RUN_INPUTS) and i.run is run]
         if not mine:
             return []
-        keep = [
-            i for i in main if not (isinstance(i, AgentTraffic | SessionFacts) and i.run is run)
-        ]
+        keep = [i for i in main if not (isinstance(i, RUN_INPUTS) and i.run is run)]
         main.clear()
         main.extend(keep)
         if self._room is not None and len(main) <= self._low:

@@ -52,22 +52,35 @@ from symphony_tui.scheduler.eventlog import EventHistory
 from symphony_tui.scheduler.heap_freeze import HeapFreezer
 from symphony_tui.scheduler.inbox import (
     AgentTraffic,
+    AttemptEnded,
     Barrier,
+    BudgetCheck,
     Candidates,
     CommandDone,
+    HookRan,
+    HostFailed,
     Input,
     IssueMoved,
+    IssueRefreshed,
     OperatorCommand,
     Recovered,
     Reload,
     RetryDue,
     RetryFetched,
     RunningStates,
+    RunNoted,
+    RunUpdated,
+    RunWorkspaceRemoved,
     SessionFacts,
+    SessionOpened,
     Tick,
     TickEnded,
     TickStarted,
+    TrackerFailed,
+    TurnEnded,
+    TurnStarted,
     WorkerEnded,
+    WorkspaceReady,
     WorkspaceRemoved,
     reply,
 )
@@ -146,7 +159,6 @@ class Orchestrator:
             backend=self._backend,
             post=self._post,
             ask=self._ask,
-            inbox_barrier=self._inbox_barrier,
             apply_ahead=self._apply_ahead,
             spawn=self._spawn,
             request_refresh=self.request_refresh,
@@ -447,11 +459,6 @@ class Orchestrator:
         await self._ask(Barrier())
         await self.workspaces.manifests.flush()
 
-    async def _inbox_barrier(self) -> None:
-        """Wait until every input posted before this call was handled (workers: the
-        session's reports are applied before the turn's outcome is read)."""
-        await self._ask(Barrier())
-
     def _rescan(self) -> None:
         """Rescan recovered workspaces in the background (a worker host came up)."""
         self._scans.mark_stale()
@@ -545,6 +552,36 @@ class Orchestrator:
                 state.recorder.on_event(run, event)
             case SessionFacts(run=run, fields=fields):
                 state.recorder.record_session(run, fields)
+            # What workers report (inbox.py "what a worker reports").
+            case RunUpdated(run=run, status=status, error=error):
+                state.run_status(run, status, error)
+            case WorkspaceReady(run=run, path=path, resume=resume, created=created):
+                state.run_workspace(run, path, resume, created=created, started=item.started)
+            case SessionOpened(run=run, session=session, record_group=record_group):
+                state.run_session(run, session, record_group=record_group)
+            case TurnStarted(run=run, turn=turn, record=record):
+                state.run_turn_started(run, turn, record=record)
+            case TurnEnded(run=run, reply=answer):
+                reply(answer, state.run_turn_ended(run))
+            case BudgetCheck(run=run, reply=answer):
+                state.check_budget(run)
+                reply(answer, run.budget_reached)
+            case IssueRefreshed(run=run, issue=issue, reply=answer):
+                state.run_issue_seen(run, issue)
+                reply(answer, None)
+            case HookRan(run=run, hook=hook, summary=summary, message=message):
+                state.run_hook_ran(run, hook, summary, message, item.payload)
+            case RunNoted(run=run, kind=kind, message=message, payload=payload):
+                state.emit_system(kind, message, issue=run.issue, payload=payload)
+            case HostFailed(run=run, host=host, lost=lost):
+                state.run_host_failed(run, host, lost)
+            case TrackerFailed(error=error, what=what):
+                state.tracker_failed(error, what)
+            case AttemptEnded(run=run, ending=ending, reply=answer):
+                state.run_attempt_ended(run, ending)
+                reply(answer, None)
+            case RunWorkspaceRemoved(run=run):
+                state.hosts.forget(run.issue.id)
             case OperatorCommand(command=command, reply=answer):
                 self._commands.receive(command, answer)
             case CommandDone(issue=issue, what=what, result=result, reply=answer):

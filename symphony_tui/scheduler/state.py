@@ -14,6 +14,7 @@ input of its inbox at a time; this module only says *what* a change is.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from symphony_tui.agents.base import AgentSession
 from symphony_tui.config.settings import Settings
 from symphony_tui.config.store import WorkflowStore
 from symphony_tui.domain import (
@@ -30,22 +32,24 @@ from symphony_tui.domain import (
     RateLimits,
     RecoveredWorkspace,
     RetryEntry,
+    RunStatus,
     Snapshot,
 )
 from symphony_tui.domain.payloads import Payload
 from symphony_tui.observability.logs import log_kv
 from symphony_tui.observability.redact import redact
+from symphony_tui.scheduler import manifests
 from symphony_tui.scheduler.budgets import Budgets
 from symphony_tui.scheduler.clock import Clock, TimerHandle
 from symphony_tui.scheduler.eventlog import EventHistory
 from symphony_tui.scheduler.holds import Holds
 from symphony_tui.scheduler.posture import PostureSource
-from symphony_tui.scheduler.run import Run
+from symphony_tui.scheduler.run import Ending, Run, WorkerControl
 from symphony_tui.scheduler.session_events import SessionRecorder
 from symphony_tui.scheduler.snapshots import IssueRowCache, build_snapshot
 from symphony_tui.scheduler.tokens import TokenLedger
 from symphony_tui.scheduler.usage_ledger import UsageLedger
-from symphony_tui.scheduler.worker_hosts import HostBook
+from symphony_tui.scheduler.worker_hosts import HostBook, host_down
 from symphony_tui.trackers.base import TrackerError
 from symphony_tui.workspaces.manager import WorkspaceManager
 
@@ -55,6 +59,18 @@ log = logging.getLogger("symphony_tui.scheduler")
 MAX_COMPLETED = 500
 #: Longest poll interval (seconds) refused credentials back off to.
 REFUSED_POLL_CAP_S = 300.0
+
+
+@dataclass(frozen=True)
+class TurnReview:
+    """What the state says once a run's turn ended (``SchedulerState.run_turn_ended``):
+    the approval that timed out and ends the attempt (None: none did); ``held``: a token
+    budget holds the run; ``moved_out``: it was held, but its agent moved its issue out
+    of the active states, so the turn's outcome does not end the attempt."""
+
+    approval_timed_out: str | None
+    held: bool
+    moved_out: bool
 
 
 @dataclass
@@ -148,11 +164,90 @@ class SchedulerState:
         self.known[run.issue.id] = run.issue
         self.changed()
 
-    def update_run(self, run: Run, **fields: Any) -> None:
-        """Set live fields of ``run`` (status, workspace, session, turn count, resume...)."""
-        for name, value in fields.items():
-            setattr(run, name, value)
+    def worker_started(self, run: Run, task: asyncio.Task, worker: WorkerControl) -> None:
+        """``run``'s worker task started (``run.task``, ``run.worker``)."""
+        run.task = task
+        run.worker = worker
         self.changed()
+
+    def run_status(self, run: Run, status: RunStatus, error: str | None = None) -> None:
+        """``run``'s worker moved it to ``status`` (``error``: why its attempt failed)."""
+        run.status = status
+        if error is not None:
+            run.error = error
+        self.changed()
+
+    def run_workspace(
+        self, run: Run, path: Path, resume: dict[str, Any], *, created: bool, started: bool
+    ) -> None:
+        """``run``'s workspace is ready at ``path`` (``created`` by this attempt);
+        ``resume`` holds the facts its session re-attaches with. ``started``: the
+        attempt's start goes to the run manifest."""
+        run.workspace = path
+        run.resume = resume
+        self.changed()
+        if created:
+            self.emit_system(EventKind.HOOK, f"workspace created at {path}", issue=run.issue)
+        if started:
+            manifests.attempt_started(self.workspaces.manifests, run)
+
+    def run_session(self, run: Run, session: AgentSession, *, record_group: bool) -> None:
+        """``run``'s agent session is open (``record_group``: its agent's process group
+        goes to the run's manifest, ``manifests.agent_group``)."""
+        run.session = session
+        self.changed()
+        if record_group:
+            adoptable = bool(getattr(session, "adoptable", False))
+            manifests.agent_group(self.workspaces.manifests, run, session.pid, adoptable=adoptable)
+
+    def run_turn_started(self, run: Run, turn: int, *, record: bool) -> None:
+        """``run``'s turn ``turn`` is streaming (``record``: said in the run manifest)."""
+        run.turn_count = turn
+        run.status = RunStatus.STREAMING_TURN
+        self.changed()
+        if record:
+            manifests.turn_started(self.workspaces.manifests, run)
+
+    def run_turn_ended(self, run: Run) -> TurnReview:
+        """``run``'s turn ended and its session's reports are applied: the thread's token
+        totals go to the manifest, and the review says whether the attempt goes on. A run
+        held by a budget whose agent moved its issue out of the active states is no longer
+        held: no turn follows, so there is nothing to hold for (a held run would keep its
+        slot forever: reconcile leaves an agent's own move to the worker)."""
+        self.recorder.persist_tokens(run)
+        held = run.budget_reached is not None or self.budgets.over(run, self.settings.agent)
+        moved = run.agent_moved_state
+        moved_out = moved is not None and not self.settings.tracker.is_active(moved)
+        if held and moved_out:
+            run.budget_reached = None
+            self.changed()
+        return TurnReview(
+            approval_timed_out=run.approval_timed_out,
+            held=held and not moved_out,
+            moved_out=held and moved_out,
+        )
+
+    def run_hook_ran(
+        self, run: Run, hook: str, summary: str, message: str, payload: Payload
+    ) -> None:
+        """A hook of ``run``'s attempt ran: said in the history and the run manifest."""
+        self.emit_system(EventKind.HOOK, message, issue=run.issue, payload=payload)
+        manifests.hook_ran(self.workspaces.manifests, run, hook, summary)
+
+    def run_host_failed(self, run: Run, host: str, lost: str | None) -> None:
+        """``run`` failed on worker host ``host``: a ``lost`` connection takes the host
+        down (``worker_hosts.host_down``); otherwise the issue tries another host next."""
+        if lost is None:
+            self.hosts.failed_there(run.issue.id, host)
+            return
+        run.host_lost = lost
+        host_down(self, host, lost, run)
+
+    def run_attempt_ended(self, run: Run, ending: Ending) -> None:
+        """``run``'s attempt ended (its ``after_run`` ran): the thread's token totals and
+        the attempt's end go to the manifest."""
+        self.recorder.persist_tokens(run)
+        manifests.attempt_ended(self.workspaces.manifests, run, ending, self.clock.now())
 
     def run_issue_seen(self, run: Run, issue: Issue, *, remember: bool = True) -> None:
         """The tracker shows ``run``'s issue as ``issue`` now (kept as known unless the run

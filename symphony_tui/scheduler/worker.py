@@ -18,6 +18,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from symphony_tui.agents.base import AgentBackend, AgentError, AgentSession, TurnResult, TurnStatus
@@ -30,12 +31,27 @@ from symphony_tui.scheduler import manifests, policy
 from symphony_tui.scheduler.approvals import ApprovalDesk
 from symphony_tui.scheduler.clock import Clock, TimerHandle
 from symphony_tui.scheduler.host import RunHost
-from symphony_tui.scheduler.inbox import Input
+from symphony_tui.scheduler.inbox import (
+    AttemptEnded,
+    BudgetCheck,
+    HookRan,
+    HostFailed,
+    Input,
+    IssueRefreshed,
+    RunNoted,
+    RunUpdated,
+    RunWorkspaceRemoved,
+    SessionOpened,
+    TrackerFailed,
+    TurnEnded,
+    TurnStarted,
+    WorkspaceReady,
+)
 from symphony_tui.scheduler.prompt_inputs import issue_for_prompt
 from symphony_tui.scheduler.run import Ending, Run
-from symphony_tui.scheduler.state import SchedulerState
+from symphony_tui.scheduler.state import SchedulerState, TurnReview
 from symphony_tui.scheduler.tools import SessionTools
-from symphony_tui.scheduler.worker_hosts import HOST_DOWN_PREFIX, host_down
+from symphony_tui.scheduler.worker_hosts import HOST_DOWN_PREFIX
 from symphony_tui.trackers.base import Tracker, TrackerError
 from symphony_tui.workspaces.errors import WorkspaceError
 from symphony_tui.workspaces.manager import WorkspaceManager
@@ -59,10 +75,11 @@ def _failed(error: str) -> Ending:
 
 @dataclass(frozen=True)
 class WorkerContext:
-    """What every worker uses: the scheduler ``state`` (its only way to change it), the
-    ``tracker``, ``workspaces``, ``backend(name)``, the approval desk and session tools,
-    ``post`` (the inbox's main lane, for session traffic) and ``barrier`` (waits until
-    everything posted before it was handled)."""
+    """What every worker uses: the scheduler ``state`` (read only: the worker changes it
+    by posting inputs, ``inbox.py`` "what a worker reports"), the ``tracker``,
+    ``workspaces``, ``backend(name)``, the approval desk and session tools, ``post`` (the
+    inbox's main lane, for the worker's and its session's reports) and ``ask`` (post and
+    wait for the loop's reply; None once the loop is gone)."""
 
     state: SchedulerState
     tracker: Tracker
@@ -71,7 +88,7 @@ class WorkerContext:
     approvals: ApprovalDesk
     tools: SessionTools
     post: Callable[[Input], None]
-    barrier: Callable[[], Awaitable[None]]
+    ask: Callable[[Input], Awaitable[Any]]
     #: Waits for room in the inbox's main lane (``Inbox.room``: back-pressure on readers).
     room: Callable[[object], Awaitable[None]] | None = None
     #: Lets a reader waiting in ``room`` go first (``Inbox.hurry``: it holds a request).
@@ -98,6 +115,10 @@ class Worker:
         self._go_on = asyncio.Event()  # a budget hold ends: extended, or a stop request
         self._interrupting: asyncio.Task | None = None
         self._closed = False  # the cleanup is past the session's close (hooks, manifest)
+        # The worker's own view of what it posted (the loop applies it to the run later).
+        self._workspace: Path | None = run.workspace
+        self._session: AgentSession | None = None
+        self._host_lost: str | None = None  # the connection to the run's host was lost
 
     @property
     def stopping(self) -> bool:
@@ -127,7 +148,7 @@ class Worker:
         return self._closed and self._ctx.workspaces.hooks_cutoff.active
 
     def interrupt_turn(self) -> None:
-        session = self._run.session
+        session = self._session
         if not self._in_turn or session is None:
             return
         if self._interrupting is None or self._interrupting.done():
@@ -139,25 +160,25 @@ class Worker:
     async def _budget_hold(self) -> Ending | None:
         """While the run is over a token budget (``SchedulerState.check_budget``): wait
         for the operator. The ending to return when they stopped it, else None (go on)."""
-        state, run = self._ctx.state, self._run
-        state.check_budget(run)  # a crossing between turns is caught here
-        if run.budget_reached is None:
-            return None
-        state.update_run(run, status=RunStatus.WAITING_FOR_OPERATOR)
+        ctx, run = self._ctx, self._run
+        # a crossing between turns is caught here
+        if await ctx.ask(BudgetCheck(run)) is None:
+            return self._ending
+        ctx.post(RunUpdated(run, RunStatus.WAITING_FOR_OPERATOR))
         self._go_on.clear()
         while run.budget_reached is not None and self._ending is None:
             await self._go_on.wait()
             self._go_on.clear()
         if self._ending is not None:
             return self._ending
-        state.update_run(run, status=RunStatus.STREAMING_TURN)
+        ctx.post(RunUpdated(run, RunStatus.STREAMING_TURN))
         return None
 
     async def steer(self, text: str) -> str:
         """Send the operator's ``text`` to the agent: into the turn in flight
         (``AgentSession.steer``), else with the next turn's prompt. Returns what happened
         in words; raises :class:`AgentError` when the backend refused it."""
-        session = self._run.session
+        session = self._session
         if self._in_turn and session is not None and await session.steer(text):
             self._note(text, queued=False)
             return "sent to the agent in the running turn"
@@ -169,11 +190,13 @@ class Worker:
     def _note(self, text: str, *, queued: bool) -> None:
         """The operator's message in the issue's transcript (``NoteDelivered``)."""
         run = self._run
-        self._ctx.state.emit_system(
-            EventKind.NOTIFICATION,
-            f"sent to the agent: {text}",
-            issue=run.issue,
-            payload=NoteDelivered(turn_id=run.turn_id, steered=True, queued=queued),
+        self._ctx.post(
+            RunNoted(
+                run,
+                EventKind.NOTIFICATION,
+                f"sent to the agent: {text}",
+                NoteDelivered(turn_id=run.turn_id, steered=True, queued=queued),
+            )
         )
 
     def _with_queued(self, prompt: str) -> str:
@@ -198,25 +221,27 @@ class Worker:
             ending = _failed(f"worker error: {exc}")
         if self._queued:
             count, self._queued = len(self._queued), []
-            self._ctx.state.emit_system(
-                EventKind.WARNING,
-                f"{count} operator message(s) not delivered: the run ended before another turn",
-                issue=self._run.issue,
+            self._ctx.post(
+                RunNoted(
+                    self._run,
+                    EventKind.WARNING,
+                    f"{count} operator message(s) not delivered: the run ended before another turn",
+                )
             )
         run = self._run
         if run.worker_host is not None:
-            lost = run.host_lost or getattr(run.session, "host_lost", None)
+            lost = self._host_lost or run.host_lost or getattr(self._session, "host_lost", None)
             if lost and self._ending is None:
-                run.host_lost = (
+                self._host_lost = (
                     lost
                     if isinstance(lost, str) and " " in lost
                     else (f"host {run.worker_host} connection lost")
                 )
-                ending = _failed(f"{HOST_DOWN_PREFIX}: {run.host_lost}")
-                host_down(self._ctx.state, run.worker_host, run.host_lost, run)
+                ending = _failed(f"{HOST_DOWN_PREFIX}: {self._host_lost}")
+                self._ctx.post(HostFailed(run, run.worker_host, self._host_lost))
         if ending.outcome is RunOutcome.FAILED:
             # Said now, not once after_run (which may take its whole timeout) is done.
-            self._ctx.state.update_run(run, status=ending.status, error=ending.error)
+            self._ctx.post(RunUpdated(run, ending.status, ending.error))
         try:
             await self._cleanup(ending)
         except asyncio.CancelledError:
@@ -238,27 +263,25 @@ class Worker:
             if getattr(exc, "hook", None) is not None:
                 self._hook_ran(exc.hook)
             if lost := getattr(exc, "host_lost", None):
-                run.host_lost = str(lost)
+                self._host_lost = str(lost)
             elif where is not None:
-                state.hosts.failed_there(issue.id, where)  # no workspace there: go elsewhere
+                ctx.post(HostFailed(run, where))  # no workspace there: go elsewhere
             return _failed(f"workspace: {exc}")
         if where is None:
             resume = manifests.resume_facts(path, run.backend)
         else:
             facts = await asyncio.to_thread(ctx.workspaces.manifests.read, path, "session")
             resume = facts if facts.get("backend") in (None, run.backend) else {}
-        state.update_run(run, workspace=path, resume=resume)
-        if created:
-            state.emit_system(EventKind.HOOK, f"workspace created at {path}", issue=issue)
-        manifests.attempt_started(ctx.workspaces.manifests, run)
+        self._workspace = path
+        ctx.post(WorkspaceReady(run, path, resume, created))
         hook = await self._hook("before_run")
         if hook is not None:
             self._hook_ran(hook)
             if not hook.ok:
                 if hook.host_lost is not None and where is not None:
-                    run.host_lost = hook.host_lost  # the host down path, not a hook failure
+                    self._host_lost = hook.host_lost  # the host down path, not a hook failure
                 return _failed(_hook_error(hook))
-        state.update_run(run, status=RunStatus.BUILDING_PROMPT)
+        ctx.post(RunUpdated(run, RunStatus.BUILDING_PROMPT))
         current = state.store.current
         try:
             issue = await issue_for_prompt(
@@ -280,25 +303,21 @@ class Worker:
                 prompt = render_prompt(*args, retry_kind=run.retry_kind)
         except WorkflowError as exc:
             return _failed(str(exc))
-        state.update_run(run, status=RunStatus.LAUNCHING_AGENT)
-        host = self._host()
+        ctx.post(RunUpdated(run, RunStatus.LAUNCHING_AGENT))
+        host = self._host(path, resume)
         try:
             session = await ctx.backend(run.backend).start_session(host)
         except AgentError as exc:
             if where is not None and getattr(exc, "host_lost", None):
-                run.host_lost = str(exc.message)
+                self._host_lost = str(exc.message)
             elif where is not None and created:
                 # nothing of value in a workspace made for this attempt: try another host
-                state.hosts.failed_there(issue.id, where)
+                ctx.post(HostFailed(run, where))
             return _failed(str(exc))
-        state.update_run(run, session=session)
-        # Recorded with the run, so a scheduler that starts after a crash ends it.
-        manifests.agent_group(
-            ctx.workspaces.manifests,
-            run,
-            session.pid,
-            adoptable=bool(getattr(session, "adoptable", False)),
-        )
+        self._session = session
+        # Its agent's process group is recorded with the run, so a scheduler that starts
+        # after a crash ends it.
+        ctx.post(SessionOpened(run, session, record_group=True))
         if ctx.opened is not None:
             ctx.opened()
         if self._ending is not None:
@@ -308,10 +327,12 @@ class Worker:
             return stopped
         return await self._turns(session, prompt, 0)
 
-    def _host(self) -> RunHost:
+    def _host(self, workspace: Path, resume: dict[str, Any]) -> RunHost:
         ctx = self._ctx
         return RunHost(
             self._run,
+            workspace,
+            resume,
             ctx.tools.specs(),
             ctx.post,
             ctx.approvals,
@@ -328,8 +349,9 @@ class Worker:
         go on with the attempt's turns. No ``before_run`` (it ran for this attempt), no new
         thread, no new turn for the one in flight."""
         ctx, run = self._ctx, self._run
-        state = ctx.state
-        state.update_run(run, resume=facts, status=RunStatus.LAUNCHING_AGENT)
+        assert self._workspace is not None  # a re-adopted run is claimed with its workspace
+        ctx.post(WorkspaceReady(run, self._workspace, facts, started=False))
+        ctx.post(RunUpdated(run, RunStatus.LAUNCHING_AGENT))
         backend = ctx.backend(run.backend)
         adopt = getattr(backend, "adopt_session", None)
         agent = DetachedAgent.from_facts(facts.get("agent"))
@@ -338,10 +360,11 @@ class Worker:
                 await kill_pgid(agent.pgid)  # not re-attached: ended, as the deadline does
             return _failed(f"re-adopt: backend {run.backend} cannot re-attach to its agent")
         try:
-            session = await adopt(self._host(), agent)
+            session = await adopt(self._host(self._workspace, facts), agent)
         except AgentError as exc:
             return _failed(f"re-adopt: {exc}")
-        state.update_run(run, session=session)
+        self._session = session
+        ctx.post(SessionOpened(run, session))
         if ctx.opened is not None:
             ctx.opened()
         if self._ending is not None:
@@ -360,9 +383,7 @@ class Worker:
         while True:
             if not follow:
                 turn += 1
-            state.update_run(run, turn_count=turn, status=RunStatus.STREAMING_TURN)
-            if not follow:
-                manifests.turn_started(ctx.workspaces.manifests, run)
+            ctx.post(TurnStarted(run, turn, record=not follow))
             self._in_turn = True
             try:
                 if follow:
@@ -375,20 +396,19 @@ class Worker:
             finally:
                 self._in_turn = False
             follow = False
-            await ctx.barrier()  # what the session reported during the turn is applied
-            state.recorder.persist_tokens(run)
+            # Answered once what the session reported during the turn is applied.
+            review: TurnReview | None = await ctx.ask(TurnEnded(run))
             if self._ending is not None:
                 return self._ending
-            if run.approval_timed_out:
-                return _failed(run.approval_timed_out)
-            held = run.budget_reached is not None or state.budgets.over(run, state.settings.agent)
-            moved = run.agent_moved_state
-            if held and moved is not None and not state.settings.tracker.is_active(moved):
-                # The agent moved its issue out of the active states: no turn follows, so
-                # there is nothing to hold for (a held run would keep its slot forever:
-                # reconcile leaves an agent's own move to the worker). The refresh ends it.
-                state.update_run(run, budget_reached=None)
-            elif held:
+            if review is None:  # the scheduler's loop is gone
+                return Ending(RunOutcome.STOPPED, RunStatus.STOPPED)
+            if review.approval_timed_out:
+                return _failed(review.approval_timed_out)
+            if review.moved_out:
+                # The agent moved its held issue out of the active states: the refresh
+                # below ends the attempt (``SchedulerState.run_turn_ended``).
+                pass
+            elif review.held:
                 # The budget, not the turn's end, decides (its interrupt ended the turn).
                 stopped = await self._budget_hold()
                 if stopped is not None:
@@ -407,11 +427,11 @@ class Worker:
                 # The turn went well; only the tracker is rate limited. A normal exit: the
                 # continuation retry waits for the reset and resumes the thread, instead of
                 # a failure backoff that would redo the turn (§14.2 for other errors).
-                state.tracker_failed(exc, "issue state refresh rate limited")
+                ctx.post(TrackerFailed(exc, "issue state refresh rate limited"))
                 return _SUCCEEDED
             if not fresh:
                 return _SUCCEEDED
-            state.run_issue_seen(run, fresh[0])
+            await ctx.ask(IssueRefreshed(run, fresh[0]))
             if (
                 not state.settings.tracker.is_active(run.issue.state)
                 or not policy.issue_routable(run.issue, state.settings)
@@ -480,10 +500,11 @@ class Worker:
         ctx, run = self._ctx, self._run
         state = ctx.state
         ctx.approvals.cancel(run)
-        if run.session is not None:
+        session = self._session
+        if session is not None:
             try:
-                await asyncio.wait_for(run.session.close(), timeout=SESSION_CLOSE_TIMEOUT_S)
-                if not getattr(run.session, "adoptable", False):
+                await asyncio.wait_for(session.close(), timeout=SESSION_CLOSE_TIMEOUT_S)
+                if not getattr(session, "adoptable", False):
                     manifests.agent_group_ended(ctx.workspaces.manifests, run)
             except (TimeoutError, Exception) as exc:
                 why = str(exc) or type(exc).__name__
@@ -494,21 +515,21 @@ class Worker:
                     issue_id=run.issue.id, issue_identifier=run.issue.identifier,
                 )  # fmt: skip
         self._closed = True  # from here a stopping scheduler lets the cleanup finish
-        if run.workspace is None or run.host_lost:
+        workspace = self._workspace
+        if workspace is None or self._host_lost or run.host_lost:
             return  # (a lost host: its workspace waits there for the host to come back)
         hook = await self._hook("after_run")
         if hook is not None:
             self._hook_ran(hook)
-        await ctx.barrier()  # the session's last reports are applied before they are saved
-        state.recorder.persist_tokens(run)
-        manifests.attempt_ended(ctx.workspaces.manifests, run, ending, state.clock.now())
+        # Behind the session's last reports: they are applied before they are saved.
+        await ctx.ask(AttemptEnded(run, ending))
         requested = self._ending
         if ending.remove_workspace or (requested is not None and requested.remove_workspace):
             try:
                 await ctx.workspaces.remove(
-                    run.issue.identifier, host=run.worker_host, path=run.workspace
+                    run.issue.identifier, host=run.worker_host, path=workspace
                 )
-                state.hosts.forget(run.issue.id)
+                ctx.post(RunWorkspaceRemoved(run))
             except Exception as exc:
                 state.log("warning", "workspace removal failed", error=str(exc))
 
@@ -517,11 +538,11 @@ class Worker:
         A stop that cancels the worker mid-hook ends the hook's process group
         (workspaces/hooks.py) and is said in the event log before the cancellation goes on."""
         run = self._run
-        assert run.workspace is not None
+        assert self._workspace is not None
         started = time.monotonic()
         try:
             return await self._ctx.workspaces.run_hook(
-                name, run.workspace, run.issue, host=run.worker_host
+                name, self._workspace, run.issue, host=run.worker_host
             )
         except asyncio.CancelledError:
             requested = self._ending.error if self._ending is not None else None
@@ -531,32 +552,36 @@ class Worker:
 
     def _hook_cut(self, name: str, why: str, duration_ms: int) -> None:
         summary = f"cut short ({why})"
-        self._ctx.state.emit_system(
-            EventKind.HOOK,
-            f"{name}: {summary} in {duration_ms} ms; its process group was ended",
-            issue=self._run.issue,
-            payload=HookResult(hook=name, ok=False, duration_ms=duration_ms, cut_short=why),
+        self._ctx.post(
+            HookRan(
+                self._run,
+                name,
+                summary,
+                f"{name}: {summary} in {duration_ms} ms; its process group was ended",
+                HookResult(hook=name, ok=False, duration_ms=duration_ms, cut_short=why),
+            )
         )
-        manifests.hook_ran(self._ctx.workspaces.manifests, self._run, name, summary)
 
     def _hook_ran(self, hook: Any) -> None:
         summary = "ok" if hook.ok else _hook_why(hook, "exit")
         ended = "; its process group was ended" if getattr(hook, "cut_short", None) else ""
-        self._ctx.state.emit_system(
-            EventKind.HOOK,
-            f"{hook.name}: {summary} in {hook.duration_ms} ms{ended}",
-            issue=self._run.issue,
-            payload=HookResult(
-                hook=hook.name,
-                ok=hook.ok,
-                exit_code=hook.exit_code,
-                timed_out=hook.timed_out,
-                duration_ms=hook.duration_ms,
-                output=hook.output[-2000:],
-                cut_short=getattr(hook, "cut_short", None),
-            ),
+        self._ctx.post(
+            HookRan(
+                self._run,
+                hook.name,
+                summary,
+                f"{hook.name}: {summary} in {hook.duration_ms} ms{ended}",
+                HookResult(
+                    hook=hook.name,
+                    ok=hook.ok,
+                    exit_code=hook.exit_code,
+                    timed_out=hook.timed_out,
+                    duration_ms=hook.duration_ms,
+                    output=hook.output[-2000:],
+                    cut_short=getattr(hook, "cut_short", None),
+                ),
+            )
         )
-        manifests.hook_ran(self._ctx.workspaces.manifests, self._run, hook.name, summary)
 
 
 def _hook_why(hook: Any, exit_word: str) -> str:
@@ -583,7 +608,7 @@ def start_worker(run: Run, ctx: WorkerContext, ended: Callable[[Ending], None]) 
         worker.run(), name=f"worker-{run.issue.identifier}"
     )
     worker.task = task
-    ctx.state.update_run(run, task=task, worker=worker)
+    ctx.state.worker_started(run, task, worker)
 
     def done(task: asyncio.Task) -> None:
         if task.cancelled():  # cancelled before it even started
