@@ -249,6 +249,14 @@ class SessionOpened:
 
 
 @dataclass(slots=True)
+class SessionClosed:
+    """``run``'s agent session closed and its process group was ended (the manifest's
+    record of the group is cleared, unless the agent outlives it to be re-adopted)."""
+
+    run: Run
+
+
+@dataclass(slots=True)
 class TurnStarted:
     """``run``'s turn ``turn`` (1-based, of this attempt) is streaming; ``record``: it
     goes to the manifest (not for the turn a re-attached session follows)."""
@@ -352,6 +360,7 @@ RUN_INPUTS = (
     RunUpdated,
     WorkspaceReady,
     SessionOpened,
+    SessionClosed,
     TurnStarted,
     TurnEnded,
     BudgetCheck,
@@ -385,6 +394,7 @@ Input = (
     | RunUpdated
     | WorkspaceReady
     | SessionOpened
+    | SessionClosed
     | TurnStarted
     | TurnEnded
     | BudgetCheck

@@ -71,6 +71,7 @@ from symphony_tui.scheduler.inbox import (
     RunNoted,
     RunUpdated,
     RunWorkspaceRemoved,
+    SessionClosed,
     SessionFacts,
     SessionOpened,
     Tick,
@@ -559,6 +560,8 @@ class Orchestrator:
                 state.run_workspace(run, path, resume, created=created, started=item.started)
             case SessionOpened(run=run, session=session, record_group=record_group):
                 state.run_session(run, session, record_group=record_group)
+            case SessionClosed(run=run):
+                state.run_session_closed(run)
             case TurnStarted(run=run, turn=turn, record=record):
                 state.run_turn_started(run, turn, record=record)
             case TurnEnded(run=run, reply=answer):

@@ -200,6 +200,13 @@ class SchedulerState:
             adoptable = bool(getattr(session, "adoptable", False))
             manifests.agent_group(self.workspaces.manifests, run, session.pid, adoptable=adoptable)
 
+    def run_session_closed(self, run: Run) -> None:
+        """``run``'s agent session closed and its process group was ended: the manifest
+        no longer records the group, unless the agent outlives its session on purpose
+        (``adoptable``, re-adopted by a later scheduler)."""
+        if not getattr(run.session, "adoptable", False):
+            manifests.agent_group_ended(self.workspaces.manifests, run)
+
     def run_turn_started(self, run: Run, turn: int, *, record: bool) -> None:
         """``run``'s turn ``turn`` is streaming (``record``: said in the run manifest)."""
         run.turn_count = turn

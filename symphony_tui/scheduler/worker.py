@@ -41,6 +41,7 @@ from symphony_tui.scheduler.inbox import (
     RunNoted,
     RunUpdated,
     RunWorkspaceRemoved,
+    SessionClosed,
     SessionOpened,
     TrackerFailed,
     TurnEnded,
@@ -504,8 +505,7 @@ class Worker:
         if session is not None:
             try:
                 await asyncio.wait_for(session.close(), timeout=SESSION_CLOSE_TIMEOUT_S)
-                if not getattr(session, "adoptable", False):
-                    manifests.agent_group_ended(ctx.workspaces.manifests, run)
+                ctx.post(SessionClosed(run))
             except (TimeoutError, Exception) as exc:
                 why = str(exc) or type(exc).__name__
                 if isinstance(exc, TimeoutError):
