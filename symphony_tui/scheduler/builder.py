@@ -31,7 +31,7 @@ from symphony_tui.scheduler.clock import Clock
 from symphony_tui.scheduler.commands import OperatorCommands
 from symphony_tui.scheduler.dispatch import Dispatcher
 from symphony_tui.scheduler.eventlog import EventHistory
-from symphony_tui.scheduler.inbox import AgentTraffic, Inbox, IssueMoved
+from symphony_tui.scheduler.inbox import AgentTraffic, Inbox, IssueMoved, MoveIntended
 from symphony_tui.scheduler.polling import Polling
 from symphony_tui.scheduler.recovered_scans import RecoveredScans
 from symphony_tui.scheduler.retries import Retries
@@ -99,11 +99,16 @@ def build_parts(
     inbox = Inbox()
     retries = Retries(state, inbox.post)
     dispatcher = Dispatcher(state, retries, side.start_worker)
+
+    async def intend(run: Run, target: str | None) -> str | None:
+        # On the control lane: recorded before the tracker write starts.
+        return await side.ask(MoveIntended(run, target), control=True)
+
     tools = SessionTools(
         tracker,
         emit=lambda run, event: inbox.post(AgentTraffic(run, event)),
         moved=lambda run, moved: inbox.post(IssueMoved(moved, run)),
-        set_issue=state.run_moved_by_agent,
+        intend=intend,
     )
     approvals = ApprovalDesk(
         clock,

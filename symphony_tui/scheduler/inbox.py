@@ -106,6 +106,16 @@ class IssueMoved:
 
 
 @dataclass(slots=True)
+class MoveIntended:
+    """``run``'s agent is moving its issue to ``state`` with the tracker tool (after a
+    failed move: the intent before it, None for none); replies the intent it replaces."""
+
+    run: Run
+    state: str | None
+    reply: asyncio.Future | None = field(default_factory=_no_reply)
+
+
+@dataclass(slots=True)
 class WorkspaceRemoved:
     """The operator's workspace removal finished (or failed): recovered workspaces are
     rescanned, and a removal is announced with ``note`` (a failed ``before_remove``)."""
@@ -357,6 +367,7 @@ class RunWorkspaceRemoved:
 RUN_INPUTS = (
     AgentTraffic,
     SessionFacts,
+    IssueMoved,
     RunUpdated,
     WorkspaceReady,
     SessionOpened,
@@ -379,6 +390,7 @@ Input = (
     | OperatorCommand
     | CommandDone
     | IssueMoved
+    | MoveIntended
     | WorkspaceRemoved
     | Tick
     | TickStarted

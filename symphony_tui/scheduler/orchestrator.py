@@ -62,6 +62,7 @@ from symphony_tui.scheduler.inbox import (
     Input,
     IssueMoved,
     IssueRefreshed,
+    MoveIntended,
     OperatorCommand,
     Recovered,
     Reload,
@@ -592,12 +593,15 @@ class Orchestrator:
                 reply(answer, result)
             case IssueMoved(issue=issue, run=None):
                 self._commands.issue_moved(issue)
-            case IssueMoved(issue=issue):
+            case IssueMoved(issue=issue, run=run):
+                state.run_moved_by_agent(run, issue)
                 state.remember(issue)
                 state.emit_system(
                     EventKind.TRACKER, f"{issue.identifier} moved to {issue.state} by the agent",
                     issue=issue,
                 )  # fmt: skip
+            case MoveIntended(run=run, state=target, reply=answer):
+                reply(answer, state.run_move_intended(run, target))
             case WorkspaceRemoved(key=key, removed=removed, note=note):
                 self._commands.workspace_removed(key, removed, note)
             case Tick(reply=answer):

@@ -267,11 +267,18 @@ class SchedulerState:
     def run_moved_by_agent(self, run: Run, moved: Issue) -> None:
         """``run``'s agent moved its issue (the ``symphony_set_issue_state`` tool, spec
         §10.5): ``moved`` is the issue as the tracker answered; a reconcile that reads its
-        new state takes it for the agent's own move (``run.agent_moved_state``). The issue
-        becomes known when the loop applies the ``IssueMoved`` input that follows."""
+        new state takes it for the agent's own move (``run.agent_moved_state``)."""
         run.issue = moved
         run.agent_moved_state = moved.state
         self.changed()
+
+    def run_move_intended(self, run: Run, state: str | None) -> str | None:
+        """``run``'s agent is moving its issue to ``state`` (after a failed move: the
+        intent before it, None for none), recorded before the tracker write, so a
+        reconcile that reads the new state while the write is being answered does not
+        take it for someone else's move. Returns the intent it replaces."""
+        previous, run.agent_moved_state = run.agent_moved_state, state
+        return previous
 
     def unclaim(self, run: Run) -> None:
         """``run``'s worker ended: drop it from ``running`` and count its running time."""

@@ -11,7 +11,7 @@ Linear tracker, ``linear_graphql`` is offered too; with a GitHub tracker, ``gith
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from symphony_tui.agents.base import ToolResult, ToolSpec
@@ -51,9 +51,10 @@ class SessionTools:
     """The tools for sessions against one tracker.
 
     ``emit`` records an event against a run (each call is logged as ``TOOL_CALL``);
-    ``set_issue`` applies a move the tracker accepted to the run
-    (``SchedulerState.run_moved_by_agent``); ``moved`` is told after that (``run.issue`` is
-    already the moved issue then).
+    ``intend(run, state)`` records, and returns once it is recorded, the state the run's
+    agent is moving its issue to (after a failed move: the intent before it), answering
+    the intent it replaces (``SchedulerState.run_move_intended``); ``moved`` gets a move
+    the tracker accepted, for the scheduler to apply (``SchedulerState.run_moved_by_agent``).
     """
 
     def __init__(
@@ -62,12 +63,12 @@ class SessionTools:
         *,
         emit: Callable[[Run, AgentEvent], None],
         moved: Callable[[Run, Issue], None],
-        set_issue: Callable[[Run, Issue], None],
+        intend: Callable[[Run, str | None], Awaitable[str | None]],
     ) -> None:
         self._tracker = tracker
         self._emit = emit
         self._moved = moved
-        self._set_issue = set_issue
+        self._intend = intend
 
     def specs(self) -> tuple[ToolSpec, ...]:
         """What a new session advertises to its agent."""
@@ -127,14 +128,12 @@ class SessionTools:
             return ToolResult(False, json.dumps({"error": "`state` must be a non-empty string"}))
         # Record the intent before the write: a reconcile that reads the new state while
         # the write is still being answered must not take it for someone else's move.
-        previous_intent = run.agent_moved_state
-        run.agent_moved_state = state.strip()
+        previous_intent = await self._intend(run, state.strip())
         try:
             moved = await self._tracker.move_issue(run.issue.id, state.strip())
         except TrackerError as exc:
-            run.agent_moved_state = previous_intent
+            await self._intend(run, previous_intent)
             return ToolResult(False, json.dumps({"error": str(exc)}))
-        self._set_issue(run, moved)
         self._moved(run, moved)
         return ToolResult(True, json.dumps({"issue": moved.identifier, "state": moved.state}))
 

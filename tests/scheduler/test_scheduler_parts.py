@@ -211,11 +211,19 @@ async def test_session_tools_report_bad_calls_and_keep_the_intent_only_on_succes
     emitted: list[AgentEvent] = []
     moved: list[str] = []
     state = make_harness([]).orch.state
+
+    async def intend(run, target):
+        return state.run_move_intended(run, target)
+
+    def apply_move(run, issue):
+        state.run_moved_by_agent(run, issue)
+        moved.append(issue.state)
+
     tools = SessionTools(
         tracker,
         emit=lambda run, event: emitted.append(event),
-        moved=lambda run, issue: moved.append(issue.state),
-        set_issue=state.run_moved_by_agent,
+        moved=apply_move,
+        intend=intend,
     )
     assert tools.specs() == (SET_STATE_TOOL,)
     run = _run(1)
@@ -256,7 +264,7 @@ async def test_session_tools_offer_and_run_a_trackers_own_agent_tool():
         WithTool([make_issue(1)]),
         emit=lambda run, event: None,
         moved=lambda run, issue: None,
-        set_issue=lambda run, issue: None,
+        intend=_no_intent,
     )
     assert tools.specs() == (SET_STATE_TOOL, spec)
     run = _run(1)
@@ -264,3 +272,7 @@ async def test_session_tools_offer_and_run_a_trackers_own_agent_tool():
     failed = await tools.call(run, "vendor_api", "boom")
     assert not failed.success and "vendor_api failed: vendor exploded" in failed.text
     assert calls == [("ABC-1", {"path": "/x"}), ("ABC-1", "boom")]
+
+
+async def _no_intent(run, target):
+    return None
