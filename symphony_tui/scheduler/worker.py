@@ -162,6 +162,9 @@ class Worker:
         """While the run is over a token budget (``SchedulerState.check_budget``): wait
         for the operator. The ending to return when they stopped it, else None (go on)."""
         ctx, run = self._ctx, self._run
+        state = ctx.state
+        if run.budget_reached is None and state.budgets.over(run, state.settings.agent) is None:
+            return None  # under every budget: nothing for the loop to record
         # a crossing between turns is caught here
         if await ctx.ask(BudgetCheck(run)) is None:
             return self._ending
