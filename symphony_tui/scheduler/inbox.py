@@ -213,8 +213,8 @@ class Reload:
 
 @dataclass(slots=True)
 class Barrier:
-    """Replies once everything posted before it in the main lane was handled (a worker
-    waits for its session's queued events before it reads their effects)."""
+    """Replies once everything posted before it in the main lane was handled
+    (``Orchestrator.barrier``: shutdown, and tests, wait for what was posted)."""
 
     reply: asyncio.Future | None = field(default_factory=_no_reply)
 

@@ -7,8 +7,9 @@ inputs of one inbox, one at a time, and applies each to the scheduler state.
   retries, ended workers, reloads) in arrival order.
 - Tracker calls, sessions and workspace work never run in the loop: a tick is a task that
   fetches and posts each result (``TickStarted`` -> ``RunningStates`` -> ``Candidates`` ->
-  ``TickEnded``); a worker (``worker.Worker``) runs its attempt and returns an ``Ending``,
-  posted as ``WorkerEnded``.
+  ``TickEnded``); a worker (``worker.Worker``) runs its attempt, posts what happens to its
+  run (``RunUpdated``, ``TurnStarted``, ``HookRan``...) and returns an ``Ending``, posted
+  as ``WorkerEnded``.
 - The rules live by concept: ``dispatch`` (eligibility, slots, dispatch), ``retries``
   (retry entries, what follows a run's end), ``reconcile`` (stalls, tracker refresh),
   ``commands`` (operator commands), ``manifests`` (every manifest write), ``approvals``,
