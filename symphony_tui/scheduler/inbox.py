@@ -296,11 +296,10 @@ class BudgetCheck:
 
 @dataclass(slots=True)
 class IssueRefreshed:
-    """The tracker shows ``run``'s issue as ``issue`` after a turn; replies once applied."""
+    """The tracker shows ``run``'s issue as ``issue`` after a turn."""
 
     run: Run
     issue: Issue
-    reply: asyncio.Future | None = field(default_factory=_no_reply)
 
 
 @dataclass(slots=True)

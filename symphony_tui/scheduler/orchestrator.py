@@ -571,9 +571,8 @@ class Orchestrator:
             case BudgetCheck(run=run, reply=answer):
                 state.check_budget(run)
                 reply(answer, run.budget_reached)
-            case IssueRefreshed(run=run, issue=issue, reply=answer):
+            case IssueRefreshed(run=run, issue=issue):
                 state.run_issue_seen(run, issue)
-                reply(answer, None)
             case HookRan(run=run, hook=hook, summary=summary, message=message):
                 state.run_hook_ran(run, hook, summary, message, item.payload)
             case RunNoted(run=run, kind=kind, message=message, payload=payload):

@@ -25,7 +25,7 @@ from symphony_tui.agents.base import AgentBackend, AgentError, AgentSession, Tur
 from symphony_tui.agents.codex.detached import DetachedAgent, kill_pgid
 from symphony_tui.config.errors import WorkflowError
 from symphony_tui.config.prompt import prompt_repeats, render_prompt, render_prompt_within
-from symphony_tui.domain import EventKind, RunOutcome, RunStatus
+from symphony_tui.domain import EventKind, Issue, RunOutcome, RunStatus
 from symphony_tui.domain.payloads import HookResult, NoteDelivered
 from symphony_tui.scheduler import manifests, policy
 from symphony_tui.scheduler.approvals import ApprovalDesk
@@ -383,6 +383,7 @@ class Worker:
         ctx, run = self._ctx, self._run
         state = ctx.state
         issue = run.issue
+        seen = issue  # the issue as the last refresh after a turn gave it
         max_turns = state.settings.agent.max_turns
         while True:
             if not follow:
@@ -393,7 +394,7 @@ class Worker:
                 if follow:
                     result = await self._run_turn(session, None, continuation=turn > 1)
                 else:
-                    text = prompt if turn == 1 else self._continuation_prompt(turn, max_turns)
+                    text = prompt if turn == 1 else self._continuation_prompt(seen, turn, max_turns)
                     result = await self._run_turn(
                         session, self._with_queued(text or ""), continuation=turn > 1
                     )
@@ -435,22 +436,22 @@ class Worker:
                 return _SUCCEEDED
             if not fresh:
                 return _SUCCEEDED
-            await ctx.ask(IssueRefreshed(run, fresh[0]))
+            seen = fresh[0]
+            ctx.post(IssueRefreshed(run, seen))
             if (
-                not state.settings.tracker.is_active(run.issue.state)
-                or not policy.issue_routable(run.issue, state.settings)
+                not state.settings.tracker.is_active(seen.state)
+                or not policy.issue_routable(seen, state.settings)
                 or turn >= max_turns
             ):
                 return _SUCCEEDED
 
-    def _continuation_prompt(self, turn: int, max_turns: int) -> str:
-        run = self._run
+    def _continuation_prompt(self, issue: Issue, turn: int, max_turns: int) -> str:
         template = self._ctx.state.settings.agent.continuation_prompt or DEFAULT_CONTINUATION
         try:
             return template.format(
-                identifier=run.issue.identifier,
-                title=run.issue.title,
-                state=run.issue.state,
+                identifier=issue.identifier,
+                title=issue.title,
+                state=issue.state,
                 turn=turn,
                 max_turns=max_turns,
             )
