@@ -593,7 +593,7 @@ class Orchestrator:
                 reply(answer, result)
             case IssueMoved(issue=issue, run=None):
                 self._commands.issue_moved(issue)
-            case IssueMoved(issue=issue, run=run):
+            case IssueMoved(issue=issue, run=Run() as run):
                 state.run_moved_by_agent(run, issue)
                 state.remember(issue)
                 state.emit_system(

@@ -222,7 +222,7 @@ class SchedulerState:
         held: no turn follows, so there is nothing to hold for (a held run would keep its
         slot forever: reconcile leaves an agent's own move to the worker)."""
         self.recorder.persist_tokens(run)
-        held = run.budget_reached is not None or self.budgets.over(run, self.settings.agent)
+        held = run.budget_reached is not None or bool(self.budgets.over(run, self.settings.agent))
         moved = run.agent_moved_state
         moved_out = moved is not None and not self.settings.tracker.is_active(moved)
         if held and moved_out:
