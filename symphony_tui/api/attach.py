@@ -83,7 +83,7 @@ def open_attach(
             token,
             mode,
             tunnel=tunnel,
-            label=f"{target} (API port {port})",
+            label=f"{target.name} (API port {port})",
             control=control,
         )
     elif text.startswith(("http://", "https://")):

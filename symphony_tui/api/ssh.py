@@ -13,7 +13,9 @@ cfg``, as ``GIT_SSH_COMMAND`` does for git):
    a TCP port of either machine; the HTTP requests name ``127.0.0.1:<port>`` as their Host,
    so the server's Host check holds.
 
-Errors are :class:`SshError` with one line (ssh's own last line of stderr when it failed).
+Errors are :class:`~symphony_tui.hosts.ssh.SshError` with one line,
+``<ssh://target>: <reason>`` (ssh's own last line of stderr when it failed); ``code`` is
+``no_ssh``, ``timeout``, ``unreachable``, ``no_scheduler`` or ``ambiguous``.
 """
 
 from __future__ import annotations
@@ -26,13 +28,14 @@ import shutil
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
 
 from symphony_tui.api.announce import parse_notes
+from symphony_tui.config.worker_hosts import HostSpec
+from symphony_tui.hosts.ssh import SshError
 
 ENV_SSH = "SYMPHONY_SSH"
 # Linux (XDG) and macOS locations of platformdirs.user_state_dir("symphony-tui")/api.
@@ -46,30 +49,10 @@ DISCOVER_SCRIPT = (
 )
 
 
-class SshError(Exception):
-    """The SSH side of an attach failed (one line)."""
-
-
-@dataclass(frozen=True)
-class SshTarget:
-    host: str
-    user: str | None = None
-    port: int | None = None
-
-    @property
-    def destination(self) -> str:
-        return f"{self.user}@{self.host}" if self.user else self.host
-
-    def options(self) -> list[str]:
-        return ["-p", str(self.port)] if self.port else []
-
-    def __str__(self) -> str:
-        return f"ssh://{self.destination}" + (f":{self.port}" if self.port else "")
-
-
-def parse_target(text: str) -> SshTarget:
-    """``ssh://[user@]host[:port]`` or ``[user@]host`` -> :class:`SshTarget`; raises
-    ``ValueError`` with the reason."""
+def parse_target(text: str) -> HostSpec:
+    """``ssh://[user@]host[:port]`` or ``[user@]host`` -> a
+    :class:`~symphony_tui.config.worker_hosts.HostSpec` named ``ssh://[user@]host[:port]``;
+    raises ``ValueError`` with the reason."""
     raw = text.strip()
     if "://" not in raw:
         raw = "ssh://" + raw
@@ -82,14 +65,25 @@ def parse_target(text: str) -> SshTarget:
         raise ValueError(f"{text!r}: the port is not a number (1-65535)") from None
     if not parts.hostname or parts.path not in ("", "/") or parts.query:
         raise ValueError(f"{text!r} is not ssh://[user@]host[:port]")
-    return SshTarget(parts.hostname, parts.username, port)
+    destination = f"{parts.username}@{parts.hostname}" if parts.username else parts.hostname
+    name = f"ssh://{destination}" + (f":{port}" if port else "")
+    return HostSpec(name, parts.hostname, parts.username, port)
+
+
+def _port_options(target: HostSpec) -> list[str]:
+    return ["-p", str(target.port)] if target.port else []
+
+
+def _failed(code: str, target: HostSpec, reason: str) -> SshError:
+    return SshError(code, target.name, reason, line=f"{target.name}: {reason}")
 
 
 def ssh_command() -> list[str]:
     """The ssh program and its fixed options: ``$SYMPHONY_SSH`` (shell words) or ``ssh``."""
     words = shlex.split(os.environ.get(ENV_SSH, "") or "ssh")
     if shutil.which(words[0]) is None:
-        raise SshError(f"{words[0]} not found (install OpenSSH, or set {ENV_SSH})")
+        reason = f"not found (install OpenSSH, or set {ENV_SSH})"
+        raise SshError("no_ssh", words[0], reason, line=f"{words[0]} {reason}")
     return words
 
 
@@ -98,18 +92,19 @@ def _last_line(stderr: str) -> str:
     return lines[-1] if lines else "no message"
 
 
-def discover(target: SshTarget, *, timeout_s: float = 30.0) -> list[dict]:
+def discover(target: HostSpec, *, timeout_s: float = 30.0) -> list[dict]:
     """The API notes of the live schedulers on ``target`` (may be empty)."""
-    command = [*ssh_command(), *target.options(), target.destination]
+    command = [*ssh_command(), *_port_options(target), target.destination]
     command += ["sh", "-c", shlex.quote(DISCOVER_SCRIPT)]
     try:
         done = subprocess.run(
             command, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL
         )
     except subprocess.TimeoutExpired:
-        raise SshError(f"{target}: no answer within {timeout_s:.0f}s") from None
+        raise _failed("timeout", target, f"no answer within {timeout_s:.0f}s") from None
     if done.returncode != 0:
-        raise SshError(f"{target}: ssh failed ({done.returncode}): {_last_line(done.stderr)}")
+        reason = f"ssh failed ({done.returncode}): {_last_line(done.stderr)}"
+        raise _failed("unreachable", target, reason)
     notes = parse_notes(done.stdout)
     tokens = control_tokens(done.stdout)
     for note in notes:
@@ -136,18 +131,21 @@ def control_tokens(text: str) -> dict[int, str]:
     return found
 
 
-def choose(notes: list[dict], target: SshTarget, api_port: int | None = None) -> int:
+def choose(notes: list[dict], target: HostSpec, api_port: int | None = None) -> int:
     """The API port to forward to: ``api_port`` when given, else the one live scheduler's."""
     if api_port is not None:
         return api_port
     if not notes:
-        raise SshError(
-            f"{target}: no scheduler with an HTTP API runs there for that user "
-            "(start it with --port; or name the port with --api-port)"
+        raise _failed(
+            "no_scheduler",
+            target,
+            "no scheduler with an HTTP API runs there for that user "
+            "(start it with --port; or name the port with --api-port)",
         )
     if len(notes) > 1:
         listed = ", ".join(f"pid {n.get('pid')} on port {n['port']}" for n in notes)
-        raise SshError(f"{target}: several schedulers run there ({listed}); pick with --api-port")
+        reason = f"several schedulers run there ({listed}); pick with --api-port"
+        raise _failed("ambiguous", target, reason)
     return int(notes[0]["port"])
 
 
@@ -155,7 +153,7 @@ class SshTunnel:
     """A running ``ssh -N -L`` from a private unix socket to ``127.0.0.1:<api_port>`` on the
     remote host. :meth:`client` makes HTTP clients through it; :meth:`close` ends ssh."""
 
-    def __init__(self, target: SshTarget, api_port: int) -> None:
+    def __init__(self, target: HostSpec, api_port: int) -> None:
         self.target = target
         self.api_port = api_port
         self._dir = Path(tempfile.mkdtemp(prefix="symphony-ssh-"))  # mode 0700
@@ -170,7 +168,7 @@ class SshTunnel:
         """Start ssh and wait until the socket exists; raises :class:`SshError`."""
         command = [
             *ssh_command(),
-            *self.target.options(),
+            *_port_options(self.target),
             "-N",
             "-T",
             "-o",
@@ -196,10 +194,13 @@ class SshTunnel:
             if self._proc.poll() is not None:
                 stderr = self._proc.stderr.read() if self._proc.stderr else ""
                 self.close()
-                raise SshError(f"{self.target}: the forward failed: {_last_line(stderr)}")
+                raise _failed(
+                    "unreachable", self.target, f"the forward failed: {_last_line(stderr)}"
+                )
             if time.monotonic() > deadline:
                 self.close()
-                raise SshError(f"{self.target}: the forward was not up within {timeout_s:.0f}s")
+                reason = f"the forward was not up within {timeout_s:.0f}s"
+                raise _failed("timeout", self.target, reason)
             time.sleep(0.05)
         return self
 

@@ -75,13 +75,14 @@ def _mark_reached(host: str) -> None:
 class SshError(Exception):
     """The connection to a host failed. ``code``: ``unreachable``, ``refused``,
     ``timeout``, ``auth``, ``unknown_host``, ``no_ssh``; ``host``: the entry's name;
-    ``str()`` is one line: ``host <name> <reason>``."""
+    ``str()`` is one line: ``line`` when given (an attach names its ``ssh://`` target
+    its own way), else ``host <name> <reason>``."""
 
-    def __init__(self, code: str, host: str, reason: str) -> None:
+    def __init__(self, code: str, host: str, reason: str, *, line: str | None = None) -> None:
         self.code = code
         self.host = host
         self.reason = reason
-        super().__init__(f"host {host} {reason}")
+        super().__init__(line if line is not None else f"host {host} {reason}")
 
 
 @dataclass(frozen=True)
