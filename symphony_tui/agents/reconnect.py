@@ -54,6 +54,28 @@ class Backoff:
         return self.nominal_s(attempt) * (1.0 - self.jitter * draw())
 
 
+@dataclass(frozen=True)
+class StreamOptions:
+    """Timing of an HTTP backend's event stream, in seconds. ``readiness_timeout_s``: how
+    long a new connection may take to be ready (OpenCode's ``server.connected``,
+    OpenHands' first state update); ``watchdog_s``: silence after which an OpenCode SSE
+    connection is dropped (OpenHands' WebSocket has its own pings); the rest is the
+    reconnect :class:`Backoff`."""
+
+    readiness_timeout_s: float = 30.0
+    watchdog_s: float = 45.0
+    backoff_initial_s: float = 0.25
+    backoff_max_s: float = 5.0
+    max_attempts: int = 12
+    backoff_jitter: float = 0.5  # fraction of each delay drawn at random
+
+    @property
+    def backoff(self) -> Backoff:
+        return Backoff(
+            self.backoff_initial_s, self.backoff_max_s, self.max_attempts, self.backoff_jitter
+        )
+
+
 class Reconnector:
     """Runs reconnect attempts for one stream. ``what`` names it in messages (``"event
     socket"``); ``notice(message)`` hears each ``reconnecting`` line; ``draw`` and

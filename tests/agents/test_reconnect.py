@@ -7,9 +7,7 @@ from __future__ import annotations
 import pytest
 
 from symphony_tui.agents.base import AgentError
-from symphony_tui.agents.opencode.stream import StreamOptions as OpenCodeOptions
-from symphony_tui.agents.openhands.stream import StreamOptions as OpenHandsOptions
-from symphony_tui.agents.reconnect import Backoff, Reconnector
+from symphony_tui.agents.reconnect import Backoff, Reconnector, StreamOptions
 
 
 class Clock:
@@ -97,9 +95,9 @@ async def test_a_final_error_stops_at_once_and_closing_stops_quietly() -> None:
     assert got is None and tried == [1]
 
 
-def test_both_backends_build_the_same_backoff_from_their_options() -> None:
-    for options in (
-        OpenHandsOptions(backoff_initial_s=0.1, backoff_max_s=1.0, max_attempts=4),
-        OpenCodeOptions(backoff_initial_s=0.1, backoff_max_s=1.0, max_attempts=4),
-    ):
-        assert options.backoff == Backoff(0.1, 1.0, 4, 0.5)
+def test_stream_options_give_their_backoff_field_by_field() -> None:
+    options = StreamOptions(
+        backoff_initial_s=0.1, backoff_max_s=1.0, max_attempts=4, backoff_jitter=0.25
+    )
+    assert options.backoff == Backoff(initial_s=0.1, max_s=1.0, max_attempts=4, jitter=0.25)
+    assert StreamOptions().backoff == Backoff()

@@ -18,7 +18,7 @@ import pytest
 from symphony_tui.agents.base import AgentError, TurnStatus
 from symphony_tui.agents.opencode import OpenCodeBackend
 from symphony_tui.agents.opencode.server import ManagedServer
-from symphony_tui.agents.opencode.stream import StreamOptions
+from symphony_tui.agents.reconnect import StreamOptions
 from symphony_tui.config.settings import Settings
 from symphony_tui.domain import EventKind
 from symphony_tui.testing.fake_model import FakeModelServer
@@ -35,7 +35,7 @@ from tests.real_programs import require_opencode
 
 pytestmark = [pytest.mark.real_opencode, pytest.mark.slow]
 
-QUICK = StreamOptions(connect_timeout_s=10, backoff_initial_s=0.1, backoff_max_s=0.5)
+QUICK = StreamOptions(readiness_timeout_s=10, backoff_initial_s=0.1, backoff_max_s=0.5)
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import pytest
 
 from symphony_tui.agents.base import AgentError, TurnStatus
 from symphony_tui.agents.openhands import OpenHandsBackend
-from symphony_tui.agents.openhands.stream import StreamOptions
+from symphony_tui.agents.reconnect import StreamOptions
 from symphony_tui.config.settings import Settings
 from symphony_tui.domain import EventKind
 from symphony_tui.testing.fake_model import FakeModelServer

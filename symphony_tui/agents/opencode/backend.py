@@ -49,7 +49,7 @@ from symphony_tui.agents.local_server import health_answered, takeable
 from symphony_tui.agents.opencode.client import OpenCodeClient, OpenCodeHTTPError
 from symphony_tui.agents.opencode.server import REMOTE_STATE, ManagedServer, remote_script
 from symphony_tui.agents.opencode.session import OpenCodeSession
-from symphony_tui.agents.opencode.stream import StreamOptions
+from symphony_tui.agents.reconnect import StreamOptions
 from symphony_tui.agents.remote_server import RemoteServer, host_launch
 from symphony_tui.agents.server_link import Endpoint, ServerLink, session_started
 from symphony_tui.config.child_env import ChildEnv

@@ -49,7 +49,8 @@ from symphony_tui.agents.opencode.approvals import (
 )
 from symphony_tui.agents.opencode.client import OpenCodeClient
 from symphony_tui.agents.opencode.normalize import PartFolder
-from symphony_tui.agents.opencode.stream import EventStream, StreamOptions
+from symphony_tui.agents.opencode.stream import EventStream
+from symphony_tui.agents.reconnect import StreamOptions
 from symphony_tui.domain import ApprovalDecision, EventKind, TokenUsage
 from symphony_tui.domain.payloads import (
     AgentTrouble,

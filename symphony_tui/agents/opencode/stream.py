@@ -5,7 +5,7 @@ docs/protocols.md "OpenCode server": each SSE ``data:`` line is ``{"id", "type",
 event is ``server.connected``, then ``server.heartbeat`` about every 10 s when quiet. The
 stream can die silently, so a connection that says nothing for ``watchdog_s`` is dropped.
 
-A connection is *ready* once ``server.connected`` arrives within ``connect_timeout_s``.
+A connection is *ready* once ``server.connected`` arrives within ``readiness_timeout_s``.
 After every reconnect the stream awaits ``on_reconnected()`` before it reads on: the session
 reconciles through REST there (status, permissions, messages), so whatever was said while
 no stream was open is not lost; events of the new connection that arrive meanwhile wait in
@@ -25,35 +25,16 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 from httpx_sse import ServerSentEvent
 
 from symphony_tui.agents.base import AgentError
 from symphony_tui.agents.opencode.client import OpenCodeClient, OpenCodeHTTPError
-from symphony_tui.agents.reconnect import Backoff, Reconnector
+from symphony_tui.agents.reconnect import Reconnector, StreamOptions
 from symphony_tui.text import one_line
 
 Wire = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class StreamOptions:
-    """Timing of the event stream, in seconds."""
-
-    connect_timeout_s: float = 30.0
-    watchdog_s: float = 45.0
-    backoff_initial_s: float = 0.25
-    backoff_max_s: float = 5.0
-    max_attempts: int = 12
-    backoff_jitter: float = 0.5  # fraction of each delay drawn at random (reconnect.py)
-
-    @property
-    def backoff(self) -> Backoff:
-        return Backoff(
-            self.backoff_initial_s, self.backoff_max_s, self.max_attempts, self.backoff_jitter
-        )
 
 
 class _Dropped(Exception):
@@ -170,7 +151,7 @@ class EventStream:
         ``AgentError`` (a failed reconcile) to be retried, ``_Final`` for 401/403/404."""
         try:
             async with self.client.events(
-                self.directory, connect_timeout_s=self.options.connect_timeout_s
+                self.directory, connect_timeout_s=self.options.readiness_timeout_s
             ) as source:
                 events = source.aiter_sse()
                 await self._await_connected(events)
@@ -190,13 +171,15 @@ class EventStream:
 
     async def _await_connected(self, events: AsyncIterator[ServerSentEvent]) -> None:
         try:
-            async with asyncio.timeout(self.options.connect_timeout_s):
+            async with asyncio.timeout(self.options.readiness_timeout_s):
                 async for sse in events:
                     event = self._parse(sse)
                     if event is not None and event["type"] == "server.connected":
                         return
         except TimeoutError as e:
-            raise _Dropped(f"no server.connected within {self.options.connect_timeout_s:g}s") from e
+            raise _Dropped(
+                f"no server.connected within {self.options.readiness_timeout_s:g}s"
+            ) from e
         except Exception as e:  # httpx read errors, a closed response
             raise _Dropped(f"connect: {e!r}") from e
         raise _Dropped("stream ended before server.connected")

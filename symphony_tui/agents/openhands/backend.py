@@ -60,7 +60,8 @@ from symphony_tui.agents.openhands.server import (
     remote_tmux_stop,
 )
 from symphony_tui.agents.openhands.session import OpenHandsSession
-from symphony_tui.agents.openhands.stream import StreamOptions, WsAuth
+from symphony_tui.agents.openhands.stream import WsAuth
+from symphony_tui.agents.reconnect import StreamOptions
 from symphony_tui.agents.remote_server import RemoteServer, host_launch
 from symphony_tui.agents.server_link import Endpoint, ServerLink, session_started
 from symphony_tui.config.child_env import ChildEnv

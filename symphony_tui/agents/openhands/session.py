@@ -49,8 +49,9 @@ from symphony_tui.agents.openhands.client import OpenHandsClient
 from symphony_tui.agents.openhands.client_tools import result_line, with_results
 from symphony_tui.agents.openhands.failure import FAILED_STATUSES, MAX_REASON, FailureWatch
 from symphony_tui.agents.openhands.reconcile import WireEvent, order_key
-from symphony_tui.agents.openhands.stream import EventStream, StreamOptions, WsAuth
+from symphony_tui.agents.openhands.stream import EventStream, WsAuth
 from symphony_tui.agents.openhands.translate import action_command, state_update, translate
+from symphony_tui.agents.reconnect import StreamOptions
 from symphony_tui.domain import (
     ApprovalDecision,
     ApprovalKind,

@@ -25,7 +25,6 @@ import asyncio
 import contextlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import quote
 
@@ -36,29 +35,12 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from symphony_tui.agents.base import AgentError
 from symphony_tui.agents.openhands.client import API_KEY_HEADER, OpenHandsClient
 from symphony_tui.agents.openhands.reconcile import SeenEvents, WireEvent
-from symphony_tui.agents.reconnect import Backoff, Reconnector
+from symphony_tui.agents.reconnect import Reconnector, StreamOptions
 
 WsAuth = Literal["first_frame", "query", "header", "none"]
 STATE_EVENT = "ConversationStateUpdateEvent"
 FINAL_CLOSE_CODES = {4001: "authentication rejected", 4004: "conversation not found"}
 MAX_FRAME_BYTES = 64 * 1024 * 1024  # full_state snapshots carry the whole agent config
-
-
-@dataclass(frozen=True)
-class StreamOptions:
-    """Timing of the event stream, in seconds."""
-
-    readiness_timeout_s: float = 30.0
-    backoff_initial_s: float = 0.25
-    backoff_max_s: float = 5.0
-    max_attempts: int = 12
-    backoff_jitter: float = 0.5  # fraction of each delay drawn at random (reconnect.py)
-
-    @property
-    def backoff(self) -> Backoff:
-        return Backoff(
-            self.backoff_initial_s, self.backoff_max_s, self.max_attempts, self.backoff_jitter
-        )
 
 
 class _Final(AgentError):

@@ -24,7 +24,7 @@ import pytest
 from symphony_tui.agents.base import AgentError, TurnStatus
 from symphony_tui.agents.opencode import OpenCodeBackend
 from symphony_tui.agents.opencode.server import ManagedServer
-from symphony_tui.agents.opencode.stream import StreamOptions
+from symphony_tui.agents.reconnect import StreamOptions
 from symphony_tui.domain import (
     ApprovalAnswer,
     ApprovalDecision,
@@ -40,7 +40,7 @@ from ..cutting_proxy import CuttingProxy, event_stream_request
 
 pytestmark = pytest.mark.real_opencode
 
-QUICK = StreamOptions(connect_timeout_s=30, backoff_initial_s=0.1, backoff_max_s=0.5)
+QUICK = StreamOptions(readiness_timeout_s=30, backoff_initial_s=0.1, backoff_max_s=0.5)
 PASSWORD_ENV = "SYMPHONY_TEST_OC_PASSWORD"
 
 

@@ -21,7 +21,7 @@ from symphony_tui.agents.base import TurnResult, TurnStatus
 from symphony_tui.agents.openhands import OpenHandsBackend, OpenHandsSession
 from symphony_tui.agents.openhands.client_tools import ACK, DESCRIPTION_NOTE, RESULTS_HEADER
 from symphony_tui.agents.openhands.server import ManagedServer
-from symphony_tui.agents.openhands.stream import StreamOptions
+from symphony_tui.agents.reconnect import StreamOptions
 from symphony_tui.domain import ApprovalAnswer, ApprovalDecision, ApprovalRequest, EventKind
 from symphony_tui.domain.payloads import ServerStatus
 from symphony_tui.testing.fake_model import FakeModelServer

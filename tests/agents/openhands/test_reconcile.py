@@ -11,7 +11,8 @@ import pytest
 from symphony_tui.agents.base import AgentError
 from symphony_tui.agents.openhands.client import OpenHandsClient
 from symphony_tui.agents.openhands.reconcile import SeenEvents
-from symphony_tui.agents.openhands.stream import EventStream, StreamOptions
+from symphony_tui.agents.openhands.stream import EventStream
+from symphony_tui.agents.reconnect import StreamOptions
 
 from .fake_server import CID, FakeEventServer, ev, status_ev
 
