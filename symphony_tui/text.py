@@ -5,13 +5,15 @@ plain text, never as markup or terminal control. They may carry ANSI/VT escape s
 (colours, cursor moves, OSC 52 clipboard writes, OSC 8 links, title changes), C0/C1 control
 characters or Unicode bidi overrides.
 :func:`clean` removes them; :func:`one_line` also folds the text onto one bounded line, for
-reasons, errors and log lines. Pure string functions: the console builds its literal
+reasons, errors and log lines. :func:`cap` and :func:`cap_tail` bound the size of agent text
+kept per event (raw: the console sanitizes it when shown). Pure string functions: the console builds its literal
 ``rich`` text on top of them (``console/sanitize.py``), the core uses them directly.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 # Escape sequences, longest forms first. 7-bit (ESC-introduced) and 8-bit (C1) variants.
 _STRING_SEQ = re.compile(
@@ -75,3 +77,28 @@ def one_line_tail(text: object, limit: int) -> str:
     if len(s) > limit:
         s = "…" + s[len(s) - max(limit - 1, 0) :]
     return s
+
+
+#: Characters of agent text or command output kept per event.
+MAX_TEXT = 64 * 1024
+
+
+def cap(text: Any, limit: int = MAX_TEXT) -> str:
+    """``text`` as a string of at most ``limit`` characters plus a truncation marker."""
+    s = text if isinstance(text, str) else ("" if text is None else str(text))
+    if len(s) <= limit:
+        return s
+    return s[:limit] + f"\n[... truncated {len(s) - limit} characters]"
+
+
+def cap_tail(text: Any, limit: int = MAX_TEXT) -> str:
+    """The end of ``text`` (command output: errors come last), at most ``limit`` characters
+    from a line start, after a marker line saying how much was cut."""
+    s = text if isinstance(text, str) else ("" if text is None else str(text))
+    if len(s) <= limit:
+        return s
+    kept = s[-limit:]
+    newline = kept.find("\n")
+    if 0 <= newline < len(kept) - 1:
+        kept = kept[newline + 1 :]  # start on a whole line
+    return f"[... {len(s) - len(kept)} characters cut]\n" + kept

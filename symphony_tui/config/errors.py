@@ -7,6 +7,8 @@ import re
 import yaml
 from pydantic import ValidationError
 
+from symphony_tui.text import one_line
+
 _SECRETISH = re.compile(r"key|token|secret|password", re.IGNORECASE)
 
 #: Error codes of :class:`WorkflowError` (spec §5.5, plus ``invalid_settings``).
@@ -28,11 +30,6 @@ class WorkflowError(Exception):
         self.code = code
         self.message = one_line(message)
         super().__init__(f"{code}: {self.message}")
-
-
-def one_line(text: str) -> str:
-    """Collapse whitespace runs (newlines included) so a message fits one log/status line."""
-    return " ".join(str(text).split())
 
 
 def flatten_validation_error(err: ValidationError) -> str:

@@ -43,9 +43,10 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from symphony_tui.config.errors import describe_yaml_error, flatten_validation_error, one_line
+from symphony_tui.config.errors import describe_yaml_error, flatten_validation_error
 from symphony_tui.config.settings import Settings
 from symphony_tui.domain import BlockerRef, Issue, IssueComment
+from symphony_tui.text import one_line
 from symphony_tui.trackers.base import (
     TrackerError,
     TrackerProfile,

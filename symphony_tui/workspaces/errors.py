@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from symphony_tui.config.errors import one_line
+from symphony_tui.text import one_line
 
 if TYPE_CHECKING:
     from symphony_tui.workspaces.hooks import HookResult

@@ -2,7 +2,7 @@
 
 Pure functions (no I/O). Shapes follow the 0.171 schema (``codex app-server
 generate-json-schema``) and docs/protocols.md "Codex app-server". Agent text stays raw (the
-console sanitizes) but every text field is capped at :data:`MAX_TEXT` characters.
+console sanitizes) but every text field is capped at :data:`symphony_tui.text.MAX_TEXT` characters.
 
 Item events carry ``item_id`` and ``status`` in their payload so a consumer can pair a
 start with its end; :func:`item_closed_event` synthesizes the end of an item the server never
@@ -29,29 +29,7 @@ from symphony_tui.domain.payloads import (
     plan_status,
 )
 from symphony_tui.domain.tokens import reported_count
-
-MAX_TEXT = 64 * 1024
-
-
-def cap(text: Any, limit: int = MAX_TEXT) -> str:
-    """``text`` as a string of at most ``limit`` characters plus a truncation marker."""
-    s = text if isinstance(text, str) else ("" if text is None else str(text))
-    if len(s) <= limit:
-        return s
-    return s[:limit] + f"\n[... truncated {len(s) - limit} characters]"
-
-
-def cap_tail(text: Any, limit: int = MAX_TEXT) -> str:
-    """The end of ``text`` (command output: errors come last), at most ``limit`` characters
-    from a line start, after a marker line saying how much was cut."""
-    s = text if isinstance(text, str) else ("" if text is None else str(text))
-    if len(s) <= limit:
-        return s
-    kept = s[-limit:]
-    newline = kept.find("\n")
-    if 0 <= newline < len(kept) - 1:
-        kept = kept[newline + 1 :]  # start on a whole line
-    return f"[... {len(s) - len(kept)} characters cut]\n" + kept
+from symphony_tui.text import cap, cap_tail
 
 
 def token_usage(b: dict[str, Any] | None) -> TokenUsage:

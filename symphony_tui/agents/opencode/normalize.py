@@ -37,18 +37,12 @@ from symphony_tui.domain.payloads import (
     ToolCall,
 )
 from symphony_tui.domain.tokens import reported_count
-from symphony_tui.text import one_line
+from symphony_tui.text import cap, one_line
 
-MAX_TEXT = 64 * 1024  # characters of agent text or command output kept per event
 COMMAND_TOOLS = ("bash",)
 FILE_TOOLS = ("edit", "write", "apply_patch", "multiedit", "patch")
 
 Wire = dict[str, Any]
-
-
-def cap(text: Any, limit: int = MAX_TEXT) -> str:
-    s = text if isinstance(text, str) else ("" if text is None else str(text))
-    return s if len(s) <= limit else s[:limit] + f"\n[... truncated {len(s) - limit} characters]"
 
 
 def step_usage(part: Wire) -> TokenUsage:
