@@ -30,12 +30,15 @@ from symphony_tui.domain import AgentEvent, ApprovalAnswer, ApprovalRequest, Iss
 class AgentError(Exception):
     """A backend failed to start or lost its transport. ``code`` is a short category
     (``launch_failed``, ``handshake_failed``, ``read_timeout``, ``process_exited``,
-    ``transport_error``, ``protocol_error``)."""
+    ``transport_error``, ``protocol_error``). ``host_lost``: set (the worker host's name)
+    when the cause is the connection to that host failing, so the scheduler marks the
+    host down instead of blaming the run."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: str, message: str, *, host_lost: str | None = None) -> None:
         super().__init__(f"{code}: {message}")
         self.code = code
         self.message = message
+        self.host_lost = host_lost
 
 
 @dataclass(frozen=True)

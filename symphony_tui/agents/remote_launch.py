@@ -63,7 +63,7 @@ class RemoteLaunch:
         try:
             await self.target.ensure_master()
         except SshError as err:
-            raise host_lost(AgentError("launch_failed", str(err)), self.host) from None
+            raise AgentError("launch_failed", str(err), host_lost=self.host) from None
         script = group_script(
             self.cwd, command, pgid_file=self.pgid_file, env=self.env, keep_while_group_lives=True
         )
@@ -120,9 +120,3 @@ class RemoteLaunch:
         if code == NO_WORKSPACE_EXIT:
             return f"workspace {self.cwd} does not exist on host {self.host}"
         return None
-
-
-def host_lost(error: AgentError, host: str) -> AgentError:
-    """Mark ``error`` as the host's connection failing (the scheduler marks it down)."""
-    error.host_lost = host  # type: ignore[attr-defined]  # AgentError declares no host_lost
-    return error

@@ -49,7 +49,7 @@ from symphony_tui.agents.local_server import (
     HealthProbe,
     free_port,
 )
-from symphony_tui.agents.remote_launch import RemoteLaunch, host_lost
+from symphony_tui.agents.remote_launch import RemoteLaunch
 from symphony_tui.config.child_env import ChildEnv
 from symphony_tui.config.settings import Settings
 from symphony_tui.hosts.remote_group import NO_WORKSPACE_EXIT, NOT_FOUND_EXIT, home_path
@@ -186,7 +186,7 @@ class RemoteServer:
         try:
             await self.target.ensure_master()
         except SshError as err:
-            raise host_lost(AgentError("launch_failed", str(err)), self.host) from None
+            raise AgentError("launch_failed", str(err), host_lost=self.host) from None
         try:
             local = await self._open_forward(port, address)
             self.base_url = f"http://127.0.0.1:{local}"
@@ -289,16 +289,17 @@ class RemoteServer:
         if forward.returncode == SSH_ERROR_EXIT and _FORWARD_FAILED.search(text):
             return await self._open_forward(port, address)
         reason = _classified(self.host, text)
-        raise host_lost(AgentError("launch_failed", f"port forward: {reason}"), self.host)
+        raise AgentError("launch_failed", f"port forward: {reason}", host_lost=self.host)
 
     async def _exited(self, code: int, port: int) -> bool:
         """The server's client exited before it was ready: False to retry another port,
         else raises the one-line reason."""
         if code == SSH_ERROR_EXIT:
             said = " ".join(self._stderr[-3:])
-            raise host_lost(
-                AgentError("launch_failed", f"{self.name}: {_classified(self.host, said)}"),
-                self.host,
+            raise AgentError(
+                "launch_failed",
+                f"{self.name}: {_classified(self.host, said)}",
+                host_lost=self.host,
             )
         if code == NOT_FOUND_EXIT:
             raise AgentError(

@@ -266,8 +266,8 @@ class Worker:
         except WorkspaceError as exc:
             if getattr(exc, "hook", None) is not None:
                 self._hook_ran(exc.hook)
-            if lost := getattr(exc, "host_lost", None):
-                self._host_lost = str(lost)
+            if exc.host_lost:
+                self._host_lost = exc.host_lost
             elif where is not None:
                 ctx.post(HostFailed(run, where))  # no workspace there: go elsewhere
             return _failed(f"workspace: {exc}")
@@ -312,7 +312,7 @@ class Worker:
         try:
             session = await ctx.backend(run.backend).start_session(host)
         except AgentError as exc:
-            if where is not None and getattr(exc, "host_lost", None):
+            if where is not None and exc.host_lost:
                 self._host_lost = str(exc.message)
             elif where is not None and created:
                 # nothing of value in a workspace made for this attempt: try another host

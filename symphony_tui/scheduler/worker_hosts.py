@@ -35,11 +35,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from symphony_tui.agents.base import AgentError
 from symphony_tui.config.settings import Settings
 from symphony_tui.domain import EventKind, RecoveredWorkspace, RunOutcome, RunStatus
 from symphony_tui.domain.snapshot import HostRow
 from symphony_tui.hosts.ssh import SshError, SshTarget
 from symphony_tui.scheduler.run import Ending, Run
+from symphony_tui.workspaces.errors import WorkspaceError
 
 #: The run ending a host's loss gives its running attempts.
 HOST_DOWN_PREFIX = "host down"
@@ -307,8 +309,8 @@ class HostProbes:
     """Probes down hosts when their backoff ran out (:meth:`tick`, called each poll tick
     and when a run ends); a probe that answers marks the host up again, once
     ``on_reached(name)`` finished (ending leftovers, recovery; see :meth:`start`). An
-    ``on_reached`` that raises ``SshError`` or an error with ``host_lost`` set counts as
-    a failed probe."""
+    ``on_reached`` that raises ``SshError`` or an ``AgentError`` / ``WorkspaceError`` with
+    ``host_lost`` set counts as a failed probe."""
 
     def __init__(
         self,
@@ -354,11 +356,12 @@ class HostProbes:
             if self.on_reached is not None:
                 await self.on_reached(name)
         except Exception as err:  # a probe must never take the scheduler down
-            lost = getattr(err, "host_lost", None)
             if isinstance(err, SshError):
                 reason = str(err)
+            elif isinstance(err, (AgentError, WorkspaceError)) and err.host_lost:
+                reason = err.host_lost
             else:
-                reason = str(lost) if isinstance(lost, str) else f"probe failed: {err}"
+                reason = f"probe failed: {err}"
             if name in self._first:  # first contact: say it once, as a host going down
                 self._first.discard(name)
                 state.emit_system(EventKind.WARNING, f"worker host {name} is down: {reason}")

@@ -13,10 +13,19 @@ if TYPE_CHECKING:
 class WorkspaceError(Exception):
     """A workspace could not be prepared, used or removed. ``str(err)`` is
     ``"<code>: <message>"`` on one line. ``hook`` carries the failed hook's result when a
-    hook caused it (``after_create``)."""
+    hook caused it (``after_create``). ``host_lost``: on a worker host, why its connection
+    failed (one line), when that is the cause."""
 
-    def __init__(self, code: str, message: str, hook: HookResult | None = None) -> None:
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        hook: HookResult | None = None,
+        *,
+        host_lost: str | None = None,
+    ) -> None:
         self.code = code
         self.message = one_line(message)
         self.hook = hook
+        self.host_lost = host_lost
         super().__init__(f"{code}: {self.message}")

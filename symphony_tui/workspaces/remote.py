@@ -54,12 +54,6 @@ COMMAND_TIMEOUT_S = 60.0
 _TEMP_ARTIFACTS = ("tmp", ".elixir_ls")
 
 
-def host_lost(error: WorkspaceError, host: str, err: SshError) -> WorkspaceError:
-    error.host_lost = f"{err}"  # type: ignore[attr-defined]  # WorkspaceError declares no host_lost
-    error.host = host  # type: ignore[attr-defined]  # nor host
-    return error
-
-
 class RemoteWorkspaces:
     """Workspaces on the hosts of ``settings().worker``; ``target(name)`` gives the
     :class:`SshTarget` of a host, ``manifests`` is the scheduler's manifest writer (each
@@ -107,8 +101,8 @@ class RemoteWorkspaces:
         try:
             return await self._target(host).run(script, timeout_s=COMMAND_TIMEOUT_S, **kw)
         except SshError as err:
-            raise host_lost(
-                WorkspaceError("workspace_host_unreachable", f"{what}: {err}"), host, err
+            raise WorkspaceError(
+                "workspace_host_unreachable", f"{what}: {err}", host_lost=str(err)
             ) from None
 
     # ---------------------------------------------------------------- lifecycle

@@ -174,7 +174,7 @@ async def test_a_missing_program_on_the_host_is_one_line(tmp_path, fleet, model)
         await b.start_session(HostedSession(ws, fleet.names[0]))
     text = str(err.value)
     assert "'/opt/nowhere/opencode serve' not found on host" in text and "\n" not in text
-    assert not getattr(err.value, "host_lost", None)
+    assert not err.value.host_lost
     await asyncio.sleep(0.3)
     assert remote_descendants(fleet) == []
 

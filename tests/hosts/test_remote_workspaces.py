@@ -184,7 +184,7 @@ async def test_an_unreachable_host_is_a_one_line_workspace_error(tmp_path, fleet
     with pytest.raises(WorkspaceError) as err:
         await mgr.ensure(ISSUE, host=host)
     assert err.value.code == "workspace_host_unreachable"
-    assert getattr(err.value, "host_lost", None) and "\n" not in str(err.value)
+    assert err.value.host_lost and "\n" not in str(err.value)
 
 
 async def test_a_hook_whose_host_drops_says_the_host_was_lost(tmp_path, fleet) -> None:

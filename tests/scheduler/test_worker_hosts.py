@@ -12,6 +12,7 @@ from symphony_tui.domain import Issue
 from symphony_tui.hosts.ssh import SshError
 from symphony_tui.scheduler.run import Ending, Run
 from symphony_tui.scheduler.worker_hosts import HostBook, HostProbes, host_down
+from symphony_tui.workspaces.errors import WorkspaceError
 
 HOSTS = ["a", "b", "c"]
 
@@ -260,9 +261,11 @@ async def test_start_up_reaches_hosts_in_the_background_and_they_take_no_work_ti
 
     async def on_reached(name: str) -> None:
         if name == "c":
-            err = RuntimeError("end leftover processes: lost")
-            err.host_lost = "host c is unreachable (lost again)"  # type: ignore[attr-defined]
-            raise err
+            raise WorkspaceError(
+                "workspace_host_unreachable",
+                "end leftover processes: lost",
+                host_lost="host c is unreachable (lost again)",
+            )
         await gate.wait()
         reached.append(name)
 

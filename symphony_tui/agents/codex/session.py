@@ -33,7 +33,6 @@ from symphony_tui.agents.codex.rpc import RpcConnection, RpcError
 from symphony_tui.agents.codex.steering import RequestServing
 from symphony_tui.agents.codex.thread import ThreadStart
 from symphony_tui.agents.codex.turns import IDLE_GRACE_S, INTERRUPT_GRACE_S
-from symphony_tui.agents.remote_launch import host_lost
 from symphony_tui.domain import AgentEvent, EventKind
 from symphony_tui.workspaces.manifest import manifest_dir
 
@@ -62,7 +61,7 @@ class CodexSession(NotificationDispatch, RequestServing, ThreadStart):
         except BaseException as e:
             await self.close()
             if isinstance(e, AgentError) and self.host_lost:
-                host_lost(e, self.host_lost)
+                e.host_lost = self.host_lost
             raise
 
     async def _open(self) -> None:
@@ -74,7 +73,7 @@ class CodexSession(NotificationDispatch, RequestServing, ThreadStart):
             try:
                 proc = await self._remote.launch(cmd, self._host.workspace)
             except AgentError as e:
-                self.host_lost = getattr(e, "host_lost", None)
+                self.host_lost = e.host_lost
                 raise
         elif self._cfg.transport == "unix":
             await self._launch_detached(cmd)
