@@ -100,6 +100,10 @@ class HttpServerSession(ABC):
         self.host_lost: str | None = None
         self._closers: list[Callable[[], Awaitable[None]]] = []
 
+    @property
+    def server_session_id(self) -> str:
+        return self._server_session_id
+
     # ------------------------------------------------------------ AgentSession
 
     @property
