@@ -13,7 +13,7 @@ from typing import Any
 from symphony_tui.agents.base import AgentError
 from symphony_tui.agents.codex.process import StderrTail, kill_group, launch
 from symphony_tui.agents.codex.rpc import RpcConnection, RpcError
-from symphony_tui.agents.codex.session import CLIENT_NAME, CLIENT_VERSION
+from symphony_tui.agents.codex.session import INITIALIZE_PARAMS
 
 
 async def probe_initialize(
@@ -50,14 +50,7 @@ async def probe_initialize(
     try:
         result = await rpc.request(
             "initialize",
-            {
-                "clientInfo": {
-                    "name": CLIENT_NAME,
-                    "title": "Symphony TUI",
-                    "version": CLIENT_VERSION,
-                },
-                "capabilities": {"experimentalApi": True},
-            },
+            INITIALIZE_PARAMS,
             timeout_s,
         )
     except AgentError as e:

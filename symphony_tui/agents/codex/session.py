@@ -36,10 +36,22 @@ from symphony_tui.agents.codex.turns import IDLE_GRACE_S, INTERRUPT_GRACE_S
 from symphony_tui.domain import AgentEvent, EventKind
 from symphony_tui.workspaces.manifest import manifest_dir
 
-__all__ = ["CLIENT_NAME", "CLIENT_VERSION", "IDLE_GRACE_S", "INTERRUPT_GRACE_S", "CodexSession"]
+__all__ = [
+    "CLIENT_NAME",
+    "CLIENT_VERSION",
+    "IDLE_GRACE_S",
+    "INITIALIZE_PARAMS",
+    "INTERRUPT_GRACE_S",
+    "CodexSession",
+]
 
 CLIENT_NAME = "symphony-tui"
 CLIENT_VERSION = __version__
+#: The ``initialize`` request's params (docs/protocols.md "Codex app-server").
+INITIALIZE_PARAMS = {
+    "clientInfo": {"name": CLIENT_NAME, "title": "Symphony TUI", "version": CLIENT_VERSION},
+    "capabilities": {"experimentalApi": True},
+}
 
 
 class CodexSession(NotificationDispatch, RequestServing, ThreadStart):
@@ -109,14 +121,7 @@ class CodexSession(NotificationDispatch, RequestServing, ThreadStart):
         try:
             await self._rpc.request(
                 "initialize",
-                {
-                    "clientInfo": {
-                        "name": CLIENT_NAME,
-                        "title": "Symphony TUI",
-                        "version": CLIENT_VERSION,
-                    },
-                    "capabilities": {"experimentalApi": True},
-                },
+                INITIALIZE_PARAMS,
                 self._timeout_s,
             )
         except AgentError as e:
