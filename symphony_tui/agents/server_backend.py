@@ -65,8 +65,8 @@ class ManagedProcess(ServerProcess, Protocol):
 
 
 class ServerSession(LinkedSession, Protocol):
-    """What the base does with a session (agents/http_session.py ``HttpServerSession``
-    and its ``attach``)."""
+    """What the base does with a session: an ``HttpServerSession``
+    (agents/http_session.py) with its backend's ``attach``."""
 
     @property
     def server_session_id(self) -> str: ...
