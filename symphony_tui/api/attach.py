@@ -13,7 +13,8 @@ from urllib.parse import urlsplit
 from symphony_tui.api.announce import Owner
 from symphony_tui.api.auth import find_control_token, is_loopback
 from symphony_tui.api.client import RemoteError, RemotePort
-from symphony_tui.api.ssh import SshError, SshTunnel, choose, discover, parse_target
+from symphony_tui.api.ssh import SshTunnel, choose, discover, parse_target
+from symphony_tui.hosts.ssh import SshError
 
 
 class AttachError(Exception):
