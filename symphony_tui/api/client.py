@@ -7,7 +7,8 @@ reconnecting with ``Last-Event-ID`` after a jittered backoff; a server without t
 (404/405) or ``mode="poll"`` is polled instead (snapshot + events a few times a second).
 ``send()`` posts the command. Transcripts are fetched for the issues the console asked
 about recently. :meth:`RemotePort.link` says how fresh the cache is, and whether the
-scheduler has stopped: its stream's last ``stopping`` frame says so, or, on this machine,
+scheduler has stopped: its stream's last ``stopping`` frame says so (a poll is answered 503
+``scheduler_stopping`` instead), or, on this machine,
 its ``owner`` process no longer serves once the link is lost. A stopped
 scheduler's snapshot keeps its history but no live rows (nothing runs there any more), and
 :meth:`RemotePort.run` returns.
@@ -305,6 +306,8 @@ class RemotePort:
         """Fetch the snapshot and new events once. Raises :class:`RemoteError`."""
         try:
             snap = await self._client.get("/api/v1/snapshot")
+            if self._stopping_answer(snap):
+                return
             snap.raise_for_status()
             fresh = Snapshot.model_validate_json(snap.content)
             if fresh.started_at != self._snapshot.started_at:
@@ -313,6 +316,8 @@ class RemotePort:
             events = await self._client.get(
                 "/api/v1/events", params={"since": self._last_seq, "limit": 2000}
             )
+            if self._stopping_answer(events):
+                return
             events.raise_for_status()
             self._take_events(_EVENTS.validate_json(events.content))
             await self._fetch_transcripts()
@@ -324,9 +329,11 @@ class RemotePort:
         while not self._stop.is_set():
             try:
                 await self.refresh_once()
-                self.error = None
             except RemoteError as exc:
                 self._lost(exc)
+            else:
+                if self.stopped_at is None:
+                    self.error = None
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), timeout=POLL_S)
 
@@ -399,6 +406,23 @@ class RemotePort:
                 self.error = None
                 if self._stop.is_set():
                     break
+
+    def _stopping_answer(self, response: httpx.Response) -> bool:
+        """A poll answered 503 ``scheduler_stopping`` (the polling twin of the stream's
+        ``stopping`` frame): the scheduler is shutting down. True when it was."""
+        if response.status_code != 503:
+            return False
+        try:
+            error = response.json()["error"]
+            if error["code"] != "scheduler_stopping":
+                return False
+            at = datetime.fromisoformat(error["at"])
+            reason = str(error.get("message") or "")
+        except (ValueError, KeyError, TypeError):
+            return False
+        self._heard()
+        self._ended(reason or "it said it was stopping", at)
+        return True
 
     def _stopping_frame(self, data: str) -> None:
         """The stream's last frame: the scheduler is shutting down (``{"at", "reason"}``)."""

@@ -41,8 +41,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import socket
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -187,7 +189,29 @@ def create_app(
 
     bodies = SnapshotBodies()
 
+    def stopping() -> web.Response | None:
+        """A poll while the scheduler shuts down: 503 ``scheduler_stopping`` with the
+        stream's ``stopping`` frame (``at``, ``reason``), so a polling console can tell a
+        stopped scheduler from a link that went quiet. None otherwise (and the poll is noted)."""
+        if hub.final is None:
+            hub.last_poll = time.monotonic()
+            return None
+        hub.poller_told.set()
+        frame = json.loads(hub.final)
+        return web.json_response(
+            {
+                "error": {
+                    "code": "scheduler_stopping",
+                    "message": frame["reason"],
+                    "at": frame["at"],
+                }
+            },
+            status=503,
+        )
+
     def snapshot_response(request: web.Request, body: Callable[[Any], bytes]) -> web.Response:
+        if (ending := stopping()) is not None:
+            return ending
         snap = port.snapshot()
         tag = bodies.etag(snap)
         headers = {"ETag": tag}
@@ -218,6 +242,8 @@ def create_app(
             return _error(400, "invalid_query", "since and limit must be integers")
         if limit < 1:
             return _error(400, "invalid_query", "limit must be at least 1 (at most 10000 kept)")
+        if (ending := stopping()) is not None:
+            return ending
         limit = min(limit, EVENTS_LIMIT)
         issue_id = request.query.get("issue_id") or None
         found = port.events_since(since, limit=limit, issue_id=issue_id)
@@ -387,6 +413,7 @@ def create_app(
         # now on run until this server shuts down, not only to their first frame.
         hub.closing.clear()
         hub.final = None
+        hub.poller_told.clear()
 
     @web.middleware
     async def json_errors(request: web.Request, handler: Callable) -> web.StreamResponse:
@@ -563,7 +590,9 @@ class ApiServer:
         shutting down (why, one line): each open event stream first gets its last
         ``stopping`` frame, so attached consoles show it stopped instead of reconnecting."""
         if ending is not None and self._runner is not None:
-            self._runner.app[STREAM].stopping(ending)
+            hub = self._runner.app[STREAM]
+            hub.stopping(ending)
+            await hub.linger_for_pollers()
         serve = getattr(self._port, "serve_controls", None)
         if serve is not None and self.port is not None:
             serve(None)

@@ -247,6 +247,10 @@ class StreamHub:
     connections: list[StreamStats] = field(default_factory=list)
     #: The ``stopping`` frame's JSON once the scheduler is shutting down (:meth:`stopping`).
     final: str | None = None
+    #: ``time.monotonic()`` of the last poll (``/api/v1/snapshot``, ``/events``, ``/state``).
+    last_poll: float | None = None
+    #: Set once a poll has been answered ``scheduler_stopping`` (:meth:`linger_for_pollers`).
+    poller_told: asyncio.Event = field(default_factory=asyncio.Event)
 
     def __post_init__(self) -> None:
         self.versions = SnapshotVersions(self.port, usage_s=self.usage_s)
@@ -266,6 +270,17 @@ class StreamHub:
 
         self.final = json.dumps({"at": datetime.now(UTC).isoformat(), "reason": reason})
         self.closing.set()
+
+    async def linger_for_pollers(self, *, seen_within_s: float = 3.0, grace_s: float = 1.0) -> None:
+        """After :meth:`stopping`: a console that polls instead of streaming gets no frame,
+        so when one polled in the last ``seen_within_s`` seconds, keep answering (503
+        ``scheduler_stopping``) until it has been told or ``grace_s`` seconds pass."""
+        if self.final is None or self.last_poll is None:
+            return
+        if time.monotonic() - self.last_poll > seen_within_s:
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.poller_told.wait(), timeout=grace_s)
 
     def _refusal(self, client: str) -> str | None:
         if self.open_streams >= self.max_streams:

@@ -219,6 +219,26 @@ async def test_a_scheduler_that_stops_says_so_and_the_console_link_ends(served):
         task.cancel()
 
 
+async def test_a_polling_console_is_told_the_scheduler_stopped_not_left_stale(served):
+    """``--poll`` gets no stream frame: a poll during shutdown is answered 503
+    ``scheduler_stopping`` and the server waits for that poll, so the link reads stopped
+    with the reason, and polling ends."""
+    _h, api = served
+    remote = RemotePort(api.url, control=api.control_token, mode="poll")
+    task = asyncio.create_task(remote.run())
+    try:
+        await until(lambda: remote.link().state == "live" and remote.snapshot().running)
+        await api.stop(ending="stopped by bob@laptop")
+        await until(lambda: remote.link().state == "stopped")
+        link = remote.link()
+        assert link.error == "stopped by bob@laptop" and link.stopped_at is not None
+        assert remote.snapshot().running == ()
+        await asyncio.wait_for(task, timeout=5)  # polling ended
+    finally:
+        await remote.close()
+        task.cancel()
+
+
 async def test_the_stopping_frame_is_the_streams_last(served):
     _h, api = served
     headers = {"Accept": "text/event-stream", "Accept-Encoding": "identity"}
