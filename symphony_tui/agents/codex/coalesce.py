@@ -1,4 +1,9 @@
-"""Streamed deltas held back while the scheduler is busy, so control is not starved.
+"""How a codex session's events reach its host: stamped, and streamed deltas held back
+while the scheduler is busy, so control is not starved.
+
+:class:`EventOutlet` is the one way out of a session for its events: it stamps each with
+the session id and the server's time (spec §10.4; docs/protocols.md) and hands it to
+``SessionHost.emit``.
 
 A flooding agent writes thousands of ``item/agentMessage/delta`` lines a second. Were each
 one its own :class:`~symphony_tui.domain.AgentEvent`, posted to the scheduler's inbox, the
@@ -26,8 +31,14 @@ While the host is not congested nothing is held: every delta is one event.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
 from datetime import datetime
+from typing import Any
 
+from symphony_tui.agents.base import SessionHost
+from symphony_tui.agents.codex.rpc import RpcConnection
 from symphony_tui.domain import AgentEvent, EventKind
 from symphony_tui.domain.payloads import ItemNote
 
@@ -99,3 +110,106 @@ def delta_event(
         else ItemNote(item_id=item_id)
     )
     return AgentEvent(kind=kind, message=text, at=at, payload=payload)
+
+
+class EventOutlet:
+    """Hands one session's events to ``host`` (``SessionHost.emit``), in order.
+
+    ``session_id`` (``<thread>-<turn>``, set by the turn tracker once a turn id is known) and
+    the server's time of the notification being read (``clock``, the session's
+    :class:`RpcConnection`, whose ``emitted_at`` is set while a notification is handled) are
+    stamped on every event that has none. The host's optional flow control
+    (``SessionHost.pace`` / ``congested`` / ``hurry``, looked up here once) paces the reader
+    (:meth:`pace`, :attr:`hurry`) and decides when deltas are held (:meth:`stream`).
+    """
+
+    def __init__(self, host: SessionHost) -> None:
+        self._host = host
+        self.session_id: str | None = None
+        self.clock: RpcConnection | None = None
+        self._congested: Callable[[], bool] | None = getattr(host, "congested", None)
+        self._host_pace: Callable[[], Awaitable[None]] | None = getattr(host, "pace", None)
+        #: The host's ``hurry`` (None when it has none): for ``RpcConnection(hurry=...)``.
+        self.hurry: Callable[[], None] | None = getattr(host, "hurry", None)
+        self._held: HeldDeltas | None = None
+        self._held_timer: asyncio.TimerHandle | None = None
+
+    def emit(self, event: AgentEvent) -> None:
+        """Stamp the session id and the server's time on ``event`` and hand it to the host.
+
+        Every event passed here was built by the session for this call and nobody else
+        holds it yet, so the stamps are written into it before it is published instead of
+        copying it (a copy per agent line is a large share of the scheduler's CPU under a
+        flood): the event is still built once and immutable once emitted.
+
+        Deltas held back (:meth:`stream`) are handed over first, so a session's events
+        keep their order."""
+        if self._held is not None:
+            self.flush()
+        update: dict[str, Any] = {}
+        if self.session_id and event.session_id is None:
+            update["session_id"] = self.session_id
+        emitted = self.clock.emitted_at if self.clock is not None else None
+        if event.at is None and emitted is not None:
+            update["at"] = emitted  # the server's clock for what it notified
+        if update:
+            _stamp_unpublished(event, update)
+        with contextlib.suppress(Exception):
+            self._host.emit(event)
+
+    def emit_opt(self, event: AgentEvent | None) -> None:
+        """:meth:`emit`, nothing for None."""
+        if event is not None:
+            self.emit(event)
+
+    def stream(
+        self,
+        kind: EventKind,
+        text: str,
+        item_id: str | None,
+        reasoning: bool = False,
+        summary: bool = False,
+    ) -> None:
+        """A streamed delta: one event at once, or held with the deltas of its item while
+        the host is congested (the rules above)."""
+        held = self._held
+        if held is not None:
+            if held.takes(kind, item_id, reasoning, summary) and held.chars + len(text) <= (
+                HOLD_CHARS
+            ):
+                held.add(text)
+                return
+            self.flush()
+        congested = self._congested
+        if congested is not None and len(text) < HOLD_CHARS and congested():
+            at = self.clock.emitted_at if self.clock is not None else None
+            self._held = HeldDeltas(kind, item_id, reasoning, summary, text, at)
+            self._held_timer = asyncio.get_running_loop().call_later(HOLD_S, self.flush)
+            return
+        self.emit(delta_event(kind, text, item_id, reasoning, summary))
+
+    def flush(self) -> None:
+        """Hand the held deltas over as one event (nothing when none are held)."""
+        held, self._held = self._held, None
+        if self._held_timer is not None:
+            self._held_timer.cancel()
+            self._held_timer = None
+        if held is not None:
+            self.emit(held.event())
+
+    async def pace(self) -> None:
+        """Between batches of lines (``RpcConnection`` ``pace``): held deltas go once the
+        host is no longer congested, then the host's own pacing (``SessionHost.pace``; one
+        yield to the loop when it has none)."""
+        if self._held is not None and not (self._congested is not None and self._congested()):
+            self.flush()
+        if self._host_pace is None:
+            await asyncio.sleep(0)
+        else:
+            await self._host_pace()
+
+
+def _stamp_unpublished(event: AgentEvent, update: dict[str, Any]) -> None:
+    """Set fields of a frozen event that no one else references yet (see ``emit``)."""
+    event.__dict__.update(update)
+    event.__pydantic_fields_set__.update(update)

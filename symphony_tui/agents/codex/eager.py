@@ -1,13 +1,15 @@
 """Start a task's first step now, in the caller's turn of the loop, so an agent's request
 is not starved by a flood.
 
-A server request is served in a task of its own (``steering.RequestServing``), and a new task
+A server request is served in a task of its own (``server_requests.ServerRequests``), and a new task
 takes its first step only on the loop's next turn, after everything queued meanwhile: under a
 flood a turn of the scheduler's loop holds readers' batches, the scheduling loop's inputs
 and the API, so an approval request read from the agent would be filed with the approval
 desk (and visible to the operator) a whole turn later, 100+ ms on a loaded 2-core machine.
 :func:`start_now` runs the coroutine up to its first suspension at once, as Python 3.12's
 ``asyncio.Task(..., eager_start=True)`` does (used there), and hands the rest to a task.
+
+:class:`SessionTasks` holds the tasks a session starts for itself, so closing it cancels them.
 """
 
 from __future__ import annotations
@@ -18,6 +20,32 @@ from collections.abc import Coroutine, Generator
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+
+
+class SessionTasks:
+    """The background tasks of one session (idle fallbacks, server requests being served):
+    each is held until it ends; :meth:`cancel` cancels those still running."""
+
+    def __init__(self) -> None:
+        self._tasks: set[asyncio.Future[Any]] = set()
+
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        task = asyncio.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def spawn_now(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Future[Any]:
+        """:meth:`spawn`, the first step run at once (:func:`start_now`)."""
+        task = start_now(coro)
+        if not task.done():
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        return task
+
+    def cancel(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
 
 
 def start_now(coro: Coroutine[Any, Any, T]) -> asyncio.Future[T]:

@@ -66,7 +66,8 @@ def _window(w: Any) -> RateLimitWindow | None:
 def rate_limits(r: dict[str, Any] | None) -> RateLimits:
     """``account/rateLimits/updated`` ``rateLimits`` (v2 camelCase) -> :class:`RateLimits`."""
     r = r or {}
-    credits = r.get("credits") if isinstance(r.get("credits"), dict) else {}
+    raw_credits = r.get("credits")
+    credits: dict[str, Any] = raw_credits if isinstance(raw_credits, dict) else {}
     balance = credits.get("balance")
     return RateLimits(
         source="codex",

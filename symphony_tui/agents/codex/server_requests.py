@@ -3,17 +3,23 @@
 docs/protocols.md "Codex app-server" / Approvals. Every request gets an answer: a result for the
 methods below, JSON-RPC ``-32601`` for anything else. Host failures never leave a request
 hanging: an approval the host cannot answer is declined, a tool call that raises returns
-``success=false``.
+``success=false``. Each request is served in its own task whose first step runs at once
+(``eager.py``); an operator's note that came with a denial is delivered first
+(``steering.py``).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
-from symphony_tui.agents.base import SessionHost
+from symphony_tui.agents.base import AgentError, SessionHost
+from symphony_tui.agents.codex.coalesce import EventOutlet
+from symphony_tui.agents.codex.eager import SessionTasks
+from symphony_tui.agents.codex.rpc import RequestId, RpcConnection
+from symphony_tui.agents.codex.steering import OperatorNote, Steering
+from symphony_tui.agents.codex.turns import PendingRequests
 from symphony_tui.domain import (
     ApprovalAnswer,
     ApprovalDecision,
@@ -46,14 +52,6 @@ _ALL = tuple(ApprovalDecision)
 # Approvals whose denial may come with a message for the model (questions and elicitations
 # have their own answer channels).
 _NOTED_KINDS = frozenset({ApprovalKind.COMMAND, ApprovalKind.FILE_CHANGE, ApprovalKind.PERMISSIONS})
-
-
-@dataclass(frozen=True)
-class OperatorNote:
-    """A message to deliver to the model in the running turn (``turn_id``: codex's, if known)."""
-
-    turn_id: str | None
-    text: str
 
 
 class Unsupported(Exception):
@@ -109,22 +107,73 @@ def _command_text(cmd: Any) -> str:
 
 
 class ServerRequests:
-    """Turns codex server requests into :class:`SessionHost` calls and builds the results.
+    """Serves codex server requests: turns each into :class:`SessionHost` calls, builds the
+    result and answers it.
 
-    ``files_of(item_id)`` gives the paths of a file-change item seen in ``item/started``
-    (the approval request itself carries only the item id).
+    What the session streamed before the request is handed over first (``outlet``); each
+    request is served in a task of ``tasks`` and listed in ``pending`` until answered (a
+    turn's end or ``serverRequest/resolved`` withdraws it); an operator's note goes to the
+    model with ``steering`` before the answer. ``file_paths`` holds the paths of each
+    file-change item seen in ``item/started`` (the approval request itself carries only
+    the item id; ``notifications.py`` fills it).
     """
 
-    def __init__(self, host: SessionHost, files_of: Callable[[str], tuple[str, ...]]) -> None:
+    def __init__(
+        self,
+        host: SessionHost,
+        outlet: EventOutlet,
+        steering: Steering,
+        pending: PendingRequests,
+        tasks: SessionTasks,
+        file_paths: Mapping[str, tuple[str, ...]],
+    ) -> None:
         self._host = host
-        self._files_of = files_of
+        self._out = outlet
+        self._steering = steering
+        self._pending = pending
+        self._tasks = tasks
+        self._file_paths = file_paths
         self._notes: dict[Any, OperatorNote] = {}
+
+    def take(self, rpc: RpcConnection, rid: RequestId, method: str, params: dict[str, Any]) -> None:
+        """Serve request ``rid`` read from ``rpc`` (``RpcConnection`` ``on_request``)."""
+        # What the agent streamed before asking goes first (held deltas included).
+        self._out.flush()
+        # Served in a task whose first step runs now: an approval or a question is with
+        # the host (the operator sees it) before the reader goes on, not a turn later.
+        task = self._tasks.spawn_now(self._serve(rpc, rid, method, params))
+        if not task.done():
+            self._pending.add(rid, task)
+
+    async def _serve(
+        self, rpc: RpcConnection, rid: RequestId, method: str, params: dict[str, Any]
+    ) -> None:
+        try:
+            try:
+                result = await self.handle(rid, method, params)
+            except Unsupported:
+                await rpc.respond_error(rid, METHOD_NOT_FOUND, f"method not supported: {method}")
+                return
+            except Exception as e:
+                await rpc.respond_error(rid, -32603, f"client error: {e}")
+                return
+            note = self.take_note(rid)
+            if note is not None:
+                # Steer first, while the turn still waits on this request: the note is then
+                # in the turn before the model's next step, whatever the server does next.
+                await self._steering.deliver(rpc, note)
+            await rpc.respond(rid, result)
+        except AgentError:
+            pass  # the process is gone; nothing left to answer
+        finally:
+            self._pending.finished(rid)
+            self.take_note(rid)  # not delivered when cancelled: do not keep it
 
     def take_note(self, rid: Any) -> OperatorNote | None:
         """The operator's message that came with a denial of request ``rid`` (once), if any.
 
-        Codex's approval responses carry only the decision, so the session delivers the
-        message to the model itself, with ``turn/steer`` just before answering the request.
+        Codex's approval responses carry only the decision, so the message goes to the
+        model with ``turn/steer`` just before the request is answered (:meth:`_serve`).
         """
         return self._notes.pop(rid, None)
 
@@ -204,7 +253,7 @@ class ServerRequests:
         return {"decision": V2_DECISION[answer.decision]}
 
     async def _file_change(self, rid: Any, params: dict[str, Any]) -> dict[str, Any]:
-        files = self._files_of(str(params.get("itemId") or ""))
+        files = self._file_paths.get(str(params.get("itemId") or ""), ())
         base = self._base(rid, ApprovalKind.FILE_CHANGE, params)
         base["details"]["grantRoot"] = params.get("grantRoot")
         req = ApprovalRequest(
@@ -216,7 +265,8 @@ class ServerRequests:
         return {"decision": V2_DECISION[answer.decision]}
 
     async def _permissions(self, rid: Any, params: dict[str, Any]) -> dict[str, Any]:
-        wanted = params.get("permissions") if isinstance(params.get("permissions"), dict) else {}
+        asked = params.get("permissions")
+        wanted: dict[str, Any] = asked if isinstance(asked, dict) else {}
         req = ApprovalRequest(
             **self._base(rid, ApprovalKind.PERMISSIONS, params),
             summary=f"grant permissions: {json.dumps(wanted)[:400]}",

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from symphony_tui import __version__
-from symphony_tui.agents.base import AgentError
-from symphony_tui.agents.codex import events as ev
+from symphony_tui.agents.base import AgentError, SessionHost, TurnResult
+from symphony_tui.agents.codex.coalesce import EventOutlet
 from symphony_tui.agents.codex.detached import (
     DetachedAgent,
     WsLink,
@@ -27,13 +28,20 @@ from symphony_tui.agents.codex.detached import (
     log_tail,
     remove_socket,
 )
-from symphony_tui.agents.codex.notifications import NotificationDispatch
-from symphony_tui.agents.codex.process import kill_group, launch, release
-from symphony_tui.agents.codex.rpc import RpcConnection, RpcError
-from symphony_tui.agents.codex.steering import RequestServing
-from symphony_tui.agents.codex.thread import ThreadStart
-from symphony_tui.agents.codex.turns import IDLE_GRACE_S, INTERRUPT_GRACE_S
-from symphony_tui.domain import AgentEvent, EventKind
+from symphony_tui.agents.codex.eager import SessionTasks
+from symphony_tui.agents.codex.notifications import Notifications
+from symphony_tui.agents.codex.process import StderrTail, kill_group, launch, release
+from symphony_tui.agents.codex.rpc import RequestId, RpcConnection, RpcError
+from symphony_tui.agents.codex.server_requests import ServerRequests
+from symphony_tui.agents.codex.steering import Steering
+from symphony_tui.agents.codex.turns import (
+    IDLE_GRACE_S,
+    INTERRUPT_GRACE_S,
+    PendingRequests,
+    TurnTracker,
+)
+from symphony_tui.agents.remote_launch import RemoteLaunch
+from symphony_tui.config.settings import CodexSettings
 from symphony_tui.workspaces.manifest import manifest_dir
 
 __all__ = [
@@ -54,15 +62,102 @@ INITIALIZE_PARAMS = {
 }
 
 
-class CodexSession(NotificationDispatch, RequestServing, ThreadStart):
+class CodexSession:
     """An :class:`~symphony_tui.agents.base.AgentSession` over the codex app-server.
 
-    ``sent``: optional list that records every JSON-RPC message written (tests validate
-    them against the binary's schema). The parts: :mod:`.thread` (start/resume),
-    :mod:`.turns` (turn lifecycle and turn-end fallback), :mod:`.notifications`
-    (notification dispatch), :mod:`.steering` (server requests, operator notes); shared
-    state in :mod:`.core`.
+    This class owns the process and the connection (launch, handshake, re-attach, close);
+    the protocol is done by its parts, each holding its own state, wired once here:
+
+    * ``_rpc`` (:mod:`.rpc`): JSON-RPC lines, one per open connection;
+    * ``_out`` (:mod:`.coalesce`): every event to the host, stamped, deltas held while
+      the host is congested;
+    * ``_turns`` (:mod:`.turns`): the thread (start, resume, re-attach) and the turn in
+      flight, its end and the fallbacks for a missing one;
+    * ``_notes`` (:mod:`.notifications`): notifications -> events and turn transitions;
+    * ``_requests`` (:mod:`.server_requests`): approvals, questions and tool calls, each
+      served in its own task; ``_steering`` (:mod:`.steering`): ``turn/steer``.
+
+    ``env``: the app-server's environment; ``sent``: optional list that records every
+    JSON-RPC message written (tests validate them against the binary's schema);
+    ``on_close(session)`` is called once when it closes; ``remote``: the app-server runs on
+    a worker host (agents/remote_launch.py); ``adopt``: re-attach to this detached
+    app-server (``codex.transport: unix``) an earlier scheduler left running; ``groups``:
+    the backend's live detached process groups, this session's in it from its launch (or
+    adoption) until its close ended it.
     """
+
+    def __init__(
+        self,
+        host: SessionHost,
+        settings: CodexSettings,
+        env: Mapping[str, str],
+        *,
+        sent: list[dict[str, Any]] | None = None,
+        on_close: Callable[[Any], None] | None = None,
+        remote: RemoteLaunch | None = None,
+        adopt: DetachedAgent | None = None,
+        groups: dict[int, DetachedAgent] | None = None,
+    ) -> None:
+        self._host = host
+        self._cfg = settings
+        self._env = dict(env)
+        self._sent = sent
+        self._on_close = on_close
+        self._timeout_s = settings.read_timeout_ms / 1000
+        #: ``codex.transport: unix``: the detached app-server (launched, or ``adopt``:
+        #: one an earlier scheduler left running, re-attached by :meth:`open`).
+        self._agent: DetachedAgent | None = adopt
+        self._adopting = adopt is not None
+        self._groups = groups if groups is not None else {}
+        if adopt is not None:
+            self._groups[adopt.pgid] = adopt
+        self._link: WsLink | None = None
+        self._remote = remote
+        #: The host whose connection failed under this session (None: it did not).
+        self.host_lost: str | None = None
+        self._proc: asyncio.subprocess.Process | None = None
+        self._rpc: RpcConnection | None = None
+        self._stderr = StderrTail()
+        self._stderr_task: asyncio.Task[None] | None = None
+        self._closed = False
+        # The parts. None of them holds the session: a closed session is freed by
+        # reference counting, without a collection.
+        self._out = EventOutlet(host)
+        self._tasks = SessionTasks()
+        pending = PendingRequests()
+        detached = adopt is not None or (remote is None and settings.transport == "unix")
+        self._turns = TurnTracker(host, settings, self._out, pending, record_turns=detached)
+        self._steering = Steering(self._turns, self._out, self._timeout_s)
+        file_paths: dict[str, tuple[str, ...]] = {}
+        self._notes = Notifications(self._turns, self._out, pending, self._tasks, file_paths)
+        self._requests = ServerRequests(
+            host, self._out, self._steering, pending, self._tasks, file_paths
+        )
+
+    # ------------------------------------------------------------------ facts
+    @property
+    def session_id(self) -> str | None:
+        """``<thread>-<turn>`` once a turn id is known."""
+        return self._out.session_id
+
+    @property
+    def thread_id(self) -> str | None:
+        return self._turns.thread_id
+
+    @property
+    def pid(self) -> int | None:
+        if self._proc is not None:
+            return self._proc.pid
+        return self._agent.pid if self._agent is not None else None
+
+    @property
+    def detached(self) -> DetachedAgent | None:
+        """The detached app-server this session talks to (``codex.transport: unix``)."""
+        return self._agent
+
+    @property
+    def stderr_tail(self) -> list[str]:
+        return list(self._stderr.lines)
 
     # ------------------------------------------------------------------ start
     async def open(self) -> None:
@@ -105,15 +200,20 @@ class CodexSession(NotificationDispatch, RequestServing, ThreadStart):
         self._rpc = RpcConnection(
             reader,
             writer,
-            on_notification=self._on_notification,
+            on_notification=self._notes.handle,
             on_request=self._on_request,
-            on_malformed=self._on_malformed,
+            on_malformed=self._notes.malformed,
             on_eof=self._describe_exit,
             sent=self._sent,
-            pace=self._pace,  # held deltas, then the scheduler's back-pressure
-            hurry=getattr(self._host, "hurry", None),  # a request arrived meanwhile
+            pace=self._out.pace,  # held deltas, then the scheduler's back-pressure
+            hurry=self._out.hurry,  # a request arrived meanwhile
         )
+        self._out.clock = self._rpc
         self._rpc.start()
+
+    def _on_request(self, rid: RequestId, method: str, params: dict[str, Any]) -> None:
+        assert self._rpc is not None
+        self._requests.take(self._rpc, rid, method, params)
 
     async def _handshake(self, cmd: str) -> None:
         """``initialize`` then ``initialized``."""
@@ -137,12 +237,10 @@ class CodexSession(NotificationDispatch, RequestServing, ThreadStart):
         await self._rpc.notify("initialized")
 
     async def _open_thread(self) -> None:
-        thread = await self._start_thread()
-        self._thread_id = str(thread["id"])
-        early, self._early_tokens = self._early_tokens, None
-        if early is not None and early.get("threadId") in (None, self._thread_id):
-            self._on_tokens(early)
-        self._host.record_session(thread_id=self._thread_id, backend="codex")
+        assert self._rpc is not None
+        await self._turns.open(self._rpc, self.pid)
+        self._notes.thread_opened()
+        self._host.record_session(thread_id=self._turns.thread_id, backend="codex")
 
     # ------------------------------------------------------------------ detached
     async def _launch_detached(self, cmd: str) -> None:
@@ -179,7 +277,8 @@ class CodexSession(NotificationDispatch, RequestServing, ThreadStart):
 
     async def _reattach(self, agent: DetachedAgent) -> None:
         """Re-adopt an app-server an earlier scheduler left running: connect, handshake,
-        ``thread/resume`` and catch up on the turn in flight (:meth:`_resume_detached`),
+        ``thread/resume`` and catch up on the turn in flight (``TurnTracker.adopt``, then
+        ``Notifications.replay``),
         all within ``codex.reattach_timeout_ms``. Raises ``AgentError``
         (``process_exited`` when it is gone, ``reattach_failed`` otherwise); the caller
         (:meth:`open`) then ends its process group."""
@@ -205,12 +304,14 @@ class CodexSession(NotificationDispatch, RequestServing, ThreadStart):
         self._link = await WsLink.connect(agent.socket, limit)
         self._start_rpc(self._link.reader, self._link.writer)
         await self._handshake(self._cfg.command)
-        await self._resume_detached()
+        assert self._rpc is not None
+        found = await self._turns.adopt(self._rpc, self.pid)
+        self._notes.replay(found)
         self._adopting = False
 
     async def _describe_exit(self) -> str:
         """Called at stdout EOF: the exit code and the stderr tail, as one line."""
-        self._flush_held()  # everything the agent wrote is handed over
+        self._out.flush()  # everything the agent wrote is handed over
         if self._agent is not None:
             return await self._describe_socket_end(self._agent)
         code: int | None = None
@@ -255,14 +356,13 @@ class CodexSession(NotificationDispatch, RequestServing, ThreadStart):
         if self._closed:
             return
         self._closed = True
-        self._flush_held()
+        self._out.flush()
         if self._on_close is not None:
             self._on_close(self)
-        turn = self._turn
+        turn = self._turns.turn
         if turn is not None:
-            self._abandon(turn, "session closed")
-        for t in list(self._tasks):
-            t.cancel()
+            self._turns.abandon(turn, "session closed")
+        self._tasks.cancel()
         if self._remote is not None:
             await self._remote.stop()  # the tree on the host first, then the local client
         if self._link is not None:
@@ -285,5 +385,39 @@ class CodexSession(NotificationDispatch, RequestServing, ThreadStart):
         if self._proc is not None:
             release(self._proc)  # freed by reference counting with the session
 
-    def _on_malformed(self, reason: str) -> None:
-        self._emit(AgentEvent(kind=EventKind.MALFORMED, message=ev.cap(reason, 500)))
+    # ------------------------------------------------------------------ turns
+    def _live_rpc(self) -> RpcConnection:
+        if self._rpc is None or self._closed:
+            raise AgentError("process_exited", "session is closed")
+        if self._rpc.is_closed:
+            raise AgentError("process_exited", self._rpc.close_reason())
+        return self._rpc
+
+    async def run_turn(self, prompt: str, *, continuation: bool = False) -> TurnResult:
+        """Run one turn (``turn/start``); returns how it ended. Raises ``AgentError`` when
+        the process dies (``process_exited``) or a request gets no answer
+        (``read_timeout``)."""
+        return await self._turns.run(self._live_rpc(), prompt, continuation=continuation)
+
+    async def follow_turn(self) -> TurnResult:
+        """Wait for the end of the turn found in flight when the session re-attached to a
+        detached app-server (``TurnTracker.adopt``), as :meth:`run_turn` waits for one it
+        started. Raises ``AgentError`` like it."""
+        turn = self._turns.turn
+        if turn is None:
+            raise AgentError("protocol_error", "no turn in flight to follow")
+        if turn.done.done():
+            return turn.done.result()
+        self._live_rpc()
+        return await self._turns.wait(turn)
+
+    async def interrupt(self) -> None:
+        """``turn/interrupt`` for the turn in flight; bounded by ``read_timeout_ms`` plus a
+        short grace. Idempotent: concurrent calls share one attempt; no-op when idle."""
+        await self._turns.interrupt()
+
+    async def steer(self, text: str) -> bool:
+        """The operator's own message into the turn in flight (``turn/steer``). False when
+        no turn runs, or it ended before codex took the message; raises
+        :class:`AgentError` when codex refused it for another reason."""
+        return await self._steering.steer(text)

@@ -11,7 +11,7 @@ from itertools import groupby
 
 import pytest
 
-from symphony_tui.agents.codex import core
+from symphony_tui.agents.codex import coalesce
 from symphony_tui.agents.codex.coalesce import HOLD_CHARS
 from symphony_tui.domain import EventKind
 from symphony_tui.testing.session_host import RecordingSessionHost
@@ -85,7 +85,7 @@ def _stretches(events):
 @pytest.fixture
 def hold_long(monkeypatch):
     # no flush by the clock: what is joined depends only on the lines, not on the machine
-    monkeypatch.setattr(core, "HOLD_S", 3600.0)
+    monkeypatch.setattr(coalesce, "HOLD_S", 3600.0)
 
 
 async def test_a_congested_host_gets_deltas_joined_whole_in_order_and_the_request_after_them(
