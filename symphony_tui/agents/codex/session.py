@@ -34,24 +34,12 @@ from symphony_tui.agents.codex.process import StderrTail, kill_group, launch, re
 from symphony_tui.agents.codex.rpc import RequestId, RpcConnection, RpcError
 from symphony_tui.agents.codex.server_requests import ServerRequests
 from symphony_tui.agents.codex.steering import Steering
-from symphony_tui.agents.codex.turns import (
-    IDLE_GRACE_S,
-    INTERRUPT_GRACE_S,
-    PendingRequests,
-    TurnTracker,
-)
+from symphony_tui.agents.codex.turns import PendingRequests, TurnTracker
 from symphony_tui.agents.remote_launch import RemoteLaunch
 from symphony_tui.config.settings import CodexSettings
 from symphony_tui.workspaces.manifest import manifest_dir
 
-__all__ = [
-    "CLIENT_NAME",
-    "CLIENT_VERSION",
-    "IDLE_GRACE_S",
-    "INITIALIZE_PARAMS",
-    "INTERRUPT_GRACE_S",
-    "CodexSession",
-]
+__all__ = ["CLIENT_NAME", "CLIENT_VERSION", "INITIALIZE_PARAMS", "CodexSession"]
 
 CLIENT_NAME = "symphony-tui"
 CLIENT_VERSION = __version__
@@ -278,8 +266,7 @@ class CodexSession:
     async def _reattach(self, agent: DetachedAgent) -> None:
         """Re-adopt an app-server an earlier scheduler left running: connect, handshake,
         ``thread/resume`` and catch up on the turn in flight (``TurnTracker.adopt``, then
-        ``Notifications.replay``),
-        all within ``codex.reattach_timeout_ms``. Raises ``AgentError``
+        ``Notifications.replay``), all within ``codex.reattach_timeout_ms``. Raises ``AgentError``
         (``process_exited`` when it is gone, ``reattach_failed`` otherwise); the caller
         (:meth:`open`) then ends its process group."""
         if not alive(agent):
