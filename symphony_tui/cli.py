@@ -795,7 +795,7 @@ def _note_extra(runtime, path: Path | None) -> dict:
     lock = runtime.lock
     return {
         "project": lock.key if lock is not None else None,
-        "workflow": str(path) if path is not None else None,
+        "workflow": str(path.resolve()) if path is not None else None,
     }
 
 

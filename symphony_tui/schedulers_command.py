@@ -165,6 +165,12 @@ def run_stop(
             _say(f"stop: {problem}", err)
             return 1
         why = problem or f"no scheduler runs {label}"
+    if pid is None and target is not None and _names_a_file(target) and not path.is_file():
+        _say(
+            f"stop: no workflow file at {path.absolute()}; name one, or a project or pid from `ps`",
+            err,
+        )
+        return 1
     if pid is None and target is not None:  # a project, a workflow path or a pid from `ps`
         notes = announce.live_notes(directory or announce.default_dir())
         found = [n for n in notes if _matches(n, target)]
@@ -204,11 +210,21 @@ def run_stop(
     return 1
 
 
+def _names_a_file(target: str) -> bool:
+    """A target written as a path (``WORKFLOW.md``, ``../proj/WORKFLOW.md``), not a project."""
+    return "/" in target or target.lower().endswith(".md")
+
+
 def _matches(note: dict[str, Any], target: str) -> bool:
+    """The note's pid, its workflow file (the same file), or its project key: whole, or a
+    part of it (``proj`` for ``local:/home/me/proj/issues.yaml``)."""
     if target.isdigit():
         return note.get("pid") == int(target)
-    for field in ("project", "workflow"):
-        value = note.get(field)
-        if isinstance(value, str) and (value == target or target in value):
-            return True
-    return False
+    workflow = note.get("workflow")
+    if isinstance(workflow, str) and _names_a_file(target):
+        try:
+            return Path(workflow).resolve() == Path(target).resolve()
+        except OSError:
+            return False
+    project = note.get("project")
+    return isinstance(project, str) and target in project

@@ -84,6 +84,36 @@ def test_stop_refuses_what_it_cannot_name_exactly(tmp_path, sleeper, other_sleep
     assert "no WORKFLOW.md here" in err.getvalue()
 
 
+def test_stop_with_a_workflow_file_that_is_not_there_stops_nothing(tmp_path, sleeper, monkeypatch):
+    """``stop WORKFLOW.md`` in a folder without one must not stop some other project whose
+    workflow file has the same name."""
+    notes = tmp_path / "api"
+    note_for(notes, sleeper.pid, "local:/work/alpha/issues.yaml")
+    monkeypatch.chdir(tmp_path)
+    err = io.StringIO()
+    assert run_stop("WORKFLOW.md", directory=notes, err=err) == 1
+    assert run_stop("WORKFLOW", directory=notes, err=err) == 1
+    assert sleeper.poll() is None
+    assert f"no workflow file at {tmp_path / 'WORKFLOW.md'}" in err.getvalue()
+    assert "no running scheduler matches 'WORKFLOW'" in err.getvalue()
+    assert run_stop("/work/alpha/WORKFLOW.md", directory=notes, err=err, timeout=20) == 1
+    assert sleeper.poll() is None  # that path does not exist here either: nothing is stopped
+
+
+def test_stop_by_the_workflow_path_in_the_note(tmp_path, sleeper):
+    notes = tmp_path / "api"
+    note_for(notes, sleeper.pid, "local:/work/alpha/issues.yaml")
+    workflow = tmp_path / "alpha" / "WORKFLOW.md"
+    workflow.parent.mkdir()
+    workflow.write_text("---\ntracker:\n  kind: local\n  path: issues.yaml\n---\nhi\n")
+    note = json.loads((notes / f"{sleeper.pid}.json").read_text())
+    note["workflow"] = str(workflow)
+    (notes / f"{sleeper.pid}.json").write_text(json.dumps(note))
+    err = io.StringIO()
+    assert run_stop(str(workflow), directory=notes, err=err, timeout=20) == 0, err.getvalue()
+    assert sleeper.wait(timeout=5) == -15
+
+
 def test_stop_names_a_workflow_whose_project_nobody_runs(tmp_path):
     (tmp_path / "issues.yaml").write_text("issues: []\n")
     (tmp_path / "WORKFLOW.md").write_text(
