@@ -273,6 +273,10 @@ def _main(argv: Sequence[str] | None) -> int:
     )
     if extra:
         getattr(args, "command_parser", parser).error(f"unrecognized arguments: {' '.join(extra)}")
+    # The Python running this is one that has symphony_tui: agent commands and hooks that
+    # name "${SYMPHONY_PYTHON:-python3}" (the demo agent) get it, whatever a login shell's
+    # PATH puts first. An operator's own setting wins.
+    os.environ.setdefault("SYMPHONY_PYTHON", sys.executable)
     no_console = args.command in ("doctor", "paths", "ps", "stop") or getattr(
         args, "headless", False
     )

@@ -64,7 +64,7 @@ COMMAND_HELP: dict[str, tuple[str, str, str]] = {
         "app-server protocol. No network, no account. --headless approves automatically.",
         "environment:\n"
         "  SYMPHONY_DEMO_SPEED   multiplies the simulated agent's pauses (0 = none, 2 = slower)\n"
-        "  SYMPHONY_PYTHON       the Python that runs the demo agent (set to this one)\n"
+        "  SYMPHONY_PYTHON       the Python that runs the demo agent (default: this one)\n"
         f"{_PATH_ENV}",
     ),
     "doctor": (

@@ -51,6 +51,24 @@ def test_doctor_fails_an_agent_command_that_exits_instead_of_answering(tmp_path)
     assert "No module named no_such_agent_module" in line
 
 
+def test_agents_get_the_schedulers_python_as_symphony_python_unless_it_is_set(tmp_path):
+    """The demo agent line (``${SYMPHONY_PYTHON:-python3} -m symphony_tui.demo.agent``) must
+    work after a venv install even when a login shell's ``python3`` lacks the package."""
+    project = write_project(
+        tmp_path / "project",
+        [issue(1)],
+        front="codex:\n  command: '\"${SYMPHONY_PYTHON:-false}\" -m symphony_tui.demo.agent'\n",
+    )
+    env = isolated_env(tmp_path)
+    del env["SYMPHONY_PYTHON"]
+    done = cli("doctor", cwd=project.folder, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "answered initialize (symphony-tui/symphony-demo-agent" in done.stdout
+    env["SYMPHONY_PYTHON"] = "/nonexistent/python3"  # the operator's own choice wins
+    done = cli("doctor", cwd=project.folder, env=env)
+    assert done.returncode == 1 and "/nonexistent/python3" in done.stdout
+
+
 def test_doctor_fails_an_agent_that_does_not_answer_within_the_timeout(tmp_path):
     project = write_project(tmp_path / "project", [issue(1)], front="codex:\n  command: sleep 30\n")
     done = cli("doctor", "--timeout", "1", cwd=project.folder, env=isolated_env(tmp_path))
