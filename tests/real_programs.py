@@ -10,9 +10,9 @@ from typing import NoReturn
 
 import pytest
 
-from symphony_tui.testing.codex_env import find_codex_bin
-from symphony_tui.testing.opencode_env import find_opencode_bin
-from symphony_tui.testing.openhands_env import find_openhands_venv
+from symphony_tui_testing.codex_env import find_codex_bin
+from symphony_tui_testing.opencode_env import find_opencode_bin
+from symphony_tui_testing.openhands_env import find_openhands_venv
 
 
 def missing(what: str, hint: str) -> NoReturn:

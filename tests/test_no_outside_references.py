@@ -2,8 +2,8 @@
 
 Two checks, each naming the file and line of a hit:
 
-* No tracked file under the package, the tests, the docs, the CI scripts or the README
-  names design notes kept outside the repository (a sibling ``shared`` folder).
+* No tracked file under the package, its test fakes, the tests, the docs, the CI scripts or
+  the README names design notes kept outside the repository (a sibling ``shared`` folder).
 * No comment, docstring or prose cites an entry of the project's own issue tracker, which
   the repository does not contain: "issue" and a number in parentheses, after a
   semicolon, before a colon or comma, with a numbered part, or after "see"; GitHub-style
@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SCOPES = ("symphony_tui", "tests", "docs", ".ci", "README.md")
+SCOPES = ("symphony_tui", "testing", "tests", "docs", ".ci", "README.md")
 # Built from parts so this file does not match itself.
 NEEDLES = tuple(
     a + b
@@ -74,11 +74,12 @@ def test_needles_are_found():
 
 
 def test_scopes_are_scanned():
-    """The file list really holds the package, the tests and the docs (and this file)."""
+    """The file list really holds the package, the fakes, the tests and the docs (and this file)."""
     files = {p.relative_to(ROOT).as_posix() for p in tracked_files()}
     assert "README.md" in files
     assert "tests/test_no_outside_references.py" in files
     assert any(f.startswith("symphony_tui/") for f in files)
+    assert any(f.startswith("testing/src/symphony_tui_testing/") for f in files)
     assert any(f.startswith("docs/") for f in files)
 
 
@@ -96,8 +97,8 @@ def test_no_file_cites_anything_outside_the_repository():
 
 # -- citations of the project's issue tracker --------------------------------------------
 
-#: Where citations are looked for: the package, the tests and the CI scripts ...
-CODE_SCOPES = ("symphony_tui", "tests", ".ci")
+#: Where citations are looked for: the package, its fakes, the tests and the CI scripts ...
+CODE_SCOPES = ("symphony_tui", "testing", "tests", ".ci")
 #: ... and the docs, the README and the changelog.
 DOC_SCOPES = ("docs", "README.md", "CHANGELOG.md")
 

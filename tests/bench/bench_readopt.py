@@ -31,8 +31,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from symphony_tui.testing.fake_model import FakeModelServer
 from symphony_tui.workspaces.manifest import read_section
+from symphony_tui_testing.fake_model import FakeModelServer
 from tests.integration.codex_e2e import make_e2e_project
 from tests.integration.test_real_codex_readopt import Scheduler, _codex
 

@@ -22,8 +22,8 @@ from symphony_tui.agents.codex import CodexBackend
 from symphony_tui.config.settings import Settings
 from symphony_tui.domain import Issue
 from symphony_tui.hosts.ssh import HostTargets
-from symphony_tui.testing.session_host import RecordingSessionHost
 from symphony_tui.workspaces.manager import WorkspaceManager
+from symphony_tui_testing.session_host import RecordingSessionHost
 from tests.bench._common import figure
 from tests.hosts.sshd import HAVE_SSHD, Fleet
 

@@ -19,9 +19,9 @@ from symphony_tui.observability.logs import configure_logging
 from symphony_tui.observability.redact import register_secret
 from symphony_tui.scheduler.eventlog import EventHistory
 from symphony_tui.scheduler.orchestrator import Orchestrator
-from symphony_tui.testing.memory_tracker import MemoryTracker
-from symphony_tui.testing.scripted_backend import ScriptedBackend
 from symphony_tui.workspaces.manager import WorkspaceManager
+from symphony_tui_testing.memory_tracker import MemoryTracker
+from symphony_tui_testing.scripted_backend import ScriptedBackend
 from tests.scheduler.conftest import make_issue, write_workflow
 
 from .conftest import child_env, cli, issue, write_project

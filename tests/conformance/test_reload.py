@@ -16,9 +16,9 @@ from symphony_tui.config.store import WorkflowStore
 from symphony_tui.domain import EventKind
 from symphony_tui.scheduler.clock import FakeClock
 from symphony_tui.scheduler.orchestrator import Orchestrator
-from symphony_tui.testing.memory_tracker import MemoryTracker
-from symphony_tui.testing.scripted_backend import ScriptedBackend
 from symphony_tui.workspaces.manager import WorkspaceManager
+from symphony_tui_testing.memory_tracker import MemoryTracker
+from symphony_tui_testing.scripted_backend import ScriptedBackend
 from tests.scheduler.conftest import T0, make_issue, write_workflow
 
 

@@ -10,7 +10,7 @@ from symphony_tui.agents.base import TurnStatus
 from symphony_tui.agents.codex.backend import CodexBackend
 from symphony_tui.config.settings import Settings
 from symphony_tui.domain import ApprovalAnswer, ApprovalDecision, ApprovalRequest, EventKind
-from symphony_tui.testing.session_host import RecordingSessionHost, make_issue
+from symphony_tui_testing.session_host import RecordingSessionHost, make_issue
 
 DEMO_COMMAND = '"$SYMPHONY_PYTHON" -m symphony_tui.demo.agent'
 

@@ -15,7 +15,7 @@ import pytest
 from symphony_tui.agents.base import AgentError, TurnStatus
 from symphony_tui.agents.codex import CodexBackend
 from symphony_tui.config.settings import Settings
-from symphony_tui.testing.session_host import RecordingSessionHost, make_issue
+from symphony_tui_testing.session_host import RecordingSessionHost, make_issue
 
 pytestmark = pytest.mark.slow
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from symphony_tui.testing.fake_model import FakeModelServer
-from symphony_tui.testing.opencode_env import FAKE_MODEL, PROXY, fake_config
+from symphony_tui_testing.fake_model import FakeModelServer
+from symphony_tui_testing.opencode_env import FAKE_MODEL, PROXY, fake_config
 from tests.hosts.test_codex_over_ssh import left_on_hosts, remote_descendants
 from tests.hosts.test_fleet_e2e import Watch, _issues, _send
 from tests.real_programs import require_opencode

@@ -15,8 +15,8 @@ from symphony_tui.agents.base import TurnStatus
 from symphony_tui.agents.codex import CodexBackend
 from symphony_tui.config.settings import Settings
 from symphony_tui.domain import EventKind
-from symphony_tui.testing.codex_env import CodexSchema, generate_schema, make_codex_home
-from symphony_tui.testing.fake_model import FakeModelServer
+from symphony_tui_testing.codex_env import CodexSchema, generate_schema, make_codex_home
+from symphony_tui_testing.fake_model import FakeModelServer
 from tests.hosts.test_codex_over_ssh import HostedSession, remote_descendants
 from tests.real_programs import require_codex
 

@@ -21,15 +21,15 @@ from symphony_tui.agents.opencode.server import ManagedServer
 from symphony_tui.agents.reconnect import StreamOptions
 from symphony_tui.config.settings import Settings
 from symphony_tui.domain import EventKind
-from symphony_tui.testing.fake_model import FakeModelServer
-from symphony_tui.testing.opencode_env import (
+from symphony_tui_testing.fake_model import FakeModelServer
+from symphony_tui_testing.opencode_env import (
     FAKE_MODEL,
     PROXY,
     fake_config,
     opencode_env,
     server_command,
 )
-from symphony_tui.testing.session_host import make_issue
+from symphony_tui_testing.session_host import make_issue
 from tests.hosts.test_codex_over_ssh import HostedSession, remote_descendants
 from tests.real_programs import require_opencode
 

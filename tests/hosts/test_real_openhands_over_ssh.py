@@ -18,9 +18,9 @@ from symphony_tui.agents.openhands import OpenHandsBackend
 from symphony_tui.agents.reconnect import StreamOptions
 from symphony_tui.config.settings import Settings
 from symphony_tui.domain import EventKind
-from symphony_tui.testing.fake_model import FakeModelServer
-from symphony_tui.testing.openhands_env import fake_llm
-from symphony_tui.testing.session_host import make_issue
+from symphony_tui_testing.fake_model import FakeModelServer
+from symphony_tui_testing.openhands_env import fake_llm
+from symphony_tui_testing.session_host import make_issue
 from tests.hosts.test_codex_over_ssh import HostedSession, remote_descendants
 from tests.real_programs import require_openhands, require_tmux
 

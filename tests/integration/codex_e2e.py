@@ -27,8 +27,8 @@ import yaml
 
 from symphony_tui.domain import AgentEvent, EventKind
 from symphony_tui.runtime import Runtime, build_runtime
-from symphony_tui.testing.codex_env import CodexSchema, generate_schema, make_codex_home
-from symphony_tui.testing.fake_model import FakeModelServer
+from symphony_tui_testing.codex_env import CodexSchema, generate_schema, make_codex_home
+from symphony_tui_testing.fake_model import FakeModelServer
 from tests.real_programs import require_codex
 
 DONE = 'TOOL: symphony_set_issue_state {"state": "Done"}'

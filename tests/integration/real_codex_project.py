@@ -9,8 +9,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from symphony_tui.testing.codex_env import make_codex_home
-from symphony_tui.testing.fake_model import FakeModelServer
+from symphony_tui_testing.codex_env import make_codex_home
+from symphony_tui_testing.fake_model import FakeModelServer
 from tests.real_programs import require_codex
 
 ISSUE_TEXT = "ESCALATE SHELL: echo approved > proof.txt"

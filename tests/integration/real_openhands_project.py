@@ -19,8 +19,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from symphony_tui.testing.fake_model import FakeModelServer
-from symphony_tui.testing.openhands_env import fake_llm, server_command
+from symphony_tui_testing.fake_model import FakeModelServer
+from symphony_tui_testing.openhands_env import fake_llm, server_command
 from tests.real_programs import require_openhands
 
 DONE_CALL = 'TOOL: symphony_set_issue_state {"state": "Done"}'

@@ -25,13 +25,13 @@ from symphony_tui.domain import (
     TokenUsage,
 )
 from symphony_tui.domain.payloads import NoteDelivered
-from symphony_tui.testing.codex_env import (
+from symphony_tui_testing.codex_env import (
     CodexSchema,
     generate_schema,
     make_codex_home,
 )
-from symphony_tui.testing.fake_model import FakeModelServer
-from symphony_tui.testing.session_host import RecordingSessionHost
+from symphony_tui_testing.fake_model import FakeModelServer
+from symphony_tui_testing.session_host import RecordingSessionHost
 from tests.real_programs import require_codex
 
 pytestmark = pytest.mark.real_codex

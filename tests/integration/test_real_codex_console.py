@@ -11,7 +11,7 @@ from textual.widgets import Static
 
 from symphony_tui.console.app import SymphonyApp
 from symphony_tui.runtime import build_runtime
-from symphony_tui.testing.fake_model import FakeModelServer
+from symphony_tui_testing.fake_model import FakeModelServer
 
 from .real_codex_project import make_project
 

@@ -26,8 +26,8 @@ from typing import Any
 import pytest
 
 from symphony_tui.agents.codex.detached import DetachedAgent, alive
-from symphony_tui.testing.fake_model import FakeModelServer
 from symphony_tui.workspaces.manifest import read_section
+from symphony_tui_testing.fake_model import FakeModelServer
 
 from ..control import control_headers, remember_control
 from .codex_e2e import DONE, make_e2e_project

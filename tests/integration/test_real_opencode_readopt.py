@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from symphony_tui.agents.codex.detached import start_ticks
-from symphony_tui.testing.fake_model import FakeModelServer
-from symphony_tui.testing.opencode_env import opencode_env, server_command
 from symphony_tui.workspaces.manifest import read_section
+from symphony_tui_testing.fake_model import FakeModelServer
+from symphony_tui_testing.opencode_env import opencode_env, server_command
 from tests.real_programs import require_opencode
 
 from .test_real_codex_readopt import Scheduler, approvals, wait

@@ -20,9 +20,9 @@ import pytest
 
 from symphony_tui.headless import run_headless
 from symphony_tui.runtime import build_runtime
-from symphony_tui.testing.fake_model import FakeModelServer
-from symphony_tui.testing.opencode_env import opencode_env, server_command
 from symphony_tui.workspaces.manifest import read_manifest
+from symphony_tui_testing.fake_model import FakeModelServer
+from symphony_tui_testing.opencode_env import opencode_env, server_command
 from tests.real_programs import require_opencode
 
 pytestmark = pytest.mark.real_opencode

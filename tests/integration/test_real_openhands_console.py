@@ -25,8 +25,8 @@ from symphony_tui.console.screens.modals import Confirm
 from symphony_tui.domain import ClaimState, EventKind, RunStatus
 from symphony_tui.runtime import Runtime, build_runtime
 from symphony_tui.scheduler import policy
-from symphony_tui.testing.fake_model import FakeModelServer
 from symphony_tui.workspaces.manifest import read_manifest
+from symphony_tui_testing.fake_model import FakeModelServer
 
 from .real_openhands_project import IDENTIFIER, OpenHandsProject, make_project
 

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from symphony_tui.agents.codex.detached import start_ticks
-from symphony_tui.testing.fake_model import FakeModelServer
 from symphony_tui.workspaces.manifest import read_section
+from symphony_tui_testing.fake_model import FakeModelServer
 
 from .real_openhands_project import make_project
 from .test_real_codex_readopt import Scheduler, approvals, wait

@@ -24,9 +24,9 @@ from symphony_tui.agents.openhands.translate import translate
 from symphony_tui.domain import EventKind
 from symphony_tui.headless import run_headless
 from symphony_tui.runtime import build_runtime
-from symphony_tui.testing.fake_model import FakeModelServer
-from symphony_tui.testing.openhands_env import openhands_server
 from symphony_tui.workspaces.manifest import read_manifest
+from symphony_tui_testing.fake_model import FakeModelServer
+from symphony_tui_testing.openhands_env import openhands_server
 from tests.real_programs import require_openhands
 
 from ..agents.cutting_proxy import CuttingProxy, websocket_upgrade

@@ -19,9 +19,9 @@ from symphony_tui.scheduler.clock import FakeClock
 from symphony_tui.scheduler.eventlog import EventHistory
 from symphony_tui.scheduler.orchestrator import Orchestrator
 from symphony_tui.scheduler.usage_ledger import UsageLedger
-from symphony_tui.testing.memory_tracker import MemoryTracker
-from symphony_tui.testing.scripted_backend import ScriptedBackend, complete
 from symphony_tui.workspaces.manager import WorkspaceManager
+from symphony_tui_testing.memory_tracker import MemoryTracker
+from symphony_tui_testing.scripted_backend import ScriptedBackend, complete
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

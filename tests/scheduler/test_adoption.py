@@ -16,8 +16,8 @@ from pathlib import Path
 from symphony_tui.agents.base import SessionHost, TurnResult, TurnStatus
 from symphony_tui.agents.codex.detached import DetachedAgent, alive, start_ticks
 from symphony_tui.domain import EventKind
-from symphony_tui.testing.scripted_backend import ScriptedBackend, ScriptedSession, complete
 from symphony_tui.workspaces.manifest import read_section, update_manifest
+from symphony_tui_testing.scripted_backend import ScriptedBackend, ScriptedSession, complete
 
 from .conftest import make_issue
 

@@ -8,8 +8,8 @@ import subprocess
 
 import pytest
 
-from symphony_tui.testing.scripted_backend import ScriptedSession
 from symphony_tui.workspaces.manifest import read_section
+from symphony_tui_testing.scripted_backend import ScriptedSession
 from tests.scheduler.conftest import make_issue
 
 

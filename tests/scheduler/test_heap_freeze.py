@@ -12,7 +12,7 @@ import pytest
 
 from symphony_tui.scheduler import heap_freeze
 from symphony_tui.scheduler.heap_freeze import HeapFreezer
-from symphony_tui.testing.scripted_backend import complete
+from symphony_tui_testing.scripted_backend import complete
 from tests.scheduler.conftest import make_issue
 
 

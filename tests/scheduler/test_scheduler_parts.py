@@ -30,10 +30,10 @@ from symphony_tui.scheduler.run import Run
 from symphony_tui.scheduler.snapshots import build_snapshot
 from symphony_tui.scheduler.tokens import TokenLedger
 from symphony_tui.scheduler.tools import SET_STATE_TOOL, SessionTools
-from symphony_tui.testing.memory_tracker import MemoryTracker
 from symphony_tui.workspaces.manager import WorkspaceManager
 from symphony_tui.workspaces.manifest import read_manifest, update_manifest
 from symphony_tui.workspaces.recovery import recovered_from
+from symphony_tui_testing.memory_tracker import MemoryTracker
 from tests.scheduler.conftest import T0, make_issue
 
 

@@ -16,8 +16,8 @@ import pytest
 from symphony_tui.api.server import ApiServer
 from symphony_tui.domain import EventKind
 from symphony_tui.runtime import build_runtime
-from symphony_tui.testing.fake_model import FakeModelServer
-from symphony_tui.testing.opencode_env import opencode_env, server_command
+from symphony_tui_testing.fake_model import FakeModelServer
+from symphony_tui_testing.opencode_env import opencode_env, server_command
 from tests.integration.codex_e2e import (  # noqa: F401  (fixtures)
     codex_schema,
     events_of,

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from symphony_tui.config.settings import resolve_settings
-from symphony_tui.testing.memory_tracker import MemoryTracker
 from symphony_tui.trackers.asana.tracker import AsanaTracker
 from symphony_tui.trackers.base import (
     ADAPTER_CATEGORIES,
@@ -24,6 +23,7 @@ from symphony_tui.trackers.jira.tracker import JiraTracker
 from symphony_tui.trackers.linear.normalize import normalize_issue
 from symphony_tui.trackers.linear.tracker import LinearTracker
 from symphony_tui.trackers.local import LocalTracker
+from symphony_tui_testing.memory_tracker import MemoryTracker
 
 REPO = Path(__file__).resolve().parents[2]
 ADAPTERS = {

@@ -1,10 +1,10 @@
 """Every GraphQL document the Linear tracker sends (spec §11.2).
 
 Query construction stays in this one module so schema drift shows up in one place: the test
-``tests/trackers/linear/test_schema_validation.py`` validates each document in
-:data:`ALL_DOCUMENTS` against Linear's public schema (vendored in
-``symphony_tui/testing/data/linear_schema.graphql``) and scans the package source so a document
-defined anywhere else cannot slip past it.
+``tests/trackers/linear/test_linear_schema_validation.py`` validates each document in
+:data:`ALL_DOCUMENTS` against Linear's public schema (vendored with the test fakes, in
+``testing/src/symphony_tui_testing/data/linear_schema.graphql``) and scans the package source
+so a document defined anywhere else cannot slip past it.
 
 Shapes follow the spec: the project filter is on ``slugId``, the id refresh types its ids as
 ``[ID!]``, pages hold :data:`PAGE_SIZE` issues and carry ``pageInfo {hasNextPage endCursor}``.

@@ -13,8 +13,8 @@ import pytest
 
 from symphony_tui.agents.codex import CodexBackend
 from symphony_tui.config.settings import Settings
-from symphony_tui.testing.codex_env import CodexSchema, find_codex_bin, generate_schema
-from symphony_tui.testing.session_host import RecordingSessionHost
+from symphony_tui_testing.codex_env import CodexSchema, find_codex_bin, generate_schema
+from symphony_tui_testing.session_host import RecordingSessionHost
 
 FAKE_APP_SERVER = Path(__file__).with_name("fake_app_server.py")
 

@@ -14,7 +14,7 @@ import pytest
 from symphony_tui.agents.codex import coalesce
 from symphony_tui.agents.codex.coalesce import HOLD_CHARS
 from symphony_tui.domain import EventKind
-from symphony_tui.testing.session_host import RecordingSessionHost
+from symphony_tui_testing.session_host import RecordingSessionHost
 
 from .conftest import HANDSHAKE, note, turn_completed, turn_start
 

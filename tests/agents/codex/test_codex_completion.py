@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from symphony_tui.agents.codex.server_requests import granted_subset
 from symphony_tui.domain import ApprovalAnswer, ApprovalDecision, ApprovalKind, EventKind
-from symphony_tui.testing.session_host import RecordingSessionHost
+from symphony_tui_testing.session_host import RecordingSessionHost
 
 from .conftest import HANDSHAKE, note, server_request, turn_completed, turn_start
 

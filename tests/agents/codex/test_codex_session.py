@@ -15,7 +15,7 @@ from symphony_tui.agents.codex.process import group_members
 from symphony_tui.config.settings import Settings
 from symphony_tui.domain import ApprovalAnswer, ApprovalDecision, ApprovalKind, EventKind
 from symphony_tui.domain.payloads import CommandEnded, NoteDelivered
-from symphony_tui.testing.session_host import RecordingSessionHost
+from symphony_tui_testing.session_host import RecordingSessionHost
 
 from .conftest import HANDSHAKE, note, server_request, turn_completed, turn_start
 

@@ -25,7 +25,7 @@ from symphony_tui.agents.codex.detached import (
     start_ticks,
 )
 from symphony_tui.config.settings import Settings
-from symphony_tui.testing.session_host import RecordingSessionHost
+from symphony_tui_testing.session_host import RecordingSessionHost
 
 # A WebSocket server on a unix socket that accepts connections and never answers a
 # message (an app-server that hangs), or (ECHO) answers each request with its id.

@@ -12,7 +12,7 @@ import pytest
 
 from symphony_tui.agents.codex.eager import start_now
 from symphony_tui.domain import EventKind
-from symphony_tui.testing.session_host import RecordingSessionHost
+from symphony_tui_testing.session_host import RecordingSessionHost
 
 from .conftest import HANDSHAKE, note, turn_completed, turn_start
 

@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from symphony_tui.domain import TokenUsage
-from symphony_tui.testing.fake_model import FakeModelServer, decide, usage_for
+from symphony_tui_testing.fake_model import FakeModelServer, decide, usage_for
 
 # trust_env=False: proxy variables in the environment must not reroute loopback calls.
 HTTP = httpx.Client(trust_env=False, timeout=10)

@@ -12,8 +12,8 @@ import pytest
 
 from symphony_tui.agents.opencode.server import ManagedServer
 from symphony_tui.domain import TokenUsage
-from symphony_tui.testing.fake_model import FakeModelServer
-from symphony_tui.testing.opencode_env import opencode_env, server_command
+from symphony_tui_testing.fake_model import FakeModelServer
+from symphony_tui_testing.opencode_env import opencode_env, server_command
 from tests.real_programs import require_opencode
 
 

@@ -11,7 +11,7 @@ import pytest
 from symphony_tui.agents.base import AgentError
 from symphony_tui.agents.opencode import OpenCodeBackend
 from symphony_tui.config.settings import OpenCodeSettings, Settings
-from symphony_tui.testing.session_host import RecordingSessionHost
+from symphony_tui_testing.session_host import RecordingSessionHost
 
 SECRET = "LINEAR_API_KEY"  # a scheduler secret: named in the backend's ``unset``
 SHOWN = ("HOME", "XDG_DATA_HOME", "EXTRA", "OPENCODE_DISABLE_SHARE", "PATH", SECRET, "LEAK")

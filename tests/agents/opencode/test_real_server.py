@@ -33,8 +33,8 @@ from symphony_tui.domain import (
     EventKind,
 )
 from symphony_tui.domain.payloads import NoteDelivered
-from symphony_tui.testing.opencode_env import opencode_settings, server_command
-from symphony_tui.testing.session_host import RecordingSessionHost, make_issue
+from symphony_tui_testing.opencode_env import opencode_settings, server_command
+from symphony_tui_testing.session_host import RecordingSessionHost, make_issue
 
 from ..cutting_proxy import CuttingProxy, event_stream_request
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from symphony_tui.agents.openhands.server import ManagedServer
-from symphony_tui.testing.fake_model import FakeModelServer
-from symphony_tui.testing.openhands_env import (
+from symphony_tui_testing.fake_model import FakeModelServer
+from symphony_tui_testing.openhands_env import (
     isolated_env,
     server_command,
 )

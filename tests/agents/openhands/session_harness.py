@@ -21,7 +21,7 @@ from typing import Any
 
 from symphony_tui.agents.base import TurnResult
 from symphony_tui.agents.openhands.session import OpenHandsSession
-from symphony_tui.testing.session_host import RecordingSessionHost
+from symphony_tui_testing.session_host import RecordingSessionHost
 
 FRAMES = Path(__file__).parent / "frames"
 CID = "3a5e2c4e-5b0f-4a63-9d61-8b1f3c0c2a10"

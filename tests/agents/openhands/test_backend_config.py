@@ -13,7 +13,7 @@ from symphony_tui.agents.openhands.server import ManagedServer
 from symphony_tui.agents.openhands.translate import state_update, translate, usage_from_stats
 from symphony_tui.config.settings import OpenHandsSettings, Settings
 from symphony_tui.domain import EventKind
-from symphony_tui.testing.session_host import RecordingSessionHost
+from symphony_tui_testing.session_host import RecordingSessionHost
 
 
 def settings_with(**oh: object) -> Settings:

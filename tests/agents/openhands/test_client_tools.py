@@ -18,7 +18,7 @@ from symphony_tui.agents.openhands.client_tools import (
     client_tool_specs,
 )
 from symphony_tui.domain import EventKind
-from symphony_tui.testing.session_host import SET_STATE_TOOL, RecordingSessionHost, make_issue
+from symphony_tui_testing.session_host import SET_STATE_TOOL, RecordingSessionHost, make_issue
 
 from .fake_server import status_ev
 from .session_harness import deliver, frames, make_session, run_turn, start_turn

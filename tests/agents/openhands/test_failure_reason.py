@@ -12,8 +12,8 @@ import pytest
 from symphony_tui.agents.base import TurnStatus
 from symphony_tui.agents.openhands.failure import MAX_REASON
 from symphony_tui.domain import EventKind
-from symphony_tui.testing.session_host import RecordingSessionHost, make_issue
 from symphony_tui.text import one_line
+from symphony_tui_testing.session_host import RecordingSessionHost, make_issue
 
 from .fake_server import ev, status_ev
 from .session_harness import deliver, frames, make_session, run_turn, start_turn

@@ -24,9 +24,9 @@ from symphony_tui.agents.openhands.server import ManagedServer
 from symphony_tui.agents.reconnect import StreamOptions
 from symphony_tui.domain import ApprovalAnswer, ApprovalDecision, ApprovalRequest, EventKind
 from symphony_tui.domain.payloads import ServerStatus
-from symphony_tui.testing.fake_model import FakeModelServer
-from symphony_tui.testing.openhands_env import isolated_env, openhands_settings, server_command
-from symphony_tui.testing.session_host import RecordingSessionHost, make_issue
+from symphony_tui_testing.fake_model import FakeModelServer
+from symphony_tui_testing.openhands_env import isolated_env, openhands_settings, server_command
+from symphony_tui_testing.session_host import RecordingSessionHost, make_issue
 
 from ..cutting_proxy import CuttingProxy, websocket_upgrade
 

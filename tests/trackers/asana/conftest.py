@@ -24,7 +24,7 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def fake(clock: FakeClock) -> Iterator:
-    from symphony_tui.testing.fake_asana import FakeAsana
+    from symphony_tui_testing.fake_asana import FakeAsana
 
     with FakeAsana(token=TOKEN, project=PROJECT, clock=clock) as asana:
         yield asana

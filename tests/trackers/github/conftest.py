@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from symphony_tui.config.settings import Settings, resolve_settings
-from symphony_tui.testing.github_contracts import missing_contracts
+from symphony_tui_testing.github_contracts import missing_contracts
 
 TOKEN = "ghp_SECRET_4f1b7c9e2d3a5b60"
 REPO = "octo/app"
@@ -65,7 +65,7 @@ def clock() -> FakeClock:
 @pytest.fixture
 def fake(clock: FakeClock) -> Iterator:
     require_contracts()
-    from symphony_tui.testing.fake_github import FakeGitHub
+    from symphony_tui_testing.fake_github import FakeGitHub
 
     with FakeGitHub(token=TOKEN, repo=REPO, clock=clock) as gh:
         yield gh

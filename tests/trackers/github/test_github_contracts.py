@@ -7,8 +7,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from symphony_tui.testing.github_contracts import graphql_schema, rest_contract, validate_graphql
 from symphony_tui.trackers.github import queries
+from symphony_tui_testing.github_contracts import graphql_schema, rest_contract, validate_graphql
 
 from .conftest import TOKEN, require_contracts
 

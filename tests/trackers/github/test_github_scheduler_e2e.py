@@ -18,9 +18,9 @@ from pathlib import Path
 from symphony_tui.config.store import WorkflowStore
 from symphony_tui.scheduler.clock import FakeClock
 from symphony_tui.scheduler.orchestrator import Orchestrator
-from symphony_tui.testing.scripted_backend import ScriptedBackend
 from symphony_tui.trackers.github import GitHubTracker
 from symphony_tui.workspaces.manager import WorkspaceManager
+from symphony_tui_testing.scripted_backend import ScriptedBackend
 
 from .conftest import REPO, TOKEN
 

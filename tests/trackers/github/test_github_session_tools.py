@@ -11,7 +11,7 @@ from pathlib import Path
 from symphony_tui.agents.base import TurnResult, TurnStatus
 from symphony_tui.domain.commands import MoveIssue
 from symphony_tui.scheduler.clock import FakeClock
-from symphony_tui.testing.scripted_backend import ScriptedBackend
+from symphony_tui_testing.scripted_backend import ScriptedBackend
 
 from .conftest import TOKEN
 from .test_github_scheduler_e2e import T0, orchestrator, until

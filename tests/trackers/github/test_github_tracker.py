@@ -137,8 +137,8 @@ async def test_token_never_in_errors(fake, tracker) -> None:
 
 
 async def test_enterprise_server_api_url(clock) -> None:
-    from symphony_tui.testing.fake_github import FakeGitHub
     from symphony_tui.trackers.github import GitHubTracker
+    from symphony_tui_testing.fake_github import FakeGitHub
 
     from .conftest import require_contracts
 

@@ -28,7 +28,7 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def fake(clock: FakeClock) -> Iterator:
-    from symphony_tui.testing.fake_gitlab import FakeGitLab
+    from symphony_tui_testing.fake_gitlab import FakeGitLab
 
     with FakeGitLab(token=TOKEN, project=PROJECT, clock=clock) as gitlab:
         yield gitlab

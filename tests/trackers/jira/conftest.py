@@ -45,7 +45,7 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def fake(clock: FakeClock) -> Iterator:
-    from symphony_tui.testing.fake_jira import FakeJira
+    from symphony_tui_testing.fake_jira import FakeJira
 
     with FakeJira(email=EMAIL, token=TOKEN, project=PROJECT, clock=clock) as jira:
         yield jira

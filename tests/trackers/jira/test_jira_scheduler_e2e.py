@@ -20,10 +20,10 @@ from symphony_tui.agents.base import TurnResult, TurnStatus
 from symphony_tui.config.store import WorkflowStore
 from symphony_tui.scheduler.clock import FakeClock
 from symphony_tui.scheduler.orchestrator import Orchestrator
-from symphony_tui.testing.fake_jira import FakeJira
-from symphony_tui.testing.scripted_backend import ScriptedBackend
 from symphony_tui.trackers.jira import JiraTracker
 from symphony_tui.workspaces.manager import WorkspaceManager
+from symphony_tui_testing.fake_jira import FakeJira
+from symphony_tui_testing.scripted_backend import ScriptedBackend
 
 from .conftest import EMAIL, PROJECT, TOKEN
 

@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from symphony_tui.config.settings import Settings
-from symphony_tui.testing.fake_linear import FakeLinear
 from symphony_tui.trackers.linear import LinearTracker
+from symphony_tui_testing.fake_linear import FakeLinear
 
 API_KEY = "lin_api_SECRET_7c2f4e9a1b3d5f60"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from symphony_tui.testing.fake_linear import FakeLinear
+from symphony_tui_testing.fake_linear import FakeLinear
 
 from .conftest import API_KEY
 

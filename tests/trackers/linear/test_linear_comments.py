@@ -7,9 +7,9 @@ from datetime import timedelta
 
 import pytest
 
-from symphony_tui.testing.fake_linear import FakeLinear
 from symphony_tui.trackers.base import TrackerError
 from symphony_tui.trackers.linear import LinearTracker, queries
+from symphony_tui_testing.fake_linear import FakeLinear
 
 
 async def test_assignee_display_name_is_the_prompts_assignee(

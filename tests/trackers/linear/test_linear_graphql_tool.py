@@ -9,10 +9,10 @@ import httpx
 import pytest
 from graphql import OperationDefinitionNode, parse
 
-from symphony_tui.testing.fake_linear import FakeLinear
 from symphony_tui.trackers.linear import LINEAR_GRAPHQL_TOOL, LinearTracker, call_linear_graphql
 from symphony_tui.trackers.linear.queries import ALL_DOCUMENTS
 from symphony_tui.trackers.linear.tool import count_operations
+from symphony_tui_testing.fake_linear import FakeLinear
 
 from .conftest import API_KEY, FakeClock, SettingsBox
 from .test_linear_errors import make

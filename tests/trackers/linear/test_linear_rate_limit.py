@@ -8,9 +8,9 @@ from datetime import timedelta
 import httpx
 import pytest
 
-from symphony_tui.testing.fake_linear import FakeLinear
 from symphony_tui.trackers.base import TrackerError
 from symphony_tui.trackers.linear import LinearTracker
+from symphony_tui_testing.fake_linear import FakeLinear
 
 from .conftest import FakeClock
 from .test_linear_errors import make, node, page

@@ -18,10 +18,10 @@ from pathlib import Path
 from symphony_tui.config.store import WorkflowStore
 from symphony_tui.scheduler.clock import FakeClock
 from symphony_tui.scheduler.orchestrator import Orchestrator
-from symphony_tui.testing.fake_linear import FakeLinear
-from symphony_tui.testing.scripted_backend import ScriptedBackend
 from symphony_tui.trackers.linear import LinearTracker
 from symphony_tui.workspaces.manager import WorkspaceManager
+from symphony_tui_testing.fake_linear import FakeLinear
+from symphony_tui_testing.scripted_backend import ScriptedBackend
 
 KEY = "lin_api_E2E_3b9d0c7e5a1f"
 T0 = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)

@@ -11,9 +11,9 @@ import pytest
 from graphql import GraphQLSchema, OperationDefinitionNode, parse, validate
 
 import symphony_tui
-from symphony_tui.testing.fake_linear import SCHEMA_PATH, linear_schema
 from symphony_tui.trackers.github import queries as github_queries
 from symphony_tui.trackers.linear import queries
+from symphony_tui_testing.fake_linear import SCHEMA_PATH, linear_schema
 
 PACKAGE = Path(symphony_tui.__file__).parent
 # An operation header: keyword, optional name, then "(" or "{".

@@ -11,10 +11,10 @@ from symphony_tui.agents.base import TurnResult, TurnStatus
 from symphony_tui.config.store import WorkflowStore
 from symphony_tui.scheduler.clock import FakeClock
 from symphony_tui.scheduler.orchestrator import Orchestrator
-from symphony_tui.testing.fake_linear import FakeLinear
-from symphony_tui.testing.scripted_backend import ScriptedBackend
 from symphony_tui.trackers.linear import LinearTracker
 from symphony_tui.workspaces.manager import WorkspaceManager
+from symphony_tui_testing.fake_linear import FakeLinear
+from symphony_tui_testing.scripted_backend import ScriptedBackend
 
 from .test_linear_scheduler_e2e import KEY, T0, until, write_workflow
 

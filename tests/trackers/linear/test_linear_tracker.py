@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from symphony_tui.testing.fake_linear import FakeLinear
 from symphony_tui.trackers.base import Tracker, TrackerError
 from symphony_tui.trackers.linear import LinearTracker
+from symphony_tui_testing.fake_linear import FakeLinear
 
 from .conftest import API_KEY, SettingsBox
 

@@ -26,7 +26,7 @@ import pwd
 from pathlib import Path
 from typing import Any
 
-from symphony_tui.testing.openapi_contract import OpenApiContract, Operation
+from symphony_tui_testing.openapi_contract import OpenApiContract, Operation
 
 __all__ = ["Operation", "RestContract", "graphql_schema", "rest_contract", "validate_graphql"]
 
@@ -78,7 +78,7 @@ def missing_contracts() -> list[str]:
 
 class RestContract(OpenApiContract):
     """GitHub's OpenAPI description: find an operation, validate a request or an answer
-    (:class:`~symphony_tui.testing.openapi_contract.OpenApiContract`)."""
+    (:class:`~symphony_tui_testing.openapi_contract.OpenApiContract`)."""
 
     _URI = "https://api.github.com/openapi.json"
 

@@ -3,7 +3,7 @@
 :func:`find_opencode_bin` locates the pinned binary (``$SYMPHONY_OPENCODE_BIN``, then
 ``~/.cache/symphony-tui/opencode-1.18.33/node_modules/.bin/opencode``). :func:`opencode_env`
 writes an OpenCode config whose only provider is a
-:class:`~symphony_tui.testing.fake_model.FakeModelServer` (``@ai-sdk/openai-compatible``,
+:class:`~symphony_tui_testing.fake_model.FakeModelServer` (``@ai-sdk/openai-compatible``,
 model ``fake/fake-model``, ``bash`` and ``edit`` set to ``ask``) and returns the
 environment overlay that points a server at it (``OPENCODE_CONFIG``) with every stray
 outbound call sent to a closed loopback port. :func:`opencode_settings` builds the

@@ -44,8 +44,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 
-from symphony_tui.testing import fake_github_graphql
-from symphony_tui.testing.github_contracts import rest_contract
+from symphony_tui_testing import fake_github_graphql
+from symphony_tui_testing.github_contracts import rest_contract
 
 _EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 LIMIT = 5000

@@ -50,7 +50,7 @@ try:
     from graphql import GraphQLError, GraphQLSchema, build_schema, execute_sync, parse, validate
 except ImportError as e:  # a dev/testing dependency, not a runtime one
     raise ImportError(
-        "symphony_tui.testing.fake_linear needs graphql-core: pip install 'symphony-tui[testing]'"
+        "symphony_tui_testing.fake_linear needs graphql-core: pip install 'symphony-tui[testing]'"
     ) from e
 
 SCHEMA_PATH = Path(__file__).parent / "data" / "linear_schema.graphql"

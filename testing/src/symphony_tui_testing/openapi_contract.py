@@ -1,5 +1,5 @@
 """A vendor's published OpenAPI (3.0) or Swagger (2.0) description, for checking requests and
-answers in tests: the fakes of :mod:`symphony_tui.testing` call :meth:`OpenApiContract.
+answers in tests: the fakes of :mod:`symphony_tui_testing` call :meth:`OpenApiContract.
 validate_request` on every request and :meth:`OpenApiContract.validate_response` on every
 answer, and record each problem as a one-line violation.
 

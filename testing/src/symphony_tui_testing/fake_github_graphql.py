@@ -1,4 +1,4 @@
-"""The GraphQL half of :class:`~symphony_tui.testing.fake_github.FakeGitHub`: documents run
+"""The GraphQL half of :class:`~symphony_tui_testing.fake_github.FakeGitHub`: documents run
 with graphql-core against GitHub's published schema (``@octokit/graphql-schema``, see
 :mod:`.github_contracts`), so a document the real API would reject is rejected here too and
 every answer has the schema's shape (graphql-core checks nullability, enums and lists while
@@ -21,7 +21,7 @@ from typing import Any
 
 from graphql import GraphQLError, execute_sync, parse, validate
 
-from symphony_tui.testing.github_contracts import graphql_schema
+from symphony_tui_testing.github_contracts import graphql_schema
 
 # The fake's objects (FakeGitHub, its issue and project records) are typed Any here: this
 # module is imported by fake_github.py and must not import it back.

@@ -108,7 +108,7 @@ async def openhands_server(
 
 
 def fake_llm(model_url: str) -> dict[str, Any]:
-    """``openhands.llm`` for a :class:`~symphony_tui.testing.fake_model.FakeModelServer`."""
+    """``openhands.llm`` for a :class:`~symphony_tui_testing.fake_model.FakeModelServer`."""
     return {"model": FAKE_MODEL, "base_url": model_url, "api_key": FAKE_API_KEY, "num_retries": 0}
 
 

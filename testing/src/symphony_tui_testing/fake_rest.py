@@ -30,7 +30,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from symphony_tui.testing.openapi_contract import OpenApiContract
+from symphony_tui_testing.openapi_contract import OpenApiContract
 
 Answer = tuple[int, Any, dict[str, str]]
 

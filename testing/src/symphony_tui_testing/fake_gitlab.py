@@ -32,8 +32,8 @@ from urllib.parse import quote
 
 import yaml
 
-from symphony_tui.testing.fake_rest import Answer, FakeRest
-from symphony_tui.testing.openapi_contract import OpenApiContract
+from symphony_tui_testing.fake_rest import Answer, FakeRest
+from symphony_tui_testing.openapi_contract import OpenApiContract
 
 DATA = Path(__file__).parent / "data" / "gitlab_openapi_v2.yaml"
 

@@ -31,8 +31,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from symphony_tui.testing.fake_rest import Answer, FakeRest
-from symphony_tui.testing.openapi_contract import OpenApiContract
+from symphony_tui_testing.fake_rest import Answer, FakeRest
+from symphony_tui_testing.openapi_contract import OpenApiContract
 
 DATA = Path(__file__).parent / "data" / "jira_platform_openapi.json"
 #: Status name -> status category key (Jira's three: new, indeterminate, done).
