@@ -11,17 +11,13 @@ from pathlib import Path
 
 from symphony_tui.config.store import WorkflowStore
 from symphony_tui.domain import AgentEvent, EventKind
-from symphony_tui.scheduler.clock import FakeClock
 from symphony_tui.scheduler.orchestrator import Orchestrator
 from symphony_tui.workspaces.manager import WorkspaceManager
+from symphony_tui_testing.clock import FakeClock
 from symphony_tui_testing.memory_tracker import MemoryTracker
-from symphony_tui_testing.scripted_backend import ScriptedBackend
+from symphony_tui_testing.scripted_backend import ScriptedBackend, hang
 from tests.bench._common import figure
 from tests.scheduler.conftest import make_issue, write_workflow
-
-
-async def hang(session, prompt, turn):
-    return await session.wait_interrupt()
 
 
 def build(root: Path, issues, front: str) -> Orchestrator:

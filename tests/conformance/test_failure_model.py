@@ -16,11 +16,8 @@ from symphony_tui.domain import EventKind
 from symphony_tui.domain.commands import MoveIssue, PauseDispatch, Refresh
 from symphony_tui.scheduler.orchestrator import StartupError
 from symphony_tui.workspaces.manifest import update_manifest
+from symphony_tui_testing.scripted_backend import hang
 from tests.scheduler.conftest import make_issue
-
-
-async def hang(session, prompt, turn):
-    return await session.wait_interrupt()
 
 
 def messages(h, kind: EventKind) -> list[str]:

@@ -14,16 +14,12 @@ from symphony_tui.agents.base import TurnResult, TurnStatus
 from symphony_tui.config.store import WorkflowStore
 from symphony_tui.domain import ClaimState, EventKind, RunStatus
 from symphony_tui.scheduler import policy
-from symphony_tui.scheduler.clock import FakeClock
 from symphony_tui.scheduler.orchestrator import Orchestrator
 from symphony_tui.trackers.local import LocalTracker
 from symphony_tui.workspaces.manager import WorkspaceManager
-from symphony_tui_testing.scripted_backend import ScriptedBackend
+from symphony_tui_testing.clock import FakeClock
+from symphony_tui_testing.scripted_backend import ScriptedBackend, hang
 from tests.scheduler.conftest import T0, make_issue, write_workflow
-
-
-async def hang(session, prompt, turn):
-    return await session.wait_interrupt()
 
 
 def claimed(orch: Orchestrator, issue_id: str) -> bool:

@@ -9,12 +9,8 @@ import subprocess
 import pytest
 
 from symphony_tui.workspaces.manifest import read_section
-from symphony_tui_testing.scripted_backend import ScriptedSession
+from symphony_tui_testing.scripted_backend import ScriptedSession, hang
 from tests.scheduler.conftest import make_issue
-
-
-async def hang(session, prompt, turn):
-    return await session.wait_interrupt()
 
 
 @pytest.fixture

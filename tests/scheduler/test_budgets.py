@@ -7,6 +7,7 @@ from __future__ import annotations
 from symphony_tui.agents.base import TurnResult, TurnStatus
 from symphony_tui.domain import EventKind, RunStatus
 from symphony_tui.domain.commands import ExtendBudget, Interrupt, Rerun
+from symphony_tui_testing.scripted_backend import hang
 
 from .conftest import make_issue
 
@@ -113,9 +114,6 @@ async def test_an_issue_over_its_budget_is_held_before_its_next_attempts_first_t
 
 
 async def test_extend_is_refused_for_a_run_not_held_by_a_budget(make_harness):
-    async def hang(session, prompt, turn):
-        return await session.wait_interrupt()
-
     h = make_harness([make_issue(1)], script=hang)
     await h.start()
     await h.settle()

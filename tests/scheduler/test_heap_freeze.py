@@ -12,7 +12,7 @@ import pytest
 
 from symphony_tui.scheduler import heap_freeze
 from symphony_tui.scheduler.heap_freeze import HeapFreezer
-from symphony_tui_testing.scripted_backend import complete
+from symphony_tui_testing.scripted_backend import complete, hang
 from tests.scheduler.conftest import make_issue
 
 
@@ -168,10 +168,6 @@ async def test_close_cancels_a_pending_freeze():
     freezer.close()
     await turns()
     assert freezer.freezes == 0 and gc.get_freeze_count() == 0
-
-
-async def hang(session, prompt, turn):
-    return await session.wait_interrupt()
 
 
 async def test_the_scheduler_freezes_once_its_runs_sessions_are_open(make_harness, monkeypatch):

@@ -11,14 +11,11 @@ from symphony_tui.agents.base import TurnResult, TurnStatus
 from symphony_tui.domain import AgentEvent, ApprovalKind, ApprovalRequest, EventKind
 from symphony_tui.domain.commands import Approve, PauseDispatch
 from symphony_tui.scheduler.inbox import Barrier, Inbox, Reload, Tick
+from symphony_tui_testing.scripted_backend import hang
 
 from .conftest import make_issue
 
 FLOOD = 1_500
-
-
-async def hang(session, prompt, turn):
-    return await session.wait_interrupt()
 
 
 async def ask_then_hang(session, prompt, turn):

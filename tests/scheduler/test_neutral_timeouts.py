@@ -8,12 +8,9 @@ from pathlib import Path
 from symphony_tui.agents.codex import CodexBackend
 from symphony_tui.config.settings import resolve_settings
 from symphony_tui.domain import AgentEvent, EventKind
+from symphony_tui_testing.scripted_backend import hang
 
 from .conftest import make_issue
-
-
-async def hang(session, prompt, turn):
-    return await session.wait_interrupt()
 
 
 def settings(raw: dict):

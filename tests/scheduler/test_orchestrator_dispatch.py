@@ -8,12 +8,9 @@ from symphony_tui.agents.base import TurnResult, TurnStatus
 from symphony_tui.domain import AgentEvent, BlockerRef, ClaimState, EventKind, RunStatus
 from symphony_tui.domain.commands import Interrupt, Rerun, Stop
 from symphony_tui.scheduler import policy
+from symphony_tui_testing.scripted_backend import hang
 
 from .conftest import make_issue
-
-
-async def hang(session, prompt, turn):
-    return await session.wait_interrupt()
 
 
 def test_dispatch_sort_order_is_priority_then_oldest_creation_time():

@@ -24,7 +24,6 @@ from symphony_tui.domain import (
     RunStatus,
 )
 from symphony_tui.scheduler.approvals import ApprovalDesk, policy_answer
-from symphony_tui.scheduler.clock import FakeClock
 from symphony_tui.scheduler.holds import Holds
 from symphony_tui.scheduler.run import Run
 from symphony_tui.scheduler.snapshots import build_snapshot
@@ -33,6 +32,7 @@ from symphony_tui.scheduler.tools import SET_STATE_TOOL, SessionTools
 from symphony_tui.workspaces.manager import WorkspaceManager
 from symphony_tui.workspaces.manifest import read_manifest, update_manifest
 from symphony_tui.workspaces.recovery import recovered_from
+from symphony_tui_testing.clock import FakeClock
 from symphony_tui_testing.memory_tracker import MemoryTracker
 from tests.scheduler.conftest import T0, make_issue
 

@@ -5,13 +5,9 @@ from __future__ import annotations
 
 from symphony_tui.domain import EventKind
 from symphony_tui.domain.commands import RemoveWorkspace, Rerun, Stop
+from symphony_tui_testing.scripted_backend import hang
 
 from .conftest import make_issue
-
-
-async def hang(session, prompt, turn):
-    return await session.wait_interrupt()
-
 
 REMOVE_HOOK = "hooks:\n  before_remove: echo bye > ../removed-$(basename $PWD).txt\n"
 

@@ -123,3 +123,8 @@ async def complete(session: ScriptedSession, prompt: str, turn: int) -> TurnResu
     """A script: report some tokens and complete the turn."""
     session.usage(100 * turn, output=10 * turn)
     return TurnResult(TurnStatus.COMPLETED, session.turn_id)
+
+
+async def hang(session: ScriptedSession, prompt: str, turn: int) -> TurnResult:
+    """A script: keep the turn running until it is interrupted (a run that stays claimed)."""
+    return await session.wait_interrupt()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from symphony_tui.agents.base import TurnResult, TurnStatus
 from symphony_tui.domain.commands import MoveIssue
-from symphony_tui.scheduler.clock import FakeClock
+from symphony_tui_testing.clock import FakeClock
 from symphony_tui_testing.scripted_backend import ScriptedBackend
 
 from .conftest import TOKEN

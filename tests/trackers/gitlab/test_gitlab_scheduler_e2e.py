@@ -16,10 +16,10 @@ from pathlib import Path
 
 from symphony_tui.agents.base import TurnResult, TurnStatus
 from symphony_tui.config.store import WorkflowStore
-from symphony_tui.scheduler.clock import FakeClock
 from symphony_tui.scheduler.orchestrator import Orchestrator
 from symphony_tui.trackers.gitlab import GitLabTracker
 from symphony_tui.workspaces.manager import WorkspaceManager
+from symphony_tui_testing.clock import FakeClock
 from symphony_tui_testing.fake_gitlab import FakeGitLab
 from symphony_tui_testing.scripted_backend import ScriptedBackend
 from tests.trackers.jira.test_jira_scheduler_e2e import advance_until, until

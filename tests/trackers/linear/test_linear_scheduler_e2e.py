@@ -16,19 +16,15 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from symphony_tui.config.store import WorkflowStore
-from symphony_tui.scheduler.clock import FakeClock
 from symphony_tui.scheduler.orchestrator import Orchestrator
 from symphony_tui.trackers.linear import LinearTracker
 from symphony_tui.workspaces.manager import WorkspaceManager
+from symphony_tui_testing.clock import FakeClock
 from symphony_tui_testing.fake_linear import FakeLinear
-from symphony_tui_testing.scripted_backend import ScriptedBackend
+from symphony_tui_testing.scripted_backend import ScriptedBackend, hang
 
 KEY = "lin_api_E2E_3b9d0c7e5a1f"
 T0 = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
-
-
-async def hang(session, prompt, turn):
-    return await session.wait_interrupt()
 
 
 async def until(predicate: Callable[[], bool], timeout: float = 20.0) -> None:
