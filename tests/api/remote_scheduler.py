@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from symphony_tui.cli import prepare_demo
+from tests.helpers import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -93,12 +94,6 @@ class HeadlessScheduler:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
         self._stderr.close()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Sshd:

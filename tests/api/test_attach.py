@@ -20,16 +20,8 @@ from symphony_tui.api.server import ApiServer
 from symphony_tui.api.stream import StreamHub
 from symphony_tui.domain.commands import Approve
 from tests.api.test_http_api import asking
+from tests.helpers import until
 from tests.scheduler.conftest import make_issue
-
-
-async def until(predicate, timeout=10.0):
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError("condition not reached")
-        await asyncio.sleep(0.02)
 
 
 @pytest.fixture

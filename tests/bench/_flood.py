@@ -15,7 +15,6 @@ import os
 import re
 import shlex
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,18 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from symphony_tui.api.auth import CONTROL_HEADER, find_control_token
+from tests.helpers import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 AGENT = Path(__file__).resolve().parent / "flood_agent.py"
 HOST = Path(__file__).resolve().parent / "sched_host.py"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 STAMP = re.compile(r"@(\d{9,11}\.\d+)")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def cpu_seconds(pid: int) -> float:

@@ -28,6 +28,7 @@ from symphony_tui.workspaces.manager import WorkspaceManager
 from symphony_tui_testing.memory_tracker import MemoryTracker
 from symphony_tui_testing.scripted_backend import ScriptedBackend
 from tests.bench._common import figure
+from tests.helpers import until
 from tests.scheduler.conftest import make_issue, write_workflow
 
 
@@ -65,25 +66,20 @@ async def run(issues: int, workers: int, rounds: int) -> None:
                 json.dumps(orch.snapshot().state_payload())
                 latencies.append(time.perf_counter() - t0 - 0.01)
 
-        async def until(predicate, timeout: float = 60.0) -> None:
-            deadline = time.perf_counter() + timeout
-            while not predicate():
-                if time.perf_counter() > deadline:
-                    raise TimeoutError("turnover did not happen")
-                await asyncio.sleep(0.01)
-
-        await until(lambda: len(orch.running) == workers)
+        await until(lambda: len(orch.running) == workers, step=0.01, what="turnover")
         probe_task = asyncio.create_task(probe())
         round_s = []
         for _ in range(rounds):
             started = {r.issue.id for r in orch.running.values()}
             t0 = time.perf_counter()
             release.set()
-            await until(lambda s=started: not (s & set(orch.running)))
+            await until(lambda s=started: not (s & set(orch.running)), step=0.01, what="turnover")
             release.clear()
             orch.request_refresh()
             await until(
-                lambda s=started: len(orch.running) == workers and not s & set(orch.running)
+                lambda s=started: len(orch.running) == workers and not s & set(orch.running),
+                step=0.01,
+                what="turnover",
             )
             round_s.append(time.perf_counter() - t0)
         probing = False

@@ -19,19 +19,12 @@ from symphony_tui.workspaces.manager import WorkspaceManager
 from symphony_tui_testing.clock import FakeClock
 from symphony_tui_testing.memory_tracker import MemoryTracker
 from symphony_tui_testing.scripted_backend import ScriptedBackend, hang
+from tests.helpers import until
 from tests.scheduler.conftest import T0, make_issue, write_workflow
 
 
 def config_events(orch: Orchestrator) -> list[str]:
     return [e.message for e in orch.events_since(0) if e.kind is EventKind.CONFIG]
-
-
-async def wait_for(predicate, timeout: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        assert loop.time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.02)
 
 
 def edit(path: Path, old: str, new: str) -> None:
@@ -70,7 +63,7 @@ async def test_workflow_file_changes_are_detected_and_reapplied_without_restart(
         edit(path, "max_concurrent_agents: 1", "max_concurrent_agents: 3")
         edit(path, "interval_ms: 30000", "interval_ms: 5000")
         edit(path, "first prompt", "second prompt")
-        await wait_for(lambda: "WORKFLOW.md reloaded" in config_events(orch))
+        await until(lambda: "WORKFLOW.md reloaded" in config_events(orch))
         assert orch.settings.agent.max_concurrent_agents == 3
         # The new poll interval is applied to the next tick without a restart.
         assert (orch.next_poll_at - clock.now()).total_seconds() == 5.0
@@ -97,7 +90,7 @@ async def test_invalid_workflow_reload_keeps_last_known_good_and_emits_an_operat
         # Valid YAML, invalid settings: the scheduler keeps going on the last good ones.
         edit(path, "interval_ms: 30000", "interval_ms: soon")
         edit(path, "max_concurrent_agents: 1", "max_concurrent_agents: 2")
-        await wait_for(lambda: orch.snapshot().config_error is not None)
+        await until(lambda: orch.snapshot().config_error is not None)
         error = orch.snapshot().config_error
         assert "polling.interval_ms" in error
         assert any("reload failed, keeping last good" in m for m in config_events(orch))
@@ -112,7 +105,7 @@ async def test_invalid_workflow_reload_keeps_last_known_good_and_emits_an_operat
         assert orch.snapshot().config_error == error  # still shown until fixed
         # Fixing the file clears the error and applies the new settings.
         edit(path, "interval_ms: soon", "interval_ms: 30000")
-        await wait_for(lambda: orch.snapshot().config_error is None)
+        await until(lambda: orch.snapshot().config_error is None)
         await orch.tick()
         await clock.settle()
         assert sorted(orch.running) == ["id-1", "id-2"]

@@ -5,11 +5,11 @@ scheduler) and a detached ``sleep`` in a subshell (re-parented to init, same gro
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 from symphony_tui.domain.commands import Stop
 from symphony_tui.runtime import build_runtime
+from tests.helpers import until
 
 from .conftest import child_env, issue, write_project
 
@@ -21,14 +21,6 @@ def alive(pid: int) -> bool:
     except (FileNotFoundError, ProcessLookupError):
         return False
     return fields[0] != "Z"
-
-
-async def wait_until(predicate, timeout: float = 60.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        assert loop.time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.05)
 
 
 def read_pids(folder: Path, key: str) -> list[int]:
@@ -58,20 +50,20 @@ async def test_stop_and_shutdown_kill_the_agents_whole_process_tree(tmp_path):
     try:
         await orch.start()
         # Both agents are up and waiting on the operator: their trees are complete.
-        await wait_until(lambda: len(orch.snapshot().approvals) == 2)
+        await until(lambda: len(orch.snapshot().approvals) == 2)
         first, second = read_pids(pids, "CONF-1"), read_pids(pids, "CONF-2")
         assert {r.issue_identifier for r in orch.snapshot().running} == {"CONF-1", "CONF-2"}
         assert all(alive(p) for p in first + second)
 
         result = await orch.send(Stop(issue_id="c-1"))
         assert result.ok
-        await wait_until(lambda: "c-1" not in orch.running)
-        await wait_until(lambda: not any(alive(p) for p in first), timeout=20)
+        await until(lambda: "c-1" not in orch.running)
+        await until(lambda: not any(alive(p) for p in first), timeout=20)
         assert all(alive(p) for p in second)  # the other worker is untouched
         assert (project.workspaces / "CONF-1").is_dir()  # stop keeps the workspace
         assert "c-1" in orch.held
     finally:
         await runtime.close()
     # Shutting the scheduler down ends the remaining worker's tree as well.
-    await wait_until(lambda: not any(alive(p) for p in second), timeout=20)
+    await until(lambda: not any(alive(p) for p in second), timeout=20)
     assert not any(alive(p) for p in read_pids(pids, "CONF-1"))

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 from textual.pilot import Pilot
 
 from symphony_tui.console.app import SymphonyApp
+from tests.helpers import until
+
+T = TypeVar("T")
 
 SIZE = (120, 36)
 
@@ -25,3 +31,9 @@ async def done(pilot: Pilot) -> None:
 
 def notifications(app: SymphonyApp) -> list[tuple[str, str]]:
     return [(n.message, n.severity) for n in app._notifications]
+
+
+async def wait_until(pilot: Pilot, predicate: Callable[[], T], timeout: float = 120.0) -> T:
+    """:func:`tests.helpers.until` between the pilot's pauses, so the app refreshes while a
+    real agent program works; returns the predicate's truthy value."""
+    return await until(predicate, timeout, step=0.05, what="the console", pause=pilot.pause)

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.console.test_tmux_demo import REPO, Pane
+from tests.helpers import until_blocking
 from tests.real_programs import require_tmux
 
 pytestmark = pytest.mark.slow
@@ -79,16 +80,6 @@ def agent_pids(workspaces: Path) -> set[int]:
         if agent and state not in ("Z", "X"):
             found.add(int(entry.name))
     return found
-
-
-def until(what: str, predicate, bound_s: float = BOUND_S):
-    deadline = time.monotonic() + bound_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture
@@ -156,8 +147,10 @@ def test_killing_the_consoles_tmux_leaves_the_agents_running_and_a_new_console_a
     workspaces = root / "workspaces"
     first = console_in_tmux(root, env, tmp / "first.sock")
     first.wait("both agents working", lambda s: s.count("● working") == 2)
-    agents = until(
-        "two agent processes", lambda: (p := agent_pids(workspaces)) and len(p) == 2 and p
+    agents = until_blocking(
+        lambda: (p := agent_pids(workspaces)) and len(p) == 2 and p,
+        BOUND_S,
+        what="two agent processes",
     )
 
     first.tmux("kill-server")
@@ -208,7 +201,7 @@ def test_q_in_an_attached_console_stops_the_scheduler_and_its_agents(project):
     first.wait("the stop-or-detach question", lambda s: "Detach (d)" in s)
     first.keys("d")
     first.wait("the console detached", lambda s: "EXITED 0" in s)
-    until("two agent processes", lambda: len(agent_pids(workspaces)) == 2)
+    until_blocking(lambda: len(agent_pids(workspaces)) == 2, BOUND_S, what="two agent processes")
 
     second = console_in_tmux(root, env, tmp / "second.sock")
     second.wait("both rows working", lambda s: s.count("● working") == 2)

@@ -20,14 +20,10 @@ import textwrap
 import time
 from pathlib import Path
 
+from tests.helpers import free_port
+
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 HAVE_SSHD = os.path.exists(SSHD)
-
-
-def free_port(address: str) -> int:
-    with socket.socket() as s:
-        s.bind((address, 0))
-        return s.getsockname()[1]
 
 
 def children(pid: int) -> list[int]:

@@ -13,7 +13,7 @@ import pytest
 
 from symphony_tui.config.worker_hosts import parse_host
 from symphony_tui.hosts.ssh import SshError, SshTarget, control_dir
-from tests.hosts.sshd import free_port
+from tests.helpers import free_port
 
 pytestmark = pytest.mark.slow
 

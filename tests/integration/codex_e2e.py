@@ -12,11 +12,10 @@ so a test scripts each turn through the fake model's ``aliases`` (``STEP2`` -> .
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import shlex
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -161,18 +160,6 @@ async def project_factory(tmp_path: Path, codex_schema: CodexSchema):
     for p in made:
         wire = p.wire()
         assert codex_schema.validate_all(wire) == len(wire)
-
-
-async def wait_for(predicate: Callable[[], Any], timeout: float = 60.0, step: float = 0.02) -> Any:
-    """Poll ``predicate`` until truthy (returned) or fail after ``timeout`` seconds."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        assert loop.time() < deadline, "timed out waiting for a condition"
-        await asyncio.sleep(step)
 
 
 def events_of(

@@ -4,26 +4,17 @@ completes, and the token totals on screen equal what the fake model reported."""
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 from textual.widgets import Static
 
 from symphony_tui.console.app import SymphonyApp
 from symphony_tui.runtime import build_runtime
 from symphony_tui_testing.fake_model import FakeModelServer
+from tests.console.helpers import wait_until
 
 from .real_codex_project import make_project
 
 pytestmark = pytest.mark.real_codex
-
-
-async def wait_until(pilot, predicate, timeout: float = 120.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        assert loop.time() < deadline, "timed out waiting for the console"
-        await pilot.pause(0.05)
 
 
 async def test_operator_approves_a_real_codex_request_from_the_console(tmp_path):

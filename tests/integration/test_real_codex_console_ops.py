@@ -5,7 +5,6 @@ what the fake model reported. Each test runs ``SymphonyApp`` over ``build_runtim
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from datetime import UTC, datetime, timedelta
@@ -16,6 +15,7 @@ from textual.widgets import Static
 from symphony_tui.console import fmt
 from symphony_tui.console.app import SymphonyApp
 from symphony_tui.domain import ApprovalKind, EventKind
+from tests.console.helpers import wait_until
 
 from .codex_e2e import DONE, codex_schema, events_of, fake, project_factory, run_ends
 
@@ -30,28 +30,17 @@ def console(rt, **kw) -> SymphonyApp:
     return SymphonyApp(orch, runner=orch.run, shutdown=rt.close, cursor_blink=False, **kw)
 
 
-async def until(pilot, predicate, timeout: float = 60.0):
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        assert loop.time() < deadline, "timed out waiting for the console"
-        await pilot.pause(0.02)
-
-
 async def quit_console(pilot, app: SymphonyApp) -> None:
     """Quit once the screen shows no running worker (quitting otherwise asks first)."""
-    await until(pilot, lambda: app.snapshot is not None and not app.snapshot.running)
+    await wait_until(pilot, lambda: app.snapshot is not None and not app.snapshot.running)
     await app.action_quit()
 
 
 async def select_worker_with_approval(pilot, orch):
     """Wait for a pending approval, then focus the workers pane (its row is selected)."""
-    approval = (await until(pilot, lambda: orch.snapshot().approvals))[0]
+    approval = (await wait_until(pilot, lambda: orch.snapshot().approvals))[0]
     await pilot.press("2")
-    await until(pilot, lambda: pilot.app.screen.selected_approval() is not None)
+    await wait_until(pilot, lambda: pilot.app.screen.selected_approval() is not None)
     return approval
 
 
@@ -72,7 +61,7 @@ async def test_accept_for_session_is_not_asked_again_in_a_later_turn(project_fac
         approval = await select_worker_with_approval(pilot, orch)
         assert approval.kind is ApprovalKind.COMMAND and "echo again" in (approval.command or "")
         await pilot.press("A")
-        ends = await until(pilot, lambda: run_ends(rt))
+        ends = await wait_until(pilot, lambda: run_ends(rt))
         turns = len(events_of(rt, EventKind.TURN_STARTED, issue_id="e2e-1"))
         requested = events_of(rt, EventKind.APPROVAL_REQUESTED)
         await quit_console(pilot, app)
@@ -103,7 +92,7 @@ async def test_decline_from_the_console_and_the_turn_goes_on(project_factory, fa
     async with app.run_test(size=SIZE) as pilot:
         await select_worker_with_approval(pilot, orch)
         await pilot.press("d")
-        ends = await until(pilot, lambda: run_ends(rt))
+        ends = await wait_until(pilot, lambda: run_ends(rt))
         completed = [
             getattr(e.payload, "status", None)
             for e in events_of(rt, EventKind.COMMAND_COMPLETED, "e2e-1")
@@ -131,14 +120,14 @@ async def test_interrupt_during_a_streamed_answer_ends_cancelled_within_2s(proje
     orch = rt.orchestrator
     app = console(rt)
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: events_of(rt, EventKind.MESSAGE_DELTA, issue_id="e2e-1"))
+        await wait_until(pilot, lambda: events_of(rt, EventKind.MESSAGE_DELTA, issue_id="e2e-1"))
         await pilot.press("2")
-        await until(pilot, lambda: pilot.app.screen.selected_issue_id() == "e2e-1")
+        await wait_until(pilot, lambda: pilot.app.screen.selected_issue_id() == "e2e-1")
         await pilot.press("i")
-        await until(pilot, lambda: pilot.app.screen.__class__.__name__ == "Confirm")
+        await wait_until(pilot, lambda: pilot.app.screen.__class__.__name__ == "Confirm")
         started = time.monotonic()
         await pilot.press("y")
-        ends = await until(pilot, lambda: run_ends(rt), timeout=10)
+        ends = await wait_until(pilot, lambda: run_ends(rt), timeout=10)
         elapsed = time.monotonic() - started
         snap = orch.snapshot()
         await quit_console(pilot, app)
@@ -184,11 +173,11 @@ async def test_question_in_plan_mode_is_answered_from_the_console(project_factor
         assert approval.kind is ApprovalKind.USER_INPUT
         assert approval.questions[0].question == "Which color should the button be?"
         await pilot.press("t")
-        await until(pilot, lambda: pilot.app.screen.__class__.__name__ == "Choose")
+        await wait_until(pilot, lambda: pilot.app.screen.__class__.__name__ == "Choose")
         shown = str(pilot.app.screen.query_one("#dialog-body", Static).render())
         assert "Which color should the button be?" in shown
         await pilot.press("down", "enter")  # pick the second option
-        ends = await until(pilot, lambda: run_ends(rt))
+        ends = await wait_until(pilot, lambda: run_ends(rt))
         await quit_console(pilot, app)
 
     assert ends[0]["outcome"] == "normal", ends
@@ -227,9 +216,9 @@ async def test_token_pane_totals_over_turns_and_a_retry_and_rate_limits(project_
     orch = rt.orchestrator
     app = console(rt, clock=lambda: now)
     async with app.run_test(size=SIZE) as pilot:
-        ends = await until(pilot, lambda: len(run_ends(rt)) >= 2 and run_ends(rt))
+        ends = await wait_until(pilot, lambda: len(run_ends(rt)) >= 2 and run_ends(rt))
         expected = fake.usage_total
-        await until(pilot, lambda: orch.snapshot().totals == expected)
+        await wait_until(pilot, lambda: orch.snapshot().totals == expected)
         await pilot.pause(0.6)  # a repaint from the latest snapshot
         totals = str(app.screen.query_one("#token-totals", Static).render())
         limits = str(app.screen.query_one("#token-limits", Static).render())
@@ -268,9 +257,9 @@ async def test_cancel_from_the_console_ends_the_run_cancelled_not_backed_off(pro
     async with app.run_test(size=SIZE) as pilot:
         await select_worker_with_approval(pilot, orch)
         await pilot.press("c")
-        await until(pilot, lambda: pilot.app.screen.__class__.__name__ == "Confirm")
+        await wait_until(pilot, lambda: pilot.app.screen.__class__.__name__ == "Confirm")
         await pilot.press("y")
-        ends = await until(pilot, lambda: run_ends(rt))
+        ends = await wait_until(pilot, lambda: run_ends(rt))
         snap = orch.snapshot()
         await quit_console(pilot, app)
 
@@ -301,16 +290,16 @@ async def test_grant_part_of_a_permissions_request_from_the_console(project_fact
         approval = await select_worker_with_approval(pilot, orch)
         assert approval.kind is ApprovalKind.PERMISSIONS
         await pilot.press("g")
-        await until(pilot, lambda: pilot.app.screen.__class__.__name__ == "Choose")
+        await wait_until(pilot, lambda: pilot.app.screen.__class__.__name__ == "Choose")
         await pilot.press("enter")  # "network access"
-        await until(
+        await wait_until(
             pilot,
             lambda: (
                 "For how long" in str(pilot.app.screen.query("#dialog").first().border_title or "")
             ),
         )
         await pilot.press("down", "enter")  # "the rest of the session"
-        ends = await until(pilot, lambda: run_ends(rt))
+        ends = await wait_until(pilot, lambda: run_ends(rt))
         await quit_console(pilot, app)
 
     assert ends[0]["outcome"] == "normal", ends

@@ -10,8 +10,9 @@ import pytest
 
 from symphony_tui.domain import ApprovalKind
 from symphony_tui.domain.commands import Approve, Deny
+from tests.helpers import until
 
-from .codex_e2e import DONE, codex_schema, fake, project_factory, run_ends, wait_for
+from .codex_e2e import DONE, codex_schema, fake, project_factory, run_ends
 
 pytestmark = pytest.mark.real_codex
 __all__ = ["codex_schema", "fake", "project_factory"]
@@ -50,24 +51,24 @@ async def test_operator_grants_a_subset_for_the_turn_then_for_the_session(
     await orch.start()
 
     # turn 1: network and a write path asked; the operator grants the network only
-    first = (await wait_for(lambda: orch.snapshot().approvals))[0]
+    first = (await until(lambda: orch.snapshot().approvals))[0]
     assert first.kind is ApprovalKind.PERMISSIONS
     assert first.permissions["network"] == {"enabled": True}
     assert first.permissions["fileSystem"]["write"] == [target]
     ok = await orch.send(Approve(approval_id=first.id, permissions={"network": {"enabled": True}}))
     assert ok.ok, ok
     # turn 2: network again; granted for the rest of the session this time
-    second = (await wait_for(lambda: [a for a in orch.snapshot().approvals if a.id != first.id]))[0]
+    second = (await until(lambda: [a for a in orch.snapshot().approvals if a.id != first.id]))[0]
     ok = await orch.send(Approve(approval_id=second.id, for_session=True))
     assert ok.ok, ok
     # turn 3: network plus the path: the operator declines
     third = (
-        await wait_for(
+        await until(
             lambda: [a for a in orch.snapshot().approvals if a.id not in (first.id, second.id)]
         )
     )[0]
     await orch.send(Deny(approval_id=third.id))
-    ends = await wait_for(lambda: run_ends(rt))
+    ends = await until(lambda: run_ends(rt))
 
     assert ends[0]["outcome"] == "normal", ends
     granted = [r["result"] for r in project.responses() if "permissions" in r.get("result", {})]

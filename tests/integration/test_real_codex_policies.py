@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 
 from symphony_tui.domain import EventKind
+from tests.helpers import until
 
-from .codex_e2e import DONE, codex_schema, events_of, fake, project_factory, run_ends, wait_for
+from .codex_e2e import DONE, codex_schema, events_of, fake, project_factory, run_ends
 
 pytestmark = pytest.mark.real_codex
 __all__ = ["codex_schema", "fake", "project_factory"]
@@ -27,7 +28,7 @@ async def test_approval_policy_answers_without_an_operator(
     )
     rt = project.runtime()
     await rt.orchestrator.start()
-    ends = await wait_for(lambda: run_ends(rt))
+    ends = await until(lambda: run_ends(rt))
 
     assert ends[0]["outcome"] == "normal", ends
     (resolved,) = events_of(rt, EventKind.APPROVAL_RESOLVED)
@@ -56,10 +57,10 @@ async def test_unanswered_approval_is_declined_at_the_timeout_and_the_attempt_fa
     rt = project.runtime()
     orch = rt.orchestrator
     await orch.start()
-    asked = (await wait_for(lambda: orch.snapshot().approvals))[0]
+    asked = (await until(lambda: orch.snapshot().approvals))[0]
     assert asked.deadline_at is not None and asked.created_at is not None
     assert (asked.deadline_at - asked.created_at).total_seconds() == 1.5
-    ends = await wait_for(lambda: run_ends(rt))
+    ends = await until(lambda: run_ends(rt))
 
     assert ends[0]["outcome"] == "failed", ends
     assert ends[0]["error"] == "command approval unanswered for 1.5s: declined"
@@ -69,5 +70,5 @@ async def test_unanswered_approval_is_declined_at_the_timeout_and_the_attempt_fa
         r["result"]["decision"] for r in project.responses() if "decision" in r.get("result", {})
     ] == ["decline"]
     assert not (project.workspaces / "E2E-1" / "proof.txt").exists()
-    retrying = await wait_for(lambda: orch.snapshot().retrying)
+    retrying = await until(lambda: orch.snapshot().retrying)
     assert retrying[0].error == ends[0]["error"]  # retried with backoff like any failure

@@ -11,8 +11,9 @@ import pytest
 
 from symphony_tui.domain import EventKind, TokenUsage
 from symphony_tui.workspaces.manifest import read_section
+from tests.helpers import until
 
-from .codex_e2e import DONE, codex_schema, events_of, fake, project_factory, run_ends, wait_for
+from .codex_e2e import DONE, codex_schema, events_of, fake, project_factory, run_ends
 
 pytestmark = pytest.mark.real_codex
 __all__ = ["codex_schema", "fake", "project_factory"]
@@ -42,10 +43,10 @@ async def test_model_server_down_fails_at_the_turn_deadline_and_the_retry_comple
 
     # attempt 1 loses the server after its first turn; attempt 2 (a fresh codex that never
     # reached it) retries the refused connection until the turn deadline stops it
-    ends = await wait_for(lambda: len(run_ends(rt)) >= 2 and run_ends(rt))
+    ends = await until(lambda: len(run_ends(rt)) >= 2 and run_ends(rt))
     assert [e["outcome"] for e in ends] == ["failed", "failed"], ends
     assert "timed out" in ends[1]["error"] or "turn_timeout" in ends[1]["error"], ends[1]
-    retrying = await wait_for(lambda: orch.snapshot().retrying)
+    retrying = await until(lambda: orch.snapshot().retrying)
     assert retrying[0].issue_identifier == "E2E-1" and retrying[0].attempt == 2
     assert retrying[0].error == ends[1]["error"]
     reconnects = [
@@ -60,7 +61,7 @@ async def test_model_server_down_fails_at_the_turn_deadline_and_the_retry_comple
 
     fake.aliases["STEPA"] = "back again"
     fake.start()  # the model server comes back on the same port
-    ends = await wait_for(lambda: len(run_ends(rt)) >= 3 and run_ends(rt))
+    ends = await until(lambda: len(run_ends(rt)) >= 3 and run_ends(rt))
     assert ends[2]["outcome"] == "normal", ends
     assert "state: Done" in project.issues_file.read_text()
     assert not orch.snapshot().retrying
@@ -86,7 +87,7 @@ async def test_restart_mid_run_resumes_the_recorded_thread(project_factory, fake
     rt1 = project.runtime()
     await rt1.orchestrator.start()
     # turn 2 is streaming: the console goes away now
-    await wait_for(
+    await until(
         lambda: any(
             e.message.startswith("word")
             for e in events_of(rt1, EventKind.MESSAGE_DELTA, issue_id="e2e-1")
@@ -101,7 +102,7 @@ async def test_restart_mid_run_resumes_the_recorded_thread(project_factory, fake
     rt2 = project.runtime()
     restart_at = datetime.now(UTC)
     await rt2.orchestrator.start()
-    ends = await wait_for(lambda: run_ends(rt2, since=restart_at))
+    ends = await until(lambda: run_ends(rt2, since=restart_at))
     assert ends[0]["outcome"] == "normal", ends
     assert "state: Done" in project.issues_file.read_text()
 
@@ -129,9 +130,9 @@ async def test_a_silent_model_is_a_stall_and_the_attempt_is_retried(project_fact
     rt = project.runtime()
     orch = rt.orchestrator
     await orch.start()
-    ends = await wait_for(lambda: run_ends(rt), timeout=30)
+    ends = await until(lambda: run_ends(rt), timeout=30)
 
     assert ends[0]["outcome"] == "failed" and ends[0]["status"] == "stalled", ends
     assert ends[0]["error"].startswith("stalled: no agent event for")
-    retrying = await wait_for(lambda: orch.snapshot().retrying)
+    retrying = await until(lambda: orch.snapshot().retrying)
     assert retrying[0].error == ends[0]["error"]

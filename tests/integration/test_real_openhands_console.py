@@ -13,7 +13,6 @@ fake model.
 
 from __future__ import annotations
 
-import asyncio
 from datetime import timedelta
 
 import pytest
@@ -27,18 +26,11 @@ from symphony_tui.runtime import Runtime, build_runtime
 from symphony_tui.scheduler import policy
 from symphony_tui.workspaces.manifest import read_manifest
 from symphony_tui_testing.fake_model import FakeModelServer
+from tests.console.helpers import wait_until
 
 from .real_openhands_project import IDENTIFIER, OpenHandsProject, make_project
 
 pytestmark = pytest.mark.real_openhands
-
-
-async def wait_until(pilot, predicate, timeout: float = 120.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        assert loop.time() < deadline, "timed out waiting for the console"
-        await pilot.pause(0.05)
 
 
 def console(project: OpenHandsProject, tmp_path, name: str) -> tuple[SymphonyApp, Runtime]:

@@ -27,6 +27,7 @@ from symphony_tui.runtime import build_runtime
 from symphony_tui.workspaces.manifest import read_manifest
 from symphony_tui_testing.fake_model import FakeModelServer
 from symphony_tui_testing.openhands_env import openhands_server
+from tests.helpers import until
 from tests.real_programs import require_openhands
 
 from ..agents.cutting_proxy import CuttingProxy, websocket_upgrade
@@ -119,12 +120,6 @@ async def _status(base_url: str, key: str, cid: str) -> str:
         return (await c.get(f"/api/conversations/{cid}")).json()["execution_status"]
 
 
-async def _until(predicate, timeout: float = 90.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not predicate():
-            await asyncio.sleep(0.05)
-
-
 async def test_dropped_socket_reconnects_and_the_transcript_loses_no_event(tmp_path):
     require_openhands()
     async with (
@@ -154,7 +149,7 @@ async def test_dropped_socket_reconnects_and_the_transcript_loses_no_event(tmp_p
                     seen[:] = orch.events_since(0, limit=100_000)
                     return any(e.kind is EventKind.COMMAND_STARTED for e in seen)
 
-                await _until(command_started)
+                await until(command_started, 90.0)
                 cid = next(e.session_id for e in seen if e.kind is EventKind.SESSION_STARTED)
                 # Cut the socket and keep it down until the conversation is over: everything
                 # after the command started reaches the scheduler only through reconciliation.

@@ -22,6 +22,7 @@ from symphony_tui.workspaces.manager import WorkspaceManager
 from symphony_tui_testing.clock import FakeClock
 from symphony_tui_testing.memory_tracker import MemoryTracker
 from symphony_tui_testing.scripted_backend import ScriptedBackend, complete
+from tests.helpers import until
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -96,12 +97,7 @@ class Harness:
             await self.orch.barrier()
 
     async def until(self, predicate, timeout: float = 5.0) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while not predicate():
-            if loop.time() > deadline:
-                raise AssertionError("condition not reached in time")
-            await asyncio.sleep(0.005)
+        await until(predicate, timeout, step=0.005)
 
     def ws(self, identifier: str) -> Path:
         return self.root / "ws" / identifier

@@ -5,19 +5,11 @@ error, while its worker's cleanup (``after_run``, up to ``hooks.timeout_ms``) st
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 from symphony_tui.domain import RunStatus
+from tests.helpers import until_exists
 
 from .conftest import make_issue
-
-
-async def _until(path: Path) -> None:
-    for _ in range(3000):  # 60 s of real time at most: a hook is a real process
-        if path.exists():
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"{path} never appeared")
 
 
 async def test_a_failed_launch_is_on_its_row_while_after_run_runs(make_harness, tmp_path):
@@ -26,7 +18,7 @@ async def test_a_failed_launch_is_on_its_row_while_after_run_runs(make_harness, 
     h = make_harness([make_issue(1)], front=f"hooks:\n  after_run: '{hook}'\n")
     h.backend.fail_start = 1
     await h.start()
-    await _until(started)
+    await until_exists(started)
     await h.orch.barrier()
     (row,) = h.orch.snapshot().running
     assert row.status is RunStatus.FAILED

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import until_blocking
 from tests.scheduler.test_usage_restart_e2e import REPO, _kill, _start, _state
 
 pytestmark = pytest.mark.slow
@@ -72,16 +73,6 @@ def _agents_in(workspace: Path) -> set[int]:
     return groups
 
 
-def _until(predicate, timeout: float = 90.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.2)
-
-
 def test_kill_9_and_restart_leave_one_agent_per_issue(tmp_path):
     project = tmp_path / "project"
     project.mkdir()
@@ -102,7 +93,7 @@ def test_kill_9_and_restart_leave_one_agent_per_issue(tmp_path):
     first = second = None
     try:
         first, url = _start(project, env, lock=True)
-        _until(lambda: _state(url)["running"])
+        until_blocking(lambda: _state(url)["running"], 90.0)
 
         def recorded() -> int | None:
             with contextlib.suppress(OSError, ValueError):
@@ -110,7 +101,7 @@ def test_kill_9_and_restart_leave_one_agent_per_issue(tmp_path):
                 return group.get("pgid")
             return None
 
-        old = _until(recorded)
+        old = until_blocking(recorded, 90.0)
         started.add(old)
         assert old in _agents_in(workspace)
         os.kill(first.pid, signal.SIGKILL)  # the scheduler only: its agent lives on
@@ -119,8 +110,8 @@ def test_kill_9_and_restart_leave_one_agent_per_issue(tmp_path):
         assert old in _agents_in(workspace), "the agent should outlive the killed scheduler"
 
         second, url = _start(project, env, lock=True)
-        _until(lambda: _state(url)["running"])
-        agents = _until(lambda: _agents_in(workspace), timeout=60)
+        until_blocking(lambda: _state(url)["running"], 90.0)
+        agents = until_blocking(lambda: _agents_in(workspace), 60.0)
         started |= agents
         assert old not in agents  # ended before the issue was dispatched again
         time.sleep(1.0)  # the new run's agent is up; nothing else joins it

@@ -18,6 +18,7 @@ from symphony_tui.domain import EventKind
 from symphony_tui.domain.payloads import HookResult
 from symphony_tui.scheduler.usage_book import RunUsage, decode
 from symphony_tui.scheduler.usage_ledger import UsageLedger
+from tests.helpers import until_exists
 from tests.workspaces.test_workspace_hooks import _becomes_dead
 
 from .conftest import make_issue
@@ -34,14 +35,6 @@ def _hung_hook(name: str, tmp_path: Path) -> str:
         f"hooks:\n  timeout_ms: {HOUR_MS}\n  shutdown_grace_ms: {GRACE_MS}\n"
         f"  {name}: 'sleep 600 & echo $! > {child}; touch {started}; wait'\n"
     )
-
-
-async def _until(path: Path) -> None:
-    for _ in range(int(BOUND_S * 50)):
-        if path.exists():
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"{path} never appeared")
 
 
 def _hook_events(h, name: str) -> list:
@@ -98,7 +91,7 @@ async def test_a_hung_after_run_is_cut_short_and_the_run_ends_as_on_any_quit(
 async def test_a_hung_before_run_is_ended_and_said_in_the_event_log(make_harness, tmp_path):
     h = make_harness([make_issue(1)], front=_hung_hook("before_run", tmp_path))
     await h.start()
-    await _until(tmp_path / "before_run.started")
+    await until_exists(tmp_path / "before_run.started", BOUND_S)
 
     await asyncio.wait_for(h.orch.shutdown(), BOUND_S)
 
@@ -159,7 +152,9 @@ async def test_an_after_run_already_running_at_the_stop_gets_its_grace_from_the_
     front = _after_run_when_the_turn_fails(tmp_path, int(BOUND_S * 1000), f"sleep 3; touch {saved}")
     h = make_harness([make_issue(1)], script=_failing, front=front)
     await h.start()
-    await _until(tmp_path / "after_run.started")  # the worker is in its cleanup's hook
+    await until_exists(
+        tmp_path / "after_run.started", BOUND_S
+    )  # the worker is in its cleanup's hook
 
     await asyncio.wait_for(h.orch.shutdown(), BOUND_S)
 
@@ -180,7 +175,7 @@ async def test_an_after_run_already_running_at_the_stop_is_cut_once_its_grace_is
     )
     h = make_harness([make_issue(1)], script=_failing, front=front)
     await h.start()
-    await _until(tmp_path / "after_run.started")
+    await until_exists(tmp_path / "after_run.started", BOUND_S)
 
     await asyncio.wait_for(h.orch.shutdown(), BOUND_S)
 

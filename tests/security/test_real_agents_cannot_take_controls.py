@@ -18,10 +18,10 @@ from symphony_tui.domain import EventKind
 from symphony_tui.runtime import build_runtime
 from symphony_tui_testing.fake_model import FakeModelServer
 from symphony_tui_testing.opencode_env import opencode_env, server_command
+from tests.helpers import until
 from tests.integration.codex_e2e import (  # noqa: F401  (fixtures)
     codex_schema,
     events_of,
-    wait_for,
 )
 from tests.integration.codex_e2e import fake as fake
 from tests.integration.codex_e2e import project_factory as project_factory
@@ -58,9 +58,9 @@ async def test_the_real_codex_cannot_use_the_controls(project_factory, fake, tmp
     await api.start()
     try:
         await rt.orchestrator.start()
-        posture = (await wait_for(lambda: rt.orchestrator.snapshot().running))[0].posture
+        posture = (await until(lambda: rt.orchestrator.snapshot().running))[0].posture
         assert posture is not None and "LINEAR_API_KEY" in posture.secrets_withheld
-        await wait_for(lambda: events_of(rt, EventKind.RUN_ENDED), timeout=120)
+        await until(lambda: events_of(rt, EventKind.RUN_ENDED), timeout=120)
         items = _report(report)
         done = next((i for i in items if i.get("done")), None)
         assert done is not None, f"the attack did not run: {items[:3]}"
@@ -114,10 +114,10 @@ async def test_the_real_opencode_cannot_use_the_controls(tmp_path):
         await api.start()
         try:
             await rt.orchestrator.start()
-            posture = (await wait_for(lambda: rt.orchestrator.snapshot().running))[0].posture
+            posture = (await until(lambda: rt.orchestrator.snapshot().running))[0].posture
             assert posture is not None and posture.sandbox.startswith("none")
             assert posture.control_api.startswith("reachable at")
-            await wait_for(lambda: events_of(rt, EventKind.RUN_ENDED), timeout=120)
+            await until(lambda: events_of(rt, EventKind.RUN_ENDED), timeout=120)
             items = _report(report)
             done = next((i for i in items if i.get("done")), None)
             assert done is not None, f"the attack did not run: {items[:3]}"

@@ -14,19 +14,12 @@ from pathlib import Path
 from symphony_tui.workspaces.hooks import HookCutoff, run_hook
 from symphony_tui.workspaces.manager import WorkspaceManager
 from symphony_tui.workspaces.manifest import read_section
+from tests.helpers import until_exists
 from tests.workspaces.test_workspace_hooks import _becomes_dead
 from tests.workspaces.test_workspace_manager import Config, make_issue
 
 HOUR_MS = 3_600_000
 BOUND_S = 60.0  # a bound for a hung test only, never a figure
-
-
-async def _until_exists(path: Path) -> None:
-    for _ in range(int(BOUND_S * 50)):  # the hook says it started through the filesystem
-        if path.exists():
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"{path} never appeared")
 
 
 async def test_a_hung_hook_is_cut_short_with_its_whole_process_group(tmp_path: Path) -> None:
@@ -44,7 +37,7 @@ async def test_a_hung_hook_is_cut_short_with_its_whole_process_group(tmp_path: P
             cutoff=cutoff,
         )
     )
-    await _until_exists(started)
+    await until_exists(started, BOUND_S)
     assert not hook.done()
     cutoff.cut("scheduler shutdown", 0.0)
     result = await asyncio.wait_for(hook, BOUND_S)
@@ -122,7 +115,7 @@ async def test_a_hook_cancelled_while_cut_is_recorded(tmp_path: Path) -> None:
     hook = asyncio.ensure_future(
         run_hook("before_run", f"touch {started}; sleep 600", tmp_path, HOUR_MS, cutoff=cutoff)
     )
-    await _until_exists(started)
+    await until_exists(started, BOUND_S)
     hook.cancel()
     try:
         await asyncio.wait_for(hook, BOUND_S)
@@ -142,7 +135,7 @@ async def test_the_manager_cuts_its_hooks_and_records_them_in_the_manifest(
     issue = make_issue("ABC-1")
     path, _ = await manager.ensure(issue)
     hook = asyncio.ensure_future(manager.run_hook("after_run", path, issue))
-    await _until_exists(started)
+    await until_exists(started, BOUND_S)
     manager.stop_hooks("scheduler shutdown", 0.0)
     result = await asyncio.wait_for(hook, BOUND_S)
     assert result is not None and result.cut_short == "scheduler shutdown"

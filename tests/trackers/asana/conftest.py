@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from symphony_tui.config.settings import Settings, resolve_settings
-from tests.trackers.jira.conftest import FakeClock, SettingsBox
+from tests.helpers import SettingsBox, WallClock
 
 TOKEN = "asana_SECRET_2/1200:5e8c0a"
 PROJECT = "1200000000000100"
@@ -18,12 +18,12 @@ STATES = {"active_states": ["To do", "Doing"], "terminal_states": ["Done"]}
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
+def clock() -> WallClock:
+    return WallClock()
 
 
 @pytest.fixture
-def fake(clock: FakeClock) -> Iterator:
+def fake(clock: WallClock) -> Iterator:
     from symphony_tui_testing.fake_asana import FakeAsana
 
     with FakeAsana(token=TOKEN, project=PROJECT, clock=clock) as asana:
@@ -44,7 +44,7 @@ def settings(fake) -> SettingsBox:
 
 
 @pytest.fixture
-async def tracker(settings: SettingsBox, clock: FakeClock) -> AsyncIterator:
+async def tracker(settings: SettingsBox, clock: WallClock) -> AsyncIterator:
     from symphony_tui.trackers.asana import AsanaTracker
 
     t = AsanaTracker(settings, clock=clock)

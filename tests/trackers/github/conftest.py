@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Iterator
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from symphony_tui.config.settings import Settings, resolve_settings
 from symphony_tui_testing.github_contracts import missing_contracts
+from tests.helpers import SettingsBox, WallClock
 
 TOKEN = "ghp_SECRET_4f1b7c9e2d3a5b60"
 REPO = "octo/app"
@@ -34,36 +34,13 @@ def require_contracts() -> None:
     pytest.skip(reason)
 
 
-class FakeClock:
-    """Aware UTC time that moves only when told."""
-
-    def __init__(self, start: datetime | None = None) -> None:
-        self.now = start or datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
-
-
-class SettingsBox:
-    """Mutable holder so a test can 'reload' settings; the tracker calls it every request."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.value = settings
-
-    def __call__(self) -> Settings:
-        return self.value
+@pytest.fixture
+def clock() -> WallClock:
+    return WallClock()
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def fake(clock: FakeClock) -> Iterator:
+def fake(clock: WallClock) -> Iterator:
     require_contracts()
     from symphony_tui_testing.fake_github import FakeGitHub
 
@@ -84,7 +61,7 @@ def settings(fake) -> SettingsBox:
 
 
 @pytest.fixture
-async def tracker(settings: SettingsBox, clock: FakeClock) -> AsyncIterator:
+async def tracker(settings: SettingsBox, clock: WallClock) -> AsyncIterator:
     from symphony_tui.trackers.github import GitHubTracker
 
     t = GitHubTracker(settings, clock=clock)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import textwrap
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -21,19 +20,11 @@ from symphony_tui.trackers.github import GitHubTracker
 from symphony_tui.workspaces.manager import WorkspaceManager
 from symphony_tui_testing.clock import FakeClock
 from symphony_tui_testing.scripted_backend import ScriptedBackend, hang
+from tests.helpers import until
 
 from .conftest import REPO, TOKEN
 
 T0 = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
-
-
-async def until(predicate: Callable[[], bool], timeout: float = 30.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.01)
 
 
 def write_reference_workflow(root: Path, fake, *, extra: str = "", states: str = "") -> Path:

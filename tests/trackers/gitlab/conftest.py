@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from symphony_tui.config.settings import Settings, resolve_settings
-from tests.trackers.jira.conftest import FakeClock, SettingsBox
+from tests.helpers import SettingsBox, WallClock
 
 TOKEN = "glpat-SECRET-7f3a9c1e5b"
 PROJECT = "group/app"
@@ -22,12 +22,12 @@ STATES = {
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
+def clock() -> WallClock:
+    return WallClock()
 
 
 @pytest.fixture
-def fake(clock: FakeClock) -> Iterator:
+def fake(clock: WallClock) -> Iterator:
     from symphony_tui_testing.fake_gitlab import FakeGitLab
 
     with FakeGitLab(token=TOKEN, project=PROJECT, clock=clock) as gitlab:
@@ -50,7 +50,7 @@ def settings(fake) -> SettingsBox:
 
 
 @pytest.fixture
-async def tracker(settings: SettingsBox, clock: FakeClock) -> AsyncIterator:
+async def tracker(settings: SettingsBox, clock: WallClock) -> AsyncIterator:
     from symphony_tui.trackers.gitlab import GitLabTracker
 
     t = GitLabTracker(settings, clock=clock)

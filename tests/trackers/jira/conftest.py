@@ -5,46 +5,25 @@ JiraTracker. Every test using ``fake`` ends by asserting that nothing broke the 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from symphony_tui.config.settings import Settings, resolve_settings
+from tests.helpers import SettingsBox, WallClock
 
 TOKEN = "jira_SECRET_9c2e41b7d05a"
 EMAIL = "bot@example.com"
 PROJECT = "SD"
 
 
-class FakeClock:
-    """Aware UTC time that moves only when told."""
-
-    def __init__(self, start: datetime | None = None) -> None:
-        self.now = start or datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
-
-
-class SettingsBox:
-    def __init__(self, settings: Settings) -> None:
-        self.value = settings
-
-    def __call__(self) -> Settings:
-        return self.value
+@pytest.fixture
+def clock() -> WallClock:
+    return WallClock()
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def fake(clock: FakeClock) -> Iterator:
+def fake(clock: WallClock) -> Iterator:
     from symphony_tui_testing.fake_jira import FakeJira
 
     with FakeJira(email=EMAIL, token=TOKEN, project=PROJECT, clock=clock) as jira:
@@ -72,7 +51,7 @@ def settings(fake) -> SettingsBox:
 
 
 @pytest.fixture
-async def tracker(settings: SettingsBox, clock: FakeClock) -> AsyncIterator:
+async def tracker(settings: SettingsBox, clock: WallClock) -> AsyncIterator:
     from symphony_tui.trackers.jira import JiraTracker
 
     t = JiraTracker(settings, clock=clock)

@@ -9,7 +9,6 @@ pauses polling until ``Retry-After`` (nothing is sent meanwhile) and keeps the w
 
 from __future__ import annotations
 
-import asyncio
 import json
 import textwrap
 from collections.abc import Callable
@@ -24,19 +23,11 @@ from symphony_tui.workspaces.manager import WorkspaceManager
 from symphony_tui_testing.clock import FakeClock
 from symphony_tui_testing.fake_jira import FakeJira
 from symphony_tui_testing.scripted_backend import ScriptedBackend
+from tests.helpers import until
 
 from .conftest import EMAIL, PROJECT, TOKEN
 
 T0 = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
-
-
-async def until(predicate: Callable[[], bool], timeout: float = 20.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.01)
 
 
 async def advance_until(clock: FakeClock, predicate: Callable[[], bool]) -> None:

@@ -4,52 +4,24 @@ point at it, and a LinearTracker reading those settings."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from symphony_tui.config.settings import Settings
 from symphony_tui.trackers.linear import LinearTracker
 from symphony_tui_testing.fake_linear import FakeLinear
+from tests.helpers import SettingsBox, WallClock
 
 API_KEY = "lin_api_SECRET_7c2f4e9a1b3d5f60"
 
 
-class FakeClock:
-    """Aware UTC time that moves only when told."""
-
-    def __init__(self, start: datetime | None = None) -> None:
-        self.now = start or datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
-
-
-class SettingsBox:
-    """Mutable holder so a test can 'reload' settings; the tracker calls it every request."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.value = settings
-
-    def __call__(self) -> Settings:
-        return self.value
-
-    def update(self, **tracker: object) -> None:
-        self.value = self.value.model_copy(
-            update={"tracker": self.value.tracker.model_copy(update=tracker)}
-        )
+@pytest.fixture
+def clock() -> WallClock:
+    return WallClock()
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def fake(clock: FakeClock) -> Iterator[FakeLinear]:
+def fake(clock: WallClock) -> Iterator[FakeLinear]:
     with FakeLinear(api_key=API_KEY, clock=clock) as linear:
         yield linear
 
@@ -71,7 +43,7 @@ def settings(fake: FakeLinear) -> SettingsBox:
 
 
 @pytest.fixture
-async def tracker(settings: SettingsBox, clock: FakeClock) -> AsyncIterator[LinearTracker]:
+async def tracker(settings: SettingsBox, clock: WallClock) -> AsyncIterator[LinearTracker]:
     t = LinearTracker(settings, clock=clock)
     yield t
     await t.aclose()

@@ -14,8 +14,9 @@ import pytest
 from symphony_tui.config.settings import Settings
 from symphony_tui.trackers.base import TrackerError
 from symphony_tui.trackers.linear import LinearTracker
+from tests.helpers import WallClock
 
-from .conftest import API_KEY, FakeClock
+from .conftest import API_KEY
 
 ENDPOINT = "https://linear.invalid/graphql"
 
@@ -34,7 +35,7 @@ def settings() -> Settings:
 
 
 def make(
-    handler: Callable[[httpx.Request], httpx.Response], clock: FakeClock | None = None
+    handler: Callable[[httpx.Request], httpx.Response], clock: WallClock | None = None
 ) -> tuple[LinearTracker, list]:
     seen: list[httpx.Request] = []
 
@@ -44,7 +45,7 @@ def make(
 
     s = settings()
     return LinearTracker(
-        lambda: s, transport=httpx.MockTransport(record), clock=clock or FakeClock()
+        lambda: s, transport=httpx.MockTransport(record), clock=clock or WallClock()
     ), seen
 
 

@@ -13,8 +13,9 @@ from symphony_tui.trackers.linear import LINEAR_GRAPHQL_TOOL, LinearTracker, cal
 from symphony_tui.trackers.linear.queries import ALL_DOCUMENTS
 from symphony_tui.trackers.linear.tool import count_operations
 from symphony_tui_testing.fake_linear import FakeLinear
+from tests.helpers import SettingsBox, WallClock
 
-from .conftest import API_KEY, FakeClock, SettingsBox
+from .conftest import API_KEY
 from .test_linear_errors import make
 
 VIEWER = "query Me { viewer { id name } }"
@@ -119,7 +120,7 @@ async def test_transport_failure(fake: FakeLinear, tracker: LinearTracker) -> No
 
 
 async def test_rate_limited_is_structured_with_retry_at(
-    fake: FakeLinear, tracker: LinearTracker, clock: FakeClock
+    fake: FakeLinear, tracker: LinearTracker, clock: WallClock
 ) -> None:
     fake.rate_limit(clock.now + timedelta(seconds=30))
     result = await call_linear_graphql(tracker, {"query": VIEWER})

@@ -11,8 +11,8 @@ import pytest
 from symphony_tui.trackers.base import TrackerError
 from symphony_tui.trackers.linear import LinearTracker
 from symphony_tui_testing.fake_linear import FakeLinear
+from tests.helpers import WallClock
 
-from .conftest import FakeClock
 from .test_linear_errors import make, node, page
 
 
@@ -21,7 +21,7 @@ def ms(dt) -> str:
 
 
 async def test_429_pauses_until_reset_then_resumes_with_everything(
-    fake: FakeLinear, tracker: LinearTracker, clock: FakeClock
+    fake: FakeLinear, tracker: LinearTracker, clock: WallClock
 ) -> None:
     ids = fake.add_issues(120, state="Todo")
     reset = clock.now + timedelta(seconds=90)
@@ -59,7 +59,7 @@ async def test_429_pauses_until_reset_then_resumes_with_everything(
 
 
 async def test_429_in_the_middle_of_paging_returns_nothing_partial(
-    fake: FakeLinear, tracker: LinearTracker, clock: FakeClock
+    fake: FakeLinear, tracker: LinearTracker, clock: WallClock
 ) -> None:
     ids = fake.add_issues(120, state="Todo")
     reset = clock.now + timedelta(seconds=20)
@@ -76,7 +76,7 @@ async def test_429_in_the_middle_of_paging_returns_nothing_partial(
 
 
 async def test_ratelimited_graphql_error_with_retry_after() -> None:
-    clock = FakeClock()
+    clock = WallClock()
     body = {"errors": [{"message": "Rate limit exceeded", "extensions": {"code": "RATELIMITED"}}]}
     tracker, _ = make(
         lambda r: httpx.Response(400, json=body, headers={"Retry-After": "120"}), clock
@@ -89,7 +89,7 @@ async def test_ratelimited_graphql_error_with_retry_after() -> None:
 
 
 async def test_429_without_headers_backs_off_a_minute() -> None:
-    clock = FakeClock()
+    clock = WallClock()
     tracker, seen = make(lambda r: httpx.Response(429, text="slow down"), clock)
     with pytest.raises(TrackerError) as info:
         await tracker.fetch_candidate_issues()
@@ -101,7 +101,7 @@ async def test_429_without_headers_backs_off_a_minute() -> None:
 
 
 async def test_exhausted_complexity_budget_sets_the_reset() -> None:
-    clock = FakeClock()
+    clock = WallClock()
     complexity_reset = clock.now + timedelta(seconds=300)
     headers = {
         "X-RateLimit-Requests-Remaining": "900",
@@ -117,7 +117,7 @@ async def test_exhausted_complexity_budget_sets_the_reset() -> None:
 
 
 async def test_exhausted_budget_on_success_pauses_before_linear_refuses() -> None:
-    clock = FakeClock()
+    clock = WallClock()
     reset = clock.now + timedelta(seconds=45)
     headers = {
         "X-RateLimit-Requests-Limit": "1500",

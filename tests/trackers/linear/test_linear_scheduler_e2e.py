@@ -9,9 +9,7 @@ afterwards everything is still there.
 
 from __future__ import annotations
 
-import asyncio
 import textwrap
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -22,19 +20,10 @@ from symphony_tui.workspaces.manager import WorkspaceManager
 from symphony_tui_testing.clock import FakeClock
 from symphony_tui_testing.fake_linear import FakeLinear
 from symphony_tui_testing.scripted_backend import ScriptedBackend, hang
+from tests.helpers import until
 
 KEY = "lin_api_E2E_3b9d0c7e5a1f"
 T0 = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
-
-
-async def until(predicate: Callable[[], bool], timeout: float = 20.0) -> None:
-    # Ticks do real HTTP to the fake, so progress takes (a little) real time.
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.01)
 
 
 def write_workflow(root: Path, fake: FakeLinear) -> Path:

@@ -9,8 +9,9 @@ import pytest
 from symphony_tui.trackers.base import Tracker, TrackerError
 from symphony_tui.trackers.linear import LinearTracker
 from symphony_tui_testing.fake_linear import FakeLinear
+from tests.helpers import SettingsBox
 
-from .conftest import API_KEY, SettingsBox
+from .conftest import API_KEY
 
 
 def test_implements_tracker_protocol(tracker: LinearTracker) -> None:
