@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from syrupy.extensions.image import SVGImageSnapshotExtension
 
 from symphony_tui.console.app import SymphonyApp
 from tests.console.fake_port import FakePort
@@ -22,6 +23,12 @@ def _fixed_environment(monkeypatch: pytest.MonkeyPatch):
     yield
     monkeypatch.undo()
     time.tzset()
+
+
+@pytest.fixture
+def svg_snapshot(snapshot):
+    """Screenshots compared as SVG files under ``__snapshots__``."""
+    return snapshot.use_extension(SVGImageSnapshotExtension)
 
 
 @pytest.fixture

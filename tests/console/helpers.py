@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
+from rich.text import Text
 from textual.pilot import Pilot
 
 from symphony_tui.console.app import SymphonyApp
@@ -31,6 +32,16 @@ async def done(pilot: Pilot) -> None:
 
 def notifications(app: SymphonyApp) -> list[tuple[str, str]]:
     return [(n.message, n.severity) for n in app._notifications]
+
+
+def plain(renderable) -> str:
+    """A table cell's text, whether it is a Rich ``Text`` or a plain value."""
+    return renderable.plain if isinstance(renderable, Text) else str(renderable)
+
+
+def footer_keys(app) -> dict[str, tuple[str, bool]]:
+    """The active screen's footer: key -> (description, enabled)."""
+    return {k: (b.binding.description, b.enabled) for k, b in app.screen.active_bindings.items()}
 
 
 async def wait_until(pilot: Pilot, predicate: Callable[[], T], timeout: float = 120.0) -> T:

@@ -4,7 +4,6 @@ amount, or stop; the worker row shows the hold. Snapshots at 80x24 and 120x36.""
 from __future__ import annotations
 
 import pytest
-from syrupy.extensions.image import SVGImageSnapshotExtension
 from textual.widgets import Input
 
 from symphony_tui.console.app_commands import parse_tokens
@@ -97,11 +96,6 @@ def test_token_amounts():
     assert parse_tokens("1.5M") == 1_500_000
     for bad in ("", "k", "-5", "0", "lots", "inf", "nan", "2000000000"):
         assert parse_tokens(bad) is None, bad
-
-
-@pytest.fixture
-def svg_snapshot(snapshot):
-    return snapshot.use_extension(SVGImageSnapshotExtension)
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")

@@ -5,8 +5,6 @@ host column only when the snapshot has hosts."""
 
 from __future__ import annotations
 
-from rich.text import Text
-
 from symphony_tui.console.screens.hosts import NO_HOSTS, HostsScreen
 from symphony_tui.console.screens.main import MainScreen
 from symphony_tui.console.screens.modals import Confirm
@@ -14,12 +12,8 @@ from symphony_tui.console.screens.recovered import RecoveredScreen
 from symphony_tui.console.widgets.keyed_table import KeyedTable
 from symphony_tui.console.widgets.workers import WorkersTable
 from symphony_tui.domain.commands import DrainHost, ProbeHost, UndrainHost
-from tests.console.helpers import SIZE, done, notifications, settle
+from tests.console.helpers import SIZE, done, footer_keys, notifications, plain, settle
 from tests.console.sample import sample_hosts
-
-
-def plain(renderable) -> str:
-    return renderable.plain if isinstance(renderable, Text) else str(renderable)
 
 
 def cells(table: KeyedTable, key: str) -> list[str]:
@@ -28,10 +22,6 @@ def cells(table: KeyedTable, key: str) -> list[str]:
 
 def columns(table: KeyedTable) -> list[str]:
     return [c.label.plain for c in table.columns.values()]
-
-
-def footer_keys(app) -> dict[str, tuple[str, bool]]:
-    return {k: (b.binding.description, b.enabled) for k, b in app.screen.active_bindings.items()}
 
 
 async def open_hosts(pilot, key: str | None = None) -> HostsScreen:

@@ -3,18 +3,12 @@
 
 from __future__ import annotations
 
-from rich.text import Text
-
 from symphony_tui.console.screens.modals import Confirm
 from symphony_tui.console.screens.recovered import RecoveredScreen, rerun_plan
 from symphony_tui.console.widgets.keyed_table import KeyedTable
 from symphony_tui.domain import RemoveWorkspace, Rerun
-from tests.console.helpers import SIZE, done, notifications, settle
+from tests.console.helpers import SIZE, done, footer_keys, notifications, plain, settle
 from tests.console.sample import sample_snapshot
-
-
-def plain(renderable) -> str:
-    return renderable.plain if isinstance(renderable, Text) else str(renderable)
 
 
 async def open_recovered(pilot, key: str) -> RecoveredScreen:
@@ -25,10 +19,6 @@ async def open_recovered(pilot, key: str) -> RecoveredScreen:
     assert screen.query_one("#recovered", KeyedTable).select_key(key)
     await settle(pilot)
     return screen
-
-
-def footer_keys(app) -> dict[str, tuple[str, bool]]:
-    return {k: (b.binding.description, b.enabled) for k, b in app.screen.active_bindings.items()}
 
 
 def test_rerun_plan_modes():

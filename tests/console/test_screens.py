@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from rich.text import Text
-
 from symphony_tui.console.screens.approvals import ApprovalsScreen
 from symphony_tui.console.screens.main import MainScreen
 from symphony_tui.console.screens.modals import Choose
@@ -16,7 +14,7 @@ from symphony_tui.console.widgets.issues import IssuesTable
 from symphony_tui.console.widgets.keyed_table import KeyedTable
 from symphony_tui.console.widgets.workers import WorkersTable
 from symphony_tui.domain import Approve, Deny, EventKind, IssueRow
-from tests.console.helpers import SIZE, done, settle
+from tests.console.helpers import SIZE, done, plain, settle
 from tests.console.sample import NOW, ago, later
 
 
@@ -28,10 +26,6 @@ def log_lines(log) -> list[str]:
     if isinstance(log, EventLogView):
         return [line.rstrip() for line in log.plain_lines()]
     return [strip_text(line).rstrip() for line in log.lines]
-
-
-def plain(renderable) -> str:
-    return renderable.plain if isinstance(renderable, Text) else str(renderable)
 
 
 async def test_enter_opens_worker_detail_with_transcript(port, make_app):

@@ -8,16 +8,10 @@ review the .svg diff (textual is pinned exactly; bump it on purpose with this re
 from __future__ import annotations
 
 import pytest
-from syrupy.extensions.image import SVGImageSnapshotExtension
 
 from tests.console.helpers import settle
 
 SIZES = [(80, 24), (120, 36)]
-
-
-@pytest.fixture
-def svg_snapshot(snapshot):
-    return snapshot.use_extension(SVGImageSnapshotExtension)
 
 
 async def shoot(app, size, keys=(), before=None) -> str:

@@ -4,7 +4,6 @@ shows it as the operator's."""
 from __future__ import annotations
 
 import pytest
-from syrupy.extensions.image import SVGImageSnapshotExtension
 
 from symphony_tui.console.screens.modals import AskText
 from symphony_tui.console.tones import Tones
@@ -97,11 +96,6 @@ def test_a_steered_message_reads_as_the_operators_turn():
         payload=NoteDelivered(steered=True, queued=True),
     )
     assert t.body(queued).plain == "operator → agent (with the next turn)\nlater"
-
-
-@pytest.fixture
-def svg_snapshot(snapshot):
-    return snapshot.use_extension(SVGImageSnapshotExtension)
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")

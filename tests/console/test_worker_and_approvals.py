@@ -6,7 +6,6 @@ import gc
 import tracemalloc
 
 import pytest
-from rich.text import Text
 from textual.widgets import Button
 
 from symphony_tui.agents.codex.events import cap_tail
@@ -28,12 +27,8 @@ from symphony_tui.domain import (
 )
 from symphony_tui.domain.payloads import CommandEnded, ItemNote
 from symphony_tui.scheduler.port import TranscriptGap
-from tests.console.helpers import SIZE, done, settle
+from tests.console.helpers import SIZE, done, plain, settle
 from tests.console.sample import COMMAND_APPROVAL, NOW
-
-
-def plain(renderable) -> str:
-    return renderable.plain if isinstance(renderable, Text) else str(renderable)
 
 
 def transcript_text(screen) -> str:
