@@ -18,7 +18,7 @@ from symphony_tui.agents.codex.rpc import RpcConnection
 from symphony_tui.agents.codex.turns import PendingRequests, TurnTracker
 from symphony_tui.config.settings import CodexSettings
 from symphony_tui.domain import EventKind
-from symphony_tui.testing.session_host import RecordingSessionHost
+from symphony_tui_testing.session_host import RecordingSessionHost
 
 STAMP = 1_796_000_000_123
 
