@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from symphony_tui.api.announce import Owner
@@ -89,7 +89,11 @@ def open_attach(
         )
     elif text.startswith(("http://", "https://")):
         attachment = Attachment(
-            text, token, mode, control=_local_control(text), owner=_local_owner(text)
+            text,
+            token or _local_token(text),
+            mode,
+            control=_local_control(text),
+            owner=_local_owner(text),
         )
     else:
         raise AttachError(f"{text!r} is not http://HOST:PORT or ssh://[user@]host[:port]")
@@ -113,9 +117,8 @@ def _local_control(url: str) -> str | None:
     return find_control_token(port)
 
 
-def _local_owner(url: str) -> Owner | None:
-    """The process of the scheduler behind a loopback ``url`` on this machine (found
-    through this user's API notes), or None when it is not one of this user's."""
+def _local_note(url: str) -> dict[str, Any] | None:
+    """This user's API note of the scheduler behind a loopback ``url`` on this machine."""
     from symphony_tui.api import announce
 
     parts = urlsplit(url)
@@ -125,10 +128,26 @@ def _local_owner(url: str) -> Owner | None:
         return None
     if port is None or not parts.hostname or not is_loopback(parts.hostname):
         return None
-    directory = announce.default_dir()
-    note = announce.note_for_port(directory, port)
+    return announce.note_for_port(announce.default_dir(), port)
+
+
+def _local_token(url: str) -> str | None:
+    """The API token this user's scheduler behind a loopback ``url`` generated and kept
+    beside its note (a console's own API), so its printed address is enough to attach."""
+    from symphony_tui.api import announce
+
+    note = _local_note(url)
+    return announce.read_token(note) if note is not None else None
+
+
+def _local_owner(url: str) -> Owner | None:
+    """The process of the scheduler behind a loopback ``url`` on this machine (found
+    through this user's API notes), or None when it is not one of this user's."""
+    from symphony_tui.api import announce
+
+    note = _local_note(url)
     pid = note.get("pid") if note is not None else None
-    return Owner.of(directory, pid) if isinstance(pid, int) else None
+    return Owner.of(announce.default_dir(), pid) if isinstance(pid, int) else None
 
 
 async def _probe(attachment: Attachment) -> None:

@@ -308,7 +308,7 @@ class RemotePort:
             snap = await self._client.get("/api/v1/snapshot")
             if self._stopping_answer(snap):
                 return
-            snap.raise_for_status()
+            _refused(snap, self.base_url)
             fresh = Snapshot.model_validate_json(snap.content)
             if fresh.started_at != self._snapshot.started_at:
                 self._forget_events()  # another scheduler process: its numbers start at 1
@@ -318,7 +318,7 @@ class RemotePort:
             )
             if self._stopping_answer(events):
                 return
-            events.raise_for_status()
+            _refused(events, self.base_url)
             self._take_events(_EVENTS.validate_json(events.content))
             await self._fetch_transcripts()
         except (httpx.HTTPError, ValueError) as exc:
@@ -513,6 +513,21 @@ def _body_message(status: int, body: bytes) -> str:
         return f"{status}: {json.loads(body)['error']['message']}"
     except (ValueError, KeyError, TypeError):
         return f"{status}: {body[:200].decode('utf-8', 'replace')}"
+
+
+def _refused(response: httpx.Response, where: str) -> None:
+    """Raise :class:`RemoteError` with one line (status, the server's reason) when the
+    server did not answer 200."""
+    if response.status_code == 200:
+        return
+    hint = ""
+    if response.status_code == 401:
+        hint = (
+            " (the scheduler's API token: $SYMPHONY_API_TOKEN, or name a variable with --token-env)"
+        )
+    raise RemoteError(
+        f"{where}: HTTP {_body_message(response.status_code, response.content)}{hint}"
+    )
 
 
 def _message(response: httpx.Response) -> str:

@@ -303,3 +303,38 @@ def test_an_owner_note_removed_means_its_api_no_longer_serves(tmp_path):
     (tmp_path / f"{me}.json").write_text("{}")
     assert owner.serving()
     assert announce.ended(2**22 + 12345)  # no such process
+
+
+async def test_attach_by_the_printed_address_finds_the_token_this_user_keeps(
+    make_harness, tmp_path, monkeypatch
+):
+    """A console's own API has a generated token kept beside its note: ``attach
+    http://127.0.0.1:PORT`` (what ``ps`` and the detach line print) works without it."""
+    from symphony_tui.api.attach import AttachError, open_attach
+
+    notes = tmp_path / "api"
+    monkeypatch.setattr(announce, "default_dir", lambda: notes)
+    h = make_harness([make_issue(1)], script=asking, front="agent:\n  max_turns: 1\n")
+    await h.start()
+    token = "t0ken-" + "x" * 30
+    api = ApiServer(
+        h.orch,
+        token=token,
+        announce_dir=notes,
+        announce_extra={"token_file": str(announce.write_token(notes, token))},
+    )
+    await api.start()
+    try:
+        attachment = await asyncio.to_thread(open_attach, api.url)
+        try:
+            assert attachment.port().snapshot() is not None
+        finally:
+            attachment.close()
+        with pytest.raises(AttachError) as refused:  # a wrong token is not replaced
+            await asyncio.to_thread(open_attach, api.url, token="wrong")
+        assert str(refused.value) == (
+            f"{api.url}: HTTP 401: send the API token as Authorization: Bearer (the "
+            "scheduler's API token: $SYMPHONY_API_TOKEN, or name a variable with --token-env)"
+        )
+    finally:
+        await api.stop()
