@@ -396,25 +396,38 @@ class StreamHub:
         # the reconnect advice and the state in one write: one gzip flush, one TCP segment
         await write("snapshot", body, f"{epoch}:{seq}", before=f"retry: {self.retry_ms}\n\n")
         last_write = time.monotonic()
-        while not self.closing.is_set():
-            events, seq, more = self._events_after(seq)
+
+        async def change(page: tuple[list[str], int, bool]) -> bool | None:
+            """Send what changed (``page``: events after ``seq``, and the document): True
+            when more events wait, None when nothing changed."""
+            nonlocal version, doc, seq, last_write
+            events, seq, more = page
             now_version, now_doc, _ = self.versions.current()
-            if events or now_version != version:
-                patch_text = "null"
-                if now_version != version:
-                    patch_text = self._patch_between(version, doc, now_version)
-                    version, doc = now_version, now_doc
-                body = f'{{"version":{version},"patch":{patch_text},"events":[{",".join(events)}]}}'
-                await write("change", body, f"{epoch}:{seq}")
-                last_write = time.monotonic()
-                if more:
-                    continue  # catching up: the next page now, paced by the socket
-            elif time.monotonic() - last_write >= self.keepalive_s:
+            if not events and now_version == version:
+                return None
+            patch_text = "null"
+            if now_version != version:
+                patch_text = self._patch_between(version, doc, now_version)
+                version, doc = now_version, now_doc
+            body = f'{{"version":{version},"patch":{patch_text},"events":[{",".join(events)}]}}'
+            await write("change", body, f"{epoch}:{seq}")
+            last_write = time.monotonic()
+            return more
+
+        while not self.closing.is_set():
+            more = await change(self._events_after(seq))
+            if more:
+                continue  # catching up: the next page now, paced by the socket
+            if more is None and time.monotonic() - last_write >= self.keepalive_s:
                 await write("keepalive", "{}")
                 last_write = time.monotonic()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.closing.wait(), timeout=self.interval_s)
         if self.final is not None:
+            # The runs' ends and the state the scheduler stops in go out before the last
+            # frame (read afresh, not from the page shared for a moment).
+            while await change(self._read_events(seq)):
+                pass
             await write("stopping", self.final)
 
     def _patch_between(self, version: int, doc: dict[str, Any], now_version: int) -> str:

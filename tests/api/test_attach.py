@@ -338,3 +338,30 @@ async def test_attach_by_the_printed_address_finds_the_token_this_user_keeps(
         )
     finally:
         await api.stop()
+
+
+async def test_what_happens_while_the_scheduler_stops_reaches_the_console_before_the_last_frame(
+    make_harness,
+):
+    """The runs' ends (written while the scheduler stops) and the state it stops in are sent
+    before the ``stopping`` frame, even when the stream would not have looked again yet."""
+    h = make_harness([make_issue(1)], script=asking, front="agent:\n  max_turns: 1\n")
+    await h.start()
+    await h.settle()
+    api = ApiServer(h.orch, stream=StreamHub(h.orch, interval_s=30, keepalive_s=30))
+    await api.start()
+    remote = RemotePort(api.url, control=api.control_token)
+    task = asyncio.create_task(remote.run())
+    try:
+        await until(lambda: remote.link().state == "live" and remote.snapshot().running)
+        last_seen = remote.events_since(0)[-1].seq
+        await h.orch.shutdown()
+        held = [e.seq for e in h.orch.events_since(0, limit=10_000)]
+        assert held[-1] > last_seen  # the stop wrote events the console has not seen
+        await api.stop(ending="stopped by bob@laptop")
+        await until(lambda: remote.link().state == "stopped")
+        assert [e.seq for e in remote.events_since(0)][-1] == held[-1]
+    finally:
+        await remote.close()
+        task.cancel()
+        await api.stop()
