@@ -153,4 +153,39 @@ def _hold(child: int, read_end: int) -> int:
         if os.WIFEXITED(status):
             return os.WEXITSTATUS(status)
         if os.WIFSIGNALED(status):
+            _reset_terminal(child, os.WTERMSIG(status))
             return 128 + os.WTERMSIG(status)
+
+
+#: Modes the console turns on that a killed child cannot turn off: the alternate screen,
+#: mouse reporting (every protocol), focus events, bracketed paste, the kitty keyboard
+#: protocol; then the cursor shown again. Each is harmless where it was never on.
+TERMINAL_RESET = (
+    "\x1b[?1049l"
+    "\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1015l"
+    "\x1b[?1004l\x1b[?2004l"
+    "\x1b[<u"
+    "\x1b[?25h"
+)
+
+
+def _reset_terminal(child: int, signum: int) -> None:
+    """The child died by a signal (``kill -9``) with the terminal in the console's modes:
+    turn them off and say what happened (one line). The key modes (echo, line input) come
+    back when :func:`symphony_tui.cli.main` returns."""
+    try:
+        if not os.isatty(1):
+            return
+        os.write(1, TERMINAL_RESET.encode())
+    except OSError:
+        return
+    try:
+        name = signal.Signals(signum).name
+    except ValueError:
+        name = f"signal {signum}"
+    with contextlib.suppress(OSError):
+        os.write(
+            2,
+            f"symphony-tui: the console and its scheduler (pid {child}) were ended by {name}; "
+            "`symphony-tui WORKFLOW.md` starts it again and takes up its issues\n".encode(),
+        )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -214,3 +215,40 @@ def test_q_in_an_attached_console_stops_the_scheduler_and_its_agents(project):
     assert not json.loads(cli(root, env, "ps", "--json").stdout or "null")
     audit = [json.loads(line) for p in tmp.glob("**/audit.jsonl") for line in p.open()]
     assert [e["ok"] for e in audit if e["what"] == "stop_scheduler"] == [True], audit
+
+
+def test_a_killed_console_gives_the_terminal_back(project):
+    """``kill -9`` of the console (and the scheduler it embeds) cannot restore the terminal
+    itself: the holder it forked from turns the console's modes off and says what happened."""
+    root, env, tmp = project
+    pane = console_in_tmux(root, env, tmp / "first.sock")
+    pane.wait("both agents working", lambda s: s.count("● working") == 2)
+    shell = int(pane.tmux("list-panes", "-t", "demo", "-F", "#{pane_pid}").split()[0])
+    holder = [p for p in _children(shell) if b"symphony_tui.cli" in _cmdline(p)]
+    assert len(holder) == 1, f"the holder was not found: {holder}"
+    console = [p for p in _children(holder[0]) if b"symphony_tui.cli" in _cmdline(p)]
+    assert len(console) == 1, f"the console process was not found: {console}"
+    os.kill(console[0], signal.SIGKILL)
+    for agent in agent_pids(root / "workspaces"):  # a restart would reap them; none comes
+        os.kill(agent, signal.SIGKILL)
+    screen = pane.wait("the holder's word", lambda s: "EXITED" in s)
+    assert "EXITED 137" in screen and "were ended by SIGKILL" in screen, screen
+    modes = pane.tmux(
+        "display-message", "-p", "-t", "demo", "#{alternate_on} #{mouse_any_flag} #{cursor_flag}"
+    )
+    assert modes.split() == ["0", "0", "1"], f"alternate screen, mouse, cursor: {modes!r}"
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(p) for p in text.split()]
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
