@@ -1,5 +1,6 @@
-"""The token pane and worker detail say "not reported" where a backend reported no usage,
-never 0 as if measured, and count such runs beside the totals."""
+"""The token pane and worker detail say "not reported" where a finished run's backend
+reported no usage and "none yet" for a live run without a report, never 0 as if measured,
+and count the finished ones beside the totals."""
 
 from __future__ import annotations
 
@@ -25,8 +26,8 @@ def test_the_token_pane_counts_runs_not_reported_beside_the_total():
     snap = _with_unreported_run(sample_snapshot(), runs_not_reported=2)
     total = snap.totals.total_tokens
     plain = totals_text(snap, Tones()).plain
-    # two finished runs and one live run had no report
-    assert _line(plain, "total") == f"total     {total:,} (3 runs not reported)"
+    # two finished runs had no report; the live one may still report
+    assert _line(plain, "total") == f"total     {total:,} (2 runs not reported)"
     measured = sample_snapshot()
     assert "not reported" not in totals_text(measured, Tones()).plain
 
@@ -36,24 +37,30 @@ def test_the_token_pane_shows_no_zeros_while_nothing_was_measured():
     snap = snap.model_copy(update={"running": snap.running[:1]})
     plain = totals_text(snap, Tones()).plain
     assert _line(plain, "input") == "input     -"
-    assert _line(plain, "total") == "total     - (1 run not reported)"
+    assert _line(plain, "total") == "total     -"  # a live run, no report yet
+    finished = snap.model_copy(update={"running": (), "runs_not_reported": 1})
+    assert (
+        _line(totals_text(finished, Tones()).plain, "total") == "total     - (1 run not reported)"
+    )
     nothing_ran = Snapshot(generated_at=NOW)
     assert _line(totals_text(nothing_ran, Tones()).plain, "total") == "total     0"
 
 
-def test_per_worker_tokens_say_not_reported_last():
+def test_per_worker_tokens_say_none_yet_last():
     snap = _with_unreported_run(sample_snapshot())
     lines = per_worker_text(snap, Tones()).plain.split("\n")
     assert lines[0].startswith("DEMO-3") and "8.9k" in lines[0]
-    assert lines[-1].startswith("DEMO-1") and lines[-1].endswith("- not reported")
+    assert lines[-1].startswith("DEMO-1") and lines[-1].endswith("- none yet")
 
 
-def test_worker_detail_says_not_reported_and_that_a_budget_cannot_trip_on_it():
+def test_worker_detail_says_none_reported_yet_and_that_a_budget_cannot_trip_on_it():
     snap = _with_unreported_run(sample_snapshot())
     row = snap.running[0]
     plain = worker_header(snap, row.issue_id, NOW, Tones()).plain
     tokens = _line(plain, "tokens")
-    assert tokens == "tokens not reported by the backend  (a token budget cannot trip on this run)"
+    assert tokens == (
+        "tokens none reported yet  (a token budget cannot trip on this run until they are)"
+    )
     assert "in 0" not in plain
 
 
@@ -88,3 +95,6 @@ def test_the_workers_table_shows_a_dash_not_zero_for_a_run_without_a_report():
     tokens_cell = 6  # pending, issue, status, turn, attempt, age, tokens, last event
     assert rows[silent.issue_id][tokens_cell].plain == "-"
     assert rows[measured.issue_id][tokens_cell].plain not in ("-", "0")
+    launching = measured.model_copy(update={"tokens": TokenUsage()})  # no turn yet
+    snap = snap.model_copy(update={"running": (silent, launching)})
+    assert dict(worker_rows(snap, NOW, Tones()))[launching.issue_id][tokens_cell].plain == "-"

@@ -208,8 +208,8 @@ def worker_header(
     tok = row.tokens
     text.append("tokens ", style=tones.muted)
     if not row.usage_reported:
-        text.append("not reported by the backend", style=tones.warning)
-        text.append("  (a token budget cannot trip on this run)", style=tones.muted)
+        text.append("none reported yet", style=tones.muted)
+        text.append("  (a token budget cannot trip on this run until they are)", style=tones.muted)
     else:
         text.append(
             f"in {fmt.grouped(tok.input_tokens)} (cached {fmt.grouped(tok.cached_input_tokens)})"

@@ -32,15 +32,15 @@ def not_reported(runs: int) -> str:
 
 
 def totals_text(snapshot: Snapshot, tones: Tones) -> Text:
-    """Totals, rate and runtime (spec §13.5): one labelled value a line. Runs whose
-    backend reported no usage are counted beside the total, finished and live together;
-    while nothing was measured the counts read ``-``, not zeros."""
+    """Totals, rate and runtime (spec §13.5): one labelled value a line. Finished runs
+    whose backend reported no usage are counted beside the total (a live run without a
+    report yet is not: it may still report); while runs ran and nothing was measured the
+    counts read ``-``, not zeros."""
     t: TokenUsage = snapshot.totals
     text = Text(end="")
-    unreported = snapshot.runs_not_reported + sum(
-        1 for r in snapshot.running if not r.usage_reported
-    )
-    measured = not t.is_zero or not unreported
+    unreported = snapshot.runs_not_reported
+    waiting = any(not r.usage_reported for r in snapshot.running)
+    measured = not t.is_zero or not (unreported or waiting)
 
     def count(value: int) -> str:
         return fmt.grouped(value) if measured else "-"
@@ -110,7 +110,7 @@ PER_WORKER_ROWS = 12
 
 def per_worker_text(snapshot: Snapshot, tones: Tones, limit: int = PER_WORKER_ROWS) -> Text:
     """Tokens per running issue, biggest first, at most ``limit`` lines plus a count; a
-    run whose backend reported no usage reads ``not reported``, last."""
+    run whose backend has reported no usage yet reads ``none yet``, last."""
     text = Text(end="")
     if not snapshot.running:
         text.append("no active workers", style=tones.muted)
@@ -124,7 +124,7 @@ def per_worker_text(snapshot: Snapshot, tones: Tones, limit: int = PER_WORKER_RO
     for i, r in enumerate(shown):
         text.append(f"{one_line(r.issue_identifier, 10):<10}", style=tones.bold)
         if not r.usage_reported:
-            text.append(f"{'-':>7} not reported", style=tones.muted)
+            text.append(f"{'-':>7} none yet", style=tones.muted)
             if i < len(shown) - 1:
                 text.append("\n")
             continue

@@ -147,7 +147,9 @@ def worker_rows(
             str(r.turn_count),
             "-" if r.attempt is None else str(r.attempt),
             fmt.age(r.started_at, now),
-            fmt.compact(r.tokens.total_tokens) if r.usage_reported else "-",
+            fmt.compact(r.tokens.total_tokens)
+            if r.usage_reported and not r.tokens.is_zero
+            else "-",
             activity(r, last_width),
         )
         if hosts:
