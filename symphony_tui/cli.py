@@ -609,6 +609,19 @@ def _console(
     return rc
 
 
+def _since(started_at: object) -> str:
+    """`` since 07:18`` (this machine's time; with the date when not today) for a note's
+    ISO 8601 ``started_at``; ``""`` without a readable one."""
+    from datetime import datetime
+
+    try:
+        at = datetime.fromisoformat(str(started_at)).astimezone()
+    except ValueError:
+        return ""
+    now = datetime.now().astimezone()
+    return f" since {at:%H:%M}" if at.date() == now.date() else f" since {at:%Y-%m-%d %H:%M}"
+
+
 async def _attach_to_running(found: _AlreadyRunning, attachments: list):
     """The project's scheduler already runs (``found.owner``, its lock's note): attach to
     its API, found in this user's own note of that process (``api/announce.py``), with the
@@ -645,7 +658,7 @@ async def _attach_to_running(found: _AlreadyRunning, attachments: list):
     except RemoteError as exc:
         raise StartFailed(f"{found}; attaching to it failed: {exc}") from None
     remote = attachment.port()
-    since = f" since {note['started_at']}" if note.get("started_at") else ""
+    since = _since(note.get("started_at"))
     return Started(
         remote,
         runner=remote.run,

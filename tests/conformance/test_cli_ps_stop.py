@@ -142,3 +142,16 @@ def test_ps_lists_a_headless_scheduler_without_an_api_too(tmp_path, sleeper):
     out = io.StringIO()
     run_ps(out=out, directory=notes)
     assert out.getvalue().splitlines()[1].split()[-3:] == ["?", "?", "-"]
+
+
+def test_the_attached_notice_says_since_when_in_local_time():
+    from datetime import UTC, datetime, timedelta
+
+    from symphony_tui.cli import _since
+
+    now = datetime.now(UTC).replace(microsecond=0)
+    local = now.astimezone()
+    assert _since(now.isoformat()) == f" since {local:%H:%M}"
+    earlier = (now - timedelta(days=3)).astimezone()
+    assert _since((now - timedelta(days=3)).isoformat()) == f" since {earlier:%Y-%m-%d %H:%M}"
+    assert _since(None) == "" and _since("yesterday") == ""
