@@ -7,7 +7,7 @@ control token's file, readable by the user only, :mod:`symphony_tui.api.auth`) a
 scheduler adds (``project``, ``workflow``, ``token_file``: ``symphony-tui ps`` and a second
 console read them), is written after the server bound and removed when it stops (a headless
 scheduler without an API leaves one with ``port`` null, for ``ps`` and ``stop``); one left by
-a process that died is recognised by its pid (``attach ssh://`` only reads notes of live
+a process that died is recognised by its pid, and removed when the next one is written (``attach ssh://`` only reads notes of live
 processes, see :mod:`symphony_tui.api.ssh`). The folder is the user's own (0700): a console
 trusts the address and token files it finds here, never ones written in a shared lock file.
 
@@ -50,6 +50,7 @@ def write(
     its path. An ``OSError`` is the caller's: the API still serves, only ``attach ssh://``
     and ``ps`` cannot find it."""
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    prune(directory)
     path = directory / f"{os.getpid()}.json"
     note = {
         "pid": os.getpid(),
@@ -67,6 +68,27 @@ def write(
         out.write(json.dumps(note) + "\n")
     os.replace(tmp, path)
     return path
+
+
+#: The files a scheduler keeps here, each named by its pid.
+NOTE_SUFFIXES = (".json", ".token", ".control", ".tmp")
+
+
+def prune(directory: Path) -> list[Path]:
+    """Remove what schedulers that died without stopping (``kill -9``, a crash) left in
+    ``directory``: each ``<pid>.json`` / ``.token`` / ``.control`` / ``.tmp`` whose process
+    is gone. Returns the removed paths; never raises."""
+    removed = []
+    try:
+        paths = list(directory.iterdir())
+    except OSError:
+        return removed
+    for path in paths:
+        if path.suffix in NOTE_SUFFIXES and path.stem.isdigit() and not pid_alive(int(path.stem)):
+            with contextlib.suppress(OSError):
+                path.unlink()
+                removed.append(path)
+    return removed
 
 
 def remove(path: Path) -> None:

@@ -365,3 +365,28 @@ async def test_what_happens_while_the_scheduler_stops_reaches_the_console_before
         await remote.close()
         task.cancel()
         await api.stop()
+
+
+def test_a_new_note_clears_what_killed_schedulers_left(tmp_path):
+    """``kill -9`` leaves a scheduler's note, token and control files behind: the next
+    scheduler that writes its note removes them; a live one's stay."""
+    import subprocess
+
+    notes = tmp_path / "api"
+    notes.mkdir()
+    gone = 2**22 + 12345  # no such process
+    left = [notes / f"{gone}{suffix}" for suffix in (".json", ".token", ".control", ".tmp")]
+    for path in left:
+        path.write_text("{}")
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        kept = [notes / f"{live.pid}.json", notes / f"{live.pid}.token"]
+        for path in kept:
+            path.write_text("{}")
+        (notes / "README").write_text("not a note")
+        mine = announce.write(notes, host="127.0.0.1", port=1, token=False)
+        assert not [p for p in left if p.exists()]
+        assert all(p.exists() for p in kept) and mine.exists() and (notes / "README").exists()
+    finally:
+        live.kill()
+        live.wait()
