@@ -78,7 +78,7 @@ def prune(directory: Path) -> list[Path]:
     """Remove what schedulers that died without stopping (``kill -9``, a crash) left in
     ``directory``: each ``<pid>.json`` / ``.token`` / ``.control`` / ``.tmp`` whose process
     is gone. Returns the removed paths; never raises."""
-    removed = []
+    removed: list[Path] = []
     try:
         paths = list(directory.iterdir())
     except OSError:
