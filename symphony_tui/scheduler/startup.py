@@ -23,11 +23,19 @@ async def reap_leftovers(state: SchedulerState) -> None:
     reached, :class:`HostArrivals`), so no issue runs twice. Agents recorded as
     re-adoptable are left to recovery. A failure is logged; start-up goes on."""
     try:
-        ended, adoptable = await state.workspaces.reap()
+        ended, adoptable, gone = await state.workspaces.reap()
     except Exception as exc:  # a failed reap never blocks start-up
         state.log("warning", "leftover agent reap failed", error=str(exc))
         return
     _report_leftovers(state, ended, "on this machine")
+    if gone:
+        keys = [line.split(" ", 1)[0] for line in gone]
+        state.emit_system(
+            EventKind.WARNING,
+            f"the earlier scheduler ended without closing {len(keys)} run(s) (killed or "
+            f"crashed; their agents ended with it): {_names(keys)}; each is dispatched again",
+        )
+        state.log("warning", "runs left open by an earlier scheduler", groups=_groups(gone))
     if adoptable:
         state.log("info", "agents left for re-adoption", groups=_groups(adoptable))
 

@@ -413,7 +413,7 @@ class WorkspaceManager:
             log_kv(log, "INFO", "workspace removed", issue_identifier=identifier, path=str(path))
             return result
 
-    async def reap(self, skip: Iterable[str] = ()) -> tuple[list[str], list[str]]:
+    async def reap(self, skip: Iterable[str] = ()) -> tuple[list[str], list[str], list[str]]:
         """End what runs of an earlier scheduler left running on this machine (it crashed
         or was killed): the agent process group each workspace's manifest records
         (``session.agent_group``, ``scheduler/manifests.py``), but in the workspaces whose
@@ -421,12 +421,15 @@ class WorkspaceManager:
         only while it is provably the recorded one (``hosts/local_group.same_group``: same
         boot, same leader start time), so a reused pid is never signalled; each record
         is then cleared. Records marked ``adoptable`` are left alone for recovery to
-        re-adopt, and so are those of another boot (another machine on a shared root). Returns ``(ended, adoptable)``, ``"<key> <pgid>"`` each; the local
-        side of ``RemoteWorkspaces.reap``. Never raises for a bad record."""
+        re-adopt, and so are those of another boot (another machine on a shared root).
+        Returns ``(ended, adoptable, gone)``, ``"<key> <pgid>"`` each, ``gone`` being the
+        runs whose agent had already ended with that scheduler; the local side of
+        ``RemoteWorkspaces.reap``. Never raises for a bad record."""
         await self.manifests.flush()
         found = await asyncio.to_thread(self._recorded_groups, frozenset(skip))
         ended: list[str] = []
         adoptable: list[str] = []
+        gone: list[str] = []
         ending: dict[int, Any] = {}
         boot = boot_id()
         for ws, record in found:
@@ -439,12 +442,14 @@ class WorkspaceManager:
             if isinstance(pgid, int) and pgid not in ending and same_group(record, ws):
                 ending[pgid] = asyncio.ensure_future(end_group(pgid))
                 ended.append(f"{ws.name} {pgid}")
+            elif pgid not in ending:
+                gone.append(f"{ws.name} {pgid}")
             self.manifests.write(ws, "session", "agent_group", agent_group=None)
         if ending:
             await asyncio.gather(*ending.values())
         for line in ended:
             log_kv(log, "WARNING", "leftover agent process group ended", group=line)
-        return ended, adoptable
+        return ended, adoptable, gone
 
     def _recorded_groups(self, skip: frozenset[str]) -> list[tuple[Path, dict[str, Any]]]:
         """``(workspace, session.agent_group)`` of every workspace under the root that

@@ -59,7 +59,7 @@ async def test_a_recorded_live_group_is_ended_and_its_record_cleared(manager, gr
     # An agent that ignores SIGTERM: SIGKILL follows the grace.
     agent = groups(ws, "trap '' TERM; sleep 3100 & wait")
     record(ws, agent.pid)
-    ended, adoptable = await manager.reap()
+    ended, adoptable, _gone = await manager.reap()
     assert ended == [f"ABC-1 {agent.pid}"] and adoptable == []
     assert agent.wait(timeout=10) is not None and not group_alive(agent.pid)
     await manager.manifests.flush()
@@ -70,7 +70,7 @@ async def test_a_reused_pid_is_never_signalled(manager, groups) -> None:
     ws = workspace(manager, "ABC-2")
     other = groups(ws)
     found = record(ws, other.pid, started=identify(other.pid)["started"] - 100)
-    ended, _ = await manager.reap()
+    ended, *_ = await manager.reap()
     assert ended == [] and other.poll() is None  # another process than the one recorded
     await manager.manifests.flush()
     assert read_section(ws, "session")["agent_group"] is None
@@ -87,7 +87,7 @@ async def test_adoptable_skipped_and_foreign_records_are_left_alone(manager, gro
     foreign = workspace(manager, "ABC-6")  # another machine's, on a shared root
     theirs = groups(foreign)
     record(foreign, theirs.pid, boot_id="another-machine")
-    ended, left = await manager.reap(skip=["ABC-4"])
+    ended, left, _gone = await manager.reap(skip=["ABC-4"])
     assert ended == [] and left == [f"ABC-3 {adoptable.pid}"]
     assert adoptable.poll() is None and in_use.poll() is None and theirs.poll() is None
     await manager.manifests.flush()
@@ -109,9 +109,23 @@ async def test_a_group_whose_leader_is_gone_is_ended_only_from_its_workspace(
     away.wait(timeout=10)
     assert group_alive(here.pid) and group_alive(away.pid)  # their sleepers live on
     assert same_group(found_away, elsewhere.parent / "nowhere") is False
-    ended, _ = await manager.reap()
+    ended, *_ = await manager.reap()
     assert ended == [f"ABC-5 {here.pid}"]
     deadline = time.monotonic() + 10
     while group_alive(here.pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not group_alive(here.pid) and group_alive(away.pid)
+
+
+async def test_a_run_whose_agent_ended_with_the_scheduler_is_reported_gone(manager, groups) -> None:
+    """A scheduler killed with its agent on a pipe: the agent read EOF and exited, so
+    nothing is left to end; the open run is reported (the restart says why it dispatches
+    the issue again) and its record cleared."""
+    ws = workspace(manager, "ABC-7")
+    agent = groups(ws, "true")
+    record(ws, agent.pid)
+    agent.wait(timeout=10)
+    ended, adoptable, gone = await manager.reap()
+    assert (ended, adoptable, gone) == ([], [], [f"ABC-7 {agent.pid}"])
+    await manager.manifests.flush()
+    assert read_section(ws, "session")["agent_group"] is None
