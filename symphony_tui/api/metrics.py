@@ -13,7 +13,11 @@ samples while nothing was measured but some run went unreported),
 secondary, and ``limit``), ``tracker_up`` (0 while a tracker error shows),
 ``tracker_errors_total`` (failed tracker calls since start), ``config_ok``, and
 ``host_running_workers`` (label ``host``: the run's worker host when the snapshot names
-one, else this machine). See https://prometheus.io/docs/instrumenting/exposition_formats/.
+one, else this machine), ``run_rss_bytes`` and ``run_cpu_percent`` (labels ``issue``,
+``host``: each running agent's process tree at the last resource sample; a run's series
+is gone once it ended), ``host_memory_available_bytes`` and ``host_agents_rss_bytes``
+(label ``host``), and ``host_memory_short`` (1 while the host takes no new run for lack of
+memory). See https://prometheus.io/docs/instrumenting/exposition_formats/.
 """
 
 from __future__ import annotations
@@ -126,6 +130,53 @@ class SnapshotCollector(Collector):
         for host, count in sorted(per_host.items()):
             hosts.add_metric([host], count)
         yield hosts
+        yield from _memory(snap)
+
+
+def _memory(snap: Snapshot) -> Iterator[GaugeMetricFamily]:
+    """Each running agent's memory and CPU, each machine's memory (the last sample)."""
+    rss = GaugeMetricFamily(
+        "symphony_run_rss_bytes",
+        "Resident memory of a running agent and its children, in bytes.",
+        labels=["issue", "host"],
+    )
+    cpu = GaugeMetricFamily(
+        "symphony_run_cpu_percent",
+        "CPU of a running agent and its children, percent of one core.",
+        labels=["issue", "host"],
+    )
+    for row in snap.running:
+        labels = [row.issue_identifier, run_host(row)]
+        if row.rss_bytes is not None:
+            rss.add_metric(labels, row.rss_bytes)
+        if row.cpu_percent is not None:
+            cpu.add_metric(labels, row.cpu_percent)
+    yield rss
+    yield cpu
+    available = GaugeMetricFamily(
+        "symphony_host_memory_available_bytes",
+        "Memory a machine agents run on has available, in bytes.",
+        labels=["host"],
+    )
+    agents = GaugeMetricFamily(
+        "symphony_host_agents_rss_bytes",
+        "Resident memory of the agents on a machine together, in bytes.",
+        labels=["host"],
+    )
+    short = GaugeMetricFamily(
+        "symphony_host_memory_short",
+        "1 while a machine takes no new run for lack of memory.",
+        labels=["host"],
+    )
+    for machine in snap.memory:
+        host = [machine.host or socket.gethostname()]
+        if machine.available_bytes is not None:
+            available.add_metric(host, machine.available_bytes)
+        agents.add_metric(host, machine.agents_rss_bytes)
+        short.add_metric(host, int(machine.short is not None))
+    yield available
+    yield agents
+    yield short
 
 
 def render(snapshot: Callable[[], Snapshot]) -> bytes:

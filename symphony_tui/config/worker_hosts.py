@@ -98,12 +98,17 @@ class HostOverrides(BaseModel):
     ``{opencode: /opt/opencode/bin/opencode serve}``; default ``<backend>.command``),
     ``base_url`` (server backend -> ``http://<address>:<port>`` of a server run on that host
     by other means, as the host reaches it, e.g. ``http://127.0.0.1:4096``: reached through
-    an ssh port forward instead of starting one per run)."""
+    an ssh port forward instead of starting one per run); ``min_free_memory_mb`` and
+    ``max_memory_mb`` (default ``worker.min_free_memory_mb`` / ``worker.max_memory_mb``):
+    the host takes no new run while its free memory is under the floor, or while its
+    agents together use the cap or more."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
     workspace_root: str | None = None
     max_concurrent_agents: WholeNumber | None = Field(default=None, gt=0)
+    min_free_memory_mb: WholeNumber | None = Field(default=None, ge=0)
+    max_memory_mb: WholeNumber | None = Field(default=None, ge=0)
     env: dict[str, str] = Field(default_factory=dict)
     commands: dict[str, str] = Field(default_factory=dict)
     base_url: dict[str, str] = Field(default_factory=dict)
@@ -153,7 +158,11 @@ class WorkerSettings(BaseModel):
     ``agent.max_concurrent_agents``); ``workspace_root``: the root on every host;
     ``hosts``: per-host :class:`HostOverrides` keyed by the entry as written;
     ``connect_timeout_ms``: ssh's ``ConnectTimeout``; ``down_backoff_ms``: the first wait
-    before a down host is probed again (doubling, up to ``down_backoff_max_ms``)."""
+    before a down host is probed again (doubling, up to ``down_backoff_max_ms``);
+    ``min_free_memory_mb`` (0: none) and ``max_memory_mb`` (0: none): this machine takes no
+    new run while its free memory is under the floor, or while its agents together use the
+    cap or more (each host's default too); ``resource_sample_ms``: how often each run's
+    agent memory and CPU and each machine's free memory are sampled (0: never)."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
@@ -164,6 +173,9 @@ class WorkerSettings(BaseModel):
     connect_timeout_ms: Milliseconds = Field(default=10_000, gt=0)
     down_backoff_ms: Milliseconds = Field(default=5_000, gt=0)
     down_backoff_max_ms: Milliseconds = Field(default=300_000, gt=0)
+    min_free_memory_mb: WholeNumber = Field(default=0, ge=0)
+    max_memory_mb: WholeNumber = Field(default=0, ge=0)
+    resource_sample_ms: Milliseconds = Field(default=5_000, ge=0)
 
     @field_validator("ssh_hosts", mode="before")
     @classmethod
@@ -214,6 +226,22 @@ class WorkerSettings(BaseModel):
         if own is not None and own.max_concurrent_agents is not None:
             return own.max_concurrent_agents
         return self.max_concurrent_agents_per_host
+
+    def memory_floor_mb(self, name: str | None) -> int:
+        """The free memory in MB below which ``name`` (None: this machine) takes no new run
+        (0: no floor)."""
+        own = self.hosts.get(name) if name is not None else None
+        if own is not None and own.min_free_memory_mb is not None:
+            return own.min_free_memory_mb
+        return self.min_free_memory_mb
+
+    def memory_cap_mb(self, name: str | None) -> int:
+        """The memory in MB that the agents on ``name`` (None: this machine) may use
+        together before it takes no new run (0: no cap)."""
+        own = self.hosts.get(name) if name is not None else None
+        if own is not None and own.max_memory_mb is not None:
+            return own.max_memory_mb
+        return self.max_memory_mb
 
     def workspace_root_for(self, name: str, default: str) -> str:
         """The workspace root on host ``name`` (``default``: ``workspace.root``)."""

@@ -71,6 +71,10 @@ class RunningRow(BaseModel):
     error: str | None = None
     #: What the run can reach (docs/security.md), fixed at dispatch.
     posture: RunPosture | None = None
+    #: The agent's processes (it and its children) at the last resource sample: resident
+    #: memory in bytes and CPU in percent of one core; None before the first sample.
+    rss_bytes: int | None = None
+    cpu_percent: float | None = None
 
 
 class HostRow(BaseModel):
@@ -92,6 +96,22 @@ class HostRow(BaseModel):
     since: datetime | None = None
     drained: bool = False
     workspaces: int = 0
+
+
+class MemoryRow(BaseModel):
+    """The memory of one machine agents run on at the last resource sample: ``host``
+    (None: this machine), ``available_bytes`` and ``total_bytes`` (None: it does not
+    say), ``agents_rss_bytes`` (its runs' agents together) and ``short``: why it takes no
+    new run (under ``worker.min_free_memory_mb``, at ``max_memory_mb``), None while it
+    does."""
+
+    model_config = ConfigDict(frozen=True)
+
+    host: str | None = None
+    available_bytes: int | None = None
+    total_bytes: int | None = None
+    agents_rss_bytes: int = 0
+    short: str | None = None
 
 
 class RetryRow(BaseModel):
@@ -134,6 +154,8 @@ class Snapshot(BaseModel):
     rate_limits: RateLimits | None = None
     recovered: tuple[RecoveredWorkspace, ...] = ()
     hosts: tuple[HostRow, ...] = ()
+    memory: tuple[MemoryRow, ...] = ()
+    """Each machine agents run on (this one, or the worker hosts), as last sampled."""
     dispatch_paused: bool = False
     config_error: str | None = None
     tracker_error: str | None = None
@@ -178,6 +200,9 @@ class Snapshot(BaseModel):
                     "started_at": iso(r.started_at),
                     "last_event_at": iso(r.last_event_at),
                     "tokens": tok(r.tokens) if r.usage_reported else None,
+                    "host": r.host,
+                    "rss_bytes": r.rss_bytes,
+                    "cpu_percent": r.cpu_percent,
                 }
                 for r in self.running
             ],
@@ -201,4 +226,5 @@ class Snapshot(BaseModel):
             },
             "rate_limits": self.rate_limits.raw if self.rate_limits else None,
             "completed": list(self.completed),
+            "memory": [m.model_dump() for m in self.memory],
         }

@@ -13,6 +13,7 @@ from symphony_tui.domain.payloads import Dispatched
 from symphony_tui.hosts.ssh import HostTargets
 from symphony_tui.scheduler import policy
 from symphony_tui.scheduler.adoption import Leftover
+from symphony_tui.scheduler.resources import dispatch_hold
 from symphony_tui.scheduler.retries import Retries
 from symphony_tui.scheduler.run import Run
 from symphony_tui.scheduler.state import RetryState, SchedulerState
@@ -68,8 +69,10 @@ class Dispatcher:
 
     def slots_free(self, issue: Issue, settings: Settings) -> bool:
         """A global slot (``agent.max_concurrent_agents``) and a slot of the issue's state
-        (``agent.max_concurrent_agents_by_state``) are free (§8.3)."""
+        (``agent.max_concurrent_agents_by_state``) are free (§8.3), and a machine with
+        memory to spare takes it (scheduler/resources.py; the issue's row says why not)."""
         running = self._state.running
+        self._state.resources.waiting.pop(issue.id, None)
         if len(running) >= settings.agent.max_concurrent_agents:
             return False
         by_state: dict[str, int] = {}
@@ -80,7 +83,9 @@ class Dispatcher:
             return False
         # Worker hosts: an up host with room, the workspace's own one first.
         hosts = self._state.hosts
-        return not hosts.enabled or hosts.place(issue.id, running) is not None
+        if hosts.enabled and hosts.place(issue.id, running) is not None:
+            return True
+        return dispatch_hold(self._state, issue.id) is None and not hosts.enabled
 
     # ------------------------------------------------------------------ dispatch
 
@@ -161,6 +166,9 @@ class Dispatcher:
         state.tracker_ok()
         self.probes.tick()  # down worker hosts whose backoff ran out
         present = {issue.id for issue in candidates}
+        waiting = state.resources.waiting
+        for issue_id in [i for i in waiting if i not in present]:
+            del waiting[issue_id]
         for issue_id in [i for i in state.retrying if i not in present]:
             # Left the active states while waiting: its timer would find the same (§8.4);
             # releasing now keeps the console from showing a stale state and a retry.
@@ -243,6 +251,7 @@ class Dispatcher:
             delay = policy.failure_backoff_ms(
                 entry.attempt + 1, settings.agent.max_retry_backoff_ms
             )
-            self._retries.schedule(issue, entry.attempt + 1, delay, error=policy.NO_SLOTS_ERROR)
+            why = state.resources.waiting.get(issue_id) or policy.NO_SLOTS_ERROR
+            self._retries.schedule(issue, entry.attempt + 1, delay, error=why)
             return
         self.dispatch(issue, attempt=entry.attempt, retry_kind=entry.retry_kind)

@@ -43,6 +43,7 @@ from symphony_tui.agents.base import AgentSession
 from symphony_tui.domain import AgentEvent, EventKind, Issue, RunStatus
 from symphony_tui.domain.commands import Command
 from symphony_tui.domain.payloads import Payload
+from symphony_tui.hosts.resources import Memory, Usage
 from symphony_tui.scheduler.read_slices import ReadSlices
 from symphony_tui.scheduler.run import Ending, Run
 from symphony_tui.trackers.base import TrackerError
@@ -362,6 +363,16 @@ class RunWorkspaceRemoved:
     run: Run
 
 
+@dataclass(slots=True)
+class ResourcesSampled:
+    """A resource sampling pass (``scheduler/resources.py``): ``runs`` maps an issue id to
+    its run and that run's agent usage, ``machines`` a worker host (None: this machine) to
+    its memory; a machine that could not be sampled is left out."""
+
+    runs: Mapping[str, tuple[Run, Usage]]
+    machines: Mapping[str | None, Memory]
+
+
 #: The inputs that belong to one run's session and worker (``Inbox.take_of``).
 RUN_INPUTS = (
     AgentTraffic,
@@ -416,6 +427,7 @@ Input = (
     | TrackerFailed
     | AttemptEnded
     | RunWorkspaceRemoved
+    | ResourcesSampled
 )
 
 

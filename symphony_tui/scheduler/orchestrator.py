@@ -36,6 +36,7 @@ from symphony_tui.domain import AgentEvent, EventKind, Snapshot
 from symphony_tui.domain.audit import AuditEntry
 from symphony_tui.domain.commands import Command
 from symphony_tui.domain.diff import DiffPage, WorkspaceDiff
+from symphony_tui.hosts.ssh import HostTargets
 from symphony_tui.scheduler import workspace_view
 from symphony_tui.scheduler.adoption import adopt_leftovers, take_over_servers
 from symphony_tui.scheduler.audit import AuditLog, local_operator
@@ -67,6 +68,7 @@ from symphony_tui.scheduler.inbox import (
     OperatorCommand,
     Recovered,
     Reload,
+    ResourcesSampled,
     RetryDue,
     RetryFetched,
     RunningStates,
@@ -90,6 +92,7 @@ from symphony_tui.scheduler.inbox import (
 from symphony_tui.scheduler.notify_hook import watch_for_hook
 from symphony_tui.scheduler.port import CommandResult, TranscriptGap
 from symphony_tui.scheduler.posture import ControlSurface
+from symphony_tui.scheduler.resources import ResourceSampler, apply_sample
 from symphony_tui.scheduler.run import Run
 from symphony_tui.scheduler.startup import (
     HostArrivals,
@@ -296,6 +299,12 @@ class Orchestrator:
                 name="workflow-watch",
             )
         self._spawn(watch_for_hook(self.snapshot, lambda: self.settings), name="notify-watch")
+        sampler = ResourceSampler(self.state, self._post, HostTargets(lambda: self.settings))
+        if self.settings.worker.resource_sample_ms > 0:
+            # This machine's memory is known before the first dispatch (posted ahead of
+            # the first tick, so admission by memory holds from the start).
+            self._post(await sampler.sample())
+        self._spawn(sampler.run(wait_first=True), name="resource-sampler")
         if self.heap is not None:
             self.heap.watch()  # freeze after full collections too (the console's caches)
         self.request_refresh()
@@ -632,6 +641,9 @@ class Orchestrator:
                 self._scans.apply(found, generation)
             case Reload():
                 self.polling.on_workflow_reloaded()
+            case ResourcesSampled():
+                if apply_sample(state, item):
+                    self.request_refresh()  # a machine has memory again
             case Barrier(reply=answer):
                 reply(answer, None)
 

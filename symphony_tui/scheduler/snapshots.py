@@ -30,6 +30,7 @@ from symphony_tui.domain import (
 from symphony_tui.domain.snapshot import HostRow
 from symphony_tui.observability.redact import redact
 from symphony_tui.scheduler import policy
+from symphony_tui.scheduler.resources import ResourceBook
 from symphony_tui.scheduler.run import Run
 from symphony_tui.scheduler.tokens import TokenLedger
 
@@ -59,6 +60,7 @@ def build_snapshot(
     tracker_errors: int = 0,
     hosts: tuple[HostRow, ...] = (),
     row_cache: IssueRowCache | None = None,
+    resources: ResourceBook | None = None,
 ) -> Snapshot:
     """The scheduler's state as one frozen ``Snapshot``.
 
@@ -68,7 +70,10 @@ def build_snapshot(
     ``running`` issue id -> live run, ``held`` holds issue ids the operator holds, and
     ``completed`` lists identifiers oldest first. Issues are listed in dispatch order
     (§8.2), workers by start, retries by due time, approvals by creation then id.
+    ``resources``: the last resource sample (agent memory and CPU, machines' memory,
+    issues waiting for memory).
     """
+    book = resources or ResourceBook()
     retries = sorted(retries, key=lambda e: e.due_at)
     live_seconds = sum(max(0.0, now_mono - r.started_mono) for r in running.values())
     return Snapshot(
@@ -85,8 +90,9 @@ def build_snapshot(
             completed,
             settings,
             row_cache or IssueRowCache(),
+            book.waiting,
         ),
-        running=_running_rows(running, ledger),
+        running=_running_rows(running, ledger, book),
         retrying=tuple(
             RetryRow(
                 issue_id=e.issue_id,
@@ -108,6 +114,7 @@ def build_snapshot(
         rate_limits=rate_limits,
         recovered=recovered,
         hosts=hosts,
+        memory=book.rows(settings.worker, running),
         dispatch_paused=dispatch_paused,
         config_error=config_error,
         tracker_error=tracker_error,
@@ -153,6 +160,7 @@ def _issue_rows(
     completed: Sequence[str],
     settings: Settings,
     cache: IssueRowCache,
+    waiting: Mapping[str, str],
 ) -> tuple[IssueRow, ...]:
     order, same_issues = cache.dispatch_order(list(known.values()))
     claims = (
@@ -161,6 +169,7 @@ def _issue_rows(
         frozenset(retrying),
         frozenset(held),
         tuple(completed),
+        tuple(waiting.items()),
     )
     if same_issues and claims == cache.claims:  # e.g. only agent traffic changed
         return cache.last
@@ -183,6 +192,8 @@ def _issue_rows(
             note = "completed"
         elif (unsafe := policy.unsafe_identifier(issue)) is not None:
             note = f"not dispatched: {unsafe}"
+        elif claim is ClaimState.UNCLAIMED and issue.id in waiting:
+            note = waiting[issue.id]
         hit = last.get(issue.id)
         if (
             hit is not None
@@ -210,7 +221,9 @@ def _issue_rows(
     return cache.last
 
 
-def _running_rows(running: Mapping[str, Run], ledger: TokenLedger) -> tuple[RunningRow, ...]:
+def _running_rows(
+    running: Mapping[str, Run], ledger: TokenLedger, book: ResourceBook
+) -> tuple[RunningRow, ...]:
     by_issue, unreported = ledger.by_issue, ledger.unreported_by_issue
     return tuple(
         RunningRow(
@@ -238,6 +251,8 @@ def _running_rows(running: Mapping[str, Run], ledger: TokenLedger) -> tuple[Runn
             host=r.worker_host,
             error=redact(r.error) if r.error else None,
             posture=r.posture,
+            rss_bytes=u.rss_bytes if (u := book.of(r)) is not None else None,
+            cpu_percent=u.cpu_percent if u is not None else None,
         )
         for r in sorted(running.values(), key=lambda r: r.started_mono)
     )

@@ -44,6 +44,7 @@ from symphony_tui.scheduler.clock import Clock, TimerHandle
 from symphony_tui.scheduler.eventlog import EventHistory
 from symphony_tui.scheduler.holds import Holds
 from symphony_tui.scheduler.posture import PostureSource
+from symphony_tui.scheduler.resources import ResourceBook
 from symphony_tui.scheduler.run import Ending, Run, WorkerControl
 from symphony_tui.scheduler.session_events import SessionRecorder
 from symphony_tui.scheduler.snapshots import IssueRowCache, build_snapshot
@@ -115,6 +116,11 @@ class SchedulerState:
         self.posture = PostureSource()
         #: Worker hosts and where each issue's workspace is.
         self.hosts = HostBook(lambda: self.settings, clock.now)
+        #: Each run's agent memory and CPU, each machine's free memory (resources.py).
+        self.resources = ResourceBook()
+        self.hosts.memory_short = lambda name: self.resources.short(
+            name, self.settings.worker, self.running
+        )
         self.dispatch_paused = False
         self.config_error: str | None = None
         self.tracker_error: str | None = None
@@ -551,4 +557,5 @@ class SchedulerState:
             next_poll_at=self.next_poll_at,
             hosts=self.hosts.rows(self.running, self.recovered) if self.hosts.enabled else (),
             row_cache=self._rows,
+            resources=self.resources,
         )

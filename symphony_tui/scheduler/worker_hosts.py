@@ -81,6 +81,9 @@ class HostBook:
         #: issue id -> hosts where its workspace could not be made or its agent not
         #: started (:meth:`failed_there`): new placements prefer the others.
         self.avoid: dict[str, set[str]] = {}
+        #: Why a host takes no new run for lack of memory (None: it has room); the
+        #: state sets it (scheduler/resources.py ``ResourceBook.short``).
+        self.memory_short: Callable[[str], str | None] = lambda name: None
 
     @property
     def enabled(self) -> bool:
@@ -107,7 +110,12 @@ class HostBook:
 
     def _has_room(self, host: HostState, load: Mapping[str, int]) -> bool:
         cap = self._settings().worker.capacity(host.name)
-        return host.up and host.reached and (cap is None or load.get(host.name, 0) < cap)
+        return (
+            host.up
+            and host.reached
+            and (cap is None or load.get(host.name, 0) < cap)
+            and self.memory_short(host.name) is None
+        )
 
     def place(
         self, issue_id: str, running: Mapping[str, Run], *, force: bool = False

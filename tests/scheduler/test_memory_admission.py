@@ -1,0 +1,190 @@
+"""Admission by memory over this machine's real memory (scheduler/resources.py): a floor
+above what is free holds dispatch with the reason on the issue row, a reload that lowers
+it lets the issue start; a running agent's real process tree is sampled into its row, the
+API state and ``/metrics`` (its series gone once it ended), and the event of a machine
+running short names its largest agent. The samples are applied by the loop only."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+
+from symphony_tui.agents.base import TurnResult, TurnStatus
+from symphony_tui.api.metrics import render
+from symphony_tui.domain import EventKind
+from symphony_tui.hosts.resources import MIB
+from symphony_tui.scheduler.eventlog import EventHistory
+from symphony_tui.scheduler.state import SchedulerState
+from symphony_tui.testing.scripted_backend import ScriptedSession
+
+from .conftest import make_issue
+
+HUGE_MB = 1_000_000_000  # a petabyte: above any machine's free memory
+
+HELD = f"""\
+worker:
+  min_free_memory_mb: {HUGE_MB}
+  resource_sample_ms: 100
+"""
+
+#: A child of the agent that holds ``MB`` MiB (touched, so resident), then sleeps.
+HOG = """
+import os, sys, time
+if os.fork() == 0:
+    block = bytearray(int(sys.argv[1]) * 1024 * 1024)
+    for i in range(0, len(block), 4096):
+        block[i] = 1
+    open(sys.argv[2], "w").write("ready")
+    time.sleep(600)
+time.sleep(600)
+"""
+
+
+def _workflow(h, front: str) -> None:
+    path = h.root / "WORKFLOW.md"
+    text = path.read_text()
+    head, _, rest = text.partition("---\n")[2].partition("---\n")
+    base = head.split("worker:")[0]
+    path.write_text(f"---\n{base}{front}---\n{rest}")
+
+
+def _row(h, issue_id: str):
+    return next(r for r in h.orch.snapshot().issues if r.issue_id == issue_id)
+
+
+async def test_a_floor_above_free_memory_holds_dispatch_until_a_reload_lowers_it(make_harness):
+    h = make_harness([make_issue(1)], front=HELD)
+    await h.start()
+    await h.settle()
+    assert "id-1" not in h.orch.running and "ABC-1" not in h.orch.completed
+    row = _row(h, "id-1")
+    assert row.note.startswith("waiting for memory: this machine has ")
+    assert f"under the {HUGE_MB:,} MB floor" in row.note
+    snap = h.orch.snapshot()
+    (machine,) = snap.memory
+    assert machine.host is None and machine.short is not None
+    free = psutil.virtual_memory().available
+    assert machine.available_bytes is not None and abs(machine.available_bytes - free) < 2048 * MIB
+    assert snap.state_payload()["memory"][0]["short"] == machine.short
+
+    _workflow(h, "worker:\n  min_free_memory_mb: 1\n  resource_sample_ms: 100\n")
+    await h.orch.tick()  # re-reads WORKFLOW.md first
+    await h.settle()
+    assert "id-1" in h.orch.running or "ABC-1" in h.orch.completed
+    assert _row(h, "id-1").note in ("", "completed")
+
+
+async def test_a_running_agents_memory_is_sampled_and_named_when_the_machine_runs_short(
+    make_harness, tmp_path, monkeypatch
+):
+    changers: list[str] = []
+    appenders: list[str] = []
+    changed, append = SchedulerState.changed, EventHistory.append
+
+    def spy_changed(self):
+        changers.append(asyncio.current_task().get_name())
+        return changed(self)
+
+    def spy_append(self, event, **stamp):
+        appenders.append(asyncio.current_task().get_name())
+        return append(self, event, **stamp)
+
+    release = asyncio.Event()
+
+    async def hold(session, prompt, turn):
+        await release.wait()
+        return TurnResult(TurnStatus.COMPLETED, session.turn_id)
+
+    h = make_harness(
+        [make_issue(1)],
+        script=hold,
+        front="agent:\n  max_turns: 1\nworker:\n  resource_sample_ms: 100\n",
+    )
+    agents: list[subprocess.Popen] = []
+
+    class Agent(ScriptedSession):
+        """A scripted session whose agent is a real process group holding 64 MiB."""
+
+        agent: subprocess.Popen
+
+        @property
+        def pid(self) -> int | None:
+            return self.agent.pid
+
+    scripted = h.backend.start_session
+
+    async def start_session(host):
+        session = await scripted(host)
+        ready = tmp_path / f"hog-ready-{len(agents)}"
+        agent = subprocess.Popen(
+            [sys.executable, "-c", HOG, "64", str(ready)], start_new_session=True
+        )
+        agents.append(agent)
+        deadline = time.monotonic() + 30
+        while not ready.exists():
+            assert time.monotonic() < deadline, "the agent's child did not allocate"
+            await asyncio.sleep(0.05)
+        session.__class__ = Agent
+        session.agent = agent
+        return session
+
+    monkeypatch.setattr(h.backend, "start_session", start_session)
+    try:
+        await h.start()
+        monkeypatch.setattr(SchedulerState, "changed", spy_changed)
+        monkeypatch.setattr(EventHistory, "append", spy_append)
+
+        def sampled():
+            rows = h.orch.snapshot().running
+            return rows and (rows[0].rss_bytes or 0) >= 64 * MIB and rows[0].cpu_percent is not None
+
+        await h.until(sampled, timeout=60)
+        row = h.orch.snapshot().running[0]
+        state = h.orch.snapshot().state_payload()["running"][0]
+        assert state["rss_bytes"] == row.rss_bytes and state["cpu_percent"] == row.cpu_percent
+        metrics = render(h.orch.snapshot).decode()
+        assert 'symphony_run_rss_bytes{host="' in metrics and 'issue="ABC-1"' in metrics
+        assert "symphony_host_memory_short{" in metrics
+
+        # The floor goes above free memory: ABC-2 waits, and the event names ABC-1.
+        h.tracker.put(make_issue(2))
+        _workflow(h, f"worker:\n  min_free_memory_mb: {HUGE_MB}\n  resource_sample_ms: 100\n")
+        await h.orch.tick()
+
+        def short_event():
+            return [
+                e.message
+                for e in h.orch.events_since(0)
+                if e.kind is EventKind.WARNING and "short of memory" in e.message
+            ]
+
+        await h.until(short_event, timeout=30)
+        (said,) = short_event()
+        assert said.startswith("this machine is short of memory: this machine has ")
+        assert "largest agent ABC-1 (" in said and " MB)" in said
+        assert "id-2" not in h.orch.running
+        assert _row(h, "id-2").note.startswith("waiting for memory: ")
+
+        _workflow(h, "worker:\n  min_free_memory_mb: 0\n  resource_sample_ms: 100\n")
+        await h.orch.tick()
+        await h.until(lambda: "id-2" in h.orch.running, timeout=30)
+
+        release.set()
+        await h.until(lambda: not h.orch.running, timeout=30)
+        await h.settle()
+        assert 'issue="ABC-1"' not in render(h.orch.snapshot).decode()
+        # Only the loop applied the samples (and this test's task, before monkeypatching).
+        assert set(changers) <= {"scheduler-loop"} and set(appenders) <= {"scheduler-loop"}
+    finally:
+        for agent in agents:
+            try:
+                os.killpg(agent.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            agent.wait()
