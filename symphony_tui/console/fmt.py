@@ -160,6 +160,17 @@ def compact(n: int | float | None) -> str:
     return f"{n / 1_000_000_000:.2f}G"
 
 
+def memory(n_bytes: int | None) -> str:
+    """Resident memory in at most 4 cells: ``812M``, ``1.9G``, ``12G``; ``-`` unknown."""
+    if n_bytes is None:
+        return "-"
+    mib = n_bytes / (1024 * 1024)
+    if mib < 999.5:
+        return f"{mib:.0f}M"
+    gib = mib / 1024
+    return f"{gib:.1f}G" if gib < 9.95 else f"{gib:.0f}G"
+
+
 def grouped(n: int) -> str:
     return f"{n:,}"
 

@@ -21,6 +21,7 @@ from symphony_tui.domain import (
     Snapshot,
     TokenUsage,
 )
+from symphony_tui.domain.snapshot import MemoryRow
 from tests.console.fake_port import FakePort
 
 NOW = datetime(2026, 11, 2, 10, 0, 0, tzinfo=UTC)
@@ -140,6 +141,8 @@ def sample_snapshot() -> Snapshot:
                 ),
                 workspace_path="/ws/DEMO-1",
                 pending_approvals=1,
+                rss_bytes=1_234_567_890,
+                cpu_percent=12.5,
             ),
             RunningRow(
                 issue_id="demo-3",
@@ -234,6 +237,13 @@ def sample_snapshot() -> Snapshot:
                 status="succeeded",
                 attempt=1,
                 ended_at=ago(7200),
+            ),
+        ),
+        memory=(
+            MemoryRow(
+                available_bytes=3_400_000_000,
+                total_bytes=17_179_869_184,
+                agents_rss_bytes=1_234_567_890,
             ),
         ),
         last_poll_at=ago(10),
@@ -342,6 +352,11 @@ def sample_hosts(port: FakePort) -> FakePort:
     port.update(
         running=running,
         recovered=recovered,
+        memory=(
+            MemoryRow(host="build-1", available_bytes=812 * 1024 * 1024,
+                      total_bytes=8 * 1024**3, agents_rss_bytes=1_234_567_890,
+                      short="host build-1 has 812 MB free, under the 1,024 MB floor"),
+        ),
         hosts=(
             HostRow(name="build-1", up=True, running=2, capacity=4, rtt_ms=3.2,
                     since=ago(3600), workspaces=3),

@@ -117,9 +117,9 @@ async def test_the_workers_table_has_a_host_column_only_with_hosts(port, make_ap
         assert columns(workers) == [*before[:2], "Host", *before[2:]]
         row = cells(workers, "demo-1")
         assert row[1:3] == ["DEMO-1", "build-1"]
-        # 80 columns: every column shows, the last event keeps at least 10 cells
+        # 80 columns: every column shows, the last event keeps at least 8 cells
         assert sum(c.width + 2 for c in workers.columns.values()) <= 78
-        assert workers.column_width("last") >= 10
+        assert workers.column_width("last") >= 8
 
 
 async def test_the_recovered_table_has_a_host_column_only_with_hosts(port, make_app):

@@ -22,8 +22,8 @@ def test_unchanged_rows_and_cells_are_reused():
     snap2 = snap.model_copy(update={"running": (snap.running[0], changed)})
     third = dict(worker_rows(snap2, later(1), tones, cache))
     assert third["demo-1"][1] is first["demo-1"][1]  # identifier kept
-    assert third["demo-3"][7] is not first["demo-3"][7]  # last event rebuilt
-    assert "now testing" in third["demo-3"][7].plain
+    assert third["demo-3"][8] is not first["demo-3"][8]  # last event rebuilt
+    assert "now testing" in third["demo-3"][8].plain
     assert third["demo-3"][5].plain != first["demo-3"][5].plain  # age moved on
 
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from symphony_tui.console.tones import Tones
-    from symphony_tui.domain import AgentEvent
+    from symphony_tui.domain import AgentEvent, RunningRow
 
 TRANSCRIPT_LINES = 5000
 #: Characters of event text one pull writes at most: past that, only the newest events
@@ -225,6 +225,7 @@ def worker_header(
         text.append(f"{fmt.grouped(row.issue_total_tokens)} tokens")
         if row.issue_runs_not_reported:
             text.append(f" {not_reported(row.issue_runs_not_reported)}", style=tones.warning)
+    _resources(text, snapshot, row, tones)
     if row.posture is not None:  # what the run can reach (docs/security.md)
         rows = dict(row.posture.lines())
         for labels in (("sandbox", "network", "transport"), ("secrets withheld", "control API")):
@@ -245,6 +246,28 @@ def worker_header(
         text.append_text(last_activity(row, tones, LAST_ACTIVITY_CELLS))
     _hooks_and_plan(text, hooks, plan, tones)
     return text
+
+
+def _resources(text: Text, snapshot: Snapshot, row: RunningRow, tones: Tones) -> None:
+    """``memory 1.1G  cpu 12%  this machine 3.2G free of 16G``: the agent's processes at
+    the last resource sample and the free memory where it runs (and why that machine
+    takes no new run, when it is short)."""
+    machine = next((m for m in snapshot.memory if m.host == row.host), None)
+    if row.rss_bytes is None and machine is None:
+        return
+    text.append("\nmemory ", style=tones.muted)
+    text.append(fmt.memory(row.rss_bytes))
+    text.append("  cpu ", style=tones.muted)
+    text.append("-" if row.cpu_percent is None else f"{row.cpu_percent:.0f}%")
+    if machine is not None:
+        where = "this machine" if machine.host is None else one_line(machine.host, 30)
+        text.append(f"  {where} ", style=tones.muted)
+        text.append(f"{fmt.memory(machine.available_bytes)} free")
+        if machine.total_bytes is not None:
+            text.append(f" of {fmt.memory(machine.total_bytes)}", style=tones.muted)
+        if machine.short is not None:
+            text.append("\nno new run here: ", style=tones.warning)
+            text.append(one_line(machine.short, 120), style=tones.warning)
 
 
 class TranscriptLog(RichLog):

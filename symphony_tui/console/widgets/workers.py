@@ -32,13 +32,17 @@ COLUMNS = (
     ("attempt", "Try", 3),
     ("age", "Age", 6),
     ("tokens", "Tokens", 7),
+    ("mem", "Mem", 4),
     ("last", "Last event", 16),
 )
+#: At 80 columns the status gives up to 2 cells to the last event.
+SHRINK = {"status": 10}
 #: With worker hosts configured: the host after the issue; at 80 columns it
-#: gives up to 9 cells, the status 2, to the last event (see ``KeyedTable``'s ``shrink``).
+#: gives up to 9 cells, the status 3, the issue 2 and the tokens 1 to the last event,
+#: which keeps its least 8 (see ``KeyedTable``'s ``shrink``).
 HOST_COLUMN = ("host", "Host", 16)
 COLUMNS_WITH_HOSTS = (*COLUMNS[:2], HOST_COLUMN, *COLUMNS[2:])
-HOST_SHRINK = {"host": 7, "status": 10}
+HOST_SHRINK = {"host": 7, "status": 9, "tokens": 6, "issue": 8}
 
 MIN_MESSAGE_CELLS = 8  # below this the event kind gives way to the message
 
@@ -106,7 +110,8 @@ def worker_rows(
     lets the new one through. ``unknown_s``: the link to the scheduler is lost and its last
     update is this many seconds old; each live status (:data:`LIVE_STATUSES`) and its
     approval flag then read as unknown (dimmed), and its last event says how old it is
-    (``as of 19s ago``), never as current."""
+    (``as of 19s ago``), never as current. The memory cell is the agent's resident memory
+    at the last resource sample (``-`` before it)."""
     cache = cache if cache is not None else RowCache()
     activity: Callable[[RunningRow, int], _Activity] = (
         gate.activity if gate is not None else _Activity
@@ -119,6 +124,7 @@ def worker_rows(
         lambda n: Text(f"⚑{min(n, 9)}", style=tones.warning, end="") if n else Text("", end=""),
         lambda v: inert(v, tones.bold, limit=10),
         lambda v: _status_cell(v, tones),
+        plain,
         plain,
         plain,
         plain,
@@ -150,6 +156,7 @@ def worker_rows(
             fmt.compact(r.tokens.total_tokens)
             if r.usage_reported and not r.tokens.is_zero
             else "-",
+            fmt.memory(r.rss_bytes),
             activity(r, last_width),
         )
         if hosts:
@@ -222,7 +229,7 @@ class WorkersTable(KeyedTable):
         monotonic: Callable[[], float] = time.monotonic,
         **kwargs,
     ) -> None:
-        super().__init__(COLUMNS, flex="last", **kwargs)
+        super().__init__(COLUMNS, flex="last", shrink=SHRINK, **kwargs)
         self._cache = RowCache()
         self._gate = ActivityGate(activity_interval_s, monotonic)
         self._shown: tuple[Snapshot, datetime, Tones, float | None] | None = None
@@ -234,7 +241,7 @@ class WorkersTable(KeyedTable):
         self._shown = (snapshot, now, tones, unknown_s)
         hosts = bool(snapshot.hosts)
         if self.set_column_spec(
-            COLUMNS_WITH_HOSTS if hosts else COLUMNS, HOST_SHRINK if hosts else None
+            COLUMNS_WITH_HOSTS if hosts else COLUMNS, HOST_SHRINK if hosts else SHRINK
         ):
             self._cache = RowCache()  # the cells are laid out differently
         width = self.column_width("last")
