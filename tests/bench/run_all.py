@@ -14,6 +14,7 @@ from tests.bench import (
     bench_launch,
     bench_quit,
     bench_remote,
+    bench_resources,
     bench_rpc,
     bench_scheduler,
     bench_soak,
@@ -30,6 +31,7 @@ if __name__ == "__main__":
     bench_rpc.run()
     bench_console.run()
     bench_usage_ledger.run()
+    bench_resources.run()
     bench_attach.run()
     bench_turnover.main([])
     if not args.quick:

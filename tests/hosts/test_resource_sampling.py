@@ -18,6 +18,8 @@ import pytest
 from symphony_tui.config.worker_hosts import parse_host
 from symphony_tui.hosts.resources import (
     MIB,
+    _proc_table,
+    _psutil_table,
     CpuMeter,
     cpu_time_s,
     host_script,
@@ -78,6 +80,17 @@ def test_this_machines_pass_counts_the_children_of_the_agent(tree) -> None:
     assert sum(p.rss_bytes for p in groups["ABC-1"]) >= 96 * MIB
     assert groups["gone"] == []
     assert memory.available is not None and 0 < memory.available <= (memory.total or 0)
+
+
+def test_the_psutil_walk_sees_what_the_proc_walk_sees(tree) -> None:
+    # A machine without /proc walks the process table through psutil: same parents,
+    # groups and (nearly) the same memory.
+    leader, grandchild = tree
+    fast, portable = _proc_table(), _psutil_table()
+    assert fast is not None
+    for pid in (leader.pid, grandchild):
+        assert fast[pid][:2] == portable[pid][:2] and fast[pid][1] == leader.pid
+        assert abs(fast[pid][2].rss_bytes - portable[pid][2].rss_bytes) < 8 * MIB
 
 
 def test_a_member_that_left_the_tree_still_counts_by_its_group(tmp_path) -> None:
