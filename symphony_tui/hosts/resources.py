@@ -114,7 +114,7 @@ _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
-def _proc_table() -> dict[int, tuple[int, int, Proc]] | None:
+def proc_table() -> dict[int, tuple[int, int, Proc]] | None:
     """Every process as ``pid -> (ppid, pgid, Proc)`` from ``/proc/<pid>/stat`` (one read
     per process: a third of what ``psutil`` costs for the same fields); None without
     ``/proc``."""
@@ -142,8 +142,8 @@ def _proc_table() -> dict[int, tuple[int, int, Proc]] | None:
     return table
 
 
-def _psutil_table() -> dict[int, tuple[int, int, Proc]]:
-    """:func:`_proc_table` through ``psutil`` (a machine without ``/proc``)."""
+def psutil_table() -> dict[int, tuple[int, int, Proc]]:
+    """:func:`proc_table` through ``psutil`` (a machine without ``/proc``)."""
     table: dict[int, tuple[int, int, Proc]] = {}
     for proc in psutil.process_iter(["ppid", "memory_info", "cpu_times"]):
         info = proc.info
@@ -165,9 +165,9 @@ def local_pass(roots: Mapping[str, int]) -> tuple[dict[str, list[Proc]], Memory]
     that is gone gives an empty list. Blocking: run it in a thread."""
     out: dict[str, list[Proc]] = {}
     if roots:
-        table = _proc_table()
+        table = proc_table()
         if table is None:
-            table = _psutil_table()
+            table = psutil_table()
         wanted = set(roots.values())
         children: dict[int, list[int]] = {}
         groups: dict[int, list[int]] = {}

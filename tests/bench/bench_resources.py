@@ -64,7 +64,9 @@ def _workspaces(root: Path, groups: list[subprocess.Popen]) -> list[str]:
     for i, proc in enumerate(groups):
         ws = root / f"ABC-{i}"
         (ws / ".symphony").mkdir(parents=True)
-        (ws / ".symphony" / "agent-0123abcd.pgid").write_text(f"{proc.pid}\n{os.uname().nodename}\n")
+        (ws / ".symphony" / "agent-0123abcd.pgid").write_text(
+            f"{proc.pid}\n{os.uname().nodename}\n"
+        )
         paths.append(str(ws))
     return paths
 

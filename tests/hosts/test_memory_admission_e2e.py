@@ -67,9 +67,7 @@ def test_a_host_under_its_memory_floor_takes_no_run_until_the_floor_is_lowered(
         assert "no agent of ours runs there" in said[0]
 
         workflow = project / "WORKFLOW.md"
-        workflow.write_text(
-            workflow.read_text().replace(_extra(short, HUGE_MB), _extra(short, 0))
-        )
+        workflow.write_text(workflow.read_text().replace(_extra(short, HUGE_MB), _extra(short, 0)))
         snap = watch.until(
             lambda s: any(r["host"] == short for r in s["running"]),
             "the waiting issue started on the host once its floor was lowered",

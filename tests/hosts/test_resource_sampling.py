@@ -18,14 +18,14 @@ import pytest
 from symphony_tui.config.worker_hosts import parse_host
 from symphony_tui.hosts.resources import (
     MIB,
-    _proc_table,
-    _psutil_table,
     CpuMeter,
     cpu_time_s,
     host_script,
     local_pass,
     parse_host_output,
     parse_ps_line,
+    proc_table,
+    psutil_table,
 )
 from symphony_tui.hosts.ssh import SshTarget
 
@@ -86,7 +86,7 @@ def test_the_psutil_walk_sees_what_the_proc_walk_sees(tree) -> None:
     # A machine without /proc walks the process table through psutil: same parents,
     # groups and (nearly) the same memory.
     leader, grandchild = tree
-    fast, portable = _proc_table(), _psutil_table()
+    fast, portable = proc_table(), psutil_table()
     assert fast is not None
     for pid in (leader.pid, grandchild):
         assert fast[pid][:2] == portable[pid][:2] and fast[pid][1] == leader.pid
