@@ -13,6 +13,7 @@ from rich.text import Text
 
 from symphony_tui.console.sanitize import inert, one_line
 from symphony_tui.domain import ClaimState, EventKind, RunStatus
+from symphony_tui.domain.snapshot import WAITING_FOR_MEMORY
 
 if TYPE_CHECKING:
     from symphony_tui.console.tones import Tones
@@ -25,6 +26,7 @@ CLAIM_LABELS: dict[str, tuple[str, str, str]] = {
     "blocked": ("⧗", "blocked", "warning"),
     "done": ("✓", "done", "primary"),
     "released": ("◌", "held", "muted"),  # interrupted or stopped: held until rerun
+    "memory": ("⧖", "memory", "warning"),  # no machine with memory to spare takes it
     "idle": ("○", "idle", "muted"),
 }
 
@@ -104,6 +106,8 @@ def claim_key(row: IssueRow, completed: frozenset[str]) -> str:
         return "blocked"
     if row.claim == ClaimState.RELEASED:
         return "released"
+    if row.note.startswith(WAITING_FOR_MEMORY):
+        return "memory"
     return "idle"
 
 

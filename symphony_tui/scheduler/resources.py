@@ -26,7 +26,7 @@ from typing import Any, Protocol
 from symphony_tui.config.settings import Settings
 from symphony_tui.config.worker_hosts import WorkerSettings
 from symphony_tui.domain import EventKind
-from symphony_tui.domain.snapshot import MemoryRow
+from symphony_tui.domain.snapshot import WAITING_FOR_MEMORY, MemoryRow
 from symphony_tui.hosts.resources import (
     MIB,
     CpuMeter,
@@ -185,7 +185,7 @@ def dispatch_hold(state: SchedulerState, issue_id: str) -> str | None:
     if why is None:
         book.waiting.pop(issue_id, None)
     else:
-        book.waiting[issue_id] = f"waiting for memory: {why}"
+        book.waiting[issue_id] = WAITING_FOR_MEMORY + why
     return why
 
 

@@ -8,12 +8,13 @@ from rich.text import Text
 
 from symphony_tui.console import fmt
 from symphony_tui.console.screens.worker import WorkerScreen
+from symphony_tui.console.widgets.issues import IssuesTable
 from symphony_tui.console.widgets.workers import WorkersTable
 from tests.console.helpers import settle
 from tests.console.sample import sample_hosts
 
 
-def _cells(table: WorkersTable, key: str) -> list[str]:
+def _cells(table: WorkersTable | IssuesTable, key: str) -> list[str]:
     return [c.plain if isinstance(c, Text) else str(c) for c in table.get_row(key)]
 
 
@@ -69,3 +70,20 @@ async def test_the_worker_detail_says_memory_cpu_and_the_free_memory_where_it_ru
         lines = await _header_lines(app, pilot, "demo-1")
         assert any("build-1 812M free of 8.0G" in x for x in lines), lines
         assert any("no new run here: host build-1 has 812 MB free" in x for x in lines), lines
+
+
+async def test_an_issue_waiting_for_memory_says_so_in_its_row_and_its_detail(port, make_app):
+    note = "waiting for memory: this machine has 812 MB free, under the 2,048 MB floor"
+    issues = tuple(
+        i.model_copy(update={"note": note}) if i.issue_id == "demo-4" else i
+        for i in port.current.issues
+    )
+    port.update(issues=tuple(i.model_copy(update={"blocked": False}) for i in issues))
+    app = make_app(port)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one(IssuesTable)
+        assert _cells(table, "demo-4")[3] == "⧖ memory"
+        assert _cells(table, "demo-5")[3] == "○ idle"
+        lines = await _header_lines(app, pilot, "demo-4")
+        assert any(note in line for line in lines), lines

@@ -24,6 +24,7 @@ from symphony_tui.console.widgets.tokens import not_reported
 from symphony_tui.console.widgets.workers import last_activity
 from symphony_tui.domain import ApprovalRequest, EventKind, Rerun, Snapshot
 from symphony_tui.domain.payloads import HookResult
+from symphony_tui.domain.snapshot import WAITING_FOR_MEMORY
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -159,6 +160,9 @@ def worker_header(
         text.append("■ not running", style=tones.muted)
         if issue is not None:
             text.append(f"  state {one_line(issue.state, 20)}")
+            if issue.note.startswith(WAITING_FOR_MEMORY):  # why it does not start
+                text.append("\n")
+                text.append(one_line(issue.note, 160), style=tones.warning)
         retry = next((r for r in snapshot.retrying if r.issue_id == issue_id), None)
         if retry is not None:
             text.append(
