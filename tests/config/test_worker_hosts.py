@@ -63,6 +63,21 @@ def test_hosts_caps_and_overrides_load_without_warnings(tmp_path: Path) -> None:
     assert worker.env_for("me@b:2222") == {"PATH": "/opt/bin"} and worker.env_for("a") == {}
 
 
+def test_memory_floors_and_caps_default_from_worker_and_override_per_host(tmp_path: Path) -> None:
+    worker = _load(tmp_path, "").settings.worker
+    assert (worker.memory_floor_mb(None), worker.memory_cap_mb(None)) == (0, 0)
+    assert worker.resource_sample_ms == 5000
+    worker = _load(
+        tmp_path,
+        "worker:\n  ssh_hosts: [a, b]\n  min_free_memory_mb: 2048\n  max_memory_mb: 8192\n"
+        "  resource_sample_ms: 0\n  hosts:\n    b:\n      min_free_memory_mb: 0\n"
+        "      max_memory_mb: 4096\n",
+    ).settings.worker
+    assert [worker.memory_floor_mb(h) for h in (None, "a", "b")] == [2048, 2048, 0]
+    assert [worker.memory_cap_mb(h) for h in (None, "a", "b")] == [8192, 8192, 4096]
+    assert worker.resource_sample_ms == 0
+
+
 def test_no_hosts_is_local_behaviour(tmp_path: Path) -> None:
     worker = _load(tmp_path, "").settings.worker
     assert not worker.enabled and worker.specs() == ()
@@ -77,6 +92,9 @@ def test_no_hosts_is_local_behaviour(tmp_path: Path) -> None:
         ("worker:\n  ssh_hosts: [a, a]\n", "lists 'a' twice"),
         ("worker:\n  ssh_hosts: [a]\n  hosts: {b: {}}\n", "worker.hosts.b names no"),
         ("worker:\n  ssh_hosts: [a]\n  max_concurrent_agents_per_host: 0\n", "greater than 0"),
+        ("worker:\n  min_free_memory_mb: -1\n", "greater than or equal to 0"),
+        ("worker:\n  ssh_hosts: [a]\n  hosts: {a: {max_memory_mb: lots}}\n", "max_memory_mb"),
+        ("worker:\n  resource_sample_ms: true\n", "resource_sample_ms"),
         ("worker:\n  ssh_hosts: [a]\n  hosts: {a: {env: {'1X': y}}}\n", "not a shell variable"),
         ("worker:\n  ssh_hosts: [a]\n  hosts: {a: {commands: {vim: x}}}\n", "not a backend"),
         ("worker:\n  ssh_hosts: [a]\n  hosts: {a: {commands: {opencode: ''}}}\n", "non-empty"),
