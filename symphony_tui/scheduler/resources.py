@@ -192,9 +192,9 @@ def dispatch_hold(state: SchedulerState, issue_id: str) -> str | None:
 def apply_sample(state: SchedulerState, sample: ResourcesSampled) -> bool:
     """Apply one pass to ``state`` (the loop's handler): the runs still running keep
     their usage, each sampled machine its memory; a machine that became short says so in
-    an event naming its largest agent. Returns True when a machine has room again, or
-    was sampled for the first time with room while issues wait for memory (the caller
-    asks for a tick: they may start)."""
+    an event naming its largest agent. Returns True when issues wait for memory and a
+    machine has room again or was sampled for the first time with room (the caller asks
+    for a tick: they may start)."""
     book = state.resources
     book.usage = {
         issue_id: (run, usage)
@@ -235,8 +235,9 @@ def apply_sample(state: SchedulerState, sample: ResourcesSampled) -> bool:
         state.emit_system(EventKind.WARNING, f"{_where(machine)} has memory for new runs again")
     book.was_short = short_now
     state.changed()
-    # Issues held until a machine's first sample may start now.
-    return bool(freed) or (bool(book.waiting) and any(m not in short_now for m in first))
+    # Issues held for memory (until a machine's first sample too) may start now; with none
+    # waiting the next poll is soon enough.
+    return bool(book.waiting) and (bool(freed) or any(m not in short_now for m in first))
 
 
 class ResourceSampler:
