@@ -157,6 +157,12 @@ class SchedulerState(Protocol):
     def changed(self) -> None: ...
 
 
+def _reachable(hosts: HostBook, name: str) -> bool:
+    """Whether worker host ``name`` is listed, up and reached."""
+    host = hosts.get(name)
+    return host is not None and host.up and host.reached
+
+
 def dispatch_hold(state: SchedulerState, issue_id: str) -> str | None:
     """Why ``issue_id`` cannot start for lack of memory right now, or None (it waits for
     something else, or not at all): this machine without worker hosts; with them, its
@@ -203,9 +209,9 @@ def apply_sample(state: SchedulerState, sample: ResourcesSampled) -> bool:
     }
     first = [m for m in sample.machines if m not in book.machines]
     book.machines.update(sample.machines)
-    for gone in [
-        m for m in book.machines if m is not None and m not in state.settings.worker.ssh_hosts
-    ]:
+    # A host no longer listed, or down, has no memory known: one that comes back is held
+    # (when it has a floor or cap) until its first sample after it.
+    for gone in [m for m in book.machines if m is not None and not _reachable(state.hosts, m)]:
         del book.machines[gone]
     worker = state.settings.worker
     short_now: set[str | None] = set()
@@ -223,7 +229,7 @@ def apply_sample(state: SchedulerState, sample: ResourcesSampled) -> bool:
         else:
             tail = "; no agent of ours runs there"
         state.emit_system(
-            EventKind.WARNING, f"{_where(machine)} is short of memory: {why}{tail}; no new run"
+            EventKind.WARNING, f"short of memory: {why}{tail}; no new run starts there"
         )
         state.log(
             "warning", "short of memory", host=machine or "local", reason=why,

@@ -63,7 +63,7 @@ def test_a_host_under_its_memory_floor_takes_no_run_until_the_floor_is_lowered(
         assert machines[roomy]["short"] is None
         assert machines[roomy]["agents_rss_bytes"] == snap["running"][0]["rss_bytes"]
         said = [e["message"] for e in _events(url) if "short of memory" in e["message"]]
-        assert said and said[0].startswith(f"host {short} is short of memory")
+        assert said and said[0].startswith(f"short of memory: host {short} has ")
         assert "no agent of ours runs there" in said[0]
 
         workflow = project / "WORKFLOW.md"

@@ -166,7 +166,7 @@ async def test_a_running_agents_memory_is_sampled_and_named_when_the_machine_run
 
         await h.until(short_event, timeout=30)
         (said,) = short_event()
-        assert said.startswith("this machine is short of memory: this machine has ")
+        assert said.startswith("short of memory: this machine has ")
         assert "largest agent ABC-1 (" in said and " MB)" in said
         assert "id-2" not in h.orch.running
         assert _row(h, "id-2").note.startswith("waiting for memory: ")
