@@ -46,6 +46,50 @@ time.sleep(600)
 """
 
 
+class Agent(ScriptedSession):
+    """A scripted session whose agent is a real process group (:data:`HOG`)."""
+
+    agent: subprocess.Popen
+
+    @property
+    def pid(self) -> int | None:
+        return self.agent.pid
+
+
+def _real_agents(h, tmp_path, monkeypatch, mb: int = 64) -> list[subprocess.Popen]:
+    """Every session the harness starts gets a real agent process group holding ``mb``
+    MiB in a child; returns the agents started (the test ends them)."""
+    agents: list[subprocess.Popen] = []
+    scripted = h.backend.start_session
+
+    async def start_session(host):
+        session = await scripted(host)
+        ready = tmp_path / f"hog-ready-{len(agents)}"
+        agent = subprocess.Popen(
+            [sys.executable, "-c", HOG, str(mb), str(ready)], start_new_session=True
+        )
+        agents.append(agent)
+        deadline = time.monotonic() + 30
+        while not ready.exists():
+            assert time.monotonic() < deadline, "the agent's child did not allocate"
+            await asyncio.sleep(0.05)
+        session.__class__ = Agent
+        session.agent = agent
+        return session
+
+    monkeypatch.setattr(h.backend, "start_session", start_session)
+    return agents
+
+
+def _end(agents: list[subprocess.Popen]) -> None:
+    for agent in agents:
+        try:
+            os.killpg(agent.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        agent.wait()
+
+
 def _workflow(h, front: str) -> None:
     path = h.root / "WORKFLOW.md"
     text = path.read_text()
@@ -106,35 +150,7 @@ async def test_a_running_agents_memory_is_sampled_and_named_when_the_machine_run
         script=hold,
         front="agent:\n  max_turns: 1\nworker:\n  resource_sample_ms: 100\n",
     )
-    agents: list[subprocess.Popen] = []
-
-    class Agent(ScriptedSession):
-        """A scripted session whose agent is a real process group holding 64 MiB."""
-
-        agent: subprocess.Popen
-
-        @property
-        def pid(self) -> int | None:
-            return self.agent.pid
-
-    scripted = h.backend.start_session
-
-    async def start_session(host):
-        session = await scripted(host)
-        ready = tmp_path / f"hog-ready-{len(agents)}"
-        agent = subprocess.Popen(
-            [sys.executable, "-c", HOG, "64", str(ready)], start_new_session=True
-        )
-        agents.append(agent)
-        deadline = time.monotonic() + 30
-        while not ready.exists():
-            assert time.monotonic() < deadline, "the agent's child did not allocate"
-            await asyncio.sleep(0.05)
-        session.__class__ = Agent
-        session.agent = agent
-        return session
-
-    monkeypatch.setattr(h.backend, "start_session", start_session)
+    agents = _real_agents(h, tmp_path, monkeypatch)
     try:
         await h.start()
         monkeypatch.setattr(SchedulerState, "changed", spy_changed)
@@ -182,9 +198,34 @@ async def test_a_running_agents_memory_is_sampled_and_named_when_the_machine_run
         # Only the loop applied the samples (and this test's task, before monkeypatching).
         assert set(changers) <= {"scheduler-loop"} and set(appenders) <= {"scheduler-loop"}
     finally:
-        for agent in agents:
-            try:
-                os.killpg(agent.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            agent.wait()
+        _end(agents)
+
+
+async def test_agents_at_the_machines_cap_hold_the_next_run(make_harness, tmp_path, monkeypatch):
+    release = asyncio.Event()
+
+    async def hold(session, prompt, turn):
+        await release.wait()
+        return TurnResult(TurnStatus.COMPLETED, session.turn_id)
+
+    front = "agent:\n  max_turns: 1\nworker:\n  max_memory_mb: {cap}\n  resource_sample_ms: 100\n"
+    h = make_harness([make_issue(1)], script=hold, front=front.format(cap=48))
+    agents = _real_agents(h, tmp_path, monkeypatch)
+    try:
+        await h.start()  # nothing runs yet: ABC-1 starts
+        await h.until(lambda: (h.orch.snapshot().memory[0].agents_rss_bytes or 0) >= 64 * MIB)
+        h.tracker.put(make_issue(2))
+        await h.orch.tick()
+        assert "id-2" not in h.orch.running
+        note = _row(h, "id-2").note
+        assert note.startswith("waiting for memory: agents on this machine use ")
+        assert note.endswith("the cap is 48 MB")
+        (machine,) = h.orch.snapshot().memory
+        assert machine.short is not None and machine.agents_rss_bytes >= 64 * MIB
+        _workflow(h, front.format(cap=4096))
+        await h.orch.tick()
+        await h.until(lambda: "id-2" in h.orch.running)
+        release.set()
+        await h.until(lambda: not h.orch.running, timeout=30)
+    finally:
+        _end(agents)
