@@ -7,7 +7,9 @@ from __future__ import annotations
 from rich.text import Text
 
 from symphony_tui.console import fmt
+from symphony_tui.console.screens.hosts import host_detail
 from symphony_tui.console.screens.worker import WorkerScreen
+from symphony_tui.console.tones import Tones
 from symphony_tui.console.widgets.issues import IssuesTable
 from symphony_tui.console.widgets.workers import WorkersTable
 from tests.console.helpers import settle
@@ -87,3 +89,10 @@ async def test_an_issue_waiting_for_memory_says_so_in_its_row_and_its_detail(por
         assert _cells(table, "demo-5")[3] == "○ idle"
         lines = await _header_lines(app, pilot, "demo-4")
         assert any(note in line for line in lines), lines
+
+
+def test_the_hosts_screen_says_each_hosts_memory(port):
+    snap = sample_hosts(port).current
+    text = host_detail(snap.hosts[0], snap, snap.generated_at, Tones()).plain
+    assert "memory      812M free of 8.0G, agents 1.1G; no new run: host build-1 has 812 MB" in text
+    assert "memory      -" in host_detail(snap.hosts[2], snap, snap.generated_at, Tones()).plain

@@ -89,9 +89,24 @@ def host_rows(snapshot: Snapshot, now: datetime, tones: Tones) -> list[tuple[str
     return rows
 
 
+def _memory_pair(row: HostRow, snapshot: Snapshot, tones: Tones) -> tuple[str, str, str]:
+    """``memory``: the host's free memory and its agents' at the last resource sample,
+    and why it takes no new run when it is short."""
+    machine = next((m for m in snapshot.memory if m.host == row.name), None)
+    if machine is None:
+        return ("memory", "-", "")
+    value = f"{fmt.memory(machine.available_bytes)} free"
+    if machine.total_bytes is not None:
+        value += f" of {fmt.memory(machine.total_bytes)}"
+    value += f", agents {fmt.memory(machine.agents_rss_bytes)}"
+    if machine.short is not None:
+        return ("memory", f"{value}; no new run: {machine.short}", tones.warning)
+    return ("memory", value, "")
+
+
 def host_detail(row: HostRow, snapshot: Snapshot, now: datetime, tones: Tones) -> Text:
-    """The selected host: its state since when, the runs on it, round trip, the workspaces
-    known there (running and recovered ones), the last error and what a drain means."""
+    """The selected host: its state since when, the runs on it, round trip, memory (free,
+    its agents', why it is short), the workspaces known there (running and recovered ones), the last error and what a drain means."""
     running = [r.issue_identifier for r in snapshot.running if r.host == row.name]
     recovered = [w.issue_identifier or w.key for w in snapshot.recovered if w.host == row.name]
     since = ""
@@ -112,6 +127,7 @@ def host_detail(row: HostRow, snapshot: Snapshot, now: datetime, tones: Tones) -
         ("drained", drained, tones.warning if row.drained else ""),
         ("runs", runs, ""),
         ("round trip", rtt_text(row) + (" (last probe)" if row.rtt_ms is not None else ""), ""),
+        _memory_pair(row, snapshot, tones),
         ("workspaces", held, ""),
         ("last error", row.last_error or "-", tones.error if row.last_error else ""),
     ]
