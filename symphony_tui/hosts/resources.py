@@ -56,11 +56,13 @@ class Memory:
 class Usage:
     """One run's agent at a pass: the sum of its processes' resident set sizes (bytes),
     its CPU use since the pass before in percent of one core (None on the first pass that
-    saw it), and how many processes it has."""
+    saw it), how many processes it has, and the pid its processes were found from
+    (``root``: the agent's, or its group's; runs sharing one server share it)."""
 
     rss_bytes: int
     cpu_percent: float | None
     processes: int
+    root: int | None = None
 
 
 @dataclass

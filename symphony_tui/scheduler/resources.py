@@ -21,6 +21,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any, Protocol
 
 from symphony_tui.config.settings import Settings
@@ -76,12 +77,14 @@ class ResourceBook:
         return hit[1] if hit is not None and hit[0] is run else None
 
     def agents_rss(self, host: str | None, running: Mapping[str, Run]) -> int:
-        """Bytes the agents of the runs on ``host`` (None: this machine) use together."""
-        return sum(
-            usage.rss_bytes
-            for run in running.values()
-            if run.worker_host == host and (usage := self.of(run)) is not None
-        )
+        """Bytes the agents of the runs on ``host`` (None: this machine) use together; an
+        agent server several runs share (one ``root``) counts once."""
+        by_root: dict[object, int] = {}
+        for run in running.values():
+            usage = self.of(run)
+            if run.worker_host == host and usage is not None:
+                by_root[usage.root if usage.root is not None else id(run)] = usage.rss_bytes
+        return sum(by_root.values())
 
     def short(
         self, host: str | None, worker: WorkerSettings, running: Mapping[str, Run]
@@ -329,7 +332,15 @@ class ResourceSampler:
         }
         groups, memory = await asyncio.to_thread(local_pass, roots)
         usage = self._meter(None).usage(groups, time.monotonic())
-        return None, memory, {key: (runs[key], u) for key, u in usage.items() if groups[key]}
+        return (
+            None,
+            memory,
+            {
+                key: (runs[key], replace(u, root=roots[key]))
+                for key, u in usage.items()
+                if groups[key]
+            },
+        )
 
     async def _host(
         self, name: str, runs: list[Run]
@@ -341,4 +352,12 @@ class ResourceSampler:
         groups: dict[str, list[Proc]] = {runs[i].issue.id: procs for i, procs in found.items()}
         usage = self._meter(name).usage(groups, time.monotonic())
         by_id = {r.issue.id: r for r in runs}
-        return name, memory, {key: (by_id[key], u) for key, u in usage.items() if groups[key]}
+        return (
+            name,
+            memory,
+            {
+                key: (by_id[key], replace(u, root=min(p.pid for p in groups[key])))
+                for key, u in usage.items()
+                if groups[key]
+            },
+        )

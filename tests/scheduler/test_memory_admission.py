@@ -229,3 +229,25 @@ async def test_agents_at_the_machines_cap_hold_the_next_run(make_harness, tmp_pa
         await h.until(lambda: not h.orch.running, timeout=30)
     finally:
         _end(agents)
+
+
+def test_a_server_that_runs_share_counts_once_in_the_machines_total() -> None:
+    from symphony_tui.hosts.resources import Usage
+    from symphony_tui.scheduler.resources import ResourceBook
+    from symphony_tui.scheduler.run import Run
+
+    from .conftest import T0
+
+    def run(n: int) -> Run:
+        return Run(make_issue(n), None, "opencode", T0, 0.0, 0.0)
+
+    a, b, c = run(1), run(2), run(3)
+    book = ResourceBook()
+    book.usage = {
+        "id-1": (a, Usage(300 * MIB, 5.0, 4, root=4242)),  # one managed server, two runs
+        "id-2": (b, Usage(300 * MIB, 5.0, 4, root=4242)),
+        "id-3": (c, Usage(100 * MIB, 1.0, 1, root=777)),
+    }
+    running = {"id-1": a, "id-2": b, "id-3": c}
+    assert book.agents_rss(None, running) == 400 * MIB
+    assert book.of(run(1)) is None  # a newer run of the issue is not the one sampled
