@@ -7,6 +7,8 @@ processes), sampled as the scheduler does.
 - **a worker host**: ``host_script`` for 200 workspaces (each with its agent's pgid
   file) run by ``sh`` here, as on a host: CPU ms of the host-side command (its children's
   rusage) and of parsing its output here, per pass and per run, wall ms, output bytes;
+- **the loop**: applying the pass (``apply_sample``, a floor and a cap set) and the
+  snapshot's memory rows, CPU ms each;
 - **over ssh** (when sshd is installed): the same pass to one sshd on 127.0.0.1 over a
   shared master connection: wall ms, and the CPU of this machine's ``ssh`` client and the
   host's side together (one machine here).
@@ -149,6 +151,49 @@ def _over_ssh(paths: list[str], passes: int) -> None:
     figure(f"ssh pass at {len(paths)} runs, ssh client CPU", cpu / passes * 1000, "ms")
 
 
+def _loop_side(n: int, rounds: int = 200) -> None:
+    """What the loop pays per pass: applying ``ResourcesSampled`` at ``n`` runs (with a
+    floor and a cap set, so every check runs) and the snapshot's memory rows."""
+    from symphony_tui.config.store import WorkflowStore
+    from symphony_tui.hosts.resources import Memory, Usage
+    from symphony_tui.scheduler.clock import FakeClock
+    from symphony_tui.scheduler.eventlog import EventHistory
+    from symphony_tui.scheduler.inbox import ResourcesSampled
+    from symphony_tui.scheduler.resources import apply_sample
+    from symphony_tui.scheduler.run import Run
+    from symphony_tui.scheduler.state import SchedulerState
+    from symphony_tui.workspaces.manager import WorkspaceManager
+    from tests.scheduler.conftest import T0, make_issue, write_workflow
+
+    with tempfile.TemporaryDirectory(prefix="bench-res-loop-") as tmp:
+        front = "worker:\n  min_free_memory_mb: 1\n  max_memory_mb: 1000000\n"
+        store = WorkflowStore(write_workflow(Path(tmp), front))
+        store.load_initial()
+        state = SchedulerState(
+            store,
+            FakeClock(T0),
+            EventHistory(),
+            WorkspaceManager(lambda: store.current.settings),
+        )
+        runs = [Run(make_issue(i), None, "codex", T0, 0.0, 0.0) for i in range(n)]
+        state.running = {r.issue.id: r for r in runs}
+        sample = ResourcesSampled(
+            {r.issue.id: (r, Usage(300 << 20, 12.5, 3, root=i)) for i, r in enumerate(runs)},
+            {None: Memory(8 << 30, 16 << 30)},
+        )
+        cpu0 = time.process_time()
+        for _ in range(rounds):
+            apply_sample(state, sample)
+        applied = (time.process_time() - cpu0) / rounds * 1000
+        worker = state.settings.worker
+        cpu0 = time.process_time()
+        for _ in range(rounds):
+            state.resources.rows(worker, state.running)
+        rows = (time.process_time() - cpu0) / rounds * 1000
+    figure(f"loop: apply one pass at {n} runs", applied, "ms")
+    figure(f"loop: a snapshot's memory rows at {n} runs", rows, "ms")
+
+
 def run(runs: int = 200, passes: int = 20) -> None:
     print(f"bench_resources: one sampling pass at {runs} runs, mean of {passes} passes")
     groups = _spawn(runs)
@@ -161,6 +206,7 @@ def run(runs: int = 200, passes: int = 20) -> None:
             _over_ssh(paths, passes)
     finally:
         _end(groups)
+    _loop_side(runs)
 
 
 if __name__ == "__main__":
