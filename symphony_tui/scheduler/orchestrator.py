@@ -303,7 +303,7 @@ class Orchestrator:
         if self.settings.worker.resource_sample_ms > 0:
             # This machine's memory is known before the first dispatch (posted ahead of
             # the first tick, so admission by memory holds from the start).
-            self._post(await sampler.sample())
+            await sampler.post_one()
         self._spawn(sampler.run(wait_first=True), name="resource-sampler")
         if self.heap is not None:
             self.heap.watch()  # freeze after full collections too (the console's caches)

@@ -275,11 +275,16 @@ class ResourceSampler:
             if interval_ms <= 0:
                 await asyncio.sleep(IDLE_CHECK_S)
                 continue
-            try:
-                self._post(await self.sample())
-            except Exception as exc:  # a failed pass must never end the sampling
-                log.warning("resource sampling failed: %s", exc)
+            await self.post_one()
             await asyncio.sleep(interval_ms / 1000)
+
+    async def post_one(self) -> None:
+        """Take one pass and post it; a pass that fails is logged and nothing is posted (it
+        never ends the sampling, nor the start-up that takes the first one)."""
+        try:
+            self._post(await self.sample())
+        except Exception as exc:
+            log.warning("resource sampling failed: %s", exc)
 
     def _meter(self, machine: str | None) -> CpuMeter:
         meter = self._meters.get(machine)
