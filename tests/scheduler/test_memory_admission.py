@@ -21,7 +21,7 @@ from symphony_tui.domain import EventKind
 from symphony_tui.hosts.resources import MIB
 from symphony_tui.scheduler.eventlog import EventHistory
 from symphony_tui.scheduler.state import SchedulerState
-from symphony_tui.testing.scripted_backend import ScriptedSession
+from symphony_tui_testing.scripted_backend import ScriptedSession
 
 from .conftest import make_issue
 
