@@ -156,13 +156,13 @@ def _loop_side(n: int, rounds: int = 200) -> None:
     floor and a cap set, so every check runs) and the snapshot's memory rows."""
     from symphony_tui.config.store import WorkflowStore
     from symphony_tui.hosts.resources import Memory, Usage
-    from symphony_tui.scheduler.clock import FakeClock
     from symphony_tui.scheduler.eventlog import EventHistory
     from symphony_tui.scheduler.inbox import ResourcesSampled
     from symphony_tui.scheduler.resources import apply_sample
     from symphony_tui.scheduler.run import Run
     from symphony_tui.scheduler.state import SchedulerState
     from symphony_tui.workspaces.manager import WorkspaceManager
+    from symphony_tui_testing.clock import FakeClock
     from tests.scheduler.conftest import T0, make_issue, write_workflow
 
     with tempfile.TemporaryDirectory(prefix="bench-res-loop-") as tmp:

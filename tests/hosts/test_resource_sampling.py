@@ -192,3 +192,59 @@ async def test_a_pass_over_a_real_sshd_host(fleet, tree, tmp_path) -> None:
     found, memory = parse_host_output(done.stdout.decode(), 1)
     assert {leader.pid, grandchild} <= {p.pid for p in found[0]}
     assert memory.available is not None
+
+
+@pytest.mark.slow
+async def test_a_pass_is_one_ssh_command_per_host_whatever_its_runs(fleet, tmp_path) -> None:
+    from symphony_tui.config.store import WorkflowStore
+    from symphony_tui.hosts.ssh import HostTargets
+    from symphony_tui.scheduler.eventlog import EventHistory
+    from symphony_tui.scheduler.resources import ResourceSampler
+    from symphony_tui.scheduler.run import Run
+    from symphony_tui.scheduler.state import SchedulerState
+    from symphony_tui.workspaces.manager import WorkspaceManager
+    from symphony_tui_testing.clock import FakeClock
+    from tests.scheduler.conftest import T0, make_issue, write_workflow
+
+    busy, idle = fleet.names
+    hosts = ", ".join(f'"{name}"' for name in fleet.names)
+    store = WorkflowStore(write_workflow(tmp_path, f"worker:\n  ssh_hosts: [{hosts}]\n"))
+    store.load_initial()
+    state = SchedulerState(
+        store, FakeClock(T0), EventHistory(), WorkspaceManager(lambda: store.current.settings)
+    )
+    groups = [
+        subprocess.Popen(["sh", "-c", "sleep 600 & sleep 600"], start_new_session=True)
+        for _ in range(3)
+    ]
+    try:
+        for n, group in enumerate(groups, 1):
+            ws = tmp_path / "remote" / f"ABC-{n}"
+            (ws / ".symphony").mkdir(parents=True)
+            (ws / ".symphony" / "agent-0123abcd.pgid").write_text(f"{group.pid}\n")
+            run = Run(make_issue(n), None, "codex", T0, 0.0, 0.0, worker_host=busy, workspace=ws)
+            state.running[run.issue.id] = run
+        real = HostTargets(lambda: store.current.settings)
+        calls: list[str] = []
+
+        class Counted:
+            def __init__(self, name: str) -> None:
+                self.name = name
+
+            async def run(self, script: str, **kwargs):
+                calls.append(self.name)
+                return await real(self.name).run(script, **kwargs)
+
+        sampler = ResourceSampler(state, lambda item: None, Counted)  # type: ignore[arg-type]  # a counting SshTarget
+        first = await sampler.sample()
+        time.sleep(0.2)
+        second = await sampler.sample()
+        assert sorted(calls) == sorted([busy, idle] * 2)  # one command per host per pass
+        assert set(second.machines) == {busy, idle}
+        assert set(second.runs) == {"id-1", "id-2", "id-3"}
+        for run, usage in second.runs.values():
+            assert usage.processes == 3 and usage.rss_bytes > 0
+            assert usage.cpu_percent is not None and first.runs[run.issue.id][1].cpu_percent is None
+    finally:
+        for group in groups:
+            _end(group)
