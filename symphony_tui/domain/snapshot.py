@@ -174,9 +174,11 @@ class Snapshot(BaseModel):
     """The configured active then terminal states (targets for a tracker move)."""
 
     def state_payload(self) -> dict:
-        """The spec's ``GET /api/v1/state`` body (§13.7.2) plus ``completed``. A running
-        row's ``tokens`` is null while its backend has reported no usage for it;
-        ``codex_totals.runs_not_reported`` counts finished runs that never had one."""
+        """The spec's ``GET /api/v1/state`` body (§13.7.2) plus ``completed``, ``memory``
+        (each machine agents run on) and each running row's ``host``, ``rss_bytes`` and
+        ``cpu_percent`` (null until sampled). A running row's ``tokens`` is null while its
+        backend has reported no usage for it; ``codex_totals.runs_not_reported`` counts
+        finished runs that never had one."""
 
         def iso(dt: datetime | None) -> str | None:
             return dt.isoformat() if dt else None
