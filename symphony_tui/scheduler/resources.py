@@ -49,6 +49,9 @@ log = logging.getLogger("symphony_tui.scheduler")
 #: Seconds the sampler waits before looking at ``worker.resource_sample_ms`` again while
 #: sampling is off (0).
 IDLE_CHECK_S = 1.0
+#: How far past its floor (or under its cap) a machine that is short must get before it
+#: takes new runs again: 5 %.
+RELEASE_MARGIN = 0.05
 #: Seconds a host's sampling command may take at least (a slow host is left out of the pass).
 HOST_TIMEOUT_S = 10.0
 
@@ -91,22 +94,24 @@ class ResourceBook:
     ) -> str | None:
         """Why ``host`` (None: this machine) takes no new run now, or None: its free memory
         is under ``worker.min_free_memory_mb`` (per host: ``worker.hosts.<h>``), or its
-        agents use ``max_memory_mb`` or more; with either set, also until its first
-        sample (a host just reached). Sampling off (``resource_sample_ms`` 0): never."""
+        agents use ``max_memory_mb`` or more (once short: until 5 % past the line,
+        :data:`RELEASE_MARGIN`); with either set, also until its first sample (a host
+        just reached). Sampling off (``resource_sample_ms`` 0): never."""
         floor, cap = worker.memory_floor_mb(host), worker.memory_cap_mb(host)
         if not (floor or cap) or worker.resource_sample_ms <= 0:
             return None
         memory = self.machines.get(host)
         if memory is None:
             return f"the memory of {_where(host)} is not sampled yet"
-        if floor and memory.available is not None and memory.available < floor * MIB:
-            return (
-                f"{_where(host)} has {memory_text(memory.available)} free, "
-                f"under the {floor:,} MB floor"
-            )
+        # Once short, a machine has room again only past a margin (no event and tick on
+        # every swing of a few MB around the line).
+        margin = RELEASE_MARGIN if host in self.was_short else 0.0
+        available = memory.available
+        if floor and available is not None and available < floor * MIB * (1 + margin):
+            return f"{_where(host)} has {memory_text(available)} free, under the {floor:,} MB floor"
         if cap:
             used = self.agents_rss(host, running)
-            if used >= cap * MIB:
+            if used >= cap * MIB * (1 - margin):
                 return f"agents on {_where(host)} use {memory_text(used)}, the cap is {cap:,} MB"
         return None
 

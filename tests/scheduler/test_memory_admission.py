@@ -251,3 +251,18 @@ def test_a_server_that_runs_share_counts_once_in_the_machines_total() -> None:
     running = {"id-1": a, "id-2": b, "id-3": c}
     assert book.agents_rss(None, running) == 400 * MIB
     assert book.of(run(1)) is None  # a newer run of the issue is not the one sampled
+
+
+def test_a_short_machine_has_room_again_only_past_a_margin() -> None:
+    from symphony_tui.config.worker_hosts import WorkerSettings
+    from symphony_tui.hosts.resources import Memory
+    from symphony_tui.scheduler.resources import ResourceBook
+
+    book = ResourceBook()
+    book.machines[None] = Memory(1000 * MIB, 4000 * MIB)
+    worker = WorkerSettings(min_free_memory_mb=980)
+    assert book.short(None, worker, {}) is None  # 1,000 MB free, over the floor
+    book.was_short = {None}  # it was under it at the last pass
+    assert book.short(None, worker, {}) is not None  # not yet 5 % past the floor
+    book.machines[None] = Memory(1030 * MIB, 4000 * MIB)
+    assert book.short(None, worker, {}) is None
