@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Mapping
 from symphony_tui.agents.base import AgentBackend
 from symphony_tui.config.settings import Settings
 
-BACKENDS = ("codex", "openhands", "opencode")
+BACKENDS = ("codex", "openhands", "opencode", "acp")
 
 
 class UnknownBackendError(ValueError):
@@ -37,6 +37,10 @@ def create_backend(
         from symphony_tui.agents.opencode import OpenCodeBackend
 
         return OpenCodeBackend(settings, env=env, unset=unset)
+    if name == "acp":
+        from symphony_tui.agents.acp import AcpBackend
+
+        return AcpBackend(settings, env=env, unset=unset)
     raise UnknownBackendError(
         f"agent.backend {name!r} is not available (known: {', '.join(BACKENDS)})"
     )

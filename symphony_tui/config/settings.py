@@ -218,7 +218,7 @@ class HooksSettings(_Section):
 
 
 class AgentSettings(_Section):
-    backend: Literal["codex", "openhands", "opencode"] = "codex"
+    backend: Literal["codex", "openhands", "opencode", "acp"] = "codex"
     max_concurrent_agents: WholeNumber = Field(default=10, gt=0)
     max_turns: WholeNumber = Field(default=20, gt=0)
     max_retry_backoff_ms: Milliseconds = Field(default=300_000, gt=0)
@@ -300,6 +300,23 @@ class OpenCodeSettings(_Section):
     env: dict[str, str] = Field(default_factory=dict)
 
 
+class AcpSettings(_Section):
+    """``agent.backend: acp``: any agent that speaks the Agent Client Protocol on stdio
+    (agents/acp/, docs/configuration.md "acp"). ``command`` runs ``bash -lc`` in the
+    workspace like ``codex.command``; ``auth_method`` is the ``authenticate`` method id sent
+    after ``initialize`` (None: none unless the agent asks, which then fails the launch with
+    the methods it offers); ``mcp_servers`` go to ``session/new`` / ``session/load`` as
+    written (ACP ``McpServer`` objects); ``read_timeout_ms`` bounds each request other than
+    ``session/prompt`` (an agent started through npx may take seconds to answer
+    ``initialize``)."""
+
+    command: str = ""
+    auth_method: str | None = None
+    mcp_servers: list[dict[str, Any]] = Field(default_factory=list)
+    read_timeout_ms: Milliseconds = Field(default=60_000, gt=0)
+    env: dict[str, str] = Field(default_factory=dict)
+
+
 class ServerSettings(_Section):
     """The HTTP API (docs/http-api.md). ``auth_token_env``: the environment variable holding
     the bearer token; ``require_token``: ask for it on loopback too (a non-loopback ``host``
@@ -354,6 +371,7 @@ class Settings(_Section):
     codex: CodexSettings = Field(default_factory=CodexSettings)
     openhands: OpenHandsSettings = Field(default_factory=OpenHandsSettings)
     opencode: OpenCodeSettings = Field(default_factory=OpenCodeSettings)
+    acp: AcpSettings = Field(default_factory=AcpSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
     notify: NotifySettings = Field(default_factory=NotifySettings)
@@ -368,6 +386,7 @@ class Settings(_Section):
         "codex",
         "openhands",
         "opencode",
+        "acp",
         "server",
         "worker",
         "notify",

@@ -26,7 +26,7 @@ _USER = re.compile(r"^[A-Za-z0-9._-][A-Za-z0-9._@-]*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _HTTP_URL = re.compile(r"^http://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})/?$")
 #: The backends that run on worker hosts (``worker.hosts.<h>.commands`` keys).
-BACKENDS_ON_HOSTS = ("codex", "opencode", "openhands")
+BACKENDS_ON_HOSTS = ("codex", "opencode", "openhands", "acp")
 
 
 @dataclass(frozen=True)
@@ -133,7 +133,9 @@ class HostOverrides(BaseModel):
         if value is None:
             return {}
         if not isinstance(value, dict):
-            raise ValueError("must map a backend (codex, opencode, openhands) to its command")
+            raise ValueError(
+                "must map a backend (codex, opencode, openhands, acp) to its command"
+            )
         for key, command in value.items():
             if key not in BACKENDS_ON_HOSTS:
                 raise ValueError(

@@ -1,0 +1,388 @@
+"""The ACP backend against the scripted agent (symphony_tui/testing/fake_acp_agent.py):
+the handshake, a turn's updates as typed events, usage reported or not, permissions
+through the host with the agent's own options, the workspace-only file methods, stop
+reasons, interrupts, bad lines, a crash, authentication and ``session/load`` after a
+restart; and every message both sides wrote checked against the published schema."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+
+from symphony_tui.agents.acp.session import AcpSession
+from symphony_tui.agents.base import AgentError, TurnStatus
+from symphony_tui.domain import ApprovalAnswer, ApprovalDecision, ApprovalKind, EventKind
+from symphony_tui.domain.payloads import (
+    CommandEnded,
+    FileChange,
+    Plan,
+    SessionStarted,
+    TokenReport,
+    TurnEnded,
+)
+
+from .conftest import FakeAgentRun
+from .schema import validate_exchange
+
+
+async def test_a_turn_reports_thoughts_plan_message_and_absolute_usage(fake_agent):
+    host = fake_agent.host()
+    session = await fake_agent.backend.start_session(host)
+    try:
+        first = await session.run_turn("THINK PLAN say hi")
+        second = await session.run_turn("again", continuation=True)
+    finally:
+        await fake_agent.backend.aclose()
+    assert first.status == TurnStatus.COMPLETED and second.status == TurnStatus.COMPLETED
+    started = host.of_kind(EventKind.SESSION_STARTED)[0].payload
+    assert isinstance(started, SessionStarted) and not started.resumed
+    assert started.thread_id == session.session_id == host.recorded["acp_session_id"]
+    assert host.recorded["backend"] == "acp"
+    assert [e.message for e in host.of_kind(EventKind.REASONING)] == ["Let me think."]
+    plan = host.of_kind(EventKind.PLAN)[0].payload
+    assert isinstance(plan, Plan)
+    assert [(s.step, s.status) for s in plan.steps] == [
+        ("look around", "completed"),
+        ("change things", "in_progress"),
+    ]
+    messages = [e.message for e in host.of_kind(EventKind.MESSAGE)]
+    assert messages == [
+        "Hello from the fake agent. You said: THINK PLAN say hi",
+        "Hello from the fake agent. You said: again",
+    ]
+    deltas = [e.message for e in host.of_kind(EventKind.MESSAGE_DELTA)]
+    assert "".join(deltas) == "".join(messages)
+    usage = [e.payload for e in host.of_kind(EventKind.TOKEN_USAGE)]
+    assert all(isinstance(u, TokenReport) for u in usage)
+    # each answer reports its turn's tokens; the events carry the session's totals
+    assert [u.usage.total_tokens for u in usage] == [111, 111 + 112]
+    assert usage[-1].usage.input_tokens == 101 + 102
+    kinds = host.kinds()
+    assert kinds.index(EventKind.TURN_STARTED) < kinds.index(EventKind.MESSAGE)
+    assert kinds.count(EventKind.TURN_COMPLETED) == 2
+    assert kinds.index(EventKind.MESSAGE) < kinds.index(EventKind.TURN_COMPLETED)
+
+
+async def test_usage_not_reported_gives_no_token_event(fake_agent):
+    host = fake_agent.host()
+    session = await fake_agent.backend.start_session(host)
+    try:
+        result = await session.run_turn("NOUSAGE hello")
+    finally:
+        await fake_agent.backend.aclose()
+    assert result.status == TurnStatus.COMPLETED
+    assert host.of_kind(EventKind.TOKEN_USAGE) == []
+
+
+async def test_permission_offers_the_agents_options_and_the_chosen_one_is_sent(fake_agent):
+    chosen = ApprovalAnswer(decision=ApprovalDecision.ACCEPT, answers={"option": ("Always allow",)})
+    host = fake_agent.host(approve=chosen)
+    session = await fake_agent.backend.start_session(host)
+    try:
+        result = await session.run_turn("RUN ls")
+    finally:
+        await fake_agent.backend.aclose()
+    assert result.status == TurnStatus.COMPLETED
+    (request,) = host.approvals
+    assert request.kind == ApprovalKind.COMMAND and request.command == "ls"
+    assert request.backend == "acp" and request.cwd == str(host.workspace)
+    assert [o.label for o in request.questions[0].options] == [
+        "Allow once",
+        "Always allow",
+        "Reject",
+        "Always reject",
+    ]
+    assert request.available == (
+        ApprovalDecision.ACCEPT,
+        ApprovalDecision.ACCEPT_FOR_SESSION,
+        ApprovalDecision.DECLINE,
+        ApprovalDecision.CANCEL,
+    )
+    answered = [
+        m["result"]
+        for side, m in fake_agent.exchange()
+        if side == "client" and isinstance(m.get("result"), dict) and "outcome" in m["result"]
+    ]
+    assert answered == [{"outcome": {"outcome": "selected", "optionId": "allow-always"}}]
+    ended = host.of_kind(EventKind.COMMAND_COMPLETED)[0].payload
+    assert isinstance(ended, CommandEnded)
+    assert (ended.command, ended.exit_code, ended.output) == ("ls", 0, "ran ls")
+    assert host.of_kind(EventKind.COMMAND_STARTED)[0].message == "ls"
+
+
+@pytest.mark.parametrize(
+    ("decision", "option"),
+    [
+        (ApprovalDecision.ACCEPT, "allow-once"),
+        (ApprovalDecision.ACCEPT_FOR_SESSION, "allow-always"),
+        (ApprovalDecision.DECLINE, "reject-once"),
+    ],
+)
+async def test_plain_decisions_map_onto_the_agents_options(fake_agent, decision, option):
+    host = fake_agent.host(approve=decision)
+    session = await fake_agent.backend.start_session(host)
+    try:
+        await session.run_turn("RUN make")
+    finally:
+        await fake_agent.backend.aclose()
+    outcomes = [
+        m["result"]["outcome"]
+        for side, m in fake_agent.exchange()
+        if side == "client" and isinstance(m.get("result"), dict) and "outcome" in m["result"]
+    ]
+    assert outcomes == [{"outcome": "selected", "optionId": option}]
+    if decision == ApprovalDecision.DECLINE:
+        assert host.of_kind(EventKind.MESSAGE)[-1].message.endswith("(reject_once)")
+        (ended,) = host.of_kind(EventKind.COMMAND_COMPLETED)
+        assert ended.payload.status == "failed" and ended.payload.exit_code is None
+
+
+async def test_an_edit_writes_inside_the_workspace_and_reports_its_diff(fake_agent):
+    host = fake_agent.host()
+    (host.workspace / "notes.txt").write_text("first line\n")
+    session = await fake_agent.backend.start_session(host)
+    try:
+        result = await session.run_turn("EDIT notes.txt")
+    finally:
+        await fake_agent.backend.aclose()
+    assert result.status == TurnStatus.COMPLETED
+    assert (host.workspace / "notes.txt").read_text() == "first line\nedited by the fake agent\n"
+    assert host.approvals[0].kind == ApprovalKind.FILE_CHANGE
+    assert host.approvals[0].files == (str(host.workspace / "notes.txt"),)
+    changes = [e.payload for e in host.of_kind(EventKind.FILE_CHANGE)]
+    assert all(isinstance(c, FileChange) for c in changes)
+    assert [c.status for c in changes] == ["in_progress", "completed"]
+    diff = changes[-1].changes[0].diff
+    assert diff is not None and "+edited by the fake agent" in diff and " first line" in diff
+
+
+async def test_paths_outside_the_workspace_are_refused_with_an_error_the_agent_reads(
+    fake_agent, tmp_path
+):
+    host = fake_agent.host()
+    secret = tmp_path / "outside.txt"
+    secret.write_text("not for agents")
+    (host.workspace / "escape").symlink_to(tmp_path)
+    session = await fake_agent.backend.start_session(host)
+    try:
+        direct = await session.run_turn(f"READ {secret}")
+        linked = await session.run_turn(f"READ {host.workspace / 'escape' / 'outside.txt'}")
+        relative = await session.run_turn("READ ../outside.txt")
+        inside = await session.run_turn(f"READ {host.workspace / 'missing.txt'}")
+    finally:
+        await fake_agent.backend.aclose()
+    assert {r.status for r in (direct, linked, relative, inside)} == {TurnStatus.COMPLETED}
+    said = [e.message for e in host.of_kind(EventKind.MESSAGE)]
+    assert said[0].startswith("read failed: path ") and "is outside the workspace" in said[0]
+    assert "is outside the workspace" in said[1]
+    assert said[2] == "read failed: path '../outside.txt' is not absolute"
+    assert said[3].startswith("read failed: file not found")
+    assert len(host.of_kind(EventKind.WARNING)) == 4
+
+
+async def test_a_write_outside_the_workspace_is_refused(tmp_path):
+    run = FakeAgentRun(tmp_path)
+    host = run.host()
+    # the scripted edit writes <cwd>/<name>: a name climbing out of the workspace
+    session = await run.backend.start_session(host)
+    try:
+        await session.run_turn("EDIT ../../stolen.txt")
+    finally:
+        await run.backend.aclose()
+    assert not (tmp_path / "stolen.txt").exists()
+    assert host.of_kind(EventKind.MESSAGE)[-1].message.startswith("write failed: path ")
+
+
+@pytest.mark.parametrize("reason", ["max_tokens", "max_turn_requests", "refusal"])
+async def test_stop_reasons_fail_the_turn_with_the_reason(fake_agent, reason):
+    host = fake_agent.host()
+    session = await fake_agent.backend.start_session(host)
+    try:
+        result = await session.run_turn(f"hello STOP:{reason}")
+    finally:
+        await fake_agent.backend.aclose()
+    assert result.status == TurnStatus.FAILED
+    assert result.error is not None and result.error.startswith(f"stop reason {reason}")
+    end = host.of_kind(EventKind.TURN_FAILED)[0].payload
+    assert isinstance(end, TurnEnded) and end.outcome == "failed"
+
+
+async def test_interrupt_sends_cancel_and_the_turn_ends_interrupted(fake_agent):
+    host = fake_agent.host()
+    session = await fake_agent.backend.start_session(host)
+    try:
+        turn = asyncio.ensure_future(session.run_turn("SLOW400"))
+        await host.wait_for(EventKind.MESSAGE_DELTA)
+        await session.interrupt()
+        result = await turn
+        after = await session.run_turn("still there?")
+    finally:
+        await fake_agent.backend.aclose()
+    assert result.status == TurnStatus.INTERRUPTED
+    assert host.of_kind(EventKind.TURN_CANCELLED)[0].payload.outcome == "cancelled"
+    assert after.status == TurnStatus.COMPLETED
+    sent = [m.get("method") for m in fake_agent.sent]
+    assert sent.count("session/cancel") == 1
+
+
+async def test_interrupt_answers_a_pending_permission_cancelled(fake_agent):
+    asked = asyncio.Event()
+
+    async def never(request):
+        asked.set()
+        await asyncio.Event().wait()
+
+    host = fake_agent.host(approve=never)
+    session = await fake_agent.backend.start_session(host)
+    try:
+        turn = asyncio.ensure_future(session.run_turn("RUN rm -rf build"))
+        await asyncio.wait_for(asked.wait(), 30)
+        await session.interrupt()
+        result = await turn
+    finally:
+        await fake_agent.backend.aclose()
+    assert result.status == TurnStatus.INTERRUPTED
+    outcomes = [
+        m["result"]
+        for side, m in fake_agent.exchange()
+        if side == "client" and isinstance(m.get("result"), dict) and "outcome" in m["result"]
+    ]
+    assert outcomes == [{"outcome": {"outcome": "cancelled"}}]
+
+
+async def test_bad_lines_are_reported_once_each_and_the_turn_goes_on(fake_agent):
+    host = fake_agent.host()
+    session = await fake_agent.backend.start_session(host)
+    try:
+        result = await session.run_turn("GARBAGE then hello")
+    finally:
+        await fake_agent.backend.aclose()
+    assert result.status == TurnStatus.COMPLETED
+    bad = [e.message for e in host.of_kind(EventKind.MALFORMED)]
+    assert len(bad) == 2
+    assert bad[0].startswith("invalid JSON") and bad[1].startswith("not a JSON object")
+    assert all("\n" not in m for m in bad)
+
+
+async def test_an_oversized_line_is_skipped_with_one_report(tmp_path):
+    run = FakeAgentRun(tmp_path)
+    host = run.host()
+    session = AcpSession(
+        host,
+        run.settings.acp,
+        run.backend.child_env(run.settings),
+        turn_timeout_ms=60_000,
+        line_limit=400,
+    )
+    await session.open()
+    try:
+        result = await session.run_turn("LONG600 and LONG700")
+    finally:
+        await session.close()
+    assert result.status == TurnStatus.COMPLETED
+    bad = [e.message for e in host.of_kind(EventKind.MALFORMED)]
+    assert len(bad) == 2 and all(m.startswith("line longer than 400 bytes") for m in bad)
+    assert [e.message for e in host.of_kind(EventKind.MESSAGE)] == [
+        "Hello from the fake agent. You said: LONG600 and LONG700"
+    ]
+
+
+async def test_an_agent_that_dies_mid_turn_fails_it_with_its_exit(fake_agent):
+    host = fake_agent.host()
+    session = await fake_agent.backend.start_session(host)
+    try:
+        with pytest.raises(AgentError) as err:
+            await session.run_turn("CRASH")
+    finally:
+        await fake_agent.backend.aclose()
+    assert err.value.code == "process_exited"
+    assert "exited with code 3" in err.value.message
+
+
+async def test_a_missing_program_fails_the_launch_in_one_line(tmp_path):
+    run = FakeAgentRun(tmp_path, command="no-such-acp-agent --acp")
+    with pytest.raises(AgentError) as err:
+        await run.backend.start_session(run.host())
+    assert err.value.code == "launch_failed"
+    assert "no-such-acp-agent" in err.value.message and "code 127" in err.value.message
+    assert "\n" not in err.value.message
+
+
+async def test_an_agent_asking_to_authenticate_names_its_methods(tmp_path):
+    run = FakeAgentRun(tmp_path, env={"FAKE_ACP_AUTH": "1"})
+    with pytest.raises(AgentError) as err:
+        await run.backend.start_session(run.host())
+    assert err.value.code == "handshake_failed"
+    assert "acp.auth_method" in err.value.message and "token" in err.value.message
+
+    run = FakeAgentRun(tmp_path / "again", env={"FAKE_ACP_AUTH": "1"}, auth_method="token")
+    host = run.host()
+    session = await run.backend.start_session(host)
+    try:
+        assert (await session.run_turn("hi")).status == TurnStatus.COMPLETED
+    finally:
+        await run.backend.aclose()
+    assert [m.get("method") for m in run.sent[:3]] == ["initialize", "authenticate", "session/new"]
+
+
+async def test_a_restart_loads_the_recorded_session_without_replaying_it(tmp_path):
+    run = FakeAgentRun(tmp_path)
+    host = run.host()
+    session = await run.backend.start_session(host)
+    await session.run_turn("remember the word heron")
+    await run.backend.aclose()
+
+    again = FakeAgentRun(tmp_path)
+    host2 = again.host(resume=host.recorded)
+    session2 = await again.backend.start_session(host2)
+    try:
+        result = await session2.run_turn("what was the word?")
+    finally:
+        await again.backend.aclose()
+    assert result.status == TurnStatus.COMPLETED
+    assert session2.session_id == session.session_id
+    started = host2.of_kind(EventKind.SESSION_STARTED)[0].payload
+    assert isinstance(started, SessionStarted) and started.resumed
+    # the replayed history is not reported again: one message, this turn's
+    assert [e.message for e in host2.of_kind(EventKind.MESSAGE)] == [
+        "Hello from the fake agent. You said: what was the word?"
+    ]
+    assert "session/load" in [m.get("method") for m in again.sent]
+
+
+async def test_an_agent_without_load_session_gets_a_new_one(tmp_path):
+    run = FakeAgentRun(tmp_path, env={"FAKE_ACP_NO_LOAD": "1"})
+    host = run.host()
+    first = await run.backend.start_session(host)
+    first_id = first.session_id
+    await run.backend.aclose()
+    second = await run.backend.start_session(run.host(resume=host.recorded))
+    await run.backend.aclose()
+    assert second.session_id != first_id
+    assert "session/load" not in [m.get("method") for m in run.sent]
+
+
+async def test_every_message_matches_the_published_schema(fake_agent):
+    host = fake_agent.host()
+    (host.workspace / "a.txt").write_text("a\n")
+    session = await fake_agent.backend.start_session(host)
+    try:
+        await session.run_turn("THINK PLAN hello")
+        await session.run_turn("RUN ls")
+        await session.run_turn("EDIT a.txt")
+        await session.run_turn(f"READ {Path(os.sep) / 'etc' / 'hostname'}")
+        turn = asyncio.ensure_future(session.run_turn("SLOW400"))
+        await host.wait_for(lambda e: e.kind == EventKind.MESSAGE_DELTA and "word" in e.message)
+        await session.interrupt()
+        await turn
+    finally:
+        await fake_agent.backend.aclose()
+    exchange = fake_agent.exchange()
+    assert validate_exchange(exchange) > 30
+    sent = {m.get("method") for side, m in exchange if side == "client"}
+    assert {"initialize", "session/new", "session/prompt", "session/cancel"} <= sent
+    written = [m for m in fake_agent.sent if "method" in m or "result" in m or "error" in m]
+    assert len(written) == len([1 for side, _m in exchange if side == "client"])
