@@ -92,9 +92,13 @@ def validate_dispatch(settings: Settings) -> list[str]:
             )
     if backend == "codex" and not settings.codex.command.strip():
         problems.append("invalid_agent_config: codex.command is empty")
-    elif backend == "acp" and not settings.acp.command.strip() and not (
-        settings.worker.enabled
-        and all(settings.worker.command_for(h, "acp", "") for h in settings.worker.ssh_hosts)
+    elif (
+        backend == "acp"
+        and not settings.acp.command.strip()
+        and not (
+            settings.worker.enabled
+            and all(settings.worker.command_for(h, "acp", "") for h in settings.worker.ssh_hosts)
+        )
     ):
         problems.append("invalid_agent_config: agent.backend acp needs acp.command")
     elif settings.worker.enabled:

@@ -133,9 +133,7 @@ class HostOverrides(BaseModel):
         if value is None:
             return {}
         if not isinstance(value, dict):
-            raise ValueError(
-                "must map a backend (codex, opencode, openhands, acp) to its command"
-            )
+            raise ValueError("must map a backend (codex, opencode, openhands, acp) to its command")
         for key, command in value.items():
             if key not in BACKENDS_ON_HOSTS:
                 raise ValueError(
