@@ -76,3 +76,29 @@ def validate_exchange(messages: list[tuple[str, dict[str, Any]]]) -> int:
         else:
             assert isinstance(msg.get("error"), dict) and isinstance(msg["error"].get("code"), int)
     return len(messages)
+
+
+def validate_sent(sent: list[dict[str, Any]]) -> int:
+    """Validate what a client wrote (its side only): requests and notifications against
+    their method's params; a response against the one client response definition it
+    matches (the requests it answers are the agent's, not in ``sent``)."""
+    defs = _schema(str(schema_path()))["$defs"]
+    answers = [n for n, d in defs.items() if d.get("x-side") == "client" and n.endswith("Response")]
+    for msg in sent:
+        assert msg.get("jsonrpc") == "2.0", msg
+        method = msg.get("method")
+        if isinstance(method, str):
+            validate(msg.get("params"), _definition(method, ("Request", "Notification")))
+        elif "result" in msg:
+            errors = []
+            for name in answers:
+                try:
+                    validate(msg["result"], name)
+                    break
+                except jsonschema.ValidationError as e:
+                    errors.append(f"{name}: {e.message}")
+            else:
+                raise AssertionError(f"no client response matches {msg}: {errors}")
+        else:
+            assert isinstance(msg.get("error"), dict) and isinstance(msg["error"].get("code"), int)
+    return len(sent)
