@@ -1,0 +1,117 @@
+"""The acp backend through the scheduler (``build_runtime`` + the Orchestrator) on the
+scripted ACP agent: a permission reaches the one approvals inbox with the agent's own
+options, the operator's command (the same the console and the API send) picks one, and
+the choice is what the agent receives; ``agent.approvals: deny`` answers without an
+operator; the run's usage is the agent's report."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from symphony_tui.domain import ApprovalDecision, ApprovalKind, EventKind
+from symphony_tui.domain.commands import Answer
+from symphony_tui.runtime import build_runtime
+
+from .conftest import FAKE_AGENT
+
+IDENTIFIER = "ACPS-1"
+
+
+def project(tmp: Path, prompt: str, approvals: str = "operator") -> tuple[Path, dict[str, str]]:
+    (tmp / "issues.yaml").write_text(
+        "issues:\n"
+        "  - id: acps-1\n"
+        f"    identifier: {IDENTIFIER}\n"
+        "    title: Drive an ACP agent\n"
+        f"    description: {json.dumps(prompt)}\n"
+        "    state: Todo\n"
+    )
+    (tmp / "WORKFLOW.md").write_text(
+        "---\n"
+        "tracker:\n  kind: local\n  path: issues.yaml\n"
+        "workspace:\n  root: ws\n"
+        "polling:\n  interval_ms: 600000\n"
+        f"agent:\n  backend: acp\n  max_turns: 1\n  approvals: {approvals}\n"
+        f"acp:\n  command: {json.dumps(FAKE_AGENT)}\n"
+        "---\n"
+        "{{ issue.description }}\n"
+    )
+    log = tmp / "fake-acp.jsonl"
+    return log, {"FAKE_ACP_LOG": str(log), "FAKE_ACP_STATE": str(tmp / "state")}
+
+
+async def wait_for(predicate: Callable[[], Any], timeout: float = 60.0) -> Any:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not (value := predicate()):
+        assert loop.time() < deadline, "timed out waiting for a condition"
+        await asyncio.sleep(0.02)
+    return value
+
+
+def ended(orch: Any) -> bool:
+    return any(e.kind is EventKind.RUN_ENDED for e in orch.events_since(0, limit=10_000))
+
+
+def outcomes(log: Path) -> list[dict[str, Any]]:
+    """The permission outcomes the agent received."""
+    out = []
+    for line in log.read_text().splitlines():
+        entry = json.loads(line)
+        result = entry["msg"].get("result")
+        if entry["dir"] == "in" and isinstance(result, dict) and "outcome" in result:
+            out.append(result["outcome"])
+    return out
+
+
+async def test_the_operator_picks_one_of_the_agents_options(tmp_path, monkeypatch):
+    log, env = project(tmp_path, "RUN make")
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    rt = build_runtime(tmp_path / "WORKFLOW.md", lock=False, events_path=tmp_path / "ev.jsonl")
+    orch = rt.orchestrator
+    try:
+        await orch.start()
+        (approval,) = await wait_for(lambda: orch.snapshot().approvals)
+        assert approval.backend == "acp" and approval.kind is ApprovalKind.COMMAND
+        assert approval.command == "make"
+        options = [o.label for o in approval.questions[0].options]
+        assert options == ["Allow once", "Always allow", "Reject", "Always reject"]
+        done = await orch.send(
+            Answer(approval_id=approval.id, answers={"option": ("Always allow",)})
+        )
+        assert done.ok, done
+        await wait_for(lambda: ended(orch))
+        events = orch.events_since(0, limit=100_000, issue_id="acps-1")
+    finally:
+        await rt.close()
+    assert outcomes(log)[0] == {"outcome": "selected", "optionId": "allow-always"}
+    kinds = [e.kind for e in events]
+    assert EventKind.COMMAND_COMPLETED in kinds and EventKind.TURN_COMPLETED in kinds
+    usage = [e.payload.usage for e in events if e.kind is EventKind.TOKEN_USAGE]
+    assert usage and usage[0].total_tokens == 111
+
+
+async def test_a_deny_policy_answers_without_an_operator(tmp_path, monkeypatch):
+    log, env = project(tmp_path, "RUN rm -rf /", approvals="deny")
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    rt = build_runtime(tmp_path / "WORKFLOW.md", lock=False, events_path=tmp_path / "ev.jsonl")
+    orch = rt.orchestrator
+    try:
+        await orch.start()
+        await wait_for(lambda: ended(orch))
+        resolved = [
+            e
+            for e in orch.events_since(0, limit=100_000, issue_id="acps-1")
+            if e.kind is EventKind.APPROVAL_RESOLVED
+        ]
+    finally:
+        await rt.close()
+    assert outcomes(log)[0] == {"outcome": "selected", "optionId": "reject-once"}
+    assert resolved and resolved[0].payload.decision == ApprovalDecision.DECLINE.value
+    assert resolved[0].payload.by == "policy"
