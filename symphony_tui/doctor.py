@@ -80,8 +80,8 @@ def _expand_word(word: str, env: Mapping[str, str] | None = None) -> str:
 def _check_agent_command(settings) -> Check:
     """The agent's program is found (not started: see :func:`_check_agent_starts`)."""
     backend = settings.agent.backend
-    if backend == "codex":
-        command = settings.codex.command
+    if backend in ("codex", "acp"):
+        command = settings.codex.command if backend == "codex" else settings.acp.command
     else:
         cfg = settings.openhands if backend == "openhands" else settings.opencode
         command = cfg.command or ""
@@ -102,7 +102,7 @@ def _check_agent_command(settings) -> Check:
 
 async def _check_agent_starts(settings, env: Mapping[str, str], timeout_s: float) -> str:
     """Start the agent as a run would and return what answered, within ``timeout_s``:
-    codex: the app-server's ``initialize`` answer (no thread is started); openhands /
+    codex and acp: the agent's ``initialize`` answer (no thread or session is started); openhands /
     opencode: the server's health check (a managed server is launched with a throwaway
     state folder, then stopped). Raises ``AgentError`` or ``TimeoutError``."""
     from symphony_tui.agents.base import AgentError
@@ -118,6 +118,22 @@ async def _check_agent_starts(settings, env: Mapping[str, str], timeout_s: float
         info = await probe_initialize(settings.codex.command, cwd, child_env, timeout_s)
         agent = info.get("userAgent") or "no userAgent"
         return f"answered initialize ({agent})"
+    if backend == "acp":
+        from symphony_tui.agents.acp.session import JsonRpc2, initialize_params
+        from symphony_tui.agents.codex.probe import probe_initialize
+
+        child_env = {**env, **settings.acp.env}
+        info = await probe_initialize(
+            settings.acp.command,
+            cwd,
+            child_env,
+            timeout_s,
+            params=initialize_params(files=True),
+            connection=JsonRpc2,
+        )
+        agent = info.get("agentInfo") if isinstance(info.get("agentInfo"), dict) else {}
+        name = " ".join(str(agent.get(k)) for k in ("name", "version") if agent.get(k))
+        return f"answered initialize (ACP {info.get('protocolVersion')}, {name or 'no agentInfo'})"
     with tempfile.TemporaryDirectory(prefix="symphony-doctor-") as state:
         if backend == "openhands":
             from symphony_tui.agents.openhands import OpenHandsBackend

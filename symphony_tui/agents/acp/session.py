@@ -80,6 +80,18 @@ class JsonRpc2(RpcConnection):
         await super()._write({"jsonrpc": "2.0", **msg})
 
 
+def initialize_params(*, files: bool) -> dict[str, Any]:
+    """``initialize``'s params: this client's protocol version and capabilities (``fs``
+    methods where the workspace is local; no ``terminal``)."""
+    return {
+        "protocolVersion": PROTOCOL_VERSION,
+        "clientCapabilities": {
+            "fs": {"readTextFile": files, "writeTextFile": files},
+            "terminal": False,
+        },
+    }
+
+
 def turn_usage(raw: Any) -> TokenUsage | None:
     """A prompt answer's ``usage`` as a :class:`TokenUsage`; None when it reports none.
 
@@ -226,14 +238,7 @@ class AcpSession:
         return await self._rpc.request(method, params, self._timeout_s)
 
     async def _initialize(self, cmd: str) -> None:
-        fs = self._files is not None
-        params = {
-            "protocolVersion": PROTOCOL_VERSION,
-            "clientCapabilities": {
-                "fs": {"readTextFile": fs, "writeTextFile": fs},
-                "terminal": False,
-            },
-        }
+        params = initialize_params(files=self._files is not None)
         try:
             res = await self._request("initialize", params)
         except AgentError as e:

@@ -17,9 +17,17 @@ from symphony_tui.agents.codex.session import INITIALIZE_PARAMS
 
 
 async def probe_initialize(
-    command: str, cwd: Path, env: Mapping[str, str], timeout_s: float
+    command: str,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout_s: float,
+    *,
+    params: dict[str, Any] = INITIALIZE_PARAMS,
+    connection: type[RpcConnection] = RpcConnection,
 ) -> dict[str, Any]:
-    """The app-server's ``initialize`` result (e.g. ``{"userAgent": ...}``).
+    """The app-server's ``initialize`` result (e.g. ``{"userAgent": ...}``). ``params`` and
+    ``connection`` serve other stdio JSON-RPC agents (the acp backend: its own params, its
+    JSON-RPC 2.0 connection).
 
     Raises ``AgentError``: ``launch_failed`` (bash cannot start, or the program exits before
     answering, with its exit code and stderr tail), ``read_timeout`` (no answer within
@@ -38,7 +46,7 @@ async def probe_initialize(
         stderr = tail.summary()
         return f"{why}: {stderr}" if stderr else why
 
-    rpc = RpcConnection(
+    rpc = connection(
         proc.stdout,
         proc.stdin,
         on_notification=lambda _method, _params: None,
@@ -48,11 +56,7 @@ async def probe_initialize(
     )
     rpc.start()
     try:
-        result = await rpc.request(
-            "initialize",
-            INITIALIZE_PARAMS,
-            timeout_s,
-        )
+        result = await rpc.request("initialize", params, timeout_s)
     except AgentError as e:
         if e.code == "process_exited":
             why = e.message if rpc.is_closed else await exited()

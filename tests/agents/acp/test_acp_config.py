@@ -56,3 +56,17 @@ def test_the_registry_builds_it_and_secrets_never_reach_the_agent(tmp_path: Path
     child = backend.child_env(s)
     assert "LINEAR_API_KEY" not in child
     assert child["MODE"] == "fast" and child["HOME"] == "/home/u"
+
+
+def test_doctor_starts_the_agent_and_reads_its_initialize_answer(tmp_path: Path) -> None:
+    from symphony_tui.doctor import _agent_check
+
+    from .conftest import FAKE_AGENT
+
+    raw = {**BASE, "agent": {"backend": "acp"}, "acp": {"command": FAKE_AGENT}}
+    check = _agent_check(resolve_settings(raw, tmp_path, {}), raw, 30.0)
+    assert check.ok, check
+    assert check.detail.endswith("answered initialize (ACP 1, no agentInfo)")
+    raw["acp"] = {"command": "sleep 30"}
+    slow = _agent_check(resolve_settings(raw, tmp_path, {}), raw, 1.0)
+    assert not slow.ok and "initialize got no response within 1000 ms" in slow.detail
