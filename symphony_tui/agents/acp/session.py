@@ -506,7 +506,13 @@ class AcpSession:
         assert rpc is not None
         try:
             if method == "session/request_permission":
-                result = await self._permission(rid, params)
+                result, stop = await self._permission(rid, params)
+                with contextlib.suppress(AgentError):
+                    await rpc.respond(rid, result)
+                turn = self._turn
+                if stop and turn is not None and not turn.done.done():
+                    await self._cancel(turn, wait=False)  # a cancel ends the turn
+                return
             elif method == "fs/read_text_file" and self._files is not None:
                 result = await self._files.read(params)
             elif method == "fs/write_text_file" and self._files is not None:
@@ -530,7 +536,11 @@ class AcpSession:
         with contextlib.suppress(AgentError):
             await rpc.respond(rid, result)
 
-    async def _permission(self, rid: RequestId, params: dict[str, Any]) -> dict[str, Any]:
+    async def _permission(
+        self, rid: RequestId, params: dict[str, Any]
+    ) -> tuple[dict[str, Any], bool]:
+        """The outcome for the agent, and whether the answer also stops the turn (a
+        cancel, as for codex)."""
         request = permissions.permission_request(
             f"{self._host.issue.id}:{rid}", params, self._host, self._sid
         )
@@ -542,7 +552,8 @@ class AcpSession:
             answer = ApprovalAnswer(
                 decision=ApprovalDecision.DECLINE, message=f"host error: {e}", by="policy"
             )
-        return permissions.outcome(answer, permissions.options_of(params))
+        outcome = permissions.outcome(answer, permissions.options_of(params))
+        return outcome, answer.decision == ApprovalDecision.CANCEL
 
     def _drop_serving(self) -> None:
         """The turn ended: withdraw the permission requests still asked (the approvals

@@ -253,6 +253,18 @@ async def test_interrupt_answers_a_pending_permission_cancelled(fake_agent):
     assert outcomes == [{"outcome": {"outcome": "cancelled"}}]
 
 
+async def test_a_cancel_answer_stops_the_turn(fake_agent):
+    host = fake_agent.host(approve=ApprovalDecision.CANCEL)
+    session = await fake_agent.backend.start_session(host)
+    try:
+        result = await session.run_turn("RUN deploy")
+    finally:
+        await fake_agent.backend.aclose()
+    assert result.status == TurnStatus.INTERRUPTED
+    assert [m.get("method") for m in fake_agent.sent].count("session/cancel") == 1
+    assert host.of_kind(EventKind.COMMAND_COMPLETED) == []
+
+
 async def test_bad_lines_are_reported_once_each_and_the_turn_goes_on(fake_agent):
     host = fake_agent.host()
     session = await fake_agent.backend.start_session(host)
