@@ -115,3 +115,38 @@ async def test_a_deny_policy_answers_without_an_operator(tmp_path, monkeypatch):
     assert outcomes(log)[0] == {"outcome": "selected", "optionId": "reject-once"}
     assert resolved and resolved[0].payload.decision == ApprovalDecision.DECLINE.value
     assert resolved[0].payload.by == "policy"
+
+
+async def test_a_restarted_scheduler_loads_the_recorded_session(tmp_path, monkeypatch):
+    log, env = project(tmp_path, "remember the word heron", approvals="auto")
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    first = build_runtime(tmp_path / "WORKFLOW.md", lock=False, events_path=tmp_path / "ev.jsonl")
+    try:
+        await first.orchestrator.start()
+        await wait_for(lambda: ended(first.orchestrator))
+    finally:
+        await first.close()
+    second = build_runtime(tmp_path / "WORKFLOW.md", lock=False, events_path=tmp_path / "ev2.jsonl")
+    try:
+        await second.orchestrator.start()
+        await wait_for(lambda: ended(second.orchestrator))
+        started = [
+            e.payload
+            for e in second.orchestrator.events_since(0, limit=100_000, issue_id="acps-1")
+            if e.kind is EventKind.SESSION_STARTED
+        ]
+    finally:
+        await second.close()
+    entries = [json.loads(line) for line in log.read_text().splitlines()]
+    sent = [e["msg"] for e in entries if e["dir"] == "in"]
+    answers: dict[Any, dict[str, Any]] = {}  # the first process's, by request id
+    for e in entries:
+        if e["dir"] == "out" and "result" in e["msg"]:
+            answers.setdefault(e["msg"]["id"], e["msg"])
+    new = [m for m in sent if m.get("method") == "session/new"]
+    loads = [m for m in sent if m.get("method") == "session/load"]
+    assert len(new) == 1 and loads, [m.get("method") for m in sent]
+    created = answers[new[0]["id"]]["result"]["sessionId"]
+    assert loads[0]["params"]["sessionId"] == created
+    assert started and started[-1].resumed and started[-1].thread_id == created
