@@ -261,6 +261,19 @@ class FakeAgent:
             )
         return text
 
+    def _status(self, sid: str, call_id: str, status: str, **more: Any) -> None:
+        update = {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": status}
+        self.update(sid, {**update, **more})
+
+    async def _asked(self, sid: str, call: dict[str, Any]) -> str | None:
+        """Report the tool call, ask permission: the option kind chosen (a rejection
+        fails the call), or None when the turn was cancelled."""
+        self.update(sid, {"sessionUpdate": "tool_call", **call, "status": "pending"})
+        kind = await self._permit(sid, call)
+        if kind is not None and not kind.startswith("allow"):
+            self._status(sid, call["toolCallId"], "failed")
+        return kind
+
     async def _permit(self, sid: str, call: dict[str, Any]) -> str | None:
         """The option kind chosen, or None when the turn was cancelled."""
         res = await self.ask(
@@ -280,30 +293,19 @@ class FakeAgent:
             "kind": "execute",
             "rawInput": {"command": cmd},
         }
-        self.update(sid, {"sessionUpdate": "tool_call", **call, "status": "pending"})
-        kind = await self._permit(sid, call)
+        kind = await self._asked(sid, call)
         if kind is None:
             return None
         if not kind.startswith("allow"):
-            self.update(
-                sid,
-                {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "failed"},
-            )
             return f"the command was rejected ({kind})"
-        self.update(
-            sid,
-            {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "in_progress"},
-        )
+        self._status(sid, call_id, "in_progress")
         out = f"ran {cmd}"
-        self.update(
+        self._status(
             sid,
-            {
-                "sessionUpdate": "tool_call_update",
-                "toolCallId": call_id,
-                "status": "completed",
-                "content": [{"type": "content", "content": {"type": "text", "text": out}}],
-                "rawOutput": {"exit_code": 0, "output": out},
-            },
+            call_id,
+            "completed",
+            content=[{"type": "content", "content": {"type": "text", "text": out}}],
+            rawOutput={"exit_code": 0, "output": out},
         )
         return f"Command finished: {out}"
 
@@ -317,15 +319,10 @@ class FakeAgent:
             "locations": [{"path": path}],
             "rawInput": {"path": path},
         }
-        self.update(sid, {"sessionUpdate": "tool_call", **call, "status": "pending"})
-        kind = await self._permit(sid, call)
+        kind = await self._asked(sid, call)
         if kind is None:
             return None
         if not kind.startswith("allow"):
-            self.update(
-                sid,
-                {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "failed"},
-            )
             return f"the edit was rejected ({kind})"
         try:
             old = (await self.ask("fs/read_text_file", {"sessionId": sid, "path": path}))["content"]
@@ -335,21 +332,10 @@ class FakeAgent:
         try:
             await self.ask("fs/write_text_file", {"sessionId": sid, "path": path, "content": new})
         except RuntimeError as e:
-            self.update(
-                sid,
-                {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "failed"},
-            )
+            self._status(sid, call_id, "failed")
             return f"write failed: {e}"
         diff = {"type": "diff", "path": path, "oldText": old or None, "newText": new}
-        self.update(
-            sid,
-            {
-                "sessionUpdate": "tool_call_update",
-                "toolCallId": call_id,
-                "status": "completed",
-                "content": [diff],
-            },
-        )
+        self._status(sid, call_id, "completed", content=[diff])
         lines = len(list(difflib.unified_diff(old.splitlines(), new.splitlines())))
         return f"Edited {name} ({lines} diff lines)"
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from symphony_tui.agents.acp import AcpBackend
+from symphony_tui.agents.base import TurnResult
 from symphony_tui.config.settings import AcpSettings, Settings
 from symphony_tui.testing.session_host import RecordingSessionHost, make_issue
 
@@ -39,6 +40,22 @@ class FakeAgentRun:
         ws = self.tmp / "ws" / identifier
         ws.mkdir(parents=True, exist_ok=True)
         return RecordingSessionHost(ws, issue=make_issue(identifier), **kw)
+
+    async def turns(self, host: RecordingSessionHost, *prompts: str) -> list[TurnResult]:
+        """Open a session for ``host``, run ``prompts`` as turns, close the backend."""
+        session = await self.backend.start_session(host)
+        try:
+            return [await session.run_turn(p, continuation=i > 0) for i, p in enumerate(prompts)]
+        finally:
+            await self.backend.aclose()
+
+    def outcomes(self) -> list[dict[str, Any]]:
+        """The permission outcomes the agent received, in order."""
+        return [
+            m["result"]["outcome"]
+            for side, m in self.exchange()
+            if side == "client" and isinstance(m.get("result"), dict) and "outcome" in m["result"]
+        ]
 
     def exchange(self) -> list[tuple[str, dict[str, Any]]]:
         """What the agent read (``client``) and wrote (``agent``), in order."""

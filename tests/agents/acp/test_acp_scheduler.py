@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from symphony_tui.domain import ApprovalDecision, ApprovalKind, EventKind
 from symphony_tui.domain.commands import Answer
-from symphony_tui.runtime import build_runtime
+from symphony_tui.runtime import Runtime, build_runtime
 
 from .conftest import FAKE_AGENT
 
@@ -44,6 +45,13 @@ def project(tmp: Path, prompt: str, approvals: str = "operator") -> tuple[Path, 
     return log, {"FAKE_ACP_LOG": str(log), "FAKE_ACP_STATE": str(tmp / "state")}
 
 
+def runtime(tmp: Path, env: dict[str, str], events: str = "ev.jsonl") -> Runtime:
+    """A runtime on the project in ``tmp``; ``env`` laid over this process's for its agents."""
+    return build_runtime(
+        tmp / "WORKFLOW.md", env={**os.environ, **env}, lock=False, events_path=tmp / events
+    )
+
+
 async def wait_for(predicate: Callable[[], Any], timeout: float = 60.0) -> Any:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
@@ -68,11 +76,9 @@ def outcomes(log: Path) -> list[dict[str, Any]]:
     return out
 
 
-async def test_the_operator_picks_one_of_the_agents_options(tmp_path, monkeypatch):
+async def test_the_operator_picks_one_of_the_agents_options(tmp_path):
     log, env = project(tmp_path, "RUN make")
-    for k, v in env.items():
-        monkeypatch.setenv(k, v)
-    rt = build_runtime(tmp_path / "WORKFLOW.md", lock=False, events_path=tmp_path / "ev.jsonl")
+    rt = runtime(tmp_path, env)
     orch = rt.orchestrator
     try:
         await orch.start()
@@ -96,11 +102,9 @@ async def test_the_operator_picks_one_of_the_agents_options(tmp_path, monkeypatc
     assert usage and usage[0].total_tokens == 111
 
 
-async def test_a_deny_policy_answers_without_an_operator(tmp_path, monkeypatch):
+async def test_a_deny_policy_answers_without_an_operator(tmp_path):
     log, env = project(tmp_path, "RUN rm -rf /", approvals="deny")
-    for k, v in env.items():
-        monkeypatch.setenv(k, v)
-    rt = build_runtime(tmp_path / "WORKFLOW.md", lock=False, events_path=tmp_path / "ev.jsonl")
+    rt = runtime(tmp_path, env)
     orch = rt.orchestrator
     try:
         await orch.start()
@@ -117,17 +121,15 @@ async def test_a_deny_policy_answers_without_an_operator(tmp_path, monkeypatch):
     assert resolved[0].payload.by == "policy"
 
 
-async def test_a_restarted_scheduler_loads_the_recorded_session(tmp_path, monkeypatch):
+async def test_a_restarted_scheduler_loads_the_recorded_session(tmp_path):
     log, env = project(tmp_path, "remember the word heron", approvals="auto")
-    for k, v in env.items():
-        monkeypatch.setenv(k, v)
-    first = build_runtime(tmp_path / "WORKFLOW.md", lock=False, events_path=tmp_path / "ev.jsonl")
+    first = runtime(tmp_path, env)
     try:
         await first.orchestrator.start()
         await wait_for(lambda: ended(first.orchestrator))
     finally:
         await first.close()
-    second = build_runtime(tmp_path / "WORKFLOW.md", lock=False, events_path=tmp_path / "ev2.jsonl")
+    second = runtime(tmp_path, env, "ev2.jsonl")
     try:
         await second.orchestrator.start()
         await wait_for(lambda: ended(second.orchestrator))

@@ -68,11 +68,7 @@ async def test_a_turn_reports_thoughts_plan_message_and_absolute_usage(fake_agen
 
 async def test_usage_not_reported_gives_no_token_event(fake_agent):
     host = fake_agent.host()
-    session = await fake_agent.backend.start_session(host)
-    try:
-        result = await session.run_turn("NOUSAGE hello")
-    finally:
-        await fake_agent.backend.aclose()
+    (result,) = await fake_agent.turns(host, "NOUSAGE hello")
     assert result.status == TurnStatus.COMPLETED
     assert host.of_kind(EventKind.TOKEN_USAGE) == []
 
@@ -80,11 +76,7 @@ async def test_usage_not_reported_gives_no_token_event(fake_agent):
 async def test_permission_offers_the_agents_options_and_the_chosen_one_is_sent(fake_agent):
     chosen = ApprovalAnswer(decision=ApprovalDecision.ACCEPT, answers={"option": ("Always allow",)})
     host = fake_agent.host(approve=chosen)
-    session = await fake_agent.backend.start_session(host)
-    try:
-        result = await session.run_turn("RUN ls")
-    finally:
-        await fake_agent.backend.aclose()
+    (result,) = await fake_agent.turns(host, "RUN ls")
     assert result.status == TurnStatus.COMPLETED
     (request,) = host.approvals
     assert request.kind == ApprovalKind.COMMAND and request.command == "ls"
@@ -101,12 +93,7 @@ async def test_permission_offers_the_agents_options_and_the_chosen_one_is_sent(f
         ApprovalDecision.DECLINE,
         ApprovalDecision.CANCEL,
     )
-    answered = [
-        m["result"]
-        for side, m in fake_agent.exchange()
-        if side == "client" and isinstance(m.get("result"), dict) and "outcome" in m["result"]
-    ]
-    assert answered == [{"outcome": {"outcome": "selected", "optionId": "allow-always"}}]
+    assert fake_agent.outcomes() == [{"outcome": "selected", "optionId": "allow-always"}]
     ended = host.of_kind(EventKind.COMMAND_COMPLETED)[0].payload
     assert isinstance(ended, CommandEnded)
     assert (ended.command, ended.exit_code, ended.output) == ("ls", 0, "ran ls")
@@ -123,17 +110,8 @@ async def test_permission_offers_the_agents_options_and_the_chosen_one_is_sent(f
 )
 async def test_plain_decisions_map_onto_the_agents_options(fake_agent, decision, option):
     host = fake_agent.host(approve=decision)
-    session = await fake_agent.backend.start_session(host)
-    try:
-        await session.run_turn("RUN make")
-    finally:
-        await fake_agent.backend.aclose()
-    outcomes = [
-        m["result"]["outcome"]
-        for side, m in fake_agent.exchange()
-        if side == "client" and isinstance(m.get("result"), dict) and "outcome" in m["result"]
-    ]
-    assert outcomes == [{"outcome": "selected", "optionId": option}]
+    await fake_agent.turns(host, "RUN make")
+    assert fake_agent.outcomes() == [{"outcome": "selected", "optionId": option}]
     if decision == ApprovalDecision.DECLINE:
         assert host.of_kind(EventKind.MESSAGE)[-1].message.endswith("(reject_once)")
         (ended,) = host.of_kind(EventKind.COMMAND_COMPLETED)
@@ -143,11 +121,7 @@ async def test_plain_decisions_map_onto_the_agents_options(fake_agent, decision,
 async def test_an_edit_writes_inside_the_workspace_and_reports_its_diff(fake_agent):
     host = fake_agent.host()
     (host.workspace / "notes.txt").write_text("first line\n")
-    session = await fake_agent.backend.start_session(host)
-    try:
-        result = await session.run_turn("EDIT notes.txt")
-    finally:
-        await fake_agent.backend.aclose()
+    (result,) = await fake_agent.turns(host, "EDIT notes.txt")
     assert result.status == TurnStatus.COMPLETED
     assert (host.workspace / "notes.txt").read_text() == "first line\nedited by the fake agent\n"
     assert host.approvals[0].kind == ApprovalKind.FILE_CHANGE
@@ -166,15 +140,14 @@ async def test_paths_outside_the_workspace_are_refused_with_an_error_the_agent_r
     secret = tmp_path / "outside.txt"
     secret.write_text("not for agents")
     (host.workspace / "escape").symlink_to(tmp_path)
-    session = await fake_agent.backend.start_session(host)
-    try:
-        direct = await session.run_turn(f"READ {secret}")
-        linked = await session.run_turn(f"READ {host.workspace / 'escape' / 'outside.txt'}")
-        relative = await session.run_turn("READ ../outside.txt")
-        inside = await session.run_turn(f"READ {host.workspace / 'missing.txt'}")
-    finally:
-        await fake_agent.backend.aclose()
-    assert {r.status for r in (direct, linked, relative, inside)} == {TurnStatus.COMPLETED}
+    results = await fake_agent.turns(
+        host,
+        f"READ {secret}",
+        f"READ {host.workspace / 'escape' / 'outside.txt'}",
+        "READ ../outside.txt",
+        f"READ {host.workspace / 'missing.txt'}",
+    )
+    assert {r.status for r in results} == {TurnStatus.COMPLETED}
     said = [e.message for e in host.of_kind(EventKind.MESSAGE)]
     assert said[0].startswith("read failed: path ") and "is outside the workspace" in said[0]
     assert "is outside the workspace" in said[1]
@@ -187,11 +160,7 @@ async def test_a_write_outside_the_workspace_is_refused(tmp_path):
     run = FakeAgentRun(tmp_path)
     host = run.host()
     # the scripted edit writes <cwd>/<name>: a name climbing out of the workspace
-    session = await run.backend.start_session(host)
-    try:
-        await session.run_turn("EDIT ../../stolen.txt")
-    finally:
-        await run.backend.aclose()
+    await run.turns(host, "EDIT ../../stolen.txt")
     assert not (tmp_path / "stolen.txt").exists()
     assert host.of_kind(EventKind.MESSAGE)[-1].message.startswith("write failed: path ")
 
@@ -199,11 +168,7 @@ async def test_a_write_outside_the_workspace_is_refused(tmp_path):
 @pytest.mark.parametrize("reason", ["max_tokens", "max_turn_requests", "refusal"])
 async def test_stop_reasons_fail_the_turn_with_the_reason(fake_agent, reason):
     host = fake_agent.host()
-    session = await fake_agent.backend.start_session(host)
-    try:
-        result = await session.run_turn(f"hello STOP:{reason}")
-    finally:
-        await fake_agent.backend.aclose()
+    (result,) = await fake_agent.turns(host, f"hello STOP:{reason}")
     assert result.status == TurnStatus.FAILED
     assert result.error is not None and result.error.startswith(f"stop reason {reason}")
     end = host.of_kind(EventKind.TURN_FAILED)[0].payload
@@ -245,21 +210,12 @@ async def test_interrupt_answers_a_pending_permission_cancelled(fake_agent):
     finally:
         await fake_agent.backend.aclose()
     assert result.status == TurnStatus.INTERRUPTED
-    outcomes = [
-        m["result"]
-        for side, m in fake_agent.exchange()
-        if side == "client" and isinstance(m.get("result"), dict) and "outcome" in m["result"]
-    ]
-    assert outcomes == [{"outcome": {"outcome": "cancelled"}}]
+    assert fake_agent.outcomes() == [{"outcome": "cancelled"}]
 
 
 async def test_a_cancel_answer_stops_the_turn(fake_agent):
     host = fake_agent.host(approve=ApprovalDecision.CANCEL)
-    session = await fake_agent.backend.start_session(host)
-    try:
-        result = await session.run_turn("RUN deploy")
-    finally:
-        await fake_agent.backend.aclose()
+    (result,) = await fake_agent.turns(host, "RUN deploy")
     assert result.status == TurnStatus.INTERRUPTED
     assert [m.get("method") for m in fake_agent.sent].count("session/cancel") == 1
     assert host.of_kind(EventKind.COMMAND_COMPLETED) == []
@@ -267,11 +223,7 @@ async def test_a_cancel_answer_stops_the_turn(fake_agent):
 
 async def test_bad_lines_are_reported_once_each_and_the_turn_goes_on(fake_agent):
     host = fake_agent.host()
-    session = await fake_agent.backend.start_session(host)
-    try:
-        result = await session.run_turn("GARBAGE then hello")
-    finally:
-        await fake_agent.backend.aclose()
+    (result,) = await fake_agent.turns(host, "GARBAGE then hello")
     assert result.status == TurnStatus.COMPLETED
     bad = [e.message for e in host.of_kind(EventKind.MALFORMED)]
     assert len(bad) == 2
@@ -332,11 +284,8 @@ async def test_an_agent_asking_to_authenticate_names_its_methods(tmp_path):
 
     run = FakeAgentRun(tmp_path / "again", env={"FAKE_ACP_AUTH": "1"}, auth_method="token")
     host = run.host()
-    session = await run.backend.start_session(host)
-    try:
-        assert (await session.run_turn("hi")).status == TurnStatus.COMPLETED
-    finally:
-        await run.backend.aclose()
+    (result,) = await run.turns(host, "hi")
+    assert result.status == TurnStatus.COMPLETED
     assert [m.get("method") for m in run.sent[:3]] == ["initialize", "authenticate", "session/new"]
 
 
