@@ -128,7 +128,7 @@ async def _check_agent_starts(settings, env: Mapping[str, str], timeout_s: float
             cwd,
             child_env,
             timeout_s,
-            params=initialize_params(files=True),
+            params=initialize_params(local=True),
             connection=JsonRpc2,
         )
         agent = info.get("agentInfo") if isinstance(info.get("agentInfo"), dict) else {}

@@ -8,7 +8,7 @@
   replaces it whole; at most :data:`WRITE_LIMIT_BYTES`.
 
 Paths are resolved (symbolic links followed) and must lie inside the workspace: any
-other path, a relative one included, is refused with :class:`FileRefused`, whose
+other path, a relative one included, is refused with :class:`MethodRefused`, whose
 JSON-RPC error the agent reads. Disk work runs in a thread.
 """
 
@@ -26,8 +26,9 @@ INVALID_PARAMS = -32602
 NOT_FOUND = -32002
 
 
-class FileRefused(Exception):
-    """A file request refused: ``code`` and ``message`` of the JSON-RPC error."""
+class MethodRefused(Exception):
+    """A client method refused (a file or a terminal request): ``code`` and ``message``
+    of the JSON-RPC error the agent reads."""
 
     def __init__(self, code: int, message: str) -> None:
         super().__init__(message)
@@ -42,15 +43,15 @@ class WorkspaceFiles:
         self.root = root.resolve()
 
     def inside(self, raw: Any) -> Path:
-        """The resolved path ``raw`` names; raises :class:`FileRefused` unless it is an
+        """The resolved path ``raw`` names; raises :class:`MethodRefused` unless it is an
         absolute path inside the workspace."""
         if not isinstance(raw, str) or not raw:
-            raise FileRefused(INVALID_PARAMS, "path must be a non-empty string")
+            raise MethodRefused(INVALID_PARAMS, "path must be a non-empty string")
         if not os.path.isabs(raw):
-            raise FileRefused(INVALID_PARAMS, f"path {raw!r} is not absolute")
+            raise MethodRefused(INVALID_PARAMS, f"path {raw!r} is not absolute")
         path = Path(raw).resolve()
         if path != self.root and not path.is_relative_to(self.root):
-            raise FileRefused(INVALID_PARAMS, f"path {raw} is outside the workspace {self.root}")
+            raise MethodRefused(INVALID_PARAMS, f"path {raw} is outside the workspace {self.root}")
         return path
 
     async def read(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -58,7 +59,7 @@ class WorkspaceFiles:
         line, limit = params.get("line"), params.get("limit")
         for name, value in (("line", line), ("limit", limit)):
             if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
-                raise FileRefused(INVALID_PARAMS, f"{name} must be an integer")
+                raise MethodRefused(INVALID_PARAMS, f"{name} must be an integer")
         return {"content": await asyncio.to_thread(self._read, path, line, limit)}
 
     def _read(self, path: Path, line: int | None, limit: int | None) -> str:
@@ -66,7 +67,7 @@ class WorkspaceFiles:
             if line is None and limit is None:
                 size = path.stat().st_size
                 if size > READ_LIMIT_BYTES:
-                    raise FileRefused(
+                    raise MethodRefused(
                         INVALID_PARAMS,
                         f"{path} is {size} bytes, over the {READ_LIMIT_BYTES}-byte read cap: "
                         "read it in parts (line, limit)",
@@ -83,7 +84,7 @@ class WorkspaceFiles:
                         break
                     used += len(text.encode())
                     if used > READ_LIMIT_BYTES:
-                        raise FileRefused(
+                        raise MethodRefused(
                             INVALID_PARAMS,
                             f"lines {first}.. of {path} pass the {READ_LIMIT_BYTES}-byte read "
                             "cap: ask for fewer (limit)",
@@ -91,20 +92,20 @@ class WorkspaceFiles:
                     out.append(text)
             return "".join(out)
         except FileNotFoundError:
-            raise FileRefused(NOT_FOUND, f"file not found: {path}") from None
+            raise MethodRefused(NOT_FOUND, f"file not found: {path}") from None
         except IsADirectoryError:
-            raise FileRefused(INVALID_PARAMS, f"{path} is a directory") from None
+            raise MethodRefused(INVALID_PARAMS, f"{path} is a directory") from None
         except OSError as e:
-            raise FileRefused(INVALID_PARAMS, f"cannot read {path}: {e.strerror or e}") from None
+            raise MethodRefused(INVALID_PARAMS, f"cannot read {path}: {e.strerror or e}") from None
 
     async def write(self, params: dict[str, Any]) -> dict[str, Any]:
         path = self.inside(params.get("path"))
         content = params.get("content")
         if not isinstance(content, str):
-            raise FileRefused(INVALID_PARAMS, "content must be a string")
+            raise MethodRefused(INVALID_PARAMS, "content must be a string")
         data = content.encode()
         if len(data) > WRITE_LIMIT_BYTES:
-            raise FileRefused(
+            raise MethodRefused(
                 INVALID_PARAMS,
                 f"content is {len(data)} bytes, over the {WRITE_LIMIT_BYTES}-byte write cap",
             )
@@ -116,4 +117,4 @@ class WorkspaceFiles:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
         except OSError as e:
-            raise FileRefused(INVALID_PARAMS, f"cannot write {path}: {e.strerror or e}") from None
+            raise MethodRefused(INVALID_PARAMS, f"cannot write {path}: {e.strerror or e}") from None

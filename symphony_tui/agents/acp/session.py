@@ -22,9 +22,9 @@ not reported. Framing, line limits and back-pressure are the codex reader's
 
 Client methods served: ``session/request_permission`` (the approvals inbox,
 :mod:`.permissions`) and, for a local workspace, ``fs/read_text_file`` /
-``fs/write_text_file`` inside it (:mod:`.files`). ``terminal/*`` is not offered
-(``clientCapabilities.terminal`` false): agents run commands themselves, asking
-permission first. Anything else is answered ``-32601``.
+``fs/write_text_file`` inside it (:mod:`.files`) and ``terminal/*`` running there
+(:mod:`.terminals`, every terminal killed when the session closes). On a worker host
+neither is offered (the files are on the host). Anything else is answered ``-32601``.
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from symphony_tui.agents.acp import permissions
-from symphony_tui.agents.acp.files import FileRefused, WorkspaceFiles
+from symphony_tui.agents.acp.files import MethodRefused, WorkspaceFiles
+from symphony_tui.agents.acp.terminals import Terminals
 from symphony_tui.agents.acp.updates import UpdateFolder
 from symphony_tui.agents.base import AgentError, SessionHost, TurnResult, TurnStatus
 from symphony_tui.agents.codex.process import StderrTail, kill_group, launch, release
@@ -80,14 +81,14 @@ class JsonRpc2(RpcConnection):
         await super()._write({"jsonrpc": "2.0", **msg})
 
 
-def initialize_params(*, files: bool) -> dict[str, Any]:
+def initialize_params(*, local: bool) -> dict[str, Any]:
     """``initialize``'s params: this client's protocol version and capabilities (``fs``
-    methods where the workspace is local; no ``terminal``)."""
+    methods and terminals where the workspace is local)."""
     return {
         "protocolVersion": PROTOCOL_VERSION,
         "clientCapabilities": {
-            "fs": {"readTextFile": files, "writeTextFile": files},
-            "terminal": False,
+            "fs": {"readTextFile": local, "writeTextFile": local},
+            "terminal": local,
         },
     }
 
@@ -157,6 +158,7 @@ class AcpSession:
         self._line_limit = line_limit
         self._on_close = on_close
         self._files = None if remote is not None else WorkspaceFiles(host.workspace)
+        self._terminals = None if self._files is None else Terminals(self._files, env)
         self._proc: asyncio.subprocess.Process | None = None
         self._rpc: JsonRpc2 | None = None
         self._stderr = StderrTail()
@@ -238,7 +240,7 @@ class AcpSession:
         return await self._rpc.request(method, params, self._timeout_s)
 
     async def _initialize(self, cmd: str) -> None:
-        params = initialize_params(files=self._files is not None)
+        params = initialize_params(local=self._files is not None)
         try:
             res = await self._request("initialize", params)
         except AgentError as e:
@@ -517,15 +519,17 @@ class AcpSession:
                 result = await self._files.read(params)
             elif method == "fs/write_text_file" and self._files is not None:
                 result = await self._files.write(params)
+            elif self._terminals is not None and self._terminals.handler(method) is not None:
+                result = await self._terminals.handler(method)(params)
             else:
                 await rpc.respond_error(rid, METHOD_NOT_FOUND, f"method not found: {method}")
                 return
-        except FileRefused as e:
+        except MethodRefused as e:
             self._emit(
                 AgentEvent(
                     kind=EventKind.WARNING,
                     message=f"{method} refused: {e.message}",
-                    payload=Notice(notice="fs_refused"),
+                    payload=Notice(notice="client_method_refused"),
                 )
             )
             with contextlib.suppress(AgentError):
@@ -598,6 +602,8 @@ class AcpSession:
         for task, _method in list(self._serving.values()):
             task.cancel()
         self._serving.clear()
+        if self._terminals is not None:
+            await self._terminals.close()
         if self._remote is not None:
             await self._remote.stop()
         if self._proc is not None:

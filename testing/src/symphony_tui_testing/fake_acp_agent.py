@@ -20,6 +20,11 @@ What it does:
   - ``EDIT <path>``: an ``edit`` tool call that asks permission, then writes the file
     through ``fs/write_text_file`` and completes with a ``diff`` of it;
   - ``READ <path>``: ``fs/read_text_file``; the answer quotes the content or the error;
+  - ``TERM: <command line>`` (last): an ``execute`` tool call running it through
+    ``terminal/create`` (with ``TERMCAP<n>``: ``outputByteLimit`` n; ``TERMCWD:<path>``:
+    that ``cwd``), then ``wait_for_exit``, ``output`` and ``release``; the answer quotes
+    the exit status and the output, or the error. ``TERMKILL``: a ``sleep 60`` terminal
+    killed, then read;
   - ``SLOW<n>``: ``n`` message chunks 50 ms apart, stopped by ``session/cancel``;
   - ``STOP:<reason>``: ends with that stop reason; ``NOUSAGE``: no ``usage`` in the
     answer (else ``inputTokens`` 100 + turn, ``outputTokens`` 10 per turn);
@@ -208,6 +213,8 @@ class FakeAgent:
                         "content": {"type": "text", "text": piece},
                     },
                 )
+        if "TERM:" in text or "TERMKILL" in words:
+            return self._say(sid, await self._terminal(sid, text, words))
         if "PLAN" in words:
             entries = [
                 {"content": "look around", "priority": "high", "status": "completed"},
@@ -248,6 +255,38 @@ class FakeAgent:
                     await asyncio.sleep(0.05)
                 return "slow answer"
         return self._say(sid, f"Hello from the fake agent. You said: {text[:80]}")
+
+    async def _terminal(self, sid: str, text: str, words: list[str]) -> str:
+        killing = "TERMKILL" in words
+        params: dict[str, Any] = {
+            "sessionId": sid,
+            "command": "sleep 60" if killing else text.split("TERM:", 1)[1].strip(),
+        }
+        for w in words:
+            if w.startswith("TERMCAP"):
+                params["outputByteLimit"] = int(w[7:])
+            if w.startswith("TERMCWD:"):
+                params["cwd"] = w[8:]
+        try:
+            tid = (await self.ask("terminal/create", params))["terminalId"]
+        except RuntimeError as e:
+            return f"terminal failed: {e}"
+        call = {"toolCallId": f"call-{tid}", "title": params["command"], "kind": "execute"}
+        content = [{"type": "terminal", "terminalId": tid}]
+        self.update(
+            sid, {"sessionUpdate": "tool_call", **call, "status": "in_progress", "content": content}
+        )
+        ref = {"sessionId": sid, "terminalId": tid}
+        if killing:
+            await self.ask("terminal/kill", ref)
+        status = await self.ask("terminal/wait_for_exit", ref)
+        out = await self.ask("terminal/output", ref)
+        await self.ask("terminal/release", ref)
+        self._status(sid, call["toolCallId"], "completed")
+        return (
+            f"terminal exit {status.get('exitCode')} signal {status.get('signal')} "
+            f"truncated {out['truncated']}: {out['output']}"
+        )
 
     def _say(self, sid: str, text: str) -> str:
         half = len(text) // 2

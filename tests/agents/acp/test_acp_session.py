@@ -7,6 +7,7 @@ restart; and every message both sides wrote checked against the published schema
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from pathlib import Path
 
@@ -163,6 +164,50 @@ async def test_a_write_outside_the_workspace_is_refused(tmp_path):
     await run.turns(host, "EDIT ../../stolen.txt")
     assert not (tmp_path / "stolen.txt").exists()
     assert host.of_kind(EventKind.MESSAGE)[-1].message.startswith("write failed: path ")
+
+
+async def test_a_terminal_runs_in_the_workspace_and_reports_its_exit(fake_agent):
+    host = fake_agent.host()
+    results = await fake_agent.turns(
+        host,
+        "TERM: pwd; echo oops >&2; exit 3",
+        "TERMCAP9 TERM: printf 'é%.0s' $(seq 40)",
+        "TERMCWD:/etc TERM: ls",
+        "TERMKILL",
+    )
+    assert {r.status for r in results} == {TurnStatus.COMPLETED}
+    said = [e.message for e in host.of_kind(EventKind.MESSAGE)]
+    assert said[0] == f"terminal exit 3 signal None truncated False: {host.workspace}\noops\n"
+    # 9 bytes at most, cut at a character boundary: four whole "é" (2 bytes each)
+    assert said[1] == "terminal exit 0 signal None truncated True: éééé"
+    assert said[2].startswith("terminal failed: path /etc is outside the workspace")
+    assert said[3] == "terminal exit None signal SIGTERM truncated False: "
+    assert host.of_kind(EventKind.COMMAND_STARTED)[0].message == "pwd; echo oops >&2; exit 3"
+
+
+async def test_terminals_end_with_the_session(fake_agent):
+    host = fake_agent.host()
+    session = await fake_agent.backend.start_session(host)
+    turn = asyncio.ensure_future(session.run_turn("TERM: sleep 300"))
+    try:
+        await host.wait_for(EventKind.COMMAND_STARTED)
+        (terminal,) = session._terminals._live.values()
+        pid = terminal.proc.pid
+        assert _alive(pid)
+    finally:
+        await fake_agent.backend.aclose()
+    with contextlib.suppress(AgentError):
+        await turn
+    assert not _alive(pid)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    return state not in ("Z", "X")
 
 
 @pytest.mark.parametrize("reason", ["max_tokens", "max_turn_requests", "refusal"])
@@ -335,6 +380,8 @@ async def test_every_message_matches_the_published_schema(fake_agent):
         await session.run_turn("RUN ls")
         await session.run_turn("EDIT a.txt")
         await session.run_turn(f"READ {Path(os.sep) / 'etc' / 'hostname'}")
+        await session.run_turn("TERMCAP100 TERM: echo hi")
+        await session.run_turn("TERMKILL")
         turn = asyncio.ensure_future(session.run_turn("SLOW400"))
         await host.wait_for(lambda e: e.kind == EventKind.MESSAGE_DELTA and "word" in e.message)
         await session.interrupt()
@@ -345,5 +392,7 @@ async def test_every_message_matches_the_published_schema(fake_agent):
     assert validate_exchange(exchange) > 30
     sent = {m.get("method") for side, m in exchange if side == "client"}
     assert {"initialize", "session/new", "session/prompt", "session/cancel"} <= sent
+    asked = {m.get("method") for side, m in exchange if side == "agent"}
+    assert {"terminal/create", "terminal/kill", "terminal/release", "fs/write_text_file"} <= asked
     written = [m for m in fake_agent.sent if "method" in m or "result" in m or "error" in m]
     assert len(written) == len([1 for side, _m in exchange if side == "client"])
