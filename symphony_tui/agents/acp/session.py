@@ -164,7 +164,9 @@ class AcpSession:
         self._stderr = StderrTail()
         self._stderr_task: asyncio.Task[None] | None = None
         self._sid: str | None = None
-        self._folder = UpdateFolder()
+        self._folder = UpdateFolder(
+            terminal_text=None if self._terminals is None else self._terminals.text
+        )
         self._turn: _Turn | None = None
         self._turns = 0
         self._loading = False

@@ -31,6 +31,8 @@ from symphony_tui.agents.codex.process import kill_group, release
 
 OUTPUT_LIMIT_BYTES = 1024 * 1024
 MAX_TERMINALS = 16
+#: Released terminals whose output is still kept (for the tool call that shows it).
+KEEP_RELEASED = 16
 _READ = 65536
 
 
@@ -102,7 +104,16 @@ class Terminals:
         self._files = files
         self._env = env
         self._live: dict[str, Terminal] = {}
+        self._released: dict[str, str] = {}
         self._ids = itertools.count(1)
+
+    def text(self, terminal_id: str) -> str | None:
+        """The output of terminal ``terminal_id`` so far (live or among the last
+        :data:`KEEP_RELEASED` released), or None."""
+        terminal = self._live.get(terminal_id)
+        if terminal is not None:
+            return str(terminal.answer()["output"])
+        return self._released.get(terminal_id)
 
     def _get(self, params: dict[str, Any]) -> Terminal:
         terminal = self._live.get(str(params.get("terminalId")))
@@ -168,6 +179,9 @@ class Terminals:
         del self._live[str(params.get("terminalId"))]
         await terminal.kill()
         release(terminal.proc)
+        self._released[str(params.get("terminalId"))] = str(terminal.answer()["output"])
+        while len(self._released) > KEEP_RELEASED:
+            del self._released[next(iter(self._released))]
         return {}
 
     async def close(self) -> None:

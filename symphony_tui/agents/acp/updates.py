@@ -15,6 +15,7 @@ https://agentclientprotocol.com/protocol/prompt-turn).
   where the agent puts one), ``edit`` / ``delete`` / ``move`` calls file changes
   (``FILE_CHANGE``, the paths from ``locations`` and the ``diff`` contents, each diff
   rendered as a unified diff), others ``TOOL_CALL``;
+  A ``terminal`` content item contributes its terminal's output (``terminal_text``);
 * ``plan``: ``PLAN`` with the entries as steps; ``available_commands_update`` and
   ``current_mode_update``: a ``NOTIFICATION``; ``user_message_chunk`` (a ``session/load``
   replay of the prompt) and kinds this client does not know: nothing.
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Callable
 from typing import Any
 
 from symphony_tui.domain import AgentEvent, EventKind
@@ -72,13 +74,19 @@ def unified_diff(path: str, old: Any, new: Any) -> str:
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
-def content_text(content: Any) -> str:
-    """The text of a tool call's ``content`` items of type ``content`` (text blocks)."""
+def content_text(content: Any, terminal_text: Callable[[str], str | None] | None = None) -> str:
+    """The text of a tool call's ``content`` items of type ``content`` (text blocks), and
+    of its ``terminal`` items where ``terminal_text`` knows the terminal's output."""
     parts = []
     for item in content if isinstance(content, list) else []:
-        block = _dict(_dict(item).get("content"))
-        if _dict(item).get("type") == "content" and isinstance(block.get("text"), str):
+        item = _dict(item)
+        block = _dict(item.get("content"))
+        if item.get("type") == "content" and isinstance(block.get("text"), str):
             parts.append(block["text"])
+        elif item.get("type") == "terminal" and terminal_text is not None:
+            text = terminal_text(str(item.get("terminalId")))
+            if text:
+                parts.append(text)
     return "\n".join(parts)
 
 
@@ -140,8 +148,13 @@ class UpdateFolder:
     """The events one session's ``session/update`` notifications imply (see the module
     doc). ``session_id`` stamps every event."""
 
-    def __init__(self, session_id: str | None = None) -> None:
+    def __init__(
+        self,
+        session_id: str | None = None,
+        terminal_text: Callable[[str], str | None] | None = None,
+    ) -> None:
         self.session_id = session_id
+        self._terminal_text = terminal_text
         self._calls: dict[str, _Call] = {}
         self._text: list[str] = []  # the agent message being streamed
         self._text_id: str | None = None
@@ -277,7 +290,7 @@ class UpdateFolder:
         call.ended = True
         status = "completed" if ok else (synthetic or "failed")
         raw = _dict(call.fields.get("rawOutput"))
-        output = content_text(call.fields.get("content"))
+        output = content_text(call.fields.get("content"), self._terminal_text)
         if not output and isinstance(raw.get("output"), str):
             output = raw["output"]
         error = None if ok else one_line(output or f"tool call {status}", 500)

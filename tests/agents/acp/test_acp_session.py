@@ -183,6 +183,9 @@ async def test_a_terminal_runs_in_the_workspace_and_reports_its_exit(fake_agent)
     assert said[2].startswith("terminal failed: path /etc is outside the workspace")
     assert said[3] == "terminal exit None signal SIGTERM truncated False: "
     assert host.of_kind(EventKind.COMMAND_STARTED)[0].message == "pwd; echo oops >&2; exit 3"
+    # the tool call shows its terminal's output
+    ended = host.of_kind(EventKind.COMMAND_COMPLETED)[0].payload
+    assert isinstance(ended, CommandEnded) and ended.output == f"{host.workspace}\noops\n"
 
 
 async def test_terminals_end_with_the_session(fake_agent):
