@@ -59,6 +59,7 @@ PROTOCOL_VERSION = 1
 #: Seconds an interrupted turn gets to answer its prompt before it is ended here.
 INTERRUPT_GRACE_S = 5.0
 METHOD_NOT_FOUND = -32601
+INTERNAL_ERROR = -32603
 #: ACP's "authentication required" error code.
 AUTH_REQUIRED = -32000
 
@@ -539,6 +540,12 @@ class AcpSession:
             return
         except AgentError:
             return  # the agent is gone
+        except Exception as e:  # never leave the agent waiting on a failure here
+            reason = one_line(f"{method} failed: {e.__class__.__name__}: {e}", 500)
+            self._emit(AgentEvent(kind=EventKind.WARNING, message=reason))
+            with contextlib.suppress(AgentError):
+                await rpc.respond_error(rid, INTERNAL_ERROR, reason)
+            return
         with contextlib.suppress(AgentError):
             await rpc.respond(rid, result)
 

@@ -188,6 +188,15 @@ async def test_a_terminal_runs_in_the_workspace_and_reports_its_exit(fake_agent)
     assert isinstance(ended, CommandEnded) and ended.output == f"{host.workspace}\noops\n"
 
 
+async def test_a_client_method_that_fails_here_answers_the_agent_with_an_error(fake_agent):
+    host = fake_agent.host()
+    (result,) = await fake_agent.turns(host, "TERM: echo a\x00b")
+    assert result.status == TurnStatus.COMPLETED
+    said = host.of_kind(EventKind.MESSAGE)[0].message
+    assert said == "terminal failed: terminal/create failed: ValueError: embedded null byte"
+    assert host.of_kind(EventKind.WARNING)[0].message == said.removeprefix("terminal failed: ")
+
+
 async def test_terminals_end_with_the_session(fake_agent):
     host = fake_agent.host()
     session = await fake_agent.backend.start_session(host)
