@@ -178,6 +178,7 @@ class AcpSession:
         self._closed = False
         self.agent_info: dict[str, Any] = {}
         self.agent_capabilities: dict[str, Any] = {}
+        self._auth_methods: list[str] = []
         self.host_lost: str | None = None
 
     # ------------------------------------------------------------------ AgentSession
@@ -317,7 +318,7 @@ class AcpSession:
 
     def _refusal(self, method: str, e: RpcError) -> str:
         if e.code == AUTH_REQUIRED:
-            offered = ", ".join(getattr(self, "_auth_methods", [])) or "none"
+            offered = ", ".join(self._auth_methods) or "none"
             return (
                 f"{method}: the agent asks to authenticate ({e.message}); set acp.auth_method "
                 f"to one of: {offered}"
