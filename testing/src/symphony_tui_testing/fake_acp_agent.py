@@ -1,6 +1,6 @@
 """A scripted agent speaking the Agent Client Protocol on stdio, for tests and demos.
 
-Run it as ``python -m symphony_tui.testing.fake_acp_agent`` (the ``acp.command``). Stdlib
+Run it as ``python -m symphony_tui_testing.fake_acp_agent`` (the ``acp.command``). Stdlib
 only; one JSON-RPC 2.0 message per line (https://agentclientprotocol.com/protocol/overview).
 
 What it does:

@@ -13,9 +13,9 @@ import pytest
 from symphony_tui.agents.acp import AcpBackend
 from symphony_tui.agents.base import TurnResult
 from symphony_tui.config.settings import AcpSettings, Settings
-from symphony_tui.testing.session_host import RecordingSessionHost, make_issue
+from symphony_tui_testing.session_host import RecordingSessionHost, make_issue
 
-FAKE_AGENT = f"{shlex.quote(sys.executable)} -m symphony_tui.testing.fake_acp_agent"
+FAKE_AGENT = f"{shlex.quote(sys.executable)} -m symphony_tui_testing.fake_acp_agent"
 
 
 def acp_settings(command: str = FAKE_AGENT, **acp: Any) -> Settings:

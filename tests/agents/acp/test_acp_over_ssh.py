@@ -14,7 +14,7 @@ from symphony_tui.agents.acp import AcpBackend
 from symphony_tui.agents.base import AgentError, TurnStatus
 from symphony_tui.config.settings import Settings
 from symphony_tui.domain import ApprovalKind, EventKind
-from symphony_tui.testing.session_host import RecordingSessionHost, make_issue
+from symphony_tui_testing.session_host import RecordingSessionHost, make_issue
 from tests.hosts.conftest import fleet
 from tests.hosts.test_codex_over_ssh import remote_descendants
 
@@ -39,7 +39,7 @@ def backend(fleet, tmp: Path, command: str = FAKE_AGENT) -> AcpBackend:
             "acp": {
                 "command": command,
                 "env": {
-                    "PYTHONPATH": str(REPO),
+                    "PYTHONPATH": f"{REPO}:{REPO / 'testing' / 'src'}",
                     "FAKE_ACP_STATE": str(tmp / "state"),
                     "SECRET_HERE": "$SCHED_SECRET",
                 },

@@ -1,4 +1,4 @@
-"""The ACP backend against the scripted agent (symphony_tui/testing/fake_acp_agent.py):
+"""The ACP backend against the scripted agent (testing/src/symphony_tui_testing/fake_acp_agent.py):
 the handshake, a turn's updates as typed events, usage reported or not, permissions
 through the host with the agent's own options, the workspace-only file methods, stop
 reasons, interrupts, bad lines, a crash, authentication and ``session/load`` after a

@@ -23,9 +23,9 @@ from symphony_tui.agents.acp import AcpBackend
 from symphony_tui.agents.base import TurnStatus
 from symphony_tui.domain import ApprovalKind, EventKind
 from symphony_tui.domain.payloads import CommandEnded
-from symphony_tui.testing.codex_env import make_codex_home
-from symphony_tui.testing.fake_model import FakeModelServer
-from symphony_tui.testing.session_host import RecordingSessionHost, make_issue
+from symphony_tui_testing.codex_env import make_codex_home
+from symphony_tui_testing.fake_model import FakeModelServer
+from symphony_tui_testing.session_host import RecordingSessionHost, make_issue
 from tests.real_programs import missing
 
 from .conftest import acp_settings

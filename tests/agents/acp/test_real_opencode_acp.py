@@ -23,9 +23,9 @@ from symphony_tui.agents.acp import AcpBackend
 from symphony_tui.agents.base import TurnStatus
 from symphony_tui.domain import ApprovalDecision, ApprovalKind, EventKind
 from symphony_tui.domain.payloads import CommandEnded, FileChange, SessionStarted
-from symphony_tui.testing.fake_model import FakeModelServer
-from symphony_tui.testing.opencode_env import opencode_env
-from symphony_tui.testing.session_host import RecordingSessionHost, make_issue
+from symphony_tui_testing.fake_model import FakeModelServer
+from symphony_tui_testing.opencode_env import opencode_env
+from symphony_tui_testing.session_host import RecordingSessionHost, make_issue
 from tests.real_programs import require_opencode
 
 from .conftest import acp_settings
