@@ -13,7 +13,7 @@ from rich.text import Text
 
 from symphony_tui.console.sanitize import inert, one_line
 from symphony_tui.domain import ClaimState, EventKind, RunStatus
-from symphony_tui.domain.snapshot import WAITING_FOR_MEMORY
+from symphony_tui.domain.kinds import WAITING_FOR_MEMORY
 
 if TYPE_CHECKING:
     from symphony_tui.console.tones import Tones

@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+#: How an issue row's ``note`` begins while the issue waits for a machine with memory to
+#: spare (``worker.min_free_memory_mb``, ``max_memory_mb``); the reason follows.
+WAITING_FOR_MEMORY = "waiting for memory: "
+
 
 class EventKind(StrEnum):
     # session / turn lifecycle

@@ -16,10 +16,6 @@ from symphony_tui.domain.posture import RunPosture
 from symphony_tui.domain.run import RecoveredWorkspace
 from symphony_tui.domain.tokens import RateLimits, TokenUsage
 
-#: How an issue row's ``note`` begins while the issue waits for a machine with memory to
-#: spare (``worker.min_free_memory_mb``, ``max_memory_mb``); the reason follows.
-WAITING_FOR_MEMORY = "waiting for memory: "
-
 
 class IssueRow(BaseModel):
     """An issue the scheduler knows of: last seen candidate, running or retrying.

@@ -27,7 +27,8 @@ from typing import Any, Protocol
 from symphony_tui.config.settings import Settings
 from symphony_tui.config.worker_hosts import WorkerSettings
 from symphony_tui.domain import EventKind
-from symphony_tui.domain.snapshot import WAITING_FOR_MEMORY, MemoryRow
+from symphony_tui.domain.kinds import WAITING_FOR_MEMORY
+from symphony_tui.domain.snapshot import MemoryRow
 from symphony_tui.hosts.resources import (
     MIB,
     CpuMeter,

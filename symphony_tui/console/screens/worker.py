@@ -23,8 +23,8 @@ from symphony_tui.console.widgets.footer import ConsoleFooter
 from symphony_tui.console.widgets.tokens import not_reported
 from symphony_tui.console.widgets.workers import last_activity
 from symphony_tui.domain import ApprovalRequest, EventKind, Rerun, Snapshot
+from symphony_tui.domain.kinds import WAITING_FOR_MEMORY
 from symphony_tui.domain.payloads import HookResult
-from symphony_tui.domain.snapshot import WAITING_FOR_MEMORY
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
