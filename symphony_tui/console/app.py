@@ -8,51 +8,64 @@ coroutine runs on the same asyncio loop, in a worker of group ``scheduler``.
 Rendering is driven by one steady timer (``REFRESH_HZ``), not by events, so a flood of
 agent events costs one repaint per tick (a steady rate, never one repaint per event).
 
-The app is composed of mixins, one concept each: ``app_lifecycle`` (signals, lost
-terminal, quitting), ``app_refresh`` (snapshot refresh and render keys),
-``app_enablement`` (what the selection allows), ``app_commands`` (sending and
-confirming commands), ``app_approvals`` (answering approval requests) and ``app_tools``
-(diff, audit, into the workspace, export).
+:class:`SymphonyApp` is the one place Textual calls into: its bindings, actions, message
+handlers and hooks. It resolves what is selected and hands the work to helpers, plain
+classes it builds with their collaborators (:class:`~symphony_tui.console.state.ConsoleState`,
+the app itself typed as :class:`~symphony_tui.console.ui.Ui`, the command sender):
+
+- ``sender``, ``issue_actions``, ``approval_actions`` (``console/actions.py``): sending
+  commands (confirming first; audit notes) and the commands on the selected issue or
+  approval request;
+- ``workspace_actions``, ``exports``: into the workspace; export and screenshots;
+- ``enablement`` (``console/enablement.py``): which commands apply (``check_action``);
+- ``refresher`` (``console/refresh.py``): reading the port, painting screens;
+- ``lifecycle``, ``signals``: start, run, quit, detach; signals and a lost terminal;
+- ``key_order`` (``console/key_order.py``): keys handled in the order they were typed.
+
+Helpers reach the app only as :class:`~symphony_tui.console.ui.Ui` (the lifecycle also
+gets ``repaint``, the refresh tick); they depend on one another one way (``signals`` on
+``lifecycle``, the actions on ``sender``), never in a circle.
 """
 
 from __future__ import annotations
 
-import signal
+import contextlib
 import time
-import weakref
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from textual.app import App
+from textual import events
+from textual.app import App, SystemCommand
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
-from symphony_tui.console.app_approvals import ApprovalActionsMixin
-from symphony_tui.console.app_commands import CommandsMixin
-from symphony_tui.console.app_enablement import EnablementMixin
-from symphony_tui.console.app_lifecycle import LifecycleMixin
-from symphony_tui.console.app_refresh import RefreshMixin
-from symphony_tui.console.app_tools import ToolsMixin
+from symphony_tui.console.actions import ApprovalActions, CommandSender, IssueActions
 from symphony_tui.console.attention import ConsoleAttention
-from symphony_tui.console.key_order import KeyOrderMixin
-from symphony_tui.console.keymap import default_keymap_path, load_keymap
+from symphony_tui.console.enablement import Enablement, selected_approval, selected_issue
+from symphony_tui.console.exports import Exports
+from symphony_tui.console.key_order import KeyHandled, KeyOrder
+from symphony_tui.console.keymap import Keys, default_keymap_path, load_keymap
+from symphony_tui.console.lifecycle import Lifecycle
 from symphony_tui.console.palette import ConsoleCommands
-from symphony_tui.console.registry import (
-    bindings_for,
-)
+from symphony_tui.console.refresh import Refresher
+from symphony_tui.console.registry import APP_BY_ACTION, ConsoleCommand, bindings_for
 from symphony_tui.console.screens.main import MainScreen
+from symphony_tui.console.screens.too_small import TooSmallScreen, too_small
+from symphony_tui.console.signals import TERMINAL_CHECK_S, Signals
 from symphony_tui.console.starting import Started, StartingPort, notify_of
+from symphony_tui.console.state import ConsoleState
+from symphony_tui.console.tones import Tones
+from symphony_tui.console.workspace_actions import WorkspaceActions, run_in_terminal
 
 if TYPE_CHECKING:
+    from textual.worker import Worker
+
     from symphony_tui.config.settings import NotifySettings
-    from symphony_tui.console.messages import OpenWorker
+    from symphony_tui.console.messages import ConfirmCommand, OpenWorker, SendCommand
     from symphony_tui.console.terminal_watch import TerminalWatch
-    from symphony_tui.console.tones import Tones
-    from symphony_tui.domain import (
-        Snapshot,
-    )
+    from symphony_tui.domain import ApprovalRequest, Snapshot
     from symphony_tui.scheduler.port import SchedulerPort
 
 REFRESH_HZ = 4.0
@@ -70,19 +83,11 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-class SymphonyApp(
-    KeyOrderMixin,
-    LifecycleMixin,
-    RefreshMixin,
-    EnablementMixin,
-    CommandsMixin,
-    ApprovalActionsMixin,
-    ToolsMixin,
-    App[None],
-):
-    """The console. ``runner`` is the scheduler's main coroutine (started on mount);
-    ``shutdown`` is awaited once before exit (quit, SIGHUP/SIGTERM/SIGINT, scheduler
-    failure).
+class SymphonyApp(App[None]):
+    """The console. ``port``: the scheduler's port, or ``start``: how to build the
+    scheduler after the first frame (``console.starting``); ``runner`` is the scheduler's
+    main coroutine (started on mount); ``shutdown`` is awaited once before exit (quit,
+    SIGHUP/SIGTERM/SIGINT, scheduler failure).
 
     ``clock`` supplies "now" for ages and countdowns (tests freeze it);
     ``cursor_blink=False`` makes text inputs deterministic for screenshots;
@@ -93,10 +98,15 @@ class SymphonyApp(
 
     ``detach_only``: the scheduler runs elsewhere (``symphony-tui attach``), so quitting
     detaches, and stops workers only when ``q``'s "Stop N agents" sends the scheduler its
-    stop command; defaults to the port's ``detach_only`` attribute. ``terminal_watch`` checks for a terminal that went away without SIGHUP
-    (default: a :class:`TerminalWatch` of stdin/stdout; headless test runs watch nothing).
-    ``notices`` are shown once as warnings when the console opens (the workflow's unread
-    settings: ``Workflow.warnings``).
+    stop command; defaults to the port's ``detach_only`` attribute. ``detachable``: the
+    embedded scheduler can outlive the console (``cli`` runs it so): a lost terminal
+    detaches, and ``q`` asks stop or detach. ``terminal_watch`` checks for a terminal that
+    went away without SIGHUP (default: a ``TerminalWatch`` of stdin/stdout; headless test
+    runs watch nothing). ``notices`` are shown once as warnings when the console opens (the
+    workflow's unread settings: ``Workflow.warnings``). ``notify``: what decides the bells
+    and desktop alerts (default: the port's live settings). ``terminal_modes``: the
+    terminal's modes from before the CLI held the keys typed during start-up
+    (``console/typeahead.py``), what Textual must put back on exit and suspend.
     """
 
     CSS_PATH = "console.tcss"
@@ -105,15 +115,9 @@ class SymphonyApp(
     ENABLE_COMMAND_PALETTE = True
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
 
-    def _write_terminal(self, text: str) -> None:
-        """Raw output to the terminal (a desktop notification escape); none when headless
-        or while another program has the terminal (``handed_over``)."""
-        if not self.is_headless and self._driver is not None and not self.terminal_handed_over:
-            self._driver.write(text)
-
-    def bell(self) -> None:
-        if not self.terminal_handed_over:  # Textual's writer is stopped meanwhile
-            super().bell()
+    #: How a shell or an editor runs on the terminal (``workspace_actions``; tests
+    #: replace it).
+    launch = staticmethod(run_in_terminal)
 
     def __init__(
         self,
@@ -139,89 +143,133 @@ class SymphonyApp(
         super().__init__()
         if (port is None) == (start is None):
             raise TypeError("SymphonyApp needs a port or a start, not both")
-        self.port: SchedulerPort = port if port is not None else StartingPort()
-        self._start_fn = start
-        self._start_worker = None
-        self.start_error: str | None = None
+        port = port if port is not None else StartingPort()
         self.title = title
         self.clock = clock
         self.cursor_blink = cursor_blink
-        self._runner_fn = runner
-        self._shutdown_fn = shutdown
-        self._keymap_path = keymap_path if keymap_path is not None else default_keymap_path()
-        self._user_keymap: dict[str, str] = {}
-        self._refresh_hz = refresh_hz
         self.live_text_s = live_text_s
         self.monotonic = monotonic
-        self._snapshot: Snapshot | None = None
-        # what each screen last showed; weak, so closed screens (a worker screen per enter)
-        # are not kept, and a new screen never inherits a dead one's key through its id
-        self._render_keys: weakref.WeakKeyDictionary[Screen, tuple] = weakref.WeakKeyDictionary()
-        self._tones: tuple[str, Tones] | None = None
-        self._port_error: str | None = None
-        self._stopping = False
-        self._enabled_signature: tuple = ()
-        self._signals_installed: list[signal.Signals] = []
-        self.scheduler_stopped = False
-        self._asked_stop = False  # an attached console sent stop_scheduler
-        self.detach_only = (
-            bool(getattr(port, "detach_only", False)) if detach_only is None else detach_only
-        )
-        self._terminal_watch = terminal_watch
-        #: The scheduler this console embeds can outlive it (``cli`` runs it so): a lost
-        #: terminal detaches, and ``q`` asks stop or detach (``console/app_lifecycle.py``).
-        self.detachable = detachable
-        #: Why the console left its scheduler running (None: it did not).
-        self.detached: str | None = None
+        self._refresh_hz = refresh_hz
+        self._keymap_path = keymap_path if keymap_path is not None else default_keymap_path()
         self._notices = tuple(notices)
-        # the terminal's modes from before the CLI held the keys typed during start-up
-        # (console/typeahead.py): what Textual must put back on exit and suspend
         self._terminal_modes = terminal_modes
-        self._notify = notify if notify is not None else notify_of(self.port)
-        self.attention = ConsoleAttention(
-            lambda: self._notify(), bell=self.bell, write=self._write_terminal
+        self._tones: tuple[str, Tones] | None = None
+        self._enabled_signature: tuple = ()
+        #: True while a shell or an editor has the terminal (:meth:`handed_over`).
+        self.terminal_handed_over = False
+
+        state = ConsoleState(
+            port,
+            detach_only=(
+                bool(getattr(port, "detach_only", False)) if detach_only is None else detach_only
+            ),
+            notify=notify if notify is not None else notify_of(port),
         )
+        self.state = state
+        self.attention = ConsoleAttention(
+            lambda: state.notify(), bell=self.bell, write=self._write_terminal
+        )
+        self.keys = Keys()
+        self.sender = CommandSender(state, self)
+        self.issue_actions = IssueActions(state, self, self.sender)
+        self.approval_actions = ApprovalActions(self, self.sender)
+        self.workspace_actions = WorkspaceActions(state, self, self.sender)
+        self.exports = Exports(state, self, self.sender, clock)
+        self.enablement = Enablement(state, self.keys)
+        self.refresher = Refresher(state, self, self.attention)
+        self.lifecycle = Lifecycle(
+            state,
+            self,
+            start=start,
+            runner=runner,
+            shutdown=shutdown,
+            detachable=detachable,
+            repaint=self.tick,
+        )
+        self.signals = Signals(state, self.lifecycle, terminal_watch)
+        self.key_order = KeyOrder(
+            super().on_event, lambda: self.focused or self.screen, self.set_timer
+        )
+
+    # -- what screens and the CLI read (console.messages.ConsoleApp) --------------------
+
+    @property
+    def port(self) -> SchedulerPort:
+        """The scheduler's port (a ``StartingPort`` until the scheduler is built)."""
+        return self.state.port
+
+    @property
+    def snapshot(self) -> Snapshot | None:
+        """The snapshot shown last (``None`` before the first tick)."""
+        return self.state.snapshot
 
     @property
     def starting(self) -> bool:
         """True until the scheduler is built (``start``; :mod:`console.starting`)."""
-        return bool(getattr(self.port, "starting", False))
+        return self.state.starting
 
     @property
     def stopping(self) -> bool:
         """True once a quit or detach began (``shutdown_and_exit``): the screens are about
         to go, so no key but quit (which forces the exit) runs an action any more."""
-        return self._stopping
+        return self.state.stopping
 
-    # -- lifecycle ------------------------------------------------------------------
+    @property
+    def detach_only(self) -> bool:
+        """The scheduler runs elsewhere: quitting detaches."""
+        return self.state.detach_only
 
-    def get_default_screen(self) -> Screen:
-        return MainScreen()
+    @property
+    def detached(self) -> str | None:
+        """Why the console left its scheduler running (None: it did not)."""
+        return self.lifecycle.detached
 
-    def on_mount(self) -> None:
-        if self._terminal_modes is not None and getattr(self._driver, "attrs_before", None):
-            # Textual's Linux driver saved the held modes (no echo) when it started
-            self._driver.attrs_before = self._terminal_modes
-        loaded = load_keymap(self._keymap_path)
-        self._user_keymap = loaded.keymap
-        if loaded.keymap:
-            self.set_keymap(loaded.keymap)
-        for error in loaded.errors:
-            self.notify(error, severity="warning", markup=False)
-        for notice in self._notices:
-            self.notify(notice, title="WORKFLOW.md", severity="warning", markup=False)
-        self._install_signals()
-        self._guard_sigcont()
-        self._start_terminal_watch()
-        if self._start_fn is not None:
-            # after the first frame is on the screen: building the scheduler costs more
-            # than the console
-            self.call_after_refresh(self._begin_start)
-        elif self._runner_fn is not None:
-            self._start_runner()
-        self.set_interval(1.0 / self._refresh_hz, self.tick, name="refresh")
-        self.call_after_refresh(self.tick)
-        self.call_after_refresh(self._fit_screen)
+    @property
+    def start_error(self) -> str | None:
+        """The one-line reason the scheduler could not be built (the CLI prints it)."""
+        return self.lifecycle.start_error
+
+    @property
+    def scheduler_stopped(self) -> bool:
+        """The scheduler's main coroutine returned while the console was not quitting."""
+        return self.lifecycle.scheduler_stopped
+
+    @property
+    def tones(self) -> Tones:
+        """Styles of the current theme."""
+        if self._tones is None or self._tones[0] != self.theme:
+            self._tones = (self.theme, Tones.from_variables(self.get_css_variables()))
+        return self._tones[1]
+
+    def key_for(self, cmd: ConsoleCommand) -> str:
+        """The key(s) that run ``cmd`` now, after keymap remapping, for display."""
+        return self.keys.display(cmd)
+
+    # -- the terminal -------------------------------------------------------------------
+
+    def _write_terminal(self, text: str) -> None:
+        """Raw output to the terminal (a desktop notification escape); none when headless
+        or while another program has the terminal (``handed_over``)."""
+        if not self.is_headless and self._driver is not None and not self.terminal_handed_over:
+            self._driver.write(text)
+
+    def bell(self) -> None:
+        if not self.terminal_handed_over:  # Textual's writer is stopped meanwhile
+            super().bell()
+
+    @contextlib.contextmanager
+    def handed_over(self) -> Iterator[None]:
+        """``App.suspend`` for a program that runs while the event loop goes on (the
+        scheduler keeps working): nothing is painted or written to the terminal meanwhile.
+        Textual's output thread is stopped while suspended, so a repaint would fill its
+        queue and block the loop for good (the console and its scheduler would hang once
+        the shell exits). Raises ``SuspendNotSupported`` like ``App.suspend``."""
+        self.terminal_handed_over = True
+        try:
+            with self.batch_update(), self.suspend():
+                yield
+        finally:
+            self.terminal_handed_over = False
 
     def notify(
         self,
@@ -237,7 +285,222 @@ class SymphonyApp(
             timeout = NOTIFY_TIMEOUT_S.get(severity, NOTIFY_TIMEOUT_S["warning"])
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
-    # -- screens ----------------------------------------------------------------------
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def get_default_screen(self) -> Screen:
+        return MainScreen()
+
+    def on_mount(self) -> None:
+        if self._terminal_modes is not None and getattr(self._driver, "attrs_before", None):
+            # Textual's Linux driver saved the held modes (no echo) when it started
+            self._driver.attrs_before = self._terminal_modes
+        loaded = load_keymap(self._keymap_path)
+        self.keys.keymap = loaded.keymap
+        if loaded.keymap:
+            self.set_keymap(loaded.keymap)
+        for error in loaded.errors:
+            self.notify(error, severity="warning", markup=False)
+        for notice in self._notices:
+            self.notify(notice, title="WORKFLOW.md", severity="warning", markup=False)
+        self.signals.install(self._driver, self.error_console)
+        if self.signals.watch_terminal(headless=self.is_headless):
+            self.set_interval(TERMINAL_CHECK_S, self.check_terminal, name="terminal-watch")
+        if self.lifecycle.builds:
+            # after the first frame is on the screen: building the scheduler costs more
+            # than the console
+            self.call_after_refresh(self.lifecycle.begin_start)
+        else:
+            self.lifecycle.run()
+        self.set_interval(1.0 / self._refresh_hz, self.tick, name="refresh")
+        self.call_after_refresh(self.tick)
+        self.call_after_refresh(self._fit_screen)
+
+    def on_unmount(self) -> None:
+        self.signals.remove()
+
+    def check_terminal(self) -> None:
+        """Called once a second: a lost terminal takes the SIGHUP path."""
+        self.signals.check_terminal()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        self.lifecycle.worker_changed(event)
+
+    async def shutdown_and_exit(self, return_code: int = 0, message: str | None = None) -> None:
+        """Await ``shutdown`` once, then exit (``Lifecycle.shutdown_and_exit``)."""
+        await self.lifecycle.shutdown_and_exit(return_code, message)
+
+    async def action_quit(self) -> None:
+        running = self.state.snapshot.running if self.state.snapshot else ()
+        await self.lifecycle.quit(len(running))
+
+    # -- keys -------------------------------------------------------------------------------
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key) and not event.is_forwarded:
+            await self.key_order.arrived(event)
+        else:
+            await super().on_event(event)
+
+    async def on_key_handled(self, message: KeyHandled) -> None:
+        await self.key_order.handled(message)
+
+    def on_key(self, event: events.Key) -> None:
+        """A key that answers approvals, pressed where the selection has none while others
+        wait: say where they are instead of doing nothing (the binding itself is disabled,
+        so the key reaches here; text inputs consume their keys before)."""
+        said = self.enablement.misplaced_approval_key(event.key, self._acting_screen(), self.screen)
+        if said is not None:
+            self.notify(said, severity="warning", markup=False)
+
+    # -- the refresh ----------------------------------------------------------------------
+
+    def tick(self) -> None:
+        """Read the port and repaint what is visible: the top screen and, through modal
+        dialogs, the screens under them. Unchanged input skips the repaint.
+
+        Once quitting (the workers stop, ``stopping``) nothing is repainted: the screen
+        holds its last frame under the "stopping workers…" notice, and the loop's time goes
+        to the shutdown instead of re-laying out tables whose rows all end at once (with 50
+        workers that repaint is a large share of the quit's loop time)."""
+        if self._exit or not self.is_running or self.state.stopping:
+            return
+        self._fit_screen()
+        if self.state.starting:
+            return  # nothing to show before the scheduler is built (console.starting)
+        snapshot = self.refresher.read()
+        if snapshot is None:
+            return
+        now = self.clock()
+        tones = self.tones
+        link_of = getattr(self.state.port, "link", None)  # attached: a lost link repaints
+        link = link_of().state if link_of is not None else None
+        key = (id(snapshot), snapshot.generated_at, int(now.timestamp()), self.theme, link)
+        self.refresher.paint(self.screen_stack, snapshot, now, tones, key)
+        signature = tuple(self.check_action(name, ()) for name in APP_BY_ACTION)
+        if signature != self._enabled_signature:
+            self._enabled_signature = signature
+            self.refresh_bindings()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.call_after_refresh(self._fit_screen)
+
+    def _fit_screen(self) -> None:
+        """Swap :class:`TooSmallScreen` in while the terminal is below 80x24 and out
+        again once it is large enough (the screens under it are kept as they were)."""
+        if self._exit or not self.is_running:
+            return
+        width, height = self.size
+        shown = next((s for s in self.screen_stack if isinstance(s, TooSmallScreen)), None)
+        if too_small(width, height):
+            if shown is None:
+                self.push_screen(TooSmallScreen())
+                self.call_after_refresh(self._fit_screen)  # fill in the size once mounted
+            elif shown.is_mounted:
+                shown.show_size(width, height)
+        elif shown is not None and shown is self.screen:
+            # a dialog opened on top of it (q asks first) is left to close by itself
+            self.pop_screen()
+            self.call_after_refresh(self.tick)
+
+    # -- what the app commands act on -----------------------------------------------------
+
+    def _acting_screen(self) -> Screen:
+        """The screen whose selection the commands act on: the active one, or, while the
+        command palette is open, the screen it was opened from (its row actions apply to
+        that screen's selected row)."""
+        from textual.command import CommandPalette
+
+        stack = self.screen_stack
+        if len(stack) > 1 and isinstance(stack[-1], CommandPalette):
+            return stack[-2]
+        return self.screen
+
+    def _issue(self) -> str | None:
+        return selected_issue(self._acting_screen())
+
+    def _approval(self) -> ApprovalRequest | None:
+        return selected_approval(self._acting_screen())
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return self.enablement.allows(action, self._acting_screen())
+
+    # -- actions: the selected issue or worker (issue_actions) ------------------------------
+
+    def action_interrupt(self) -> None:
+        self.issue_actions.interrupt(self._issue())
+
+    def action_stop(self) -> None:
+        self.issue_actions.stop(self._issue())
+
+    def action_steer(self) -> None:
+        self.issue_actions.steer(self._issue())
+
+    def action_budget(self) -> None:
+        self.issue_actions.budget(self._issue())
+
+    def action_rerun(self) -> None:
+        self.issue_actions.rerun(self._issue())
+
+    def action_move(self) -> None:
+        self.issue_actions.move(self._issue())
+
+    def action_refresh(self) -> None:
+        self.issue_actions.refresh()
+
+    def action_toggle_pause(self) -> None:
+        self.issue_actions.toggle_pause()
+
+    # -- actions: the selected approval (approval_actions) ----------------------------------
+
+    def action_approve(self) -> None:
+        self.approval_actions.approve(self._approval())
+
+    def action_approve_session(self) -> None:
+        self.approval_actions.approve_session(self._approval())
+
+    def action_deny(self) -> None:
+        self.approval_actions.deny(self._approval())
+
+    def action_deny_message(self) -> None:
+        self.approval_actions.deny_message(self._approval())
+
+    def action_cancel_turn(self) -> None:
+        self.approval_actions.cancel_turn(self._approval())
+
+    def action_grant(self) -> None:
+        self.approval_actions.grant(self._approval())
+
+    def action_answer(self) -> None:
+        self.approval_actions.answer(self._approval())
+
+    # -- actions: the workspace, export, screenshots ---------------------------------------
+
+    def action_workspace(self) -> None:
+        self.workspace_actions.open(self._issue())
+
+    def action_export(self) -> None:
+        self.exports.ask(self.screen)
+
+    def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
+        self.exports.save_screenshot(Path(path) if path else None, filename)
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """Textual's palette commands, less its Quit (the console's own ``Quit`` asks first
+        while workers run) and with a Screenshot that saves where ``paths`` says."""
+        for command in super().get_system_commands(screen):
+            if command.title == "Quit":
+                continue
+            if command.title == "Screenshot":
+                from symphony_tui.paths import screenshots_dir
+
+                help_ = f"Save an SVG picture of the screen in {screenshots_dir()}"
+                # After the palette has closed, so the picture shows the screen under it.
+                later = lambda: self.set_timer(0.1, self.exports.save_screenshot)  # noqa: E731
+                yield SystemCommand("Screenshot", help_, later)
+                continue
+            yield command
+
+    # -- actions: screens -------------------------------------------------------------------
 
     # Each screen's module is imported when it is first shown, not before the first frame
     # (launch to first frame); the main screen is the only one a launch needs.
@@ -262,11 +525,34 @@ class SymphonyApp(
 
         if isinstance(self.screen, HostsScreen):
             return
-        if self._snapshot is None or not self._snapshot.hosts:
+        snapshot = self.state.snapshot
+        if snapshot is None or not snapshot.hosts:
             self.notify(NO_HOSTS, title="hosts", markup=False)
             return
         self.push_screen(HostsScreen())
         self.call_after_refresh(self.tick)
+
+    def action_show_diff(self) -> None:
+        found = self.state.workspace_of(self._issue())
+        if found is None:
+            self.notify("no workspace for the selection", severity="warning")
+            return
+        from symphony_tui.console.screens.diff import DiffScreen
+
+        if isinstance(self.screen, DiffScreen):
+            return
+        self.push_screen(DiffScreen(found[0], found[1]))
+
+    def action_show_audit(self) -> None:
+        from symphony_tui.console.screens.audit import AuditScreen
+
+        if not isinstance(self.screen, AuditScreen):
+            self.push_screen(AuditScreen())
+
+    def action_help(self) -> None:
+        from symphony_tui.console.screens.help import HelpScreen
+
+        self.push_screen(HelpScreen(self.key_for))
 
     def open_worker(self, issue_id: str) -> None:
         """Push the worker detail screen of ``issue_id``."""
@@ -275,12 +561,13 @@ class SymphonyApp(
         self.push_screen(WorkerScreen(issue_id))
         self.call_after_refresh(self.tick)
 
-    # -- what screens ask (console.messages) ----------------------------------------------
+    # -- what screens ask (console.messages) ------------------------------------------------
 
     def on_open_worker(self, message: OpenWorker) -> None:
         self.open_worker(message.issue_id)
 
-    def action_help(self) -> None:
-        from symphony_tui.console.screens.help import HelpScreen
+    def on_send_command(self, message: SendCommand) -> None:
+        self.sender.send(message.command)
 
-        self.push_screen(HelpScreen(self.key_for))
+    def on_confirm_command(self, message: ConfirmCommand) -> None:
+        self.sender.confirm_then(message.title, message.body, message.command, message.yes)

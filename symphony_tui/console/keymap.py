@@ -15,7 +15,7 @@ from pathlib import Path
 
 import platformdirs
 
-from symphony_tui.console.registry import BY_ID
+from symphony_tui.console.registry import BY_ID, ConsoleCommand, display_key
 
 
 def default_keymap_path() -> Path:
@@ -57,3 +57,19 @@ def load_keymap(path: Path | None) -> LoadedKeymap:
         else:
             keymap[binding_id] = ",".join(k.strip() for k in key.split(",") if k.strip())
     return LoadedKeymap(keymap=keymap, errors=tuple(errors))
+
+
+class Keys:
+    """The keys of each command now: the registry's, or the user's keymap's (``keymap``:
+    binding id -> Textual key names, comma separated, as :func:`load_keymap` reads it)."""
+
+    def __init__(self) -> None:
+        self.keymap: dict[str, str] = {}
+
+    def of(self, cmd: ConsoleCommand) -> list[str]:
+        """The Textual key names that run ``cmd``."""
+        return self.keymap.get(cmd.id, cmd.key).split(",")
+
+    def display(self, cmd: ConsoleCommand) -> str:
+        """The key(s) that run ``cmd``, for display (``?``, ``ctrl+x, x``)."""
+        return display_key(self.keymap.get(cmd.id, cmd.key))

@@ -3,7 +3,7 @@
 Screens never import the app (that would be an import circle): they post one of these,
 which bubbles from the screen to :class:`~symphony_tui.console.app.SymphonyApp`, whose
 ``on_*`` handlers act on it. What screens *read* from the app is the
-:class:`ConsoleHost` protocol, reached through :func:`host`.
+:class:`ConsoleApp` protocol, reached through :func:`console_app`.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from textual.message import Message
 if TYPE_CHECKING:
     from symphony_tui.console.registry import ConsoleCommand
     from symphony_tui.console.tones import Tones
+    from symphony_tui.domain import Snapshot
     from symphony_tui.domain.commands import Command
     from symphony_tui.scheduler.port import SchedulerPort
 
@@ -50,13 +51,18 @@ class OpenWorker(Message):
         self.issue_id = issue_id
 
 
-class ConsoleHost(Protocol):
+class ConsoleApp(Protocol):
     """What screens read from the console app."""
 
     port: SchedulerPort
     cursor_blink: bool
     live_text_s: float  # streamed text (log lines, rows' last activity) repaints this often
     monotonic: Callable[[], float]  # the clock of live_text_s, in seconds
+
+    @property
+    def snapshot(self) -> Snapshot | None:
+        """The snapshot shown last (``None`` before the first tick)."""
+        ...
 
     @property
     def starting(self) -> bool:
@@ -78,6 +84,6 @@ class ConsoleHost(Protocol):
         ...
 
 
-def host(node: DOMNode) -> ConsoleHost:
+def console_app(node: DOMNode) -> ConsoleApp:
     """The console app of ``node`` (a mounted screen or widget), typed as what it offers."""
-    return cast(ConsoleHost, node.app)
+    return cast(ConsoleApp, node.app)

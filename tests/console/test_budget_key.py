@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from textual.widgets import Input
 
-from symphony_tui.console.app_commands import parse_tokens
+from symphony_tui.console.actions import parse_tokens
 from symphony_tui.console.screens.modals import Choose
 from symphony_tui.console.tones import Tones
 from symphony_tui.console.widgets.workers import worker_rows

@@ -90,14 +90,15 @@ def test_the_domain_package_exports_every_name_it_lists():
 #: would start building the scheduler) writes the imported modules to the file in argv[1]
 AT_FIRST_FRAME = """
 import json, os, sys
-import symphony_tui.console.app as console_app
+import symphony_tui.console.app
+from symphony_tui.console.lifecycle import Lifecycle
 
 def first_frame(self):
     with open(sys.argv[1], "w") as out:
         json.dump(sorted(sys.modules), out)
     os._exit(0)
 
-console_app.SymphonyApp._begin_start = first_frame
+Lifecycle.begin_start = first_frame
 from symphony_tui.cli import main
 main(sys.argv[2:])
 """

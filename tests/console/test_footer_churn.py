@@ -107,4 +107,4 @@ async def test_closed_worker_screens_are_not_kept(port, make_app):
             await pilot.press("escape")
             await settle(pilot)
         gc.collect()
-        assert len(app._render_keys) <= len(app.screen_stack)
+        assert len(app.refresher.render_keys) <= len(app.screen_stack)

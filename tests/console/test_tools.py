@@ -1,5 +1,5 @@
-"""The operator's tools in the console (console/app_tools.py): diff, audit, into the
-workspace, export."""
+"""The operator's tools in the console (console/workspace_actions.py, console/exports.py):
+diff, audit, into the workspace, export."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 from textual.widgets import DataTable, Static
 
-from symphony_tui.console.app_tools import export_lines, run_in_terminal
+from symphony_tui.console.exports import export_lines
 from symphony_tui.console.screens.audit import AuditScreen
 from symphony_tui.console.screens.diff import DiffScreen
 from symphony_tui.console.screens.modals import AskText, Choose
+from symphony_tui.console.workspace_actions import run_in_terminal
 from symphony_tui.domain import EventKind
 from tests.console.helpers import SIZE, done, notifications, settle
 from tests.console.sample import sample_tools
@@ -74,7 +75,9 @@ async def test_diff_says_why_when_there_is_nothing(port, make_app):
         await settle(pilot)
         await pilot.press("1", "end")
         await settle(pilot)
-        assert app.check_action("show_diff", ()) is (app._workspace() is not None)
+        assert app.check_action("show_diff", ()) is (
+            app.state.workspace_of(app._issue()) is not None
+        )
 
 
 async def test_audit_screen_shows_who_did_what(tools_port, make_app):

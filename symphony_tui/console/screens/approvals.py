@@ -18,7 +18,7 @@ from symphony_tui.console.approval_text import (
     asked,
     permission_choices,
 )
-from symphony_tui.console.messages import host
+from symphony_tui.console.messages import console_app
 from symphony_tui.console.registry import BY_ID, bindings_for
 from symphony_tui.console.sanitize import inert
 from symphony_tui.console.selection import approvals_oldest_first
@@ -117,7 +117,7 @@ class ApprovalsScreen(Screen[None]):
         text = approval_detail(approval, self._now, tones)
         text.append("\n")
         text.append(f"{'keys':<11}", style=tones.muted)
-        key_for = host(self).key_for
+        key_for = console_app(self).key_for
         for i, cid in enumerate(approval_keys(approval)):
             cmd = BY_ID[cid]
             if i:
@@ -128,7 +128,7 @@ class ApprovalsScreen(Screen[None]):
 
     @on(DataTable.RowHighlighted)
     def _moved(self) -> None:
-        self._show_detail(host(self).tones)
+        self._show_detail(console_app(self).tones)
         self.app.refresh_bindings()
 
     @on(DataTable.RowSelected)

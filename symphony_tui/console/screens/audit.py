@@ -12,7 +12,7 @@ from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
-from symphony_tui.console.messages import ConsoleHost, host
+from symphony_tui.console.messages import ConsoleApp, console_app
 from symphony_tui.console.registry import bindings_for
 from symphony_tui.console.sanitize import inert, one_line
 from symphony_tui.console.widgets.footer import ConsoleFooter
@@ -54,8 +54,8 @@ class AuditScreen(Screen[None]):
         self._shown: tuple = ()
 
     @property
-    def console(self) -> ConsoleHost:
-        return host(self)
+    def console(self) -> ConsoleApp:
+        return console_app(self)
 
     def compose(self) -> ComposeResult:
         yield Static(id="audit-header")
@@ -121,7 +121,7 @@ class AuditScreen(Screen[None]):
         if not self.entries or not 0 <= table.cursor_row < len(self.entries):
             return None
         issue = self.entries[table.cursor_row].issue
-        snapshot = getattr(self.app, "_snapshot", None)
+        snapshot = self.console.snapshot
         if issue is None or snapshot is None:
             return None
         for row in snapshot.issues:

@@ -18,7 +18,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
-from symphony_tui.console.messages import ConsoleHost, host
+from symphony_tui.console.messages import ConsoleApp, console_app
 from symphony_tui.console.registry import bindings_for
 from symphony_tui.console.sanitize import clean, inert
 from symphony_tui.console.selection import oldest_approval
@@ -94,8 +94,8 @@ class DiffScreen(Screen[None]):
         self._file: str | None = None
 
     @property
-    def console(self) -> ConsoleHost:
-        return host(self)
+    def console(self) -> ConsoleApp:
+        return console_app(self)
 
     def compose(self) -> ComposeResult:
         yield Static(inert(f"Diff of {self.identifier}: loading…"), id="diff-header")
@@ -190,5 +190,5 @@ class DiffScreen(Screen[None]):
         return self.issue_id
 
     def selected_approval(self) -> ApprovalRequest | None:
-        snapshot = getattr(self.app, "_snapshot", None)
+        snapshot = self.console.snapshot
         return oldest_approval(snapshot, self.issue_id) if snapshot is not None else None

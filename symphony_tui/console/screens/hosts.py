@@ -18,7 +18,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from symphony_tui.console import fmt
-from symphony_tui.console.messages import ConfirmCommand, ConsoleHost, SendCommand, host
+from symphony_tui.console.messages import ConfirmCommand, ConsoleApp, SendCommand, console_app
 from symphony_tui.console.registry import bindings_for
 from symphony_tui.console.sanitize import inert, one_line
 from symphony_tui.console.widgets.footer import ConsoleFooter
@@ -151,8 +151,8 @@ class HostsScreen(Screen[None]):
         self._enabled: tuple | None = None
 
     @property
-    def console(self) -> ConsoleHost:
-        return host(self)
+    def console(self) -> ConsoleApp:
+        return console_app(self)
 
     def compose(self) -> ComposeResult:
         table = KeyedTable(COLUMNS, flex="error", id="hosts", classes="pane")

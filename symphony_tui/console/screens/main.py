@@ -17,7 +17,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Input, Static
 
 from symphony_tui.console.layout import table_heights, tables_height
-from symphony_tui.console.messages import ConsoleHost, OpenWorker, host
+from symphony_tui.console.messages import ConsoleApp, OpenWorker, console_app
 from symphony_tui.console.registry import bindings_for
 from symphony_tui.console.repaint import set_border, update_static
 from symphony_tui.console.sanitize import one_line
@@ -58,8 +58,8 @@ class MainScreen(Screen[None]):
         self._alert: Text | None = None
 
     @property
-    def console(self) -> ConsoleHost:
-        return host(self)
+    def console(self) -> ConsoleApp:
+        return console_app(self)
 
     def compose(self) -> ComposeResult:
         # the first frame comes before the scheduler exists (console.starting)

@@ -20,7 +20,7 @@ from textual.suggester import SuggestFromList
 from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from symphony_tui.console.messages import host
+from symphony_tui.console.messages import console_app
 from symphony_tui.console.sanitize import one_line
 
 if TYPE_CHECKING:
@@ -183,7 +183,7 @@ class AskText(ModalScreen[str | None]):
             yield Label("enter: submit · esc: cancel", id="dialog-hint")
 
     def on_mount(self) -> None:
-        self.query_one(Input).cursor_blink = host(self).cursor_blink
+        self.query_one(Input).cursor_blink = console_app(self).cursor_blink
         self.query_one(Input).focus()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
@@ -237,7 +237,7 @@ class Choose(ModalScreen[str | None]):
 
     def on_mount(self) -> None:
         if self._allow_text:
-            self.query_one(Input).cursor_blink = host(self).cursor_blink
+            self.query_one(Input).cursor_blink = console_app(self).cursor_blink
         self.query_one(OptionList).focus()
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:

@@ -15,7 +15,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from symphony_tui.console import fmt
-from symphony_tui.console.messages import ConfirmCommand, ConsoleHost, SendCommand, host
+from symphony_tui.console.messages import ConfirmCommand, ConsoleApp, SendCommand, console_app
 from symphony_tui.console.registry import bindings_for
 from symphony_tui.console.sanitize import inert, one_line
 from symphony_tui.console.widgets.footer import ConsoleFooter
@@ -72,7 +72,7 @@ class RerunPlan:
 
 def rerun_plan(w: RecoveredWorkspace, snapshot: Snapshot) -> RerunPlan:
     """Decide honestly whether a rerun re-attaches. The scheduler passes the manifest's
-    session facts to the backend (``host.resume``) when the backend matches; codex resumes
+    session facts to the backend (``run.resume``) when the backend matches; codex resumes
     ``thread_id``, OpenHands ``conversation_id``, each falling back to a new session when
     the program no longer has it."""
     ident = one_line(w.issue_identifier or w.key, 20)
@@ -213,8 +213,8 @@ class RecoveredScreen(Screen[None]):
         self._snapshot: Snapshot | None = None
 
     @property
-    def console(self) -> ConsoleHost:
-        return host(self)
+    def console(self) -> ConsoleApp:
+        return console_app(self)
 
     def compose(self) -> ComposeResult:
         table = KeyedTable(COLUMNS, flex="title", id="recovered", classes="pane")

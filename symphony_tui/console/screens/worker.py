@@ -14,7 +14,7 @@ from textual.screen import Screen
 from textual.widgets import RichLog, Static
 
 from symphony_tui.console import fmt
-from symphony_tui.console.messages import ConsoleHost, SendCommand, host
+from symphony_tui.console.messages import ConsoleApp, SendCommand, console_app
 from symphony_tui.console.registry import bindings_for
 from symphony_tui.console.sanitize import inert, one_line
 from symphony_tui.console.selection import oldest_approval
@@ -303,8 +303,8 @@ class WorkerScreen(Screen[None]):
         self.plan: list[tuple[str, str]] = []  # the latest plan's (status, step)
 
     @property
-    def console(self) -> ConsoleHost:
-        return host(self)
+    def console(self) -> ConsoleApp:
+        return console_app(self)
 
     def compose(self) -> ComposeResult:
         header = Static(id="worker-header", classes="pane")

@@ -1,0 +1,306 @@
+"""The console's lifecycle: building and running the scheduler, quitting, detaching.
+
+SIGTERM and SIGINT stop the workers once, then exit. SIGHUP and a terminal that went away
+(``console/signals.py``) never stop agents: a console whose scheduler can outlive it
+(``detachable``, the CLI's ``symphony-tui WORKFLOW.md``) leaves it running headless, and
+an attached one only detaches. ``q`` asks: stop the running agents, or leave them running
+and detach (docs/architecture.md "Detaching"); an attached console stops them by sending
+the scheduler a ``stop_scheduler`` command. Once an attached console's scheduler has
+stopped (``RemotePort.stopped``), ``q`` just quits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual.worker import Worker, WorkerState
+
+from symphony_tui.console.sanitize import one_line
+from symphony_tui.console.screens.modals import Confirm
+from symphony_tui.console.starting import Started, StartFailed, notify_of
+
+if TYPE_CHECKING:
+    from symphony_tui.console.state import ConsoleState
+    from symphony_tui.console.ui import Ui
+
+
+class Lifecycle:
+    """The scheduler's start, run and shutdown as the console drives them, and how the
+    console leaves (exit code, ``detached``, ``start_error``).
+
+    ``start`` builds the scheduler (``console.starting``), or ``runner`` is its main
+    coroutine (run in the worker group ``scheduler``); ``shutdown`` is awaited once before
+    exit. ``state``'s port, ``detach_only`` and ``stopping`` are written here; dialogs,
+    workers and the exit go through ``ui``; ``repaint`` shows what changed at once (the
+    app's refresh tick).
+    """
+
+    def __init__(
+        self,
+        state: ConsoleState,
+        ui: Ui,
+        *,
+        start: Callable[[], Awaitable[Started]] | None,
+        runner: Callable[[], Awaitable[None]] | None,
+        shutdown: Callable[[], Awaitable[None]] | None,
+        detachable: bool,
+        repaint: Callable[[], None],
+    ) -> None:
+        self._state = state
+        self._ui = ui
+        self._start_fn = start
+        self._runner_fn = runner
+        self._shutdown_fn = shutdown
+        self._repaint = repaint
+        self._start_worker: Worker | None = None
+        self._asked_stop = False  # an attached console sent stop_scheduler
+        #: The scheduler this console embeds can outlive it (``cli`` runs it so): a lost
+        #: terminal detaches, and ``q`` asks stop or detach.
+        self.detachable = detachable
+        #: Why the console left its scheduler running (None: it did not).
+        self.detached: str | None = None
+        #: The one-line reason the scheduler could not be built (exit 1).
+        self.start_error: str | None = None
+        #: The scheduler's main coroutine returned while the console was not quitting.
+        self.scheduler_stopped = False
+
+    @property
+    def attached_scheduler_stopped(self) -> bool:
+        """An attached console whose scheduler has shut down (``RemotePort.stopped``)."""
+        return bool(getattr(self._state.port, "stopped", False))
+
+    # -- start and run ----------------------------------------------------------------
+
+    @property
+    def builds(self) -> bool:
+        """The scheduler is built here (``start``): :meth:`begin_start` once the first
+        frame is painted."""
+        return self._start_fn is not None
+
+    def run(self) -> None:
+        """Run the scheduler given (``runner``), if any."""
+        if self._runner_fn is not None:
+            self._start_runner()
+
+    def begin_start(self) -> None:
+        """Build the scheduler (``start``, docs/architecture.md "Start-up"): called once
+        the first frame is painted. Keys pressed meanwhile meet ``StartingPort``."""
+        if self._state.stopping or self._start_worker is not None or self._start_fn is None:
+            return
+        self._start_worker = self._ui.run_worker(
+            self._start_scheduler(), name="start", group="start", exit_on_error=False
+        )
+
+    async def _start_scheduler(self) -> None:
+        """Await ``start``; adopt what it built (port, runner, shutdown, notices) and run
+        the scheduler, or leave with its one-line reason (``start_error``, exit 1). A quit
+        while it builds is finished by :meth:`shutdown_and_exit`, which waits for this."""
+        assert self._start_fn is not None
+        state = self._state
+        try:
+            started = await self._start_fn()
+        except StartFailed as exc:
+            self.start_error = one_line(str(exc), 2000)
+            state.stopping = True
+            self._ui.exit(return_code=1)
+            return
+        state.port = started.port
+        self._runner_fn = started.runner
+        self._shutdown_fn = started.shutdown
+        state.notify = started.notify if started.notify is not None else notify_of(state.port)
+        state.detach_only = bool(getattr(state.port, "detach_only", False))
+        if state.stopping:
+            return  # quit while starting: shutdown_and_exit shuts it down
+        for title, text in started.messages:
+            self._ui.notify(text, title=title, timeout=60, markup=False)
+        for notice in started.notices:
+            self._ui.notify(notice, title="WORKFLOW.md", severity="warning", markup=False)
+        if self._runner_fn is not None:
+            self._start_runner()
+        self._repaint()
+
+    def _start_runner(self) -> None:
+        self._ui.run_worker(
+            self._run_scheduler(), name="scheduler", group="scheduler", exit_on_error=False
+        )
+
+    async def _run_scheduler(self) -> None:
+        assert self._runner_fn is not None
+        await self._runner_fn()
+
+    def worker_changed(self, event: Worker.StateChanged) -> None:
+        """The one place worker outcomes are routed (harlequin style): a failed scheduler
+        (or its build) ends the console with exit 1; another failed worker is a
+        notification; a scheduler that returned on its own is said once."""
+        worker = event.worker
+        if event.state == WorkerState.ERROR:
+            error = worker.error
+            text = one_line(f"{type(error).__name__}: {error}", 300)
+            if worker.group in ("scheduler", "start"):
+                self._in_worker(self.shutdown_and_exit(1, f"scheduler failed: {text}"))
+            else:
+                self._ui.notify(
+                    text, title=f"{worker.group} failed", severity="error", markup=False
+                )
+        elif (
+            event.state == WorkerState.SUCCESS
+            and worker.group == "scheduler"
+            and not self._state.stopping
+        ):
+            self.scheduler_stopped = True
+            if not self.attached_scheduler_stopped:  # attached: the alert line says when
+                self._ui.notify("the scheduler stopped", severity="warning", timeout=30)
+            self._repaint()
+
+    # -- leaving ------------------------------------------------------------------------
+
+    def _in_worker(self, leaving: Awaitable[None]) -> None:
+        self._ui.run_worker(leaving, group="lifecycle", exit_on_error=False)
+
+    async def shutdown_and_exit(self, return_code: int = 0, message: str | None = None) -> None:
+        """Await ``shutdown`` once, then exit. A second call while stopping forces the
+        exit (a hung shutdown must not trap the operator)."""
+        state = self._state
+        if state.stopping:
+            self._ui.exit(return_code=1, message="forced quit while stopping workers")
+            return
+        state.stopping = True
+        building = self._start_worker
+        if building is not None and not building.is_finished:
+            self._ui.notify("stopping…", timeout=30)
+            with contextlib.suppress(Exception):
+                await building.wait()  # then its scheduler (if built) is shut down below
+        if self.start_error is not None:
+            return  # the start failed and already exited with its reason
+        if self._shutdown_fn is not None:
+            if not self.attached_scheduler_stopped:
+                self._ui.notify(
+                    "detaching…" if state.detach_only else "stopping workers…", timeout=30
+                )
+            try:
+                await self._shutdown_fn()
+            except Exception as exc:
+                return_code = 1
+                message = f"shutdown failed: {one_line(exc, 200)}"
+        self._ui.exit(return_code=return_code, message=message)
+
+    def stop_signal(self, reason: str) -> None:
+        """SIGTERM / SIGINT: the quit path without asking. A second signal while the
+        workers stop forces the exit, as a second ``q`` does."""
+        done = "detached" if self._state.detach_only else "workers stopped"
+        self._in_worker(self.shutdown_and_exit(0, f"{reason}: {done}"))
+
+    def terminal_lost(self, reason: str) -> None:
+        """The operator's terminal is gone (SIGHUP, hung-up tty, dead parent): exit 0 and
+        never spin. A detachable console leaves its scheduler running (the agents go on);
+        an attached one detaches; only a console that cannot detach stops its workers."""
+        state = self._state
+        if state.stopping:
+            return
+        if self.detachable and not state.detach_only and not state.starting:
+            self.detach_and_exit(reason)
+            return
+        done = "detached" if state.detach_only else "workers stopped"
+        self._in_worker(self.shutdown_and_exit(0, f"{reason}: {done}"))
+
+    def detach_and_exit(self, reason: str) -> None:
+        """Leave the embedded scheduler running and exit 0 (``detached`` says why); the
+        CLI carries the scheduler on headless once the app is gone."""
+        if self._state.stopping:
+            return
+        self._state.stopping = True
+        self.detached = reason
+        self._ui.exit(return_code=0)
+
+    async def quit(self, running: int) -> None:
+        """``q`` with ``running`` workers: leave at once when nothing runs (or the attached
+        scheduler has stopped), else ask (quit and stop them, detach, or stop or detach);
+        a second ``q`` while stopping forces the exit."""
+        state = self._state
+        if state.stopping:
+            await self.shutdown_and_exit(1)
+            return
+        if self.attached_scheduler_stopped:  # nothing runs there any more: just leave
+            await self.shutdown_and_exit(0, "the scheduler had stopped")
+            return
+        message = "detached; the scheduler keeps running" if state.detach_only else None
+        if state.starting:  # nothing runs yet; the build is awaited off the key handler
+            self._in_worker(self.shutdown_and_exit(0, message))
+            return
+        if not running:
+            await self.shutdown_and_exit(0, message)
+            return
+        if self.detachable and not state.detach_only:
+            self._ask_stop_or_detach(running)
+            return
+        if state.detach_only and hasattr(state.port, "wait_stopped"):
+            self._ask_stop_or_detach(running, attached=True)
+            return
+        if state.detach_only:
+            # a port that cannot carry a stop: the scheduler and its workers go on
+            body = Text(
+                f"Detach from the scheduler? Its {running} worker(s) keep running "
+                "there; attach again any time.",
+                end="",
+            )
+            title, yes, danger = "Detach", "Detach", False
+        else:
+            body = Text(f"{running} worker(s) running. Quit and stop them?", end="")
+            title, yes, danger = "Quit", "Quit", True
+
+        def decided(ok: bool | None) -> None:
+            if ok:
+                self._in_worker(self.shutdown_and_exit(0, message))
+
+        self._ui.push_screen(Confirm(title, body, yes=yes, danger=danger), decided)
+
+    def _ask_stop_or_detach(self, count: int, *, attached: bool = False) -> None:
+        """``q`` with agents running under a scheduler that can outlive the console (the
+        embedded one, or the one ``attached`` to): stop them (``s``), or leave them running
+        and detach (``d``)."""
+        from symphony_tui.console.screens.modals import StopOrDetach
+
+        def decided(answer: str | None) -> None:
+            if answer == "stop" and attached:
+                self._in_worker(self.stop_scheduler_and_exit())
+            elif answer == "stop":
+                self._in_worker(self.shutdown_and_exit(0))
+            elif answer == "detach" and attached:
+                self._in_worker(self.shutdown_and_exit(0, "detached; the scheduler keeps running"))
+            elif answer == "detach":
+                self.detach_and_exit("q")
+
+        self._ui.push_screen(StopOrDetach(count, attached=attached), decided)
+
+    async def stop_scheduler_and_exit(self) -> None:
+        """Attached: send the scheduler ``stop_scheduler`` (it needs the control token, and
+        the scheduler's audit log names this operator), wait until it has stopped (its
+        stream's last frame; on this machine, its process gone), then exit saying so. A
+        refusal is one line and the console stays. ``q`` meanwhile just quits."""
+        from symphony_tui.domain.commands import StopScheduler
+
+        state = self._state
+        if state.stopping or self._asked_stop:
+            return
+        self._asked_stop = True
+        result = await state.port.send(StopScheduler())
+        if not result.ok:
+            self._asked_stop = False
+            self._ui.notify(
+                one_line(f"stop refused: {result.message}", 300), severity="error", markup=False
+            )
+            return
+        self._ui.notify(one_line(result.message, 300) + "…", timeout=120, markup=False)
+        wait = getattr(state.port, "wait_stopped", None)
+        ended = await wait() if wait is not None else False
+        if state.stopping:
+            return  # q while it stopped
+        done = (
+            "the scheduler stopped; its agents have ended"
+            if ended
+            else "the scheduler is stopping: its agents end with their hooks' grace"
+        )
+        await self.shutdown_and_exit(0, done)
