@@ -23,7 +23,7 @@ class Ui(Protocol):
     """The Textual app's calls the helpers make (``textual.app.App``; ``notify`` with the
     console's default timeouts)."""
 
-    def push_screen(self, screen: Screen, callback: Callable[[Any], object] | None = None) -> Any:
+    def push_screen(self, screen: Screen, callback: Callable[[Any], None] | None = None) -> Any:
         """Show ``screen``; ``callback`` gets what it is dismissed with."""
         ...
 
@@ -63,9 +63,12 @@ class Ui(Protocol):
         """``App.suspend`` while the event loop goes on: nothing is painted meanwhile."""
         ...
 
-    #: How a shell or an editor runs on the terminal: ``launch(argv, cwd, handed_over)``
-    #: -> ``(ok, what happened)`` (``workspace_actions.run_in_terminal``; tests replace it).
-    launch: Callable[
-        [Sequence[str], str, Callable[[], AbstractContextManager[None]]],
-        Awaitable[tuple[bool, str]],
-    ]
+    def launch(
+        self,
+        argv: Sequence[str],
+        cwd: str,
+        suspend: Callable[[], AbstractContextManager[None]],
+    ) -> Awaitable[tuple[bool, str]]:
+        """Run ``argv`` in ``cwd`` on the terminal inside ``suspend()``: ``(ok, what
+        happened)`` (``workspace_actions.run_in_terminal``; tests replace it)."""
+        ...
