@@ -173,7 +173,7 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
         "Open the recovered workspaces screen",
         show=False,
     ),
-    # -- the operator's tools (console/app_tools.py)
+    # -- the diff and audit screens, into the workspace (console/workspace_actions.py)
     ConsoleCommand(
         "diff", "equals_sign", "show_diff", "Diff",
         "Show what the agent changed in the selected workspace (files, +/-, each diff)",
