@@ -44,9 +44,14 @@ STDOUT_READER_LIMIT = 8 * 1024
 class RemoteLaunch:
     """One agent process on ``target`` (the host), in ``cwd`` there."""
 
-    def __init__(self, target: SshTarget, env: dict[str, str | None]) -> None:
+    def __init__(
+        self, target: SshTarget, env: dict[str, str | None], *, lost_after_s: float = 60.0
+    ) -> None:
         self.target = target
         self.env = env
+        #: How long a detached agent's link waits for the host before the run fails as
+        #: host down (``worker.host_lost_after_ms``; agents/codex/link.py).
+        self.lost_after_s = lost_after_s
         self.cwd: str | None = None
         self.pgid_file = f".symphony/agent-{uuid.uuid4().hex[:12]}.pgid"
         self.proc: asyncio.subprocess.Process | None = None

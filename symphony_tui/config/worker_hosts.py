@@ -162,7 +162,9 @@ class WorkerSettings(BaseModel):
     ``min_free_memory_mb`` (0: none) and ``max_memory_mb`` (0: none): this machine takes no
     new run while its free memory is under the floor, or while its agents together use the
     cap or more (each host's default too); ``resource_sample_ms``: how often each run's
-    agent memory and CPU and each machine's free memory are sampled (0: never)."""
+    agent memory and CPU and each machine's free memory are sampled (0: never);
+    ``host_lost_after_ms``: how long a detached agent's dropped link keeps trying to reach
+    its host before the run fails as host down (agents/codex/link.py)."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
@@ -176,6 +178,7 @@ class WorkerSettings(BaseModel):
     min_free_memory_mb: WholeNumber = Field(default=0, ge=0)
     max_memory_mb: WholeNumber = Field(default=0, ge=0)
     resource_sample_ms: Milliseconds = Field(default=5_000, ge=0)
+    host_lost_after_ms: Milliseconds = Field(default=60_000, gt=0)
 
     @field_validator("ssh_hosts", mode="before")
     @classmethod

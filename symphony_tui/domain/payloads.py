@@ -330,6 +330,21 @@ class Notice(_Base):
     item_id: str | None = None
 
 
+class LinkChanged(_Base):
+    """The connection to a detached agent changed state (``NOTIFICATION`` when
+    ``connected``, ``WARNING`` otherwise; docs/worker-hosts.md "A link that reconnects"):
+    ``mode`` ``local`` or ``ssh``, ``state`` ``connected`` / ``reconnecting`` / ``lost``,
+    ``since`` (ISO 8601 UTC) when it stopped being connected, ``host`` the worker host
+    (None: this machine), ``reason`` why it dropped."""
+
+    type: Literal["link"] = "link"
+    mode: str
+    state: str
+    since: str | None = None
+    host: str | None = None
+    reason: str | None = None
+
+
 class ServerStatus(_Base):
     """The server's state of the session changed (``NOTIFICATION``; OpenHands
     ``execution_status``: ``running``, ``waiting_for_confirmation``, ``finished``...)."""
@@ -422,6 +437,7 @@ Payload = Annotated[
     | RateLimitReport
     | AgentTrouble
     | Notice
+    | LinkChanged
     | ServerStatus
     | TurnDiff
     | NoteDelivered

@@ -165,3 +165,44 @@ def reap_script(root: str, skip: Iterable[str] = (), *, grace_s: float = 2.0) ->
         '[ -n "$left" ] || break; sleep 0.1; i=$((i+1)); done; '
         'for p in $pids; do kill -s KILL -- -"$p" 2>/dev/null; done; exit 0'
     )
+
+
+def detached_script(
+    cwd: str,
+    command: str,
+    *,
+    pgid_file: str,
+    log_file: str,
+    env: Mapping[str, str | None] | None = None,
+) -> str:
+    """The ``sh`` script that starts ``command --listen unix://<socket>`` in ``cwd``
+    detached from the ssh session: a new session (``setsid``, else ``perl``'s
+    ``setpgrp``), stdin ``/dev/null``, output appended to ``log_file`` (relative to
+    ``cwd``), so the connection that started it may end and it goes on. The socket is
+    ``app.sock`` in a new folder only this user can enter (``mktemp -d`` under
+    ``$TMPDIR`` or ``/tmp``: a unix socket path is limited to about 100 bytes). The
+    group is written to ``pgid_file`` as :func:`group_script` does (so :func:`kill_script`
+    and :func:`reap_script` find it). Prints ``<pgid> <socket> <start ticks or ->``;
+    exits :data:`NO_WORKSPACE_EXIT` when ``cwd`` is missing, 1 when nothing started."""
+    exports = env_exports({k: v for k, v in (env or {}).items() if v is not None})
+    unsets = "".join(f"unset {k}; " for k, v in (env or {}).items() if v is None)
+    folder = pgid_file.rsplit("/", 1)[0] if "/" in pgid_file else "."
+    return (
+        f"cd {home_path(cwd)} 2>/dev/null || "
+        f"{{ echo 'workspace {cwd} does not exist on this host' >&2; exit {NO_WORKSPACE_EXIT}; }}; "
+        f"{unsets}{exports}"
+        f"mkdir -p {shlex.quote(folder)} 2>/dev/null; "
+        f"pgf={shlex.quote(pgid_file)}; log={shlex.quote(log_file)}; "
+        'd=$(umask 077; mktemp -d "${TMPDIR:-/tmp}/symphony-codex-XXXXXX") || exit 1; '
+        f'cmd={sh_word(command)}" --listen unix://$d/app.sock"; '
+        "if command -v bash >/dev/null 2>&1; then sh_=bash; fl=-lc; else sh_=sh; fl=-c; fi; "
+        "if command -v setsid >/dev/null 2>&1; then "
+        'set -- setsid "$sh_" "$fl" "$cmd"; '
+        "elif command -v perl >/dev/null 2>&1; then "
+        'set -- perl -e \'setpgrp(0,0); exec @ARGV or exit 127\' "$sh_" "$fl" "$cmd"; '
+        "else echo 'neither setsid nor perl on this host' >&2; exit 1; fi; "
+        '"$@" </dev/null >>"$log" 2>&1 & '
+        'pid=$!; { echo "$pid"; uname -n; } > "$pgf" 2>/dev/null; '
+        "t=$(cut -d' ' -f22 /proc/$pid/stat 2>/dev/null); "
+        'echo "$pid $d/app.sock ${t:--}"'
+    )

@@ -344,6 +344,21 @@ class SshTarget:
             "--", self.spec.destination,
         ]  # fmt: skip
 
+    def forward_socket_argv(self, local_path: str, remote_path: str) -> list[str]:
+        """``ssh -N -L <local_path>:<remote_path>``: a unix socket here that reaches a unix
+        socket on the host, on a connection of its own as :meth:`forward_argv` (a stale
+        socket file here is replaced: ``StreamLocalBindUnlink``). The local socket's folder
+        must be this user's alone: a unix socket has no other credential."""
+        return [
+            *self._base(),
+            "-o", "ControlMaster=no",
+            "-o", "ControlPath=none",
+            "-o", "ExitOnForwardFailure=yes",
+            "-o", "StreamLocalBindUnlink=yes",
+            "-N", "-L", f"{local_path}:{remote_path}",
+            "--", self.spec.destination,
+        ]  # fmt: skip
+
     async def run(
         self, script: str, *, stdin: bytes | None = None, timeout_s: float | None = None
     ) -> Completed:

@@ -74,7 +74,11 @@ class CodexBackend:
         return env
 
     def remote_launch(self, settings: Settings, worker_host: str) -> RemoteLaunch:
-        return RemoteLaunch(self._targets(worker_host), self.remote_env(settings, worker_host))
+        return RemoteLaunch(
+            self._targets(worker_host),
+            self.remote_env(settings, worker_host),
+            lost_after_s=settings.worker.host_lost_after_ms / 1000,
+        )
 
     def session_settings(self, settings: Settings) -> CodexSettings:
         """``codex.*`` with the backend-neutral deadlines (``agent.turn_timeout_ms`` /
@@ -96,7 +100,7 @@ class CodexBackend:
         cfg = self.session_settings(settings)
         if worker_host is not None:  # worker.hosts.<h>.commands.codex wins on that host
             command = settings.worker.command_for(worker_host, "codex", cfg.command)
-            cfg = cfg.model_copy(update={"command": command, "transport": "stdio"})
+            cfg = cfg.model_copy(update={"command": command})
         session = CodexSession(
             host,
             cfg,
@@ -124,6 +128,7 @@ class CodexBackend:
             {},
             sent=self._sent,
             on_close=self._sessions.discard,
+            remote=None if agent.host is None else self.remote_launch(settings, agent.host),
             adopt=agent,
             groups=self._groups,
         )

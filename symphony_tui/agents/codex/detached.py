@@ -10,11 +10,9 @@ bytes, workspaces can be deeper). A unix socket has no token: its folder's permi
 are the credential.
 
 The app-server speaks WebSocket framing on the socket, one JSON-RPC message per text
-frame (docs/protocols.md "Codex app-server over a socket"). :class:`WsLink` turns that
-into the ``(StreamReader, writer)`` pair :class:`~symphony_tui.agents.codex.rpc.RpcConnection`
-reads lines from and writes lines to, so the JSON-RPC layer is the same for both
-transports; the reader's back-pressure holds the socket (the pump stops receiving while
-the stream buffer is full).
+frame (docs/protocols.md "Codex app-server over a socket"); :func:`ws_connect` opens one
+such connection and agents/codex/link.py turns it into the line stream the JSON-RPC layer
+reads and writes, reconnecting when it drops.
 
 :class:`DetachedAgent` is what the workspace manifest records (``session.agent``: pid,
 process group, the process's start time in clock ticks against pid reuse, socket, log,
@@ -39,7 +37,6 @@ from typing import Any
 from symphony_tui.agents.base import AgentError
 from symphony_tui.agents.codex.process import (
     KILL_GRACE_S,
-    STDOUT_READER_LIMIT,
     _GroupWatch,
     end_groups,
 )
@@ -55,7 +52,10 @@ CONNECT_RETRY_S = 0.05
 class DetachedAgent:
     """A detached app-server: ``pid`` (= ``pgid``, the leader of its own session),
     ``start_ticks`` (field 22 of ``/proc/<pid>/stat``; None without /proc), ``socket``
-    path, ``log`` path, ``started_at`` (ISO 8601 UTC)."""
+    path, ``log`` path, ``started_at`` (ISO 8601 UTC). On a worker host
+    (agents/codex/remote_detached.py): ``host`` (the ``worker.ssh_hosts`` entry; None on
+    this machine), the paths are the host's, and ``pgid_file`` (relative to the
+    workspace) names the group there."""
 
     pid: int
     pgid: int
@@ -63,6 +63,8 @@ class DetachedAgent:
     log: str
     started_at: str
     start_ticks: int | None = None
+    host: str | None = None
+    pgid_file: str | None = None
 
     def facts(self, *, adoptable: bool = True) -> dict[str, Any]:
         """The manifest's ``session.agent`` object."""
@@ -86,6 +88,8 @@ class DetachedAgent:
                 log=str(facts.get("log") or ""),
                 started_at=str(facts.get("started_at") or ""),
                 start_ticks=int(ticks) if ticks is not None else None,
+                host=str(facts["host"]) if facts.get("host") else None,
+                pgid_file=str(facts["pgid_file"]) if facts.get("pgid_file") else None,
             )
         except (KeyError, TypeError, ValueError):
             return None
@@ -209,119 +213,34 @@ def remove_socket(agent: DetachedAgent) -> None:
         sock.parent.rmdir()
 
 
-class _Pause:
-    """The ``transport`` a fed :class:`asyncio.StreamReader` pauses and resumes: the pump
-    waits on it while the reader's buffer is over its limit."""
+async def ws_connect(path: str, timeout_s: float, *, wait: bool = True) -> Any:
+    """A WebSocket connection to the app-server's socket at ``path`` within ``timeout_s``
+    (a ``websockets`` client connection; one JSON-RPC message per text frame); with
+    ``wait``, a socket not there yet (or refusing) is tried again until then. Raises
+    ``AgentError("launch_failed")`` with the last reason."""
+    from websockets.asyncio.client import unix_connect
 
-    def __init__(self) -> None:
-        self.go = asyncio.Event()
-        self.go.set()
-
-    def pause_reading(self) -> None:
-        self.go.clear()
-
-    def resume_reading(self) -> None:
-        self.go.set()
-
-
-class WsWriter:
-    """The writer side of a :class:`WsLink`: ``write`` takes newline-ended JSON lines,
-    ``drain`` sends each as one text frame."""
-
-    def __init__(self, ws: Any) -> None:
-        self._ws = ws
-        self._buf = bytearray()
-
-    def write(self, data: bytes) -> None:
-        self._buf += data
-
-    async def drain(self) -> None:
-        from websockets.exceptions import ConnectionClosed
-
-        while True:
-            end = self._buf.find(b"\n")
-            if end < 0:
-                return
-            line = bytes(self._buf[:end])
-            del self._buf[: end + 1]
-            try:
-                await self._ws.send(line.decode("utf-8"))
-            except ConnectionClosed as e:
-                raise ConnectionError(f"app-server socket closed: {e}") from e
-
-    def close(self) -> None:
-        """Closing happens through :meth:`WsLink.aclose`."""
-
-
-class WsLink:
-    """One WebSocket connection to a detached app-server, as a line stream: ``reader``
-    (an :class:`asyncio.StreamReader` fed one line per message, EOF when the socket
-    closes) and ``writer`` (:class:`WsWriter`)."""
-
-    def __init__(self, ws: Any) -> None:
-        self._ws = ws
-        self.reader = asyncio.StreamReader(limit=STDOUT_READER_LIMIT)
-        self._pause = _Pause()
-        self.reader.set_transport(self._pause)  # type: ignore[arg-type]  # the reader calls only pause/resume_reading
-        self.writer = WsWriter(ws)
-        self.close_reason = ""
-        self._pump = asyncio.create_task(self._run(), name="codex-socket-pump")
-
-    @classmethod
-    async def connect(cls, path: str, timeout_s: float, *, wait: bool = True) -> WsLink:
-        """Connect to the app-server's socket at ``path`` within ``timeout_s``; with
-        ``wait``, a socket not there yet (or refusing) is tried again until then. Raises
-        ``AgentError("launch_failed")`` with the last reason."""
-        from websockets.asyncio.client import unix_connect
-
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_s
-        last = "no answer"
-        while True:
-            left = deadline - loop.time()
-            if left <= 0:
-                raise AgentError("launch_failed", f"socket {path}: {last}")
-            try:
-                ws = await unix_connect(
-                    path,
-                    uri="ws://localhost/",
-                    open_timeout=left,
-                    max_size=LINE_LIMIT,
-                    compression=None,
-                    ping_interval=None,  # the app-server's liveness is its process group
-                    close_timeout=1,
-                )
-                return cls(ws)
-            except (OSError, TimeoutError) as e:
-                last = str(e) or type(e).__name__
-            except Exception as e:  # a refused handshake: the server is not ready yet
-                last = f"{type(e).__name__}: {e}"
-            if not wait:
-                raise AgentError("launch_failed", f"socket {path}: {last}")
-            await asyncio.sleep(CONNECT_RETRY_S)
-
-    async def _run(self) -> None:
-        from websockets.exceptions import ConnectionClosed
-
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    last = "no answer"
+    while True:
+        left = deadline - loop.time()
+        if left <= 0:
+            raise AgentError("launch_failed", f"socket {path}: {last}")
         try:
-            async for message in self._ws:
-                data = message.encode("utf-8") if isinstance(message, str) else bytes(message)
-                # one call per message: the reader's request search sees the line whole
-                self.reader.feed_data(data + b"\n")
-                if not self._pause.go.is_set():
-                    await self._pause.go.wait()
-            self.close_reason = "the app-server closed the socket"
-        except ConnectionClosed as e:
-            self.close_reason = f"the app-server socket closed ({e})"
-        except (OSError, asyncio.IncompleteReadError) as e:
-            self.close_reason = f"the app-server socket failed ({e})"
-        finally:
-            self.reader.feed_eof()
-
-    async def aclose(self) -> None:
-        """Close the connection (the app-server goes on) and stop the pump."""
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(self._ws.close(), 2.0)
-        self._pump.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await self._pump
+            return await unix_connect(
+                path,
+                uri="ws://localhost/",
+                open_timeout=left,
+                max_size=LINE_LIMIT,
+                compression=None,
+                ping_interval=None,  # the app-server's liveness is its process group
+                close_timeout=1,
+            )
+        except (OSError, TimeoutError) as e:
+            last = str(e) or type(e).__name__
+        except Exception as e:  # a refused handshake: the server is not ready yet
+            last = f"{type(e).__name__}: {e}"
+        if not wait:
+            raise AgentError("launch_failed", f"socket {path}: {last}")
+        await asyncio.sleep(CONNECT_RETRY_S)

@@ -21,16 +21,15 @@ from symphony_tui.agents.base import AgentError, SessionHost, TurnResult
 from symphony_tui.agents.codex.coalesce import EventOutlet
 from symphony_tui.agents.codex.detached import (
     DetachedAgent,
-    WsLink,
-    alive,
     kill_pgid,
     launch_detached,
-    log_tail,
     remove_socket,
 )
 from symphony_tui.agents.codex.eager import SessionTasks
+from symphony_tui.agents.codex.link import AppServerLink, LocalPlace, Place, link_event, open_link
 from symphony_tui.agents.codex.notifications import Notifications
 from symphony_tui.agents.codex.process import StderrTail, kill_group, launch, release
+from symphony_tui.agents.codex.remote_detached import HostPlace, launch_on_host, stop_on_host
 from symphony_tui.agents.codex.rpc import RequestId, RpcConnection, RpcError
 from symphony_tui.agents.codex.server_requests import ServerRequests
 from symphony_tui.agents.codex.steering import Steering
@@ -97,9 +96,9 @@ class CodexSession:
         self._agent: DetachedAgent | None = adopt
         self._adopting = adopt is not None
         self._groups = groups if groups is not None else {}
-        if adopt is not None:
+        if adopt is not None and adopt.host is None:  # a worker host's is not ours to kill
             self._groups[adopt.pgid] = adopt
-        self._link: WsLink | None = None
+        self._link: AppServerLink | None = None
         self._remote = remote
         #: The host whose connection failed under this session (None: it did not).
         self.host_lost: str | None = None
@@ -113,7 +112,7 @@ class CodexSession:
         self._out = EventOutlet(host)
         self._tasks = SessionTasks()
         pending = PendingRequests()
-        detached = adopt is not None or (remote is None and settings.transport == "unix")
+        detached = adopt is not None or settings.transport == "unix"
         self._turns = TurnTracker(host, settings, self._out, pending, record_turns=detached)
         self._steering = Steering(self._turns, self._out, self._timeout_s)
         file_paths: dict[str, tuple[str, ...]] = {}
@@ -164,17 +163,17 @@ class CodexSession:
             await self._reattach(self._agent)
             return
         cmd = self._cfg.command
+        if self._cfg.transport == "unix":
+            await self._launch_detached(cmd)
+            await self._handshake(cmd)
+            await self._open_thread()
+            return
         if self._remote is not None:
             try:
                 proc = await self._remote.launch(cmd, self._host.workspace)
             except AgentError as e:
                 self.host_lost = e.host_lost
                 raise
-        elif self._cfg.transport == "unix":
-            await self._launch_detached(cmd)
-            await self._handshake(cmd)
-            await self._open_thread()
-            return
         else:
             proc = await launch(cmd, self._host.workspace, self._env)
         self._proc = proc
@@ -229,39 +228,66 @@ class CodexSession:
         await self._turns.open(self._rpc, self.pid)
         self._notes.thread_opened()
         self._host.record_session(thread_id=self._turns.thread_id, backend="codex")
+        if self._link is not None:
+            self._link.follow(self._turns.thread_id)
 
     # ------------------------------------------------------------------ detached
     async def _launch_detached(self, cmd: str) -> None:
-        """Start the app-server detached on a unix socket (:mod:`.detached`), record it in
-        the manifest at once (a crash from here on leaves it for re-adoption), and connect
-        before ``codex.reattach_timeout_ms`` (the process exiting first fails the launch)."""
+        """Start the app-server detached on a unix socket, here (:mod:`.detached`) or on
+        the worker host (:mod:`.remote_detached`), record it in the manifest at once (a
+        crash from here on leaves it for re-adoption), and connect through its link
+        (:mod:`.link`) before ``codex.reattach_timeout_ms`` (the process exiting first
+        fails the launch)."""
         workspace = self._host.workspace
-        proc, agent = await launch_detached(cmd, workspace, self._env, manifest_dir(workspace))
-        self._proc, self._agent = proc, agent
-        self._groups[agent.pgid] = agent
+        if self._remote is not None:
+            try:
+                agent = await launch_on_host(
+                    self._remote.target, cmd, str(workspace), self._remote.env
+                )
+            except AgentError as e:
+                self.host_lost = e.host_lost
+                raise
+            self._agent = agent
+        else:
+            proc, agent = await launch_detached(cmd, workspace, self._env, manifest_dir(workspace))
+            self._proc, self._agent = proc, agent
+            self._groups[agent.pgid] = agent
         # no turn of this session yet: an earlier attempt's turn id must not be adopted
         self._host.record_session(backend="codex", agent=agent.facts(), turn_id=None)
-        connecting = asyncio.ensure_future(
-            WsLink.connect(agent.socket, self._cfg.reattach_timeout_ms / 1000)
-        )
-        exited = asyncio.ensure_future(proc.wait())
+        place = self._place_of(agent)
         try:
-            await asyncio.wait({connecting, exited}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            exited.cancel()
-        if not connecting.done():
-            connecting.cancel()
-            with contextlib.suppress(BaseException):
-                await connecting
-            why = f"exited with code {proc.returncode}"
-            tail = log_tail(agent)
-            raise AgentError("launch_failed", f"{cmd!r}: {why}" + (f": {tail}" if tail else ""))
-        try:
-            self._link = connecting.result()
+            self._link = await open_link(
+                place,
+                self._cfg.reattach_timeout_ms / 1000,
+                exited=self._proc,
+                **self._link_options(place),
+            )
         except AgentError as e:
-            tail = log_tail(agent)
-            raise AgentError("launch_failed", e.message + (f": {tail}" if tail else "")) from None
+            self.host_lost = e.host_lost
+            raise AgentError("launch_failed", f"{cmd!r}: {e.message}") from None
         self._start_rpc(self._link.reader, self._link.writer)
+
+    def _place_of(self, agent: DetachedAgent) -> Place:
+        if agent.host is None:
+            return LocalPlace(agent)
+        if self._remote is None:
+            raise AgentError("reattach_failed", f"no connection to host {agent.host}")
+        return HostPlace(self._remote.target, agent, str(self._host.workspace))
+
+    def _link_options(self, place: Place) -> dict[str, Any]:
+        lost_after_s = self._cfg.reattach_timeout_ms / 1000
+        if place.host is not None and self._remote is not None:
+            lost_after_s = self._remote.lost_after_s
+        return {
+            "hello": INITIALIZE_PARAMS,
+            "lost_after_s": lost_after_s,
+            "on_state": self._on_link_state,
+        }
+
+    def _on_link_state(self, state: str, since: Any, reason: str) -> None:
+        """The link to a detached app-server changed state (:mod:`.link`)."""
+        host = self._link.place.host if self._link is not None else None
+        self._out.emit(link_event(host, state, since, reason))
 
     async def _reattach(self, agent: DetachedAgent) -> None:
         """Re-adopt an app-server an earlier scheduler left running: connect, handshake,
@@ -269,11 +295,15 @@ class CodexSession:
         ``Notifications.replay``), all within ``codex.reattach_timeout_ms``. Raises ``AgentError``
         (``process_exited`` when it is gone, ``reattach_failed`` otherwise); the caller
         (:meth:`open`) then ends its process group."""
-        if not alive(agent):
-            raise AgentError("process_exited", f"the detached app-server (pid {agent.pid}) is gone")
+        place = self._place_of(agent)
+        if await place.alive() is False:
+            where = f" on host {agent.host}" if agent.host else ""
+            raise AgentError(
+                "process_exited", f"the detached app-server (pid {agent.pid}{where}) is gone"
+            )
         limit = self._cfg.reattach_timeout_ms / 1000
         try:
-            await asyncio.wait_for(self._reattach_steps(agent, limit), limit)
+            await asyncio.wait_for(self._reattach_steps(place, limit), limit)
         except TimeoutError:
             raise AgentError(
                 "reattach_failed",
@@ -287,13 +317,15 @@ class CodexSession:
                 raise
             raise AgentError("reattach_failed", e.message) from None
 
-    async def _reattach_steps(self, agent: DetachedAgent, limit: float) -> None:
-        self._link = await WsLink.connect(agent.socket, limit)
+    async def _reattach_steps(self, place: Place, limit: float) -> None:
+        self._link = await AppServerLink.open(place, limit, **self._link_options(place))
         self._start_rpc(self._link.reader, self._link.writer)
         await self._handshake(self._cfg.command)
         assert self._rpc is not None
         found = await self._turns.adopt(self._rpc, self.pid)
         self._notes.replay(found)
+        turn = self._turns.turn
+        self._link.follow(self._turns.thread_id, turn.turn_id if turn is not None else None)
         self._adopting = False
 
     async def _describe_exit(self) -> str:
@@ -318,17 +350,21 @@ class CodexSession:
         return f"{msg}: {tail}" if tail else msg
 
     async def _describe_socket_end(self, agent: DetachedAgent) -> str:
-        """The socket of a detached app-server ended: why, and its log's tail."""
-        reason = self._link.close_reason if self._link is not None else "socket closed"
+        """The link to a detached app-server ended: why, and its log's tail."""
+        link = self._link
+        reason = link.close_reason if link is not None else "socket closed"
+        if link is not None and link.host_lost:
+            self.host_lost = link.host_lost
+            return reason
         if self._proc is not None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._proc.wait(), 2.0)
             gone = self._proc.returncode is not None
             code = f" with code {self._proc.returncode}" if gone else ""
         else:
-            gone, code = not alive(agent), ""
+            gone, code = link is not None and link.state == "lost", ""
         msg = f"codex app-server exited{code} ({reason})" if gone else f"codex app-server: {reason}"
-        tail = log_tail(agent)
+        tail = await link.place.tail() if link is not None else ""
         return f"{msg}: {tail}" if tail else msg
 
     @property
@@ -350,19 +386,23 @@ class CodexSession:
         if turn is not None:
             self._turns.abandon(turn, "session closed")
         self._tasks.cancel()
-        if self._remote is not None:
+        agent = self._agent
+        if self._remote is not None and agent is None:
             await self._remote.stop()  # the tree on the host first, then the local client
         if self._link is not None:
             await self._link.aclose()
-        if self._proc is not None:
+        if agent is not None and agent.host is not None and self._remote is not None:
+            await stop_on_host(self._remote.target, agent, str(self._host.workspace))
+        elif self._proc is not None:
             await kill_group(self._proc)
-        elif self._agent is not None:
-            await kill_pgid(self._agent.pgid)  # adopted: not this process's child
-        if self._agent is not None:
-            self._groups.pop(self._agent.pgid, None)
-            remove_socket(self._agent)
+        elif agent is not None:
+            await kill_pgid(agent.pgid)  # adopted: not this process's child
+        if agent is not None:
+            if agent.host is None:
+                self._groups.pop(agent.pgid, None)
+                remove_socket(agent)
             with contextlib.suppress(Exception):
-                self._host.record_session(agent=self._agent.facts(adoptable=False))
+                self._host.record_session(agent=agent.facts(adoptable=False))
         if self._rpc is not None:
             await self._rpc.aclose()
         if self._stderr_task is not None:

@@ -18,12 +18,12 @@ from symphony_tui.agents.base import AgentError
 from symphony_tui.agents.codex import CodexBackend
 from symphony_tui.agents.codex.detached import (
     DetachedAgent,
-    WsLink,
     alive,
     kill_pgid,
     socket_folder,
     start_ticks,
 )
+from symphony_tui.agents.codex.link import AppServerLink, LocalPlace
 from symphony_tui.config.settings import Settings
 from symphony_tui_testing.session_host import RecordingSessionHost
 
@@ -104,11 +104,12 @@ def test_the_socket_folder_is_private(tmp_path, monkeypatch):
     assert stat.S_IMODE(folder.parent.stat().st_mode) == 0o700
 
 
-async def test_the_link_carries_lines_both_ways_and_ends_with_the_socket(tmp_path):
+async def test_the_link_carries_lines_both_ways_and_ends_with_the_agent(tmp_path):
     sock = tmp_path / "app.sock"
     proc = serve(sock, "echo")
     try:
-        link = await WsLink.connect(str(sock), 10)
+        place = LocalPlace(agent_of(proc, sock))
+        link = await AppServerLink.open(place, 10, hello={}, lost_after_s=10)
         link.writer.write(b'{"id":1,"method":"initialize"}\n{"id":2,"method":"x"}\n')
         await link.writer.drain()
         first = json.loads(await link.reader.readline())
@@ -116,7 +117,8 @@ async def test_the_link_carries_lines_both_ways_and_ends_with_the_socket(tmp_pat
         assert (first["id"], second["result"]) == (1, {"echo": "x"})
         os.killpg(proc.pid, 9)
         assert await asyncio.wait_for(link.reader.read(), 10) == b""
-        assert "closed" in link.close_reason or "failed" in link.close_reason
+        assert "the app-server is gone" in link.close_reason
+        assert link.state == "lost" and link.host_lost is None
         await link.aclose()
     finally:
         proc.kill()
