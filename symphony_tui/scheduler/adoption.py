@@ -17,6 +17,15 @@ recorded agent still alive:
   longer has it) its process group is ended and its manifest says it is no longer
   adoptable.
 
+On a worker host (``worker.ssh_hosts``) the app-server runs detached there
+(agents/codex/remote_detached.py) and the manifest, kept on the host, records the host, the
+socket there and the process group's pgid file. Hosts are reached in the background, so
+their agents are found when each host is first reached (:class:`~symphony_tui.scheduler.
+startup.HostArrivals`), before the host's leftover processes are reaped and before it takes
+work: :func:`host_leftovers` picks the live ones, the reaper leaves them alone, and the loop
+applies the same rules (``HostLeftovers`` input, :func:`adopt_host_leftovers`); one whose
+issue runs already (dispatched elsewhere before the host was reached) is ended.
+
 A managed OpenHands / OpenCode server is not per run: the one a crashed scheduler left
 serving is taken over (:func:`take_over_servers`; agents/local_server.py), and each of its
 issues' ordinary dispatch re-attaches to the recorded conversation or session and adopts
@@ -43,7 +52,9 @@ from pydantic import ValidationError
 
 from symphony_tui.agents.base import AgentError
 from symphony_tui.agents.codex.detached import DetachedAgent, alive, kill_pgid, remove_socket
+from symphony_tui.agents.codex.remote_detached import HostPlace, stop_on_host
 from symphony_tui.domain import EventKind, Issue
+from symphony_tui.hosts.ssh import SshTarget
 from symphony_tui.scheduler.run import Run
 from symphony_tui.scheduler.state import SchedulerState
 from symphony_tui.trackers.base import Tracker, TrackerError
@@ -101,7 +112,7 @@ def find_leftovers(workspaces: Iterable[Path]) -> list[Leftover]:
         manifest = read_manifest(ws)
         session = manifest.get("session", {})
         agent = DetachedAgent.from_facts(session.get("agent"))
-        if agent is None or not alive(agent):
+        if agent is None or agent.host is not None or not alive(agent):
             continue
         found.append(
             Leftover(ws, manifest.get("issue", {}), manifest.get("run", {}), session, agent)
@@ -190,4 +201,66 @@ async def end_leftover(
         EventKind.RECONCILE,
         f"ended the agent an earlier scheduler left running in {ws.name} (pid {agent.pid}): {why}",
         issue=issue,
+    )
+
+
+async def host_leftovers(
+    target: SshTarget, manifests: Iterable[tuple[Path, dict[str, dict[str, Any]]]]
+) -> list[Leftover]:
+    """The live re-adoptable agents that the manifests of ``target``'s workspaces record
+    for that host (one liveness command per recorded agent; a host that stops answering
+    lists none)."""
+    found = []
+    for ws, manifest in manifests:
+        session = manifest.get("session", {})
+        agent = DetachedAgent.from_facts(session.get("agent"))
+        if agent is None or agent.host != target.name:
+            continue
+        if await HostPlace(target, agent, str(ws)).alive() is not True:
+            continue
+        found.append(
+            Leftover(ws, manifest.get("issue", {}), manifest.get("run", {}), session, agent)
+        )
+    return found
+
+
+def adopt_host_leftovers(
+    state: SchedulerState,
+    host: str,
+    found: Iterable[Leftover],
+    adopt: Callable[[Issue, Leftover, str], Run],
+    end: Callable[[Leftover, str], None],
+) -> int:
+    """In the loop: re-adopt each of ``host``'s live agents (``adopt(issue, leftover,
+    host)``) whose issue (as its manifest names it: the first reconcile checks it against
+    the tracker) is active, not held and not running already; ``end(leftover, why)`` the
+    others. Returns how many were re-adopted."""
+    tracker_cfg = state.settings.tracker
+    adopted = 0
+    for left in found:
+        issue = _issue_from_manifest(left.issue)
+        if issue is None:
+            end(left, "its manifest names no issue")
+        elif issue.id in state.running:
+            end(left, f"{issue.identifier} runs already")
+        elif not tracker_cfg.is_active(issue.state) or tracker_cfg.is_terminal(issue.state):
+            end(left, f"its issue is {issue.state}")
+        elif left.run.get("held") is True or issue.id in state.held:
+            end(left, "the operator holds its issue")
+        else:
+            adopt(issue, left, host)
+            adopted += 1
+    return adopted
+
+
+async def end_host_leftover(
+    state: SchedulerState, target: SshTarget, left: Leftover, why: str
+) -> None:
+    """End a worker host's detached agent that is not re-adopted (its group there, its
+    socket); an event says why."""
+    said = await stop_on_host(target, left.agent, str(left.path))
+    state.emit_system(
+        EventKind.RECONCILE,
+        f"ended the agent an earlier scheduler left running in {left.path.name} on "
+        f"{target.name} (pid {left.agent.pid}: {said}): {why}",
     )

@@ -124,10 +124,11 @@ class Dispatcher:
         )  # fmt: skip
         return run
 
-    def adopt(self, issue: Issue, left: Leftover) -> Run:
+    def adopt(self, issue: Issue, left: Leftover, host: str | None = None) -> Run:
         """Claim ``issue`` again for the agent an earlier scheduler left running in
-        ``left.path`` (scheduler/adoption.py): the same run attempt, its turn count, its
-        workspace; the worker re-attaches instead of starting a session."""
+        ``left.path`` (scheduler/adoption.py), on worker host ``host`` when given: the same
+        run attempt, its turn count, its workspace; the worker re-attaches instead of
+        starting a session."""
         state = self._state
         self._retries.cancel(issue.id)
         now_mono = state.clock.monotonic()
@@ -141,14 +142,19 @@ class Dispatcher:
             workspace=left.path,
             turn_count=left.turn_count,
             adopting=dict(left.session),
+            worker_host=host,
         )
+        if host is not None:
+            state.hosts.placed(issue.id, host)
         state.claim(run)
         self._start_worker(run)
         state.emit_system(
             EventKind.DISPATCH,
             f"re-adopted {issue.identifier}"
             + (f" (attempt {left.attempt})" if left.attempt else "")
-            + f": its agent (pid {left.agent.pid}) kept running through the restart",
+            + f": its agent (pid {left.agent.pid}"
+            + (f" on {host}" if host else "")
+            + ") kept running through the restart",
             issue=issue,
             payload=Dispatched(attempt=left.attempt),
         )

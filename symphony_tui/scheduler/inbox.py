@@ -338,6 +338,15 @@ class HostFailed:
 
 
 @dataclass(slots=True)
+class HostLeftovers:
+    """Worker host ``host`` was first reached and still runs ``found``, the live detached
+    agents an earlier scheduler left there (scheduler/adoption.py): re-adopt or end them."""
+
+    host: str
+    found: tuple[Any, ...]
+
+
+@dataclass(slots=True)
 class TrackerFailed:
     """A worker's tracker call failed with ``error`` (``what``: one line)."""
 
@@ -424,6 +433,7 @@ Input = (
     | HookRan
     | RunNoted
     | HostFailed
+    | HostLeftovers
     | TrackerFailed
     | AttemptEnded
     | RunWorkspaceRemoved

@@ -38,7 +38,13 @@ from symphony_tui.domain.commands import Command
 from symphony_tui.domain.diff import DiffPage, WorkspaceDiff
 from symphony_tui.hosts.ssh import HostTargets
 from symphony_tui.scheduler import workspace_view
-from symphony_tui.scheduler.adoption import adopt_leftovers, take_over_servers
+from symphony_tui.scheduler.adoption import (
+    Leftover,
+    adopt_host_leftovers,
+    adopt_leftovers,
+    end_host_leftover,
+    take_over_servers,
+)
 from symphony_tui.scheduler.audit import AuditLog, local_operator
 from symphony_tui.scheduler.builder import (
     LoopSide,
@@ -61,6 +67,7 @@ from symphony_tui.scheduler.inbox import (
     CommandDone,
     HookRan,
     HostFailed,
+    HostLeftovers,
     Input,
     IssueMoved,
     IssueRefreshed,
@@ -290,7 +297,13 @@ class Orchestrator:
         terminal = await sweep_terminal_workspaces(self.state, self.tracker, hosts=False)
         # Worker hosts are reached in the background: nothing here, nor the
         # first tick, waits for one that cannot be reached.
-        self.dispatcher.probes.start(HostArrivals(self.state, terminal, self._rescan).reached)
+        arrivals = HostArrivals(
+            self.state,
+            terminal,
+            self._rescan,
+            leftovers=lambda host, found: self._inbox.post(HostLeftovers(host, tuple(found))),
+        )
+        self.dispatcher.probes.start(arrivals.reached)
         self.refresh_recovered()
         self.state.restore_holds()
         if self._watch_workflow:
@@ -588,6 +601,8 @@ class Orchestrator:
                 state.emit_system(kind, message, issue=run.issue, payload=payload)
             case HostFailed(run=run, host=host, lost=lost):
                 state.run_host_failed(run, host, lost)
+            case HostLeftovers(host=host, found=found):
+                self._adopt_on_host(host, found)
             case TrackerFailed(error=error, what=what):
                 state.tracker_failed(error, what)
             case AttemptEnded(run=run, ending=ending, reply=answer):
@@ -659,6 +674,15 @@ class Orchestrator:
         return backend
 
     # ------------------------------------------------------------------ tasks
+
+    def _adopt_on_host(self, host: str, found: tuple[Leftover, ...]) -> None:
+        """Re-adopt (or end) the detached agents an earlier scheduler left on ``host``."""
+        target = HostTargets(lambda: self.settings)(host)
+
+        def end(left: Leftover, why: str) -> None:
+            self._spawn(end_host_leftover(self.state, target, left, why), name="end-leftover")
+
+        adopt_host_leftovers(self.state, host, found, self.dispatcher.adopt, end)
 
     def _spawn(self, coro: Coroutine[Any, Any, Any], *, name: str) -> asyncio.Task:
         task = asyncio.get_running_loop().create_task(coro, name=name)

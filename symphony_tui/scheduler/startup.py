@@ -10,6 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from symphony_tui.domain import EventKind, Issue, RecoveredWorkspace
+from symphony_tui.hosts.ssh import HostTargets
+from symphony_tui.scheduler.adoption import Leftover, host_leftovers
 from symphony_tui.scheduler.state import SchedulerState
 from symphony_tui.trackers.base import Tracker, TrackerError
 from symphony_tui.workspaces.errors import WorkspaceError
@@ -182,11 +184,18 @@ class HostArrivals:
     rescanned (``rescan``). Raises what ``reap`` raises (the host was lost again)."""
 
     def __init__(
-        self, state: SchedulerState, terminal: dict[str, Issue], rescan: Callable[[], None]
+        self,
+        state: SchedulerState,
+        terminal: dict[str, Issue],
+        rescan: Callable[[], None],
+        leftovers: Callable[[str, list[Leftover]], None] | None = None,
     ) -> None:
         self._state = state
         self._terminal = terminal
         self._rescan = rescan
+        #: Told the live detached agents found at a host's first contact (to re-adopt).
+        self._leftovers = leftovers
+        self._targets = HostTargets(lambda: state.settings)
         self._swept: set[str] = set()
 
     async def reached(self, host: str) -> None:
@@ -197,6 +206,11 @@ class HostArrivals:
             for run in state.running.values()
             if run.worker_host is not None
         ]
+        left: list[Leftover] = []
+        if host not in self._swept and self._leftovers is not None:
+            manifests = await asyncio.to_thread(state.workspaces.remote.manifests_sync, host)
+            left = await host_leftovers(self._targets(host), manifests)
+            in_use += [x.path.name for x in left]  # the reaper leaves them to re-adoption
         ended = await state.workspaces.remote.reap(host, in_use)
         _report_leftovers(state, ended, f"on {host}")
         if host not in self._swept:  # first contact
@@ -205,4 +219,6 @@ class HostArrivals:
             # The holds and budget extensions its run manifests kept, before it takes work.
             state.restore_holds(found)
             await sweep_host(state, host, self._terminal, found)
+        if left and self._leftovers is not None:
+            self._leftovers(host, left)
         self._rescan()

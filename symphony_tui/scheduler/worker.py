@@ -360,7 +360,7 @@ class Worker:
         adopt = getattr(backend, "adopt_session", None)
         agent = DetachedAgent.from_facts(facts.get("agent"))
         if adopt is None or agent is None:
-            if agent is not None:
+            if agent is not None and agent.host is None:
                 await kill_pgid(agent.pgid)  # not re-attached: ended, as the deadline does
             return _failed(f"re-adopt: backend {run.backend} cannot re-attach to its agent")
         try:

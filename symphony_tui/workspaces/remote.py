@@ -295,6 +295,17 @@ class RemoteWorkspaces:
     def recover_sync(self, host: str) -> list[RecoveredWorkspace]:
         """Every workspace with manifests under ``host``'s root, with ``host`` set (blocks;
         call from a thread). An unreachable host lists nothing."""
+        found: list[RecoveredWorkspace] = []
+        for path, manifest in self.manifests_sync(host):
+            recovered = recovered_from(path, manifest)
+            if recovered is not None:
+                found.append(recovered.model_copy(update={"host": host}))
+        return found
+
+    def manifests_sync(self, host: str) -> list[tuple[Path, dict[str, dict[str, Any]]]]:
+        """Every workspace with manifests under ``host``'s root and its manifest's
+        sections, in one command (blocks; call from a thread). An unreachable host lists
+        nothing."""
         sections = " ".join(SECTIONS)
         script = (
             f"cd {home_path(self.root_setting(host))} 2>/dev/null || exit 0; root=$(pwd -P); "
@@ -308,7 +319,7 @@ class RemoteWorkspaces:
             done = self._target(host).run_sync(script, timeout_s=COMMAND_TIMEOUT_S)
         except SshError:
             return []
-        found: list[RecoveredWorkspace] = []
+        found: list[tuple[Path, dict[str, dict[str, Any]]]] = []
         for block in done.stdout.decode("utf-8", "replace").split("\x1e")[1:]:
             head, _, rest = block.partition("\n")
             manifest: dict[str, dict[str, Any]] = {}
@@ -318,9 +329,7 @@ class RemoteWorkspaces:
                     data = json.loads(body)
                     if isinstance(data, dict):
                         manifest[section.strip()] = data
-            recovered = recovered_from(Path(head.strip()), manifest)
-            if recovered is not None:
-                found.append(recovered.model_copy(update={"host": host}))
+            found.append((Path(head.strip()), manifest))
         return found
 
 

@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import os
 import shlex
+import signal
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -101,6 +103,17 @@ async def stop_on_host(target: SshTarget, agent: DetachedAgent, cwd: str) -> str
     return done.stdout.decode("utf-8", "replace").strip() or "none"
 
 
+def _end_with_parent() -> None:
+    """In the forked ssh client, before exec: SIGTERM when this scheduler ends, however
+    it ends (Linux ``PR_SET_PDEATHSIG``), so a crashed scheduler leaves no forward holding
+    a connection to the app-server (a restarted one makes its own)."""
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+_PR_SET_PDEATHSIG = 1
+
+
 class HostPlace:
     """A detached app-server on a worker host (``agent.host``), in ``cwd`` there."""
 
@@ -132,6 +145,7 @@ class HostPlace:
                 stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,
+                preexec_fn=_end_with_parent,
             )
         except OSError as err:
             raise AgentError("launch_failed", f"cannot start ssh: {err}") from err
