@@ -67,6 +67,11 @@ class RunningRow(BaseModel):
     budget_reached: str | None = None
     #: The worker host the run is on (None: this machine).
     host: str | None = None
+    #: How the scheduler reaches the agent (``local``, ``ssh``) and the state of that link
+    #: (``connected``; ``reconnecting`` or ``lost`` since ``link_since``, UTC).
+    link_mode: str = "local"
+    link_state: str = "connected"
+    link_since: datetime | None = None
     #: Why the attempt failed (one line; ``status`` is then the failed one), shown while its
     #: worker finishes (``after_run``); None while it has not failed.
     error: str | None = None
@@ -97,6 +102,10 @@ class HostRow(BaseModel):
     since: datetime | None = None
     drained: bool = False
     workspaces: int = 0
+    #: Runs on the host whose link to their agent is reconnecting, and since when the
+    #: oldest of them is (UTC).
+    reconnecting: int = 0
+    reconnecting_since: datetime | None = None
 
 
 class MemoryRow(BaseModel):
@@ -206,6 +215,12 @@ class Snapshot(BaseModel):
                     "host": r.host,
                     "rss_bytes": r.rss_bytes,
                     "cpu_percent": r.cpu_percent,
+                    "link": {
+                        "mode": r.link_mode,
+                        "state": r.link_state,
+                        "since": iso(r.link_since),
+                        "host": r.host,
+                    },
                 }
                 for r in self.running
             ],

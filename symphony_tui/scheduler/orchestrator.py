@@ -36,6 +36,7 @@ from symphony_tui.domain import AgentEvent, EventKind, Snapshot
 from symphony_tui.domain.audit import AuditEntry
 from symphony_tui.domain.commands import Command
 from symphony_tui.domain.diff import DiffPage, WorkspaceDiff
+from symphony_tui.domain.payloads import LinkChanged
 from symphony_tui.hosts.ssh import HostTargets
 from symphony_tui.scheduler import workspace_view
 from symphony_tui.scheduler.adoption import (
@@ -574,6 +575,8 @@ class Orchestrator:
         state = self.state
         match item:
             case AgentTraffic(run=run, event=event):
+                if isinstance(event.payload, LinkChanged):
+                    state.run_link(run, event.payload)
                 state.recorder.on_event(run, event)
             case SessionFacts(run=run, fields=fields):
                 state.recorder.record_session(run, fields)

@@ -132,6 +132,10 @@ class Run:
     posture: RunPosture | None = None
     #: The host connection failure that ended the run (one line), when one did.
     host_lost: str | None = None
+    #: The link to a detached agent (agents/codex/link.py): ``connected``,
+    #: ``reconnecting`` or ``lost``, and since when it is not connected (UTC).
+    link_state: str = "connected"
+    link_since: datetime | None = None
     #: Why the attempt failed (one line), set as soon as it is known: the row says it while
     #: the worker's cleanup (``after_run``) still runs.
     error: str | None = None

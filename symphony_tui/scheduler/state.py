@@ -15,6 +15,7 @@ input of its inbox at a time; this module only says *what* a change is.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -35,7 +36,7 @@ from symphony_tui.domain import (
     RunStatus,
     Snapshot,
 )
-from symphony_tui.domain.payloads import Payload
+from symphony_tui.domain.payloads import LinkChanged, Payload
 from symphony_tui.observability.logs import log_kv
 from symphony_tui.observability.redact import redact
 from symphony_tui.scheduler import manifests
@@ -205,6 +206,16 @@ class SchedulerState:
         if record_group:
             adoptable = bool(getattr(session, "adoptable", False))
             manifests.agent_group(self.workspaces.manifests, run, session.pid, adoptable=adoptable)
+
+    def run_link(self, run: Run, link: LinkChanged) -> None:
+        """``run``'s link to its detached agent changed state (agents/codex/link.py)."""
+        run.link_state = link.state
+        since = None
+        if link.since:
+            with contextlib.suppress(ValueError):
+                since = datetime.fromisoformat(link.since)
+        run.link_since = since
+        self.changed()
 
     def run_session_closed(self, run: Run) -> None:
         """``run``'s agent session closed and its process group was ended: the manifest

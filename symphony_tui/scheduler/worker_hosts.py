@@ -266,6 +266,10 @@ class HostBook:
         for w in recovered:
             if w.host:
                 held.setdefault(w.host, set()).add(w.issue_id or f"key:{w.key}")
+        cut: dict[str, list[datetime]] = {}
+        for run in running.values():
+            if run.worker_host is not None and run.link_state == "reconnecting":
+                cut.setdefault(run.worker_host, []).append(run.link_since or datetime.now(UTC))
         return tuple(
             HostRow(
                 name=h.name,
@@ -277,6 +281,8 @@ class HostBook:
                 since=h.since,
                 drained=h.drained,
                 workspaces=len(held.get(h.name, ())),
+                reconnecting=len(cut.get(h.name, ())),
+                reconnecting_since=min(cut[h.name]) if h.name in cut else None,
             )
             for h in self.hosts()
         )

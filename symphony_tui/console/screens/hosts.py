@@ -46,9 +46,14 @@ COLUMNS = (
 
 
 def host_state(row: HostRow, tones: Tones) -> Text:
-    """``● up``, ``✗ down``, ``⏸ drained`` (up), ``✗ down ⏸`` (down and drained)."""
+    """``● up``, ``✗ down``, ``⏸ drained`` (up), ``✗ down ⏸`` (down and drained);
+    ``↻ 2 links`` while runs' links to their agents there reconnect."""
     if not row.up:
         return Text("✗ down" + (" ⏸" if row.drained else ""), style=tones.error, end="")
+    if row.reconnecting:
+        return Text(
+            f"↻ {row.reconnecting} link" + "s" * (row.reconnecting > 1), style=tones.warning, end=""
+        )
     if row.drained:
         return Text("⏸ drained", style=tones.warning, end="")
     return Text("● up", style=tones.success, end="")
@@ -66,6 +71,17 @@ def rtt_text(row: HostRow) -> str:
         return f"{row.rtt_ms:.0f} ms"
     seconds = row.rtt_ms / 1000
     return f"{seconds:.1f} s" if seconds < 99.95 else f"{seconds:.0f} s"
+
+
+def links_text(row: HostRow, now: datetime) -> str:
+    """How the runs there reach their agents: all connected, or how many reconnect, since
+    when."""
+    if not row.reconnecting:
+        return "connected" if row.running else "-"
+    return (
+        f"{row.reconnecting} of {row.running} reconnecting, the first for "
+        f"{fmt.age(row.reconnecting_since, now)}"
+    )
 
 
 def host_rows(snapshot: Snapshot, now: datetime, tones: Tones) -> list[tuple[str, Row]]:
@@ -126,6 +142,7 @@ def host_detail(row: HostRow, snapshot: Snapshot, now: datetime, tones: Tones) -
         ("state", state, tones.success if row.up else tones.error),
         ("drained", drained, tones.warning if row.drained else ""),
         ("runs", runs, ""),
+        ("links", links_text(row, now), tones.warning if row.reconnecting else ""),
         ("round trip", rtt_text(row) + (" (last probe)" if row.rtt_ms is not None else ""), ""),
         _memory_pair(row, snapshot, tones),
         ("workspaces", held, ""),

@@ -67,10 +67,20 @@ LIVE_STATUSES = frozenset(
 UNKNOWN_LABEL: tuple[str, str, str] = ("?", "unknown", "muted")
 
 
+def link_label(state: str, since: datetime | None, now: datetime) -> tuple[str, str, str]:
+    """The status cell of a run whose link to its agent is not connected
+    (``RunningRow.link_state``): ``↻ link 12s`` while reconnecting, ``✗ link lost``."""
+    if state == "reconnecting":
+        return ("↻", f"link {fmt.age(since, now)}", "warning")
+    return ("✗", f"link {state}", "error")
+
+
 def _status_cell(value: Any, tones: Tones) -> Text:
-    """A status label; ``? unknown`` (dimmed) for ``"unknown"``."""
+    """A status label; ``? unknown`` (dimmed) for ``"unknown"``; a link's label as is."""
     if value == "unknown":
         return fmt.labelled(UNKNOWN_LABEL, tones)
+    if isinstance(value, tuple):
+        return fmt.labelled(value, tones)
     return fmt.labelled(fmt.STATUS_LABELS.get(value) or fmt.BUDGET_LABEL, tones)
 
 
@@ -141,6 +151,8 @@ def worker_rows(
         elif r.error is not None:  # failed, its worker still finishing: say why
             r = r.model_copy(update={"last_event": "error", "last_message": r.error})
         status: Any = r.status if budget is None else "budget"
+        if budget is None and r.link_state != "connected":
+            status = link_label(r.link_state, r.link_since, now)
         pending = r.pending_approvals
         if unknown_s is not None and budget is None and r.status in LIVE_STATUSES:
             # what it did as of the last update, said so: ``as of 19s ago: <message>``
