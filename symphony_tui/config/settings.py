@@ -257,8 +257,9 @@ class CodexSettings(_Section):
     command: str = "codex app-server"
     # ``stdio``: the app-server is the scheduler's child on pipes (it ends with the
     # scheduler). ``unix``: it runs detached, listening on a unix socket, so a turn goes on
-    # through a scheduler restart and is re-adopted (agents/codex/detached.py); local runs
-    # only (a worker host's runs use stdio over ssh).
+    # through a scheduler restart and is re-adopted (agents/codex/detached.py); on a worker
+    # host it runs detached there, reached through an ssh forward, and a dropped link
+    # reconnects (agents/codex/remote_detached.py, agents/codex/link.py).
     transport: Literal["stdio", "unix"] = "stdio"
     # How long re-attaching to (or first connecting to) a detached app-server may take
     # before it is ended and the run retried.

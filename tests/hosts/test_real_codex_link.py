@@ -28,6 +28,7 @@ import pytest
 
 from symphony_tui.agents.base import AgentError, TurnStatus
 from symphony_tui.agents.codex import CodexBackend
+from symphony_tui.agents.codex.remote_detached import HostPlace
 from symphony_tui.config.settings import Settings
 from symphony_tui.domain import ApprovalAnswer, ApprovalDecision, EventKind
 from symphony_tui.domain.payloads import CommandEnded, LinkChanged
@@ -96,7 +97,9 @@ async def test_a_dropped_link_reconnects_resumes_and_fails_as_host_down(tmp_path
         assert host.recorded["agent"]["host"] == fleet.names[1]
         try:
             assert session._link is not None
-            local = session._link.place.local_socket  # type: ignore[attr-defined]
+            place = session._link.place
+            assert isinstance(place, HostPlace) and place.local_socket is not None
+            local = place.local_socket
             # 1. the whole turn happens during the cut
             turn = asyncio.create_task(session.run_turn("SHELL: sleep 1; echo LINK-OUTPUT-1"))
             await host.wait_for(EventKind.COMMAND_STARTED, timeout=60)

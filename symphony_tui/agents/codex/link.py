@@ -24,8 +24,9 @@ Where the app-server is, is a :class:`Place`: this machine (:class:`LocalPlace`,
 socket path) or a worker host (agents/codex/remote_detached.py: an ssh forward of the
 host-loopback socket). The place says whether the app-server still lives: gone ends the
 link at once (the stream's EOF, the turn fails as the process having exited); a host that
-cannot be reached is tried until ``lost_after_s`` has passed since the drop, then the link
-ends with :attr:`AppServerLink.host_lost` set (the run fails as ``host down``).
+cannot be reached is tried until it has not answered for ``lost_after_s``, then the link
+ends with :attr:`AppServerLink.host_lost` set (the run fails as ``host down``); an
+app-server that lives but refuses :data:`REFUSED_ATTEMPTS` reconnects in a row ends it too.
 
 State (:attr:`AppServerLink.state`): ``connected``, ``reconnecting`` (since
 :attr:`AppServerLink.since`), ``lost``; each change is told to ``on_state(state, since,

@@ -18,12 +18,15 @@ APPROVAL = {"id": 7, "method": "item/commandExecution/requestApproval", "params"
 
 
 class Place:
-    """A place on a "host" whose answers the test sets (``living``)."""
+    """A place on a "host" whose answers the test sets (``living``), once ``answers`` is
+    set."""
 
     def __init__(self, path: Path, living: bool | None = True) -> None:
         self.path = str(path)
         self.host: str | None = "h1"
         self.living = living
+        self.answers = asyncio.Event()
+        self.answers.set()
 
     async def socket(self) -> str:
         return self.path
@@ -32,6 +35,7 @@ class Place:
         return None
 
     async def alive(self) -> bool | None:
+        await self.answers.wait()
         return self.living
 
     async def tail(self) -> str:
@@ -89,9 +93,10 @@ async def test_a_drop_is_caught_up_once_and_an_answer_held_meanwhile_is_sent_onc
     server = Server()
     sock = tmp_path / "app.sock"
     states: list[str] = []
+    place = Place(sock)
     async with unix_serve(server.handler, str(sock)):
         link = await AppServerLink.open(
-            Place(sock),
+            place,
             5,
             hello={"clientInfo": {"name": "t"}},
             lost_after_s=5,
@@ -103,11 +108,13 @@ async def test_a_drop_is_caught_up_once_and_an_answer_held_meanwhile_is_sent_onc
             assert (await read(link))["method"] == "turn/started"
             assert (await read(link))["params"]["item"]["id"] == "i1"
             assert (await read(link))["id"] == 7
+            place.answers.clear()  # the link stays down until the test lets it back
             server.drop.set()
             while link.state == "connected":
                 await asyncio.sleep(0.01)
             link.writer.write(b'{"id":7,"result":{"decision":"accept"}}\n')
             await link.writer.drain()  # held while the link is down
+            place.answers.set()
             after = [await read(link), await read(link)]
             assert [m["method"] for m in after] == ["item/completed", "turn/completed"]
             assert after[0]["params"]["item"]["id"] == "i2"  # i1 was seen: not again
