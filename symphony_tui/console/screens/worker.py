@@ -21,7 +21,7 @@ from symphony_tui.console.selection import oldest_approval
 from symphony_tui.console.transcript import Transcript, plan_progress, plan_steps
 from symphony_tui.console.widgets.footer import ConsoleFooter
 from symphony_tui.console.widgets.tokens import not_reported
-from symphony_tui.console.widgets.workers import last_activity, link_label
+from symphony_tui.console.widgets.workers import last_activity
 from symphony_tui.domain import ApprovalRequest, EventKind, Rerun, Snapshot
 from symphony_tui.domain.kinds import WAITING_FOR_MEMORY
 from symphony_tui.domain.payloads import HookResult
@@ -195,24 +195,20 @@ def worker_header(
     text.append(
         f"  turn {row.turn_count}  attempt {row.attempt if row.attempt is not None else '-'}"
         f"  age {fmt.age(row.started_at, now)}  state {one_line(row.state, 20)}"
-        f"  backend {one_line(row.backend or '-', 12)}"
+        f"  backend {one_line(row.backend or '-', 12)}\n"
     )
-    # how the agent is reached (local, ssh) and whether that link holds now
-    text.append(f"  link {row.link_mode}")
-    if row.link_state == "connected":
-        text.append(" connected\n")
-    else:
-        label = link_label(row.link_state, row.link_since, now)
-        text.append(" ")
-        text.append_text(fmt.labelled(label, tones))
-        text.append("\n")
     # the most urgent line right under the status: a short terminal cuts the bottom
     pending = [a for a in snapshot.approvals if a.issue_id == issue_id]
     if pending:
         text.append(f"⚑ {len(pending)} approval(s) pending: ", style=tones.warning + tones.bold)
         text.append_text(inert(pending[0].summary or pending[0].command or "", limit=60))
         text.append("  a approve · d deny · v all\n", style=tones.muted)
-    _name_values(text, _id_pairs(row.issue_id, row.session_id, row.thread_id), width, tones)
+    # how the agent is reached (local, ssh) and whether that link holds now
+    link = f"{row.link_mode} {row.link_state}"
+    if row.link_state == "reconnecting":
+        link += f" for {fmt.age(row.link_since, now)}"
+    pairs = [*_id_pairs(row.issue_id, row.session_id, row.thread_id), ("link", link)]
+    _name_values(text, pairs, width, tones)
     text.append("workspace ", style=tones.muted)
     if row.host:  # on a worker host: host:path, as scp writes it
         text.append(one_line(row.host, 40) + ":", style=tones.accent)
