@@ -20,9 +20,9 @@ import pytest
 import yaml
 
 from symphony_tui.agents.codex.detached import DetachedAgent
-from symphony_tui.testing.codex_env import make_codex_home
-from symphony_tui.testing.fake_model import FakeModelServer
 from symphony_tui.workspaces.manifest import read_section
+from symphony_tui_testing.codex_env import make_codex_home
+from symphony_tui_testing.fake_model import FakeModelServer
 from tests.integration.codex_e2e import DONE, make_e2e_project
 from tests.integration.test_real_codex_readopt import ISSUE_TEXT, Scheduler, approvals, wait
 from tests.real_programs import require_codex
