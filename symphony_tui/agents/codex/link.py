@@ -240,7 +240,7 @@ class LinkWriter:
     lines, ``drain`` sends each as one text frame, or holds them while the link is down."""
 
     def __init__(self, link: AppServerLink) -> None:
-        self._link = link
+        self._link: AppServerLink | None = link  # None once the link is closed
         self._buf = bytearray()
 
     def write(self, data: bytes) -> None:
@@ -248,6 +248,8 @@ class LinkWriter:
 
     async def drain(self) -> None:
         link = self._link
+        if link is None:
+            raise ConnectionError("app-server link closed")
         while True:
             end = self._buf.find(b"\n")
             if end < 0:
@@ -598,5 +600,6 @@ class AppServerLink:
                 await self._pump
         with contextlib.suppress(Exception):
             await self.place.release()
-        self._on_state = None
+        self._on_state = None  # the session's: no reference cycle outlives the close
+        self.writer._link = None
         self.reader.feed_eof()
