@@ -207,6 +207,7 @@ class HostArrivals:
             if run.worker_host is not None
         ]
         left: list[Leftover] = []
+        manifests = None
         if host not in self._swept and self._leftovers is not None:
             manifests = await asyncio.to_thread(state.workspaces.remote.manifests_sync, host)
             left = await host_leftovers(self._targets(host), manifests)
@@ -215,10 +216,14 @@ class HostArrivals:
         _report_leftovers(state, ended, f"on {host}")
         if host not in self._swept:  # first contact
             self._swept.add(host)
-            found = await asyncio.to_thread(state.workspaces.remote.recover_sync, host)
+            found = await asyncio.to_thread(state.workspaces.remote.recover_sync, host, manifests)
             # The holds and budget extensions its run manifests kept, before it takes work.
             state.restore_holds(found)
-            await sweep_host(state, host, self._terminal, found)
+            # a live agent's workspace is not swept under it: the reconcile after its
+            # re-adoption ends a run whose issue is terminal, then its workspace goes
+            adopting = {x.path.name for x in left}
+            swept = [w for w in found if w.key not in adopting]
+            await sweep_host(state, host, self._terminal, swept)
         if left and self._leftovers is not None:
             self._leftovers(host, left)
         self._rescan()

@@ -292,11 +292,16 @@ class RemoteWorkspaces:
         lines = done.stdout.decode("utf-8", "replace").splitlines()
         return [x.split(" ", 1)[1] for x in lines if x.startswith("killed ")]
 
-    def recover_sync(self, host: str) -> list[RecoveredWorkspace]:
+    def recover_sync(
+        self, host: str, manifests: list[tuple[Path, dict[str, dict[str, Any]]]] | None = None
+    ) -> list[RecoveredWorkspace]:
         """Every workspace with manifests under ``host``'s root, with ``host`` set (blocks;
-        call from a thread). An unreachable host lists nothing."""
+        call from a thread); ``manifests``: what :meth:`manifests_sync` read already. An
+        unreachable host lists nothing."""
         found: list[RecoveredWorkspace] = []
-        for path, manifest in self.manifests_sync(host):
+        if manifests is None:
+            manifests = self.manifests_sync(host)
+        for path, manifest in manifests:
             recovered = recovered_from(path, manifest)
             if recovered is not None:
                 found.append(recovered.model_copy(update={"host": host}))
