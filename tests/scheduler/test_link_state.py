@@ -9,7 +9,7 @@ from datetime import timedelta
 from symphony_tui.console.screens.hosts import host_detail, host_rows
 from symphony_tui.console.screens.worker import worker_header
 from symphony_tui.console.tones import Tones
-from symphony_tui.console.widgets.workers import COLUMNS_WITH_HOSTS, worker_rows
+from symphony_tui.console.widgets.workers import HOST_SHRINK, worker_rows
 from symphony_tui.domain import AgentEvent, EventKind
 from symphony_tui.domain.payloads import LinkChanged
 from symphony_tui.domain.snapshot import HostRow
@@ -64,12 +64,12 @@ def test_the_console_shows_the_link_in_the_workers_pane_the_detail_and_the_hosts
     snap = snap.model_copy(update={"running": (cut, *rest), "hosts": hosts})
     rows = dict(worker_rows(snap, NOW, Tones(), hosts=True))
     status = rows[cut.issue_id][3]  # approval, issue, host, status
-    assert status.plain == "↻ link 12s"
-    assert len(status.plain) <= dict((k, w) for k, _, w in COLUMNS_WITH_HOSTS)["status"] - 2
+    assert status.plain == "↻ cut 12s"
+    assert len(status.plain) <= HOST_SHRINK["status"]  # what the column keeps at 80
     lost = cut.model_copy(update={"link_state": "lost"})
     snap_lost = snap.model_copy(update={"running": (lost, *rest)})
     assert dict(worker_rows(snap_lost, NOW, Tones(), hosts=True))[cut.issue_id][3].plain == (
-        "✗ link lost"
+        "✗ no link"
     )
     detail = worker_header(snap, cut.issue_id, NOW, Tones()).plain
     assert "link ssh reconnecting for 12s" in detail

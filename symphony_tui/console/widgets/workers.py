@@ -69,10 +69,13 @@ UNKNOWN_LABEL: tuple[str, str, str] = ("?", "unknown", "muted")
 
 def link_label(state: str, since: datetime | None, now: datetime) -> tuple[str, str, str]:
     """The status cell of a run whose link to its agent is not connected
-    (``RunningRow.link_state``): ``↻ link 12s`` while reconnecting, ``✗ link lost``."""
-    if state == "reconnecting":
-        return ("↻", f"link {fmt.age(since, now)}", "warning")
-    return ("✗", f"link {state}", "error")
+    (``RunningRow.link_state``), in the 9 cells the column keeps at 80 columns:
+    ``↻ cut 12s`` (then ``↻ cut 3m``, ``↻ cut 2h``) while reconnecting, ``✗ no link``."""
+    if state != "reconnecting":
+        return ("✗", "no link", "error")
+    s = max(int((now - since).total_seconds()), 0) if since is not None else 0
+    age = f"{s}s" if s < 60 else f"{s // 60}m" if s < 3600 else f"{min(s // 3600, 99)}h"
+    return ("↻", f"cut {age}", "warning")
 
 
 def _status_cell(value: Any, tones: Tones) -> Text:
