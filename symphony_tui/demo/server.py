@@ -1,12 +1,18 @@
 """The demo app-server: the codex methods a Symphony client uses (docs/protocols.md
 "Codex app-server").
 
-Handles ``initialize`` / ``initialized``, ``thread/start`` (records ``dynamicTools``),
-``thread/resume`` (in memory, else from the thread file under ``cwd``), ``thread/read``,
+Handles ``initialize`` / ``initialized`` (once per connection), ``thread/start`` (records
+``dynamicTools``), ``thread/resume`` (in memory, else from the thread file under ``cwd``),
+``thread/read``, ``thread/turns/list`` (newest first, each turn with its items),
 ``turn/start`` (answers ``{turn{id, status:"inProgress"}}`` and then streams the turn) and
 ``turn/interrupt`` (``{}``, then ``turn/completed`` with ``interrupted``). Anything else gets
 JSON-RPC error -32601; bad params get -32602; requests before ``initialize`` and conflicting
 ones (a second turn while one runs) get -32600, as codex uses for invalid requests.
+
+On a socket (docs/protocols.md "Codex app-server over a socket") a connection follows the
+threads it started or resumed; ``thread/resume`` of a thread whose turn runs answers its
+live status (``active`` with ``activeFlags`` such as ``waitingOnApproval``) and then sends
+the thread's unanswered requests again, with their ids, to that connection.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from symphony_tui.demo.threads import (
     find_saved,
     new_id,
 )
-from symphony_tui.demo.transport import EndOfInput, Incoming, StdioTransport, note
+from symphony_tui.demo.transport import EndOfInput, Incoming, Transport, note
 from symphony_tui.demo.turn import TurnScript, cancel_and_wait
 
 INVALID_REQUEST = -32600
@@ -74,10 +80,11 @@ def _platform_os() -> str:
 class DemoAppServer:
     """One agent process: its threads and their running turn tasks."""
 
-    def __init__(self, transport: StdioTransport, speed: float) -> None:
+    def __init__(self, transport: Transport, speed: float) -> None:
         self.t = transport
         self.speed = speed
-        self.initialized = False
+        #: The connection that sent ``initialize`` (a new connection starts uninitialized).
+        self.initialized_peer: int | None = None
         self.threads: dict[str, DemoThread] = {}
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self.scripts: dict[str, TurnScript] = {}
@@ -105,22 +112,22 @@ class DemoAppServer:
         try:
             if handler is None:
                 raise RpcError(METHOD_NOT_FOUND, f"Method not found: {msg.method}")
-            if not self.initialized and msg.method != "initialize":
+            if self.initialized_peer != msg.peer and msg.method != "initialize":
                 raise RpcError(INVALID_REQUEST, "Not initialized")
-            handler(msg.id, _params(msg.params))
+            handler(msg, _params(msg.params))
         except RpcError as err:
-            self.t.respond_error(msg.id, err.code, err.message)
+            self.t.respond_error(msg.id, err.code, err.message, msg.peer)
 
     # -- methods ---------------------------------------------------------------------------
 
-    def _m_initialize(self, rid: Any, p: dict[str, Any]) -> None:
-        if self.initialized:
+    def _m_initialize(self, req: Incoming, p: dict[str, Any]) -> None:
+        if self.initialized_peer == req.peer:
             raise RpcError(INVALID_REQUEST, "Already initialized")
-        self.initialized = True
+        self.initialized_peer = req.peer
         client = p.get("clientInfo") if isinstance(p.get("clientInfo"), dict) else {}
         codex_home = os.environ.get("CODEX_HOME") or str(Path.home() / ".codex")
-        self.t.respond(
-            rid,
+        self._respond(
+            req,
             {
                 "userAgent": f"{client.get('name') or 'client'}/symphony-demo-agent {__version__}"
                 f" ({platform.system()} {platform.release()}; {platform.machine()})",
@@ -130,7 +137,7 @@ class DemoAppServer:
             },
         )
 
-    def _m_thread_start(self, rid: Any, p: dict[str, Any]) -> None:
+    def _m_thread_start(self, req: Incoming, p: dict[str, Any]) -> None:
         cwd = Path(p.get("cwd") or os.getcwd()).expanduser()
         cwd = cwd if cwd.is_absolute() else Path.cwd() / cwd
         if not cwd.is_dir():
@@ -154,10 +161,11 @@ class DemoAppServer:
         )
         self.threads[thread.id] = thread
         self._save(thread)
-        self.t.respond(rid, thread.session_result())
+        self.t.subscribe(req.peer, thread.id)
+        self._respond(req, thread.session_result())
         self.t.notify("thread/started", {"thread": thread.to_wire()})
 
-    def _m_thread_resume(self, rid: Any, p: dict[str, Any]) -> None:
+    def _m_thread_resume(self, req: Incoming, p: dict[str, Any]) -> None:
         thread_id = _str_param(p, "threadId")
         thread = self.threads.get(thread_id)
         if thread is None:
@@ -177,13 +185,42 @@ class DemoAppServer:
             thread.approval_policy = p["approvalPolicy"]
         if p.get("sandbox") in SANDBOXES:
             thread.sandbox = p["sandbox"]
-        self.t.respond(rid, thread.session_result(include_turns=not p.get("excludeTurns")))
+        self.t.subscribe(req.peer, thread.id)
+        self._respond(req, thread.session_result(include_turns=not p.get("excludeTurns")))
+        self.t.resend_pending(req.peer, thread.id)
 
-    def _m_thread_read(self, rid: Any, p: dict[str, Any]) -> None:
+    def _m_thread_read(self, req: Incoming, p: dict[str, Any]) -> None:
         thread = self._thread(p)
-        self.t.respond(rid, {"thread": thread.to_wire(include_turns=bool(p.get("includeTurns")))})
+        self._respond(req, {"thread": thread.to_wire(include_turns=bool(p.get("includeTurns")))})
 
-    def _m_turn_start(self, rid: Any, p: dict[str, Any]) -> None:
+    def _m_thread_turns_list(self, req: Incoming, p: dict[str, Any]) -> None:
+        thread = self._thread(p)
+        limit = p.get("limit")
+        if limit is not None and (not isinstance(limit, int) or limit < 0):
+            raise RpcError(INVALID_PARAMS, "Invalid params: `limit` must be an integer >= 0")
+        view = p.get("itemsView") or "summary"
+        if view not in ("notLoaded", "summary", "full"):
+            raise RpcError(INVALID_PARAMS, f"Invalid params: unknown itemsView {view!r}")
+        ascending = p.get("sortDirection") == "asc"
+        turns = list(thread.turns) if ascending else list(reversed(thread.turns))
+        cursor = p.get("cursor")
+        if cursor is not None:  # the last turn of the previous page
+            ids = [t.id for t in turns]
+            if cursor not in ids:
+                raise RpcError(INVALID_PARAMS, f"Invalid params: unknown cursor {cursor!r}")
+            turns = turns[ids.index(cursor) + 1 :]
+        page = turns if limit is None else turns[:limit]
+        more = len(page) < len(turns)
+        self._respond(
+            req,
+            {
+                "data": [t.to_wire(items_view=view) for t in page],
+                "nextCursor": page[-1].id if more and page else None,
+                "backwardsCursor": page[0].id if page else None,
+            },
+        )
+
+    def _m_turn_start(self, req: Incoming, p: dict[str, Any]) -> None:
         thread = self._thread(p)
         prompt = _prompt_text(p)
         if thread.id in self.tasks:
@@ -197,13 +234,13 @@ class DemoAppServer:
         turn = TurnRecord(id=new_id())
         thread.turns.append(turn)
         self._save(thread)  # a process killed mid-turn resumes with this turn interrupted
-        self.t.respond(rid, {"turn": turn.to_wire()})
+        self._respond(req, {"turn": turn.to_wire()})
         script = TurnScript(self.t, thread, turn, prompt, thread.directives, self.speed)
         task = asyncio.get_running_loop().create_task(self._run_turn(script))
         self.tasks[thread.id] = task
         self.scripts[thread.id] = script
 
-    def _m_turn_steer(self, rid: Any, p: dict[str, Any]) -> None:
+    def _m_turn_steer(self, req: Incoming, p: dict[str, Any]) -> None:
         thread = self._thread(p)
         active = thread.active_turn
         script = self.scripts.get(thread.id)
@@ -214,18 +251,21 @@ class DemoAppServer:
                 INVALID_REQUEST, f"expected turn {p.get('expectedTurnId')} is not active"
             )
         script.steer(_prompt_text(p))
-        self.t.respond(rid, {"turnId": active.id})
+        self._respond(req, {"turnId": active.id})
 
-    def _m_turn_interrupt(self, rid: Any, p: dict[str, Any]) -> None:
+    def _m_turn_interrupt(self, req: Incoming, p: dict[str, Any]) -> None:
         thread = self._thread(p)
         turn_id = p.get("turnId")
         task = self.tasks.get(thread.id)
-        self.t.respond(rid, {})
+        self._respond(req, {})
         active = thread.active_turn
         if task is not None and active is not None and turn_id in (None, active.id):
             task.cancel()
 
     # -- helpers ---------------------------------------------------------------------------
+
+    def _respond(self, req: Incoming, result: Any) -> None:
+        self.t.respond(req.id, result, req.peer)
 
     def _thread(self, p: dict[str, Any]) -> DemoThread:
         thread_id = _str_param(p, "threadId")

@@ -70,17 +70,39 @@ class Breakdown:
 
 @dataclass
 class TurnRecord:
+    """One turn and its items (``ThreadItem`` shapes, in the order they started): an item
+    with a ``status`` (command, file change, tool call) is kept from its start and replaced
+    when it completes, the others (messages, reasoning) once they are complete."""
+
     id: str
     status: str = "inProgress"
     error: str | None = None
     started_at: int = field(default_factory=lambda: int(time.time()))
     completed_at: int | None = None
     duration_ms: int | None = None
+    items: list[dict[str, Any]] = field(default_factory=list)
 
-    def to_wire(self) -> dict[str, Any]:
+    def keep_item(self, item: dict[str, Any]) -> None:
+        """Record ``item`` (replacing the earlier state of the same item id)."""
+        for i, kept in enumerate(self.items):
+            if kept.get("id") == item.get("id"):
+                self.items[i] = item
+                return
+        self.items.append(item)
+
+    def to_wire(self, items_view: str = "full") -> dict[str, Any]:
+        """The codex ``Turn``; ``items_view`` ``notLoaded`` leaves ``items`` empty,
+        ``summary`` keeps the user and agent messages, ``full`` every item."""
+        if items_view == "notLoaded":
+            items: list[dict[str, Any]] = []
+        elif items_view == "summary":
+            items = [i for i in self.items if i.get("type") in ("userMessage", "agentMessage")]
+        else:
+            items = list(self.items)
         return {
             "id": self.id,
-            "items": [],
+            "items": items,
+            "itemsView": items_view,
             "status": self.status,
             "error": None if self.error is None else {"message": self.error},
             "startedAt": self.started_at,
@@ -106,6 +128,8 @@ class DemoThread:
     preview: str = ""
     created_at: int = field(default_factory=lambda: int(time.time()))
     updated_at: int = field(default_factory=lambda: int(time.time()))
+    #: ``activeFlags`` of the running turn (``waitingOnApproval`` while an approval waits).
+    active_flags: list[str] = field(default_factory=list)
 
     @property
     def path(self) -> Path:
@@ -146,7 +170,7 @@ class DemoThread:
             status = "active" if self.active_turn else "idle"
         state: dict[str, Any] = {"type": status}
         if status == "active":
-            state["activeFlags"] = []
+            state["activeFlags"] = list(self.active_flags)
         return {
             "id": self.id,
             "sessionId": self.id,

@@ -1,9 +1,12 @@
-"""JSON-RPC lines on stdio, server side (docs/protocols.md "Codex app-server", "Wire").
+"""The demo agent's JSON-RPC, server side (docs/protocols.md "Codex app-server", "Wire").
 
-One JSON object per line, no ``jsonrpc`` field. The demo agent is the *server*: it answers the
-client's requests, sends notifications (each stamped with a top-level ``emittedAtMs``, as codex
-0.171 does) and sends its own requests (approvals, dynamic tool calls) with its own integer id
-sequence starting at 0, then waits for the client's ``{id, result}`` / ``{id, error}``.
+One JSON object per message, no ``jsonrpc`` field. The demo agent is the *server*: it answers
+the client's requests, sends notifications (each stamped with a top-level ``emittedAtMs``, as
+codex 0.171 does) and sends its own requests (approvals, dynamic tool calls) with its own
+integer id sequence starting at 0, then waits for the client's ``{id, result}`` /
+``{id, error}``. :class:`Transport` holds that part; :class:`StdioTransport` frames it as
+lines on stdio, :class:`~symphony_tui.demo.listen.SocketTransport` as WebSocket text frames
+on a unix socket.
 
 Stdin is read by a daemon thread with ``os.read`` (not the buffered ``sys.stdin``) so that the
 interpreter can shut down while the thread is blocked in a read, and so that regular files work
@@ -50,39 +53,43 @@ class RequestFailed(Exception):
 
 @dataclass(frozen=True)
 class Incoming:
-    """A client request (``id`` set) or notification (``id`` is None)."""
+    """A client request (``id`` set) or notification (``id`` is None), from connection
+    ``peer`` (always 0 on stdio; a socket numbers its connections from 1)."""
 
     method: str
     params: Any
     id: Any = None
+    peer: int = 0
 
 
 class EndOfInput(Exception):
     """Stdin reached EOF."""
 
 
-class StdioTransport:
-    """Line framing, request/response correlation and notification stamping.
+@dataclass
+class _Pending:
+    """One of our requests waiting for the client: its message (sent again to a new
+    connection that resumes ``thread_id``) and the future of its answer."""
 
-    ``read()`` yields client requests and notifications; responses to our own requests are
-    routed to the futures returned by :meth:`request`. Malformed lines are dropped with a
-    stderr note. Writes are synchronous; a closed stdout raises :class:`EndOfInput` in the
-    reader's stead so the server shuts down as it would on EOF.
+    message: dict[str, Any]
+    thread_id: str | None
+    future: asyncio.Future[Any]
+
+
+class Transport:
+    """Request/response correlation and notification stamping over some framing.
+
+    ``read()`` yields client requests and notifications; answers to our own requests are
+    routed to the futures :meth:`request` returns. A subclass frames the messages:
+    :meth:`_send` writes one message (to the client that may see it), :meth:`_deliver` takes
+    one received message. Malformed messages are dropped with a stderr note.
     """
 
-    def __init__(self, stdin_fd: int = 0, stdout: BinaryIO | None = None) -> None:
-        self._fd = stdin_fd
-        self._out = stdout if stdout is not None else sys.stdout.buffer
+    def __init__(self) -> None:
         self._queue: asyncio.Queue[Incoming | None] = asyncio.Queue()
-        self._pending: dict[int, asyncio.Future[Any]] = {}
+        self._pending: dict[int, _Pending] = {}
         self._next_id = 0
-        self._closed = False
         self._loop: asyncio.AbstractEventLoop | None = None
-
-    def start(self) -> None:
-        """Start the stdin reader thread (call from inside the running loop)."""
-        self._loop = asyncio.get_running_loop()
-        threading.Thread(target=self._read_loop, name="demo-stdin", daemon=True).start()
 
     async def read(self) -> Incoming:
         """The next client request or notification. Raises :class:`EndOfInput` at EOF."""
@@ -94,7 +101,119 @@ class StdioTransport:
 
     # -- writing ---------------------------------------------------------------------------
 
-    def _write(self, obj: dict[str, Any]) -> None:
+    def _send(self, obj: dict[str, Any], *, peer: int | None = None) -> None:
+        """Write one message: an answer to connection ``peer``, else a message about
+        ``obj``'s thread (``params.threadId``) or about no thread."""
+        raise NotImplementedError
+
+    def respond(self, request_id: Any, result: Any, peer: int = 0) -> None:
+        self._send({"id": request_id, "result": result}, peer=peer)
+
+    def respond_error(self, request_id: Any, code: int, message: str, peer: int = 0) -> None:
+        self._send({"id": request_id, "error": {"code": code, "message": message}}, peer=peer)
+
+    def notify(self, method: str, params: dict[str, Any]) -> None:
+        self._send({"method": method, "params": params, "emittedAtMs": now_ms()})
+
+    def request(self, method: str, params: dict[str, Any]) -> tuple[int, asyncio.Future[Any]]:
+        """Send a server request; returns its id and a future for the client's result.
+
+        The future raises :class:`RequestFailed` on a JSON-RPC error and
+        :class:`EndOfInput` when the client goes away first (stdio; on a socket the
+        request waits for the next client, :meth:`resend_pending`).
+        """
+        assert self._loop is not None, "start() first"
+        request_id = self._next_id
+        self._next_id += 1
+        fut: asyncio.Future[Any] = self._loop.create_future()
+        message = {"id": request_id, "method": method, "params": params}
+        thread_id = params.get("threadId")
+        self._pending[request_id] = _Pending(
+            message, thread_id if isinstance(thread_id, str) else None, fut
+        )
+        self._send(message)
+        return request_id, fut
+
+    def forget(self, request_id: int) -> None:
+        """Stop waiting for a request's answer (an interrupted turn); a late answer is ignored."""
+        pending = self._pending.pop(request_id, None)
+        if pending is not None and not pending.future.done():
+            pending.future.cancel()
+
+    def subscribe(self, peer: int, thread_id: str) -> None:
+        """Connection ``peer`` follows ``thread_id`` (``thread/start``, ``thread/resume``);
+        stdio has one client, which follows every thread."""
+
+    def resend_pending(self, peer: int, thread_id: str) -> None:
+        """Send ``thread_id``'s unanswered requests again (same ids) to connection ``peer``,
+        which resumed the thread; stdio never loses its client, so has none to send."""
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def _post(self, item: Incoming | None) -> None:
+        self._queue.put_nowait(item)
+
+    def _deliver(self, raw: bytes | str, peer: int = 0) -> None:
+        """One received message (in the loop's thread)."""
+        try:
+            msg = json.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            note(f"ignoring a malformed line: {raw[:80]!r}")
+            return
+        if not isinstance(msg, dict):
+            note(f"ignoring a line that is not a JSON object: {raw[:80]!r}")
+            return
+        method = msg.get("method")
+        if isinstance(method, str):
+            self._post(
+                Incoming(method=method, params=msg.get("params"), id=msg.get("id"), peer=peer)
+            )
+        elif "id" in msg and ("result" in msg or "error" in msg):
+            self._resolve(msg)
+        else:
+            note(f"ignoring a message with neither method nor result: {raw[:80]!r}")
+
+    def _resolve(self, msg: dict[str, Any]) -> None:
+        request_id = msg.get("id")
+        pending = self._pending.pop(request_id, None) if isinstance(request_id, int) else None
+        if pending is None:
+            note(f"ignoring a response to unknown request id {request_id!r}")
+            return
+        if pending.future.done():
+            return
+        if "error" in msg:
+            pending.future.set_exception(RequestFailed(msg["error"]))
+        else:
+            pending.future.set_result(msg.get("result"))
+
+    def fail_pending(self) -> None:
+        """Fail every outstanding server request (the client is gone, or we stop)."""
+        for pending in self._pending.values():
+            if not pending.future.done():
+                pending.future.set_exception(EndOfInput())
+        self._pending.clear()
+
+
+class StdioTransport(Transport):
+    """Line framing on stdin/stdout.
+
+    Stdin is read by a daemon thread; each line is handed to the loop. Writes are
+    synchronous; a closed stdout raises :class:`EndOfInput` in the reader's stead so the
+    server shuts down as it would on EOF.
+    """
+
+    def __init__(self, stdin_fd: int = 0, stdout: BinaryIO | None = None) -> None:
+        super().__init__()
+        self._fd = stdin_fd
+        self._out = stdout if stdout is not None else sys.stdout.buffer
+        self._closed = False
+
+    def start(self) -> None:
+        """Start the stdin reader thread (call from inside the running loop)."""
+        self._loop = asyncio.get_running_loop()
+        threading.Thread(target=self._read_loop, name="demo-stdin", daemon=True).start()
+
+    def _send(self, obj: dict[str, Any], *, peer: int | None = None) -> None:
         if self._closed:
             return
         try:
@@ -104,37 +223,6 @@ class StdioTransport:
             # The client went away: behave as on EOF.
             self._closed = True
             self._queue.put_nowait(None)
-
-    def respond(self, request_id: Any, result: Any) -> None:
-        self._write({"id": request_id, "result": result})
-
-    def respond_error(self, request_id: Any, code: int, message: str) -> None:
-        self._write({"id": request_id, "error": {"code": code, "message": message}})
-
-    def notify(self, method: str, params: dict[str, Any]) -> None:
-        self._write({"method": method, "params": params, "emittedAtMs": now_ms()})
-
-    def request(self, method: str, params: dict[str, Any]) -> tuple[int, asyncio.Future[Any]]:
-        """Send a server request; returns its id and a future for the client's result.
-
-        The future raises :class:`RequestFailed` on a JSON-RPC error and
-        :class:`EndOfInput` when the client goes away first.
-        """
-        assert self._loop is not None, "start() first"
-        request_id = self._next_id
-        self._next_id += 1
-        fut: asyncio.Future[Any] = self._loop.create_future()
-        self._pending[request_id] = fut
-        self._write({"id": request_id, "method": method, "params": params})
-        return request_id, fut
-
-    def forget(self, request_id: int) -> None:
-        """Stop waiting for a request's answer (an interrupted turn); a late answer is ignored."""
-        fut = self._pending.pop(request_id, None)
-        if fut is not None and not fut.done():
-            fut.cancel()
-
-    # -- reading ---------------------------------------------------------------------------
 
     def _read_loop(self) -> None:
         buf = b""
@@ -146,8 +234,8 @@ class StdioTransport:
                 chunk = b""
             if not chunk:
                 if buf.strip() and not skipping:
-                    self._deliver(buf)
-                self._post(None)
+                    self._from_thread(buf)
+                self._from_thread(None)
                 return
             buf += chunk
             while True:
@@ -159,53 +247,19 @@ class StdioTransport:
                     skipping = False
                     continue
                 if line.strip():
-                    self._deliver(line)
+                    self._from_thread(line)
             if len(buf) > MAX_LINE_BYTES:
                 note(f"dropping an input line longer than {MAX_LINE_BYTES} bytes")
                 buf = b""
                 skipping = True
 
-    def _post(self, item: Incoming | None) -> None:
+    def _from_thread(self, line: bytes | None) -> None:
+        """Hand a line (None: EOF) from the reader thread to the loop."""
         assert self._loop is not None
         try:
-            self._loop.call_soon_threadsafe(self._queue.put_nowait, item)
+            if line is None:
+                self._loop.call_soon_threadsafe(self._post, None)
+            else:
+                self._loop.call_soon_threadsafe(self._deliver, line)
         except RuntimeError:
             pass  # loop already closed: we are shutting down
-
-    def _deliver(self, line: bytes) -> None:
-        try:
-            msg = json.loads(line)
-        except (ValueError, UnicodeDecodeError):
-            note(f"ignoring a malformed line: {line[:80]!r}")
-            return
-        if not isinstance(msg, dict):
-            note(f"ignoring a line that is not a JSON object: {line[:80]!r}")
-            return
-        method = msg.get("method")
-        if isinstance(method, str):
-            self._post(Incoming(method=method, params=msg.get("params"), id=msg.get("id")))
-        elif "id" in msg and ("result" in msg or "error" in msg):
-            assert self._loop is not None
-            self._loop.call_soon_threadsafe(self._resolve, msg)
-        else:
-            note(f"ignoring a message with neither method nor result: {line[:80]!r}")
-
-    def _resolve(self, msg: dict[str, Any]) -> None:
-        request_id = msg.get("id")
-        fut = self._pending.pop(request_id, None) if isinstance(request_id, int) else None
-        if fut is None:
-            note(f"ignoring a response to unknown request id {request_id!r}")
-            return
-        if fut.done():
-            return
-        if "error" in msg:
-            fut.set_exception(RequestFailed(msg["error"]))
-        else:
-            fut.set_result(msg.get("result"))
-
-    def fail_pending(self) -> None:
-        """Fail every outstanding server request (the client is gone)."""
-        for fut in self._pending.values():
-            if not fut.done():
-                fut.set_exception(EndOfInput())
-        self._pending.clear()

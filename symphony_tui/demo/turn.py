@@ -33,7 +33,7 @@ from symphony_tui.demo.directives import Directives
 from symphony_tui.demo.pacing import Pacer
 from symphony_tui.demo.shell import run_command
 from symphony_tui.demo.threads import STATE_DIR, DemoThread, TurnRecord, new_id
-from symphony_tui.demo.transport import RequestFailed, StdioTransport, now_ms
+from symphony_tui.demo.transport import RequestFailed, Transport, now_ms
 
 STATE_TOOL = "symphony_set_issue_state"
 FINAL_STATE = "Done"
@@ -100,7 +100,7 @@ class TurnScript:
 
     def __init__(
         self,
-        transport: StdioTransport,
+        transport: Transport,
         thread: DemoThread,
         turn: TurnRecord,
         prompt: str,
@@ -130,14 +130,18 @@ class TurnScript:
 
     def _status(self, kind: str, flags: list[str] | None = None) -> None:
         status: dict[str, Any] = {"type": kind}
+        self.thread.active_flags = list(flags or [])
         if kind == "active":
-            status["activeFlags"] = flags or []
+            status["activeFlags"] = list(self.thread.active_flags)
         self.t.notify("thread/status/changed", {"threadId": self.thread.id, "status": status})
 
     def _started(self, item: dict[str, Any]) -> None:
+        if "status" in item:  # a running item is listed (thread/turns/list) from its start
+            self.turn.keep_item(item)
         self.t.notify("item/started", {"item": item, **self._ids(), "startedAtMs": now_ms()})
 
     def _completed(self, item: dict[str, Any]) -> None:
+        self.turn.keep_item(item)
         self.t.notify("item/completed", {"item": item, **self._ids(), "completedAtMs": now_ms()})
 
     def _tokens(self, prompt_text: str, output_text: str, reasoning: int = 0) -> None:
