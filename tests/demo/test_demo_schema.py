@@ -104,6 +104,14 @@ async def test_transcript_matches_the_codex_schema(schema_dir: Path, tmp_path: P
             {"threadId": thread_id, "input": [{"type": "text", "text": "[demo: approval]"}]},
         )
         await agent.until(lambda m: m.get("method") == "item/commandExecution/requestApproval")
+        waiting = await agent.request(
+            "thread/resume", {"threadId": thread_id, "excludeTurns": True}
+        )
+        _validate_file(schema_dir / "v2" / "ThreadResumeResponse.json", waiting)
+        assert waiting["thread"]["status"] == {
+            "type": "active",
+            "activeFlags": ["waitingOnApproval"],
+        }
         interrupted = await agent.request(
             "turn/interrupt", {"threadId": thread_id, "turnId": pending["turn"]["id"]}
         )
@@ -113,6 +121,17 @@ async def test_transcript_matches_the_codex_schema(schema_dir: Path, tmp_path: P
         _validate_file(schema_dir / "v2" / "ThreadReadResponse.json", read)
         resumed = await agent.request("thread/resume", {"threadId": thread_id})
         _validate_file(schema_dir / "v2" / "ThreadResumeResponse.json", resumed)
+        for view in ("full", "summary", "notLoaded"):
+            listed = await agent.request(
+                "thread/turns/list", {"threadId": with_tool, "limit": 2, "itemsView": view}
+            )
+            _validate_file(schema_dir / "v2" / "ThreadTurnsListResponse.json", listed)
+        assert [t["status"] for t in listed["data"]] == ["completed", "completed"]
+        full = await agent.request(
+            "thread/turns/list", {"threadId": with_tool, "itemsView": "full"}
+        )
+        kinds = {i["type"] for t in full["data"] for i in t["items"]}
+        assert {"userMessage", "commandExecution", "fileChange", "dynamicToolCall"} <= kinds
     finally:
         assert await agent.close() == 0
 
