@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import socket
 import stat
 from http import HTTPStatus
 from pathlib import Path
@@ -65,8 +66,8 @@ def socket_path(listen: str) -> Path:
 class SocketTransport(Transport):
     """Serves :class:`Transport` on a unix socket at ``path`` (see the module docstring).
 
-    :meth:`start` binds (replacing a stale socket file, never another kind of file);
-    :meth:`close` stops serving and removes the socket file.
+    :meth:`start` binds (replacing the socket file of an agent that is gone, never a served
+    socket or another kind of file); :meth:`close` stops serving and removes the socket file.
     """
 
     def __init__(self, path: Path) -> None:
@@ -75,6 +76,7 @@ class SocketTransport(Transport):
         self._server: Any = None
         self._peer: _Peer | None = None
         self._peers = 0
+        self._closing: set[asyncio.Task[None]] = set()  # replaced connections being closed
 
     async def start(self) -> None:
         """Bind and serve. Raises :class:`ListenError`."""
@@ -85,6 +87,8 @@ class SocketTransport(Transport):
             mode = self.path.lstat().st_mode
             if not stat.S_ISSOCK(mode):
                 raise ListenError(f"{self.path} exists and is not a socket")
+            if _served(self.path):
+                raise ListenError(f"{self.path} is served by another process")
             self.path.unlink()  # a socket left by an agent that was killed
         try:
             self._server = await unix_serve(
@@ -121,9 +125,11 @@ class SocketTransport(Transport):
         old, self._peer = self._peer, peer
         if old is not None:
             old.outbox.put_nowait(None)
-            asyncio.get_running_loop().create_task(
+            closing = asyncio.get_running_loop().create_task(
                 old.ws.close(1012, "replaced by a new connection")
             )
+            self._closing.add(closing)
+            closing.add_done_callback(self._closing.discard)
         peer.writer = asyncio.get_running_loop().create_task(peer.write_loop())
         try:
             async for message in ws:
@@ -172,3 +178,14 @@ def _health(connection: Any, request: Any) -> Any:
     }:
         return connection.respond(HTTPStatus.OK, "OK\n")
     return None
+
+
+def _served(path: Path) -> bool:
+    """Whether a process accepts connections on the unix socket at ``path``."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(1.0)
+        try:
+            probe.connect(str(path))
+        except OSError:
+            return False
+        return True

@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Callable
@@ -327,3 +328,35 @@ async def test_a_bad_listen_address_is_one_line_and_exit_2(workspace: Path, sock
         assert out == b"" and len(err.decode().strip().splitlines()) == 1, err
         assert "--listen" in err.decode() and "Traceback" not in err.decode()
     assert (sock_dir / "file").read_text() == "not a socket"
+
+
+async def test_a_stale_socket_is_replaced_a_served_one_is_not_and_readyz_answers(
+    workspace: Path, sock_dir: Path
+) -> None:
+    sock = sock_dir / "app.sock"
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(sock))  # left behind by an agent that was killed: nobody accepts
+    stale.close()
+    agent = await _start(sock, workspace, speed="0")
+    try:
+        client = await WsClient.connect(sock)
+        await client.initialize()
+        await client.close()
+        reader, writer = await asyncio.open_unix_connection(str(sock))
+        writer.write(b"GET /readyz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        async with asyncio.timeout(TIMEOUT_S):
+            status = await reader.readline()
+        writer.close()
+        assert status.startswith(b"HTTP/1.1 200")
+        # a second agent on the same, served, socket: one line, exit 2, the first goes on
+        other = await _start(sock, workspace, speed="0")
+        async with asyncio.timeout(TIMEOUT_S):
+            _, err = await other.proc.communicate()
+        assert other.proc.returncode == 2
+        assert "served by another process" in err.decode()
+        assert len(err.decode().strip().splitlines()) == 1
+        again = await WsClient.connect(sock)
+        await again.initialize()
+        await again.close()
+    finally:
+        assert await agent.stop() == 0
