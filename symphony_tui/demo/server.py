@@ -216,7 +216,7 @@ class DemoAppServer:
             {
                 "data": [t.to_wire(items_view=view) for t in page],
                 "nextCursor": page[-1].id if more and page else None,
-                "backwardsCursor": page[0].id if page else None,
+                "backwardsCursor": None,  # paging back is not served
             },
         )
 

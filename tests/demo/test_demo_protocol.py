@@ -241,3 +241,24 @@ async def test_resume_marks_a_turn_cut_short_as_interrupted(workspace: Path) -> 
         assert [t["status"] for t in resumed["thread"]["turns"]] == ["interrupted"]
     finally:
         await second.close()
+
+
+async def test_turns_list_pages_newest_first(agent: AgentClient, workspace: Path) -> None:
+    thread_id = await agent.handshake(workspace)
+    first = (await agent.turn(thread_id, "one"))[-1]["params"]["turn"]["id"]
+    second = (await agent.turn(thread_id, "two"))[-1]["params"]["turn"]["id"]
+    page = await agent.request("thread/turns/list", {"threadId": thread_id, "limit": 1})
+    assert [t["id"] for t in page["data"]] == [second]
+    rest = await agent.request(
+        "thread/turns/list", {"threadId": thread_id, "limit": 1, "cursor": page["nextCursor"]}
+    )
+    assert [t["id"] for t in rest["data"]] == [first] and rest["nextCursor"] is None
+    oldest = await agent.request(
+        "thread/turns/list", {"threadId": thread_id, "sortDirection": "asc", "itemsView": "full"}
+    )
+    assert [t["id"] for t in oldest["data"]] == [first, second]
+    assert oldest["data"][0]["items"][0]["content"][0]["text"] == "one"
+    for bad in ({"itemsView": "some"}, {"limit": -1}, {"cursor": "nope"}):
+        with pytest.raises(RpcError) as err:
+            await agent.request("thread/turns/list", {"threadId": thread_id, **bad})
+        assert err.value.code == -32602

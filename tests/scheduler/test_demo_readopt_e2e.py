@@ -111,7 +111,10 @@ def test_kill_9_while_an_approval_waits_the_demo_agent_is_re_adopted(tmp_path):
     try:
         first, url = _start(project, env)
         asked = until_blocking(lambda: _approvals(url), 90.0)
-        session = read_section(ws, "session")
+        # the manifest is written a moment after the events: wait for the turn's record
+        session = until_blocking(
+            lambda: (s := read_section(ws, "session")).get("turn_id") and s, 30.0
+        )
         agent = DetachedAgent.from_facts(session.get("agent"))
         assert agent is not None and alive(agent)
         thread_id, turn_id = session["thread_id"], session["turn_id"]
