@@ -151,8 +151,14 @@ class Lifecycle:
             and not self._state.stopping
         ):
             self.scheduler_stopped = True
-            if not self.attached_scheduler_stopped:  # attached: the alert line says when
-                self._ui.notify("the scheduler stopped", severity="warning", timeout=30)
+            # On whatever screen is open (the main screen's alert line also says when).
+            link = getattr(self._state.port, "link", None)
+            why = getattr(link(), "error", None) if callable(link) else None
+            self._ui.notify(
+                f"the scheduler stopped: {one_line(why, 160)}" if why else "the scheduler stopped",
+                severity="warning",
+                timeout=30,
+            )
             self._repaint()
 
     # -- leaving ------------------------------------------------------------------------

@@ -4,6 +4,7 @@ name the lost link (never a tracker error)."""
 
 from __future__ import annotations
 
+import asyncio
 import html
 import re
 from datetime import timedelta
@@ -195,3 +196,29 @@ async def test_q_in_an_attached_console_can_stop_the_agents(port, make_app, caps
         assert "the scheduler stopped; its agents have ended" in err
     else:
         assert "detached; the scheduler keeps running" in err
+
+
+async def test_a_scheduler_that_stops_while_the_approvals_are_open_says_so_there(port, make_app):
+    """The approvals screen has no alert line: the stop and its reason are said on it, so
+    an emptied list does not read as answered approvals."""
+    linked = StoppingPort(port, LinkStatus("live", 0.2, "stream"))
+
+    async def runner() -> None:  # as RemotePort.run: returns once the scheduler stopped
+        while not linked.stopped:
+            await asyncio.sleep(0.02)
+
+    app = make_app(linked, runner=runner)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("v")
+        await settle(pilot)
+        assert "Pending approvals" in screen_text(app)
+        linked.stop_now("stopped by you@here")
+        for _ in range(50):
+            await settle(pilot)
+            if app._notifications:
+                break
+        assert [n.message for n in app._notifications] == [
+            "the scheduler stopped: stopped by you@here"
+        ]
+        assert "Pending approvals" in screen_text(app)  # shown over the screen that is open
