@@ -253,14 +253,20 @@ class AgentSettings(_Section):
         return self.max_concurrent_agents_by_state.get(state.strip().lower())
 
 
+#: codex's own app-server, which takes ``--listen unix://PATH``.
+DEFAULT_CODEX_COMMAND = "codex app-server"
+
+
 class CodexSettings(_Section):
-    command: str = "codex app-server"
+    command: str = DEFAULT_CODEX_COMMAND
     # ``stdio``: the app-server is the scheduler's child on pipes (it ends with the
     # scheduler). ``unix``: it runs detached, listening on a unix socket, so a turn goes on
     # through a scheduler restart and is re-adopted (agents/codex/detached.py); on a worker
     # host it runs detached there, reached through an ssh forward, and a dropped link
-    # reconnects (agents/codex/remote_detached.py, agents/codex/link.py).
-    transport: Literal["stdio", "unix"] = "stdio"
+    # reconnects (agents/codex/remote_detached.py, agents/codex/link.py). ``auto``:
+    # ``unix`` for codex's own ``codex app-server``, ``stdio`` for any other command (a
+    # wrapper may read stdin and not take ``--listen``). See :attr:`detached`.
+    transport: Literal["auto", "stdio", "unix"] = "auto"
     # How long re-attaching to (or first connecting to) a detached app-server may take
     # before it is ended and the run retried.
     reattach_timeout_ms: Milliseconds = Field(default=30_000, gt=0)
@@ -275,6 +281,14 @@ class CodexSettings(_Section):
     read_timeout_ms: Milliseconds = Field(default=5_000, gt=0)
     stall_timeout_ms: Milliseconds = 300_000
     env: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def detached(self) -> bool:
+        """Whether each run's app-server runs detached on a unix socket (``transport``
+        ``unix``, or ``auto`` with the default ``codex app-server`` command)."""
+        if self.transport == "auto":
+            return " ".join(self.command.split()) == DEFAULT_CODEX_COMMAND
+        return self.transport == "unix"
 
 
 class OpenHandsSettings(_Section):

@@ -84,11 +84,20 @@ def run_posture(
             else "blocked by the codex sandbox (where the OS supports it: Landlock and "
             "seccomp on Linux, Seatbelt on macOS)"
         )
-        transport = (
-            f"ssh to {host}: codex app-server over the session's stdio"
-            if host
-            else "stdio: a codex app-server child process (JSON-RPC lines)"
-        )
+        if settings.codex.detached:
+            transport = (
+                f"unix socket on {host}: a detached codex app-server through an ssh forward "
+                "(a dropped link reconnects)"
+                if host
+                else "unix socket: a detached codex app-server (its turn survives a "
+                "scheduler restart)"
+            )
+        else:
+            transport = (
+                f"ssh to {host}: codex app-server over the session's stdio"
+                if host
+                else "stdio: a codex app-server child process (JSON-RPC lines)"
+            )
     else:
         section: Any = getattr(settings, backend, None)
         base_url = getattr(section, "base_url", None)

@@ -254,7 +254,7 @@ async def test_the_issue_endpoint_shows_the_runs_posture(served):
     posture = body["posture"]
     assert posture == body["running"]["posture"]
     assert posture["sandbox"].startswith("codex workspace-write")
-    assert "blocked" in posture["network"] and "stdio" in posture["transport"]
+    assert "blocked" in posture["network"] and "unix socket" in posture["transport"]
     assert set(posture) >= {"secrets_withheld", "sandbox_policy", "control_api"}
 
 

@@ -31,8 +31,10 @@ def test_codex_posture_names_withheld_secrets_sandbox_network_and_the_api() -> N
     )  # fmt: skip
     assert p.secrets_withheld == ("LINEAR_API_KEY", "MY_TOKEN", "VENDOR")
     assert p.sandbox == "codex workspace-write" and "on-request" in p.sandbox_policy
-    assert p.network.startswith("blocked") and p.transport.startswith("stdio")
+    assert p.network.startswith("blocked") and p.transport.startswith("unix socket: a detached")
     assert p.control_api.startswith("blocked by the sandbox")
+    wrapped = _settings(codex={"command": "tee wire.log | codex app-server"})
+    assert run_posture(wrapped, "codex", None, env={}, control=API).transport.startswith("stdio")
     open_net = _settings(
         codex={"turn_sandbox_policy": {"type": "workspaceWrite", "networkAccess": True}}
     )
@@ -67,7 +69,7 @@ async def test_a_run_carries_its_posture_into_the_snapshot(make_harness, monkeyp
     await h.start()
     await h.settle()
     row = h.orch.snapshot().running[0]
-    assert row.posture is not None and row.posture.transport.startswith("stdio")
+    assert row.posture is not None and row.posture.transport.startswith("unix socket")
     assert "LINEAR_API_KEY" in row.posture.secrets_withheld
 
 
@@ -90,3 +92,15 @@ def test_a_workspace_root_that_is_a_file_is_one_line(tmp_path) -> None:
     assert problem and "is a file" in problem and "\n" not in problem
     assert "its parent" in (root_problem(afile / "sub") or "")
     assert root_problem(tmp_path / "new" / "ws") is None
+
+
+def test_codex_runs_detached_by_default_only_with_codexs_own_app_server() -> None:
+    """``codex.transport: auto`` (the default): codex's own ``codex app-server`` takes
+    ``--listen`` and runs detached, so its turn survives a restart; any other command (a
+    wrapper that reads stdin, another agent) stays on stdio; ``stdio`` / ``unix`` choose."""
+    assert _settings().codex.detached
+    assert _settings(codex={"command": "  codex   app-server "}).codex.detached
+    assert not _settings(codex={"command": "tee wire.log | codex app-server"}).codex.detached
+    assert not _settings(codex={"command": "python3 -m my_agent"}).codex.detached
+    assert not _settings(codex={"transport": "stdio"}).codex.detached
+    assert _settings(codex={"command": "my-codex app-server", "transport": "unix"}).codex.detached

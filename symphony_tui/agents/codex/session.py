@@ -112,7 +112,7 @@ class CodexSession:
         self._out = EventOutlet(host)
         self._tasks = SessionTasks()
         pending = PendingRequests()
-        detached = adopt is not None or settings.transport == "unix"
+        detached = adopt is not None or settings.detached
         self._turns = TurnTracker(host, settings, self._out, pending, record_turns=detached)
         self._steering = Steering(self._turns, self._out, self._timeout_s)
         file_paths: dict[str, tuple[str, ...]] = {}
@@ -163,7 +163,7 @@ class CodexSession:
             await self._reattach(self._agent)
             return
         cmd = self._cfg.command
-        if self._cfg.transport == "unix":
+        if self._cfg.detached:
             await self._launch_detached(cmd)
             await self._handshake(cmd)
             await self._open_thread()
