@@ -353,7 +353,13 @@ async def test_what_happens_while_the_scheduler_stops_reaches_the_console_before
     remote = RemotePort(api.url, control=api.control_token)
     task = asyncio.create_task(remote.run())
     try:
-        await until(lambda: remote.link().state == "live" and remote.snapshot().running)
+        await until(
+            lambda: (
+                remote.link().state == "live"
+                and remote.snapshot().running
+                and remote.events_since(0)
+            )
+        )
         last_seen = remote.events_since(0)[-1].seq
         await h.orch.shutdown()
         held = [e.seq for e in h.orch.events_since(0, limit=10_000)]
