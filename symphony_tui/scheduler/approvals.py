@@ -2,7 +2,8 @@
 docs/architecture.md "Who owns which state"; ``agent.approvals`` /
 ``agent.approval_timeout_ms`` settings).
 
-A session asks through ``SessionHost.request_approval`` and waits. Under ``agent.approvals:
+A session asks through ``SessionHost.request_approval`` and waits; the desk files and
+settles requests on the scheduling loop. Under ``agent.approvals:
 operator`` the request waits for the operator (``Approve`` / ``Deny`` / ``Answer`` commands)
 until its deadline, then is declined; under ``auto`` or ``deny`` the policy answers at once.
 """
@@ -10,10 +11,8 @@ until its deadline, then is declined; under ``auto`` or ``deny`` the policy answ
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
 from datetime import timedelta
 
-from symphony_tui.config.settings import Settings
 from symphony_tui.domain import (
     AgentEvent,
     ApprovalAnswer,
@@ -25,9 +24,11 @@ from symphony_tui.domain import (
 )
 from symphony_tui.domain.payloads import ApprovalAnswered, ApprovalAsked
 from symphony_tui.observability.redact import redact
-from symphony_tui.scheduler.clock import Clock
+from symphony_tui.scheduler.inbox import AgentTraffic, ApprovalExpired, ApprovalWithdrawn
+from symphony_tui.scheduler.mailbox import Mailbox
 from symphony_tui.scheduler.port import CommandResult
 from symphony_tui.scheduler.run import PendingApproval, Run
+from symphony_tui.scheduler.state import SchedulerState
 
 
 class ApprovalDesk:
@@ -36,31 +37,19 @@ class ApprovalDesk:
 
     Pending approvals live on their :class:`Run` (``run.pending``: approval id ->
     :class:`PendingApproval`), so they end with it; this desk is the only code that adds,
-    answers or removes them. Everything runs on the event loop.
-
-    ``settings`` returns the current settings (they change on reload); ``runs`` returns the
-    live runs (where an operator's answer is looked up by approval id); ``emit`` records an
-    event against a run (``APPROVAL_REQUESTED`` / ``APPROVAL_RESOLVED``); ``changed`` tells
-    the owner a snapshot is due.
+    answers or removes them, and it runs on the scheduling loop only: a session asks with an
+    ``ApprovalAsked`` input (``SessionHost.request_approval``), and the deadline, the
+    session giving up and the run's end come back as inputs too (``inbox.py``
+    "approvals"). Events go to the control lane of ``mailbox``, ahead of queued agent
+    traffic (``APPROVAL_REQUESTED`` / ``APPROVAL_RESOLVED``).
     """
 
-    def __init__(
-        self,
-        clock: Clock,
-        *,
-        settings: Callable[[], Settings],
-        runs: Callable[[], Iterable[Run]],
-        emit: Callable[[Run, AgentEvent], None],
-        changed: Callable[[], None],
-    ) -> None:
-        self._clock = clock
-        self._settings = settings
-        self._runs = runs
-        self._emit = emit
-        self._changed = changed
+    def __init__(self, state: SchedulerState, mailbox: Mailbox) -> None:
+        self._state = state
+        self._mailbox = mailbox
 
-    async def request(self, run: Run, request: ApprovalRequest) -> ApprovalAnswer:
-        """Answer ``request`` from ``run``'s session; waits while the operator decides.
+    def file(self, run: Run, request: ApprovalRequest, answer: asyncio.Future | None) -> None:
+        """File ``request`` from ``run``'s session; ``answer`` gets the decision.
 
         The request is stamped with its issue, backend and creation time, and what the
         operator reads (summary, command, reason) is redacted. Under ``operator`` it gets a
@@ -68,9 +57,13 @@ class ApprovalDesk:
         declined (``timed_out=True``) and ``run.approval_timed_out`` says why. While it
         waits the run's status is ``WAITING_FOR_OPERATOR``. Never raises for a decision.
         """
-        settings = self._settings()
+        if answer is None or answer.done():
+            return  # the session gave up before the loop took its request
+        state = self._state
+        settings = state.settings
+        clock = state.clock
         mode = settings.agent.approvals
-        now = self._clock.now()
+        now = clock.now()
         request = request.model_copy(
             update={
                 "issue_id": run.issue.id,
@@ -83,21 +76,31 @@ class ApprovalDesk:
                 "reason": redact(request.reason) if request.reason else request.reason,
             }
         )
-        run.last_event_mono = self._clock.monotonic()
+        run.last_event_mono = clock.monotonic()
         if mode != "operator":
-            answer = policy_answer(request, mode)
-            self._emit_resolved(run, request, answer)
-            return answer
+            decided = policy_answer(request, mode)
+            self._emit_resolved(run, request, decided)
+            answer.set_result(decided)
+            return
         timeout_s = settings.agent.approval_timeout_ms / 1000
         request = request.model_copy(update={"deadline_at": now + timedelta(seconds=timeout_s)})
-        future: asyncio.Future[ApprovalAnswer] = asyncio.get_running_loop().create_future()
-        pending = PendingApproval(request=request, future=future)
-        pending.timer = self._clock.call_later(
-            timeout_s, lambda: self._timed_out(run, request.id, timeout_s)
+        pending = PendingApproval(request=request, future=answer)
+        mailbox, approval_id = self._mailbox, request.id
+        pending.timer = clock.call_later(
+            timeout_s,
+            lambda: mailbox.post(ApprovalExpired(run, approval_id, timeout_s), control=True),
+        )
+        answer.add_done_callback(
+            lambda future: (
+                mailbox.post(ApprovalWithdrawn(run, approval_id), control=True)
+                if future.cancelled()
+                else None
+            )
         )
         run.pending[request.id] = pending
+        run.answered.discard(request.id)
         run.status = RunStatus.WAITING_FOR_OPERATOR
-        self._changed()
+        state.changed()
         self._emit(
             run,
             AgentEvent(
@@ -106,61 +109,79 @@ class ApprovalDesk:
                 payload=ApprovalAsked(approval_id=request.id, approval_kind=request.kind.value),
             ),
         )
-        try:
-            answer = await future
-        finally:
-            if pending.timer is not None:
-                pending.timer.cancel()
-            run.pending.pop(request.id, None)
-            if not run.pending and run.status is RunStatus.WAITING_FOR_OPERATOR:
-                run.status = RunStatus.STREAMING_TURN
-            run.last_event_mono = self._clock.monotonic()
-            self._changed()
-        self._emit_resolved(run, request, answer)
-        return answer
 
     def answer(self, approval_id: str, answer: ApprovalAnswer) -> CommandResult:
         """The operator's ``answer`` to a pending approval of any live run. Refused (``ok``
         False, with the reason) when the id is unknown, the approval was already settled, or
         a question (``USER_INPUT``) is accepted without answers."""
-        for run in self._runs():
+        for run in self._state.running.values():
+            if approval_id in run.answered:
+                return CommandResult(False, "that approval was already answered")
             pending = run.pending.get(approval_id)
             if pending is None:
                 continue
-            if pending.future.done():
-                return CommandResult(False, "that approval was already answered")
             if pending.request.kind is ApprovalKind.USER_INPUT and (
                 answer.decision is ApprovalDecision.ACCEPT and not answer.answers
             ):
                 return CommandResult(False, "this is a question: answer it with text or a choice")
-            pending.future.set_result(answer)
+            self._settle(run, pending, answer)
             return CommandResult(True, f"{answer.decision.value} sent for {run.identifier}")
         return CommandResult(False, "no pending approval with that id")
 
     def owner(self, approval_id: str) -> Run | None:
         """The live run an approval is pending on, if any."""
-        return next((r for r in self._runs() if approval_id in r.pending), None)
+        return next((r for r in self._state.running.values() if approval_id in r.pending), None)
 
     def cancel(self, run: Run) -> None:
         """Settle every approval still open on ``run`` with ``CANCEL`` (its worker is ending),
         so no session stays blocked on an answer that will never come."""
         for pending in list(run.pending.values()):
-            if not pending.future.done():
-                pending.future.set_result(
-                    ApprovalAnswer(decision=ApprovalDecision.CANCEL, by="shutdown")
-                )
+            self._settle(
+                run, pending, ApprovalAnswer(decision=ApprovalDecision.CANCEL, by="shutdown")
+            )
 
-    def _timed_out(self, run: Run, approval_id: str, timeout_s: float) -> None:
+    def expired(self, run: Run, approval_id: str, timeout_s: float) -> None:
+        """The deadline of ``run``'s approval ``approval_id`` passed: declined."""
         pending = run.pending.get(approval_id)
-        if pending is None or pending.future.done():
+        if pending is None:
             return
         reason = f"{pending.request.kind.value} approval unanswered for {timeout_s:g}s: declined"
         run.approval_timed_out = reason
-        pending.future.set_result(
+        self._settle(
+            run,
+            pending,
             ApprovalAnswer(
                 decision=ApprovalDecision.DECLINE, message=reason, timed_out=True, by="timeout"
-            )
+            ),
         )
+
+    def withdrawn(self, run: Run, approval_id: str) -> None:
+        """``run``'s session stopped waiting for ``approval_id``: it is pending no more."""
+        pending = run.pending.get(approval_id)
+        if pending is not None:
+            self._close(run, pending)
+
+    def _settle(self, run: Run, pending: PendingApproval, answer: ApprovalAnswer) -> None:
+        """Answer ``pending``: it leaves the run (the id is remembered as answered), the
+        resolution is said, and the waiting session gets ``answer``."""
+        self._close(run, pending)
+        run.answered.add(pending.request.id)
+        self._emit_resolved(run, pending.request, answer)
+        if not pending.future.done():
+            pending.future.set_result(answer)
+
+    def _close(self, run: Run, pending: PendingApproval) -> None:
+        if pending.timer is not None:
+            pending.timer.cancel()
+        run.pending.pop(pending.request.id, None)
+        if not run.pending and run.status is RunStatus.WAITING_FOR_OPERATOR:
+            run.status = RunStatus.STREAMING_TURN
+        run.last_event_mono = self._state.clock.monotonic()
+        self._state.changed()
+
+    def _emit(self, run: Run, event: AgentEvent) -> None:
+        # Approval traffic is control: it is applied before queued agent events.
+        self._mailbox.post(AgentTraffic(run, event), control=True)
 
     def _emit_resolved(self, run: Run, request: ApprovalRequest, answer: ApprovalAnswer) -> None:
         self._emit(

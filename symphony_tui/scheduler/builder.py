@@ -32,6 +32,7 @@ from symphony_tui.scheduler.commands import OperatorCommands
 from symphony_tui.scheduler.dispatch import Dispatcher
 from symphony_tui.scheduler.eventlog import EventHistory
 from symphony_tui.scheduler.inbox import AgentTraffic, Inbox, IssueMoved, MoveIntended
+from symphony_tui.scheduler.mailbox import Mailbox
 from symphony_tui.scheduler.polling import Polling
 from symphony_tui.scheduler.recovered_scans import RecoveredScans
 from symphony_tui.scheduler.retries import Retries
@@ -58,8 +59,6 @@ class LoopSide:
     backend: Callable[[str], AgentBackend]
     post: Callable[..., None]
     ask: Callable[..., Awaitable[Any]]
-    #: Applies a run's queued inputs now, ahead of everyone else's (``Inbox.take_of``).
-    apply_ahead: Callable[[Run], None]
     spawn: Callable[..., asyncio.Task]
     request_refresh: Callable[[], None]
     refresh_recovered: Callable[[], None]
@@ -83,6 +82,7 @@ class SchedulerParts:
 
 def build_parts(
     side: LoopSide,
+    mailbox: Mailbox,
     *,
     store: WorkflowStore,
     tracker: Tracker,
@@ -98,7 +98,7 @@ def build_parts(
     state.usage = usage
     inbox = Inbox()
     retries = Retries(state, inbox.post)
-    dispatcher = Dispatcher(state, retries, side.start_worker)
+    dispatcher = Dispatcher(state, retries, side.start_worker, mailbox)
 
     async def intend(run: Run, target: str | None) -> str | None:
         # On the control lane: recorded before the tracker write starts.
@@ -110,14 +110,7 @@ def build_parts(
         moved=lambda run, moved: inbox.post(IssueMoved(moved, run)),
         intend=intend,
     )
-    approvals = ApprovalDesk(
-        clock,
-        settings=side.settings,
-        runs=lambda: state.running.values(),
-        # Approval traffic is control: it is applied before queued agent events.
-        emit=lambda run, event: inbox.post_control(AgentTraffic(run, event)),
-        changed=state.changed,
-    )
+    approvals = ApprovalDesk(state, mailbox)
     commands = OperatorCommands(
         state,
         dispatcher=dispatcher,
@@ -131,24 +124,16 @@ def build_parts(
         spawn=side.spawn,
     )
 
-    async def ahead(run: Run) -> None:
-        # The run's queued events are applied now, before every other session's queued
-        # traffic (no turn of the loop to wait for).
-        side.apply_ahead(run)
-
     worker_ctx = WorkerContext(
         state=state,
         tracker=tracker,
         workspaces=workspaces,
         backend=side.backend,
-        approvals=approvals,
         tools=tools,
-        post=inbox.post,
-        ask=side.ask,
+        mailbox=mailbox,
         room=inbox.room,
         hurry=inbox.hurry,
         busy=lambda: inbox.busy,
-        ahead=ahead,
         opened=opened,
     )
     polling = Polling(

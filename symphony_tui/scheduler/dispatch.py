@@ -13,6 +13,7 @@ from symphony_tui.domain.payloads import Dispatched
 from symphony_tui.hosts.ssh import HostTargets
 from symphony_tui.scheduler import policy
 from symphony_tui.scheduler.adoption import Leftover
+from symphony_tui.scheduler.mailbox import Mailbox
 from symphony_tui.scheduler.resources import dispatch_hold
 from symphony_tui.scheduler.retries import Retries
 from symphony_tui.scheduler.run import Run
@@ -23,18 +24,20 @@ from symphony_tui.trackers.base import TrackerError
 
 class Dispatcher:
     """Decides and performs dispatch on ``state``. ``start_worker`` starts the worker task
-    of a claimed run (and sets ``run.task`` and ``run.worker``)."""
+    of a claimed run (and sets ``run.task`` and ``run.worker``); the worker-host probes
+    post their outcomes to ``mailbox``."""
 
     def __init__(
         self,
         state: SchedulerState,
         retries: Retries,
         start_worker: Callable[[Run], None],
+        mailbox: Mailbox,
     ) -> None:
         self._state = state
         self._retries = retries
         self._start_worker = start_worker
-        self.probes = HostProbes(state, HostTargets(lambda: state.settings))
+        self.probes = HostProbes(state, HostTargets(lambda: state.settings), mailbox)
         self._unsafe_told: set[str] = set()
 
     # ------------------------------------------------------------------ eligibility

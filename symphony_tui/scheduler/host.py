@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from symphony_tui.agents.base import ToolResult, ToolSpec
-from symphony_tui.domain import AgentEvent, ApprovalAnswer, ApprovalRequest, Issue
-from symphony_tui.scheduler.approvals import ApprovalDesk
-from symphony_tui.scheduler.inbox import AgentTraffic, Input, SessionFacts
+from symphony_tui.domain import AgentEvent, ApprovalAnswer, ApprovalDecision, ApprovalRequest, Issue
+from symphony_tui.scheduler.inbox import AgentTraffic, ApprovalAsked, SessionFacts
+from symphony_tui.scheduler.mailbox import Mailbox
 from symphony_tui.scheduler.run import Run
 from symphony_tui.scheduler.tools import SessionTools
 
@@ -22,13 +22,13 @@ from symphony_tui.scheduler.tools import SessionTools
 class RunHost:
     """Binds a backend session to its :class:`Run` (in ``workspace``, re-attaching with
     the session facts ``resume``): events and session facts are posted
-    with ``post`` (the inbox's main lane), approval requests go to the ``approvals`` desk,
-    tool calls to ``tool_calls``; ``tools`` is what the session advertises.
+    to the loop's ``mailbox`` (the inbox's main lane), approval requests are asked on its
+    control lane, tool calls go to ``tool_calls``; ``tools`` is what the session
+    advertises.
 
     ``room`` waits for room in the inbox's main lane (:meth:`pace`; given this host as
     the key ``hurry`` names, :meth:`hurry`), ``busy`` says whether it is congested
-    (:meth:`congested`), ``ahead(run)`` applies the run's queued inputs before anything
-    else (awaited before an approval request is filed)."""
+    (:meth:`congested`)."""
 
     def __init__(
         self,
@@ -36,13 +36,11 @@ class RunHost:
         workspace: Path,
         resume: Mapping[str, Any],
         tools: tuple[ToolSpec, ...],
-        post: Callable[[Input], None],
-        approvals: ApprovalDesk,
+        mailbox: Mailbox,
         tool_calls: SessionTools,
         room: Callable[[object], Awaitable[None]] | None = None,
         *,
         busy: Callable[[], bool] | None = None,
-        ahead: Callable[[Run], Awaitable[None]] | None = None,
         hurry: Callable[[object], None] | None = None,
     ) -> None:
         self._run = run
@@ -51,10 +49,8 @@ class RunHost:
         self._room = room
         self._hurry = hurry
         self._busy = busy
-        self._ahead = ahead
         self._tools = tools
-        self._post = post
-        self._approvals = approvals
+        self._mailbox = mailbox
         self._tool_calls = tool_calls
 
     @property
@@ -83,7 +79,7 @@ class RunHost:
         return dict(self._resume)
 
     def emit(self, event: AgentEvent) -> None:
-        self._post(AgentTraffic(self._run, event))
+        self._mailbox.post(AgentTraffic(self._run, event))
 
     async def pace(self) -> None:
         """Wait for room in the inbox's main lane (``Inbox.room``); yields at least once."""
@@ -104,15 +100,18 @@ class RunHost:
         return self._busy is not None and self._busy()
 
     async def request_approval(self, request: ApprovalRequest) -> ApprovalAnswer:
-        """File ``request`` with the approval desk, after this session's queued events are
-        applied (they go ahead of every other session's traffic, ``Inbox.promote``), so
-        the approval is never applied before what the agent reported before asking."""
-        if self._ahead is not None:
-            await self._ahead(self._run)
-        return await self._approvals.request(self._run, request)
+        """Ask ``request`` on the control lane and wait for the answer (the approval desk
+        files it on the loop, ``ApprovalAsked``, after this session's queued events: they
+        go ahead of every other session's traffic, ``Inbox.take_of``), so the approval is
+        never applied before what the agent reported before asking. A scheduler that
+        stopped meanwhile answers ``CANCEL``."""
+        answer = await self._mailbox.ask(ApprovalAsked(self._run, request), control=True)
+        if answer is None:
+            return ApprovalAnswer(decision=ApprovalDecision.CANCEL, by="shutdown")
+        return answer
 
     async def call_tool(self, name: str, arguments: Any) -> ToolResult:
         return await self._tool_calls.call(self._run, name, arguments)
 
     def record_session(self, **fields: Any) -> None:
-        self._post(SessionFacts(self._run, fields))
+        self._mailbox.post(SessionFacts(self._run, fields))

@@ -40,7 +40,14 @@ from pathlib import Path
 from typing import Any
 
 from symphony_tui.agents.base import AgentSession
-from symphony_tui.domain import AgentEvent, EventKind, Issue, RunStatus
+from symphony_tui.domain import (
+    AgentEvent,
+    ApprovalRequest,
+    EventKind,
+    Issue,
+    RecoveredWorkspace,
+    RunStatus,
+)
 from symphony_tui.domain.commands import Command
 from symphony_tui.domain.payloads import Payload
 from symphony_tui.hosts.resources import Memory, Usage
@@ -382,6 +389,90 @@ class ResourcesSampled:
     machines: Mapping[str | None, Memory]
 
 
+# ---------------------------------------------------------------- approvals (control lane)
+#
+# A session's approval request is asked on the control lane and answered through its
+# ``reply``: the desk (``approvals.ApprovalDesk``) files it on the loop, and settles it there
+# (the operator's answer, its deadline, the run ending, the session giving up).
+
+
+@dataclass(slots=True)
+class ApprovalAsked:
+    """``run``'s session asks ``request`` (``SessionHost.request_approval``); ``reply``
+    gets the ``ApprovalAnswer``, once decided. The run's queued inputs are applied first."""
+
+    run: Run
+    request: ApprovalRequest
+    reply: asyncio.Future | None = field(default_factory=_no_reply)
+
+
+@dataclass(slots=True)
+class ApprovalExpired:
+    """The deadline of ``run``'s pending approval ``approval_id`` passed (``timeout_s``
+    after it was filed): it is declined."""
+
+    run: Run
+    approval_id: str
+    timeout_s: float
+
+
+@dataclass(slots=True)
+class ApprovalWithdrawn:
+    """``run``'s session stopped waiting for approval ``approval_id`` (its task was
+    cancelled): the approval is no longer pending."""
+
+    run: Run
+    approval_id: str
+
+
+@dataclass(slots=True)
+class ApprovalsCancelled:
+    """``run``'s worker is ending: every approval still pending on it is answered
+    ``CANCEL``; replies once they are."""
+
+    run: Run
+    reply: asyncio.Future | None = field(default_factory=_no_reply)
+
+
+# ---------------------------------------------------------------- worker hosts
+
+
+@dataclass(slots=True)
+class HostProbed:
+    """A probe of worker host ``name`` finished: its round trip ``rtt_ms``, or the
+    ``error`` (one line) that made it fail. ``measured``: the operator's probe of an up host
+    (``HostProbes.measure``), which only measures the round trip."""
+
+    name: str
+    rtt_ms: float | None = None
+    error: str | None = None
+    measured: bool = False
+
+
+@dataclass(slots=True)
+class HoldsFound:
+    """The workspaces on a worker host reached for the first time: the holds and budget
+    extensions their run manifests kept are restored (``SchedulerState.restore_holds``)."""
+
+    workspaces: tuple[RecoveredWorkspace, ...]
+
+
+@dataclass(slots=True)
+class SystemNoted:
+    """A scheduler event (not from a session) said by a task off the loop
+    (``SchedulerState.emit_system``)."""
+
+    kind: EventKind
+    message: str
+    issue: Issue | None = None
+
+
+@dataclass(slots=True)
+class RescanDue:
+    """The recovered workspaces are stale (a worker host came up): rescan them in the
+    background."""
+
+
 #: The inputs that belong to one run's session and worker (``Inbox.take_of``).
 RUN_INPUTS = (
     AgentTraffic,
@@ -438,6 +529,14 @@ Input = (
     | AttemptEnded
     | RunWorkspaceRemoved
     | ResourcesSampled
+    | ApprovalAsked
+    | ApprovalExpired
+    | ApprovalWithdrawn
+    | ApprovalsCancelled
+    | HostProbed
+    | HoldsFound
+    | SystemNoted
+    | RescanDue
 )
 
 

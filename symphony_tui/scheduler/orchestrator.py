@@ -61,14 +61,20 @@ from symphony_tui.scheduler.eventlog import EventHistory
 from symphony_tui.scheduler.heap_freeze import HeapFreezer
 from symphony_tui.scheduler.inbox import (
     AgentTraffic,
+    ApprovalAsked,
+    ApprovalExpired,
+    ApprovalsCancelled,
+    ApprovalWithdrawn,
     AttemptEnded,
     Barrier,
     BudgetCheck,
     Candidates,
     CommandDone,
+    HoldsFound,
     HookRan,
     HostFailed,
     HostLeftovers,
+    HostProbed,
     Input,
     IssueMoved,
     IssueRefreshed,
@@ -76,6 +82,7 @@ from symphony_tui.scheduler.inbox import (
     OperatorCommand,
     Recovered,
     Reload,
+    RescanDue,
     ResourcesSampled,
     RetryDue,
     RetryFetched,
@@ -86,6 +93,7 @@ from symphony_tui.scheduler.inbox import (
     SessionClosed,
     SessionFacts,
     SessionOpened,
+    SystemNoted,
     Tick,
     TickEnded,
     TickStarted,
@@ -171,10 +179,9 @@ class Orchestrator:
             settings=lambda: self.settings,
             start_worker=self._start_worker,
             backend=self._backend,
-            post=self._post,
-            ask=self._ask,
-            apply_ahead=self._apply_ahead,
-            spawn=self._spawn,
+            post=self.post,
+            ask=self.ask,
+            spawn=self.spawn,
             request_refresh=self.request_refresh,
             refresh_recovered=self.refresh_recovered,
         )
@@ -185,6 +192,7 @@ class Orchestrator:
         )
         parts = build_parts(
             side,
+            self,
             store=store,
             tracker=tracker,
             workspaces=workspaces,
@@ -201,6 +209,7 @@ class Orchestrator:
         self.dispatcher = parts.dispatcher
         self.polling = parts.polling
         self._commands = parts.commands
+        self._approvals = parts.approvals
         self._scans = parts.scans
         self._worker_ctx = parts.worker_ctx
         self._loop_task: asyncio.Task | None = None
@@ -298,27 +307,21 @@ class Orchestrator:
         terminal = await sweep_terminal_workspaces(self.state, self.tracker, hosts=False)
         # Worker hosts are reached in the background: nothing here, nor the
         # first tick, waits for one that cannot be reached.
-        arrivals = HostArrivals(
-            self.state,
-            terminal,
-            self._rescan,
-            leftovers=lambda host, found: self._inbox.post(HostLeftovers(host, tuple(found))),
-        )
-        self.dispatcher.probes.start(arrivals.reached)
+        self.dispatcher.probes.start(HostArrivals(self.state, terminal, self).reached)
         self.refresh_recovered()
         self.state.restore_holds()
         if self._watch_workflow:
-            self._spawn(
+            self.spawn(
                 self.store.watch(lambda: self._inbox.post(Reload()), ready=self.watch_ready),
                 name="workflow-watch",
             )
-        self._spawn(watch_for_hook(self.snapshot, lambda: self.settings), name="notify-watch")
-        sampler = ResourceSampler(self.state, self._post, HostTargets(lambda: self.settings))
+        self.spawn(watch_for_hook(self.snapshot, lambda: self.settings), name="notify-watch")
+        sampler = ResourceSampler(self.state, self.post, HostTargets(lambda: self.settings))
         if self.settings.worker.resource_sample_ms > 0:
             # This machine's memory is known before the first dispatch (posted ahead of
             # the first tick, so admission by memory holds from the start).
             await sampler.post_one()
-        self._spawn(sampler.run(wait_first=True), name="resource-sampler")
+        self.spawn(sampler.run(wait_first=True), name="resource-sampler")
         if self.heap is not None:
             self.heap.watch()  # freeze after full collections too (the console's caches)
         self.request_refresh()
@@ -399,7 +402,7 @@ class Orchestrator:
         answered: asyncio.Future[CommandResult | None] = asyncio.get_running_loop().create_future()
         item = OperatorCommand(command, answered)
         if self._inbox.control_waiting:
-            self._post(item, control=True)
+            self.post(item, control=True)
         else:
             self._ensure_loop()
             self._handle(item)
@@ -461,34 +464,29 @@ class Orchestrator:
     def request_refresh(self) -> None:
         """Poll and reconcile as soon as possible (coalesced with a running tick)."""
         if not self.state.stopping:
-            self._post(Tick())
+            self.post(Tick())
 
     async def tick(self) -> None:
         """Run one poll-and-dispatch cycle (§8.1) and wait for it; when one is already
         running, another follows it and this returns at once. Never raises."""
-        await self._ask(Tick())
+        await self.ask(Tick())
 
     async def retry_due(self, issue_id: str, token: int) -> None:
         """What a retry timer does (``RetryDue``), waited for until its fetch is applied."""
-        task = await self._ask(RetryDue(issue_id, token))
+        task = await self.ask(RetryDue(issue_id, token))
         if task is not None:
             await task
 
     async def reconcile(self) -> None:
         """Reconcile running issues now (§8.5: stalls, then a tracker refresh)."""
-        ids = await self._ask(TickStarted())
+        ids = await self.ask(TickStarted())
         await self.polling.apply_running_states(ids or [])
 
     async def barrier(self) -> None:
         """Wait until every input posted before this call was handled and the manifest
         writes made until then are on disk (``WorkspaceManager.manifests``)."""
-        await self._ask(Barrier())
+        await self.ask(Barrier())
         await self.workspaces.manifests.flush()
-
-    def _rescan(self) -> None:
-        """Rescan recovered workspaces in the background (a worker host came up)."""
-        self._scans.mark_stale()
-        self._scans.rescan_if_stale()
 
     def refresh_recovered(self) -> None:
         """Rescan workspaces left by earlier runs (shown as recovered), now. A background
@@ -510,19 +508,22 @@ class Orchestrator:
         for item in self._inbox.drop_all():
             reply(getattr(item, "reply", None), None)
 
-    def _post(self, item: Input, *, control: bool = False) -> None:
+    # ------------------------------------------------------------------ the parts' mailbox
+
+    def post(self, item: Input, *, control: bool = False) -> None:
+        """Queue ``item`` for the loop (``mailbox.Mailbox``)."""
         if self._loop_gone:
             reply(getattr(item, "reply", None), None)
             return
         self._ensure_loop()
         (self._inbox.post_control if control else self._inbox.post)(item)
 
-    async def _ask(self, item: Any, *, control: bool = False) -> Any:
+    async def ask(self, item: Any, *, control: bool = False) -> Any:
         """Post ``item`` with a reply future and wait for the handler's result."""
         if self._loop_gone:
             return None
         item.reply = asyncio.get_running_loop().create_future()
-        self._post(item, control=control)
+        self.post(item, control=control)
         return await item.reply
 
     async def _loop(self) -> None:
@@ -565,8 +566,6 @@ class Orchestrator:
         """Apply ``run``'s queued inputs now, in their order, ahead of every other
         session's queued traffic (``Inbox.take_of``): its approval request is filed right
         after, so it is never applied before what the agent reported before asking."""
-        if self._loop_gone:
-            return
         for item in self._inbox.take_of(run):
             self._handle_safely(item)
 
@@ -613,6 +612,24 @@ class Orchestrator:
                 reply(answer, None)
             case RunWorkspaceRemoved(run=run):
                 state.hosts.forget(run.issue.id)
+            case ApprovalAsked(run=run, request=request, reply=answer):
+                self._apply_ahead(run)
+                self._approvals.file(run, request, answer)
+            case ApprovalExpired(run=run, approval_id=approval_id, timeout_s=timeout_s):
+                self._approvals.expired(run, approval_id, timeout_s)
+            case ApprovalWithdrawn(run=run, approval_id=approval_id):
+                self._approvals.withdrawn(run, approval_id)
+            case ApprovalsCancelled(run=run, reply=answer):
+                self._approvals.cancel(run)
+                reply(answer, None)
+            case HostProbed():
+                self.dispatcher.probes.probed(item)
+            case HoldsFound(workspaces=kept):
+                state.restore_holds(kept)
+            case SystemNoted(kind=kind, message=message, issue=issue):
+                state.emit_system(kind, message, issue=issue)
+            case RescanDue():
+                self._scans.mark_stale()
             case OperatorCommand(command=command, reply=answer):
                 self._commands.receive(command, answer)
             case CommandDone(issue=issue, what=what, result=result, reply=answer):
@@ -668,7 +685,7 @@ class Orchestrator:
     # ------------------------------------------------------------------ workers
 
     def _start_worker(self, run: Run) -> None:
-        start_worker(run, self._worker_ctx, lambda ending: self._post(WorkerEnded(run, ending)))
+        start_worker(run, self._worker_ctx, lambda ending: self.post(WorkerEnded(run, ending)))
 
     def _backend(self, name: str) -> AgentBackend:
         backend = self._backends.get(name)
@@ -683,11 +700,12 @@ class Orchestrator:
         target = HostTargets(lambda: self.settings)(host)
 
         def end(left: Leftover, why: str) -> None:
-            self._spawn(end_host_leftover(self.state, target, left, why), name="end-leftover")
+            self.spawn(end_host_leftover(self.state, target, left, why), name="end-leftover")
 
         adopt_host_leftovers(self.state, host, found, self.dispatcher.adopt, end)
 
-    def _spawn(self, coro: Coroutine[Any, Any, Any], *, name: str) -> asyncio.Task:
+    def spawn(self, coro: Coroutine[Any, Any, Any], *, name: str) -> asyncio.Task:
+        """Run ``coro`` as a tracked task (cancelled at shutdown; a failure is said)."""
         task = asyncio.get_running_loop().create_task(coro, name=name)
         self._tasks.add(task)
         task.add_done_callback(self._task_done)

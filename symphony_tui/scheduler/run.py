@@ -115,6 +115,8 @@ class Run:
     #: that is not a re-attached session's baseline; scheduler/tokens.py).
     usage_reported: bool = False
     pending: dict[str, PendingApproval] = field(default_factory=dict)
+    #: Ids of this run's approvals already settled (a second answer is refused as such).
+    answered: set[str] = field(default_factory=set)
     approval_timed_out: str | None = None
     # The state this run's agent moved its own issue to (tracker tool): reconciliation lets
     # the turn finish instead of killing the agent for its own last act.

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 from symphony_tui.domain import EventKind, Issue, RecoveredWorkspace
 from symphony_tui.hosts.ssh import HostTargets
 from symphony_tui.scheduler.adoption import Leftover, host_leftovers
+from symphony_tui.scheduler.inbox import HoldsFound, HostLeftovers, RescanDue, SystemNoted
+from symphony_tui.scheduler.mailbox import Mailbox
 from symphony_tui.scheduler.state import SchedulerState
 from symphony_tui.trackers.base import Tracker, TrackerError
 from symphony_tui.workspaces.errors import WorkspaceError
@@ -46,11 +48,32 @@ def _groups(lines: list[str]) -> str:
     return ",".join(x.replace(" ", ":") for x in lines)
 
 
-def _report_leftovers(state: SchedulerState, ended: list[str], where: str) -> None:
-    """One warning event and log line for the leftover groups ``ended`` (``"<key>
-    <pgid>"`` each) ``where`` (``on <host>``)."""
+class Notes(Protocol):
+    """Where start-up work says what it did: the state itself (start-up, before the first
+    dispatch) or :class:`PostedNotes` (a task off the loop)."""
+
+    def emit_system(self, kind: EventKind, message: str, *, issue: Issue | None = None) -> None:
+        """A scheduler event for the history."""
+        ...
+
+
+class PostedNotes:
+    """:class:`Notes` posted to the loop (``SystemNoted``), for a task off the loop."""
+
+    def __init__(self, mailbox: Mailbox) -> None:
+        self._mailbox = mailbox
+
+    def emit_system(self, kind: EventKind, message: str, *, issue: Issue | None = None) -> None:
+        self._mailbox.post(SystemNoted(kind, message, issue))
+
+
+def _report_leftovers(
+    state: SchedulerState, ended: list[str], where: str, notes: Notes | None = None
+) -> None:
+    """One warning event (to ``notes``, default the state) and log line for the leftover
+    groups ``ended`` (``"<key> <pgid>"`` each) ``where`` (``on <host>``)."""
     if ended:
-        state.emit_system(
+        (notes or state).emit_system(
             EventKind.WARNING,
             f"ended {len(ended)} leftover process group(s) of earlier runs {where}",
         )
@@ -151,10 +174,12 @@ async def sweep_host(
     host: str,
     terminal: dict[str, Issue],
     found: list[RecoveredWorkspace] | None = None,
+    notes: Notes | None = None,
 ) -> None:
     """The same on worker host ``host``: workspaces whose manifests name a
     terminal issue are removed there, ``before_remove`` included; ``found``: the host's
-    workspaces when already listed. An unreachable host lists nothing."""
+    workspaces when already listed. An unreachable host lists nothing. Events go to
+    ``notes`` (default the state)."""
     if found is None:
         try:
             found = await asyncio.to_thread(state.workspaces.remote.recover_sync, host)
@@ -167,7 +192,7 @@ async def sweep_host(
             continue  # only a folder whose manifest names the terminal issue
         try:
             await state.workspaces.remove(issue.identifier, host=host, path=Path(ws.path))
-            state.emit_system(
+            (notes or state).emit_system(
                 EventKind.RECONCILE, f"removed workspace of terminal issue on {host}", issue=issue
             )
         except Exception as exc:  # a sweep failure never blocks start-up
@@ -181,20 +206,18 @@ class HostArrivals:
     host was unreachable, or of a scheduler that crashed); at the first contact the
     operator's holds and budget extensions its workspaces kept are restored and the
     start-up sweep of ``terminal`` runs there; then the recovered workspaces are
-    rescanned (``rescan``). Raises what ``reap`` raises (the host was lost again)."""
+    rescanned. Raises what ``reap`` raises (the host was lost again).
 
-    def __init__(
-        self,
-        state: SchedulerState,
-        terminal: dict[str, Issue],
-        rescan: Callable[[], None],
-        leftovers: Callable[[str, list[Leftover]], None] | None = None,
-    ) -> None:
+    It runs in the host's probe task: it reads the state and does the host's I/O, and
+    posts what changes the state to ``mailbox`` (events, the holds found, the live detached
+    agents found at the first contact, to be re-adopted: ``HostLeftovers``, the rescan),
+    ahead of the probe's outcome."""
+
+    def __init__(self, state: SchedulerState, terminal: dict[str, Issue], mailbox: Mailbox) -> None:
         self._state = state
         self._terminal = terminal
-        self._rescan = rescan
-        #: Told the live detached agents found at a host's first contact (to re-adopt).
-        self._leftovers = leftovers
+        self._mailbox = mailbox
+        self._notes = PostedNotes(mailbox)
         self._targets = HostTargets(lambda: state.settings)
         self._swept: set[str] = set()
 
@@ -208,22 +231,22 @@ class HostArrivals:
         ]
         left: list[Leftover] = []
         manifests = None
-        if host not in self._swept and self._leftovers is not None:
+        if host not in self._swept:
             manifests = await asyncio.to_thread(state.workspaces.remote.manifests_sync, host)
             left = await host_leftovers(self._targets(host), manifests)
             in_use += [x.path.name for x in left]  # the reaper leaves them to re-adoption
         ended = await state.workspaces.remote.reap(host, in_use)
-        _report_leftovers(state, ended, f"on {host}")
+        _report_leftovers(state, ended, f"on {host}", self._notes)
         if host not in self._swept:  # first contact
             self._swept.add(host)
             found = await asyncio.to_thread(state.workspaces.remote.recover_sync, host, manifests)
             # The holds and budget extensions its run manifests kept, before it takes work.
-            state.restore_holds(found)
+            self._mailbox.post(HoldsFound(tuple(found)))
             # a live agent's workspace is not swept under it: the reconcile after its
             # re-adoption ends a run whose issue is terminal, then its workspace goes
             adopting = {x.path.name for x in left}
             swept = [w for w in found if w.key not in adopting]
-            await sweep_host(state, host, self._terminal, swept)
-        if left and self._leftovers is not None:
-            self._leftovers(host, left)
-        self._rescan()
+            await sweep_host(state, host, self._terminal, swept, self._notes)
+        if left:
+            self._mailbox.post(HostLeftovers(host, tuple(left)))
+        self._mailbox.post(RescanDue())

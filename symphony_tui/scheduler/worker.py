@@ -28,15 +28,14 @@ from symphony_tui.config.prompt import prompt_repeats, render_prompt, render_pro
 from symphony_tui.domain import EventKind, Issue, RunOutcome, RunStatus
 from symphony_tui.domain.payloads import HookResult, NoteDelivered
 from symphony_tui.scheduler import manifests, policy
-from symphony_tui.scheduler.approvals import ApprovalDesk
 from symphony_tui.scheduler.clock import Clock, TimerHandle
 from symphony_tui.scheduler.host import RunHost
 from symphony_tui.scheduler.inbox import (
+    ApprovalsCancelled,
     AttemptEnded,
     BudgetCheck,
     HookRan,
     HostFailed,
-    Input,
     IssueRefreshed,
     RunNoted,
     RunUpdated,
@@ -48,6 +47,7 @@ from symphony_tui.scheduler.inbox import (
     TurnStarted,
     WorkspaceReady,
 )
+from symphony_tui.scheduler.mailbox import Mailbox
 from symphony_tui.scheduler.prompt_inputs import issue_for_prompt
 from symphony_tui.scheduler.run import Ending, Run
 from symphony_tui.scheduler.state import SchedulerState, TurnReview
@@ -78,27 +78,22 @@ def _failed(error: str) -> Ending:
 class WorkerContext:
     """What every worker uses: the scheduler ``state`` (read only: the worker changes it
     by posting inputs, ``inbox.py`` "what a worker reports"), the ``tracker``,
-    ``workspaces``, ``backend(name)``, the approval desk and session tools, ``post`` (the
-    inbox's main lane, for the worker's and its session's reports) and ``ask`` (post and
-    wait for the loop's reply; None once the loop is gone)."""
+    ``workspaces``, ``backend(name)``, the session tools, and the loop's ``mailbox`` (the
+    main lane for the worker's and its session's reports; ``ask`` waits for the loop's
+    reply, None once the loop is gone)."""
 
     state: SchedulerState
     tracker: Tracker
     workspaces: WorkspaceManager
     backend: Callable[[str], AgentBackend]
-    approvals: ApprovalDesk
     tools: SessionTools
-    post: Callable[[Input], None]
-    ask: Callable[[Input], Awaitable[Any]]
+    mailbox: Mailbox
     #: Waits for room in the inbox's main lane (``Inbox.room``: back-pressure on readers).
     room: Callable[[object], Awaitable[None]] | None = None
     #: Lets a reader waiting in ``room`` go first (``Inbox.hurry``: it holds a request).
     hurry: Callable[[object], None] | None = None
     #: True while the inbox is congested (``Inbox.busy``: sessions coalesce deltas).
     busy: Callable[[], bool] | None = None
-    #: Applies a run's queued inputs before anything else (``Inbox.promote``), awaited
-    #: before its approval requests are filed.
-    ahead: Callable[[Run], Awaitable[None]] | None = None
     #: Called once a run's session is open (``heap_freeze.HeapFreezer.session_opened``).
     opened: Callable[[], None] | None = None
 
@@ -166,16 +161,16 @@ class Worker:
         if run.budget_reached is None and state.budgets.over(run, state.settings.agent) is None:
             return None  # under every budget: nothing for the loop to record
         # a crossing between turns is caught here
-        if await ctx.ask(BudgetCheck(run)) is None:
+        if await ctx.mailbox.ask(BudgetCheck(run)) is None:
             return self._ending
-        ctx.post(RunUpdated(run, RunStatus.WAITING_FOR_OPERATOR))
+        ctx.mailbox.post(RunUpdated(run, RunStatus.WAITING_FOR_OPERATOR))
         self._go_on.clear()
         while run.budget_reached is not None and self._ending is None:
             await self._go_on.wait()
             self._go_on.clear()
         if self._ending is not None:
             return self._ending
-        ctx.post(RunUpdated(run, RunStatus.STREAMING_TURN))
+        ctx.mailbox.post(RunUpdated(run, RunStatus.STREAMING_TURN))
         return None
 
     async def steer(self, text: str) -> str:
@@ -194,7 +189,7 @@ class Worker:
     def _note(self, text: str, *, queued: bool) -> None:
         """The operator's message in the issue's transcript (``NoteDelivered``)."""
         run = self._run
-        self._ctx.post(
+        self._ctx.mailbox.post(
             RunNoted(
                 run,
                 EventKind.NOTIFICATION,
@@ -225,7 +220,7 @@ class Worker:
             ending = _failed(f"worker error: {exc}")
         if self._queued:
             count, self._queued = len(self._queued), []
-            self._ctx.post(
+            self._ctx.mailbox.post(
                 RunNoted(
                     self._run,
                     EventKind.WARNING,
@@ -242,10 +237,10 @@ class Worker:
                     else (f"host {run.worker_host} connection lost")
                 )
                 ending = _failed(f"{HOST_DOWN_PREFIX}: {self._host_lost}")
-                self._ctx.post(HostFailed(run, run.worker_host, self._host_lost))
+                self._ctx.mailbox.post(HostFailed(run, run.worker_host, self._host_lost))
         if ending.outcome is RunOutcome.FAILED:
             # Said now, not once after_run (which may take its whole timeout) is done.
-            self._ctx.post(RunUpdated(run, ending.status, ending.error))
+            self._ctx.mailbox.post(RunUpdated(run, ending.status, ending.error))
         try:
             await self._cleanup(ending)
         except asyncio.CancelledError:
@@ -269,7 +264,7 @@ class Worker:
             if exc.host_lost:
                 self._host_lost = exc.host_lost
             elif where is not None:
-                ctx.post(HostFailed(run, where))  # no workspace there: go elsewhere
+                ctx.mailbox.post(HostFailed(run, where))  # no workspace there: go elsewhere
             return _failed(f"workspace: {exc}")
         if where is None:
             resume = manifests.resume_facts(path, run.backend)
@@ -277,7 +272,7 @@ class Worker:
             facts = await asyncio.to_thread(ctx.workspaces.manifests.read, path, "session")
             resume = facts if facts.get("backend") in (None, run.backend) else {}
         self._workspace = path
-        ctx.post(WorkspaceReady(run, path, resume, created))
+        ctx.mailbox.post(WorkspaceReady(run, path, resume, created))
         hook = await self._hook("before_run")
         if hook is not None:
             self._hook_ran(hook)
@@ -285,7 +280,7 @@ class Worker:
                 if hook.host_lost is not None and where is not None:
                     self._host_lost = hook.host_lost  # the host down path, not a hook failure
                 return _failed(_hook_error(hook))
-        ctx.post(RunUpdated(run, RunStatus.BUILDING_PROMPT))
+        ctx.mailbox.post(RunUpdated(run, RunStatus.BUILDING_PROMPT))
         current = state.store.current
         try:
             issue = await issue_for_prompt(
@@ -307,7 +302,7 @@ class Worker:
                 prompt = render_prompt(*args, retry_kind=run.retry_kind)
         except WorkflowError as exc:
             return _failed(str(exc))
-        ctx.post(RunUpdated(run, RunStatus.LAUNCHING_AGENT))
+        ctx.mailbox.post(RunUpdated(run, RunStatus.LAUNCHING_AGENT))
         host = self._host(path, resume)
         try:
             session = await ctx.backend(run.backend).start_session(host)
@@ -316,12 +311,12 @@ class Worker:
                 self._host_lost = str(exc.message)
             elif where is not None and created:
                 # nothing of value in a workspace made for this attempt: try another host
-                ctx.post(HostFailed(run, where))
+                ctx.mailbox.post(HostFailed(run, where))
             return _failed(str(exc))
         self._session = session
         # Its agent's process group is recorded with the run, so a scheduler that starts
         # after a crash ends it.
-        ctx.post(SessionOpened(run, session, record_group=True))
+        ctx.mailbox.post(SessionOpened(run, session, record_group=True))
         if ctx.opened is not None:
             ctx.opened()
         if self._ending is not None:
@@ -338,12 +333,10 @@ class Worker:
             workspace,
             resume,
             ctx.tools.specs(),
-            ctx.post,
-            ctx.approvals,
+            ctx.mailbox,
             ctx.tools,
             ctx.room,
             busy=ctx.busy,
-            ahead=ctx.ahead,
             hurry=ctx.hurry,
         )
 
@@ -354,8 +347,8 @@ class Worker:
         thread, no new turn for the one in flight."""
         ctx, run = self._ctx, self._run
         assert self._workspace is not None  # a re-adopted run is claimed with its workspace
-        ctx.post(WorkspaceReady(run, self._workspace, facts, started=False))
-        ctx.post(RunUpdated(run, RunStatus.LAUNCHING_AGENT))
+        ctx.mailbox.post(WorkspaceReady(run, self._workspace, facts, started=False))
+        ctx.mailbox.post(RunUpdated(run, RunStatus.LAUNCHING_AGENT))
         backend = ctx.backend(run.backend)
         adopt = getattr(backend, "adopt_session", None)
         agent = DetachedAgent.from_facts(facts.get("agent"))
@@ -368,7 +361,7 @@ class Worker:
         except AgentError as exc:
             return _failed(f"re-adopt: {exc}")
         self._session = session
-        ctx.post(SessionOpened(run, session))
+        ctx.mailbox.post(SessionOpened(run, session))
         if ctx.opened is not None:
             ctx.opened()
         if self._ending is not None:
@@ -388,7 +381,7 @@ class Worker:
         while True:
             if not follow:
                 turn += 1
-            ctx.post(TurnStarted(run, turn, record=not follow))
+            ctx.mailbox.post(TurnStarted(run, turn, record=not follow))
             self._in_turn = True
             try:
                 if follow:
@@ -402,7 +395,7 @@ class Worker:
                 self._in_turn = False
             follow = False
             # Answered once what the session reported during the turn is applied.
-            review: TurnReview | None = await ctx.ask(TurnEnded(run))
+            review: TurnReview | None = await ctx.mailbox.ask(TurnEnded(run))
             if self._ending is not None:
                 return self._ending
             if review is None:  # the scheduler's loop is gone
@@ -432,12 +425,12 @@ class Worker:
                 # The turn went well; only the tracker is rate limited. A normal exit: the
                 # continuation retry waits for the reset and resumes the thread, instead of
                 # a failure backoff that would redo the turn (§14.2 for other errors).
-                ctx.post(TrackerFailed(exc, "issue state refresh rate limited"))
+                ctx.mailbox.post(TrackerFailed(exc, "issue state refresh rate limited"))
                 return _SUCCEEDED
             if not fresh:
                 return _SUCCEEDED
             seen = fresh[0]
-            ctx.post(IssueRefreshed(run, seen))
+            ctx.mailbox.post(IssueRefreshed(run, seen))
             if (
                 not state.settings.tracker.is_active(seen.state)
                 or not policy.issue_routable(seen, state.settings)
@@ -504,12 +497,12 @@ class Worker:
         ``after_run``, write the manifest, and remove the workspace of a terminal issue."""
         ctx, run = self._ctx, self._run
         state = ctx.state
-        ctx.approvals.cancel(run)
+        await ctx.mailbox.ask(ApprovalsCancelled(run), control=True)
         session = self._session
         if session is not None:
             try:
                 await asyncio.wait_for(session.close(), timeout=SESSION_CLOSE_TIMEOUT_S)
-                ctx.post(SessionClosed(run))
+                ctx.mailbox.post(SessionClosed(run))
             except (TimeoutError, Exception) as exc:
                 why = str(exc) or type(exc).__name__
                 if isinstance(exc, TimeoutError):
@@ -526,14 +519,14 @@ class Worker:
         if hook is not None:
             self._hook_ran(hook)
         # Behind the session's last reports: they are applied before they are saved.
-        await ctx.ask(AttemptEnded(run, ending))
+        await ctx.mailbox.ask(AttemptEnded(run, ending))
         requested = self._ending
         if ending.remove_workspace or (requested is not None and requested.remove_workspace):
             try:
                 await ctx.workspaces.remove(
                     run.issue.identifier, host=run.worker_host, path=workspace
                 )
-                ctx.post(RunWorkspaceRemoved(run))
+                ctx.mailbox.post(RunWorkspaceRemoved(run))
             except Exception as exc:
                 state.log("warning", "workspace removal failed", error=str(exc))
 
@@ -556,7 +549,7 @@ class Worker:
 
     def _hook_cut(self, name: str, why: str, duration_ms: int) -> None:
         summary = f"cut short ({why})"
-        self._ctx.post(
+        self._ctx.mailbox.post(
             HookRan(
                 self._run,
                 name,
@@ -569,7 +562,7 @@ class Worker:
     def _hook_ran(self, hook: Any) -> None:
         summary = "ok" if hook.ok else _hook_why(hook, "exit")
         ended = "; its process group was ended" if getattr(hook, "cut_short", None) else ""
-        self._ctx.post(
+        self._ctx.mailbox.post(
             HookRan(
                 self._run,
                 hook.name,

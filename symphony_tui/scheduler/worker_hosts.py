@@ -30,7 +30,7 @@ the event loop only. Rules:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -40,6 +40,7 @@ from symphony_tui.config.settings import Settings
 from symphony_tui.domain import EventKind, RecoveredWorkspace, RunOutcome, RunStatus
 from symphony_tui.domain.snapshot import HostRow
 from symphony_tui.hosts.ssh import SshError, SshTarget
+from symphony_tui.scheduler.inbox import HostProbed
 from symphony_tui.scheduler.run import Ending, Run
 from symphony_tui.workspaces.errors import WorkspaceError
 
@@ -288,6 +289,12 @@ class HostBook:
         )
 
 
+class _Poster(Protocol):
+    """Where a probe posts its outcome (``mailbox.Mailbox``)."""
+
+    def post(self, item: HostProbed, *, control: bool = False) -> None: ...
+
+
 class _State(Protocol):
     """What :func:`host_down` and :class:`HostProbes` use of ``SchedulerState`` (named
     structurally: the state module imports this one)."""
@@ -324,16 +331,21 @@ class HostProbes:
     and when a run ends); a probe that answers marks the host up again, once
     ``on_reached(name)`` finished (ending leftovers, recovery; see :meth:`start`). An
     ``on_reached`` that raises ``SshError`` or an ``AgentError`` / ``WorkspaceError`` with
-    ``host_lost`` set counts as a failed probe."""
+    ``host_lost`` set counts as a failed probe.
+
+    Each probe runs in its own task and posts its outcome to ``mailbox`` (``HostProbed``);
+    the loop applies it (:meth:`probed`). Every other method runs on the loop."""
 
     def __init__(
         self,
         state: _State,
         targets: Callable[[str], SshTarget],
+        mailbox: _Poster,
         on_reached: Callable[[str], Awaitable[None]] | None = None,
     ) -> None:
         self._state = state
         self._targets = targets
+        self._mailbox = mailbox
         self.on_reached = on_reached
         self._tasks: set[asyncio.Task[None]] = set()
         self._first: set[str] = set()
@@ -348,11 +360,11 @@ class HostProbes:
             return
         for name in state.hosts.start_checks():
             self._first.add(name)
-            self._spawn(name)
+            self._spawn(self._probe(name), f"probe-{name}")
         state.changed()
 
-    def _spawn(self, name: str) -> None:
-        task = asyncio.get_running_loop().create_task(self._probe(name), name=f"probe-{name}")
+    def _spawn(self, probe: Coroutine[Any, Any, None], name: str) -> None:
+        task = asyncio.get_running_loop().create_task(probe, name=name)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -361,10 +373,9 @@ class HostProbes:
         if not state.hosts.enabled:
             return
         for name in state.hosts.due_probes(state.clock.monotonic()):
-            self._spawn(name)
+            self._spawn(self._probe(name), f"probe-{name}")
 
     async def _probe(self, name: str) -> None:
-        state = self._state
         try:
             rtt = await self._targets(name).probe()
             if self.on_reached is not None:
@@ -376,15 +387,29 @@ class HostProbes:
                 reason = err.host_lost
             else:
                 reason = f"probe failed: {err}"
-            if name in self._first:  # first contact: say it once, as a host going down
-                self._first.discard(name)
+            self._mailbox.post(HostProbed(name, error=reason))
+            return
+        self._mailbox.post(HostProbed(name, rtt_ms=rtt))
+
+    def probed(self, outcome: HostProbed) -> None:
+        """Apply a probe's ``outcome`` (on the loop): the host is up again, or its next
+        probe backs off; a failed measure (:meth:`measure`) marks it down."""
+        if outcome.measured:
+            self._measured(outcome)
+            return
+        state, name = self._state, outcome.name
+        first = name in self._first
+        self._first.discard(name)
+        if outcome.error is not None or outcome.rtt_ms is None:
+            reason = outcome.error or "probe failed"
+            if first:  # first contact: say it once, as a host going down
                 state.emit_system(EventKind.WARNING, f"worker host {name} is down: {reason}")
                 state.log("warning", "worker host down", host=name, error=reason)
             state.hosts.probe_failed(name, reason, state.clock.monotonic())
             state.changed()
             return
-        if name in self._first:
-            self._first.discard(name)
+        rtt = outcome.rtt_ms
+        if first:
             state.hosts.mark_up(name, rtt)
             state.log("info", "worker host reached", host=name, rtt_ms=round(rtt, 1))
         elif state.hosts.mark_up(name, rtt):
@@ -402,25 +427,28 @@ class HostProbes:
         if host is None or not host.up or not host.reached or host.probing:
             return False
         host.probing = True
-        task = asyncio.get_running_loop().create_task(self._measure(name), name=f"rtt-{name}")
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._spawn(self._measure(name), f"rtt-{name}")
         return True
 
     async def _measure(self, name: str) -> None:
-        state = self._state
         try:
             rtt = await self._targets(name).probe()
         except Exception as err:  # a probe must never take the scheduler down
             reason = str(err) if isinstance(err, SshError) else f"probe failed: {err}"
-            host = state.hosts.get(name)
-            if host is not None:
-                host.probing = False
-            host_down(state, name, reason)
+            self._mailbox.post(HostProbed(name, error=reason, measured=True))
             return
-        host = state.hosts.get(name)
+        self._mailbox.post(HostProbed(name, rtt_ms=rtt, measured=True))
+
+    def _measured(self, outcome: HostProbed) -> None:
+        state = self._state
+        host = state.hosts.get(outcome.name)
         if host is not None:
-            host.probing, host.rtt_ms = False, rtt
+            host.probing = False
+        if outcome.error is not None or outcome.rtt_ms is None:
+            host_down(state, outcome.name, outcome.error or "probe failed")
+            return
+        if host is not None:
+            host.rtt_ms = outcome.rtt_ms
         state.changed()
 
     def cancel(self) -> None:

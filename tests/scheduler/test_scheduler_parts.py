@@ -7,6 +7,7 @@ import asyncio
 import json
 from datetime import timedelta
 from pathlib import Path
+from types import SimpleNamespace
 
 from symphony_tui.config.settings import resolve_settings
 from symphony_tui.domain import (
@@ -25,6 +26,7 @@ from symphony_tui.domain import (
 )
 from symphony_tui.scheduler.approvals import ApprovalDesk, policy_answer
 from symphony_tui.scheduler.holds import Holds
+from symphony_tui.scheduler.inbox import AgentTraffic, ApprovalExpired, ApprovalWithdrawn
 from symphony_tui.scheduler.run import Run
 from symphony_tui.scheduler.snapshots import build_snapshot
 from symphony_tui.scheduler.tokens import TokenLedger
@@ -119,14 +121,31 @@ def _desk(tmp_path: Path, runs: list[Run], front: dict | None = None):
     )
     clock = FakeClock(T0)
     emitted: list[AgentEvent] = []
-    desk = ApprovalDesk(
-        clock,
-        settings=lambda: settings,
-        runs=lambda: runs,
-        emit=lambda run, event: emitted.append(event),
-        changed=lambda: None,
+    state = SimpleNamespace(
+        settings=settings, clock=clock, running={r.issue.id: r for r in runs}, changed=lambda: None
     )
+
+    class Loop:
+        """The loop's part: the desk's events are kept, its deadlines applied at once."""
+
+        def post(self, item, *, control: bool = False) -> None:
+            match item:
+                case AgentTraffic(event=event):
+                    emitted.append(event)
+                case ApprovalExpired(run=run, approval_id=aid, timeout_s=timeout_s):
+                    desk.expired(run, aid, timeout_s)
+                case ApprovalWithdrawn(run=run, approval_id=aid):
+                    desk.withdrawn(run, aid)
+
+    desk = ApprovalDesk(state, Loop())
     return desk, clock, emitted
+
+
+def _ask(desk: ApprovalDesk, run: Run, request: ApprovalRequest) -> asyncio.Future:
+    """What the loop does with a session's ``ApprovalAsked``: file it; the future answers."""
+    answer = asyncio.get_running_loop().create_future()
+    desk.file(run, request, answer)
+    return answer
 
 
 async def test_desk_refuses_what_it_cannot_answer_and_settles_the_rest(tmp_path):
@@ -135,7 +154,7 @@ async def test_desk_refuses_what_it_cannot_answer_and_settles_the_rest(tmp_path)
     question = ApprovalRequest(
         id="q1", issue_id="", kind=ApprovalKind.USER_INPUT, questions=(Question(id="x"),)
     )
-    waiting = asyncio.ensure_future(desk.request(run, question))
+    waiting = _ask(desk, run, question)
     await clock.settle()
     assert run.status is RunStatus.WAITING_FOR_OPERATOR and desk.owner("q1") is run
     assert run.pending["q1"].request.deadline_at is not None
@@ -148,9 +167,7 @@ async def test_desk_refuses_what_it_cannot_answer_and_settles_the_rest(tmp_path)
     assert desk.owner("q1") is None
     assert [e.kind for e in emitted] == [EventKind.APPROVAL_REQUESTED, EventKind.APPROVAL_RESOLVED]
 
-    later = asyncio.ensure_future(
-        desk.request(run, ApprovalRequest(id="c1", issue_id="", kind=ApprovalKind.COMMAND))
-    )
+    later = _ask(desk, run, ApprovalRequest(id="c1", issue_id="", kind=ApprovalKind.COMMAND))
     await clock.settle()
     desk.cancel(run)
     answer = await later
@@ -161,7 +178,7 @@ async def test_desk_declines_at_the_deadline(tmp_path):
     run = _run(1)
     desk, clock, _ = _desk(tmp_path, [run], {"approval_timeout_ms": 2000})
     request = ApprovalRequest(id="c1", issue_id="", kind=ApprovalKind.COMMAND)
-    waiting = asyncio.ensure_future(desk.request(run, request))
+    waiting = _ask(desk, run, request)
     await clock.settle()
     assert run.pending["c1"].request.deadline_at == T0 + timedelta(seconds=2)
     await clock.advance(2.5)

@@ -148,6 +148,23 @@ def test_host_down_ends_its_other_runs_with_the_reason() -> None:
     ]
 
 
+class _Loop:
+    """A mailbox that applies each probe's outcome at once, as the loop does."""
+
+    def __init__(self) -> None:
+        self.probes: HostProbes | None = None
+
+    def post(self, item, *, control: bool = False) -> None:
+        assert self.probes is not None
+        self.probes.probed(item)
+
+
+def _probes(state, targets) -> HostProbes:
+    loop = _Loop()
+    loop.probes = HostProbes(state, targets, loop)
+    return loop.probes
+
+
 class _Target:
     def __init__(self, answers: list) -> None:
         self.answers = answers
@@ -163,7 +180,7 @@ async def test_probes_bring_a_host_back_once_its_backoff_ran_out() -> None:
     book = HostBook(lambda: settings(down_backoff_ms=1000))
     state = _State(book, {})
     target = _Target([SshError("refused", "a", "refused the connection"), 7.5])
-    probes = HostProbes(state, lambda name: target)
+    probes = _probes(state, lambda name: target)
     book.mark_down("a", "gone", state.clock.now)
     probes.tick()
     await asyncio.sleep(0)
@@ -269,7 +286,7 @@ async def test_start_up_reaches_hosts_in_the_background_and_they_take_no_work_ti
         await gate.wait()
         reached.append(name)
 
-    probes = HostProbes(state, lambda name: answers[name])
+    probes = _probes(state, lambda name: answers[name])
     probes.start(on_reached)
     assert [(h.up, h.reached) for h in book.hosts()] == [(True, False)] * 3  # not down
     assert book.place("i-1", {}) is None  # nothing is placed before a host answered
