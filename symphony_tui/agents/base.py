@@ -19,6 +19,7 @@ Event conventions every backend follows (payload types in
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -74,24 +75,38 @@ class TurnResult:
     error: str | None = None
 
 
+class FlowControl:
+    """How a session's stream reader keeps pace with its host (``SessionHost.flow``).
+
+    - :meth:`pace`: a backend that reads a stream awaits it between batches of lines; it
+      returns once the host has room for more events (back-pressure under a flood).
+    - :meth:`congested`: True while the host is behind, so a backend that can join
+      consecutive streamed deltas of one item holds them (one event, text whole and in
+      order) instead of emitting one event each, and keeps reading (the codex backend:
+      ``agents/codex/coalesce.py``).
+    - :meth:`hurry`: the session's reader, waiting in :meth:`pace`, holds a request of the
+      agent (an approval, a question) behind what it reads: the waiting :meth:`pace`
+      returns before other sessions' readers that wait, so an operator's answer is never
+      starved by a flood (the codex backend: ``agents/codex/rpc.py``).
+
+    This base is a host without back-pressure: :meth:`pace` only yields to the event loop
+    once, it is never congested, and :meth:`hurry` does nothing. The scheduler's is
+    ``scheduler/inbox.py`` ``InboxFlow``."""
+
+    async def pace(self) -> None:
+        await asyncio.sleep(0)
+
+    def congested(self) -> bool:
+        return False
+
+    def hurry(self) -> None:
+        return None
+
+
 @runtime_checkable
 class SessionHost(Protocol):
-    """The scheduler's side of one agent session (one issue, one run attempt).
-
-    A host may also offer ``async def pace() -> None`` (the scheduler's does: ``RunHost``):
-    a backend that reads a stream awaits it between batches of lines, and it returns once
-    the host has room for more events (back-pressure under a flood). Backends look it up
-    with ``getattr`` and yield to the loop instead where a host has none.
-
-    It may also offer ``def congested() -> bool`` (``RunHost`` does): True while the host
-    is behind, so a backend that can join consecutive streamed deltas of one item holds
-    them (one event, text whole and in order) instead of emitting one event each, and
-    keeps reading (the codex backend: ``agents/codex/coalesce.py``).
-
-    And ``def hurry() -> None`` (``RunHost`` does): the session's reader, waiting in
-    ``pace``, holds a request of the agent (an approval, a question) behind what it reads:
-    the waiting ``pace`` returns before other sessions' readers that wait, so an operator's
-    answer is never starved by a flood (the codex backend: ``agents/codex/rpc.py``)."""
+    """The scheduler's side of one agent session (one issue, one run attempt); its
+    :attr:`flow` paces the session's reader (:class:`FlowControl`)."""
 
     @property
     def issue(self) -> Issue: ...
@@ -104,6 +119,11 @@ class SessionHost(Protocol):
 
     @property
     def tools(self) -> tuple[ToolSpec, ...]: ...
+
+    @property
+    def flow(self) -> FlowControl:
+        """The host's flow control (back-pressure, congestion, hurrying a request)."""
+        ...
 
     @property
     def resume(self) -> dict[str, Any]:

@@ -53,9 +53,18 @@ from symphony_tui.observability.logs import log_kv
 from symphony_tui.scheduler import host_commands, manifests, policy
 from symphony_tui.scheduler.approvals import ApprovalDesk
 from symphony_tui.scheduler.dispatch import Dispatcher
-from symphony_tui.scheduler.inbox import CommandDone, Input, IssueMoved, WorkspaceRemoved, reply
+from symphony_tui.scheduler.inbox import (
+    CommandDone,
+    Input,
+    IssueMoved,
+    Tick,
+    WorkspaceRemoved,
+    reply,
+)
+from symphony_tui.scheduler.mailbox import Mailbox
 from symphony_tui.scheduler.port import CommandResult
 from symphony_tui.scheduler.reconcile import stop_run
+from symphony_tui.scheduler.recovered_scans import RecoveredScans
 from symphony_tui.scheduler.retries import Retries
 from symphony_tui.scheduler.run import Ending
 from symphony_tui.scheduler.state import SchedulerState
@@ -119,9 +128,8 @@ class OperatorCommands:
     """Applies operator commands to one scheduler ``state`` (its ``running``, ``retrying``,
     ``known`` and ``held``), through the ``dispatcher``, the ``retries`` queue and the
     ``approvals`` desk, with the ``tracker`` and ``workspaces`` for the commands that need
-    them. ``post_control`` queues a follow-up in the inbox's control lane;
-    ``request_refresh`` asks for a tick; ``refresh_recovered`` rescans workspaces;
-    ``spawn`` starts the task of a command's I/O part. :attr:`stop_process` is how a
+    them, and the recovered workspaces' ``scans``. A command's I/O part is a task of
+    ``mailbox``, and its follow-ups go to the control lane there. :attr:`stop_process` is how a
     ``stop_scheduler`` command ends this process (set by its owner; None refuses it).
 
     Nothing here raises for a refused or failed command: the answer is a
@@ -137,10 +145,8 @@ class OperatorCommands:
         approvals: ApprovalDesk,
         tracker: Tracker,
         workspaces: WorkspaceManager,
-        post_control: Callable[[Input], None],
-        request_refresh: Callable[[], None],
-        refresh_recovered: Callable[[], None],
-        spawn: Callable[..., asyncio.Task],
+        scans: RecoveredScans,
+        mailbox: Mailbox,
     ) -> None:
         self._state = state
         self._dispatcher = dispatcher
@@ -148,12 +154,20 @@ class OperatorCommands:
         self._approvals = approvals
         self._tracker = tracker
         self._workspaces = workspaces
-        self._post_control = post_control
-        self._request_refresh = request_refresh
-        self._refresh_recovered = refresh_recovered
-        self._spawn = spawn
+        self._scans = scans
+        self._mailbox = mailbox
         self.stop_process: Callable[[], None] | None = None
         self._stop_asked = False
+
+    def _post_control(self, item: Input) -> None:
+        self._mailbox.post(item, control=True)
+
+    def _request_refresh(self) -> None:
+        """Poll and reconcile soon (a ``Tick``, coalesced with a running cycle)."""
+        self._mailbox.post(Tick())
+
+    def _refresh_recovered(self) -> None:
+        self._scans.now()
 
     def receive(self, command: Command, answer: asyncio.Future | None) -> None:
         """Handle an ``OperatorCommand`` input: announce, apply, and answer ``answer`` now,
@@ -173,7 +187,7 @@ class OperatorCommands:
                 result = CommandResult(False, f"{what} failed: {exc}")
             self._post_control(CommandDone(command, issue, what, about(result, issue), answer))
 
-        self._spawn(finish_io(), name=f"command-{command.type}")
+        self._mailbox.spawn(finish_io(), name=f"command-{command.type}")
 
     def announce(self, command: Command) -> tuple[Command, Issue | None, str]:
         """Resolve an issue identifier (``ABC-12``, as the HTTP API's paths use) to its id
@@ -260,7 +274,7 @@ class OperatorCommands:
                 return self._extend_budget(issue_id, tokens)
             case DrainHost(host=name) | UndrainHost(host=name):
                 drained = isinstance(command, DrainHost)
-                return host_commands.drain(state, name, drained, self._request_refresh)
+                return host_commands.drain(state, name, drained, self._mailbox)
             case ProbeHost(host=name):
                 return host_commands.probe(state, name, self._dispatcher.probes)
             case StopScheduler():

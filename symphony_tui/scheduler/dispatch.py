@@ -5,39 +5,31 @@ due retry's candidates lead to.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from symphony_tui.config.settings import Settings
 from symphony_tui.domain import EventKind, Issue
 from symphony_tui.domain.payloads import Dispatched
 from symphony_tui.hosts.ssh import HostTargets
 from symphony_tui.scheduler import policy
 from symphony_tui.scheduler.adoption import Leftover
-from symphony_tui.scheduler.mailbox import Mailbox
 from symphony_tui.scheduler.resources import dispatch_hold
 from symphony_tui.scheduler.retries import Retries
 from symphony_tui.scheduler.run import Run
 from symphony_tui.scheduler.state import RetryState, SchedulerState
+from symphony_tui.scheduler.worker import WorkerContext, start_worker
 from symphony_tui.scheduler.worker_hosts import HostProbes
 from symphony_tui.trackers.base import TrackerError
 
 
 class Dispatcher:
-    """Decides and performs dispatch on ``state``. ``start_worker`` starts the worker task
-    of a claimed run (and sets ``run.task`` and ``run.worker``); the worker-host probes
-    post their outcomes to ``mailbox``."""
+    """Decides and performs dispatch on ``state``. A claimed run's worker starts with
+    ``workers`` (``worker.start_worker``: it sets ``run.task`` and ``run.worker``); the
+    worker-host probes post their outcomes to the same mailbox."""
 
-    def __init__(
-        self,
-        state: SchedulerState,
-        retries: Retries,
-        start_worker: Callable[[Run], None],
-        mailbox: Mailbox,
-    ) -> None:
+    def __init__(self, state: SchedulerState, retries: Retries, workers: WorkerContext) -> None:
         self._state = state
         self._retries = retries
-        self._start_worker = start_worker
-        self.probes = HostProbes(state, HostTargets(lambda: state.settings), mailbox)
+        self._workers = workers
+        self.probes = HostProbes(state, HostTargets(lambda: state.settings), workers.mailbox)
         self._unsafe_told: set[str] = set()
 
     # ------------------------------------------------------------------ eligibility
@@ -112,7 +104,7 @@ class Dispatcher:
             if run.worker_host is not None:
                 state.hosts.placed(issue.id, run.worker_host)
         state.claim(run)
-        self._start_worker(run)
+        start_worker(run, self._workers)
         state.emit_system(
             EventKind.DISPATCH,
             f"dispatched {issue.identifier}"
@@ -150,7 +142,7 @@ class Dispatcher:
         if host is not None:
             state.hosts.placed(issue.id, host)
         state.claim(run)
-        self._start_worker(run)
+        start_worker(run, self._workers)
         state.emit_system(
             EventKind.DISPATCH,
             f"re-adopted {issue.identifier}"

@@ -6,13 +6,18 @@ applied by the scheduling loop in order; approval requests and tool calls are aw
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from symphony_tui.agents.base import ToolResult, ToolSpec
-from symphony_tui.domain import AgentEvent, ApprovalAnswer, ApprovalDecision, ApprovalRequest, Issue
+from symphony_tui.agents.base import FlowControl, ToolResult, ToolSpec
+from symphony_tui.domain import (
+    AgentEvent,
+    ApprovalAnswer,
+    ApprovalDecision,
+    ApprovalRequest,
+    Issue,
+)
 from symphony_tui.scheduler.inbox import AgentTraffic, ApprovalAsked, SessionFacts
 from symphony_tui.scheduler.mailbox import Mailbox
 from symphony_tui.scheduler.run import Run
@@ -21,14 +26,10 @@ from symphony_tui.scheduler.tools import SessionTools
 
 class RunHost:
     """Binds a backend session to its :class:`Run` (in ``workspace``, re-attaching with
-    the session facts ``resume``): events and session facts are posted
-    to the loop's ``mailbox`` (the inbox's main lane), approval requests are asked on its
-    control lane, tool calls go to ``tool_calls``; ``tools`` is what the session
-    advertises.
-
-    ``room`` waits for room in the inbox's main lane (:meth:`pace`; given this host as
-    the key ``hurry`` names, :meth:`hurry`), ``busy`` says whether it is congested
-    (:meth:`congested`)."""
+    the session facts ``resume``): events and session facts are posted to the loop's
+    ``mailbox`` (the inbox's main lane), approval requests are asked on its control lane,
+    tool calls go to ``tool_calls``; ``tools`` is what the session advertises, ``flow``
+    paces its reader against the inbox (``inbox.InboxFlow``)."""
 
     def __init__(
         self,
@@ -38,20 +39,15 @@ class RunHost:
         tools: tuple[ToolSpec, ...],
         mailbox: Mailbox,
         tool_calls: SessionTools,
-        room: Callable[[object], Awaitable[None]] | None = None,
-        *,
-        busy: Callable[[], bool] | None = None,
-        hurry: Callable[[object], None] | None = None,
+        flow: FlowControl,
     ) -> None:
         self._run = run
         self._workspace = workspace
         self._resume = resume
-        self._room = room
-        self._hurry = hurry
-        self._busy = busy
         self._tools = tools
         self._mailbox = mailbox
         self._tool_calls = tool_calls
+        self._flow = flow
 
     @property
     def issue(self) -> Issue:
@@ -75,29 +71,15 @@ class RunHost:
         return self._tools
 
     @property
+    def flow(self) -> FlowControl:
+        return self._flow
+
+    @property
     def resume(self) -> dict[str, Any]:
         return dict(self._resume)
 
     def emit(self, event: AgentEvent) -> None:
         self._mailbox.post(AgentTraffic(self._run, event))
-
-    async def pace(self) -> None:
-        """Wait for room in the inbox's main lane (``Inbox.room``); yields at least once."""
-        if self._room is None:
-            await asyncio.sleep(0)
-        else:
-            await self._room(self)
-
-    def hurry(self) -> None:
-        """The session's reader, waiting in :meth:`pace`, holds a request of the agent:
-        let it go before other sessions' readers (``Inbox.hurry``)."""
-        if self._hurry is not None:
-            self._hurry(self)
-
-    def congested(self) -> bool:
-        """True while the scheduler's inbox is congested (``Inbox.busy``): a backend that
-        can join its streamed deltas holds them instead of posting one event each."""
-        return self._busy is not None and self._busy()
 
     async def request_approval(self, request: ApprovalRequest) -> ApprovalAnswer:
         """Ask ``request`` on the control lane and wait for the answer (the approval desk

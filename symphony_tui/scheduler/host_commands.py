@@ -9,8 +9,8 @@ that is not one of ``worker.ssh_hosts`` (as written there) is refused with the l
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
+from symphony_tui.scheduler.inbox import Tick
+from symphony_tui.scheduler.mailbox import Mailbox
 from symphony_tui.scheduler.port import CommandResult
 from symphony_tui.scheduler.state import SchedulerState
 from symphony_tui.scheduler.worker_hosts import HostProbes
@@ -28,12 +28,10 @@ def refusal(state: SchedulerState, name: str) -> CommandResult | None:
     return None
 
 
-def drain(
-    state: SchedulerState, host: str, drained: bool, request_refresh: Callable[[], None]
-) -> CommandResult:
+def drain(state: SchedulerState, host: str, drained: bool, mailbox: Mailbox) -> CommandResult:
     """Drain (``drained``) or undrain ``host`` (``HostBook.drain``). Draining twice is no
-    error (the answer says so). An undrain asks for a tick (``request_refresh``), so work
-    waiting for a slot can go there at once."""
+    error (the answer says so). An undrain asks for a tick (``Tick`` to ``mailbox``), so
+    work waiting for a slot can go there at once."""
     refused = refusal(state, host)
     if refused is not None:
         return refused
@@ -42,7 +40,7 @@ def drain(
     state.changed()
     state.log("info", "worker host drained" if drained else "worker host undrained", host=host)
     if not drained:
-        request_refresh()
+        mailbox.post(Tick())
         return CommandResult(True, f"{host} takes new work again")
     running = state.hosts.load(state.running).get(host, 0)
     return CommandResult(

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from symphony_tui.agents.base import AgentSession
+from symphony_tui.agents.base import AgentSession, FlowControl
 from symphony_tui.domain import (
     AgentEvent,
     ApprovalRequest,
@@ -661,3 +661,22 @@ class Inbox:
             self._room.set()
             self._room = None
         return items
+
+
+class InboxFlow(FlowControl):
+    """One session's flow control against ``inbox`` (``SessionHost.flow``): :meth:`pace`
+    waits for room in the main lane and for a slice of loop time (:meth:`Inbox.room`, this
+    object as the reader's key), :meth:`congested` is :attr:`Inbox.busy`, and
+    :meth:`hurry` lets this reader go first (:meth:`Inbox.hurry`)."""
+
+    def __init__(self, inbox: Inbox) -> None:
+        self._inbox = inbox
+
+    async def pace(self) -> None:
+        await self._inbox.room(self)
+
+    def congested(self) -> bool:
+        return self._inbox.busy
+
+    def hurry(self) -> None:
+        self._inbox.hurry(self)

@@ -46,10 +46,9 @@ from symphony_tui.scheduler.adoption import (
     end_host_leftover,
     take_over_servers,
 )
+from symphony_tui.scheduler.approvals import ApprovalDesk
 from symphony_tui.scheduler.audit import AuditLog, local_operator
 from symphony_tui.scheduler.builder import (
-    LoopSide,
-    build_parts,
     close_clients,
     close_records,
     kill_agent_groups,
@@ -57,6 +56,8 @@ from symphony_tui.scheduler.builder import (
     stop_workers,
 )
 from symphony_tui.scheduler.clock import Clock, RealClock
+from symphony_tui.scheduler.commands import OperatorCommands
+from symphony_tui.scheduler.dispatch import Dispatcher
 from symphony_tui.scheduler.eventlog import EventHistory
 from symphony_tui.scheduler.heap_freeze import HeapFreezer
 from symphony_tui.scheduler.inbox import (
@@ -75,6 +76,7 @@ from symphony_tui.scheduler.inbox import (
     HostFailed,
     HostLeftovers,
     HostProbed,
+    Inbox,
     Input,
     IssueMoved,
     IssueRefreshed,
@@ -106,17 +108,22 @@ from symphony_tui.scheduler.inbox import (
     reply,
 )
 from symphony_tui.scheduler.notify_hook import watch_for_hook
+from symphony_tui.scheduler.polling import Polling
 from symphony_tui.scheduler.port import CommandResult, TranscriptGap
 from symphony_tui.scheduler.posture import ControlSurface
+from symphony_tui.scheduler.recovered_scans import RecoveredScans
 from symphony_tui.scheduler.resources import ResourceSampler, apply_sample
+from symphony_tui.scheduler.retries import Retries
 from symphony_tui.scheduler.run import Run
 from symphony_tui.scheduler.startup import (
     HostArrivals,
     reap_leftovers,
     sweep_terminal_workspaces,
 )
+from symphony_tui.scheduler.state import SchedulerState
+from symphony_tui.scheduler.tools import SessionTools
 from symphony_tui.scheduler.usage_ledger import UsageLedger
-from symphony_tui.scheduler.worker import start_worker
+from symphony_tui.scheduler.worker import Backends, WorkerContext
 from symphony_tui.trackers.base import Tracker
 from symphony_tui.workspaces.hooks import KILL_GRACE_S
 from symphony_tui.workspaces.manager import WorkspaceManager
@@ -165,8 +172,6 @@ class Orchestrator:
         self.store = store
         self.tracker = tracker
         self.workspaces = workspaces
-        self._backend_factory = backends
-        self._backends: dict[str, AgentBackend] = {}
         self.clock: Clock = clock or RealClock()
         self.events = event_log or EventHistory()
         self.audit = audit or AuditLog()
@@ -175,46 +180,48 @@ class Orchestrator:
         #: check at arming time and by the re-check before each dispatch).
         self.watch_ready = asyncio.Event()
 
-        side = LoopSide(
-            settings=lambda: self.settings,
-            start_worker=self._start_worker,
-            backend=self._backend,
-            post=self.post,
-            ask=self.ask,
-            spawn=self.spawn,
-            request_refresh=self.request_refresh,
-            refresh_recovered=self.refresh_recovered,
-        )
+        #: The agent backends by name, each made on first use.
+        self.backends = Backends(backends)
+        self._inbox = Inbox()
+        self._loop_gone = False
+        self._tasks: set[asyncio.Task] = set()
         #: Freezes each run's long-lived objects (``scheduler/heap_freeze.py``; the real
         #: scheduler process only: it changes the collector for the whole process).
         self.heap: HeapFreezer | None = (
             HeapFreezer(quiet=lambda: not self._inbox.busy) if freeze_heap else None
         )
-        parts = build_parts(
-            side,
-            self,
-            store=store,
+        # The parts, by concept; each holds this orchestrator as its mailbox (post, ask,
+        # spawn: ``mailbox.Mailbox``) and none of them imports this module.
+        state = self.state = SchedulerState(store, self.clock, self.events, workspaces)
+        state.usage = usage
+        for identifier in self.events.completed_before:  # done in an earlier life
+            state.mark_completed(identifier)
+        self.retries = Retries(state, self)
+        self._worker_ctx = WorkerContext(
+            state=state,
             tracker=tracker,
             workspaces=workspaces,
-            clock=self.clock,
-            events=self.events,
-            usage=usage,
-            opened=self.heap.session_opened if self.heap is not None else None,
+            backends=self.backends,
+            tools=SessionTools(tracker, self),
+            mailbox=self,
+            inbox=self._inbox,
+            heap=self.heap,
         )
-        self.state = parts.state
-        for identifier in self.events.completed_before:  # done in an earlier life
-            self.state.mark_completed(identifier)
-        self._inbox = parts.inbox
-        self.retries = parts.retries
-        self.dispatcher = parts.dispatcher
-        self.polling = parts.polling
-        self._commands = parts.commands
-        self._approvals = parts.approvals
-        self._scans = parts.scans
-        self._worker_ctx = parts.worker_ctx
+        self.dispatcher = Dispatcher(state, self.retries, self._worker_ctx)
+        self._approvals = ApprovalDesk(state, self)
+        self._scans = RecoveredScans(state, workspaces, self)
+        self._commands = OperatorCommands(
+            state,
+            dispatcher=self.dispatcher,
+            retries=self.retries,
+            approvals=self._approvals,
+            tracker=tracker,
+            workspaces=workspaces,
+            scans=self._scans,
+            mailbox=self,
+        )
+        self.polling = Polling(state, store, tracker, self.dispatcher, self)
         self._loop_task: asyncio.Task | None = None
-        self._loop_gone = False
-        self._tasks: set[asyncio.Task] = set()
         self._stopped = asyncio.Event()
 
     # ------------------------------------------------------------------ state, read-only
@@ -299,7 +306,7 @@ class Orchestrator:
         # sweep and any dispatch (scheduler/adoption.py).
         await adopt_leftovers(self.state, self.tracker, self.dispatcher.adopt)
         try:
-            backend = self._backend(self.settings.agent.backend)
+            backend = self.backends.get(self.settings.agent.backend)
         except Exception as exc:  # its first dispatch says it again, on the run
             self.state.log("warning", "agent backend unavailable at start-up", error=str(exc))
         else:
@@ -355,7 +362,7 @@ class Orchestrator:
         for task in list(self._tasks):
             with contextlib.suppress(BaseException):
                 await asyncio.wait_for(task, timeout=2)
-        await close_clients(self._backends.values(), self.tracker, SESSION_CLOSE_TIMEOUT_S)
+        await close_clients(self.backends.made(), self.tracker, SESSION_CLOSE_TIMEOUT_S)
         await self.barrier()
         await close_records(state, timeout=SHUTDOWN_TIMEOUT_S)
         self._stop_loop()
@@ -377,7 +384,7 @@ class Orchestrator:
         group of every live agent session, and every detached agent a backend still holds
         (``CodexBackend.kill_detached``). Returns how many groups were signalled."""
         killed = kill_agent_groups(self.state.running.values())
-        for backend in list(self._backends.values()):
+        for backend in self.backends.made():
             kill = getattr(backend, "kill_detached", None)
             if kill is not None:
                 killed += kill()
@@ -681,17 +688,6 @@ class Orchestrator:
                     self.request_refresh()  # a machine has memory again
             case Barrier(reply=answer):
                 reply(answer, None)
-
-    # ------------------------------------------------------------------ workers
-
-    def _start_worker(self, run: Run) -> None:
-        start_worker(run, self._worker_ctx, lambda ending: self.post(WorkerEnded(run, ending)))
-
-    def _backend(self, name: str) -> AgentBackend:
-        backend = self._backends.get(name)
-        if backend is None:
-            backend = self._backends[name] = self._backend_factory(name)
-        return backend
 
     # ------------------------------------------------------------------ tasks
 

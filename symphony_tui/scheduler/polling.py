@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import Any
 
 from symphony_tui.config.store import WorkflowStore
 from symphony_tui.config.validate import validate_dispatch
@@ -24,14 +22,15 @@ from symphony_tui.scheduler.clock import TimerHandle
 from symphony_tui.scheduler.dispatch import Dispatcher
 from symphony_tui.scheduler.inbox import (
     Candidates,
-    Input,
     Reload,
     RetryFetched,
     RunningStates,
+    Tick,
     TickEnded,
     TickStarted,
     reply,
 )
+from symphony_tui.scheduler.mailbox import Mailbox
 from symphony_tui.scheduler.state import RetryState, SchedulerState
 from symphony_tui.trackers.base import Tracker, TrackerError
 
@@ -39,9 +38,8 @@ log = logging.getLogger("symphony_tui.scheduler")
 
 
 class Polling:
-    """Tick cycles and due retries of one scheduler. ``ask`` posts an input and waits for
-    its handler's result, ``post`` posts one, ``spawn`` starts a tracked task and
-    ``request_refresh`` asks for a tick (the poll timer calls it)."""
+    """Tick cycles and due retries of one scheduler; the cycles and retry fetches are
+    tasks of ``mailbox`` and post their results to it (the poll timer posts ``Tick``)."""
 
     def __init__(
         self,
@@ -49,20 +47,13 @@ class Polling:
         store: WorkflowStore,
         tracker: Tracker,
         dispatcher: Dispatcher,
-        *,
-        ask: Callable[[Any], Awaitable[Any]],
-        post: Callable[[Input], None],
-        spawn: Callable[..., asyncio.Task],
-        request_refresh: Callable[[], None],
+        mailbox: Mailbox,
     ) -> None:
         self.state = state
         self._store = store
         self._tracker = tracker
         self._dispatcher = dispatcher
-        self._ask = ask
-        self._post = post
-        self._spawn = spawn
-        self._request_refresh = request_refresh
+        self._mailbox = mailbox
         #: The tick cycle in flight, if any.
         self.task: asyncio.Task | None = None
         self._tick_replies: list[asyncio.Future] = []
@@ -101,27 +92,27 @@ class Polling:
             return
         if answer is not None:
             self._tick_replies.append(answer)
-        self.task = self._spawn(self._cycle(), name="tick")
+        self.task = self._mailbox.spawn(self._cycle(), name="tick")
 
     async def _cycle(self) -> None:
         """One poll-and-dispatch cycle: I/O here, every decision in the loop."""
         try:
             started = self.state.clock.monotonic()
             await self.reload_workflow()
-            ids = await self._ask(TickStarted())
+            ids = await self._mailbox.ask(TickStarted())
             if await self.apply_running_states(ids or []):
                 try:
                     issues, error = await self._tracker.fetch_candidate_issues(), None
                 except TrackerError as exc:
                     issues, error = None, exc
-                await self._ask(Candidates(issues, error, started))
+                await self._mailbox.ask(Candidates(issues, error, started))
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a tick must never kill the scheduler
             log.exception("tick failed")
             self.state.emit_system(EventKind.ERROR, f"tick failed: {exc}")
         finally:
-            self._post(TickEnded())
+            self._mailbox.post(TickEnded())
 
     def on_started(self) -> list[str]:
         """``TickStarted``: stop stalled runs; the ids of running issues to refresh."""
@@ -155,7 +146,7 @@ class Polling:
                 issues = await self._tracker.fetch_issues_by_ids(ids)
             except TrackerError as exc:
                 error = exc
-        return bool(await self._ask(RunningStates(ids, issues, error)))
+        return bool(await self._mailbox.ask(RunningStates(ids, issues, error)))
 
     def may_fetch_candidates(self) -> bool:
         """Re-check the workflow and validate it for dispatch (§6.2, §6.3); False when
@@ -192,7 +183,8 @@ class Polling:
             self._tick_timer.cancel()
         delay = self.state.poll_delay_s()
         self.state.set_next_poll(self.state.clock.now() + timedelta(seconds=delay))
-        self._tick_timer = self.state.clock.call_later(delay, self._request_refresh)
+        mailbox = self._mailbox
+        self._tick_timer = self.state.clock.call_later(delay, lambda: mailbox.post(Tick()))
 
     # ------------------------------------------------------------------ retries
 
@@ -204,7 +196,7 @@ class Polling:
         if retry is None or retry.token != token or state.stopping:
             return None
         state.pop_retry(issue_id)
-        return self._spawn(self._retry_fetch(retry), name="retry")
+        return self._mailbox.spawn(self._retry_fetch(retry), name="retry")
 
     async def _retry_fetch(self, retry: RetryState) -> None:
         """Refresh the retried issue alone by id (§8.4): a terminal, inactive or unroutable
@@ -219,7 +211,7 @@ class Polling:
             # Unclaimed while its retry is refreshed, and a terminal issue is never a
             # candidate: nothing else uses the workspace (§8.4 step 3).
             await self._remove_terminal_workspace(issue)
-        await self._ask(RetryFetched(retry, issues, error))
+        await self._mailbox.ask(RetryFetched(retry, issues, error))
 
     async def _remove_terminal_workspace(self, issue: Issue) -> None:
         workspaces = self.state.workspaces
@@ -242,7 +234,7 @@ class Polling:
         like a watched change."""
         before = self._store.error
         if await self._store.reload() or self._store.error != before:
-            self._post(Reload())
+            self._mailbox.post(Reload())
 
     def on_workflow_reloaded(self) -> None:
         state = self.state

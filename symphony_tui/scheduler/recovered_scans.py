@@ -13,29 +13,26 @@ timeout); one that comes up asks for a rescan.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 
-from symphony_tui.scheduler.inbox import Input, Recovered
+from symphony_tui.scheduler.inbox import Recovered
+from symphony_tui.scheduler.mailbox import Mailbox
 from symphony_tui.scheduler.state import SchedulerState
 from symphony_tui.workspaces.manager import WorkspaceManager
 
 
 class RecoveredScans:
-    """``post`` hands the ``Recovered`` result to the loop; ``spawn(coro, name=)`` runs the
-    background scan as a tracked task. Only the loop calls these methods."""
+    """The background scan is a task of ``mailbox`` and posts its ``Recovered`` result
+    there. Only the loop calls these methods."""
 
     def __init__(
         self,
         state: SchedulerState,
         workspaces: WorkspaceManager,
-        *,
-        post: Callable[[Input], None],
-        spawn: Callable[..., asyncio.Task],
+        mailbox: Mailbox,
     ) -> None:
         self._state = state
         self._workspaces = workspaces
-        self._post = post
-        self._spawn = spawn
+        self._mailbox = mailbox
         self._stale = False
         self._generation = 0
         #: The background scan under way, or None.
@@ -71,9 +68,9 @@ class RecoveredScans:
             except Exception as exc:
                 self._state.log("warning", "workspace recovery scan failed", error=str(exc))
                 found = None
-            self._post(Recovered(found, generation))
+            self._mailbox.post(Recovered(found, generation))
 
-        self.task = self._spawn(scan(), name="recovered-scan")
+        self.task = self._mailbox.spawn(scan(), name="recovered-scan")
 
     def apply(self, found: tuple | None, generation: int) -> None:
         """A background scan's result (None: it failed), unless a newer scan outdated it."""

@@ -9,24 +9,24 @@ dispatcher (``dispatch.py``) decides what a due retry does.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
 from datetime import timedelta
 
 from symphony_tui.domain import EventKind, Issue, RetryEntry, RunOutcome
 from symphony_tui.domain.payloads import RetryScheduled, RunEnded
 from symphony_tui.scheduler import policy
-from symphony_tui.scheduler.inbox import Input, RetryDue
+from symphony_tui.scheduler.inbox import RetryDue
+from symphony_tui.scheduler.mailbox import Mailbox
 from symphony_tui.scheduler.run import Ending, Run
 from symphony_tui.scheduler.state import RetryState, SchedulerState
 
 
 class Retries:
-    """Schedules, cancels and releases retry entries of ``state``; ``post`` queues an
-    input in the inbox's main lane (how a retry timer reports)."""
+    """Schedules, cancels and releases retry entries of ``state``; a retry timer posts
+    ``RetryDue`` to ``mailbox``."""
 
-    def __init__(self, state: SchedulerState, post: Callable[[Input], None]) -> None:
+    def __init__(self, state: SchedulerState, mailbox: Mailbox) -> None:
         self._state = state
-        self._post = post
+        self._mailbox = mailbox
         self._tokens = itertools.count(1)
 
     def schedule(
@@ -51,9 +51,9 @@ class Retries:
             error=error,
             continuation=continuation,
         )
-        issue_id = issue.id
+        issue_id, mailbox = issue.id, self._mailbox
         timer = state.clock.call_later(
-            delay_ms / 1000, lambda: self._post(RetryDue(issue_id, token))
+            delay_ms / 1000, lambda: mailbox.post(RetryDue(issue_id, token))
         )
         retry = RetryState(entry=entry, issue=issue, token=token, timer=timer)
         state.add_retry(retry)

@@ -11,12 +11,13 @@ Linear tracker, ``linear_graphql`` is offered too; with a GitHub tracker, ``gith
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from symphony_tui.agents.base import ToolResult, ToolSpec
 from symphony_tui.domain import AgentEvent, EventKind, Issue
 from symphony_tui.domain.payloads import ToolCall
+from symphony_tui.scheduler.inbox import AgentTraffic, IssueMoved, MoveIntended
+from symphony_tui.scheduler.mailbox import Mailbox
 from symphony_tui.scheduler.run import Run
 from symphony_tui.trackers.base import Tracker, TrackerError
 
@@ -50,25 +51,23 @@ class _NativeTool(Protocol):
 class SessionTools:
     """The tools for sessions against one tracker.
 
-    ``emit`` records an event against a run (each call is logged as ``TOOL_CALL``);
-    ``intend(run, state)`` records, and returns once it is recorded, the state the run's
-    agent is moving its issue to (after a failed move: the intent before it), answering
-    the intent it replaces (``SchedulerState.run_move_intended``); ``moved`` gets a move
-    the tracker accepted, for the scheduler to apply (``SchedulerState.run_moved_by_agent``).
+    Each call is said as a ``TOOL_CALL`` event, posted to ``mailbox``. Before moving its
+    issue, the agent's intent is asked on the control lane (``MoveIntended``: recorded
+    before the tracker write, restored after a failed one,
+    ``SchedulerState.run_move_intended``); a move the tracker accepted is posted
+    (``IssueMoved``, applied by ``SchedulerState.run_moved_by_agent``).
     """
 
-    def __init__(
-        self,
-        tracker: Tracker,
-        *,
-        emit: Callable[[Run, AgentEvent], None],
-        moved: Callable[[Run, Issue], None],
-        intend: Callable[[Run, str | None], Awaitable[str | None]],
-    ) -> None:
+    def __init__(self, tracker: Tracker, mailbox: Mailbox) -> None:
         self._tracker = tracker
-        self._emit = emit
-        self._moved = moved
-        self._intend = intend
+        self._mailbox = mailbox
+
+    def _emit(self, run: Run, event: AgentEvent) -> None:
+        self._mailbox.post(AgentTraffic(run, event))
+
+    async def _intend(self, run: Run, target: str | None) -> str | None:
+        # On the control lane: recorded before the tracker write starts.
+        return await self._mailbox.ask(MoveIntended(run, target), control=True)
 
     def specs(self) -> tuple[ToolSpec, ...]:
         """What a new session advertises to its agent."""
@@ -134,7 +133,7 @@ class SessionTools:
         except TrackerError as exc:
             await self._intend(run, previous_intent)
             return ToolResult(False, json.dumps({"error": str(exc)}))
-        self._moved(run, moved)
+        self._mailbox.post(IssueMoved(moved, run))
         return ToolResult(True, json.dumps({"issue": moved.identifier, "state": moved.state}))
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from symphony_tui.domain import EventKind, Issue, RunOutcome, RunStatus
 from symphony_tui.domain.payloads import HookResult, NoteDelivered
 from symphony_tui.scheduler import manifests, policy
 from symphony_tui.scheduler.clock import Clock, TimerHandle
+from symphony_tui.scheduler.heap_freeze import HeapFreezer
 from symphony_tui.scheduler.host import RunHost
 from symphony_tui.scheduler.inbox import (
     ApprovalsCancelled,
@@ -36,6 +37,8 @@ from symphony_tui.scheduler.inbox import (
     BudgetCheck,
     HookRan,
     HostFailed,
+    Inbox,
+    InboxFlow,
     IssueRefreshed,
     RunNoted,
     RunUpdated,
@@ -45,6 +48,7 @@ from symphony_tui.scheduler.inbox import (
     TrackerFailed,
     TurnEnded,
     TurnStarted,
+    WorkerEnded,
     WorkspaceReady,
 )
 from symphony_tui.scheduler.mailbox import Mailbox
@@ -74,28 +78,45 @@ def _failed(error: str) -> Ending:
     return Ending(RunOutcome.FAILED, RunStatus.FAILED, error)
 
 
+class Backends:
+    """The agent backends of one scheduler by name (``agent.backend``): each is made by
+    ``factory`` the first time it is asked for (:meth:`get`), then kept."""
+
+    def __init__(self, factory: Callable[[str], AgentBackend]) -> None:
+        self._factory = factory
+        self._made: dict[str, AgentBackend] = {}
+
+    def get(self, name: str) -> AgentBackend:
+        """The backend ``name``; raises what its factory raises (an unknown name)."""
+        backend = self._made.get(name)
+        if backend is None:
+            backend = self._made[name] = self._factory(name)
+        return backend
+
+    def made(self) -> list[AgentBackend]:
+        """The backends made so far (closed at shutdown)."""
+        return list(self._made.values())
+
+
 @dataclass(frozen=True)
 class WorkerContext:
     """What every worker uses: the scheduler ``state`` (read only: the worker changes it
     by posting inputs, ``inbox.py`` "what a worker reports"), the ``tracker``,
-    ``workspaces``, ``backend(name)``, the session tools, and the loop's ``mailbox`` (the
-    main lane for the worker's and its session's reports; ``ask`` waits for the loop's
-    reply, None once the loop is gone)."""
+    ``workspaces``, the agent ``backends``, the session tools, and the loop's ``mailbox``
+    (the main lane for the worker's and its session's reports; ``ask`` waits for the
+    loop's reply, None once the loop is gone)."""
 
     state: SchedulerState
     tracker: Tracker
     workspaces: WorkspaceManager
-    backend: Callable[[str], AgentBackend]
+    backends: Backends
     tools: SessionTools
     mailbox: Mailbox
-    #: Waits for room in the inbox's main lane (``Inbox.room``: back-pressure on readers).
-    room: Callable[[object], Awaitable[None]] | None = None
-    #: Lets a reader waiting in ``room`` go first (``Inbox.hurry``: it holds a request).
-    hurry: Callable[[object], None] | None = None
-    #: True while the inbox is congested (``Inbox.busy``: sessions coalesce deltas).
-    busy: Callable[[], bool] | None = None
-    #: Called once a run's session is open (``heap_freeze.HeapFreezer.session_opened``).
-    opened: Callable[[], None] | None = None
+    #: The loop's inbox, which paces each session's reader (``inbox.InboxFlow``).
+    inbox: Inbox
+    #: Told once a run's session is open (``HeapFreezer.session_opened``); None: the
+    #: collector is left as it is (only the CLI's own process freezes its heap).
+    heap: HeapFreezer | None = None
 
 
 class Worker:
@@ -305,7 +326,7 @@ class Worker:
         ctx.mailbox.post(RunUpdated(run, RunStatus.LAUNCHING_AGENT))
         host = self._host(path, resume)
         try:
-            session = await ctx.backend(run.backend).start_session(host)
+            session = await ctx.backends.get(run.backend).start_session(host)
         except AgentError as exc:
             if where is not None and exc.host_lost:
                 self._host_lost = str(exc.message)
@@ -317,8 +338,8 @@ class Worker:
         # Its agent's process group is recorded with the run, so a scheduler that starts
         # after a crash ends it.
         ctx.mailbox.post(SessionOpened(run, session, record_group=True))
-        if ctx.opened is not None:
-            ctx.opened()
+        if ctx.heap is not None:
+            ctx.heap.session_opened()
         if self._ending is not None:
             return self._ending
         stopped = await self._budget_hold()  # an issue already over its budget
@@ -335,9 +356,7 @@ class Worker:
             ctx.tools.specs(),
             ctx.mailbox,
             ctx.tools,
-            ctx.room,
-            busy=ctx.busy,
-            hurry=ctx.hurry,
+            InboxFlow(ctx.inbox),
         )
 
     async def _adopted(self, facts: dict[str, Any]) -> Ending:
@@ -349,7 +368,7 @@ class Worker:
         assert self._workspace is not None  # a re-adopted run is claimed with its workspace
         ctx.mailbox.post(WorkspaceReady(run, self._workspace, facts, started=False))
         ctx.mailbox.post(RunUpdated(run, RunStatus.LAUNCHING_AGENT))
-        backend = ctx.backend(run.backend)
+        backend = ctx.backends.get(run.backend)
         adopt = getattr(backend, "adopt_session", None)
         agent = DetachedAgent.from_facts(facts.get("agent"))
         if adopt is None or agent is None:
@@ -362,8 +381,8 @@ class Worker:
             return _failed(f"re-adopt: {exc}")
         self._session = session
         ctx.mailbox.post(SessionOpened(run, session))
-        if ctx.opened is not None:
-            ctx.opened()
+        if ctx.heap is not None:
+            ctx.heap.session_opened()
         if self._ending is not None:
             return self._ending
         return await self._turns(session, None, run.turn_count, follow=True)
@@ -597,9 +616,10 @@ def _hook_error(hook: Any) -> str:
     return f"hook {hook.name} failed ({_hook_why(hook, 'exit code')})"
 
 
-def start_worker(run: Run, ctx: WorkerContext, ended: Callable[[Ending], None]) -> Worker:
-    """Start ``run``'s worker task (``run.task``, ``run.worker`` set); ``ended`` gets its
-    :class:`Ending` when the task is done, even one cancelled before it started."""
+def start_worker(run: Run, ctx: WorkerContext) -> Worker:
+    """Start ``run``'s worker task (``run.task``, ``run.worker`` set); its :class:`Ending`
+    is posted as ``WorkerEnded`` when the task is done, even one cancelled before it
+    started."""
     worker = Worker(run, ctx)
     task = asyncio.get_running_loop().create_task(
         worker.run(), name=f"worker-{run.issue.identifier}"
@@ -609,9 +629,10 @@ def start_worker(run: Run, ctx: WorkerContext, ended: Callable[[Ending], None]) 
 
     def done(task: asyncio.Task) -> None:
         if task.cancelled():  # cancelled before it even started
-            ended(worker.requested or Ending(RunOutcome.STOPPED, RunStatus.STOPPED))
+            ending = worker.requested or Ending(RunOutcome.STOPPED, RunStatus.STOPPED)
         else:
-            ended(task.result())  # Worker.run never raises
+            ending = task.result()  # Worker.run never raises
+        ctx.mailbox.post(WorkerEnded(run, ending))
 
     task.add_done_callback(done)
     return worker

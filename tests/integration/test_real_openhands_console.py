@@ -162,7 +162,7 @@ async def test_console_restart_reattaches_and_shows_the_pending_approval_again(t
         async with app.run_test(size=(120, 36)) as pilot:
             await wait_until(pilot, lambda: bool(orch.snapshot().approvals))
             before = orch.snapshot().approvals[0]
-            backend = orch._backends["openhands"]
+            backend = orch.backends.get("openhands")
             pid = backend.server.pid
             await quit_console(app, pilot, runtime)
         assert backend.server is None  # the managed server stopped with the console
@@ -174,7 +174,7 @@ async def test_console_restart_reattaches_and_shows_the_pending_approval_again(t
         orch = runtime.orchestrator
         async with app.run_test(size=(120, 36)) as pilot:
             await wait_until(pilot, lambda: bool(orch.snapshot().approvals))
-            assert orch._backends["openhands"].server.pid != pid
+            assert orch.backends.get("openhands").server.pid != pid
             await pilot.press("v")
             await wait_until(pilot, lambda: isinstance(app.screen, ApprovalsScreen))
             await pilot.pause(0.6)  # let the approvals screen fill from the snapshot

@@ -116,12 +116,13 @@ def make_harness(tmp_path: Path) -> Callable[..., Harness]:
         usage: UsageLedger | None = None,
         freeze_heap: bool = False,
         event_log: EventHistory | None = None,
+        backend: ScriptedBackend | None = None,
     ) -> Harness:
         path = write_workflow(tmp_path, front, prompt)
         store = WorkflowStore(path)
         store.load_initial()
         tracker = MemoryTracker(issues)
-        backend = ScriptedBackend(script)
+        backend = backend or ScriptedBackend(script)
         clock = FakeClock(T0)
         workspaces = WorkspaceManager(lambda: store.current.settings)
         orch = Orchestrator(

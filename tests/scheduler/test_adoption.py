@@ -66,9 +66,8 @@ def leave_agent(ws: Path, issue, *, attempt: int = 2, turn_count: int = 1):
 
 async def test_a_live_agent_of_an_active_issue_is_readopted_as_the_same_attempt(make_harness):
     issue = make_issue(1)
-    h = make_harness([issue], front=FRONT)
     backend = AdoptingBackend()
-    h.orch._backend_factory = lambda name: backend
+    h = make_harness([issue], front=FRONT, backend=backend)
     h.backend = backend
     proc, agent = leave_agent(h.ws("ABC-1"), issue)
     try:
@@ -92,9 +91,8 @@ async def test_a_live_agent_of_an_active_issue_is_readopted_as_the_same_attempt(
 
 async def test_a_live_agent_of_an_issue_no_longer_active_is_ended(make_harness):
     issue = make_issue(1, state="Done")
-    h = make_harness([issue], front=FRONT)
     backend = AdoptingBackend()
-    h.orch._backend_factory = lambda name: backend
+    h = make_harness([issue], front=FRONT, backend=backend)
     proc, agent = leave_agent(h.ws("ABC-1"), issue)
     try:
         await h.start()
@@ -126,9 +124,8 @@ async def test_a_backend_that_cannot_reattach_ends_the_agent_and_the_attempt_is_
 
 async def test_a_dead_agent_leaves_its_issue_to_the_ordinary_dispatch(make_harness):
     issue = make_issue(1)
-    h = make_harness([issue], front=FRONT)
     backend = AdoptingBackend()
-    h.orch._backend_factory = lambda name: backend
+    h = make_harness([issue], front=FRONT, backend=backend)
     proc, _agent = leave_agent(h.ws("ABC-1"), issue)
     proc.kill()
     proc.wait()

@@ -15,7 +15,7 @@ def test_tracker_key_variables_are_kept_from_agents(tmp_path):
     path.write_text(text)
     env = {"PATH": "/usr/bin", "LINEAR_API_KEY": "lin_api_secret123456", "MY_TRACKER_KEY": "k-1234"}
     runtime = build_runtime(path, env=env, lock=False, events_path=tmp_path / "e.jsonl")
-    backend = runtime.orchestrator._backend("codex")
+    backend = runtime.orchestrator.backends.get("codex")
     child = backend.child_env(runtime.store.current.settings)
     assert "LINEAR_API_KEY" not in child and "MY_TRACKER_KEY" not in child
     assert child["PATH"]
@@ -49,5 +49,5 @@ def test_a_rest_trackers_credential_variables_are_kept_from_agents(tmp_path, kin
     env = {"PATH": "/usr/bin", "MY_TOKEN": "named", **dict.fromkeys(defaults, "default")}
     runtime = build_runtime(path, env=env, lock=False, events_path=tmp_path / "e.jsonl")
     assert runtime.orchestrator.tracker.kind == kind
-    child = runtime.orchestrator._backend("codex").child_env(runtime.store.current.settings)
+    child = runtime.orchestrator.backends.get("codex").child_env(runtime.store.current.settings)
     assert not {"MY_TOKEN", *defaults} & set(child) and child["PATH"]

@@ -26,7 +26,13 @@ from symphony_tui.domain import (
 )
 from symphony_tui.scheduler.approvals import ApprovalDesk, policy_answer
 from symphony_tui.scheduler.holds import Holds
-from symphony_tui.scheduler.inbox import AgentTraffic, ApprovalExpired, ApprovalWithdrawn
+from symphony_tui.scheduler.inbox import (
+    AgentTraffic,
+    ApprovalExpired,
+    ApprovalWithdrawn,
+    IssueMoved,
+    MoveIntended,
+)
 from symphony_tui.scheduler.run import Run
 from symphony_tui.scheduler.snapshots import build_snapshot
 from symphony_tui.scheduler.tokens import TokenLedger
@@ -221,6 +227,25 @@ def test_holds_survive_a_restart_and_end_when_the_tracker_changes(tmp_path):
     assert len(again) == 0
 
 
+class _Loop:
+    """The loop's part for the session tools: ``emit`` gets their events, ``moved`` the
+    agent's moves, ``intend`` answers the intents they ask."""
+
+    def __init__(self, emit, moved, intend) -> None:
+        self._emit, self._moved, self._intend = emit, moved, intend
+
+    def post(self, item, *, control: bool = False) -> None:
+        match item:
+            case AgentTraffic(event=event):
+                self._emit(event)
+            case IssueMoved(issue=issue, run=run):
+                self._moved(run, issue)
+
+    async def ask(self, item, *, control: bool = False):
+        assert isinstance(item, MoveIntended)
+        return await self._intend(item.run, item.state)
+
+
 async def test_session_tools_report_bad_calls_and_keep_the_intent_only_on_success(
     make_harness,
 ):
@@ -236,12 +261,7 @@ async def test_session_tools_report_bad_calls_and_keep_the_intent_only_on_succes
         state.run_moved_by_agent(run, issue)
         moved.append(issue.state)
 
-    tools = SessionTools(
-        tracker,
-        emit=lambda run, event: emitted.append(event),
-        moved=apply_move,
-        intend=intend,
-    )
+    tools = SessionTools(tracker, _Loop(emitted.append, apply_move, intend))
     assert tools.specs() == (SET_STATE_TOOL,)
     run = _run(1)
 
@@ -279,9 +299,7 @@ async def test_session_tools_offer_and_run_a_trackers_own_agent_tool():
 
     tools = SessionTools(
         WithTool([make_issue(1)]),
-        emit=lambda run, event: None,
-        moved=lambda run, issue: None,
-        intend=_no_intent,
+        _Loop(lambda event: None, lambda run, issue: None, _no_intent),
     )
     assert tools.specs() == (SET_STATE_TOOL, spec)
     run = _run(1)

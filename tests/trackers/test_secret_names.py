@@ -51,7 +51,7 @@ async def test_a_declared_name_never_reaches_an_agent_or_a_hook(tmp_path, monkey
     rt = build_runtime(tmp_path / "WORKFLOW.md", env=env, lock=False)
     try:
         settings = rt.store.current.settings
-        child = rt.orchestrator._backend("codex").child_env(settings)
+        child = rt.orchestrator.backends.get("codex").child_env(settings)
         assert "VENDOR_TRACKER_TOKEN" not in child
         workspace = tmp_path / "ws" / "A-1"
         workspace.mkdir(parents=True)

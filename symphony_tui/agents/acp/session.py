@@ -232,8 +232,8 @@ class AcpSession:
             on_eof=self._describe_exit,
             line_limit=self._line_limit,
             sent=self._sent,
-            pace=getattr(self._host, "pace", None),
-            hurry=getattr(self._host, "hurry", None),
+            pace=self._host.flow.pace,
+            hurry=self._host.flow.hurry,
         )
         self._rpc.start()
         await self._initialize(cmd)

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -118,19 +118,18 @@ class EventOutlet:
     ``session_id`` (``<thread>-<turn>``, set by the turn tracker once a turn id is known) and
     the server's time of the notification being read (``clock``, the session's
     :class:`RpcConnection`, whose ``emitted_at`` is set while a notification is handled) are
-    stamped on every event that has none. The host's optional flow control
-    (``SessionHost.pace`` / ``congested`` / ``hurry``, looked up here once) paces the reader
-    (:meth:`pace`, :attr:`hurry`) and decides when deltas are held (:meth:`stream`).
+    stamped on every event that has none. The host's flow control (``SessionHost.flow``:
+    ``pace`` / ``congested`` / ``hurry``) paces the reader (:meth:`pace`, :attr:`hurry`) and
+    decides when deltas are held (:meth:`stream`).
     """
 
     def __init__(self, host: SessionHost) -> None:
         self._host = host
         self.session_id: str | None = None
         self.clock: RpcConnection | None = None
-        self._congested: Callable[[], bool] | None = getattr(host, "congested", None)
-        self._host_pace: Callable[[], Awaitable[None]] | None = getattr(host, "pace", None)
-        #: The host's ``hurry`` (None when it has none): for ``RpcConnection(hurry=...)``.
-        self.hurry: Callable[[], None] | None = getattr(host, "hurry", None)
+        self._flow = host.flow
+        #: The host's ``hurry``: for ``RpcConnection(hurry=...)``.
+        self.hurry: Callable[[], None] = host.flow.hurry
         self._held: HeldDeltas | None = None
         self._held_timer: asyncio.TimerHandle | None = None
 
@@ -180,8 +179,7 @@ class EventOutlet:
                 held.add(text)
                 return
             self.flush()
-        congested = self._congested
-        if congested is not None and len(text) < HOLD_CHARS and congested():
+        if len(text) < HOLD_CHARS and self._flow.congested():
             at = self.clock.emitted_at if self.clock is not None else None
             self._held = HeldDeltas(kind, item_id, reasoning, summary, text, at)
             self._held_timer = asyncio.get_running_loop().call_later(HOLD_S, self.flush)
@@ -199,14 +197,10 @@ class EventOutlet:
 
     async def pace(self) -> None:
         """Between batches of lines (``RpcConnection`` ``pace``): held deltas go once the
-        host is no longer congested, then the host's own pacing (``SessionHost.pace``; one
-        yield to the loop when it has none)."""
-        if self._held is not None and not (self._congested is not None and self._congested()):
+        host is no longer congested, then the host's own pacing (``FlowControl.pace``)."""
+        if self._held is not None and not self._flow.congested():
             self.flush()
-        if self._host_pace is None:
-            await asyncio.sleep(0)
-        else:
-            await self._host_pace()
+        await self._flow.pace()
 
 
 def _stamp_unpublished(event: AgentEvent, update: dict[str, Any]) -> None:

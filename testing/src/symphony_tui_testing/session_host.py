@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from symphony_tui.agents.base import ToolResult, ToolSpec
+from symphony_tui.agents.base import FlowControl, ToolResult, ToolSpec
 from symphony_tui.domain import (
     AgentEvent,
     ApprovalAnswer,
@@ -100,6 +100,9 @@ class RecordingSessionHost:
     @property
     def tools(self) -> tuple[ToolSpec, ...]:
         return self._tools
+
+    #: No back-pressure (a test's host is never behind).
+    flow = FlowControl()
 
     @property
     def resume(self) -> dict[str, Any]:

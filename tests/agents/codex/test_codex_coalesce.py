@@ -11,6 +11,7 @@ from itertools import groupby
 
 import pytest
 
+from symphony_tui.agents.base import FlowControl
 from symphony_tui.agents.codex import coalesce
 from symphony_tui.agents.codex.coalesce import HOLD_CHARS
 from symphony_tui.domain import EventKind
@@ -19,11 +20,15 @@ from symphony_tui_testing.session_host import RecordingSessionHost
 from .conftest import HANDSHAKE, note, turn_completed, turn_start
 
 
+class _Behind(FlowControl):
+    def congested(self) -> bool:
+        return True
+
+
 class CongestedHost(RecordingSessionHost):
     """A host that is always behind (the scheduler's inbox past its busy mark)."""
 
-    def congested(self) -> bool:
-        return True
+    flow = _Behind()
 
 
 def _line(msg: dict) -> str:
