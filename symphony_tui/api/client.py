@@ -41,7 +41,7 @@ from symphony_tui.domain.audit import AuditEntry
 from symphony_tui.domain.commands import Command
 from symphony_tui.domain.diff import DiffPage, WorkspaceDiff
 from symphony_tui.scheduler.audit import local_operator
-from symphony_tui.scheduler.port import CommandResult, TranscriptGap
+from symphony_tui.scheduler.port import CommandResult, SchedulerPort, TranscriptGap
 
 _EVENTS = TypeAdapter(list[AgentEvent])
 _AUDIT = TypeAdapter(list[AuditEntry])
@@ -87,10 +87,11 @@ def backoff_s(attempt: int, *, rng: Callable[[float, float], float] = random.uni
     return rng(0.0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2**attempt))
 
 
-class RemotePort:
+class RemotePort(SchedulerPort):
     # The scheduler runs elsewhere: quitting detaches, unless q's "Stop N agents" sends it
     # the stop command.
     detach_only = True
+    carries_stop = True
 
     def __init__(
         self,

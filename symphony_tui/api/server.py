@@ -452,8 +452,8 @@ def workspace_roots(port: SchedulerPort) -> list[str]:
     """Where agents work on this machine: the workflow's workspace root (a port that has
     settings) and every local running or recovered workspace."""
     roots: list[str] = []
-    settings = getattr(port, "settings", None)
-    root = getattr(getattr(settings, "workspace", None), "root", None)
+    settings = port.settings
+    root = settings.workspace.root if settings is not None else None
     if isinstance(root, str) and root:
         roots.append(root)
     snap = port.snapshot()
@@ -564,9 +564,10 @@ class ApiServer:
         await site.start()
         addresses = self._runner.addresses
         self.port = int(addresses[0][1]) if addresses else self._bind_port
-        serve = getattr(self._port, "serve_controls", None)
-        if serve is not None:  # runs' postures say the API can be reached (docs/security.md)
-            serve(ControlSurface(self.url, is_loopback(self.host), bool(self.token)))
+        # Runs' postures say the API can be reached (docs/security.md).
+        self._port.serve_controls(
+            ControlSurface(self.url, is_loopback(self.host), bool(self.token))
+        )
         if self._announce_dir is not None:
             try:
                 self.control_file = write_control_token(self._announce_dir, self.control_token)
@@ -593,9 +594,8 @@ class ApiServer:
             hub = self._runner.app[STREAM]
             hub.stopping(ending)
             await hub.linger_for_pollers()
-        serve = getattr(self._port, "serve_controls", None)
-        if serve is not None and self.port is not None:
-            serve(None)
+        if self.port is not None:
+            self._port.serve_controls(None)
         if self._announced is not None:
             announce.remove(self._announced)
             self._announced = None

@@ -161,7 +161,7 @@ class SymphonyApp(App[None]):
         state = ConsoleState(
             port,
             detach_only=(
-                bool(getattr(port, "detach_only", False)) if detach_only is None else detach_only
+                port.detach_only if detach_only is None else detach_only
             ),
             notify=notify if notify is not None else notify_of(port),
         )
@@ -372,8 +372,8 @@ class SymphonyApp(App[None]):
             return
         now = self.clock()
         tones = self.tones
-        link_of = getattr(self.state.port, "link", None)  # attached: a lost link repaints
-        link = link_of().state if link_of is not None else None
+        now_link = self.state.port.link()  # attached: a lost link repaints at once
+        link = now_link.state if now_link is not None else None
         key = (id(snapshot), snapshot.generated_at, int(now.timestamp()), self.theme, link)
         self.refresher.paint(self.screen_stack, snapshot, now, tones, key)
         signature = tuple(self.check_action(name, ()) for name in APP_BY_ACTION)

@@ -70,7 +70,7 @@ class Lifecycle:
     @property
     def attached_scheduler_stopped(self) -> bool:
         """An attached console whose scheduler has shut down (``RemotePort.stopped``)."""
-        return bool(getattr(self._state.port, "stopped", False))
+        return self._state.port.stopped
 
     # -- start and run ----------------------------------------------------------------
 
@@ -111,7 +111,7 @@ class Lifecycle:
         self._runner_fn = started.runner
         self._shutdown_fn = started.shutdown
         state.notify = started.notify if started.notify is not None else notify_of(state.port)
-        state.detach_only = bool(getattr(state.port, "detach_only", False))
+        state.detach_only = state.port.detach_only
         if state.stopping:
             return  # quit while starting: shutdown_and_exit shuts it down
         for title, text in started.messages:
@@ -242,7 +242,7 @@ class Lifecycle:
         if self.detachable and not state.detach_only:
             self._ask_stop_or_detach(running)
             return
-        if state.detach_only and hasattr(state.port, "wait_stopped"):
+        if state.detach_only and state.port.carries_stop:
             self._ask_stop_or_detach(running, attached=True)
             return
         if state.detach_only:
@@ -300,8 +300,7 @@ class Lifecycle:
             )
             return
         self._ui.notify(one_line(result.message, 300) + "…", timeout=120, markup=False)
-        wait = getattr(state.port, "wait_stopped", None)
-        ended = await wait() if wait is not None else False
+        ended = await state.port.wait_stopped()
         if state.stopping:
             return  # q while it stopped
         done = (

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from symphony_tui.scheduler.port import CommandResult, TranscriptGap
+from symphony_tui.scheduler.port import CommandResult, SchedulerPort, TranscriptGap
 
 if TYPE_CHECKING:
     from symphony_tui.config.settings import NotifySettings
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from symphony_tui.domain.audit import AuditEntry
     from symphony_tui.domain.commands import Command
     from symphony_tui.domain.diff import DiffPage, WorkspaceDiff
-    from symphony_tui.scheduler.port import SchedulerPort
 
 STARTING_MESSAGE = "the scheduler is still starting; try again in a moment"
 STARTING_STATUS = "◌ starting the scheduler…"
@@ -58,7 +57,7 @@ class Started:
     notify: Callable[[], NotifySettings] | None = None
 
 
-def notify_of(port: object) -> Callable[[], NotifySettings]:
+def notify_of(port: SchedulerPort) -> Callable[[], NotifySettings]:
     """What decides the console's bells and desktop alerts: in process, the workflow's live
     ``notify`` settings (``port.settings``); attached or still starting, the defaults. The
     settings module is imported on the first call (after the first frame)."""
@@ -66,13 +65,13 @@ def notify_of(port: object) -> Callable[[], NotifySettings]:
     def provider() -> NotifySettings:
         from symphony_tui.config.settings import NotifySettings, Settings
 
-        live = getattr(port, "settings", None)
+        live = port.settings
         return live.notify if isinstance(live, Settings) else NotifySettings()
 
     return provider
 
 
-class StartingPort:
+class StartingPort(SchedulerPort):
     """The console's port until the scheduler is built: no snapshot, no events, and every
     command, diff or audit read refused with :data:`STARTING_MESSAGE`."""
 

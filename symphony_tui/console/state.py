@@ -41,7 +41,7 @@ class ConsoleState:
     @property
     def starting(self) -> bool:
         """True until the scheduler is built (``console.starting``)."""
-        return bool(getattr(self.port, "starting", False))
+        return self.port.starting
 
     def ident(self, issue_id: str) -> str:
         """The identifier of ``issue_id`` (``DEMO-3``) when the snapshot knows it."""

@@ -109,7 +109,7 @@ from symphony_tui.scheduler.inbox import (
 )
 from symphony_tui.scheduler.notify_hook import watch_for_hook
 from symphony_tui.scheduler.polling import Polling
-from symphony_tui.scheduler.port import CommandResult, TranscriptGap
+from symphony_tui.scheduler.port import CommandResult, SchedulerPort, TranscriptGap
 from symphony_tui.scheduler.posture import ControlSurface
 from symphony_tui.scheduler.recovered_scans import RecoveredScans
 from symphony_tui.scheduler.resources import ResourceSampler, apply_sample
@@ -148,7 +148,7 @@ class StartupError(Exception):
     """Start-up validation failed (spec §6.3): the service must not start."""
 
 
-class Orchestrator:
+class Orchestrator(SchedulerPort):
     """The loop and its public face (``SchedulerPort``): see the module docstring.
 
     ``backends`` maps a backend name (``agent.backend``) to a backend instance; it is

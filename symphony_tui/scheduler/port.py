@@ -3,18 +3,27 @@
 Front ends read immutable snapshots and events and send commands; they never touch
 scheduler objects (docs/architecture.md "Who owns which state"). The console polls at a steady rate
 (``snapshot()`` + ``events_since(last_seq)``), which coalesces floods by construction.
+
+The ports are the in-process scheduler (``orchestrator.Orchestrator``), an attached
+scheduler's (``api/client.py`` ``RemotePort``) and the console's placeholder while the
+scheduler is built (``console/starting.py`` ``StartingPort``). Each subclasses
+:class:`SchedulerPort`, whose members with a body are the defaults of a port that does
+not have that side (no link, no settings, no control API to serve).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:  # annotations only: the console imports this before its first frame
+    from symphony_tui.config.settings import Settings
     from symphony_tui.domain import AgentEvent, Snapshot
     from symphony_tui.domain.audit import AuditEntry
     from symphony_tui.domain.commands import Command
     from symphony_tui.domain.diff import DiffPage, WorkspaceDiff
+    from symphony_tui.scheduler.posture import ControlSurface
 
 
 @dataclass(frozen=True)
@@ -40,7 +49,63 @@ class TranscriptGap:
     event_file: str | None = None
 
 
+class Link(Protocol):
+    """How current an attached console's data is (``api/client.py`` ``LinkStatus``):
+    ``state`` (``connecting``, ``live``, ``reconnecting``, ``stale``, ``stopped``),
+    ``age_s`` since the scheduler was last heard from, ``via`` (``stream`` or ``poll``), the
+    last ``error`` (one line), and when it ``stopped_at``."""
+
+    @property
+    def state(self) -> str: ...
+
+    @property
+    def age_s(self) -> float | None: ...
+
+    @property
+    def via(self) -> str: ...
+
+    @property
+    def error(self) -> str | None: ...
+
+    @property
+    def stopped_at(self) -> datetime | None: ...
+
+
 class SchedulerPort(Protocol):
+    #: True while the scheduler is still being built (``StartingPort``): nothing is shown
+    #: and every command is refused.
+    starting: bool = False
+    #: True when quitting the console leaves the scheduler running (an attached console:
+    #: ``q`` detaches, unless it sends the stop command).
+    detach_only: bool = False
+    #: True when a detach-only port can still carry the ``stop_scheduler`` command to its
+    #: scheduler and wait for its end (:meth:`wait_stopped`): ``q`` offers stop or detach.
+    carries_stop: bool = False
+
+    @property
+    def stopped(self) -> bool:
+        """True once the scheduler has shut down."""
+        return False
+
+    @property
+    def settings(self) -> Settings | None:
+        """The workflow's live settings, for a scheduler in this process; else None."""
+        return None
+
+    def link(self) -> Link | None:
+        """The link to an attached scheduler now; None in process (nothing to lose)."""
+        return None
+
+    async def wait_stopped(self) -> bool:
+        """After a stop command: wait until the scheduler has stopped. True when its end
+        is known (its process gone); False when that cannot be told from here."""
+        return False
+
+    def serve_controls(self, surface: ControlSurface | None) -> None:
+        """The control API now served for this scheduler (None: none); its runs'
+        postures say so (``scheduler/posture.py``). Nothing for a port that runs none."""
+        return None
+
     def snapshot(self) -> Snapshot:
         """The latest published snapshot (cheap; no copying)."""
         ...

@@ -13,6 +13,7 @@ import pytest
 from symphony_tui.api.server import ApiServer
 from symphony_tui.api.stream import FrameGzip, SnapshotVersions, StreamHub, accepts_gzip
 from symphony_tui.domain import RunningRow, Snapshot, TokenUsage
+from symphony_tui.scheduler.port import SchedulerPort
 from tests.api.test_stream import emit, event_seqs, read_frames
 from tests.scheduler.conftest import make_issue
 
@@ -73,7 +74,7 @@ async def test_the_stream_is_gzipped_only_for_clients_that_ask(served):
             assert frames[0][0] == "snapshot" and event_seqs(frames)[-1] == last
 
 
-class FakePort:
+class FakePort(SchedulerPort):
     def __init__(self, snapshot: Snapshot) -> None:
         self.current = snapshot
 

@@ -13,10 +13,10 @@ from symphony_tui.domain import AgentEvent, EventKind, Snapshot
 from symphony_tui.domain.audit import AuditEntry
 from symphony_tui.domain.commands import Command
 from symphony_tui.domain.diff import DiffPage, WorkspaceDiff
-from symphony_tui.scheduler.port import CommandResult, TranscriptGap
+from symphony_tui.scheduler.port import CommandResult, SchedulerPort, TranscriptGap
 
 
-class FakePort:
+class FakePort(SchedulerPort):
     def __init__(self, snapshot: Snapshot) -> None:
         self.current = snapshot
         self.events: list[AgentEvent] = []

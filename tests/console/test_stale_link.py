@@ -82,6 +82,8 @@ class StoppingPort(LinkedPort):
     """An attached port whose scheduler stops: as :class:`RemotePort` once its stream's
     ``stopping`` frame arrived (no live rows, ``stopped``, ``wait_stopped``)."""
 
+    carries_stop = True
+
     def __init__(self, port, link: LinkStatus) -> None:
         super().__init__(port, link)
         self.sent: list = []

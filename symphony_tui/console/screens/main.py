@@ -103,8 +103,7 @@ class MainScreen(Screen[None]):
         self._snapshot = snapshot
         with self.app.batch_update():
             # only what changed is set: Textual repaints a whole pane on every update
-            link_of = getattr(self.app.port, "link", None)  # attached consoles only
-            link = link_of() if link_of else None
+            link = self.app.port.link()  # attached consoles only
             update_static(
                 self.query_one("#status-line", Static),
                 status_text(snapshot, now, tones, link),
