@@ -121,6 +121,11 @@ class SessionHost(Protocol):
     def tools(self) -> tuple[ToolSpec, ...]: ...
 
     @property
+    def worker_host(self) -> str | None:
+        """The worker host the session runs on (``worker.ssh_hosts``); None: this machine."""
+        ...
+
+    @property
     def flow(self) -> FlowControl:
         """The host's flow control (back-pressure, congestion, hurrying a request)."""
         ...

@@ -210,7 +210,7 @@ class ServerBackend(ABC, Generic[CfgT, ServerT, ClientT, SessionT]):
         settings = self._settings()
         cfg = self._cfg(settings)
         self._check(cfg)
-        worker_host = getattr(host, "worker_host", None)
+        worker_host = host.worker_host
         if worker_host is None:
             endpoint, secret = await self._connect(cfg, Path(settings.workspace.root))
             return await self._open_session(host, endpoint, secret, local=True)

@@ -96,7 +96,7 @@ class CodexBackend:
         Raises ``AgentError`` (``launch_failed``, ``read_timeout``, ``handshake_failed``).
         """
         settings = self._settings()
-        worker_host = getattr(host, "worker_host", None)
+        worker_host = host.worker_host
         cfg = self.session_settings(settings)
         if worker_host is not None:  # worker.hosts.<h>.commands.codex wins on that host
             command = settings.worker.command_for(worker_host, "codex", cfg.command)

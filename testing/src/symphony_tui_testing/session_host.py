@@ -103,6 +103,8 @@ class RecordingSessionHost:
 
     #: No back-pressure (a test's host is never behind).
     flow = FlowControl()
+    #: The session runs on this machine.
+    worker_host: str | None = None
 
     @property
     def resume(self) -> dict[str, Any]:
