@@ -12,12 +12,11 @@ from __future__ import annotations
 from symphony_tui.scheduler.inbox import Tick
 from symphony_tui.scheduler.mailbox import Mailbox
 from symphony_tui.scheduler.port import CommandResult
-from symphony_tui.scheduler.state import SchedulerState
-from symphony_tui.scheduler.worker_hosts import HostProbes
+from symphony_tui.scheduler.worker_hosts import HostProbes, SchedulerView
 from symphony_tui.text import one_line
 
 
-def refusal(state: SchedulerState, name: str) -> CommandResult | None:
+def refusal(state: SchedulerView, name: str) -> CommandResult | None:
     """Why ``name`` is not a configured worker host, or None when it is one."""
     names = state.settings.worker.ssh_hosts
     if not state.hosts.enabled or not names:
@@ -28,7 +27,7 @@ def refusal(state: SchedulerState, name: str) -> CommandResult | None:
     return None
 
 
-def drain(state: SchedulerState, host: str, drained: bool, mailbox: Mailbox) -> CommandResult:
+def drain(state: SchedulerView, host: str, drained: bool, mailbox: Mailbox) -> CommandResult:
     """Drain (``drained``) or undrain ``host`` (``HostBook.drain``). Draining twice is no
     error (the answer says so). An undrain asks for a tick (``Tick`` to ``mailbox``), so
     work waiting for a slot can go there at once."""
@@ -48,7 +47,7 @@ def drain(state: SchedulerState, host: str, drained: bool, mailbox: Mailbox) -> 
     )
 
 
-def probe(state: SchedulerState, host: str, probes: HostProbes) -> CommandResult:
+def probe(state: SchedulerView, host: str, probes: HostProbes) -> CommandResult:
     """Probe ``host`` now. A down host: its next probe is moved to now
     (``HostBook.probe_now``, then ``probes.tick``) instead of the end of its backoff; the
     outcome comes as its ``up again`` event or a newer error on its row. An up host: its

@@ -295,13 +295,17 @@ class _Poster(Protocol):
     def post(self, item: HostProbed, *, control: bool = False) -> None: ...
 
 
-class _State(Protocol):
-    """What :func:`host_down` and :class:`HostProbes` use of ``SchedulerState`` (named
-    structurally: the state module imports this one)."""
+class SchedulerView(Protocol):
+    """What the worker-host code (:func:`host_down`, :class:`HostProbes`, the operator's
+    host commands) uses of ``SchedulerState``, named structurally: the state module
+    imports this one."""
 
     hosts: HostBook
     running: dict[str, Run]
     clock: Any
+
+    @property
+    def settings(self) -> Settings: ...
 
     def emit_system(self, kind: EventKind, message: str) -> None: ...
 
@@ -310,7 +314,7 @@ class _State(Protocol):
     def changed(self) -> None: ...
 
 
-def host_down(state: _State, name: str, reason: str, lost: Run | None = None) -> None:
+def host_down(state: SchedulerView, name: str, reason: str, lost: Run | None = None) -> None:
     """Host ``name`` failed under run ``lost``: mark it down (one warning event and log
     line when it was up) and end its other running attempts as failed with the reason
     (retried per policy, elsewhere while it is down)."""
@@ -338,7 +342,7 @@ class HostProbes:
 
     def __init__(
         self,
-        state: _State,
+        state: SchedulerView,
         targets: Callable[[str], SshTarget],
         mailbox: _Poster,
         on_reached: Callable[[str], Awaitable[None]] | None = None,
