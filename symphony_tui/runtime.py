@@ -17,10 +17,10 @@ from symphony_tui.config.validate import validate_dispatch
 from symphony_tui.observability.redact import register_secret
 from symphony_tui.paths import AUDIT_FILE_NAME, events_file
 from symphony_tui.scheduler.audit import AuditLog
-from symphony_tui.scheduler.eventlog import EventHistory
+from symphony_tui.scheduler.history.eventlog import EventHistory
 from symphony_tui.scheduler.orchestrator import Orchestrator, StartupError
 from symphony_tui.scheduler.project_lock import ProjectLock, project_key_for
-from symphony_tui.scheduler.usage_ledger import UsageLedger, usage_file
+from symphony_tui.scheduler.usage.ledger import UsageLedger, usage_file
 from symphony_tui.trackers.base import Tracker, TrackerError, declared_secret_names
 from symphony_tui.workspaces.manager import WorkspaceManager
 

@@ -230,7 +230,7 @@ class AgentSettings(_Section):
     turn_timeout_ms: Milliseconds | None = Field(default=None, gt=0)
     stall_timeout_ms: Milliseconds | None = None
     # Token budgets (total tokens; None: no limit). Crossing one interrupts the turn and
-    # holds the run until the operator extends it or stops it (scheduler/budgets.py).
+    # holds the run until the operator extends it or stops it (scheduler/usage/budgets.py).
     max_tokens_per_issue: WholeNumber | None = Field(default=None, gt=0)
     max_tokens_per_attempt: WholeNumber | None = Field(default=None, gt=0)
 

@@ -113,7 +113,7 @@ class ApprovalDecision(StrEnum):
 
 
 # Streaming fragments go to transcripts only: the live log shows whole messages, and a flood
-# of deltas must not push everything else out of the ring (scheduler/eventlog.py).
+# of deltas must not push everything else out of the ring (scheduler/history/eventlog.py).
 FRAGMENT_KINDS = frozenset({EventKind.MESSAGE_DELTA, EventKind.COMMAND_OUTPUT})
 # Accounting updates: kept in transcripts and the JSONL file, but not in the live ring (the
 # token pane shows them) and not as a worker's "last event".

@@ -55,7 +55,7 @@ class RunningRow(BaseModel):
     last_event_at: datetime | None = None
     tokens: TokenUsage = Field(default_factory=TokenUsage)
     #: False: a turn started and the backend reported no usage for this run, so ``tokens``
-    #: are zeros that measure nothing (shown as "not reported"; scheduler/tokens.py).
+    #: are zeros that measure nothing (shown as "not reported"; scheduler/usage/tokens.py).
     usage_reported: bool = True
     #: The issue's counted total tokens (earlier runs and processes included) and how many
     #: of its finished runs had no usage report.

@@ -2,7 +2,7 @@
 
 One JSON object a line (:class:`~symphony_tui.domain.audit.AuditEntry`) in the project's
 ``audit.jsonl`` beside its ``events.jsonl`` (``symphony-tui paths``), rotated by size the
-same way (:class:`~symphony_tui.scheduler.event_file.RotatingJsonl`: 5 MB, five backups).
+same way (:class:`~symphony_tui.scheduler.history.event_file.RotatingJsonl`: 5 MB, five backups).
 The newest :data:`KEEP` entries are also held in memory (read back from the file's tail
 on start), for the console's audit screen and ``GET /api/v1/audit``.
 
@@ -27,7 +27,7 @@ from pydantic import ValidationError
 
 from symphony_tui.domain.audit import AuditEntry
 from symphony_tui.domain.commands import Command
-from symphony_tui.scheduler.event_file import RotatingJsonl
+from symphony_tui.scheduler.history.event_file import RotatingJsonl
 from symphony_tui.text import one_line
 
 log = logging.getLogger(__name__)

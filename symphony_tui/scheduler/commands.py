@@ -50,7 +50,7 @@ from symphony_tui.domain.commands import (
 )
 from symphony_tui.domain.payloads import OperatorAction
 from symphony_tui.observability.logs import log_kv
-from symphony_tui.scheduler import host_commands, manifests, policy
+from symphony_tui.scheduler import manifests, policy
 from symphony_tui.scheduler.approvals import ApprovalDesk
 from symphony_tui.scheduler.dispatch import Dispatcher
 from symphony_tui.scheduler.inbox import (
@@ -68,6 +68,7 @@ from symphony_tui.scheduler.recovered_scans import RecoveredScans
 from symphony_tui.scheduler.retries import Retries
 from symphony_tui.scheduler.run import Ending
 from symphony_tui.scheduler.state import SchedulerState
+from symphony_tui.scheduler.worker_hosts import commands as host_commands
 from symphony_tui.text import one_line
 from symphony_tui.trackers.base import Tracker, TrackerError
 from symphony_tui.workspaces.errors import WorkspaceError

@@ -16,7 +16,7 @@ from symphony_tui.scheduler.retries import Retries
 from symphony_tui.scheduler.run import Run
 from symphony_tui.scheduler.state import RetryState, SchedulerState
 from symphony_tui.scheduler.worker import WorkerContext, start_worker
-from symphony_tui.scheduler.worker_hosts import HostProbes
+from symphony_tui.scheduler.worker_hosts.book import HostProbes
 from symphony_tui.trackers.base import TrackerError
 
 

@@ -46,20 +46,14 @@ from symphony_tui.scheduler.adoption import (
     end_host_leftover,
     take_over_servers,
 )
+from symphony_tui.scheduler.agent_tools import AgentTools
 from symphony_tui.scheduler.approvals import ApprovalDesk
 from symphony_tui.scheduler.audit import AuditLog, local_operator
-from symphony_tui.scheduler.builder import (
-    close_clients,
-    close_records,
-    kill_agent_groups,
-    restore_usage,
-    stop_workers,
-)
 from symphony_tui.scheduler.clock import Clock, RealClock
 from symphony_tui.scheduler.commands import OperatorCommands
 from symphony_tui.scheduler.dispatch import Dispatcher
-from symphony_tui.scheduler.eventlog import EventHistory
 from symphony_tui.scheduler.heap_freeze import HeapFreezer
+from symphony_tui.scheduler.history.eventlog import EventHistory
 from symphony_tui.scheduler.inbox import (
     AgentTraffic,
     ApprovalAsked,
@@ -107,6 +101,13 @@ from symphony_tui.scheduler.inbox import (
     WorkspaceRemoved,
     reply,
 )
+from symphony_tui.scheduler.lifecycle import (
+    close_clients,
+    close_records,
+    kill_agent_groups,
+    restore_usage,
+    stop_workers,
+)
 from symphony_tui.scheduler.notify_hook import watch_for_hook
 from symphony_tui.scheduler.polling import Polling
 from symphony_tui.scheduler.port import CommandResult, SchedulerPort, TranscriptGap
@@ -121,8 +122,7 @@ from symphony_tui.scheduler.startup import (
     sweep_terminal_workspaces,
 )
 from symphony_tui.scheduler.state import SchedulerState
-from symphony_tui.scheduler.tools import SessionTools
-from symphony_tui.scheduler.usage_ledger import UsageLedger
+from symphony_tui.scheduler.usage.ledger import UsageLedger
 from symphony_tui.scheduler.worker import Backends, WorkerContext
 from symphony_tui.trackers.base import Tracker
 from symphony_tui.workspaces.hooks import KILL_GRACE_S
@@ -202,7 +202,7 @@ class Orchestrator(SchedulerPort):
             tracker=tracker,
             workspaces=workspaces,
             backends=self.backends,
-            tools=SessionTools(tracker, self),
+            tools=AgentTools(tracker, self),
             mailbox=self,
             inbox=self._inbox,
             heap=self.heap,

@@ -40,7 +40,7 @@ class CommandResult:
 @dataclass(frozen=True)
 class TranscriptGap:
     """What an issue's transcript no longer holds: ``events`` and ``bytes`` dropped from
-    its oldest end under the scheduler's memory budget (``scheduler/transcripts.py``), and
+    its oldest end under the scheduler's memory budget (``scheduler/history/transcripts.py``), and
     the ``event_file`` (a path, or ``None`` when events are not written) that has them all.
     ``events == 0`` when nothing was dropped or the port cannot tell."""
 

@@ -43,7 +43,7 @@ from symphony_tui.hosts.resources import (
 from symphony_tui.hosts.ssh import SshError, SshTarget
 from symphony_tui.scheduler.inbox import Input, ResourcesSampled
 from symphony_tui.scheduler.run import Run
-from symphony_tui.scheduler.worker_hosts import HostBook
+from symphony_tui.scheduler.worker_hosts.book import HostBook
 
 log = logging.getLogger("symphony_tui.scheduler")
 

@@ -112,7 +112,7 @@ class Run:
     delta_buffer: str = ""
     tokens: TokenUsage = field(default_factory=TokenUsage)
     #: True once the backend reported usage for this run (a report with non-zero totals
-    #: that is not a re-attached session's baseline; scheduler/tokens.py).
+    #: that is not a re-attached session's baseline; scheduler/usage/tokens.py).
     usage_reported: bool = False
     pending: dict[str, PendingApproval] = field(default_factory=dict)
     #: Ids of this run's approvals already settled (a second answer is refused as such).
@@ -126,7 +126,7 @@ class Run:
     #: facts (its detached agent, thread, turn in flight); the worker re-attaches to that
     #: agent and waits for that turn instead of starting a session.
     adopting: dict | None = None
-    # Why the run is held by a token budget (scheduler/budgets.py); None when it is not.
+    # Why the run is held by a token budget (scheduler/usage/budgets.py); None when it is not.
     budget_reached: str | None = None
     #: The worker host the run is on (``worker.ssh_hosts``; None: this machine).
     worker_host: str | None = None
@@ -167,7 +167,7 @@ class Run:
     @property
     def usage_unreported(self) -> bool:
         """A turn started and the backend reported no usage for it yet: ``tokens`` are
-        zeros that measure nothing (scheduler/tokens.py)."""
+        zeros that measure nothing (scheduler/usage/tokens.py)."""
         return self.turn_count > 0 and not self.usage_reported
 
     @property

@@ -27,9 +27,9 @@ from symphony_tui.observability.logs import log_kv
 from symphony_tui.observability.redact import redact
 from symphony_tui.scheduler import manifests
 from symphony_tui.scheduler.clock import Clock
-from symphony_tui.scheduler.eventlog import EventHistory
+from symphony_tui.scheduler.history.eventlog import EventHistory
 from symphony_tui.scheduler.run import Run
-from symphony_tui.scheduler.tokens import TokenLedger
+from symphony_tui.scheduler.usage.tokens import TokenLedger
 from symphony_tui.workspaces.manifest_writer import ManifestWriter
 
 log = logging.getLogger("symphony_tui.scheduler")

@@ -32,7 +32,7 @@ from symphony_tui.observability.redact import redact
 from symphony_tui.scheduler import policy
 from symphony_tui.scheduler.resources import ResourceBook
 from symphony_tui.scheduler.run import Run
-from symphony_tui.scheduler.tokens import TokenLedger
+from symphony_tui.scheduler.usage.tokens import TokenLedger
 
 
 def build_snapshot(

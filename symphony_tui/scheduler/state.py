@@ -40,18 +40,18 @@ from symphony_tui.domain.payloads import LinkChanged, Payload
 from symphony_tui.observability.logs import log_kv
 from symphony_tui.observability.redact import redact
 from symphony_tui.scheduler import manifests
-from symphony_tui.scheduler.budgets import Budgets
 from symphony_tui.scheduler.clock import Clock, TimerHandle
-from symphony_tui.scheduler.eventlog import EventHistory
+from symphony_tui.scheduler.history.eventlog import EventHistory
 from symphony_tui.scheduler.holds import Holds
 from symphony_tui.scheduler.posture import PostureSource
 from symphony_tui.scheduler.resources import ResourceBook
 from symphony_tui.scheduler.run import Ending, Run, WorkerControl
 from symphony_tui.scheduler.session_events import SessionRecorder
 from symphony_tui.scheduler.snapshots import IssueRowCache, build_snapshot
-from symphony_tui.scheduler.tokens import TokenLedger
-from symphony_tui.scheduler.usage_ledger import UsageLedger
-from symphony_tui.scheduler.worker_hosts import HostBook, host_down
+from symphony_tui.scheduler.usage.budgets import Budgets
+from symphony_tui.scheduler.usage.ledger import UsageLedger
+from symphony_tui.scheduler.usage.tokens import TokenLedger
+from symphony_tui.scheduler.worker_hosts.book import HostBook, host_down
 from symphony_tui.trackers.base import TrackerError
 from symphony_tui.workspaces.manager import WorkspaceManager
 
@@ -260,7 +260,7 @@ class SchedulerState:
 
     def run_host_failed(self, run: Run, host: str, lost: str | None) -> None:
         """``run`` failed on worker host ``host``: a ``lost`` connection takes the host
-        down (``worker_hosts.host_down``); otherwise the issue tries another host next."""
+        down (``worker_hosts/book.py`` ``host_down``); otherwise the issue tries another host next."""
         if lost is None:
             self.hosts.failed_there(run.issue.id, host)
             return

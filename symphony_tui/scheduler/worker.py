@@ -28,9 +28,10 @@ from symphony_tui.config.prompt import prompt_repeats, render_prompt, render_pro
 from symphony_tui.domain import EventKind, Issue, RunOutcome, RunStatus
 from symphony_tui.domain.payloads import HookResult, NoteDelivered
 from symphony_tui.scheduler import manifests, policy
+from symphony_tui.scheduler.agent_tools import AgentTools
+from symphony_tui.scheduler.channel import RunChannel
 from symphony_tui.scheduler.clock import Clock, TimerHandle
 from symphony_tui.scheduler.heap_freeze import HeapFreezer
-from symphony_tui.scheduler.host import RunHost
 from symphony_tui.scheduler.inbox import (
     ApprovalsCancelled,
     AttemptEnded,
@@ -55,8 +56,7 @@ from symphony_tui.scheduler.mailbox import Mailbox
 from symphony_tui.scheduler.prompt_inputs import issue_for_prompt
 from symphony_tui.scheduler.run import Ending, Run
 from symphony_tui.scheduler.state import SchedulerState, TurnReview
-from symphony_tui.scheduler.tools import SessionTools
-from symphony_tui.scheduler.worker_hosts import HOST_DOWN_PREFIX
+from symphony_tui.scheduler.worker_hosts.book import HOST_DOWN_PREFIX
 from symphony_tui.trackers.base import Tracker, TrackerError
 from symphony_tui.workspaces.errors import WorkspaceError
 from symphony_tui.workspaces.manager import WorkspaceManager
@@ -110,7 +110,7 @@ class WorkerContext:
     tracker: Tracker
     workspaces: WorkspaceManager
     backends: Backends
-    tools: SessionTools
+    tools: AgentTools
     mailbox: Mailbox
     #: The loop's inbox, which paces each session's reader (``inbox.InboxFlow``).
     inbox: Inbox
@@ -347,9 +347,9 @@ class Worker:
             return stopped
         return await self._turns(session, prompt, 0)
 
-    def _host(self, workspace: Path, resume: dict[str, Any]) -> RunHost:
+    def _host(self, workspace: Path, resume: dict[str, Any]) -> RunChannel:
         ctx = self._ctx
-        return RunHost(
+        return RunChannel(
             self._run,
             workspace,
             resume,

@@ -12,7 +12,7 @@ from symphony_tui.api.client import RemoteError, RemotePort
 from symphony_tui.api.server import ApiServer
 from symphony_tui.domain import AgentEvent, ApprovalKind, ApprovalRequest, EventKind
 from symphony_tui.domain.commands import Approve
-from symphony_tui.scheduler.transcripts import ENTRY_OVERHEAD, TRANSCRIPT_OVERHEAD
+from symphony_tui.scheduler.history.transcripts import ENTRY_OVERHEAD, TRANSCRIPT_OVERHEAD
 from tests.scheduler.conftest import make_issue
 
 

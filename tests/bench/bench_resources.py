@@ -156,7 +156,7 @@ def _loop_side(n: int, rounds: int = 200) -> None:
     floor and a cap set, so every check runs) and the snapshot's memory rows."""
     from symphony_tui.config.store import WorkflowStore
     from symphony_tui.hosts.resources import Memory, Usage
-    from symphony_tui.scheduler.eventlog import EventHistory
+    from symphony_tui.scheduler.history.eventlog import EventHistory
     from symphony_tui.scheduler.inbox import ResourcesSampled
     from symphony_tui.scheduler.resources import apply_sample
     from symphony_tui.scheduler.run import Run

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from symphony_tui.domain import Issue, TokenUsage
 from symphony_tui.scheduler.run import Run
-from symphony_tui.scheduler.usage_book import RunUsage, encode_run
-from symphony_tui.scheduler.usage_ledger import UsageLedger
+from symphony_tui.scheduler.usage.book import RunUsage, encode_run
+from symphony_tui.scheduler.usage.ledger import UsageLedger
 from tests.bench._common import figure
 
 RUNS = 50

@@ -17,7 +17,7 @@ from symphony_tui.config.store import WorkflowStore
 from symphony_tui.domain import AgentEvent, ApprovalKind, ApprovalRequest, EventKind
 from symphony_tui.observability.logs import configure_logging
 from symphony_tui.observability.redact import register_secret
-from symphony_tui.scheduler.eventlog import EventHistory
+from symphony_tui.scheduler.history.eventlog import EventHistory
 from symphony_tui.scheduler.orchestrator import Orchestrator
 from symphony_tui.workspaces.manager import WorkspaceManager
 from symphony_tui_testing.memory_tracker import MemoryTracker

@@ -28,7 +28,7 @@ LATER = (
     "symphony_tui.workspaces",
     "symphony_tui.api",
     "symphony_tui.scheduler.orchestrator",
-    "symphony_tui.scheduler.eventlog",
+    "symphony_tui.scheduler.history.eventlog",
     "symphony_tui.domain.events",
     "symphony_tui.domain.snapshot",
     "symphony_tui.domain.approvals",

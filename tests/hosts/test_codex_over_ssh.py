@@ -24,7 +24,7 @@ DEMO = f"{shlex.quote(sys.executable)} -m symphony_tui.demo.agent"
 
 
 class HostedSession(RecordingSessionHost):
-    """The recording host with a worker host, as the scheduler's RunHost has."""
+    """The recording host with a worker host, as the scheduler's RunChannel has."""
 
     def __init__(self, workspace: Path, worker_host: str, **kw) -> None:
         super().__init__(workspace, **kw)

@@ -198,7 +198,7 @@ async def test_a_pass_over_a_real_sshd_host(fleet, tree, tmp_path) -> None:
 async def test_a_pass_is_one_ssh_command_per_host_whatever_its_runs(fleet, tmp_path) -> None:
     from symphony_tui.config.store import WorkflowStore
     from symphony_tui.hosts.ssh import HostTargets
-    from symphony_tui.scheduler.eventlog import EventHistory
+    from symphony_tui.scheduler.history.eventlog import EventHistory
     from symphony_tui.scheduler.resources import ResourceSampler
     from symphony_tui.scheduler.run import Run
     from symphony_tui.scheduler.state import SchedulerState

@@ -15,9 +15,9 @@ import pytest
 
 from symphony_tui.config.store import WorkflowStore
 from symphony_tui.domain import BlockerRef, Issue
-from symphony_tui.scheduler.eventlog import EventHistory
+from symphony_tui.scheduler.history.eventlog import EventHistory
 from symphony_tui.scheduler.orchestrator import Orchestrator
-from symphony_tui.scheduler.usage_ledger import UsageLedger
+from symphony_tui.scheduler.usage.ledger import UsageLedger
 from symphony_tui.workspaces.manager import WorkspaceManager
 from symphony_tui_testing.clock import FakeClock
 from symphony_tui_testing.memory_tracker import MemoryTracker

@@ -316,7 +316,7 @@ async def test_operator_commands_are_logged_against_their_issue(make_harness):
 
 def test_events_since_pages_oldest_first_without_gaps():
     from symphony_tui.domain import AgentEvent
-    from symphony_tui.scheduler.eventlog import EventHistory
+    from symphony_tui.scheduler.history.eventlog import EventHistory
 
     log = EventHistory(ring_size=100)
     for i in range(30):

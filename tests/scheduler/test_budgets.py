@@ -1,6 +1,6 @@
 """Token budgets (``agent.max_tokens_per_attempt`` / ``max_tokens_per_issue``): crossing one
 interrupts the turn and holds the run until the operator extends or stops it
-(scheduler/budgets.py)."""
+(scheduler/usage/budgets.py)."""
 
 from __future__ import annotations
 
@@ -140,7 +140,7 @@ async def test_an_extension_survives_a_restart(make_harness, tmp_path):
     """The ledger keeps the issue's tokens across a restart; the operator's extension is
     kept too (the workspace's run manifest), so the next process does not hold the issue
     again at once for tokens the operator already allowed."""
-    from symphony_tui.scheduler.usage_ledger import UsageLedger
+    from symphony_tui.scheduler.usage.ledger import UsageLedger
 
     front = "agent:\n  max_turns: 1\n  max_tokens_per_issue: 1000\n"
     path = tmp_path / "state" / "usage.jsonl"

@@ -1,13 +1,13 @@
 """The event history file: size-based rotation and sequence numbers that continue across
-restarts (symphony_tui/scheduler/event_file.py)."""
+restarts (symphony_tui/scheduler/history/event_file.py)."""
 
 from __future__ import annotations
 
 import json
 
 from symphony_tui.domain import AgentEvent, EventKind
-from symphony_tui.scheduler.event_file import RotatingJsonl, last_seq_in
-from symphony_tui.scheduler.eventlog import EventHistory
+from symphony_tui.scheduler.history.event_file import RotatingJsonl, last_seq_in
+from symphony_tui.scheduler.history.eventlog import EventHistory
 
 
 def event(n: int) -> AgentEvent:

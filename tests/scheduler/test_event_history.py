@@ -9,7 +9,7 @@ from symphony_tui.domain import AgentEvent, EventKind
 from symphony_tui.domain.events import EVENT_FORMAT
 from symphony_tui.domain.payloads import CommandEnded, FileChange, FileEdit, HookResult
 from symphony_tui.observability.redact import default_redactor, register_secret
-from symphony_tui.scheduler.eventlog import EventHistory, read_history
+from symphony_tui.scheduler.history.eventlog import EventHistory, read_history
 
 # Written by the scheduler before payloads were typed (format 1).
 V1_LINE = (

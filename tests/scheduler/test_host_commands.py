@@ -1,5 +1,5 @@
 """The operator's worker-host commands through the normal command path
-(``Orchestrator.send`` -> control lane -> scheduler/host_commands.py): a drained host takes
+(``Orchestrator.send`` -> control lane -> scheduler/worker_hosts/commands.py): a drained host takes
 no new dispatch (the next host does), undrain opens it again, unknown hosts and a
 scheduler without hosts are refused in one line, and every one is audited.
 

@@ -19,7 +19,7 @@ from symphony_tui.agents.base import TurnResult, TurnStatus
 from symphony_tui.api.metrics import render
 from symphony_tui.domain import EventKind
 from symphony_tui.hosts.resources import MIB
-from symphony_tui.scheduler.eventlog import EventHistory
+from symphony_tui.scheduler.history.eventlog import EventHistory
 from symphony_tui.scheduler.state import SchedulerState
 from symphony_tui_testing.scripted_backend import ScriptedSession
 

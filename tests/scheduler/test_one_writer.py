@@ -13,7 +13,7 @@ import asyncio
 from symphony_tui.agents.base import TurnResult, TurnStatus
 from symphony_tui.domain import ApprovalDecision, ApprovalKind, ApprovalRequest
 from symphony_tui.domain.commands import Approve, ProbeHost
-from symphony_tui.scheduler.eventlog import EventHistory
+from symphony_tui.scheduler.history.eventlog import EventHistory
 from symphony_tui.scheduler.state import SchedulerState
 
 from .conftest import make_issue

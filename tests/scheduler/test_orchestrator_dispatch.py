@@ -696,7 +696,7 @@ async def test_rerun_of_a_blocked_issue_names_its_open_blockers(make_harness):
 async def test_after_a_restart_the_earlier_events_and_the_done_count_are_back(
     make_harness, tmp_path
 ):
-    from symphony_tui.scheduler.eventlog import EventHistory
+    from symphony_tui.scheduler.history.eventlog import EventHistory
 
     async def finish(session, prompt, turn):
         await session.host.call_tool("symphony_set_issue_state", {"state": "Done"})

@@ -24,6 +24,7 @@ from symphony_tui.domain import (
     RetryEntry,
     RunStatus,
 )
+from symphony_tui.scheduler.agent_tools import SET_STATE_TOOL, AgentTools
 from symphony_tui.scheduler.approvals import ApprovalDesk, policy_answer
 from symphony_tui.scheduler.holds import Holds
 from symphony_tui.scheduler.inbox import (
@@ -35,8 +36,7 @@ from symphony_tui.scheduler.inbox import (
 )
 from symphony_tui.scheduler.run import Run
 from symphony_tui.scheduler.snapshots import build_snapshot
-from symphony_tui.scheduler.tokens import TokenLedger
-from symphony_tui.scheduler.tools import SET_STATE_TOOL, SessionTools
+from symphony_tui.scheduler.usage.tokens import TokenLedger
 from symphony_tui.workspaces.manager import WorkspaceManager
 from symphony_tui.workspaces.manifest import read_manifest, update_manifest
 from symphony_tui.workspaces.recovery import recovered_from
@@ -261,7 +261,7 @@ async def test_session_tools_report_bad_calls_and_keep_the_intent_only_on_succes
         state.run_moved_by_agent(run, issue)
         moved.append(issue.state)
 
-    tools = SessionTools(tracker, _Loop(emitted.append, apply_move, intend))
+    tools = AgentTools(tracker, _Loop(emitted.append, apply_move, intend))
     assert tools.specs() == (SET_STATE_TOOL,)
     run = _run(1)
 
@@ -297,7 +297,7 @@ async def test_session_tools_offer_and_run_a_trackers_own_agent_tool():
                 raise RuntimeError("vendor exploded")
             return ToolResult(True, '{"status": 200}')
 
-    tools = SessionTools(
+    tools = AgentTools(
         WithTool([make_issue(1)]),
         _Loop(lambda event: None, lambda run, issue: None, _no_intent),
     )

@@ -16,8 +16,8 @@ from pathlib import Path
 from symphony_tui.agents.base import TurnResult, TurnStatus
 from symphony_tui.domain import EventKind
 from symphony_tui.domain.payloads import HookResult
-from symphony_tui.scheduler.usage_book import RunUsage, decode
-from symphony_tui.scheduler.usage_ledger import UsageLedger
+from symphony_tui.scheduler.usage.book import RunUsage, decode
+from symphony_tui.scheduler.usage.ledger import UsageLedger
 from tests.helpers import until_exists
 from tests.workspaces.test_workspace_hooks import _becomes_dead
 

@@ -10,7 +10,7 @@ from symphony_tui.config.settings import resolve_settings
 from symphony_tui.domain import ClaimState, RetryEntry
 from symphony_tui.scheduler.run import Run
 from symphony_tui.scheduler.snapshots import IssueRowCache, build_snapshot
-from symphony_tui.scheduler.tokens import TokenLedger
+from symphony_tui.scheduler.usage.tokens import TokenLedger
 from tests.scheduler.conftest import T0, make_issue
 
 

@@ -10,8 +10,8 @@ import string
 from symphony_tui.domain import AgentEvent, EventKind
 from symphony_tui.domain.payloads import ItemNote
 from symphony_tui.observability.redact import default_redactor, register_secret
-from symphony_tui.scheduler.eventlog import EventHistory
-from symphony_tui.scheduler.transcripts import ENTRY_OVERHEAD, TRANSCRIPT_OVERHEAD
+from symphony_tui.scheduler.history.eventlog import EventHistory
+from symphony_tui.scheduler.history.transcripts import ENTRY_OVERHEAD, TRANSCRIPT_OVERHEAD
 
 
 def delta(text: str, item: str = "m1", *, reasoning: bool = False) -> AgentEvent:

@@ -10,8 +10,7 @@ from pathlib import Path
 from symphony_tui.agents.base import TurnResult, TurnStatus
 from symphony_tui.domain import EventKind, Issue, TokenUsage
 from symphony_tui.scheduler.run import Run
-from symphony_tui.scheduler.tokens import TokenLedger
-from symphony_tui.scheduler.usage_book import (
+from symphony_tui.scheduler.usage.book import (
     IssueUsage,
     RunUsage,
     UsageBook,
@@ -19,7 +18,8 @@ from symphony_tui.scheduler.usage_book import (
     encode_issue,
     encode_run,
 )
-from symphony_tui.scheduler.usage_ledger import UsageLedger, read_ledger, usage_file
+from symphony_tui.scheduler.usage.ledger import UsageLedger, read_ledger, usage_file
+from symphony_tui.scheduler.usage.tokens import TokenLedger
 
 from .conftest import make_issue
 

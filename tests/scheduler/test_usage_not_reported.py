@@ -1,6 +1,6 @@
 """Usage a backend did not report is "not reported", never zero as if measured: the run,
 the issue and project totals, the usage ledger across a restart, ``/api/v1/state``,
-``/metrics`` and the token budgets (scheduler/tokens.py)."""
+``/metrics`` and the token budgets (scheduler/usage/tokens.py)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from symphony_tui.api.server import ApiServer
 from symphony_tui.api.stream import hold_usage
 from symphony_tui.domain import AgentEvent, EventKind, RunningRow, Snapshot, TokenUsage
 from symphony_tui.domain.payloads import TokenReport
-from symphony_tui.scheduler.usage_book import IssueUsage, RunUsage, UsageBook, decode, encode_issue
-from symphony_tui.scheduler.usage_ledger import UsageLedger
+from symphony_tui.scheduler.usage.book import IssueUsage, RunUsage, UsageBook, decode, encode_issue
+from symphony_tui.scheduler.usage.ledger import UsageLedger
 from symphony_tui.workspaces.manifest import read_manifest
 from symphony_tui.workspaces.recovery import recovered_from
 

@@ -1,4 +1,4 @@
-"""The scheduling rules of worker hosts without ssh (scheduler/worker_hosts.py):
+"""The scheduling rules of worker hosts without ssh (scheduler/worker_hosts/book.py):
 least-loaded placement within each host's cap, an issue goes back to its workspace's
 host, a down host takes nothing new, backs off doubling and comes back on a probe."""
 
@@ -11,7 +11,7 @@ from symphony_tui.config.settings import Settings
 from symphony_tui.domain import Issue
 from symphony_tui.hosts.ssh import SshError
 from symphony_tui.scheduler.run import Ending, Run
-from symphony_tui.scheduler.worker_hosts import HostBook, HostProbes, host_down
+from symphony_tui.scheduler.worker_hosts.book import HostBook, HostProbes, host_down
 from symphony_tui.workspaces.errors import WorkspaceError
 
 HOSTS = ["a", "b", "c"]

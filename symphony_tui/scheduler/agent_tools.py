@@ -48,7 +48,7 @@ class _NativeTool(Protocol):
     async def call_agent_tool(self, issue: Issue, arguments: Any) -> ToolResult: ...
 
 
-class SessionTools:
+class AgentTools:
     """The tools for sessions against one tracker.
 
     Each call is said as a ``TOOL_CALL`` event, posted to ``mailbox``. Before moving its

@@ -3,7 +3,7 @@
 Backends report **absolute** session totals; the ledger adds only the growth since the last
 report of the same session, so continuation turns, retries and resumed threads never double
 count. It also keeps 10-second buckets for the tokens-per-minute rate and sparkline, and the
-totals per issue. Totals of earlier processes (the usage ledger, ``usage_ledger.py``) come in
+totals per issue. Totals of earlier processes (the usage ledger, ``usage/ledger.py``) come in
 through :meth:`TokenLedger.restore`: counted in the totals, not in the rate.
 
 What each backend reports (a ``TOKEN_USAGE`` event whose ``TokenReport`` holds the totals):

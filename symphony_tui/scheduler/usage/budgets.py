@@ -11,7 +11,7 @@ of that issue; it is written to the workspace's run manifest (``run.budget_extra
 back on start (:meth:`Budgets.restore`), so a restart does not hold the run again at once
 with the usage the ledger kept.
 
-Usage a backend did not report (``scheduler/tokens.py``) is unknown, not zero: a run
+Usage a backend did not report (``scheduler/usage/tokens.py``) is unknown, not zero: a run
 without a usage report has no per-attempt figure, so that budget cannot trip on it, and the
 per-issue figure holds only the issue's measured runs, so runs without a report cannot trip
 it by themselves (only measured usage can). The console says so beside such a run.
@@ -23,7 +23,7 @@ from collections.abc import Mapping
 
 from symphony_tui.config.settings import AgentSettings
 from symphony_tui.scheduler.run import Run
-from symphony_tui.scheduler.tokens import TokenLedger
+from symphony_tui.scheduler.usage.tokens import TokenLedger
 
 
 class Budgets:

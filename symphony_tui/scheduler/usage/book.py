@@ -13,7 +13,7 @@ reading a record twice or losing the newest one never double counts:
   counted: the two are written in one record, so a resumed thread is counted from exactly
   where this process stopped counting (``docs/protocols.md`` "Token usage").
   ``"reported": false`` marks a run that started a turn without its backend reporting any
-  usage: its zero ``tokens`` measure nothing (``scheduler/tokens.py``); absent means measured.
+  usage: its zero ``tokens`` measure nothing (``scheduler/usage/tokens.py``); absent means measured.
 * ``{"kind": "issue", "issue_id", "issue_identifier", "tokens": {...}, "seconds", "runs",
   "threads"?: {<session key>: {...}}, "unreported"?: <runs>}``: the folded sum of an issue's
   finished runs, the last absolute totals of its newest sessions and how many of the runs

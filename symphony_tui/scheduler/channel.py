@@ -18,13 +18,13 @@ from symphony_tui.domain import (
     ApprovalRequest,
     Issue,
 )
+from symphony_tui.scheduler.agent_tools import AgentTools
 from symphony_tui.scheduler.inbox import AgentTraffic, ApprovalAsked, SessionFacts
 from symphony_tui.scheduler.mailbox import Mailbox
 from symphony_tui.scheduler.run import Run
-from symphony_tui.scheduler.tools import SessionTools
 
 
-class RunHost:
+class RunChannel:
     """Binds a backend session to its :class:`Run` (in ``workspace``, re-attaching with
     the session facts ``resume``): events and session facts are posted to the loop's
     ``mailbox`` (the inbox's main lane), approval requests are asked on its control lane,
@@ -38,7 +38,7 @@ class RunHost:
         resume: Mapping[str, Any],
         tools: tuple[ToolSpec, ...],
         mailbox: Mailbox,
-        tool_calls: SessionTools,
+        tool_calls: AgentTools,
         flow: FlowControl,
     ) -> None:
         self._run = run

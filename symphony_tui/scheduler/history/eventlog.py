@@ -21,8 +21,8 @@ from pydantic import BaseModel
 from symphony_tui.domain import AgentEvent, EventKind, RunOutcome
 from symphony_tui.domain.kinds import FRAGMENT_KINDS, QUIET_KINDS
 from symphony_tui.observability.redact import redact
-from symphony_tui.scheduler.event_file import RotatingJsonl
-from symphony_tui.scheduler.transcripts import (
+from symphony_tui.scheduler.history.event_file import RotatingJsonl
+from symphony_tui.scheduler.history.transcripts import (
     Kept,
     LiveItem,
     Transcripts,
@@ -40,7 +40,7 @@ MAX_MESSAGE_CHARS = 16_384
 class EventHistory:
     """Stamps ``seq`` on events and keeps them. Memory is bounded by bytes: the ring by
     ``ring_size`` events and ``ring_bytes``, the transcripts by ``transcript_size`` entries
-    each and ``transcript_bytes`` over all issues (:mod:`scheduler.transcripts`: oldest
+    each and ``transcript_bytes`` over all issues (:mod:`scheduler.history.transcripts`: oldest
     dropped first, counted; streamed fragments coalesced into one entry per item and read).
     Both hold each event once, packed (:func:`transcripts.pack`: its JSON bytes, out of the
     garbage collector's reach), and hand out decoded copies. Transcripts of issues no

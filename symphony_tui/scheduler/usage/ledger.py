@@ -1,6 +1,6 @@
 """A crash-safe usage ledger per project: token and running-time totals survive ``kill -9``.
 
-The file is append-only JSON Lines (record shapes in :mod:`.usage_book`), one per project:
+The file is append-only JSON Lines (record shapes in :mod:`.book`), one per project:
 ``usage.jsonl`` in the project's platformdirs state folder, beside its ``events.jsonl``.
 Records are cumulative high-water marks per run, so a re-read record never adds twice and
 a lost one only loses its own growth.
@@ -12,7 +12,7 @@ loss. A process killed mid-write can leave a torn last line: loading drops it wi
 one-line warning, and start-up rewrites the file, so the next append starts on a clean line.
 
 Resumed sessions: each mark also carries the session's absolute running total at the moment
-its growth was counted (``usage_book.py``). A restarted scheduler starts counting a resumed
+its growth was counted (``usage/book.py``). A restarted scheduler starts counting a resumed
 thread from that total, so a thread that read 120 before ``kill -9`` and 180 after its resume
 adds 60: the project, the issue, its budgets and this ledger all read 180.
 
@@ -46,7 +46,7 @@ from symphony_tui.observability.logs import log_kv
 from symphony_tui.paths import project_state_dir
 from symphony_tui.scheduler.clock import Clock, TimerHandle
 from symphony_tui.scheduler.run import Run
-from symphony_tui.scheduler.usage_book import (
+from symphony_tui.scheduler.usage.book import (
     IssueUsage,
     RunUsage,
     UsageBook,

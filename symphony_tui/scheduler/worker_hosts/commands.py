@@ -1,7 +1,7 @@
 """The operator's worker-host commands: ``drain_host`` / ``undrain_host`` and
 ``probe_host``, applied on the scheduling loop by ``commands.OperatorCommands``.
 
-A drained host takes no new issue (``worker_hosts.HostBook.place``); its running attempts
+A drained host takes no new issue (``book.HostBook.place``); its running attempts
 go on, and an issue whose workspace is there (continuation, retry, rerun) still goes back
 to it, so no work is redone on another host. Each answer is a ``CommandResult``; a name
 that is not one of ``worker.ssh_hosts`` (as written there) is refused with the list.
@@ -12,7 +12,7 @@ from __future__ import annotations
 from symphony_tui.scheduler.inbox import Tick
 from symphony_tui.scheduler.mailbox import Mailbox
 from symphony_tui.scheduler.port import CommandResult
-from symphony_tui.scheduler.worker_hosts import HostProbes, SchedulerView
+from symphony_tui.scheduler.worker_hosts.book import HostProbes, SchedulerView
 from symphony_tui.text import one_line
 
 

@@ -21,13 +21,13 @@ from symphony_tui.scheduler.polling import Polling
 from symphony_tui.scheduler.run import Ending, Run
 from symphony_tui.scheduler.session_events import session_key
 from symphony_tui.scheduler.state import SchedulerState
-from symphony_tui.scheduler.usage_ledger import UsageLedger
+from symphony_tui.scheduler.usage.ledger import UsageLedger
 from symphony_tui.trackers.base import Tracker
 
 
 async def restore_usage(state: SchedulerState, usage: UsageLedger) -> None:
     """Count what earlier processes used (tokens, running seconds) and checkpoint the live
-    runs from now on (``usage_ledger.py``). The ledger file is read in a thread."""
+    runs from now on (``usage/ledger.py``). The ledger file is read in a thread."""
     loaded = await asyncio.to_thread(usage.open)
     state.ledger.restore(
         {issue_id: u.tokens for issue_id, u in loaded.by_issue.items()}, loaded.unreported
