@@ -17,7 +17,7 @@ Endpoints (JSON; errors are ``{"error": {"code", "message"}}``; a wrong method i
   written) say what that issue's transcript dropped under the memory budget.
 * ``GET  /api/v1/stream`` — the snapshot, then its changes and the events, pushed as
   Server-Sent Events with ``Last-Event-ID`` resume (:mod:`symphony_tui.api.stream`).
-* ``GET /metrics``, ``/api/v1/audit``, ``/api/v1/diff/<issue>``: the operator's tools
+* ``GET /metrics``, ``/api/v1/audit``, ``/api/v1/diff/<issue>``: the operator's read views
   (:mod:`symphony_tui.api.operator_routes`).
 * ``POST /api/v1/commands`` — a command body (``{"type": "approve", "approval_id": ...}``, the
   ``Command`` union) -> 200 ``{ok: true, message}``; 409 ``command_rejected`` (with ``ok:

@@ -202,7 +202,7 @@ class Orchestrator(SchedulerPort):
             tracker=tracker,
             workspaces=workspaces,
             backends=self.backends,
-            tools=AgentTools(tracker, self),
+            agent_tools=AgentTools(tracker, self),
             mailbox=self,
             inbox=self._inbox,
             heap=self.heap,

@@ -110,7 +110,7 @@ class WorkerContext:
     tracker: Tracker
     workspaces: WorkspaceManager
     backends: Backends
-    tools: AgentTools
+    agent_tools: AgentTools
     mailbox: Mailbox
     #: The loop's inbox, which paces each session's reader (``inbox.InboxFlow``).
     inbox: Inbox
@@ -353,9 +353,9 @@ class Worker:
             self._run,
             workspace,
             resume,
-            ctx.tools.specs(),
+            ctx.agent_tools.specs(),
             ctx.mailbox,
-            ctx.tools,
+            ctx.agent_tools,
             InboxFlow(ctx.inbox),
         )
 

@@ -90,7 +90,7 @@ class TrackerProfile:
     ``config`` the ``tracker.provider`` keys, defaults, secret keys / environment names and
     validation errors; ``scope`` scope selection, pagination and request limits; ``identity``
     the ``id`` and ``native_ref`` mapping; ``normalization`` state, label, priority,
-    timestamp, ``dispatchable``, malformed-record and optional-field rules; ``tools`` the
+    timestamp, ``dispatchable``, malformed-record and optional-field rules; ``agent_tools`` the
     provider-native agent tools; ``errors`` how its error forms map to §11.4 categories.
     ``secret_env`` names the environment variables that hold its secrets.
     """
@@ -100,7 +100,7 @@ class TrackerProfile:
     scope: str
     identity: str
     normalization: str
-    tools: str
+    agent_tools: str
     errors: str
     secret_env: tuple[str, ...] = ()
 
@@ -116,7 +116,7 @@ class TrackerProfile:
                 f"- **Scope and paging**: {self.scope}",
                 f"- **Identity**: {self.identity}",
                 f"- **Normalization**: {self.normalization}",
-                f"- **Agent tools**: {self.tools}",
+                f"- **Agent tools**: {self.agent_tools}",
                 f"- **Errors**: {self.errors}",
                 "",
             ]

@@ -242,7 +242,7 @@ LOCAL_PROFILE = TrackerProfile(
         "identifier, title or state, a duplicate, a bad type) fails every read with one "
         "line naming it."
     ),
-    tools="None. `move_issue` (the console's move) rewrites the entry's `state:` in place.",
+    agent_tools="None. `move_issue` (the console's move) rewrites the entry's `state:` in place.",
     errors="`local_tracker_file` -> `tracker_request`; every problem is one line.",
 )
 

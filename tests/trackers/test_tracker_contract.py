@@ -42,7 +42,7 @@ def test_each_adapter_publishes_its_profile_in_the_docs(kind: str) -> None:
     cls = ADAPTERS[kind]
     profile = cls.profile
     assert isinstance(profile, TrackerProfile) and cls.kind == profile.kind == kind
-    for field in ("config", "scope", "identity", "normalization", "tools", "errors"):
+    for field in ("config", "scope", "identity", "normalization", "agent_tools", "errors"):
         assert len(getattr(profile, field)) > 20, f"{kind}: profile.{field} says nothing"
     docs = (REPO / "docs" / "trackers.md").read_text(encoding="utf-8")
     assert profile.markdown() in docs, (

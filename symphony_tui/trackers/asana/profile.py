@@ -38,7 +38,7 @@ ASANA_PROFILE = TrackerProfile(
         "`gid`, a `name` or a section in the project is malformed: left out of state-list "
         "reads with a log line, fails an id refresh."
     ),
-    tools=(
+    agent_tools=(
         "`asana_api`: one REST request with the configured token; reads of tasks, sections, "
         "the project and `/users/me`, writes only on `/tasks/<own gid>` and below and `POST "
         "/sections/<gid>/addTask` of its own task, never a `DELETE` of the task itself; "

@@ -37,7 +37,7 @@ GITHUB_PROFILE = TrackerProfile(
         "number, title or state is malformed: left out of lists with a log line, fails an "
         "id refresh."
     ),
-    tools=(
+    agent_tools=(
         "`github_api`: one REST request with the configured token; GET anywhere under the "
         "repository, writes only on the session's own issue; returns `{status, body}` or "
         "`{error: {code, message}}`."

@@ -40,7 +40,7 @@ GITLAB_PROFILE = TrackerProfile(
         "without a positive integer `iid`, a `title` or a state `opened` / `closed` is "
         "malformed: left out of state-list reads with a log line, fails an id refresh."
     ),
-    tools=(
+    agent_tools=(
         "`gitlab_api`: one REST request with the configured token; reads under "
         "`/projects/<path>/`, writes only on `/projects/<path>/issues/<own iid>` and below, "
         "never a `DELETE` of the issue itself; returns `{status, body}` or `{error: {code, "

@@ -52,7 +52,7 @@ JIRA_PROFILE = TrackerProfile(
         "string `id`, `key`, `fields`, `summary` or status name is malformed: left out of "
         "state-list reads with a log line, fails an id refresh."
     ),
-    tools=(
+    agent_tools=(
         "`jira_rest`: one REST request with the configured credential; reads under "
         "`/rest/api/3/` and JQL searches, writes only on the session's own issue (by id or "
         "key) and below, never a `DELETE` of the issue itself; returns `{status, body}` or "

@@ -35,7 +35,7 @@ LINEAR_PROFILE = TrackerProfile(
         "string `id`, `identifier`, `title` or `state.name` is malformed: left out of "
         "state-list reads with a log line, fails an id refresh."
     ),
-    tools=(
+    agent_tools=(
         "`linear_graphql`: one GraphQL document (query or mutation) with the configured key, "
         "any scope the key reaches; returns the response body, GraphQL errors included; bad "
         "input and transport failures return an error payload."

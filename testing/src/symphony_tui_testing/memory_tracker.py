@@ -19,7 +19,7 @@ MEMORY_PROFILE = TrackerProfile(
     scope="Every issue it holds; no pages.",
     identity="`id`, `identifier` and `native_ref` as given.",
     normalization="Issues are returned as given, `dispatchable` included.",
-    tools="None.",
+    agent_tools="None.",
     errors="`fail_next(category)` raises that category; unknown moves `unsupported_operation`.",
 )
 
