@@ -168,6 +168,17 @@ class AgentSession(Protocol):
     @property
     def pid(self) -> int | None: ...
 
+    @property
+    def adoptable(self) -> bool:
+        """True when the agent outlives this session on purpose, to be re-adopted by a
+        later scheduler (codex over a unix socket); its process group is then left to
+        recovery instead of being recorded as ended."""
+        ...
+
+    #: On a worker host: why the connection to it failed under this session (the host is
+    #: to be marked down), else None.
+    host_lost: str | None
+
     async def run_turn(self, prompt: str, *, continuation: bool = False) -> TurnResult:
         """Send one turn and wait for it to end. Raises :class:`AgentError` when the
         transport dies. Cancelling the awaiting task abandons the turn (the caller then

@@ -540,6 +540,33 @@ Input = (
 )
 
 
+#: The inputs that carry a ``reply`` future (asked, or answered when handled).
+ASKED = (
+    OperatorCommand,
+    CommandDone,
+    IssueMoved,
+    MoveIntended,
+    Tick,
+    TickStarted,
+    RunningStates,
+    Candidates,
+    TickEnded,
+    RetryDue,
+    RetryFetched,
+    Barrier,
+    TurnEnded,
+    BudgetCheck,
+    AttemptEnded,
+    ApprovalAsked,
+    ApprovalsCancelled,
+)
+
+
+def reply_of(item: Input) -> asyncio.Future | None:
+    """``item``'s ``reply`` future, None for an input that has none."""
+    return item.reply if isinstance(item, ASKED) else None
+
+
 #: Main-lane inputs queued before readers wait (:meth:`Inbox.room`), and the level that
 #: lets them go on.
 HIGH_WATER = 4_096

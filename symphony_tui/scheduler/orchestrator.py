@@ -100,6 +100,7 @@ from symphony_tui.scheduler.inbox import (
     WorkspaceReady,
     WorkspaceRemoved,
     reply,
+    reply_of,
 )
 from symphony_tui.scheduler.lifecycle import (
     close_clients,
@@ -513,14 +514,14 @@ class Orchestrator(SchedulerPort):
         if self._loop_task is not None:
             self._loop_task.cancel()
         for item in self._inbox.drop_all():
-            reply(getattr(item, "reply", None), None)
+            reply(reply_of(item), None)
 
     # ------------------------------------------------------------------ the parts' mailbox
 
     def post(self, item: Input, *, control: bool = False) -> None:
         """Queue ``item`` for the loop (``mailbox.Mailbox``)."""
         if self._loop_gone:
-            reply(getattr(item, "reply", None), None)
+            reply(reply_of(item), None)
             return
         self._ensure_loop()
         (self._inbox.post_control if control else self._inbox.post)(item)
@@ -541,7 +542,7 @@ class Orchestrator(SchedulerPort):
             # what is queued, so nobody may wait for it.
             self._loop_gone = True
             for item in self._inbox.drop_all():
-                reply(getattr(item, "reply", None), None)
+                reply(reply_of(item), None)
 
     async def _take_inputs(self) -> None:
         inbox = self._inbox
@@ -565,7 +566,7 @@ class Orchestrator(SchedulerPort):
         except Exception as exc:  # one bad input must never stop the scheduler
             log.exception("scheduler input failed: %s", type(item).__name__)
             self.state.emit_system(EventKind.ERROR, f"scheduler error: {exc}")
-            future = getattr(item, "reply", None)
+            future = reply_of(item)
             if future is not None and not future.done():
                 future.set_exception(exc)
 

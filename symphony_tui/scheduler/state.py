@@ -204,8 +204,9 @@ class SchedulerState:
         run.session = session
         self.changed()
         if record_group:
-            adoptable = bool(getattr(session, "adoptable", False))
-            manifests.agent_group(self.workspaces.manifests, run, session.pid, adoptable=adoptable)
+            manifests.agent_group(
+                self.workspaces.manifests, run, session.pid, adoptable=session.adoptable
+            )
 
     def run_link(self, run: Run, link: LinkChanged) -> None:
         """``run``'s link to its detached agent changed state (agents/codex/link.py)."""
@@ -221,7 +222,7 @@ class SchedulerState:
         """``run``'s agent session closed and its process group was ended: the manifest
         no longer records the group, unless the agent outlives its session on purpose
         (``adoptable``, re-adopted by a later scheduler)."""
-        if not getattr(run.session, "adoptable", False):
+        if run.session is None or not run.session.adoptable:
             manifests.agent_group_ended(self.workspaces.manifests, run)
 
     def run_turn_started(self, run: Run, turn: int, *, record: bool) -> None:

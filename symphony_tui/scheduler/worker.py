@@ -59,6 +59,7 @@ from symphony_tui.scheduler.state import SchedulerState, TurnReview
 from symphony_tui.scheduler.worker_hosts.book import HOST_DOWN_PREFIX
 from symphony_tui.trackers.base import Tracker, TrackerError
 from symphony_tui.workspaces.errors import WorkspaceError
+from symphony_tui.workspaces.hooks import HookResult as HookRun
 from symphony_tui.workspaces.manager import WorkspaceManager
 
 log = logging.getLogger("symphony_tui.scheduler")
@@ -250,7 +251,8 @@ class Worker:
             )
         run = self._run
         if run.worker_host is not None:
-            lost = self._host_lost or run.host_lost or getattr(self._session, "host_lost", None)
+            session = self._session
+            lost = self._host_lost or run.host_lost or (session.host_lost if session else None)
             if lost and self._ending is None:
                 self._host_lost = (
                     lost
@@ -280,7 +282,7 @@ class Worker:
         try:
             path, created = await ctx.workspaces.ensure(issue, host=where)
         except WorkspaceError as exc:
-            if getattr(exc, "hook", None) is not None:
+            if exc.hook is not None:
                 self._hook_ran(exc.hook)
             if exc.host_lost:
                 self._host_lost = exc.host_lost
@@ -549,7 +551,7 @@ class Worker:
             except Exception as exc:
                 state.log("warning", "workspace removal failed", error=str(exc))
 
-    async def _hook(self, name: str) -> Any:
+    async def _hook(self, name: str) -> HookRun | None:
         """Run hook ``name`` in the run's workspace (its result, None when not configured).
         A stop that cancels the worker mid-hook ends the hook's process group
         (workspaces/hooks.py) and is said in the event log before the cancellation goes on."""
@@ -578,9 +580,9 @@ class Worker:
             )
         )
 
-    def _hook_ran(self, hook: Any) -> None:
+    def _hook_ran(self, hook: HookRun) -> None:
         summary = "ok" if hook.ok else _hook_why(hook, "exit")
-        ended = "; its process group was ended" if getattr(hook, "cut_short", None) else ""
+        ended = "; its process group was ended" if hook.cut_short else ""
         self._ctx.mailbox.post(
             HookRan(
                 self._run,
@@ -594,25 +596,25 @@ class Worker:
                     timed_out=hook.timed_out,
                     duration_ms=hook.duration_ms,
                     output=hook.output[-2000:],
-                    cut_short=getattr(hook, "cut_short", None),
+                    cut_short=hook.cut_short,
                 ),
             )
         )
 
 
-def _hook_why(hook: Any, exit_word: str) -> str:
-    cut = getattr(hook, "cut_short", None)
+def _hook_why(hook: HookRun, exit_word: str) -> str:
+    cut = hook.cut_short
     if cut is not None:
         return f"cut short ({cut})"
     if hook.timed_out:
         return "timed out"
-    lost = getattr(hook, "host_lost", None)
+    lost = hook.host_lost
     if lost is not None:
         return f"host unreachable: {lost}"
     return f"{exit_word} {hook.exit_code}"
 
 
-def _hook_error(hook: Any) -> str:
+def _hook_error(hook: HookRun) -> str:
     return f"hook {hook.name} failed ({_hook_why(hook, 'exit code')})"
 
 

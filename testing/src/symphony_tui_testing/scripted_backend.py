@@ -11,6 +11,7 @@ import asyncio
 import itertools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from symphony_tui.agents.base import AgentError, SessionHost, TurnResult, TurnStatus
 from symphony_tui.domain import AgentEvent, EventKind, TokenUsage
@@ -32,6 +33,10 @@ class ScriptedSession:
     in_turn: bool = False
     steered: list[str] = field(default_factory=list)
     steer_arrived: asyncio.Event = field(default_factory=asyncio.Event)
+    #: Never lost to a worker host.
+    host_lost: str | None = None
+    #: Never left for re-adoption.
+    adoptable: ClassVar[bool] = False
 
     @property
     def session_id(self) -> str | None:
