@@ -160,9 +160,7 @@ class SymphonyApp(App[None]):
 
         state = ConsoleState(
             port,
-            detach_only=(
-                port.detach_only if detach_only is None else detach_only
-            ),
+            detach_only=(port.detach_only if detach_only is None else detach_only),
             notify=notify if notify is not None else notify_of(port),
         )
         self.state = state

@@ -67,7 +67,7 @@ class AcpBackend:
         ``AgentError`` (``launch_failed``, ``handshake_failed``, ``read_timeout``)."""
         settings = self._settings()
         cfg = settings.acp
-        worker_host = getattr(host, "worker_host", None)
+        worker_host = host.worker_host
         remote = None
         if worker_host is not None:
             command = settings.worker.command_for(worker_host, "acp", cfg.command)

@@ -194,6 +194,11 @@ class AcpSession:
     def pid(self) -> int | None:
         return self._proc.pid if self._proc is not None else None
 
+    @property
+    def adoptable(self) -> bool:
+        """False: the agent is this scheduler's child and ends with its session."""
+        return False
+
     def _emit(self, event: AgentEvent) -> None:
         self._host.emit(event)
 
