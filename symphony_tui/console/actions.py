@@ -372,7 +372,7 @@ class ApprovalActions:
             if q.options:
                 choices = [(o.label, o.description) for o in q.options]
                 value = await self._ui.push_screen_wait(
-                    Choose(title, body, choices, allow_text=True)
+                    Choose(title, body, choices, allow_text=q.free_text)
                 )
             else:
                 value = await self._ui.push_screen_wait(AskText(title, body, placeholder="answer"))

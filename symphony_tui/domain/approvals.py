@@ -16,14 +16,21 @@ from symphony_tui.domain.kinds import ApprovalDecision, ApprovalKind
 
 
 class QuestionOption(BaseModel):
+    """One choice of a :class:`Question`. ``id``: what an answer names to pick it when the
+    label is not enough (an ACP ``optionId``; labels may repeat); ``decision``: the decision
+    picking it stands for (an ACP option's kind), recorded as the approval's decision."""
+
     model_config = ConfigDict(frozen=True, defer_build=True)
 
     label: str
     description: str | None = None
+    id: str | None = None
+    decision: ApprovalDecision | None = None
 
 
 class Question(BaseModel):
-    """One question of a user-input request. ``options`` empty means free text."""
+    """One question of a user-input request. ``options`` empty means free text;
+    ``free_text`` False means the answer must name one of the options (:meth:`choice`)."""
 
     model_config = ConfigDict(frozen=True, defer_build=True)
 
@@ -31,6 +38,24 @@ class Question(BaseModel):
     header: str = ""
     question: str = ""
     options: tuple[QuestionOption, ...] = ()
+    free_text: bool = True
+
+    def choice(self, value: str) -> QuestionOption | str:
+        """The option ``value`` names (its ``id``, or its label when no other option has
+        that label), or one line saying why it names none."""
+        for option in self.options:
+            if option.id is not None and option.id == value:
+                return option
+        named = [o for o in self.options if o.label == value]
+        if len(named) == 1:
+            return named[0]
+        listed = ", ".join(
+            f"{o.id} ({o.label})" if o.id is not None else o.label for o in self.options
+        )
+        shown = repr(value[:80])
+        if named:
+            return f"{shown} names {len(named)} options: answer with an id: {listed}"
+        return f"{shown} is not one of the options: answer with one of {listed}"
 
 
 class ApprovalRequest(BaseModel):

@@ -112,8 +112,9 @@ class ApprovalDesk:
 
     def answer(self, approval_id: str, answer: ApprovalAnswer) -> CommandResult:
         """The operator's ``answer`` to a pending approval of any live run. Refused (``ok``
-        False, with the reason) when the id is unknown, the approval was already settled, or
-        a question (``USER_INPUT``) is accepted without answers."""
+        False, with the reason) when the id is unknown, the approval was already settled, a
+        question (``USER_INPUT``) is accepted without answers, or an answer to a question
+        without free text names none of its options (see :func:`_chosen`)."""
         for run in self._state.running.values():
             if approval_id in run.answered:
                 return CommandResult(False, "that approval was already answered")
@@ -124,6 +125,10 @@ class ApprovalDesk:
                 answer.decision is ApprovalDecision.ACCEPT and not answer.answers
             ):
                 return CommandResult(False, "this is a question: answer it with text or a choice")
+            settled = _chosen(pending.request, answer)
+            if isinstance(settled, str):
+                return CommandResult(False, settled)
+            answer = settled
             self._settle(run, pending, answer)
             return CommandResult(True, f"{answer.decision.value} sent for {run.identifier}")
         return CommandResult(False, "no pending approval with that id")
@@ -198,6 +203,26 @@ class ApprovalDesk:
                 ),
             ),
         )
+
+
+def _chosen(request: ApprovalRequest, answer: ApprovalAnswer) -> ApprovalAnswer | str:
+    """``answer`` with every choice-only question (``free_text`` False) answered by the
+    option it names; or one line saying why it names none. An answer without answers (a
+    plain approve or deny) is left to the backend's mapping of decisions."""
+    if not answer.answers:
+        return answer
+    answers = dict(answer.answers)
+    for question in request.questions:
+        if question.free_text or not question.options:
+            continue
+        picked = answers.get(question.id) or ()
+        if len(picked) != 1:
+            return f"choose exactly one option for {question.id!r}"
+        option = question.choice(picked[0])
+        if isinstance(option, str):
+            return option
+        answers[question.id] = (option.id if option.id is not None else option.label,)
+    return answer.model_copy(update={"answers": answers})
 
 
 def policy_answer(request: ApprovalRequest, mode: str) -> ApprovalAnswer:

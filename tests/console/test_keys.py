@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from textual.widgets import OptionList
+from textual.widgets import Input, OptionList
 
 from symphony_tui.console.screens.help import HelpScreen
 from symphony_tui.console.screens.modals import AskText, Choose, Confirm
@@ -11,11 +11,15 @@ from symphony_tui.console.widgets.issues import IssuesTable
 from symphony_tui.console.widgets.workers import WorkersTable
 from symphony_tui.domain import (
     Answer,
+    ApprovalKind,
+    ApprovalRequest,
     Approve,
     Deny,
     Interrupt,
     MoveIssue,
     PauseDispatch,
+    Question,
+    QuestionOption,
     Refresh,
     Rerun,
     Stop,
@@ -432,3 +436,42 @@ async def test_workflow_notices_are_shown_when_the_console_opens(port, make_app)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert ("unknown setting agnet.max_turns is ignored", "warning") in notifications(app)
+
+
+ACP_PERMISSION = ApprovalRequest(
+    id="demo-1:acp-1",
+    issue_id="demo-1",
+    issue_identifier="DEMO-1",
+    backend="acp",
+    kind=ApprovalKind.COMMAND,
+    summary="run: make",
+    command="make",
+    questions=(
+        Question(
+            id="option",
+            header="permission",
+            question="make: choose one of the agent's options",
+            options=(
+                QuestionOption(label="Allow", description="allow_once", id="ok-1"),
+                QuestionOption(label="Reject", description="reject_once", id="no-1"),
+                QuestionOption(label="Reject", description="reject_always", id="no-2"),
+            ),
+            free_text=False,
+        ),
+    ),
+)
+
+
+async def test_an_agents_permission_offers_no_free_text(port, make_app):
+    port.update(approvals=(ACP_PERMISSION,))
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_worker(pilot, "DEMO-1")
+        await pilot.press("t")
+        await pilot.pause()
+        assert isinstance(app.screen, Choose)
+        assert not app.screen.query(Input)  # a choice-only question: the options alone
+        await pilot.press("escape")
+        await done(pilot)
+        assert port.sent == []

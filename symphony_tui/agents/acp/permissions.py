@@ -6,7 +6,8 @@ The agent names its own options (``{optionId, name, kind}``, kinds ``allow_once`
 ``allow_always``, ``reject_once``, ``reject_always``). The approval offers them as they
 are, as the choices of one question (id :data:`OPTION_QUESTION`, labels the option
 names), so the console, the API's ``answer`` command and the fleet pick exactly one of
-them; the plain decisions map onto them too (:func:`outcome`):
+them (by the option's id; a name only when no other option has it; never free text);
+the plain decisions map onto them too (:func:`outcome`):
 
 * accept -> ``allow_once`` (else ``allow_always``); accept for the session ->
   ``allow_always`` (else ``allow_once``);
@@ -105,9 +106,12 @@ def permission_request(
         header="permission",
         question=one_line(f"{title}: choose one of the agent's options", 500),
         options=tuple(
-            QuestionOption(label=_label(o), description=str(o.get("kind") or "") or None)
+            QuestionOption(
+                label=_label(o), description=str(o.get("kind") or "") or None, id=o["optionId"]
+            )
             for o in options
         ),
+        free_text=False,
     )
     return ApprovalRequest(
         id=request_id,
@@ -140,15 +144,23 @@ def _label(option: Wire) -> str:
 
 def outcome(answer: ApprovalAnswer, options: list[Wire]) -> Wire:
     """The ``RequestPermissionResponse`` for ``answer`` (see the module doc). An option
-    chosen by name or id (``answers["option"]``) wins over the decision."""
+    chosen by id, or by name when no other option has it (``answers["option"]``), wins
+    over the decision; a choice naming no option is never taken for an allow: it
+    rejects (``reject_once``, else ``reject_always``, else ``cancelled``)."""
     picked = answer.answers.get(OPTION_QUESTION) or ()
     for choice in picked[:1]:
-        for o in options:
-            if choice in (o["optionId"], _label(o)):
-                return _selected(o)
-    if answer.decision == ApprovalDecision.CANCEL:
+        by_id = [o for o in options if o["optionId"] == choice]
+        by_name = [o for o in options if _label(o) == choice]
+        if by_id or len(by_name) == 1:
+            return _selected((by_id or by_name)[0])
+        return _pick(ApprovalDecision.DECLINE, options)
+    return _pick(answer.decision, options)
+
+
+def _pick(decision: ApprovalDecision, options: list[Wire]) -> Wire:
+    if decision == ApprovalDecision.CANCEL:
         return CANCELLED
-    for wanted in _PREFERRED[answer.decision]:
+    for wanted in _PREFERRED[decision]:
         for o in options:
             if o.get("kind") == wanted:
                 return _selected(o)

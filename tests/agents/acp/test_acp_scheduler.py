@@ -152,3 +152,27 @@ async def test_a_restarted_scheduler_loads_the_recorded_session(tmp_path):
     created = answers[new[0]["id"]]["result"]["sessionId"]
     assert loads[0]["params"]["sessionId"] == created
     assert started and started[-1].resumed and started[-1].thread_id == created
+
+
+async def test_an_answer_naming_none_of_the_agents_options_is_refused(tmp_path):
+    log, env = project(tmp_path, "RUN make")
+    rt = runtime(tmp_path, env)
+    orch = rt.orchestrator
+    try:
+        await orch.start()
+        (approval,) = await wait_for(lambda: orch.snapshot().approvals)
+        for text in ("yes please", ""):
+            refused = await orch.send(Answer(approval_id=approval.id, answers={"option": (text,)}))
+            assert not refused.ok and "is not one of the options" in refused.message
+            assert "\n" not in refused.message and "allow-once (Allow once)" in refused.message
+        refused = await orch.send(Answer(approval_id=approval.id, answers={"other": ("x",)}))
+        assert not refused.ok
+        # nothing reached the agent: the approval still waits
+        assert [a.id for a in orch.snapshot().approvals] == [approval.id]
+        assert outcomes(log) == []
+        done = await orch.send(Answer(approval_id=approval.id, answers={"option": ("allow-once",)}))
+        assert done.ok, done
+        await wait_for(lambda: ended(orch))
+    finally:
+        await rt.close()
+    assert outcomes(log) == [{"outcome": "selected", "optionId": "allow-once"}]

@@ -408,3 +408,18 @@ async def test_every_message_matches_the_published_schema(fake_agent):
     assert {"terminal/create", "terminal/kill", "terminal/release", "fs/write_text_file"} <= asked
     written = [m for m in fake_agent.sent if "method" in m or "result" in m or "error" in m]
     assert len(written) == len([1 for side, _m in exchange if side == "client"])
+
+
+async def test_a_choice_naming_no_option_rejects_never_allows(fake_agent):
+    typed = ApprovalAnswer(decision=ApprovalDecision.ACCEPT, answers={"option": ("sure, go",)})
+    host = fake_agent.host(approve=typed)
+    await fake_agent.turns(host, "RUN make")
+    assert fake_agent.outcomes() == [{"outcome": "selected", "optionId": "reject-once"}]
+    (request,) = host.approvals
+    assert not request.questions[0].free_text
+    assert [o.id for o in request.questions[0].options] == [
+        "allow-once",
+        "allow-always",
+        "reject-once",
+        "reject-always",
+    ]
