@@ -371,8 +371,9 @@ class ApprovalActions:
                 body.append_text(inert(q.question, multiline=True))
             if q.options:
                 choices = [(o.label, o.description) for o in q.options]
+                values = [o.label if o.id is None else o.id for o in q.options]
                 value = await self._ui.push_screen_wait(
-                    Choose(title, body, choices, allow_text=q.free_text)
+                    Choose(title, body, choices, allow_text=q.free_text, values=values)
                 )
             else:
                 value = await self._ui.push_screen_wait(AskText(title, body, placeholder="answer"))

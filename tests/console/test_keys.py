@@ -475,3 +475,17 @@ async def test_an_agents_permission_offers_no_free_text(port, make_app):
         await pilot.press("escape")
         await done(pilot)
         assert port.sent == []
+
+
+async def test_an_agents_option_is_answered_by_its_id_when_names_repeat(port, make_app):
+    port.update(approvals=(ACP_PERMISSION,))
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_worker(pilot, "DEMO-1")
+        await pilot.press("t")
+        await pilot.pause()
+        assert isinstance(app.screen, Choose)
+        await pilot.press("down", "down", "enter")  # the second "Reject"
+        await done(pilot)
+        assert port.sent == [Answer(approval_id="demo-1:acp-1", answers={"option": ("no-2",)})]

@@ -198,7 +198,8 @@ class AskText(ModalScreen[str | None]):
 
 class Choose(ModalScreen[str | None]):
     """Pick one of ``choices`` (``enter``), or type free text when ``allow_text``
-    (``tab`` reaches the text box, which shows ``text_placeholder``)."""
+    (``tab`` reaches the text box, which shows ``text_placeholder``). A choice answers
+    its label, or its entry in ``values`` when given (labels may repeat)."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="choose_cancel")]
 
@@ -210,11 +211,13 @@ class Choose(ModalScreen[str | None]):
         *,
         allow_text: bool = False,
         text_placeholder: str = "or type an answer",
+        values: list[str] | None = None,
     ) -> None:
         super().__init__(classes="dialog")
         self._title = title
         self._body = body
         self._choices = choices
+        self._values = values or [label for label, _ in choices]
         self._allow_text = allow_text
         self._text_placeholder = text_placeholder
 
@@ -242,7 +245,7 @@ class Choose(ModalScreen[str | None]):
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
-        self.dismiss(self._choices[int(event.option.id or 0)][0])
+        self.dismiss(self._values[int(event.option.id or 0)])
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
