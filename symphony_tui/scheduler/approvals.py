@@ -207,11 +207,13 @@ class ApprovalDesk:
 
 def _chosen(request: ApprovalRequest, answer: ApprovalAnswer) -> ApprovalAnswer | str:
     """``answer`` with every choice-only question (``free_text`` False) answered by the
-    option it names; or one line saying why it names none. An answer without answers (a
+    option it names, and the decision the option stands for (its ``decision``) as the
+    answer's; or one line saying why it names none. An answer without answers (a
     plain approve or deny) is left to the backend's mapping of decisions."""
     if not answer.answers:
         return answer
     answers = dict(answer.answers)
+    decision = answer.decision
     for question in request.questions:
         if question.free_text or not question.options:
             continue
@@ -222,7 +224,9 @@ def _chosen(request: ApprovalRequest, answer: ApprovalAnswer) -> ApprovalAnswer 
         if isinstance(option, str):
             return option
         answers[question.id] = (option.id if option.id is not None else option.label,)
-    return answer.model_copy(update={"answers": answers})
+        if option.decision is not None:
+            decision = option.decision
+    return answer.model_copy(update={"answers": answers, "decision": decision})
 
 
 def policy_answer(request: ApprovalRequest, mode: str) -> ApprovalAnswer:

@@ -6,7 +6,9 @@ The agent names its own options (``{optionId, name, kind}``, kinds ``allow_once`
 ``allow_always``, ``reject_once``, ``reject_always``). The approval offers them as they
 are, as the choices of one question (id :data:`OPTION_QUESTION`, labels the option
 names), so the console, the API's ``answer`` command and the fleet pick exactly one of
-them (by the option's id; a name only when no other option has it; never free text);
+them (by the option's id; a name only when no other option has it; never free text),
+and the decision recorded is the chosen option's kind's (allow -> accept, always allow
+-> accept for the session, reject -> decline);
 the plain decisions map onto them too (:func:`outcome`):
 
 * accept -> ``allow_once`` (else ``allow_always``); accept for the session ->
@@ -107,7 +109,10 @@ def permission_request(
         question=one_line(f"{title}: choose one of the agent's options", 500),
         options=tuple(
             QuestionOption(
-                label=_label(o), description=str(o.get("kind") or "") or None, id=o["optionId"]
+                label=_label(o),
+                description=str(o.get("kind") or "") or None,
+                id=o["optionId"],
+                decision=_DECISION_OF_KIND.get(str(o.get("kind"))),
             )
             for o in options
         ),

@@ -176,3 +176,26 @@ async def test_an_answer_naming_none_of_the_agents_options_is_refused(tmp_path):
     finally:
         await rt.close()
     assert outcomes(log) == [{"outcome": "selected", "optionId": "allow-once"}]
+
+
+async def test_the_decision_recorded_is_the_chosen_options_kind(tmp_path):
+    log, env = project(tmp_path, "RUN make")
+    rt = runtime(tmp_path, env)
+    orch = rt.orchestrator
+    try:
+        await orch.start()
+        (approval,) = await wait_for(lambda: orch.snapshot().approvals)
+        done = await orch.send(Answer(approval_id=approval.id, answers={"option": ("Reject",)}))
+        assert done.ok and done.message == f"decline sent for {IDENTIFIER}", done
+        await wait_for(lambda: ended(orch))
+        resolved = [
+            e
+            for e in orch.events_since(0, limit=100_000, issue_id="acps-1")
+            if e.kind is EventKind.APPROVAL_RESOLVED
+        ]
+    finally:
+        await rt.close()
+    assert outcomes(log) == [{"outcome": "selected", "optionId": "reject-once"}]
+    (event,) = resolved
+    assert event.payload.decision == ApprovalDecision.DECLINE.value
+    assert event.message.startswith("command decline by operator")
