@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -176,6 +177,10 @@ class AcpSession:
         #: Requests of the agent being served: rpc id -> (task, method).
         self._serving: dict[RequestId, tuple[asyncio.Task[None], str]] = {}
         self._closed = False
+        #: Names this launch in approval ids: the agent's request ids restart with each
+        #: process (and a loaded session keeps its id), so ``<issue>:<rpc id>`` would
+        #: repeat and a late answer could settle the next run's request.
+        self._launch = f"acp-{secrets.token_hex(4)}"
         self.agent_info: dict[str, Any] = {}
         self.agent_capabilities: dict[str, Any] = {}
         self._auth_methods: list[str] = []
@@ -561,7 +566,7 @@ class AcpSession:
         """The outcome for the agent, and whether the answer also stops the turn (a
         cancel, as for codex)."""
         request = permissions.permission_request(
-            f"{self._host.issue.id}:{rid}", params, self._host, self._sid
+            f"{self._host.issue.id}:{self._launch}:{rid}", params, self._host, self._sid
         )
         try:
             answer = await self._host.request_approval(request)

@@ -199,3 +199,25 @@ async def test_the_decision_recorded_is_the_chosen_options_kind(tmp_path):
     (event,) = resolved
     assert event.payload.decision == ApprovalDecision.DECLINE.value
     assert event.message.startswith("command decline by operator")
+
+
+async def test_an_answer_to_an_earlier_runs_approval_is_refused(tmp_path):
+    log, env = project(tmp_path, "RUN make")
+    rt = runtime(tmp_path, env)
+    orch = rt.orchestrator
+    try:
+        await orch.start()
+        (first,) = await wait_for(lambda: orch.snapshot().approvals)
+        done = await orch.send(Answer(approval_id=first.id, answers={"option": ("allow-once",)}))
+        assert done.ok, done
+        # the issue stays active: a continuation run starts a new agent, whose request
+        # ids start again from 1
+        (second,) = await wait_for(
+            lambda: [a for a in orch.snapshot().approvals if a.id != first.id]
+        )
+        late = await orch.send(Answer(approval_id=first.id, answers={"option": ("allow-once",)}))
+        assert not late.ok and late.message == "no pending approval with that id"
+        assert [a.id for a in orch.snapshot().approvals] == [second.id]
+    finally:
+        await rt.close()
+    assert len(outcomes(log)) == 1
