@@ -411,9 +411,11 @@ class AcpSession:
         return turn.done.result()
 
     def _prompt_answered(self, turn: _Turn, task: asyncio.Task[Any]) -> None:
-        if task.cancelled() or turn.done.done():
+        if task.cancelled():
             return
-        err = task.exception()
+        err = task.exception()  # read even when the turn has ended: asyncio logs it else
+        if turn.done.done():
+            return
         if isinstance(err, RpcError):
             self._end_turn(turn, TurnStatus.FAILED, f"session/prompt failed: {err.message}")
             return

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
+import logging
 import os
 from pathlib import Path
 
@@ -423,3 +425,19 @@ async def test_a_choice_naming_no_option_rejects_never_allows(fake_agent):
         "reject-once",
         "reject-always",
     ]
+
+
+async def test_an_agent_dying_mid_turn_leaves_no_unretrieved_task_error(fake_agent, caplog):
+    host = fake_agent.host()
+    session = await fake_agent.backend.start_session(host)
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        try:
+            with pytest.raises(AgentError):
+                await session.run_turn("CRASH")
+        finally:
+            await fake_agent.backend.aclose()
+        del session
+        gc.collect()  # a task's unretrieved error is logged when the task is collected
+        await asyncio.sleep(0)
+    assert not [r for r in caplog.records if "never retrieved" in r.getMessage()]
+    assert not [r for r in caplog.records if r.exc_info]
