@@ -98,6 +98,15 @@ def run_posture(
                 if host
                 else "stdio: a codex app-server child process (JSON-RPC lines)"
             )
+    elif backend == "acp":
+        sandbox = "none: the agent's tools run as this user " + where
+        policy = f"agent.approvals {settings.agent.approvals}"
+        network = "open (no sandbox)"
+        transport = (
+            f"ssh to {host}: JSON-RPC over the ACP agent's stdio"
+            if host
+            else "stdio: JSON-RPC lines with an ACP agent child process"
+        )
     else:
         section: Any = getattr(settings, backend, None)
         base_url = getattr(section, "base_url", None)

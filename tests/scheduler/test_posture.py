@@ -56,6 +56,15 @@ def test_other_backends_hosts_and_no_api() -> None:
     assert "bearer token, which is withheld" in p.control_api
 
 
+def test_an_acp_agent_is_reached_over_its_stdio_not_a_server() -> None:
+    p = run_posture(_settings(), "acp", None, env={}, control=API)
+    assert p.transport == "stdio: JSON-RPC lines with an ACP agent child process"
+    assert "server" not in p.transport
+    assert p.sandbox.startswith("none") and "agent.approvals" in p.sandbox_policy
+    p = run_posture(_settings(), "acp", "build-1", env={}, control=API)
+    assert p.transport == "ssh to build-1: JSON-RPC over the ACP agent's stdio"
+
+
 async def asking(session, prompt, turn):
     await session.host.request_approval(
         ApprovalRequest(id="ap-1", issue_id="", kind=ApprovalKind.COMMAND, command="make")
