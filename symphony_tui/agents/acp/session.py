@@ -167,7 +167,8 @@ class AcpSession:
         self._stderr_task: asyncio.Task[None] | None = None
         self._sid: str | None = None
         self._folder = UpdateFolder(
-            terminal_text=None if self._terminals is None else self._terminals.text
+            terminal_text=None if self._terminals is None else self._terminals.text,
+            workspace=host.workspace,
         )
         self._turn: _Turn | None = None
         self._turns = 0

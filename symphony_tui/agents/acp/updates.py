@@ -28,6 +28,7 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Callable
+from pathlib import PurePath
 from typing import Any
 
 from symphony_tui.domain import AgentEvent, EventKind
@@ -64,12 +65,16 @@ def _dict(value: Any) -> Wire:
     return value if isinstance(value, dict) else {}
 
 
-def unified_diff(path: str, old: Any, new: Any) -> str:
-    """A ``diff`` content item (``oldText`` None for a new file) as a unified diff."""
+def unified_diff(path: str, old: Any, new: Any, workspace: PurePath | None = None) -> str:
+    """A ``diff`` content item (``oldText`` None for a new file) as a unified diff; its
+    headers name ``path`` relative to ``workspace`` when it lies inside it."""
     before = old.splitlines(keepends=True) if isinstance(old, str) else []
     after = new.splitlines(keepends=True) if isinstance(new, str) else []
+    shown = path
+    if workspace is not None and PurePath(path).is_relative_to(workspace):
+        shown = PurePath(path).relative_to(workspace).as_posix()
     lines = difflib.unified_diff(
-        before, after, fromfile="/dev/null" if old is None else f"a/{path}", tofile=f"b/{path}"
+        before, after, fromfile="/dev/null" if old is None else f"a/{shown}", tofile=f"b/{shown}"
     )
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
@@ -127,13 +132,13 @@ class _Call:
             return " ".join(str(c) for c in cmd)
         return cmd if isinstance(cmd, str) and cmd else self.title
 
-    def edits(self, *, with_diffs: bool) -> tuple[FileEdit, ...]:
+    def edits(self, *, with_diffs: bool, workspace: PurePath | None = None) -> tuple[FileEdit, ...]:
         out: dict[str, FileEdit] = {}
         for item in self.fields.get("content") or []:
             item = _dict(item)
             if item.get("type") == "diff" and isinstance(item.get("path"), str):
                 path = item["path"]
-                diff = unified_diff(path, item.get("oldText"), item.get("newText"))
+                diff = unified_diff(path, item.get("oldText"), item.get("newText"), workspace)
                 out[path] = FileEdit(
                     path=path, kind=self.kind, diff=cap(diff, DIFF_LIMIT) if with_diffs else None
                 )
@@ -146,15 +151,18 @@ class _Call:
 
 class UpdateFolder:
     """The events one session's ``session/update`` notifications imply (see the module
-    doc). ``session_id`` stamps every event."""
+    doc). ``session_id`` stamps every event; diffs name paths inside ``workspace``
+    relative to it."""
 
     def __init__(
         self,
         session_id: str | None = None,
         terminal_text: Callable[[str], str | None] | None = None,
+        workspace: PurePath | None = None,
     ) -> None:
         self.session_id = session_id
         self._terminal_text = terminal_text
+        self._workspace = workspace
         self._calls: dict[str, _Call] = {}
         self._text: list[str] = []  # the agent message being streamed
         self._text_id: str | None = None
@@ -313,7 +321,7 @@ class UpdateFolder:
             tail = f"exit {code}" if code is not None else status
             return self._event(EventKind.COMMAND_COMPLETED, f"{call.command} ({tail})", ended)
         if call.kind in FILE_KINDS:
-            edits = call.edits(with_diffs=True)
+            edits = call.edits(with_diffs=True, workspace=self._workspace)
             change = FileChange(**item, changes=edits, error=error, tool=call.title)
             what = ", ".join(e.path for e in edits) or call.title
             verb = "edit completed:" if ok else f"edit {status}:"

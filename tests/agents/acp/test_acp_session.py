@@ -134,6 +134,8 @@ async def test_an_edit_writes_inside_the_workspace_and_reports_its_diff(fake_age
     assert [c.status for c in changes] == ["in_progress", "completed"]
     diff = changes[-1].changes[0].diff
     assert diff is not None and "+edited by the fake agent" in diff and " first line" in diff
+    # headers name the file inside the workspace, not its absolute path
+    assert diff.startswith("--- a/notes.txt\n+++ b/notes.txt\n"), diff
 
 
 async def test_paths_outside_the_workspace_are_refused_with_an_error_the_agent_reads(
