@@ -76,6 +76,21 @@ STOP_REASONS = {
 }
 
 
+_REFUSED_VERB = {"fs/read_text_file": "read", "fs/write_text_file": "write"}
+
+
+def refused_message(method: str, reason: str) -> str:
+    """The warning for a client method this client refused the agent: what was refused
+    here, not that the agent cannot do it (an agent with tools of its own may)."""
+    verb = _REFUSED_VERB.get(method)
+    if verb is None:
+        return f"{method}: refused to serve it for the agent: {reason}"
+    return (
+        f"{method}: refused to {verb} for the agent: {reason} "
+        f"(the agent may still {verb} it with its own tools)"
+    )
+
+
 class JsonRpc2(RpcConnection):
     """:class:`RpcConnection` writing JSON-RPC 2.0 messages (``"jsonrpc": "2.0"``)."""
 
@@ -545,7 +560,7 @@ class AcpSession:
             self._emit(
                 AgentEvent(
                     kind=EventKind.WARNING,
-                    message=f"{method} refused: {e.message}",
+                    message=refused_message(method, e.message),
                     payload=Notice(notice="client_method_refused"),
                 )
             )

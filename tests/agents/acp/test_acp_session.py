@@ -168,6 +168,12 @@ async def test_a_write_outside_the_workspace_is_refused(tmp_path):
     await run.turns(host, "EDIT ../../stolen.txt")
     assert not (tmp_path / "stolen.txt").exists()
     assert host.of_kind(EventKind.MESSAGE)[-1].message.startswith("write failed: path ")
+    # the warning says what this client refused, not that the write cannot happen
+    (warning,) = [
+        w.message for w in host.of_kind(EventKind.WARNING) if w.message.startswith("fs/write")
+    ]
+    assert warning.startswith("fs/write_text_file: refused to write for the agent: path ")
+    assert warning.endswith("(the agent may still write it with its own tools)")
 
 
 async def test_a_terminal_runs_in_the_workspace_and_reports_its_exit(fake_agent):
