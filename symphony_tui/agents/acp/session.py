@@ -22,7 +22,8 @@ not reported. Framing, line limits and back-pressure are the codex reader's
 
 Client methods served: ``session/request_permission`` (the approvals inbox,
 :mod:`.permissions`) and, for a local workspace, ``fs/read_text_file`` /
-``fs/write_text_file`` inside it (:mod:`.files`) and ``terminal/*`` running there
+``fs/write_text_file`` inside it (:mod:`.files`; a file not found is answered
+without a warning: an agent creating a file reads it first) and ``terminal/*`` running there
 (:mod:`.terminals`, every terminal killed when the session closes). On a worker host
 neither is offered (the files are on the host). Anything else is answered ``-32601``.
 """
@@ -31,12 +32,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
 from symphony_tui.agents.acp import permissions
-from symphony_tui.agents.acp.files import MethodRefused, WorkspaceFiles
+from symphony_tui.agents.acp.files import NOT_FOUND, MethodRefused, WorkspaceFiles
 from symphony_tui.agents.acp.terminals import Terminals
 from symphony_tui.agents.acp.updates import UpdateFolder
 from symphony_tui.agents.base import AgentError, SessionHost, TurnResult, TurnStatus
@@ -54,6 +56,8 @@ from symphony_tui.domain.payloads import (
 )
 from symphony_tui.domain.tokens import reported_count
 from symphony_tui.text import cap, one_line
+
+log = logging.getLogger(__name__)
 
 #: The ACP version this client speaks (``initialize``'s ``protocolVersion``).
 PROTOCOL_VERSION = 1
@@ -557,6 +561,12 @@ class AcpSession:
                 await rpc.respond_error(rid, METHOD_NOT_FOUND, f"method not found: {method}")
                 return
         except MethodRefused as e:
+            if method == "fs/read_text_file" and e.code == NOT_FOUND:
+                # an agent about to create a file reads it first: not worth a warning
+                log.debug("%s: %s", method, e.message)
+                with contextlib.suppress(AgentError):
+                    await rpc.respond_error(rid, e.code, e.message)
+                return
             self._emit(
                 AgentEvent(
                     kind=EventKind.WARNING,

@@ -158,7 +158,8 @@ async def test_paths_outside_the_workspace_are_refused_with_an_error_the_agent_r
     assert "is outside the workspace" in said[1]
     assert said[2] == "read failed: path '../outside.txt' is not absolute"
     assert said[3].startswith("read failed: file not found")
-    assert len(host.of_kind(EventKind.WARNING)) == 4
+    # a file not found is the agent's business (it reads before creating one): no warning
+    assert len(host.of_kind(EventKind.WARNING)) == 3
 
 
 async def test_a_write_outside_the_workspace_is_refused(tmp_path):
@@ -449,3 +450,11 @@ async def test_an_agent_dying_mid_turn_leaves_no_unretrieved_task_error(fake_age
         await asyncio.sleep(0)
     assert not [r for r in caplog.records if "never retrieved" in r.getMessage()]
     assert not [r for r in caplog.records if r.exc_info]
+
+
+async def test_an_edit_creating_a_file_gives_no_warning(fake_agent):
+    host = fake_agent.host()
+    (result,) = await fake_agent.turns(host, "EDIT new.txt")
+    assert result.status == TurnStatus.COMPLETED
+    assert (host.workspace / "new.txt").read_text() == "edited by the fake agent\n"
+    assert host.of_kind(EventKind.WARNING) == []
