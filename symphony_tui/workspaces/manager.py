@@ -416,7 +416,9 @@ class WorkspaceManager:
     async def reap(self, skip: Iterable[str] = ()) -> tuple[list[str], list[str], list[str]]:
         """End what runs of an earlier scheduler left running on this machine (it crashed
         or was killed): the agent process group each workspace's manifest records
-        (``session.agent_group``, ``scheduler/manifests.py``), but in the workspaces whose
+        (``session.agent_group``, ``scheduler/manifests.py``) and the groups of the
+        terminals an ACP agent had this client run (``session.terminal_groups``, a list of
+        the same records; agents/acp/terminals.py), but in the workspaces whose
         keys are in ``skip``. A group is ended (SIGTERM, a grace, SIGKILL, all at once)
         only while it is provably the recorded one (``hosts/local_group.same_group``: same
         boot, same leader start time), so a reused pid is never signalled; each record
@@ -433,6 +435,14 @@ class WorkspaceManager:
         ending: dict[int, Any] = {}
         boot = boot_id()
         for ws, record in found:
+            if record.get("terminal") is True:  # an ACP terminal: ends with its run
+                if record.get("boot_id") == boot and same_group(record, ws):
+                    pgid = record["pgid"]
+                    if pgid not in ending:
+                        ending[pgid] = asyncio.ensure_future(end_group(pgid))
+                    ended.append(f"{ws.name} {pgid}")
+                self.manifests.write(ws, "session", "terminal_groups", terminal_groups=None)
+                continue
             if record.get("boot_id") != boot:
                 continue  # another machine's (a shared root) or an earlier boot's: not ours
             pgid = record.get("pgid")
@@ -465,9 +475,14 @@ class WorkspaceManager:
             with contextlib.suppress(OSError):
                 if not entry.is_dir(follow_symlinks=False):
                     continue
-            record = read_section(Path(entry.path), "session").get("agent_group")
+            section = read_section(Path(entry.path), "session")
+            record = section.get("agent_group")
             if isinstance(record, dict):
                 found.append((Path(entry.path), record))
+            terminals = section.get("terminal_groups")
+            for term in terminals if isinstance(terminals, list) else []:
+                if isinstance(term, dict):
+                    found.append((Path(entry.path), {**term, "terminal": True}))
         return found
 
     def recover(self, hosts: Iterable[str] | None = None) -> list[RecoveredWorkspace]:

@@ -10,8 +10,9 @@ Files live in ``<workspace>/.symphony/<section>.json``, one JSON object per sect
   the scheduler (the manager records ``hooks``);
 - ``session``: the agent session (``backend``, ``session_id``, ``thread_id``,
   ``conversation_id``, ``server_url``, ``tokens``, ``last_event``, and for a local run
-  ``agent_group``: its agent's process group, ``{pgid, started, boot_id, adoptable}``),
-  written by the scheduler.
+  ``agent_group``: its agent's process group, ``{pgid, started, boot_id, adoptable}``;
+  ``terminal_groups``: those of an ACP agent's live terminals, ``[{pgid, started,
+  boot_id}]``), written by the scheduler.
 
 Field names match :class:`~symphony_tui.domain.RecoveredWorkspace` so recovery is a
 lookup. Every write is atomic (temp file in the same folder + ``os.replace``), so a crash

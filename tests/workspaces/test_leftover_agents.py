@@ -66,6 +66,19 @@ async def test_a_recorded_live_group_is_ended_and_its_record_cleared(manager, gr
     assert read_section(ws, "session")["agent_group"] is None
 
 
+async def test_a_recorded_acp_terminal_group_is_ended_and_cleared(manager, groups) -> None:
+    ws = workspace(manager, "ABC-9")
+    terminal = groups(ws, "sleep 3100 & wait")
+    found = identify(terminal.pid)
+    assert found is not None
+    update_manifest(ws, "session", terminal_groups=[found])
+    ended, _adoptable, _gone = await manager.reap()
+    assert ended == [f"ABC-9 {terminal.pid}"]
+    assert terminal.wait(timeout=10) is not None and not group_alive(terminal.pid)
+    await manager.manifests.flush()
+    assert read_section(ws, "session")["terminal_groups"] is None
+
+
 async def test_a_reused_pid_is_never_signalled(manager, groups) -> None:
     ws = workspace(manager, "ABC-2")
     other = groups(ws)

@@ -179,7 +179,13 @@ class AcpSession:
         self._line_limit = line_limit
         self._on_close = on_close
         self._files = None if remote is not None else WorkspaceFiles(host.workspace)
-        self._terminals = None if self._files is None else Terminals(self._files, env)
+        self._terminals = (
+            None
+            if self._files is None
+            else Terminals(
+                self._files, env, lambda groups: host.record_session(terminal_groups=groups)
+            )
+        )
         self._proc: asyncio.subprocess.Process | None = None
         self._rpc: JsonRpc2 | None = None
         self._stderr = StderrTail()

@@ -14,7 +14,9 @@ issue's workspace (https://agentclientprotocol.com/protocol/terminals).
   kills it and forgets it.
 
 At most :data:`MAX_TERMINALS` live at once in a session; every terminal is killed when the
-session closes. Refusals are :class:`~symphony_tui.agents.acp.files.MethodRefused` (the
+session closes. ``on_groups`` hears the live terminals' process groups
+(``hosts/local_group.identify`` records) whenever they change, for the workspace manifest:
+a restarted scheduler's reap of leftovers ends them when this one died without closing. Refusals are :class:`~symphony_tui.agents.acp.files.MethodRefused` (the
 JSON-RPC error the agent reads).
 """
 
@@ -24,10 +26,12 @@ import asyncio
 import contextlib
 import itertools
 import signal
+from collections.abc import Callable
 from typing import Any
 
 from symphony_tui.agents.acp.files import INVALID_PARAMS, NOT_FOUND, MethodRefused, WorkspaceFiles
 from symphony_tui.agents.codex.process import kill_group, release
+from symphony_tui.hosts.local_group import identify
 
 OUTPUT_LIMIT_BYTES = 1024 * 1024
 MAX_TERMINALS = 16
@@ -100,9 +104,16 @@ class Terminal:
 class Terminals:
     """``terminal/*`` for one session: commands run in ``files.root`` with ``env``."""
 
-    def __init__(self, files: WorkspaceFiles, env: dict[str, str]) -> None:
+    def __init__(
+        self,
+        files: WorkspaceFiles,
+        env: dict[str, str],
+        on_groups: Callable[[list[dict[str, Any]]], None] | None = None,
+    ) -> None:
         self._files = files
         self._env = env
+        self._on_groups = on_groups
+        self._groups: dict[str, dict[str, Any]] = {}
         self._live: dict[str, Terminal] = {}
         self._released: dict[str, str] = {}
         self._ids = itertools.count(1)
@@ -156,7 +167,15 @@ class Terminals:
             ) from e
         tid = f"term-{next(self._ids)}"
         self._live[tid] = Terminal(proc, cap)
+        group = identify(proc.pid)
+        if group is not None:
+            self._groups[tid] = group
+            self._groups_changed()
         return {"terminalId": tid}
+
+    def _groups_changed(self) -> None:
+        if self._on_groups is not None:
+            self._on_groups(list(self._groups.values()))
 
     async def output(self, params: dict[str, Any]) -> dict[str, Any]:
         return self._get(params).answer()
@@ -178,6 +197,8 @@ class Terminals:
         terminal = self._get(params)
         del self._live[str(params.get("terminalId"))]
         await terminal.kill()
+        if self._groups.pop(str(params.get("terminalId")), None) is not None:
+            self._groups_changed()
         release(terminal.proc)
         self._released[str(params.get("terminalId"))] = str(terminal.answer()["output"])
         while len(self._released) > KEEP_RELEASED:
@@ -188,6 +209,9 @@ class Terminals:
         """Kill every terminal (the session ends)."""
         live, self._live = list(self._live.values()), {}
         await asyncio.gather(*(t.kill() for t in live), return_exceptions=True)
+        if self._groups:
+            self._groups.clear()
+            self._groups_changed()
         for terminal in live:
             release(terminal.proc)
 

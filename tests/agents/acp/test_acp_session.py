@@ -26,6 +26,7 @@ from symphony_tui.domain.payloads import (
     TokenReport,
     TurnEnded,
 )
+from symphony_tui.hosts.local_group import identify
 
 from .conftest import FakeAgentRun
 from .schema import validate_exchange
@@ -217,11 +218,15 @@ async def test_terminals_end_with_the_session(fake_agent):
         (terminal,) = session._terminals._live.values()
         pid = terminal.proc.pid
         assert _alive(pid)
+        # recorded for the workspace manifest: a restarted scheduler's reap ends it
+        (group,) = host.recorded["terminal_groups"]
+        assert group == identify(pid) and group["pgid"] == pid
     finally:
         await fake_agent.backend.aclose()
     with contextlib.suppress(AgentError):
         await turn
     assert not _alive(pid)
+    assert host.recorded["terminal_groups"] == []
 
 
 def _alive(pid: int) -> bool:
