@@ -5,6 +5,7 @@ agent launch. Fake clock, scripted backend, real workspaces and hooks."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 
@@ -209,9 +210,17 @@ async def test_state_refresh_of_more_than_50_running_issues_on_the_local_tracker
         clock=clock,
         watch_workflow=False,
     )
+
+    async def until_running(count: int) -> None:
+        # workspaces are made and files read in threads: wait in real time, bounded
+        deadline = asyncio.get_running_loop().time() + 60
+        while len(orch.running) != count and asyncio.get_running_loop().time() < deadline:
+            await clock.settle(50)
+            await asyncio.sleep(0.01)
+
     try:
         await orch.start()
-        await clock.settle(50)
+        await until_running(60)
         assert len(orch.running) == 60
         refreshed = await tracker.fetch_issues_by_ids(list(orch.running))
         assert len(refreshed) == 60
@@ -221,11 +230,7 @@ async def test_state_refresh_of_more_than_50_running_issues_on_the_local_tracker
         del entries[59]  # id-60: no longer returned -> stopped, not a zombie
         issues_file.write_text(yaml.safe_dump({"issues": entries}))
         await orch.tick()
-        await clock.settle(50)
-        for _ in range(50):
-            if len(orch.running) == 57:
-                break
-            await clock.settle(50)
+        await until_running(57)
         assert sorted(set(f"id-{n}" for n in range(1, 61)) - set(orch.running)) == [
             "id-10",
             "id-5",
