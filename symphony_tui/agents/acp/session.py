@@ -42,7 +42,13 @@ from symphony_tui.agents.acp.files import NOT_FOUND, MethodRefused, WorkspaceFil
 from symphony_tui.agents.acp.terminals import Terminals
 from symphony_tui.agents.acp.updates import UpdateFolder
 from symphony_tui.agents.base import AgentError, SessionHost, TurnResult, TurnStatus
-from symphony_tui.agents.codex.process import StderrTail, kill_group, launch, release
+from symphony_tui.agents.codex.process import (
+    StderrTail,
+    describe_exit,
+    kill_group,
+    launch,
+    release,
+)
 from symphony_tui.agents.codex.rpc import LINE_LIMIT, RequestId, RpcConnection, RpcError
 from symphony_tui.agents.remote_launch import RemoteLaunch
 from symphony_tui.config.settings import AcpSettings
@@ -626,21 +632,17 @@ class AcpSession:
 
     async def _describe_exit(self) -> str:
         """At stdout's end: the exit code and the stderr tail, as one line."""
-        code: int | None = None
-        if self._proc is not None:
-            with contextlib.suppress(TimeoutError):
-                code = await asyncio.wait_for(self._proc.wait(), 2.0)
-        if self._stderr_task is not None:
-            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
-                await asyncio.wait_for(asyncio.shield(self._stderr_task), 1.0)
-        msg = "ACP agent exited" + (f" with code {code}" if code is not None else "")
-        if self._remote is not None:
-            special = self._remote.describe_exit(code, self._cfg.command)
-            if code == 255:
-                self.host_lost = self._remote.host
-            msg = special or f"{msg} on host {self._remote.host}"
-        tail = self._stderr.summary()
-        return f"{msg}: {tail}" if tail else msg
+        msg, lost = await describe_exit(
+            "ACP agent exited",
+            self._proc,
+            self._stderr_task,
+            self._stderr,
+            self._remote,
+            self._cfg.command,
+        )
+        if lost is not None:
+            self.host_lost = lost
+        return msg
 
     # ------------------------------------------------------------------ close
     async def close(self) -> None:

@@ -26,8 +26,12 @@ import signal
 from collections import deque
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from symphony_tui.agents.base import AgentError
+
+if TYPE_CHECKING:
+    from symphony_tui.agents.remote_launch import RemoteLaunch
 from symphony_tui.hosts.local_group import _live_member as _live_pid
 from symphony_tui.hosts.local_group import group_members
 
@@ -308,3 +312,32 @@ class StderrTail:
     def summary(self, n: int = 5) -> str:
         """The last ``n`` non-empty lines joined with `` | `` (one line for errors)."""
         return " | ".join(list(self.lines)[-n:])
+
+
+async def describe_exit(
+    what: str,
+    proc: asyncio.subprocess.Process | None,
+    stderr_task: asyncio.Task[None] | None,
+    stderr: StderrTail,
+    remote: RemoteLaunch | None,
+    command: str,
+) -> tuple[str, str | None]:
+    """Why a stdio agent's output ended, as one line (``what`` exited with its code, on its
+    host, then its stderr's tail), and the worker host lost with it (ssh exit 255) or None.
+    Waits at most 2 s for the exit code and 1 s for the stderr reader."""
+    code: int | None = None
+    if proc is not None:
+        with contextlib.suppress(TimeoutError):
+            code = await asyncio.wait_for(proc.wait(), 2.0)
+    if stderr_task is not None:
+        with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+            await asyncio.wait_for(asyncio.shield(stderr_task), 1.0)
+    msg = what + (f" with code {code}" if code is not None else "")
+    lost: str | None = None
+    if remote is not None:
+        special = remote.describe_exit(code, command)
+        if code == 255:
+            lost = remote.host
+        msg = special or f"{msg} on host {remote.host}"
+    tail = stderr.summary()
+    return (f"{msg}: {tail}" if tail else msg), lost

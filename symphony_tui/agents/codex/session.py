@@ -28,7 +28,13 @@ from symphony_tui.agents.codex.detached import (
 from symphony_tui.agents.codex.eager import SessionTasks
 from symphony_tui.agents.codex.link import AppServerLink, LocalPlace, Place, link_event, open_link
 from symphony_tui.agents.codex.notifications import Notifications
-from symphony_tui.agents.codex.process import StderrTail, kill_group, launch, release
+from symphony_tui.agents.codex.process import (
+    StderrTail,
+    describe_exit,
+    kill_group,
+    launch,
+    release,
+)
 from symphony_tui.agents.codex.remote_detached import HostPlace, launch_on_host, stop_on_host
 from symphony_tui.agents.codex.rpc import RequestId, RpcConnection, RpcError
 from symphony_tui.agents.codex.server_requests import ServerRequests
@@ -333,21 +339,17 @@ class CodexSession:
         self._out.flush()  # everything the agent wrote is handed over
         if self._agent is not None:
             return await self._describe_socket_end(self._agent)
-        code: int | None = None
-        if self._proc is not None:
-            with contextlib.suppress(TimeoutError):
-                code = await asyncio.wait_for(self._proc.wait(), 2.0)
-        if self._stderr_task is not None:
-            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
-                await asyncio.wait_for(asyncio.shield(self._stderr_task), 1.0)
-        msg = "codex app-server exited" + (f" with code {code}" if code is not None else "")
-        if self._remote is not None:
-            special = self._remote.describe_exit(code, self._cfg.command)
-            if code == 255:
-                self.host_lost = self._remote.host
-            msg = special or f"{msg} on host {self._remote.host}"
-        tail = self._stderr.summary()
-        return f"{msg}: {tail}" if tail else msg
+        msg, lost = await describe_exit(
+            "codex app-server exited",
+            self._proc,
+            self._stderr_task,
+            self._stderr,
+            self._remote,
+            self._cfg.command,
+        )
+        if lost is not None:
+            self.host_lost = lost
+        return msg
 
     async def _describe_socket_end(self, agent: DetachedAgent) -> str:
         """The link to a detached app-server ended: why, and its log's tail."""
