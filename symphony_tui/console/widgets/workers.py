@@ -38,7 +38,7 @@ COLUMNS = (
 #: At 80 columns the status gives up to 2 cells to the last event.
 SHRINK = {"status": 10}
 #: With worker hosts configured: the host after the issue; at 80 columns it
-#: gives up to 9 cells, the status 3, the issue 2 and the tokens 1 to the last event,
+#: gives up to 9 cells, the Status column 3, the Issue column 2 and Tokens 1 to the last event,
 #: which keeps its least 8 (see ``KeyedTable``'s ``shrink``).
 HOST_COLUMN = ("host", "Host", 16)
 COLUMNS_WITH_HOSTS = (*COLUMNS[:2], HOST_COLUMN, *COLUMNS[2:])
