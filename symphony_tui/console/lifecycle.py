@@ -152,8 +152,8 @@ class Lifecycle:
         ):
             self.scheduler_stopped = True
             # On whatever screen is open (the main screen's alert line also says when).
-            link = getattr(self._state.port, "link", None)
-            why = getattr(link(), "error", None) if callable(link) else None
+            link = self._state.port.link()
+            why = link.error if link is not None else None
             self._ui.notify(
                 f"the scheduler stopped: {one_line(why, 160)}" if why else "the scheduler stopped",
                 severity="warning",
