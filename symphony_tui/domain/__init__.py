@@ -50,7 +50,7 @@ if TYPE_CHECKING:
         RunStatus,
     )
     from symphony_tui.domain.run import LiveSession, RecoveredWorkspace, RetryEntry, RunAttempt
-    from symphony_tui.domain.snapshot import IssueRow, RetryRow, RunningRow, Snapshot
+    from symphony_tui.domain.snapshot import IssueRow, ProjectRow, RetryRow, RunningRow, Snapshot
     from symphony_tui.domain.tokens import RateLimits, RateLimitWindow, TokenUsage
 
 #: exported name -> the submodule that defines it
@@ -72,6 +72,7 @@ _HOME = {
     "Issue": "issue",
     "IssueComment": "issue",
     "IssueRow": "snapshot",
+    "ProjectRow": "snapshot",
     "LiveSession": "run",
     "MoveIssue": "commands",
     "PauseDispatch": "commands",
@@ -116,6 +117,7 @@ __all__ = [
     "LiveSession",
     "MoveIssue",
     "PauseDispatch",
+    "ProjectRow",
     "Question",
     "QuestionOption",
     "RateLimitWindow",

@@ -89,6 +89,8 @@ class ApprovalRequest(BaseModel):
     created_at: datetime | None = None
     deadline_at: datetime | None = None
     details: dict[str, Any] = Field(default_factory=dict)
+    #: The fleet console's name for the scheduler that asks (None: one scheduler).
+    project: str | None = None
 
 
 class ApprovalAnswer(BaseModel):

@@ -16,7 +16,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from symphony_tui.domain.event_upgrade import upgrade_v1
 from symphony_tui.domain.kinds import EventKind
@@ -44,6 +44,9 @@ class AgentEvent(BaseModel):
     at: datetime | None = None
     seq: int = 0
     payload: Payload | None = None
+    #: The fleet console's name for the scheduler this event comes from (None: one
+    #: scheduler). Never serialized: it exists only in a fleet console's memory.
+    project: str | None = Field(default=None, exclude=True)
 
     @model_validator(mode="before")
     @classmethod

@@ -32,6 +32,8 @@ class IssueRow(BaseModel):
     url: str | None = None
     blocked: bool = False
     note: str = ""
+    #: The fleet console's name for the scheduler this row comes from (None: one scheduler).
+    project: str | None = None
 
 
 class RunningRow(BaseModel):
@@ -81,6 +83,8 @@ class RunningRow(BaseModel):
     #: memory in bytes and CPU in percent of one core; None before the first sample.
     rss_bytes: int | None = None
     cpu_percent: float | None = None
+    #: The fleet console's name for the scheduler this row comes from (None: one scheduler).
+    project: str | None = None
 
 
 class HostRow(BaseModel):
@@ -106,6 +110,8 @@ class HostRow(BaseModel):
     #: oldest of them is (UTC).
     reconnecting: int = 0
     reconnecting_since: datetime | None = None
+    #: The fleet console's name for the scheduler this host serves (None: one scheduler).
+    project: str | None = None
 
 
 class MemoryRow(BaseModel):
@@ -133,6 +139,36 @@ class RetryRow(BaseModel):
     due_at: datetime
     error: str | None = None
     retry_kind: str | None = None
+    #: The fleet console's name for the scheduler this row comes from (None: one scheduler).
+    project: str | None = None
+
+
+class ProjectRow(BaseModel):
+    """One scheduler as a fleet console (``symphony-tui fleet``) sees it.
+
+    ``name``: the project's short name, unique in the fleet (the project column, and the
+    prefix of its rows' ids there); ``target``: what the operator named (a WORKFLOW.md path,
+    an ``http(s)://`` URL or ``ssh://[user@]host[:port]``); ``machine``: where the scheduler
+    runs (None: this machine). ``link_state``: ``connecting``, ``live``, ``reconnecting``,
+    ``stale``, ``down`` or ``stopped``; ``age_s``: seconds since it was last heard from
+    (None: never); ``error``: the link's last failure or the scheduler's last error, one
+    line. The counts and ``totals`` are those of its last snapshot."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    target: str
+    workflow_path: str = ""
+    machine: str | None = None
+    link_state: str = "connecting"
+    age_s: float | None = None
+    error: str | None = None
+    running: int = 0
+    retrying: int = 0
+    approvals: int = 0
+    dispatch_paused: bool = False
+    totals: TokenUsage = Field(default_factory=TokenUsage)
+    rate_limits: RateLimits | None = None
 
 
 class Snapshot(BaseModel):
@@ -177,6 +213,8 @@ class Snapshot(BaseModel):
     max_concurrent_agents: int = 0
     tracker_states: tuple[str, ...] = ()
     """The configured active then terminal states (targets for a tracker move)."""
+    projects: tuple[ProjectRow, ...] = ()
+    """A fleet console's schedulers, one row each (empty for one scheduler)."""
 
     def state_payload(self) -> dict:
         """The spec's ``GET /api/v1/state`` body (§13.7.2) plus ``completed``, ``memory``
