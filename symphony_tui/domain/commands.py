@@ -12,7 +12,13 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 
 class _Cmd(BaseModel):
+    """``project``: which scheduler of a fleet console the command is for, when it names
+    no issue or approval (pause, drain, refresh...); a fleet console routes by it and strips
+    it before sending. A scheduler ignores it."""
+
     model_config = ConfigDict(frozen=True, defer_build=True)
+
+    project: str | None = None
 
 
 class Refresh(_Cmd):
