@@ -110,17 +110,25 @@ class ApprovalDesk:
             ),
         )
 
-    def answer(self, approval_id: str, answer: ApprovalAnswer) -> CommandResult:
+    def answer(
+        self, approval_id: str, answer: ApprovalAnswer, *, chooses: bool = False
+    ) -> CommandResult:
         """The operator's ``answer`` to a pending approval of any live run. Refused (``ok``
         False, with the reason) when the id is unknown, the approval was already settled, a
-        question (``USER_INPUT``) is accepted without answers, or an answer to a question
-        without free text names none of its options (see :func:`_chosen`)."""
+        question (``USER_INPUT``) is accepted without answers, an ``Answer`` command
+        (``chooses``) names nothing (it is never taken for a plain accept, which would
+        allow an ACP permission), or an answer to a question without free text names none
+        of its options (see :func:`_chosen`)."""
         for run in self._state.running.values():
             if approval_id in run.answered:
                 return CommandResult(False, "that approval was already answered")
             pending = run.pending.get(approval_id)
             if pending is None:
                 continue
+            if chooses and not answer.answers:
+                return CommandResult(
+                    False, "an answer names nothing: choose an option or approve or deny instead"
+                )
             if pending.request.kind is ApprovalKind.USER_INPUT and (
                 answer.decision is ApprovalDecision.ACCEPT and not answer.answers
             ):

@@ -256,7 +256,9 @@ class OperatorCommands:
                 )
             case Answer(approval_id=aid, answers=answers):
                 return self._approvals.answer(
-                    aid, ApprovalAnswer(decision=ApprovalDecision.ACCEPT, answers=answers)
+                    aid,
+                    ApprovalAnswer(decision=ApprovalDecision.ACCEPT, answers=answers),
+                    chooses=True,
                 )
             case Rerun(issue_id=issue_id):
                 return self._rerun(issue_id)

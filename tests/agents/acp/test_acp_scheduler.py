@@ -221,3 +221,23 @@ async def test_an_answer_to_an_earlier_runs_approval_is_refused(tmp_path):
     finally:
         await rt.close()
     assert len(outcomes(log)) == 1
+
+
+async def test_an_answer_choosing_nothing_never_allows(tmp_path):
+    log, env = project(tmp_path, "RUN make")
+    rt = runtime(tmp_path, env)
+    orch = rt.orchestrator
+    try:
+        await orch.start()
+        (approval,) = await wait_for(lambda: orch.snapshot().approvals)
+        refused = await orch.send(Answer(approval_id=approval.id, answers={}))
+        assert not refused.ok and "\n" not in refused.message, refused
+        assert "choose" in refused.message
+        # nothing reached the agent: the approval still waits for a real choice
+        assert [a.id for a in orch.snapshot().approvals] == [approval.id]
+        done = await orch.send(Answer(approval_id=approval.id, answers={"option": ("Reject",)}))
+        assert done.ok, done
+        await wait_for(lambda: ended(orch))
+    finally:
+        await rt.close()
+    assert outcomes(log) == [{"outcome": "selected", "optionId": "reject-once"}]
