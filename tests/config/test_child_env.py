@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from symphony_tui.agents.acp import AcpBackend
 from symphony_tui.agents.codex import CodexBackend
 from symphony_tui.agents.opencode import OpenCodeBackend
 from symphony_tui.agents.openhands import OpenHandsBackend
@@ -66,7 +67,12 @@ def opencode_env(tmp_path: Path) -> dict[str, str | None]:
     return env
 
 
-@pytest.mark.parametrize("built", [codex_env, openhands_env, opencode_env])
+def acp_env(tmp_path: Path) -> dict[str, str | None]:
+    settings = settings_with("acp")
+    return dict(AcpBackend(lambda: settings, env=BASE).child_env(settings))
+
+
+@pytest.mark.parametrize("built", [codex_env, openhands_env, opencode_env, acp_env])
 def test_every_backend_applies_the_same_recipe(built, tmp_path: Path) -> None:
     env = built(tmp_path)
     assert env["PATH"] == "/bin" and env["EXTRA"] == "literal"

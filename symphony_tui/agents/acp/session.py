@@ -13,7 +13,8 @@ its answer, reporting ``session/update`` notifications on the way (:mod:`.update
 :meth:`interrupt` sends ``session/cancel`` and answers pending permission requests
 ``cancelled``; :meth:`close` ends the whole process group.
 
-Stop reasons: ``end_turn`` completes the turn, ``cancelled`` is an interrupt,
+Stop reasons: ``end_turn`` completes the turn, ``cancelled`` is an interrupt (or the
+``turn_timeout`` failure when ``turn_timeout_ms`` of silence sent the cancel),
 ``max_tokens``, ``max_turn_requests`` and ``refusal`` fail it with the reason. Usage: a
 prompt answer's ``usage`` (that turn's tokens) is added to the session's totals and
 reported absolute (``TOKEN_USAGE``); an agent that reports none leaves the run's usage
@@ -149,6 +150,8 @@ class _Turn:
         default_factory=lambda: asyncio.get_running_loop().create_future()
     )
     cancel_sent: bool = False
+    #: Set when the turn timeout cancels the turn: its ``cancelled`` answer is this failure.
+    timeout_error: str | None = None
 
     @property
     def turn_id(self) -> str:
@@ -437,6 +440,7 @@ class AcpSession:
             self._end_turn(turn, TurnStatus.FAILED, f"process_exited: {reason}")
             raise AgentError("process_exited", f"mid-turn: {reason}")
         error = f"turn_timeout: no output from the agent for {int(self._turn_timeout_s * 1000)} ms"
+        turn.timeout_error = error
         with contextlib.suppress(Exception):
             await self._cancel(turn, wait=True)
         self._end_turn(turn, TurnStatus.FAILED, error)
@@ -469,6 +473,8 @@ class AcpSession:
         status, error = STOP_REASONS.get(
             reason, (TurnStatus.FAILED, f"unknown stop reason {one_line(reason, 80)!r}")
         )
+        if turn.timeout_error is not None and status is not TurnStatus.COMPLETED:
+            status, error = TurnStatus.FAILED, turn.timeout_error
         self._end_turn(turn, status, error)
 
     def _end_turn(

@@ -26,6 +26,8 @@ What it does:
     the exit status and the output, or the error. ``TERMKILL``: a ``sleep 60`` terminal
     killed, then read;
   - ``SLOW<n>``: ``n`` message chunks 50 ms apart, stopped by ``session/cancel``;
+  - ``HANG``: nothing at all until ``session/cancel``, then the ``cancelled`` answer;
+  - ``ASK <method>``: a request of that method to the client; the answer quotes its error;
   - ``STOP:<reason>``: ends with that stop reason; ``NOUSAGE``: no ``usage`` in the
     answer (else ``inputTokens`` 100 + turn, ``outputTokens`` 10 per turn);
   - ``GARBAGE``: a line that is not JSON and one that is not an object first;
@@ -239,6 +241,16 @@ class FakeAgent:
                     return self._say(sid, f"read {len(got['content'])} characters")
                 except RuntimeError as e:
                     return self._say(sid, f"read failed: {e}")
+            if w == "HANG":
+                while sid not in self.cancelled:
+                    await asyncio.sleep(0.02)
+                return None
+            if w == "ASK":
+                try:
+                    await self.ask(arg, {"sessionId": sid})
+                    return self._say(sid, f"{arg} answered")
+                except RuntimeError as e:
+                    return self._say(sid, f"{arg} failed: {e}")
             if w.startswith("SLOW"):
                 n = int(w[4:] or "10")
                 for k in range(n):

@@ -241,3 +241,28 @@ async def test_an_answer_choosing_nothing_never_allows(tmp_path):
     finally:
         await rt.close()
     assert outcomes(log) == [{"outcome": "selected", "optionId": "reject-once"}]
+
+
+async def test_a_permission_left_unanswered_is_rejected_at_the_approval_timeout(tmp_path):
+    log, env = project(tmp_path, "RUN make")
+    workflow = tmp_path / "WORKFLOW.md"
+    workflow.write_text(
+        workflow.read_text().replace("  approvals: operator\n", "  approval_timeout_ms: 300\n")
+    )
+    rt = runtime(tmp_path, env)
+    orch = rt.orchestrator
+    try:
+        await orch.start()
+        await wait_for(lambda: ended(orch))
+        resolved = [
+            e.payload
+            for e in orch.events_since(0, limit=100_000, issue_id="acps-1")
+            if e.kind is EventKind.APPROVAL_RESOLVED
+        ]
+    finally:
+        await rt.close()
+    # never left waiting: declined by the timeout, which the agent reads as a rejection
+    assert outcomes(log) == [{"outcome": "selected", "optionId": "reject-once"}]
+    (answered,) = resolved
+    assert answered.timed_out and answered.by == "timeout"
+    assert answered.decision == ApprovalDecision.DECLINE.value

@@ -28,7 +28,7 @@ from symphony_tui.domain.payloads import (
 )
 from symphony_tui.hosts.local_group import identify
 
-from .conftest import FakeAgentRun
+from .conftest import FAKE_AGENT, FakeAgentRun
 from .schema import validate_exchange
 
 
@@ -463,3 +463,76 @@ async def test_an_edit_creating_a_file_gives_no_warning(fake_agent):
     assert result.status == TurnStatus.COMPLETED
     assert (host.workspace / "new.txt").read_text() == "edited by the fake agent\n"
     assert host.of_kind(EventKind.WARNING) == []
+
+
+async def test_launch_is_bash_lc_of_the_command_in_the_workspace(tmp_path):
+    seen = tmp_path / "seen.txt"
+    # shell syntax only bash -lc runs; $0 names the shell, pwd its directory
+    run = FakeAgentRun(tmp_path, command=f'echo "$0 $(pwd)" > {seen} && exec {FAKE_AGENT}')
+    host = run.host()
+    (result,) = await run.turns(host, "hi")
+    assert result.status == TurnStatus.COMPLETED
+    assert seen.read_text() == f"bash {host.workspace}\n"
+    (new,) = [m for side, m in run.exchange() if m.get("method") == "session/new"]
+    assert new["params"]["cwd"] == str(host.workspace)
+
+
+async def test_a_silent_agent_fails_the_handshake_at_the_read_timeout(tmp_path):
+    run = FakeAgentRun(tmp_path, command="exec sleep 30", read_timeout_ms=300)
+    with pytest.raises(AgentError) as err:
+        await run.backend.start_session(run.host())
+    assert err.value.code == "read_timeout"
+    assert err.value.message == "initialize got no response within 300 ms"
+
+
+async def test_a_silent_turn_fails_at_the_turn_timeout_and_is_cancelled(tmp_path):
+    run = FakeAgentRun(tmp_path)
+    host = run.host()
+    session = AcpSession(
+        host, run.settings.acp, run.backend.child_env(run.settings), turn_timeout_ms=300
+    )
+    await session.open()
+    try:
+        result = await session.run_turn("HANG")
+    finally:
+        await session.close()
+    # failed with the timeout, not reported as an interrupt, though the agent's answer
+    # to the cancel sent here says "cancelled"
+    assert result.status == TurnStatus.FAILED, result
+    assert result.error == "turn_timeout: no output from the agent for 300 ms"
+    (end,) = host.of_kind(EventKind.TURN_FAILED)
+    assert isinstance(end.payload, TurnEnded) and end.payload.outcome == "failed"
+    assert host.of_kind(EventKind.TURN_CANCELLED) == []
+    assert [m.get("method") for side, m in run.exchange()].count("session/cancel") == 1
+
+
+async def test_stderr_is_kept_apart_from_the_protocol_and_ends_the_exit_reason(tmp_path):
+    run = FakeAgentRun(
+        tmp_path,
+        command=f"echo 'warming up {{not json' >&2; {FAKE_AGENT}; s=$?; "
+        "echo 'fatal: the model went away' >&2; exit $s",
+    )
+    host = run.host()
+    session = await run.backend.start_session(host)
+    try:
+        first = await session.run_turn("hi")
+        with pytest.raises(AgentError) as err:
+            await session.run_turn("CRASH")
+    finally:
+        await run.backend.aclose()
+    assert first.status == TurnStatus.COMPLETED
+    assert host.of_kind(EventKind.MALFORMED) == []  # stderr is never read as protocol
+    assert err.value.code == "process_exited"
+    assert "exited with code 3" in err.value.message
+    assert err.value.message.endswith("fatal: the model went away")
+    assert "\n" not in err.value.message
+
+
+async def test_an_agent_request_served_nowhere_gets_method_not_found(fake_agent):
+    host = fake_agent.host()
+    (asked, after) = await fake_agent.turns(host, "ASK tools/call", "still there?")
+    assert asked.status == after.status == TurnStatus.COMPLETED
+    said = [e.message for e in host.of_kind(EventKind.MESSAGE)]
+    assert said[0] == "tools/call failed: method not found: tools/call"
+    (error,) = [m for side, m in fake_agent.exchange() if side == "client" and "error" in m]
+    assert error["error"]["code"] == -32601
