@@ -21,7 +21,7 @@ TEST_REF = re.compile(r"`(tests/[\w/]+\.py)::(\w+)`")
 #: A cell for a bullet that cannot apply to that backend, with the reason (at least a few
 #: words): ``n/a: <why>``.
 NOT_APPLICABLE = re.compile(r"^n/a: \S.{15,}$")
-BACKENDS = ("codex", "OpenHands", "OpenCode")
+BACKENDS = ("codex", "OpenHands", "OpenCode", "ACP")
 SECTIONS = ("17.1", "17.2", "17.3", "17.4", "17.5", "17.6", "17.7")
 BEYOND = "Beyond the letter of the spec"
 
@@ -181,8 +181,9 @@ def test_the_map_checker_finds_a_missing_bullet_a_stale_row_and_a_cell_without_t
         f"| Old bullet | {ref} |",
     ).replace(
         "## 17.5 Section (SPEC.md at 1f3219b)\n\n| Bullet | Tests |\n| --- | --- |",
-        f"## 17.5 Section\n\n| Bullet | codex | OpenHands | OpenCode |\n| --- | --- | --- | --- |\n"
-        f"| Gamma works | {ref} | n/a: not a thing this backend has | nothing here |",
+        f"## 17.5 Section\n\n| Bullet | codex | OpenHands | OpenCode | ACP |\n"
+        f"| --- | --- | --- | --- | --- |\n"
+        f"| Gamma works | {ref} | n/a: not a thing this backend has | nothing here | {ref} |",
     )
     assert map_problems(doc, bullets) == [
         "17.1: no row for 'Beta works'",

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from symphony_tui.agents.acp.session import AcpSession
+from symphony_tui.agents.acp.session import AcpSession, turn_usage
 from symphony_tui.agents.base import AgentError, TurnStatus
 from symphony_tui.domain import ApprovalAnswer, ApprovalDecision, ApprovalKind, EventKind
 from symphony_tui.domain.payloads import (
@@ -536,3 +536,17 @@ async def test_an_agent_request_served_nowhere_gets_method_not_found(fake_agent)
     assert said[0] == "tools/call failed: method not found: tools/call"
     (error,) = [m for side, m in fake_agent.exchange() if side == "client" and "error" in m]
     assert error["error"]["code"] == -32601
+
+
+def test_a_prompt_answers_usage_in_domain_terms_with_a_missing_total_derived():
+    usage = turn_usage(
+        {"inputTokens": 120, "outputTokens": 30, "cachedReadTokens": 100, "thoughtTokens": 12}
+    )
+    assert usage is not None
+    assert (usage.input_tokens, usage.output_tokens, usage.total_tokens) == (120, 30, 150)
+    assert (usage.cached_input_tokens, usage.reasoning_tokens) == (100, 12)
+    reported = turn_usage({"inputTokens": 5, "outputTokens": 1, "totalTokens": 9})
+    assert reported is not None and reported.total_tokens == 9
+    # no count at all is "not reported", never zeros
+    assert turn_usage({}) is None and turn_usage(None) is None
+    assert turn_usage({"inputTokens": "many"}) is None
