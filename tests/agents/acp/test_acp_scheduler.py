@@ -65,6 +65,12 @@ def ended(orch: Any) -> bool:
     return any(e.kind is EventKind.RUN_ENDED for e in orch.events_since(0, limit=10_000))
 
 
+def resolutions(orch: Any) -> list[Any]:
+    """The ``APPROVAL_RESOLVED`` events of the issue, in order."""
+    events = orch.events_since(0, limit=100_000, issue_id="acps-1")
+    return [e for e in events if e.kind is EventKind.APPROVAL_RESOLVED]
+
+
 def outcomes(log: Path) -> list[dict[str, Any]]:
     """The permission outcomes the agent received."""
     out = []
@@ -109,11 +115,7 @@ async def test_a_deny_policy_answers_without_an_operator(tmp_path):
     try:
         await orch.start()
         await wait_for(lambda: ended(orch))
-        resolved = [
-            e
-            for e in orch.events_since(0, limit=100_000, issue_id="acps-1")
-            if e.kind is EventKind.APPROVAL_RESOLVED
-        ]
+        resolved = resolutions(orch)
     finally:
         await rt.close()
     assert outcomes(log)[0] == {"outcome": "selected", "optionId": "reject-once"}
@@ -191,11 +193,7 @@ async def test_the_decision_recorded_is_the_chosen_options_kind(tmp_path):
         done = await orch.send(Answer(approval_id=approval.id, answers={"option": ("Reject",)}))
         assert done.ok and done.message == f"decline sent for {IDENTIFIER}", done
         await wait_for(lambda: ended(orch))
-        resolved = [
-            e
-            for e in orch.events_since(0, limit=100_000, issue_id="acps-1")
-            if e.kind is EventKind.APPROVAL_RESOLVED
-        ]
+        resolved = resolutions(orch)
     finally:
         await rt.close()
     assert outcomes(log) == [{"outcome": "selected", "optionId": "reject-once"}]
@@ -237,11 +235,7 @@ async def test_a_permission_left_unanswered_is_rejected_at_the_approval_timeout(
     try:
         await orch.start()
         await wait_for(lambda: ended(orch))
-        resolved = [
-            e.payload
-            for e in orch.events_since(0, limit=100_000, issue_id="acps-1")
-            if e.kind is EventKind.APPROVAL_RESOLVED
-        ]
+        resolved = [e.payload for e in resolutions(orch)]
     finally:
         await rt.close()
     # never left waiting: declined by the timeout, which the agent reads as a rejection
