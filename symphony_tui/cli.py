@@ -469,9 +469,14 @@ def _build(
     return runtime, api
 
 
-def _terminate_self() -> None:
+def _terminate_self(by: str) -> None:
+    """A ``stop_scheduler`` command from ``by``: SIGTERM to this process, which then says
+    the command stopped it (``schedulers_command.stop_reason``)."""
     import signal
 
+    from symphony_tui.schedulers_command import stop_command_from
+
+    stop_command_from(by)
     os.kill(os.getpid(), signal.SIGTERM)
 
 
@@ -551,9 +556,10 @@ def _console(
             await asyncio.shield(serving[0])
 
         async def shutdown() -> None:
+            reason = _console_stop_reason(app.stop_cause)
             if api is not None:
-                await api.stop(ending="stopped with the console that ran it")
-            await runtime.close()
+                await api.stop(ending=reason)
+            await runtime.close(reason)
 
         return Started(
             runtime.orchestrator,
@@ -607,6 +613,19 @@ def _console(
     if rc:
         print(f"symphony-tui: exited with an error; log: {log}", file=sys.stderr)
     return rc
+
+
+def _console_stop_reason(cause: str | None) -> str:
+    """What stopped a console's scheduler, from the console's ``stop_cause`` (``q``, a
+    signal's name, a lost terminal), one line for the stream's ``stopping`` frame and the
+    log."""
+    from symphony_tui.schedulers_command import stop_reason
+
+    if cause == "q":
+        return "stopped by the console's q"
+    if cause is not None and cause.startswith("SIG"):
+        return stop_reason(cause)
+    return f"stopped with its console ({cause})" if cause else "stopped with its console"
 
 
 def _since(started_at: object) -> str:
@@ -850,7 +869,7 @@ async def _headless(runtime, exit_when_idle: bool, api, path: Path | None = None
         return await run_headless(runtime, exit_when_idle=exit_when_idle)
     finally:
         if api is not None:
-            await api.stop(ending="the headless scheduler ended")
+            await api.stop(ending=runtime.stop_reason or "the headless scheduler ended")
         if noted is not None:
             announce.remove(noted)
 

@@ -23,6 +23,13 @@ from symphony_tui.text import one_line
 IDLE_POLL_S = 0.2
 
 
+def _signalled(name: str) -> str:
+    """What the stop signal ``name`` means (``schedulers_command.stop_reason``)."""
+    from symphony_tui.schedulers_command import stop_reason
+
+    return stop_reason(name)
+
+
 def say(line: str) -> None:
     """One line on stderr; a terminal that hung up (EIO) is not an error of the exit."""
     with contextlib.suppress(OSError, ValueError):
@@ -38,9 +45,15 @@ async def run_headless(
     out = out or sys.stdout
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+    caught: list[str] = []  # the stop signal's name
+
+    def stop_on(sig: signal.Signals) -> None:
+        caught.append(sig.name)
+        stop.set()
+
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         try:
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, stop_on, sig)
         except (NotImplementedError, RuntimeError):
             pass
     shown: dict[str, str | None] = {"config": None, "tracker": None}
@@ -80,7 +93,8 @@ async def run_headless(
             except TimeoutError:
                 pass
     finally:
-        await runtime.close()  # workers stopped: the state printed below shows them ended
+        # workers stopped: the state printed below shows them ended
+        await runtime.close(_signalled(caught[0]) if caught else None)
         for line in orch.hooks_cut_short:
             say(line)
         snapshot = orch.snapshot()
@@ -109,9 +123,15 @@ async def run_on_detached(
     log = logging.getLogger("symphony_tui")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+    caught: list[str] = []
+
+    def stop_on(sig: signal.Signals) -> None:
+        caught.append(sig.name)
+        stop.set()
+
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, stop_on, sig)
     with contextlib.suppress(NotImplementedError, RuntimeError):
         loop.add_signal_handler(signal.SIGHUP, lambda: None)
     waiter = asyncio.ensure_future(stop.wait())
@@ -119,14 +139,12 @@ async def run_on_detached(
         await asyncio.wait({waiter, scheduler}, return_when=asyncio.FIRST_COMPLETED)
     finally:
         waiter.cancel()
-    signalled = stop.is_set()
-    log_kv(
-        log, "info", "headless scheduler stopping", reason="stop signal" if signalled else "ended"
-    )
+    reason = _signalled(caught[0]) if caught else "the scheduler ended"
+    log_kv(log, "info", "headless scheduler stopping", reason=reason)
     try:
-        await stop_api("stopped by `symphony-tui stop` or a stop command" if signalled else "ended")
+        await stop_api(reason)
     finally:
-        await runtime.close()
+        await runtime.close(reason)
     for line in runtime.orchestrator.hooks_cut_short:
         say(line)
     with contextlib.suppress(asyncio.CancelledError, Exception):

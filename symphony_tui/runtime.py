@@ -30,9 +30,15 @@ class Runtime:
     orchestrator: Orchestrator
     store: WorkflowStore
     lock: ProjectLock | None
+    #: What stopped the scheduler (``stopped by SIGTERM``...), once :meth:`close` was told.
+    stop_reason: str | None = None
 
-    async def close(self) -> None:
-        await self.orchestrator.shutdown()
+    async def close(self, reason: str | None = None) -> None:
+        """The graceful shutdown (``Orchestrator.shutdown``; ``reason``: what stopped it,
+        for the log and :attr:`stop_reason`), then the project lock released."""
+        if reason is not None and self.stop_reason is None:
+            self.stop_reason = reason
+        await self.orchestrator.shutdown(reason)
         if self.lock is not None:
             self.lock.release()
 

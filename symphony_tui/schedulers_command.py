@@ -11,6 +11,8 @@ lock, or the one ``ps`` entry whose project, workflow or pid matches) and sends 
 the graceful stop, in which each worker's hooks get ``hooks.shutdown_grace_ms``. It waits
 for the process to end (``--timeout``, default the grace plus a minute) and says so; it never
 kills harder. Exit codes: 0 stopped, 1 nothing to stop / not stopped in time / not ours.
+Before the signal it leaves a stop request (``announce.request_stop``: who, from where), so
+the scheduler says what stopped it (:func:`stop_reason`) instead of a bare SIGTERM.
 """
 
 from __future__ import annotations
@@ -32,6 +34,31 @@ _DEFAULT_GRACE_S = 30.0
 
 def _say(line: str, err: TextIO | None = None) -> None:
     print(f"symphony-tui: {one_line(line, 500)}", file=err or sys.stderr, flush=True)
+
+
+#: Who sent this process's own ``stop_scheduler`` command (``stop_command_from``).
+_stop_command_by: list[str] = []
+
+
+def stop_command_from(by: str) -> None:
+    """The SIGTERM this process sends itself next is a ``stop_scheduler`` command from
+    ``by`` (``user@host via api 127.0.0.1:...``), an attached console's stop."""
+    _stop_command_by[:] = [by]
+
+
+def stop_reason(signal_name: str, directory: Path | None = None) -> str:
+    """What stopped this scheduler on ``signal_name`` (``SIGTERM``, ``SIGINT``), one line
+    for the event stream's ``stopping`` frame, the log and attached consoles:
+    ``stopped by an attached console's stop (me@box via api ...)``, ``stopped by
+    `symphony-tui stop` from me@box`` (its request, :func:`run_stop`) or ``stopped by
+    SIGTERM`` (``kill``, a service manager). Each stop command or request is told once."""
+    if _stop_command_by:
+        by = _stop_command_by.pop()
+        return f"stopped by an attached console's stop ({by})"
+    by = announce.take_stop_request(directory or announce.default_dir())
+    if by is not None and signal_name == "SIGTERM":
+        return f"stopped by `symphony-tui stop` from {by}"
+    return f"stopped by {signal_name}"
 
 
 def _counts(note: dict[str, Any]) -> tuple[int | None, int | None]:
@@ -190,14 +217,20 @@ def run_stop(
     if not isinstance(pid, int):
         _say(f"stop: {why}", err)
         return 1
+    from symphony_tui.scheduler.audit import local_operator
+
+    notes_dir = directory or announce.default_dir()
+    request = announce.request_stop(notes_dir, pid, local_operator())
     try:
         os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
+    except (ProcessLookupError, PermissionError) as exc:
+        if request is not None:
+            announce.remove(request)
+        if isinstance(exc, PermissionError):
+            _say(f"stop: the scheduler of {label} (pid {pid}) belongs to another user", err)
+            return 1
         _say(f"stop: the scheduler of {label} (pid {pid}) has already ended", err)
         return 0
-    except PermissionError:
-        _say(f"stop: the scheduler of {label} (pid {pid}) belongs to another user", err)
-        return 1
     bound = timeout if timeout is not None else (grace or _DEFAULT_GRACE_S) + 60.0
     _say(f"stopping the scheduler of {label} (pid {pid}; its hooks get their grace)…", err)
     deadline = time.monotonic() + bound

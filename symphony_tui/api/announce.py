@@ -71,12 +71,12 @@ def write(
 
 
 #: The files a scheduler keeps here, each named by its pid.
-NOTE_SUFFIXES = (".json", ".token", ".control", ".tmp")
+NOTE_SUFFIXES = (".json", ".token", ".control", ".tmp", ".stop")
 
 
 def prune(directory: Path) -> list[Path]:
     """Remove what schedulers that died without stopping (``kill -9``, a crash) left in
-    ``directory``: each ``<pid>.json`` / ``.token`` / ``.control`` / ``.tmp`` whose process
+    ``directory``: each ``<pid>.json`` / ``.token`` / ``.control`` / ``.tmp`` / ``.stop`` whose process
     is gone. Returns the removed paths; never raises."""
     removed: list[Path] = []
     try:
@@ -119,6 +119,46 @@ def write_token(directory: Path, token: str) -> Path:
     with os.fdopen(fd, "w", encoding="utf-8") as out:
         out.write(token + "\n")
     return path
+
+
+def request_stop(directory: Path, pid: int, by: str) -> Path | None:
+    """Say who asks process ``pid`` to stop, in ``<directory>/<pid>.stop`` (0600:
+    ``{"by", "at"}``), just before the SIGTERM that asks it (``symphony-tui stop``); the
+    process reads it when the signal arrives (:func:`take_stop_request`). None when it
+    cannot be written (the stop then reads as a plain SIGTERM)."""
+    path = directory / f"{pid}.stop"
+    try:
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(json.dumps({"by": by, "at": datetime.now(UTC).isoformat()}) + "\n")
+    except OSError:
+        return None
+    return path
+
+
+#: Seconds a stop request stays this process's reason: the SIGTERM follows it at once.
+STOP_REQUEST_S = 60.0
+
+
+def take_stop_request(directory: Path, pid: int | None = None) -> str | None:
+    """Who asked process ``pid`` (default: this one) to stop (:func:`request_stop`), or
+    None: no request, an unreadable one, or one older than :data:`STOP_REQUEST_S`. The
+    file is removed."""
+    path = directory / f"{pid if pid is not None else os.getpid()}.stop"
+    try:
+        request = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    finally:
+        remove(path)
+    if not isinstance(request, dict) or not isinstance(request.get("by"), str):
+        return None
+    try:
+        age = (datetime.now(UTC) - datetime.fromisoformat(str(request.get("at")))).total_seconds()
+    except (TypeError, ValueError):
+        return None
+    return request["by"] if -5.0 <= age <= STOP_REQUEST_S else None
 
 
 def read_note(directory: Path, pid: int) -> dict[str, Any] | None:

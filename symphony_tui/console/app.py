@@ -223,6 +223,11 @@ class SymphonyApp(App[None]):
         return self.lifecycle.detached
 
     @property
+    def stop_cause(self) -> str | None:
+        """What made the console stop its scheduler (``Lifecycle.stop_cause``)."""
+        return self.lifecycle.stop_cause
+
+    @property
     def start_error(self) -> str | None:
         """The one-line reason the scheduler could not be built (the CLI prints it)."""
         return self.lifecycle.start_error

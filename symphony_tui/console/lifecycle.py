@@ -66,6 +66,9 @@ class Lifecycle:
         self.start_error: str | None = None
         #: The scheduler's main coroutine returned while the console was not quitting.
         self.scheduler_stopped = False
+        #: What made this console stop its scheduler: ``q``, a stop signal's name
+        #: (``SIGTERM``, ``SIGINT``) or ``terminal lost: <why>``; None until then.
+        self.stop_cause: str | None = None
 
     @property
     def attached_scheduler_stopped(self) -> bool:
@@ -193,9 +196,11 @@ class Lifecycle:
                 message = f"shutdown failed: {one_line(exc, 200)}"
         self._ui.exit(return_code=return_code, message=message)
 
-    def stop_signal(self, reason: str) -> None:
-        """SIGTERM / SIGINT: the quit path without asking. A second signal while the
-        workers stop forces the exit, as a second ``q`` does."""
+    def stop_signal(self, reason: str, signal_name: str | None = None) -> None:
+        """SIGTERM / SIGINT (``signal_name``): the quit path without asking. A second
+        signal while the workers stop forces the exit, as a second ``q`` does."""
+        if not self._state.stopping:
+            self.stop_cause = signal_name or reason
         done = "detached" if self._state.detach_only else "workers stopped"
         self._in_worker(self.shutdown_and_exit(0, f"{reason}: {done}"))
 
@@ -210,6 +215,7 @@ class Lifecycle:
             self.detach_and_exit(reason)
             return
         done = "detached" if state.detach_only else "workers stopped"
+        self.stop_cause = self.stop_cause or f"terminal lost: {reason}"
         self._in_worker(self.shutdown_and_exit(0, f"{reason}: {done}"))
 
     def detach_and_exit(self, reason: str) -> None:
@@ -234,10 +240,10 @@ class Lifecycle:
             return
         message = "detached; the scheduler keeps running" if state.detach_only else None
         if state.starting:  # nothing runs yet; the build is awaited off the key handler
-            self._in_worker(self.shutdown_and_exit(0, message))
+            self._in_worker(self._stop_by_q(message))
             return
         if not running:
-            await self.shutdown_and_exit(0, message)
+            await self._stop_by_q(message)
             return
         if self.detachable and not state.detach_only:
             self._ask_stop_or_detach(running)
@@ -259,7 +265,7 @@ class Lifecycle:
 
         def decided(ok: bool | None) -> None:
             if ok:
-                self._in_worker(self.shutdown_and_exit(0, message))
+                self._in_worker(self._stop_by_q(message))
 
         self._ui.push_screen(Confirm(title, body, yes=yes, danger=danger), decided)
 
@@ -273,13 +279,19 @@ class Lifecycle:
             if answer == "stop" and attached:
                 self._in_worker(self.stop_scheduler_and_exit())
             elif answer == "stop":
-                self._in_worker(self.shutdown_and_exit(0))
+                self._in_worker(self._stop_by_q(None))
             elif answer == "detach" and attached:
                 self._in_worker(self.shutdown_and_exit(0, "detached; the scheduler keeps running"))
             elif answer == "detach":
                 self.detach_and_exit("q")
 
         self._ui.push_screen(StopOrDetach(count, attached=attached), decided)
+
+    async def _stop_by_q(self, message: str | None) -> None:
+        """``q`` stops (or, attached, leaves) the scheduler: :attr:`stop_cause` ``q``."""
+        if not self._state.stopping:
+            self.stop_cause = "q"
+        await self.shutdown_and_exit(0, message)
 
     async def stop_scheduler_and_exit(self) -> None:
         """Attached: send the scheduler ``stop_scheduler`` (it needs the control token, and

@@ -49,8 +49,8 @@ class Signals:
         self._error_console = error_console
         handlers = {
             signal.SIGHUP: lambda: self.terminal_lost("hangup"),
-            signal.SIGTERM: lambda: self._lifecycle.stop_signal("terminated"),
-            signal.SIGINT: lambda: self._lifecycle.stop_signal("interrupted"),
+            signal.SIGTERM: lambda: self._lifecycle.stop_signal("terminated", "SIGTERM"),
+            signal.SIGINT: lambda: self._lifecycle.stop_signal("interrupted", "SIGINT"),
         }
         for sig, handler in handlers.items():
             try:

@@ -131,7 +131,8 @@ class OperatorCommands:
     ``approvals`` desk, with the ``tracker`` and ``workspaces`` for the commands that need
     them, and the recovered workspaces' ``scans``. A command's I/O part is a task of
     ``mailbox``, and its follow-ups go to the control lane there. :attr:`stop_process` is how a
-    ``stop_scheduler`` command ends this process (set by its owner; None refuses it).
+    ``stop_scheduler`` command ends this process (set by its owner; None refuses it): it is
+    called with :attr:`stop_by`, who sent the command (``user@host via ...``).
 
     Nothing here raises for a refused or failed command: the answer is a
     :class:`CommandResult` with ``ok`` False and a one-line reason.
@@ -157,7 +158,8 @@ class OperatorCommands:
         self._workspaces = workspaces
         self._scans = scans
         self._mailbox = mailbox
-        self.stop_process: Callable[[], None] | None = None
+        self.stop_process: Callable[[str], None] | None = None
+        self.stop_by = "an operator"
         self._stop_asked = False
 
     def _post_control(self, item: Input) -> None:
@@ -297,7 +299,7 @@ class OperatorCommands:
         stop = self.stop_process
         running = len(self._state.running)
         grace = self._state.settings.hooks.shutdown_grace_ms / 1000
-        stop()
+        stop(self.stop_by)
         return CommandResult(
             True,
             f"stopping the scheduler: {running} agent(s) end, their hooks get {grace:g} s",

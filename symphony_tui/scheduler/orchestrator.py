@@ -34,7 +34,7 @@ from symphony_tui.config.store import WorkflowStore
 from symphony_tui.config.validate import validate_dispatch
 from symphony_tui.domain import AgentEvent, EventKind, Snapshot
 from symphony_tui.domain.audit import AuditEntry
-from symphony_tui.domain.commands import Command
+from symphony_tui.domain.commands import Command, StopScheduler
 from symphony_tui.domain.diff import DiffPage, WorkspaceDiff
 from symphony_tui.domain.payloads import LinkChanged
 from symphony_tui.hosts.ssh import HostTargets
@@ -236,10 +236,11 @@ class Orchestrator(SchedulerPort):
         their posture (scheduler/posture.py). Called on the loop's thread."""
         self.state.posture.control = surface
 
-    def on_stop_command(self, stop: Callable[[], None] | None) -> None:
+    def on_stop_command(self, stop: Callable[[str], None] | None) -> None:
         """How a ``stop_scheduler`` command (``StopScheduler``) ends this process: ``stop``
-        is called once, on the loop, and must start the same graceful shutdown as
-        ``symphony-tui stop`` (the CLI sends itself SIGTERM). None: the command is refused."""
+        is called once, on the loop, with who sent it (``user@host via api ...``), and must
+        start the same graceful shutdown as ``symphony-tui stop`` (the CLI sends itself
+        SIGTERM). None: the command is refused."""
         self._commands.stop_process = stop
 
     running = property(lambda self: self.state.running, doc="Issue id -> live run.")
@@ -339,17 +340,20 @@ class Orchestrator(SchedulerPort):
         await self.start()
         await self._stopped.wait()
 
-    async def shutdown(self) -> None:
+    async def shutdown(self, reason: str | None = None) -> None:
         """Stop every worker (process groups killed), cancel timers, close clients. Hooks
         running or started meanwhile each end ``hooks.shutdown_grace_ms`` after their own
         start (one running now: after now; their process groups ended: SIGTERM, 2 s,
-        SIGKILL; said in the event log and :attr:`hooks_cut_short`)."""
+        SIGKILL; said in the event log and :attr:`hooks_cut_short`). ``reason``: what
+        stopped it (``stopped by SIGTERM``...), for the log."""
         state = self.state
         if state.stopping:
             await self._stopped.wait()
             return
         state.mark_stopping()
-        state.log("info", "scheduler stopping", running=len(state.running))
+        state.log(
+            "info", "scheduler stopping", reason=reason or "shut down", running=len(state.running)
+        )
         # A hung hook must not hold the exit for its timeout (a hang-up, ``q``, SIGTERM):
         # what runs now or starts during the stop (``after_run``) gets a grace from its start.
         grace_s = self.settings.hooks.shutdown_grace_ms / 1000
@@ -409,6 +413,8 @@ class Orchestrator(SchedulerPort):
             return CommandResult(False, "scheduler stopped")
         answered: asyncio.Future[CommandResult | None] = asyncio.get_running_loop().create_future()
         item = OperatorCommand(command, answered)
+        if isinstance(command, StopScheduler):
+            self._commands.stop_by = f"{who or local_operator()} via {via}"
         if self._inbox.control_waiting:
             self.post(item, control=True)
         else:

@@ -169,8 +169,8 @@ async def test_stop_scheduler_needs_the_control_token_and_is_audited_with_who(se
     who = {"X-Symphony-Operator": "bob@laptop"}
     unset = await client.post("/api/v1/commands", json=body, headers=who)
     assert unset.status_code == 409 and "does not take a stop command" in unset.text
-    asked: list[int] = []
-    h.orch.on_stop_command(lambda: asked.append(1))
+    asked: list[str] = []
+    h.orch.on_stop_command(asked.append)
     async with httpx.AsyncClient(base_url=api.url) as stranger:  # no control token
         refused = await stranger.post("/api/v1/commands", json=body, headers=who)
     assert refused.status_code == 401 and asked == []
@@ -179,7 +179,8 @@ async def test_stop_scheduler_needs_the_control_token_and_is_audited_with_who(se
     assert "stopping the scheduler: 1 agent(s) end" in sent.json()["message"]
     again = await client.post("/api/v1/commands", json=body, headers=who)
     assert again.json()["message"] == "the scheduler is already stopping"
-    assert asked == [1]  # the process is asked once
+    assert len(asked) == 1  # the process is asked once, told who asked
+    assert asked[0].startswith("bob@laptop via api ")
     entries = (await client.get("/api/v1/audit")).json()["entries"]
     stops = [(e["what"], e["who"], e["ok"]) for e in entries if e["what"] == "stop_scheduler"]
     assert stops == [

@@ -143,7 +143,8 @@ def test_cli_exits_with_success_when_it_starts_and_shuts_down_normally(tmp_path)
     assert code == 0, err
     final = json.loads(out.strip().splitlines()[-1])  # the final state line
     assert final["counts"]["running"] == 0 and final["running"] == []
-    assert "scheduler stopping" in (log_dir / "symphony.log").read_text()
+    log = (log_dir / "symphony.log").read_text()
+    assert "scheduler stopping" in log and "stopped by SIGTERM" in log
 
 
 def test_cli_exits_nonzero_when_startup_fails_or_the_host_exits_abnormally(

@@ -4,6 +4,7 @@ console that cannot attach to the project's scheduler saying why."""
 from __future__ import annotations
 
 import asyncio
+import os
 import io
 import json
 import subprocess
@@ -155,3 +156,79 @@ def test_the_attached_notice_says_since_when_in_local_time():
     earlier = (now - timedelta(days=3)).astimezone()
     assert _since((now - timedelta(days=3)).isoformat()) == f" since {earlier:%Y-%m-%d %H:%M}"
     assert _since(None) == "" and _since("yesterday") == ""
+
+
+def test_stop_reason_names_what_stopped_the_scheduler(tmp_path):
+    """A stop request left by ``symphony-tui stop`` is read once; a bare signal is named."""
+    from symphony_tui.scheduler.audit import local_operator
+    from symphony_tui.schedulers_command import stop_command_from, stop_reason
+
+    notes = tmp_path / "api"
+    assert stop_reason("SIGTERM", notes) == "stopped by SIGTERM"
+    announce.request_stop(notes, os.getpid(), "ann@box")
+    assert stop_reason("SIGTERM", notes) == "stopped by `symphony-tui stop` from ann@box"
+    assert stop_reason("SIGTERM", notes) == "stopped by SIGTERM"  # told once
+    assert stop_reason("SIGINT", notes) == "stopped by SIGINT"
+    stop_command_from("bob@laptop via api 127.0.0.1:4000")
+    assert stop_reason("SIGTERM", notes) == (
+        "stopped by an attached console's stop (bob@laptop via api 127.0.0.1:4000)"
+    )
+    assert local_operator()  # `stop` names this user: see the end-to-end test below
+
+
+def test_symphony_tui_stop_is_named_in_the_stopping_frame_and_the_log(tmp_path):
+    """``symphony-tui stop`` of a headless scheduler: the event stream's last frame and the
+    scheduler's log say who stopped it, not a bare signal."""
+    import threading
+
+    import httpx
+
+    from symphony_tui.scheduler.audit import local_operator
+    from tests.conformance.conftest import child_env, cli, write_project
+    from tests.helpers import until_blocking
+
+    project = write_project(tmp_path / "project", [])
+    env = child_env(XDG_STATE_HOME=str(tmp_path / "state"), HOME=str(tmp_path / "home"))
+    logs = tmp_path / "logs"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "symphony_tui.cli", "--headless", "--port", "0"]
+        + ["--log-dir", str(logs)],
+        cwd=project.folder,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    frames: list[str] = []
+    try:
+        notes = tmp_path / "state" / "symphony-tui" / "api"
+        note = until_blocking(
+            lambda: next(iter(announce.live_notes(notes)), None), 60.0, what="the API note"
+        )
+        token = announce.read_token(note)
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        opened = threading.Event()
+
+        def read_stream() -> None:
+            url = f"http://127.0.0.1:{note['port']}/api/v1/stream"
+            with httpx.stream("GET", url, headers=headers, timeout=60) as response:
+                opened.set()
+                frames.extend(response.iter_lines())
+
+        reader = threading.Thread(target=read_stream, daemon=True)
+        reader.start()
+        assert opened.wait(30)
+        stopped = cli("stop", "WORKFLOW.md", cwd=project.folder, env=env)
+        assert stopped.returncode == 0, stopped.stderr
+        reader.join(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=30)
+    said = f"stopped by `symphony-tui stop` from {local_operator()}"
+    data = frames[frames.index("event: stopping") + 1].removeprefix("data: ")
+    assert json.loads(data)["reason"] == said
+    log = (logs / "symphony.log").read_text()
+    assert "scheduler stopping" in log and said in log
+    assert not list(notes.glob("*.stop"))  # the request was read and removed

@@ -187,6 +187,8 @@ def test_killing_the_consoles_tmux_leaves_the_agents_running_and_a_new_console_a
     assert not agent_pids(workspaces), "stop left agents behind"
     screen = third.wait("the stop shown", lambda s: "■ scheduler stopped at" in s)
     assert "working" not in screen and "STALE" not in screen and "link lost" not in screen
+    assert "stopped by `symphony-tui stop` from" in screen  # what stopped it, not a signal
+    assert "stopped by `symphony-tui stop` from" in (root / "log" / "symphony.log").read_text()
     third.keys("q")
     screen = third.wait("the console exited", lambda s: "EXITED 0" in s)
     assert "the scheduler had stopped" in screen and "keep" not in screen

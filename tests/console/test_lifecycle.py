@@ -109,6 +109,9 @@ async def test_stop_signals_stop_workers_and_exit_zero(port, make_app, sig):
         await done(pilot)
     assert shutdown.calls == 1
     assert app.return_code == 0
+    # what the scheduler's stopping frame and log name (cli._console_stop_reason)
+    cause = {signal.SIGHUP: "terminal lost: hangup"}.get(sig, sig.name)
+    assert app.stop_cause == cause
 
 
 async def test_snapshot_failure_is_a_notification_not_a_crash(port, make_app):
@@ -328,4 +331,5 @@ async def test_q_asks_stop_the_agents_or_leave_them_running_and_detach(port, mak
         await done(pilot)
     assert shutdown.calls == (1 if stops else 0)
     assert app.detached == (None if stops else "q")
+    assert app.stop_cause == ("q" if stops else None)  # escape first: no cause then
     assert app.return_code == 0
