@@ -4,9 +4,9 @@ console that cannot attach to the project's scheduler saying why."""
 from __future__ import annotations
 
 import asyncio
-import os
 import io
 import json
+import os
 import subprocess
 import sys
 
@@ -191,8 +191,7 @@ def test_symphony_tui_stop_is_named_in_the_stopping_frame_and_the_log(tmp_path):
     env = child_env(XDG_STATE_HOME=str(tmp_path / "state"), HOME=str(tmp_path / "home"))
     logs = tmp_path / "logs"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "symphony_tui.cli", "--headless", "--port", "0"]
-        + ["--log-dir", str(logs)],
+        [sys.executable, "-m", "symphony_tui.cli", "--headless", "--port", "0", "--log-dir", logs],
         cwd=project.folder,
         env=env,
         stdin=subprocess.DEVNULL,
