@@ -333,3 +333,29 @@ async def test_q_asks_stop_the_agents_or_leave_them_running_and_detach(port, mak
     assert app.detached == (None if stops else "q")
     assert app.stop_cause == ("q" if stops else None)  # escape first: no cause then
     assert app.return_code == 0
+
+
+async def test_the_quit_dialog_follows_the_live_count_of_running_agents(port, make_app):
+    """The stop-or-detach question counts what runs now, not what ran when it opened."""
+    from textual.widgets import Button
+
+    from symphony_tui.console.screens.modals import StopOrDetach
+
+    running = port.snapshot().running
+    assert len(running) >= 2
+    app = make_app(port, shutdown=Recorder(), detachable=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("q")
+        dialog = app.screen
+        assert isinstance(dialog, StopOrDetach)
+        port.update(running=running[:1])
+        await settle(pilot)
+        body = str(dialog.query_one("#dialog-body").render())
+        assert body.startswith("1 agent running.")
+        assert str(dialog.query_one("#stop", Button).label) == "Stop 1 agent (s)"
+        port.update(running=())
+        await settle(pilot)
+        assert str(dialog.query_one("#stop", Button).label) == "Stop 0 agents (s)"
+        await pilot.press("escape")
+        await pilot.pause()

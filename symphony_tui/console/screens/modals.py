@@ -96,7 +96,8 @@ class StopOrDetach(ModalScreen[str | None]):
     """``q`` with agents running under a scheduler that can outlive the console: ``s``
     stops them (``"stop"``), ``d`` leaves them running and detaches (``"detach"``),
     ``n`` / ``esc`` stays (None). ``attached``: the scheduler runs in another process
-    (stopping it ends that process)."""
+    (stopping it ends that process). The count follows the snapshots while the dialog is
+    open (:meth:`show`): the operator answers about what runs now."""
 
     BINDINGS = [
         Binding("s,y", "answer('stop')", "Stop", id="quit_stop"),
@@ -109,8 +110,11 @@ class StopOrDetach(ModalScreen[str | None]):
         self.running = running
         self.attached = attached
 
-    def compose(self) -> ComposeResult:
-        agents = f"{self.running} agent{'s' if self.running != 1 else ''}"
+    def _agents(self) -> str:
+        return f"{self.running} agent{'s' if self.running != 1 else ''}"
+
+    def _body(self) -> Text:
+        agents = self._agents()
         if self.attached:
             text = (
                 f"{agents} running in the scheduler this console is attached to. Stop them "
@@ -123,14 +127,25 @@ class StopOrDetach(ModalScreen[str | None]):
                 "scheduler then runs on headless: `symphony-tui WORKFLOW.md` attaches again, "
                 "`symphony-tui stop` ends it."
             )
-        body = Text(text, end="")
+        return Text(text, end="")
+
+    def compose(self) -> ComposeResult:
         with Vertical(id="dialog") as box:
             box.border_title = "Quit"
-            yield Static(body, id="dialog-body")
+            yield Static(self._body(), id="dialog-body")
             with Horizontal(id="dialog-buttons"):
-                yield Button(f"Stop {agents} (s)", id="stop", variant="error")
+                yield Button(f"Stop {self._agents()} (s)", id="stop", variant="error")
                 yield Button("Detach (d)", id="detach", variant="primary")
                 yield Button("Cancel (n)", id="no")
+
+    def show(self, snapshot: Snapshot, now: datetime, tones: object) -> None:
+        """Follow the live count of running agents (the app's refresh, every snapshot)."""
+        running = len(snapshot.running)
+        if running == self.running:
+            return
+        self.running = running
+        self.query_one("#dialog-body", Static).update(self._body())
+        self.query_one("#stop", Button).label = f"Stop {self._agents()} (s)"
 
     def on_mount(self) -> None:
         self.query_one("#detach", Button).focus()
