@@ -3,7 +3,8 @@
 First a line naming the specification revision followed (:mod:`symphony_tui.spec`).
 Checks: the workflow file loads; dispatch settings validate (spec §6.3); the workspace root
 could be made (nothing is created); the agent command is found; the tracker answers a
-candidate fetch; the project lock is free. Then the paths a run would use. A front-matter key
+candidate fetch; whether the project's scheduler already runs (information: a console then
+attaches to it). Then the paths a run would use. A front-matter key
 nothing reads is a ``[warn]`` line (not a failure). Exit 0 when every check passes, 1
 otherwise.
 """
@@ -208,10 +209,32 @@ def _check_lock(settings) -> Check:
     try:
         check_free_for(settings)  # the project's and the workspace root's lock
     except ProjectLockedError as exc:
-        return Check("project lock", False, str(exc))
+        return Check("project lock", True, _running_scheduler(exc.owner))
     except OSError as exc:
         return Check("project lock", False, f"cannot read the lock file: {exc}")
     return Check("project lock", True, "no other scheduler runs this project")
+
+
+def _running_scheduler(owner: Mapping[str, object]) -> str:
+    """The project's scheduler runs (its lock's ``owner`` note): not a failure, since
+    ``symphony-tui WORKFLOW.md`` attaches to it. Its pid, host, start and API address (from
+    this user's own note of that process, ``api/announce.py``), one line."""
+    from symphony_tui.api import announce
+
+    pid = owner.get("pid")
+    host = owner.get("host") or "unknown host"
+    started = str(owner.get("started_at") or "")[:19].replace("T", " ")
+    since = f" since {started} UTC" if started else ""
+    note = announce.read_note(announce.default_dir(), pid) if isinstance(pid, int) else None
+    if note is not None and isinstance(note.get("port"), int):
+        api = f"API http://{note.get('host') or '127.0.0.1'}:{note['port']}"
+        after = "`symphony-tui WORKFLOW.md` attaches to it, `symphony-tui stop` ends it"
+    elif note is not None:
+        api, after = "no API", "`symphony-tui stop` ends it"
+    else:
+        api, after = "API not this user's", "only its own user can attach to it or stop it"
+    who = f"pid {pid} on {host}" if pid else "its owner not recorded yet"
+    return f"this project's scheduler runs ({who}{since}, {api}): {after}"
 
 
 def _print_paths(settings, out: TextIO) -> None:

@@ -231,3 +231,18 @@ def test_symphony_tui_stop_is_named_in_the_stopping_frame_and_the_log(tmp_path):
     log = (logs / "symphony.log").read_text()
     assert "scheduler stopping" in log and said in log
     assert not list(notes.glob("*.stop"))  # the request was read and removed
+
+
+def test_doctor_names_the_running_scheduler_and_its_api(tmp_path, monkeypatch, sleeper):
+    from symphony_tui.doctor import _running_scheduler
+
+    notes = tmp_path / "api"
+    monkeypatch.setattr(announce, "default_dir", lambda: notes)
+    note_for(notes, sleeper.pid, "local:/work/alpha/issues.yaml", port=4711)
+    owner = {"pid": sleeper.pid, "host": "box", "started_at": "2026-01-01T07:18:00+00:00"}
+    assert _running_scheduler(owner) == (
+        f"this project's scheduler runs (pid {sleeper.pid} on box since 2026-01-01 07:18:00 "
+        "UTC, API http://127.0.0.1:4711): `symphony-tui WORKFLOW.md` attaches to it, "
+        "`symphony-tui stop` ends it"
+    )
+    assert "its owner not recorded yet" in _running_scheduler({})
