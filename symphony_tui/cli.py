@@ -407,11 +407,13 @@ class _BuildFailed(Exception):
 
 
 class _AlreadyRunning(_BuildFailed):
-    """Another scheduler holds the project's lock; ``owner`` is its recorded note."""
+    """Another scheduler holds the project's lock; ``owner`` is its recorded note, ``path``
+    the lock file (None: not known)."""
 
-    def __init__(self, message: str, owner: dict) -> None:
+    def __init__(self, message: str, owner: dict, path: Path | None = None) -> None:
         super().__init__(message)
         self.owner = owner
+        self.path = path
 
 
 def _say(line: str) -> None:
@@ -448,7 +450,7 @@ def _build(
     except StartupError as exc:
         raise _BuildFailed(f"startup failed: {exc}") from None
     except ProjectLockedError as exc:
-        raise _AlreadyRunning(str(exc), exc.owner) from None
+        raise _AlreadyRunning(str(exc), exc.owner, exc.path) from None
     except (WorkflowError, TrackerError) as exc:
         raise _BuildFailed(str(exc)) from None
     except OSError as exc:  # the lock folder or the event file cannot be created
@@ -641,6 +643,50 @@ def _since(started_at: object) -> str:
     return f" since {at:%H:%M}" if at.date() == now.date() else f" since {at:%Y-%m-%d %H:%M}"
 
 
+#: Seconds a console waits for a scheduler that is still starting (it holds the project's
+#: lock, its API is not up yet) before it gives up attaching to it.
+STARTING_OWNER_S = 30.0
+
+
+async def _owner_note(found: _AlreadyRunning) -> tuple[object, dict | None]:
+    """(the lock owner's pid, this user's API note of it) for a project whose scheduler
+    runs. Two consoles started at once for one project: the one that took the lock is
+    still building, its note (and, for a moment, the lock's own record) not written yet;
+    this waits for them while the owner started less than :data:`STARTING_OWNER_S` ago
+    and has not recorded its API in the lock. Raises ``StartFailed`` when the lock was
+    given up meanwhile (that scheduler failed or stopped)."""
+    import asyncio
+    from datetime import UTC, datetime
+
+    from symphony_tui.api import announce
+    from symphony_tui.console.starting import StartFailed
+    from symphony_tui.scheduler.project_lock import lock_owner
+
+    owner: dict | None = found.owner
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + STARTING_OWNER_S
+    while True:
+        if owner is None:
+            raise StartFailed(f"{found}; it stopped before this console attached: start again")
+        pid = owner.get("pid")
+        note = announce.read_note(announce.default_dir(), pid) if isinstance(pid, int) else None
+        if note is not None and (isinstance(note.get("port"), int) or "api" in owner):
+            return pid, note
+        try:
+            started = datetime.fromisoformat(str(owner.get("started_at")))
+            age = (datetime.now(UTC) - started).total_seconds()
+        except (TypeError, ValueError):
+            age = 0.0 if not owner else STARTING_OWNER_S  # a record not written yet
+        starting = "api" not in owner and age < STARTING_OWNER_S
+        if not starting or found.path is None or loop.time() > deadline:
+            return pid, note
+        await asyncio.sleep(0.1)
+        try:
+            owner = lock_owner(found.path)
+        except OSError:
+            return pid, note
+
+
 async def _attach_to_running(found: _AlreadyRunning, attachments: list):
     """The project's scheduler already runs (``found.owner``, its lock's note): attach to
     its API, found in this user's own note of that process (``api/announce.py``), with the
@@ -652,8 +698,7 @@ async def _attach_to_running(found: _AlreadyRunning, attachments: list):
     from symphony_tui.api.client import RemoteError
     from symphony_tui.console.starting import Started, StartFailed
 
-    pid = found.owner.get("pid")
-    note = announce.read_note(announce.default_dir(), pid) if isinstance(pid, int) else None
+    pid, note = await _owner_note(found)
     if note is None or not isinstance(note.get("port"), int):
         raise StartFailed(f"{found} (it serves no API this user can attach to)")
     host = str(note.get("host") or "127.0.0.1")

@@ -44,6 +44,7 @@ __all__ = [
     "check_free",
     "check_free_for",
     "default_lock_dir",
+    "lock_owner",
     "lock_file_for",
     "project_key_for",
 ]
@@ -214,6 +215,17 @@ def check_free_for(settings: Settings, state_dir: Path | None = None) -> None:
     check_free(project_key_for(settings), state_dir)
     path = workspace_lock_file(settings)
     _check_file_free(path, f"workspace root {path.parent}")
+
+
+def lock_owner(path: Path) -> dict[str, Any] | None:
+    """The recorded owner of lock file ``path`` while a live process holds it (``{}`` while
+    its note is unreadable or not written yet), None when nobody holds it. Creates
+    nothing; raises ``OSError`` when the file exists but cannot be opened."""
+    try:
+        _check_file_free(path, "")
+    except ProjectLockedError as exc:
+        return exc.owner
+    return None
 
 
 def _check_file_free(path: Path, key: str) -> None:

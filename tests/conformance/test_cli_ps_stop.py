@@ -246,3 +246,32 @@ def test_doctor_names_the_running_scheduler_and_its_api(tmp_path, monkeypatch, s
         "`symphony-tui stop` ends it"
     )
     assert "its owner not recorded yet" in _running_scheduler({})
+
+
+def test_a_console_waits_for_a_scheduler_that_is_still_starting(tmp_path, monkeypatch):
+    """Two consoles started at once: the one that lost the lock finds the winner still
+    building (its lock's record, then its API note, not written yet) and waits for its
+    note instead of failing; a lock given up meanwhile is said as such."""
+    from symphony_tui.cli import _AlreadyRunning, _owner_note
+    from symphony_tui.console.starting import StartFailed
+    from symphony_tui.scheduler.project_lock import ProjectLock
+
+    notes = tmp_path / "api"
+    monkeypatch.setattr(announce, "default_dir", lambda: notes)
+    lock = ProjectLock.acquire("local:/work/race/issues.yaml", tmp_path / "locks")
+
+    async def race() -> tuple[object, dict | None]:
+        async def api_up() -> None:
+            await asyncio.sleep(0.3)
+            announce.write(notes, host="127.0.0.1", port=4711, token=True)
+
+        up = asyncio.ensure_future(api_up())
+        found = await _owner_note(_AlreadyRunning("project_locked: x", {}, lock.path))
+        await up
+        return found
+
+    pid, note = asyncio.run(race())
+    assert pid == os.getpid() and note is not None and note["port"] == 4711
+    lock.release()
+    with pytest.raises(StartFailed, match="it stopped before this console attached"):
+        asyncio.run(_owner_note(_AlreadyRunning("project_locked: x", {}, lock.path)))

@@ -254,3 +254,50 @@ def _cmdline(pid: int) -> bytes:
         return Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return b""
+
+
+def test_two_consoles_started_at_once_make_one_scheduler_and_one_attached_console(project):
+    """Two ``symphony-tui WORKFLOW.md`` for one project, released at the same instant (each
+    waits on one file), twice: one becomes the scheduler, the other attaches to it;
+    neither fails, and only one scheduler runs the agents."""
+    root, env, tmp = project
+    workspaces = root / "workspaces"
+    go = tmp / "go"
+    for round_ in range(2):
+        panes = []
+        for name in ("first.sock", "second.sock"):
+            pane = Pane(tmp / name, env)
+            command = (
+                f"cd {shlex.quote(str(root))} && while [ ! -e {shlex.quote(str(go))} ]; do "
+                f"sleep 0.005; done; {shlex.quote(sys.executable)} -m symphony_tui.cli "
+                f'WORKFLOW.md --log-dir {shlex.quote(str(root / "log"))}; echo "EXITED $?"; '
+                "sleep 600"
+            )
+            pane.tmux(
+                "-f", "/dev/null", "new-session", "-d", "-s", "demo", "-x", "120", "-y", "36",
+                command,
+            )  # fmt: skip
+            panes.append(pane)
+        go.touch()
+        screens = [
+            pane.wait(
+                f"round {round_}: a console with both rows working",
+                lambda s: s.count("● working") == 2 or "EXITED" in s,
+            )
+            for pane in panes
+        ]
+        assert not any("EXITED" in s for s in screens), screens
+        attached = [
+            pane.wait(f"round {round_}: the attach notice", lambda s: "attached to it" in s)
+            for pane in panes
+            if "attached to it" in pane.text()
+        ]
+        assert len(attached) == 1, [pane.text() for pane in panes]
+        rows = [json.loads(line) for line in cli(root, env, "ps", "--json").stdout.splitlines()]
+        assert len(rows) == 1 and rows[0]["running"] == 2, rows
+        assert len(agent_pids(workspaces)) == 2  # one scheduler's agents, not two
+        assert cli(root, env, "stop", "WORKFLOW.md").returncode == 0
+        for pane in panes:
+            pane.tmux("kill-server")
+        go.unlink()
+        until_blocking(lambda: not agent_pids(workspaces), BOUND_S, what="the agents ended")
