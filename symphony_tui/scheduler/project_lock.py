@@ -44,8 +44,8 @@ __all__ = [
     "check_free",
     "check_free_for",
     "default_lock_dir",
-    "lock_owner",
     "lock_file_for",
+    "lock_owner",
     "project_key_for",
 ]
 
