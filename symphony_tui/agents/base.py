@@ -155,6 +155,12 @@ class SessionHost(Protocol):
         ``server_url``...) in the workspace manifest so a restart can resume."""
         ...
 
+    async def record_session_durably(self, **fields: Any) -> None:
+        """:meth:`record_session`, returning once these facts and every one recorded
+        before are on disk: what a later scheduler needs to re-adopt the agent (its
+        thread, its process) is recorded before the agent can ask anything."""
+        ...
+
 
 class AgentSession(Protocol):
     """A live session. ``run_turn`` may be called up to ``agent.max_turns`` times."""

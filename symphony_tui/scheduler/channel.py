@@ -97,3 +97,9 @@ class RunChannel:
 
     def record_session(self, **fields: Any) -> None:
         self._mailbox.post(SessionFacts(self._run, fields))
+
+    async def record_session_durably(self, **fields: Any) -> None:
+        """:meth:`record_session`, then wait until those facts, and every one this run
+        posted before, are in the workspace manifest on disk (``Mailbox.barrier``)."""
+        self.record_session(**fields)
+        await self._mailbox.barrier()

@@ -25,6 +25,11 @@ class Mailbox(Protocol):
         the loop is gone)."""
         ...
 
+    async def barrier(self) -> None:
+        """Return once every input posted before the call was handled and the manifest
+        writes they made are on disk."""
+        ...
+
     def spawn(self, coro: Coroutine[Any, Any, Any], *, name: str) -> asyncio.Task:
         """Run ``coro`` as a task the scheduler tracks (cancelled at shutdown; a failure
         is logged and said in the history)."""

@@ -3,8 +3,9 @@ scheduler (``codex.transport: unix``).
 
 Two real ``symphony-tui --headless`` processes on one project (a local tracker and the
 simulated codex agent, ``symphony_tui.demo.agent``, which the scheduler starts detached with
-``--listen unix://...``). The issue's turn asks for an approval; the scheduler is killed with
-SIGKILL while it waits, and the agent goes on. The next scheduler re-adopts it before any
+``--listen unix://...``). The issue's turn asks for an approval; the scheduler, whose
+manifest writes are slowed down, is killed with SIGKILL the moment the approval shows, and
+the agent goes on: what re-adoption needs was on disk before the first turn. The next scheduler re-adopts it before any
 dispatch: the same agent process, thread and turn; the approval asked again and answered
 there reaches the agent (its command runs), the turn completes and moves the issue to Done.
 The issue is dispatched once by each scheduler (the second time as a re-adoption), never
@@ -21,6 +22,7 @@ import sys
 import textwrap
 import urllib.request
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -91,6 +93,33 @@ def _approve(url: str, approval_id: str) -> None:
         r.read()
 
 
+def _slow_disk(tmp_path: Path) -> Path:
+    """A folder whose ``sitecustomize`` makes every manifest write of the process take a
+    second (a slow or busy disk)."""
+    folder = tmp_path / "slow-disk"
+    folder.mkdir()
+    (folder / "sitecustomize.py").write_text(
+        textwrap.dedent(
+            """\
+            import time
+
+            from symphony_tui.workspaces import manifest_writer
+
+            _merge = manifest_writer.merge_section
+
+
+            def _slow_merge(ws, section, fields):
+                time.sleep(1.0)
+                _merge(ws, section, fields)
+
+
+            manifest_writer.merge_section = _slow_merge
+            """
+        )
+    )
+    return folder
+
+
 def test_kill_9_while_an_approval_waits_the_demo_agent_is_re_adopted(tmp_path):
     project = tmp_path / "project"
     project.mkdir()
@@ -104,21 +133,23 @@ def test_kill_9_while_an_approval_waits_the_demo_agent_is_re_adopted(tmp_path):
         "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
     }
     env.pop("XDG_STATE_HOME", None)
+    path = env["PYTHONPATH"]
     ws = project / "workspaces" / "ADO-1"
     release = ws / "RELEASE-ADO-1.txt"
     first = second = None
     agent = None
     try:
-        first, url = _start(project, env)
+        # The first scheduler's disk is slow (each manifest write takes a second) and it is
+        # killed the moment its approval shows, without waiting for any manifest write:
+        # what re-adoption needs (the agent, its thread) must be on disk already.
+        first, url = _start(project, {**env, "PYTHONPATH": f"{_slow_disk(tmp_path)}:{path}"})
         asked = until_blocking(lambda: _approvals(url), 90.0)
-        # the manifest is written a moment after the events: wait for the turn's record
-        session = until_blocking(
-            lambda: (s := read_section(ws, "session")).get("turn_id") and s, 30.0
-        )
-        agent = DetachedAgent.from_facts(session.get("agent"))
-        assert agent is not None and alive(agent)
-        thread_id, turn_id = session["thread_id"], session["turn_id"]
+        told = _events(url)  # the turn in flight, as the first scheduler saw it
         _kill(first)  # SIGKILL, the scheduler's own process group: the agent is in its own
+        session = read_section(ws, "session")
+        agent = DetachedAgent.from_facts(session.get("agent"))
+        assert agent is not None and alive(agent), session
+        assert "thread_id" in session, session
         assert alive(agent), "the demo agent died with the scheduler"
         assert not release.exists()
 
@@ -142,6 +173,8 @@ def test_kill_9_while_an_approval_waits_the_demo_agent_is_re_adopted(tmp_path):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(agent.pgid, signal.SIGKILL)
     # the second scheduler's own events (its history also holds the first one's)
+    (turn_id,) = [e["payload"]["turn_id"] for e in told if e["kind"] == "turn_started"]
+    thread_id = session["thread_id"]
     events = [e for e in events if datetime.fromisoformat(e["at"]) >= restart_at]
     mine = [e for e in events if e.get("issue_identifier") == "ADO-1"]
     kinds = [e["kind"] for e in mine]

@@ -233,7 +233,14 @@ class CodexSession:
         assert self._rpc is not None
         await self._turns.open(self._rpc, self.pid)
         self._notes.thread_opened()
-        self._host.record_session(thread_id=self._turns.thread_id, backend="codex")
+        facts = {"thread_id": self._turns.thread_id, "backend": "codex"}
+        if self._agent is not None:
+            # A detached app-server: its thread on disk before the first turn, so no
+            # approval (only a turn asks one) is shown while a crash would leave an agent
+            # the next scheduler could not re-adopt by its thread.
+            await self._host.record_session_durably(**facts)
+        else:
+            self._host.record_session(**facts)
         if self._link is not None:
             self._link.follow(self._turns.thread_id)
 

@@ -167,6 +167,9 @@ class RecordingSessionHost:
     def record_session(self, **fields: Any) -> None:
         self.recorded.update(fields)
 
+    async def record_session_durably(self, **fields: Any) -> None:
+        self.record_session(**fields)
+
     # -- test helpers
     def kinds(self) -> list[EventKind]:
         return [e.kind for e in self.events]
