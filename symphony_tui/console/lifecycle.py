@@ -251,23 +251,35 @@ class Lifecycle:
         if state.detach_only and state.port.carries_stop:
             self._ask_stop_or_detach(running, attached=True)
             return
-        if state.detach_only:
-            # a port that cannot carry a stop: the scheduler and its workers go on
-            body = Text(
-                f"Detach from the scheduler? Its {running} worker(s) keep running "
-                "there; attach again any time.",
-                end="",
-            )
-            title, yes, danger = "Detach", "Detach", False
-        else:
-            body = Text(f"{running} worker(s) running. Quit and stop them?", end="")
-            title, yes, danger = "Quit", "Quit", True
+        detach_only = state.detach_only
+
+        def body_for(count: int) -> Text:
+            if detach_only:
+                # a port that cannot carry a stop: the scheduler and its workers go on
+                return Text(
+                    f"Detach from the scheduler? Its {count} worker(s) keep running "
+                    "there; attach again any time.",
+                    end="",
+                )
+            return Text(f"{count} worker(s) running. Quit and stop them?", end="")
+
+        body = body_for(running)
+        title, yes, danger = ("Detach", "Detach", False) if detach_only else ("Quit", "Quit", True)
 
         def decided(ok: bool | None) -> None:
             if ok:
                 self._in_worker(self._stop_by_q(message))
 
-        self._ui.push_screen(Confirm(title, body, yes=yes, danger=danger), decided)
+        self._ui.push_screen(
+            Confirm(
+                title,
+                body,
+                yes=yes,
+                danger=danger,
+                body_of=lambda snapshot: body_for(len(snapshot.running)),
+            ),
+            decided,
+        )
 
     def _ask_stop_or_detach(self, count: int, *, attached: bool = False) -> None:
         """``q`` with agents running under a scheduler that can outlive the console (the

@@ -359,3 +359,18 @@ async def test_the_quit_dialog_follows_the_live_count_of_running_agents(port, ma
         assert str(dialog.query_one("#stop", Button).label) == "Stop 0 agents (s)"
         await pilot.press("escape")
         await pilot.pause()
+
+
+async def test_the_quit_and_stop_question_follows_the_live_count_too(port, make_app):
+    running = port.snapshot().running
+    app = make_app(port, shutdown=Recorder())  # a console that cannot detach
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("q")
+        assert isinstance(app.screen, Confirm)
+        port.update(running=running[:1])
+        await settle(pilot)
+        body = str(app.screen.query_one("#dialog-body").render())
+        assert body == "1 worker(s) running. Quit and stop them?"
+        await pilot.press("n")
+        await pilot.pause()

@@ -35,7 +35,8 @@ class Confirm(ModalScreen[bool]):
     ``still_valid`` is asked on every repaint with the newest snapshot; once it says
     ``False`` (the worker the question is about has ended, say) the dialog closes as a
     "no" and tells the operator ``gone``, instead of offering an answer that would only
-    fail."""
+    fail. ``body_of`` (optional) rewrites the body from each snapshot (a count that moves
+    while the question is open)."""
 
     BINDINGS = [
         Binding("y", "answer(True)", "Yes", id="confirm_yes"),
@@ -52,6 +53,7 @@ class Confirm(ModalScreen[bool]):
         danger: bool = True,
         still_valid: Callable[[Snapshot], bool] | None = None,
         gone: str = "",
+        body_of: Callable[[Snapshot], Text] | None = None,
     ) -> None:
         super().__init__(classes="dialog")
         self._title = title
@@ -61,9 +63,16 @@ class Confirm(ModalScreen[bool]):
         self._danger = danger
         self._still_valid = still_valid
         self._gone = gone
+        self._body_of = body_of
 
     def show(self, snapshot: Snapshot, now: datetime, tones: object) -> None:
-        """Repaint hook of the console's refresh tick: close when the question lapsed."""
+        """Repaint hook of the console's refresh tick: the body follows ``body_of``; close
+        when the question lapsed."""
+        if self._body_of is not None and self.is_mounted:
+            body = self._body_of(snapshot)
+            if body.plain != self._body.plain:
+                self._body = body
+                self.query_one("#dialog-body", Static).update(body)
         if self._still_valid is None or self._still_valid(snapshot) or not self.is_current:
             return
         self._still_valid = None  # once
