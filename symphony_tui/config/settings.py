@@ -19,7 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from symphony_tui.config import rest_trackers
 from symphony_tui.config.child_env import secret_env_names
-from symphony_tui.config.numbers import Milliseconds, WholeNumber
+from symphony_tui.config.numbers import Milliseconds, WholeNumber, refuse_boolean
+from symphony_tui.config.pricing import ModelPrice, model_keys
 from symphony_tui.config.variants import read_variants
 from symphony_tui.config.worker_hosts import WorkerSettings
 
@@ -233,6 +234,14 @@ class AgentSettings(_Section):
     # holds the run until the operator extends it or stops it (scheduler/usage/budgets.py).
     max_tokens_per_issue: WholeNumber | None = Field(default=None, gt=0)
     max_tokens_per_attempt: WholeNumber | None = Field(default=None, gt=0)
+    # Budgets in money (US dollars, priced by ``pricing``; None: no limit), held the same way.
+    max_spend_per_issue_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    max_spend_per_attempt_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+
+    @field_validator("max_spend_per_issue_usd", "max_spend_per_attempt_usd", mode="before")
+    @classmethod
+    def _dollars(cls, value: Any) -> Any:
+        return refuse_boolean(value)
 
     @field_validator("max_concurrent_agents_by_state", mode="before")
     @classmethod
@@ -390,7 +399,11 @@ class Settings(_Section):
     server: ServerSettings = Field(default_factory=ServerSettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
     notify: NotifySettings = Field(default_factory=NotifySettings)
+    #: Model name (lowercased) -> prices, laid over the shipped table (config/pricing.py).
+    pricing: dict[str, ModelPrice] = Field(default_factory=dict)
     workflow_dir: str = "."
+
+    _pricing_keys = field_validator("pricing", mode="before")(model_keys)
 
     @field_validator(
         "tracker",
@@ -411,6 +424,19 @@ class Settings(_Section):
     def _none_is_default(cls, value: Any) -> Any:
         # `codex:` with nothing under it parses as None in YAML: treat it as empty.
         return {} if value is None else value
+
+    def configured_model(self, backend: str) -> str | None:
+        """The model the settings choose for ``backend`` (``codex.model``,
+        ``opencode.model``, ``openhands.llm.model``), or None (the backend's default, which
+        its session may report)."""
+        if backend == "codex":
+            return self.codex.model
+        if backend == "opencode":
+            return self.opencode.model
+        if backend == "openhands":
+            model = self.openhands.llm.get("model")
+            return model if isinstance(model, str) and model else None
+        return None
 
     @property
     def workspace_root(self) -> Path:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 
 class _Cmd(BaseModel):
@@ -104,13 +104,21 @@ class Steer(_Cmd):
 
 
 class ExtendBudget(_Cmd):
-    """Raise the token budgets of ``issue_id`` by ``tokens`` so its run, held by a budget
-    (``agent.max_tokens_per_issue`` / ``max_tokens_per_attempt``), goes on. Stopping it
-    instead is ``Interrupt``."""
+    """Raise the budgets of ``issue_id`` by ``tokens`` (``agent.max_tokens_per_issue`` /
+    ``max_tokens_per_attempt``) and / or ``usd`` US dollars (``agent.max_spend_per_issue_usd``
+    / ``max_spend_per_attempt_usd``) so its run, held by a budget, goes on; at least one is
+    above zero. Stopping it instead is ``Interrupt``."""
 
     type: Literal["extend_budget"] = "extend_budget"
     issue_id: str
-    tokens: int = Field(gt=0, le=1_000_000_000)
+    tokens: int = Field(default=0, ge=0, le=1_000_000_000)
+    usd: float = Field(default=0.0, ge=0, le=1_000_000, allow_inf_nan=False)
+
+    @model_validator(mode="after")
+    def _something(self) -> ExtendBudget:
+        if self.tokens <= 0 and self.usd <= 0:
+            raise ValueError("extend by tokens or usd above zero")
+        return self
 
 
 class RemoveWorkspace(_Cmd):

@@ -49,6 +49,9 @@ class SessionStarted(_Base):
 
     type: Literal["session_started"] = "session_started"
     thread_id: str | None = None
+    #: The model the session runs, as the backend names it (codex: ``thread/start``'s
+    #: ``model``); None when the backend does not say. Prices the run (config/pricing.py).
+    model: str | None = None
     session_id: str | None = None
     resumed: bool = False
     pid: int | None = None

@@ -93,3 +93,5 @@ class RecoveredWorkspace(BaseModel):
     held_updated_at: datetime | None = None
     #: Tokens the operator added to the issue's budgets (``extend_budget``), in total.
     budget_extra: int = Field(default=0, ge=0)
+    #: US dollars the operator added to the issue's money budgets, in total.
+    budget_extra_usd: float = Field(default=0.0, ge=0, allow_inf_nan=False)

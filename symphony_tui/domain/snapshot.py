@@ -63,6 +63,17 @@ class RunningRow(BaseModel):
     #: of its finished runs had no usage report.
     issue_total_tokens: int = 0
     issue_runs_not_reported: int = 0
+    #: The model the run's session runs (None: not reported); what the run cost so far in
+    #: US dollars and ``spend``: ``priced``, ``unknown model`` (tokens counted, no price:
+    #: ``spend_usd`` is null, never 0) or ``not reported`` (no usage report); the turn in
+    #: flight's share; the issue's spend over its priced runs and how many of its finished
+    #: runs had no price (config/pricing.py, scheduler/usage/tokens.py).
+    model: str | None = None
+    spend_usd: float | None = None
+    spend: str = "priced"
+    turn_spend_usd: float | None = None
+    issue_spend_usd: float | None = None
+    issue_runs_unpriced: int = 0
     workspace_path: str = ""
     pending_approvals: int = 0
     # Why the run is held by a token budget ("12,400 of 10,000 tokens per issue"), or None.
@@ -194,6 +205,9 @@ class Snapshot(BaseModel):
     completed: tuple[str, ...] = ()
     totals: TokenUsage = Field(default_factory=TokenUsage)
     runs_not_reported: int = 0
+    runs_unpriced: int = 0
+    """Finished runs whose tokens had no price (an unknown model): ``totals.cost_usd``
+    holds nothing of theirs."""
     seconds_running: float = 0.0
     token_rate_per_min: float = 0.0
     token_history: tuple[int, ...] = ()
@@ -221,7 +235,9 @@ class Snapshot(BaseModel):
         (each machine agents run on) and each running row's ``host``, ``rss_bytes`` and
         ``cpu_percent`` (null until sampled). A running row's ``tokens`` is null while its
         backend has reported no usage for it; ``codex_totals.runs_not_reported`` counts
-        finished runs that never had one."""
+        finished runs that never had one. ``spend`` (a running row) and
+        ``codex_totals.spend_usd`` are US dollars, null when nothing was priced;
+        ``runs_unpriced`` counts finished runs whose model had no price."""
 
         def iso(dt: datetime | None) -> str | None:
             return dt.isoformat() if dt else None
@@ -250,6 +266,15 @@ class Snapshot(BaseModel):
                     "started_at": iso(r.started_at),
                     "last_event_at": iso(r.last_event_at),
                     "tokens": tok(r.tokens) if r.usage_reported else None,
+                    "model": r.model,
+                    "spend": {
+                        "usd": r.spend_usd,
+                        "status": r.spend,
+                        "turn_usd": r.turn_spend_usd,
+                        "issue_usd": r.issue_spend_usd,
+                        "issue_runs_unpriced": r.issue_runs_unpriced,
+                        "issue_runs_not_reported": r.issue_runs_not_reported,
+                    },
                     "host": r.host,
                     "rss_bytes": r.rss_bytes,
                     "cpu_percent": r.cpu_percent,
@@ -279,6 +304,8 @@ class Snapshot(BaseModel):
                 "reasoning_tokens": self.totals.reasoning_tokens,
                 "seconds_running": round(self.seconds_running, 3),
                 "runs_not_reported": self.runs_not_reported,
+                "spend_usd": self.totals.cost_usd,
+                "runs_unpriced": self.runs_unpriced,
             },
             "rate_limits": self.rate_limits.raw if self.rate_limits else None,
             "completed": list(self.completed),

@@ -68,6 +68,7 @@ from symphony_tui.scheduler.recovered_scans import RecoveredScans
 from symphony_tui.scheduler.retries import Retries
 from symphony_tui.scheduler.run import Ending
 from symphony_tui.scheduler.state import SchedulerState
+from symphony_tui.scheduler.usage import budgets
 from symphony_tui.scheduler.worker_hosts import commands as host_commands
 from symphony_tui.text import one_line
 from symphony_tui.trackers.base import Tracker, TrackerError
@@ -108,8 +109,10 @@ def describe_command(command: Command) -> str:
             return "pause dispatch" if paused else "resume dispatch"
         case RemoveWorkspace(issue_identifier=identifier):
             return f"{what} {one_line(identifier, 60)}"
-        case ExtendBudget(tokens=tokens):
-            return f"extend the token budget by {tokens:,}"
+        case ExtendBudget(tokens=tokens, usd=dollars):
+            parts = [f"{tokens:,} tokens"] if tokens else []
+            parts += [budgets.usd(dollars)] if dollars else []
+            return f"extend the budget by {' and '.join(parts)}"
         case DrainHost(host=name) | UndrainHost(host=name) | ProbeHost(host=name):
             return f"{what} {one_line(name, 60)}"
         case StopScheduler():
@@ -275,8 +278,8 @@ class OperatorCommands:
                 return self._remove_workspace(identifier)
             case Steer(issue_id=issue_id, text=text):
                 return self._steer(issue_id, text)
-            case ExtendBudget(issue_id=issue_id, tokens=tokens):
-                return self._extend_budget(issue_id, tokens)
+            case ExtendBudget(issue_id=issue_id, tokens=tokens, usd=dollars):
+                return self._extend_budget(issue_id, tokens, dollars)
             case DrainHost(host=name) | UndrainHost(host=name):
                 drained = isinstance(command, DrainHost)
                 return host_commands.drain(state, name, drained, self._mailbox)
@@ -417,23 +420,31 @@ class OperatorCommands:
 
         return steer()
 
-    def _extend_budget(self, issue_id: str, tokens: int) -> CommandResult:
-        """Raise the issue's budgets (``budgets.Budgets.extend``) and let its held run go
-        on. Refused when the run is not held by a budget, or when ``tokens`` would not
-        take it back under (the answer names the least that would)."""
+    def _extend_budget(self, issue_id: str, tokens: int, dollars: float) -> CommandResult:
+        """Raise the issue's budgets (``budgets.Budgets.extend``: ``tokens`` and ``dollars``
+        US dollars) and let its held run go on. Refused when the run is not held by a
+        budget, or when the extension would not take it back under (the answer names the
+        least that would)."""
         state = self._state
         run = state.running.get(issue_id)
         if run is None or run.worker is None or run.budget_reached is None:
-            return CommandResult(False, "that issue's run is not held by a token budget")
+            return CommandResult(False, "that issue's run is not held by a budget")
         need = state.budgets.needed(run, state.settings.agent)
-        if tokens < need:
-            return CommandResult(False, f"not enough: at least {need:,} more tokens are needed")
-        extra = state.budgets.extend(issue_id, tokens)
+        short = []
+        if tokens < need.tokens:
+            short.append(f"{need.tokens:,} more tokens")
+        if dollars + 1e-9 < need.usd:
+            short.append(f"{budgets.usd(need.usd)} more")
+        if short:
+            return CommandResult(False, f"not enough: at least {' and '.join(short)} needed")
+        extra, extra_usd = state.budgets.extend(issue_id, tokens, dollars)
         if run.workspace is not None:
-            manifests.budget_extended(state.workspaces.manifests, run.workspace, extra)
+            manifests.budget_extended(state.workspaces.manifests, run.workspace, extra, extra_usd)
         state.budget_extended(run)
         run.worker.budget_extended()
-        return CommandResult(True, f"{run.identifier}: budget extended by {tokens:,} tokens")
+        granted = [f"{tokens:,} tokens"] if tokens else []
+        granted += [budgets.usd(dollars)] if dollars else []
+        return CommandResult(True, f"{run.identifier}: budget extended by {' and '.join(granted)}")
 
     def _rerun(self, issue_id: str) -> CommandResult:
         """Clear the hold and any backoff, then dispatch now when eligible and a slot is

@@ -30,7 +30,9 @@ async def restore_usage(state: SchedulerState, usage: UsageLedger) -> None:
     runs from now on (``usage/ledger.py``). The ledger file is read in a thread."""
     loaded = await asyncio.to_thread(usage.open)
     state.ledger.restore(
-        {issue_id: u.tokens for issue_id, u in loaded.by_issue.items()}, loaded.unreported
+        {issue_id: u.tokens for issue_id, u in loaded.by_issue.items()},
+        loaded.unreported,
+        loaded.unpriced,
     )
     for key, totals in loaded.threads.items():
         state.ledger.seed(key, totals)  # a resumed thread counts on from what was counted

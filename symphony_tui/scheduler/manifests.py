@@ -118,9 +118,10 @@ def unhold(writer: ManifestWriter, ws: Path) -> None:
     _write(writer, ws, "run", "hold", held=False)
 
 
-def budget_extended(writer: ManifestWriter, ws: Path, extra: int) -> None:
-    """``run.budget_extra``: the tokens the operator added to the issue's budgets so far."""
-    _write(writer, ws, "run", "budget", budget_extra=extra)
+def budget_extended(writer: ManifestWriter, ws: Path, extra: int, extra_usd: float = 0.0) -> None:
+    """``run.budget_extra`` / ``run.budget_extra_usd``: the tokens and US dollars the
+    operator added to the issue's budgets so far."""
+    _write(writer, ws, "run", "budget", budget_extra=extra, budget_extra_usd=extra_usd)
 
 
 def agent_group(writer: ManifestWriter, run: Run, pid: int | None, *, adoptable: bool) -> None:

@@ -114,6 +114,13 @@ class Run:
     #: True once the backend reported usage for this run (a report with non-zero totals
     #: that is not a re-attached session's baseline; scheduler/usage/tokens.py).
     usage_reported: bool = False
+    #: The model the session runs, as its backend reported it (or as configured for it);
+    #: what prices the run's tokens (config/pricing.py). None: not known.
+    model: str | None = None
+    #: ``tokens.cost_usd`` when the turn in flight started (the turn's spend is the rest).
+    turn_cost_base: float = 0.0
+    #: The scheduler said a money budget cannot hold this run (its model has no price).
+    money_blind_said: bool = False
     pending: dict[str, PendingApproval] = field(default_factory=dict)
     #: Ids of this run's approvals already settled (a second answer is refused as such).
     answered: set[str] = field(default_factory=set)
@@ -169,6 +176,27 @@ class Run:
         """A turn started and the backend reported no usage for it yet: ``tokens`` are
         zeros that measure nothing (scheduler/usage/tokens.py)."""
         return self.turn_count > 0 and not self.usage_reported
+
+    @property
+    def spend(self) -> str:
+        """``not reported`` (no usage report: nothing to price), ``unknown model`` (tokens
+        counted without a price: the cost is unknown, not zero) or ``priced``."""
+        if self.usage_unreported:
+            return "not reported"
+        if self.tokens.cost_usd is None and self.tokens.total_tokens > 0:
+            return "unknown model"
+        return "priced"
+
+    @property
+    def spend_usd(self) -> float | None:
+        """US dollars spent so far; None unless :attr:`spend` is ``priced``."""
+        return (self.tokens.cost_usd or 0.0) if self.spend == "priced" else None
+
+    @property
+    def turn_spend_usd(self) -> float | None:
+        """US dollars of the turn in flight (or the last one); None unless priced."""
+        spent = self.spend_usd
+        return None if spent is None else max(0.0, spent - self.turn_cost_base)
 
     @property
     def waiting_for_operator(self) -> bool:

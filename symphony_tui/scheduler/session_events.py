@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from symphony_tui.config.pricing import ModelPrice
 from symphony_tui.domain import AgentEvent, EventKind, RateLimits, RunStatus, TokenUsage
 from symphony_tui.domain.kinds import QUIET_KINDS
 from symphony_tui.domain.payloads import (
@@ -85,6 +86,8 @@ class SessionRecorder:
         self.rate_limits: RateLimits | None = None
         #: Called with a run whose token count grew (the state's budget check).
         self.on_tokens: Callable[[Run], None] | None = None
+        #: The price of a run's model (None: unknown; config/pricing.py), asked per report.
+        self.price_of: Callable[[Run], ModelPrice | None] = lambda run: None
 
     def on_event(self, run: Run, event: AgentEvent) -> None:
         """Apply ``event`` to ``run`` and append it to the event log (stamped with the issue,
@@ -122,7 +125,10 @@ class SessionRecorder:
                 self._set_thread(run, payload.thread_id)
             if payload.session_id:
                 run.session_id = payload.session_id
+            if payload.model:
+                run.model = payload.model
         elif isinstance(payload, TurnStarted) and payload.turn_id:
+            run.turn_cost_base = run.tokens.cost_usd or 0.0
             turn = payload.turn_id
             run.turn_id = turn
             run.session_id = f"{run.thread_id}-{turn}" if run.thread_id else turn
@@ -203,11 +209,13 @@ class SessionRecorder:
             # counted is added below.
             self._ledger.seed(key, absolute)
         else:
-            growth = self._ledger.report(key, absolute, now_mono, issue_id=run.issue.id)
+            growth = self._ledger.report(
+                key, absolute, now_mono, issue_id=run.issue.id, price=self.price_of(run)
+            )
             if not absolute.is_zero:
                 run.usage_reported = True
             run.tokens = run.tokens + growth
-            if self.on_tokens is not None and growth.total_tokens:
+            if self.on_tokens is not None and (growth.total_tokens or growth.cost_usd):
                 self.on_tokens(run)
 
     def _set_thread(self, run: Run, thread_id: str) -> None:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from symphony_tui.agents.base import AgentSession
+from symphony_tui.config.pricing import lookup
 from symphony_tui.config.settings import Settings
 from symphony_tui.config.store import WorkflowStore
 from symphony_tui.domain import (
@@ -112,6 +113,7 @@ class SchedulerState:
         )
         self.budgets = Budgets(self.ledger)
         self.recorder.on_tokens = self.check_budget
+        self.recorder.price_of = lambda run: lookup(self.settings.pricing, run.model)
         self.recovered: tuple[RecoveredWorkspace, ...] = ()
         #: Secrets, child environment and control API behind each run's posture.
         self.posture = PostureSource()
@@ -167,6 +169,8 @@ class SchedulerState:
         """``run``'s issue is running now (§16.4); its posture is fixed now."""
         if run.posture is None:
             run.posture = self.posture.of(self.settings, run.backend, run.worker_host)
+        if run.model is None:
+            run.model = self.settings.configured_model(run.backend)
         self.running[run.issue.id] = run
         self.known[run.issue.id] = run.issue
         self.changed()
@@ -306,6 +310,8 @@ class SchedulerState:
         self.ended_seconds += max(0.0, now - run.started_mono)
         if run.usage_unreported:
             self.ledger.run_unreported(run.issue.id)
+        elif run.spend == "unknown model":
+            self.ledger.run_unpriced(run.issue.id)
         if self.usage is not None:
             self.usage.run_ended(run, now)
         self.last_change_mono = now
@@ -375,7 +381,8 @@ class SchedulerState:
         found = tuple(self.recovered if recovered is None else recovered)
         self.held.restore(found)
         self.budgets.restore(
-            {w.issue_id: w.budget_extra for w in found if w.issue_id and w.budget_extra}
+            {w.issue_id: w.budget_extra for w in found if w.issue_id and w.budget_extra},
+            {w.issue_id: w.budget_extra_usd for w in found if w.issue_id and w.budget_extra_usd},
         )
         self.changed()
 
@@ -495,6 +502,14 @@ class SchedulerState:
             return
         why = self.budgets.over(run, self.settings.agent)
         if why is None:
+            if not run.money_blind_said and self.budgets.money_blind(run, self.settings.agent):
+                run.money_blind_said = True
+                self.emit_system(
+                    EventKind.WARNING,
+                    f"model {run.model or '(not reported)'} has no price: the money budget "
+                    "cannot hold this run (add it under pricing)",
+                    issue=run.issue,
+                )
             return
         run.budget_reached = why
         self.emit_system(

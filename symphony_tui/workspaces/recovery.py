@@ -34,6 +34,7 @@ _RUN_ONLY = (
     "held",
     "held_updated_at",
     "budget_extra",
+    "budget_extra_usd",
     "usage_reported",
 )
 _ISSUE_FIELDS = {

@@ -118,7 +118,7 @@ async def test_extend_is_refused_for_a_run_not_held_by_a_budget(make_harness):
     await h.start()
     await h.settle()
     result = await h.orch.send(ExtendBudget(issue_id="id-1", tokens=1000))
-    assert not result.ok and "not held by a token budget" in result.message
+    assert not result.ok and "not held by a budget" in result.message
 
 
 async def test_a_budget_crossed_by_the_turn_that_finished_the_issue_holds_nothing(make_harness):

@@ -169,13 +169,12 @@ def test_the_ledger_records_keep_the_runs_not_reported_through_compaction():
     book = UsageBook()
     zero = TokenUsage()
     book.apply(RunUsage("r1", "id-1", "ABC-1", zero, 4.0, True, reported=False))
-    book.apply(RunUsage("r2", "id-1", "ABC-1", TokenUsage(total_tokens=9), 2.0, True))
+    priced = TokenUsage(total_tokens=9, cost_usd=0.5)
+    book.apply(RunUsage("r2", "id-1", "ABC-1", priced, 2.0, True))
     book.apply(RunUsage("r3", "id-1", "ABC-1", zero, 1.0, False, reported=False))
     assert book.per_issue()["id-1"].unreported == 2
     lines = book.compact(live={"r3"})
-    assert decode(lines[0]) == IssueUsage(
-        "id-1", "ABC-1", TokenUsage(total_tokens=9), 6.0, 2, {}, 1
-    )
+    assert decode(lines[0]) == IssueUsage("id-1", "ABC-1", priced, 6.0, 2, {}, 1)
     assert book.per_issue()["id-1"].unreported == 2
     # a count above the runs is clamped; an older record without it reads 0
     base = IssueUsage("id-2", "ABC-2", zero, 1.0, 1, {}, 1)
@@ -199,7 +198,7 @@ async def test_budgets_cannot_trip_on_usage_that_was_not_reported(make_harness):
     run = h.orch.running["id-1"]
     assert run.usage_unreported
     assert h.orch.state.budgets.over(run, h.orch.state.settings.agent) is None
-    assert h.orch.state.budgets.needed(run, h.orch.state.settings.agent) == 0
+    assert h.orch.state.budgets.needed(run, h.orch.state.settings.agent).none
     (row,) = h.orch.snapshot().running
     assert row.budget_reached is None and not row.usage_reported
     await h.orch.shutdown()

@@ -139,8 +139,8 @@ class TurnTracker:
                     {"threadId": str(previous), **common, "excludeTurns": True},
                     self._timeout_s,
                 )
-                self._emit_session(res["thread"], pid, resumed=True)
                 self._note_model(res)
+                self._emit_session(res["thread"], pid, resumed=True)
                 thread = res["thread"]
             except (RpcError, KeyError, TypeError) as e:
                 self._out.emit(
@@ -192,7 +192,7 @@ class TurnTracker:
             AgentEvent(
                 kind=EventKind.SESSION_STARTED,
                 message=f"codex thread {tid} {verb} (pid {pid})",
-                payload=SessionStarted(thread_id=tid, resumed=resumed, pid=pid),
+                payload=SessionStarted(thread_id=tid, resumed=resumed, pid=pid, model=self.model),
             )
         )
 
@@ -247,7 +247,11 @@ class TurnTracker:
                     + ")"
                 ),
                 payload=SessionStarted(
-                    thread_id=self.thread_id, resumed=True, pid=pid, state="re-attached"
+                    thread_id=self.thread_id,
+                    resumed=True,
+                    pid=pid,
+                    state="re-attached",
+                    model=self.model,
                 ),
             )
         )

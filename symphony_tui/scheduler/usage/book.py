@@ -15,9 +15,15 @@ reading a record twice or losing the newest one never double counts:
   ``"reported": false`` marks a run that started a turn without its backend reporting any
   usage: its zero ``tokens`` measure nothing (``scheduler/usage/tokens.py``); absent means measured.
 * ``{"kind": "issue", "issue_id", "issue_identifier", "tokens": {...}, "seconds", "runs",
-  "threads"?: {<session key>: {...}}, "unreported"?: <runs>}``: the folded sum of an issue's
-  finished runs, the last absolute totals of its newest sessions and how many of the runs
-  had no usage report (written by compaction). A later one replaces the earlier one.
+  "threads"?: {<session key>: {...}}, "unreported"?: <runs>, "unpriced"?: <runs>}``: the
+  folded sum of an issue's finished runs, the last absolute totals of its newest sessions,
+  how many of the runs had no usage report and how many had tokens without a price
+  (written by compaction). A later one replaces the earlier one.
+
+Money: ``tokens.cost_usd`` is what the counted tokens cost in US dollars (priced by
+``config/pricing.py`` as they were counted, or as the backend reported it), cumulative like
+the counts, so a re-read or resumed run never pays twice. A measured run with tokens and
+no ``cost_usd`` had no price (an unknown model): its cost is unknown, not zero.
 
 An issue's usage is its ``issue`` record plus each of its ``run`` records' latest values.
 Readers ignore members they do not know, so the optional ones are still version 1.
@@ -52,6 +58,8 @@ class IssueUsage:
     threads: dict[str, TokenUsage] = field(default_factory=dict)
     #: How many of the ``runs`` had no usage report (their tokens are not in ``tokens``).
     unreported: int = 0
+    #: How many of the ``runs`` had tokens without a price (``tokens.cost_usd`` lacks them).
+    unpriced: int = 0
 
 
 @dataclass(frozen=True)
@@ -69,6 +77,11 @@ class RunUsage:
     thread_tokens: TokenUsage | None = None
     #: False: the run started a turn and its backend reported no usage (``tokens`` zeros).
     reported: bool = True
+
+    @property
+    def unpriced(self) -> bool:
+        """Measured tokens without a price (an unknown model): the cost is unknown."""
+        return self.reported and self.tokens.total_tokens > 0 and self.tokens.cost_usd is None
 
 
 def encode_run(r: RunUsage) -> bytes:
@@ -106,6 +119,8 @@ def encode_issue(u: IssueUsage) -> bytes:
         record["threads"] = {key: _tokens_json(t) for key, t in u.threads.items()}
     if u.unreported:
         record["unreported"] = u.unreported
+    if u.unpriced:
+        record["unpriced"] = u.unpriced
     return _line(record)
 
 
@@ -170,7 +185,17 @@ def decode(line: bytes) -> RunUsage | IssueUsage:
             and raw_unreported > 0
             else 0
         )
-        return IssueUsage(issue_id, identifier, tokens, float(seconds), count, threads, unreported)
+        raw_unpriced = record.get("unpriced")
+        unpriced = (
+            min(raw_unpriced, count)
+            if isinstance(raw_unpriced, int)
+            and not isinstance(raw_unpriced, bool)
+            and raw_unpriced > 0
+            else 0
+        )
+        return IssueUsage(
+            issue_id, identifier, tokens, float(seconds), count, threads, unreported, unpriced
+        )
     raise ValueError(f"unknown record kind {kind!r}")
 
 
@@ -208,16 +233,22 @@ class UsageBook:
 def _fold(bases: dict[str, IssueUsage], runs: Iterable[RunUsage]) -> dict[str, IssueUsage]:
     """``bases`` plus ``runs`` per issue, summed in plain integers (thousands of records at
     start-up: one model per issue, not one per addition)."""
-    # issue id -> [identifier, 5 counts, cost, seconds, runs, runs not reported]
+    # issue id -> [identifier, 5 counts, cost, seconds, runs, runs not reported, unpriced]
     sums: dict[str, list[Any]] = {}
     threads: dict[str, dict[str, TokenUsage]] = {}  # issue id -> session key -> totals
 
     def add(
-        issue_id: str, identifier: str, t: TokenUsage, seconds: float, runs: int, unreported: int
+        issue_id: str,
+        identifier: str,
+        t: TokenUsage,
+        seconds: float,
+        runs: int,
+        unreported: int,
+        unpriced: int,
     ) -> None:
         acc = sums.get(issue_id)
         if acc is None:
-            acc = sums[issue_id] = [identifier, 0, 0, 0, 0, 0, None, 0.0, 0, 0]
+            acc = sums[issue_id] = [identifier, 0, 0, 0, 0, 0, None, 0.0, 0, 0, 0]
         acc[0] = identifier or acc[0]
         acc[1] += t.input_tokens
         acc[2] += t.cached_input_tokens
@@ -229,6 +260,7 @@ def _fold(bases: dict[str, IssueUsage], runs: Iterable[RunUsage]) -> dict[str, I
         acc[7] += seconds
         acc[8] += runs
         acc[9] += unreported
+        acc[10] += unpriced
 
     def mark(issue_id: str, key: str, totals: TokenUsage) -> None:
         marks = threads.setdefault(issue_id, {})
@@ -238,11 +270,19 @@ def _fold(bases: dict[str, IssueUsage], runs: Iterable[RunUsage]) -> dict[str, I
             del marks[next(iter(marks))]
 
     for b in bases.values():
-        add(b.issue_id, b.issue_identifier, b.tokens, b.seconds, b.runs, b.unreported)
+        add(b.issue_id, b.issue_identifier, b.tokens, b.seconds, b.runs, b.unreported, b.unpriced)
         for key, totals in b.threads.items():
             mark(b.issue_id, key, totals)
     for r in runs:
-        add(r.issue_id, r.issue_identifier, r.tokens, r.seconds, 1, 0 if r.reported else 1)
+        add(
+            r.issue_id,
+            r.issue_identifier,
+            r.tokens,
+            r.seconds,
+            1,
+            0 if r.reported else 1,
+            1 if r.unpriced else 0,
+        )
         if r.thread is not None and r.thread_tokens is not None:
             mark(r.issue_id, r.thread, r.thread_tokens)
     return {
@@ -261,6 +301,7 @@ def _fold(bases: dict[str, IssueUsage], runs: Iterable[RunUsage]) -> dict[str, I
             a[8],
             threads.get(issue_id, {}),
             a[9],
+            a[10],
         )
         for issue_id, a in sums.items()
     }

@@ -103,6 +103,11 @@ class LoadedUsage:
         return {i: u.unreported for i, u in self.by_issue.items() if u.unreported}
 
     @property
+    def unpriced(self) -> dict[str, int]:
+        """Issue id -> its runs whose tokens had no price (issues with none left out)."""
+        return {i: u.unpriced for i, u in self.by_issue.items() if u.unpriced}
+
+    @property
     def threads(self) -> dict[str, TokenUsage]:
         """Session key -> the session's absolute totals when its growth was last counted:
         where a resumed thread's counting starts (``TokenLedger.seed``)."""

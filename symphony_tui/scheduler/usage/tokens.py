@@ -36,6 +36,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping
 
+from symphony_tui.config.pricing import ModelPrice
 from symphony_tui.domain import TokenUsage
 
 BUCKET_S = 10.0
@@ -56,15 +57,21 @@ class TokenLedger:
         self.restored = TokenUsage()
         self.unreported_runs = 0
         self.unreported_by_issue: dict[str, int] = {}
+        #: Finished runs whose tokens had no price (an unknown model; config/pricing.py).
+        self.unpriced_runs = 0
+        self.unpriced_by_issue: dict[str, int] = {}
         self._baselines: dict[str, TokenUsage] = {}
         self._buckets: deque[tuple[int, int]] = deque(maxlen=BUCKETS)
 
     def restore(
-        self, by_issue: Mapping[str, TokenUsage], unreported: Mapping[str, int] | None = None
+        self,
+        by_issue: Mapping[str, TokenUsage],
+        unreported: Mapping[str, int] | None = None,
+        unpriced: Mapping[str, int] | None = None,
     ) -> None:
         """Add what earlier processes counted (issue id -> tokens) to the totals, and their
-        runs without a usage report (issue id -> runs). Not recent usage: the rate and
-        history are left alone."""
+        runs without a usage report and without a price (issue id -> runs). Not recent
+        usage: the rate and history are left alone."""
         for issue_id, usage in by_issue.items():
             self.totals = self.totals + usage
             self.restored = self.restored + usage
@@ -75,12 +82,21 @@ class TokenLedger:
                 self.unreported_by_issue[issue_id] = (
                     self.unreported_by_issue.get(issue_id, 0) + runs
                 )
+        for issue_id, runs in (unpriced or {}).items():
+            if runs > 0:
+                self.run_unpriced(issue_id, runs)
 
     def run_unreported(self, issue_id: str) -> None:
         """A run of ``issue_id`` ended without any usage report: count it as such (its
         zeros are not usage)."""
         self.unreported_runs += 1
         self.unreported_by_issue[issue_id] = self.unreported_by_issue.get(issue_id, 0) + 1
+
+    def run_unpriced(self, issue_id: str, runs: int = 1) -> None:
+        """``runs`` runs of ``issue_id`` ended with tokens no price covered (an unknown
+        model): their cost is unknown, and the totals' ``cost_usd`` holds none of it."""
+        self.unpriced_runs += runs
+        self.unpriced_by_issue[issue_id] = self.unpriced_by_issue.get(issue_id, 0) + runs
 
     def baseline(self, session_key: str) -> TokenUsage | None:
         return self._baselines.get(session_key)
@@ -90,13 +106,24 @@ class TokenLedger:
         self._baselines[session_key] = usage
 
     def report(
-        self, session_key: str, absolute: TokenUsage, now_s: float, *, issue_id: str | None = None
+        self,
+        session_key: str,
+        absolute: TokenUsage,
+        now_s: float,
+        *,
+        issue_id: str | None = None,
+        price: ModelPrice | None = None,
     ) -> TokenUsage:
         """Record an absolute total for a session (of issue ``issue_id``, when given);
-        returns the growth that was added."""
+        returns the growth that was added. With ``price`` (the session's model's) the
+        growth's ``cost_usd`` is its price; without, it is what the backend reported
+        (None: unknown). Only growth is priced, so a resumed thread never pays twice."""
         before = self._baselines.get(session_key, TokenUsage())
         growth = absolute.growth_since(before)
         self._baselines[session_key] = absolute
+        if price is not None:
+            cost = None if growth.is_zero else price.cost(growth)
+            growth = growth.model_copy(update={"cost_usd": cost})
         if not growth.is_zero or growth.cost_usd:
             self.totals = self.totals + growth
             if issue_id is not None:

@@ -77,11 +77,21 @@ class ScriptedSession:
         self.closed = True
 
     # helpers for scripts ------------------------------------------------------------
-    def usage(self, total: int, *, input_tokens: int | None = None, output: int = 0) -> None:
+    def usage(
+        self,
+        total: int,
+        *,
+        input_tokens: int | None = None,
+        output: int = 0,
+        cached: int = 0,
+        reasoning: int = 0,
+    ) -> None:
         """Report absolute thread totals (as codex's ``thread/tokenUsage/updated``)."""
         usage = TokenUsage(
             input_tokens=input_tokens if input_tokens is not None else total - output,
+            cached_input_tokens=cached,
             output_tokens=output,
+            reasoning_tokens=reasoning,
             total_tokens=total,
         )
         self.host.emit(AgentEvent(kind=EventKind.TOKEN_USAGE, payload=TokenReport(usage=usage)))
@@ -106,6 +116,8 @@ class ScriptedBackend:
         self.sessions: list[ScriptedSession] = []
         self.closed = False
         self._threads = itertools.count(1)
+        #: The model each session reports on start (``SessionStarted.model``; None: none).
+        self.model: str | None = None
 
     async def start_session(self, host: SessionHost) -> ScriptedSession:
         if self.fail_start > 0:
@@ -115,7 +127,10 @@ class ScriptedBackend:
         session = ScriptedSession(host=host, thread_id=thread, script=self.script)
         host.record_session(thread_id=thread)
         host.emit(
-            AgentEvent(kind=EventKind.SESSION_STARTED, payload=SessionStarted(thread_id=thread))
+            AgentEvent(
+                kind=EventKind.SESSION_STARTED,
+                payload=SessionStarted(thread_id=thread, model=self.model),
+            )
         )
         self.sessions.append(session)
         return session
