@@ -37,7 +37,7 @@ from symphony_tui import __version__
 if TYPE_CHECKING:
     from symphony_tui.console.typeahead import HeldKeys
 
-COMMANDS = ("run", "demo", "doctor", "attach", "paths", "ps", "stop")
+COMMANDS = ("run", "demo", "doctor", "attach", "paths", "stats", "ps", "stop")
 
 
 def _fail(message: str, code: int = 1) -> int:
@@ -174,6 +174,13 @@ def build_parser() -> argparse.ArgumentParser:
     paths.add_argument("--json", action="store_true", help="print one JSON object")
     paths.add_argument("--log-dir", type=Path, default=None, help="as given to `run`")
 
+    stats = command("stats")
+    _workflow_argument(stats)
+    stats.add_argument(
+        "--since", default="7d", help="the period: 7d, 24h, 30m, 2w, a date, or all (default 7d)"
+    )
+    stats.add_argument("--json", action="store_true", help="print one JSON object")
+
     ps = command("ps")
     ps.add_argument("--json", action="store_true", help="print one JSON object a line")
 
@@ -277,7 +284,7 @@ def _main(argv: Sequence[str] | None) -> int:
     # name "${SYMPHONY_PYTHON:-python3}" (the demo agent) get it, whatever a login shell's
     # PATH puts first. An operator's own setting wins.
     os.environ.setdefault("SYMPHONY_PYTHON", sys.executable)
-    no_console = args.command in ("doctor", "paths", "ps", "stop") or getattr(
+    no_console = args.command in ("doctor", "paths", "stats", "ps", "stop") or getattr(
         args, "headless", False
     )
     if no_console and _held is not None:
@@ -304,6 +311,10 @@ def _main(argv: Sequence[str] | None) -> int:
         from symphony_tui.paths_command import run_paths
 
         return run_paths(args.workflow, as_json=args.json, log_dir=args.log_dir)
+    if args.command == "stats":
+        from symphony_tui.stats_command import run_stats
+
+        return run_stats(args.workflow, since=args.since, as_json=args.json)
     problem = _console_problem(args)
     if problem:
         return _fail(problem)

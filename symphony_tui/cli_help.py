@@ -98,6 +98,16 @@ COMMAND_HELP: dict[str, tuple[str, str, str]] = {
         "workspace root. Creates nothing.",
         f"environment:\n{_PATH_ENV}",
     ),
+    "stats": (
+        "runs, success rate, run time, tokens and spend of a project over a period",
+        "Print what the project's runs did over a period (default the last 7 days): runs, "
+        "success rate, p50 / p95 run time, tokens and spend per issue and per succeeded "
+        "issue, a row per issue, and the usage ledger's all-time totals. Reads the event "
+        "history and the usage ledger; runs nothing.",
+        "--since takes 7d, 24h, 30m, 2w, a date (2026-05-01) or all. Spend is in US dollars\n"
+        "as priced by the workflow's pricing table when each run was counted; runs of an\n"
+        "unknown model or without a usage report are counted as such, never as free.",
+    ),
     "ps": (
         "list this user's running schedulers: project, pid, since, agents, approvals, API",
         "List every running scheduler of this user (console or headless): its project, pid, "

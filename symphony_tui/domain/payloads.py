@@ -401,12 +401,20 @@ class Dispatched(_Base):
 
 class RunEnded(_Base):
     """A run attempt ended (``RUN_ENDED``): ``outcome`` a ``RunOutcome`` value, ``status``
-    the run's final ``RunStatus`` value, ``error`` the one-line reason."""
+    the run's final ``RunStatus`` value, ``error`` the one-line reason. What it used, for
+    ``symphony-tui stats``: ``seconds`` of running time, its ``model``, ``tokens`` (null:
+    not reported), ``spend`` (``priced``, ``unknown model``, ``not reported``) and
+    ``spend_usd`` (null unless priced); all null in events written before they existed."""
 
     type: Literal["run_ended"] = "run_ended"
     outcome: str
     status: str
     error: str | None = None
+    seconds: float | None = None
+    model: str | None = None
+    tokens: TokenUsage | None = None
+    spend: str | None = None
+    spend_usd: float | None = None
 
 
 class RetryScheduled(_Base):

@@ -106,7 +106,16 @@ class Retries:
             EventKind.RUN_ENDED,
             f"{issue.identifier} ended: {status.value}" + (f" ({error})" if error else ""),
             issue=issue,
-            payload=RunEnded(outcome=outcome.value, status=status.value, error=error),
+            payload=RunEnded(
+                outcome=outcome.value,
+                status=status.value,
+                error=error,
+                seconds=round(max(0.0, state.clock.monotonic() - run.started_mono), 3),
+                model=run.model,
+                tokens=None if run.usage_unreported else run.tokens,
+                spend=run.spend,
+                spend_usd=run.spend_usd,
+            ),
         )
         state.log(
             "info" if outcome is RunOutcome.NORMAL else "warning",

@@ -69,9 +69,7 @@ def test_bad_pricing_and_money_budgets_are_one_line_errors(tmp_path: Path, front
 
 
 def test_a_written_price_loads(tmp_path: Path):
-    path = write_workflow(
-        tmp_path, "pricing:\n  My-Model: {input: 3, output: 15, currency: USD}\n"
-    )
+    path = write_workflow(tmp_path, "pricing:\n  My-Model: {input: 3, output: 15, currency: USD}\n")
     settings = load_workflow(path).settings
     assert settings.pricing["my-model"].cached_input == 3
 
@@ -122,6 +120,9 @@ async def test_an_unknown_model_is_unknown_never_zero(make_harness):
     assert snap.state_payload()["codex_totals"]["spend_usd"] is None
     warned = [e.message for e in h.orch.events_since(0) if e.kind is EventKind.WARNING]
     assert any("mystery-model has no price" in m for m in warned)
+    (ended,) = [e.payload for e in h.orch.events_since(0) if e.kind is EventKind.RUN_ENDED]
+    assert ended.spend == "unknown model" and ended.spend_usd is None
+    assert ended.model == "mystery-model" and ended.tokens.total_tokens == 1100
 
 
 async def test_a_run_without_a_usage_report_is_not_reported_not_free(make_harness):
@@ -166,6 +167,9 @@ async def test_a_money_budget_holds_the_run_and_an_extension_in_dollars_lets_it_
     assert h.backend.sessions[0].turns == 2
     manifest = json.loads((h.ws("ABC-1") / ".symphony" / "run.json").read_text())
     assert manifest["budget_extra_usd"] == 5
+    await h.settle()
+    ended = [e.payload for e in h.orch.events_since(0) if e.kind is EventKind.RUN_ENDED]
+    assert ended[-1].spend == "priced" and ended[-1].spend_usd == pytest.approx(2.5)
 
 
 def test_an_extension_names_tokens_or_dollars():
