@@ -8,6 +8,11 @@ Metrics (all prefixed ``symphony_``): ``running_workers``, ``retrying_issues``,
 samples while nothing was measured but some run went unreported),
 ``runs_usage_not_reported_total`` (finished runs whose backend reported no usage),
 ``running_workers_usage_not_reported`` (runs in progress with none reported yet),
+``spend_usd_total`` (US dollars of the priced usage since the usage ledger began; no sample
+while nothing was priced), ``runs_unpriced_total`` (finished runs whose model had no price:
+their spend is unknown, not in ``spend_usd_total``), ``run_spend_usd`` (labels ``issue``,
+``host``: each running run's priced spend; no series for a run of an unknown model or
+without a usage report),
 ``seconds_running_total``,
 ``token_rate_per_minute``, ``rate_limit_used_percent`` (labels ``window``: primary,
 secondary, and ``limit``), ``tracker_up`` (0 while a tracker error shows),
@@ -90,6 +95,7 @@ class SnapshotCollector(Collector):
             "Runs in progress whose backend has reported no token usage yet.",
             live_unreported,
         )
+        yield from _spend(snap)
         yield CounterMetricFamily(
             "symphony_seconds_running", "Agent running time, ended and live runs, in seconds.",
             value=snap.seconds_running,
@@ -131,6 +137,31 @@ class SnapshotCollector(Collector):
             hosts.add_metric([host], count)
         yield hosts
         yield from _memory(snap)
+
+
+def _spend(snap: Snapshot) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+    """Spend in US dollars: the priced total, the runs without a price, each run's spend."""
+    spend = CounterMetricFamily(
+        "symphony_spend_usd",
+        "US dollars of the priced token usage since the usage ledger began.",
+    )
+    if snap.totals.cost_usd is not None:
+        spend.add_metric([], snap.totals.cost_usd)
+    yield spend
+    yield CounterMetricFamily(
+        "symphony_runs_unpriced",
+        "Finished runs whose model had no price (their spend is unknown, not in spend_usd).",
+        value=snap.runs_unpriced,
+    )
+    per_run = GaugeMetricFamily(
+        "symphony_run_spend_usd",
+        "US dollars a running run spent so far (priced runs only).",
+        labels=["issue", "host"],
+    )
+    for row in snap.running:
+        if row.spend_usd is not None:
+            per_run.add_metric([row.issue_identifier, run_host(row)], row.spend_usd)
+    yield per_run
 
 
 def _memory(snap: Snapshot) -> Iterator[GaugeMetricFamily]:

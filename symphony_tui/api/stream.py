@@ -140,12 +140,21 @@ def parse_last_event_id(text: str) -> tuple[str, int]:
 USAGE_FIELDS = (
     "totals",
     "runs_not_reported",
+    "runs_unpriced",
     "seconds_running",
     "token_rate_per_min",
     "token_history",
     "rate_limits",
 )
-ROW_USAGE_FIELDS = ("tokens", "usage_reported", "issue_total_tokens")
+ROW_USAGE_FIELDS = (
+    "tokens",
+    "usage_reported",
+    "issue_total_tokens",
+    "spend_usd",
+    "spend",
+    "turn_spend_usd",
+    "issue_spend_usd",
+)
 
 
 def hold_usage(previous: dict[str, Any], doc: dict[str, Any]) -> bool:

@@ -31,7 +31,19 @@ if TYPE_CHECKING:
     from symphony_tui.scheduler.port import CommandResult
 
 BUDGET_STEPS = ("50k", "200k", "1M")
+MONEY_STEPS = ("$1", "$5", "$20")
 STOP_CHOICE = "stop the run"
+
+
+def parse_usd(text: str) -> float | None:
+    """A positive amount of US dollars from ``"$5"``, ``"2.50"``, ``"$1,000"``; None
+    otherwise (at most 1,000,000, as the command takes)."""
+    raw = text.strip().removeprefix("$").replace(",", "").strip()
+    try:
+        amount = float(raw)
+    except ValueError:
+        return None
+    return amount if 0 < amount <= 1_000_000 else None
 
 
 def parse_tokens(text: str) -> int | None:
@@ -174,11 +186,12 @@ class IssueActions:
         row = self._state.running_row(issue)
         if issue is None or row is None or not row.budget_reached:
             return
+        money = row.budget_reached.startswith("$")  # "$2.31 of $2.00 per issue"
         body = Text("", end="")
         body.append_text(inert(row.issue_identifier, "bold"))
-        body.append(" reached its token budget: ")
+        body.append(f" reached its {'money' if money else 'token'} budget: ")
         body.append_text(inert(row.budget_reached, limit=80))
-        choices = [(f"extend by {n}", None) for n in BUDGET_STEPS]
+        choices = [(f"extend by {n}", None) for n in (MONEY_STEPS if money else BUDGET_STEPS)]
         choices.append((STOP_CHOICE, "the issue is held until you rerun it"))
 
         def chosen(answer: str | None) -> None:
@@ -187,7 +200,20 @@ class IssueActions:
             if answer == STOP_CHOICE:
                 self._sender.send(domain.Interrupt(issue_id=issue))
                 return
-            tokens = parse_tokens(answer.removeprefix("extend by "))
+            amount = answer.removeprefix("extend by ")
+            if money or amount.strip().startswith("$"):
+                dollars = parse_usd(amount)
+                if dollars is None:
+                    self._ui.notify(
+                        f"not an amount of dollars: {one_line(answer, 40)}",
+                        title="budget",
+                        severity="error",
+                        markup=False,
+                    )
+                    return
+                self._sender.send(domain.ExtendBudget(issue_id=issue, usd=dollars))
+                return
+            tokens = parse_tokens(amount)
             if tokens is None:
                 self._ui.notify(
                     f"not a number of tokens: {one_line(answer, 40)}",
@@ -199,7 +225,13 @@ class IssueActions:
             self._sender.send(domain.ExtendBudget(issue_id=issue, tokens=tokens))
 
         self._ui.push_screen(
-            Choose("Token budget", body, choices, allow_text=True, text_placeholder="or type 300k"),
+            Choose(
+                "Money budget" if money else "Token budget",
+                body,
+                choices,
+                allow_text=True,
+                text_placeholder="or type $10" if money else "or type 300k",
+            ),
             chosen,
         )
 

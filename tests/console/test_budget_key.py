@@ -106,3 +106,35 @@ async def test_budget_dialog(port, make_app, svg_snapshot, size):
         await select_worker(pilot, "DEMO-3")
 
     assert await shoot(make_app(port), size, keys=("b",), before=pick) == svg_snapshot
+
+
+async def test_a_money_budget_offers_dollars_and_takes_a_typed_amount(port, make_app):
+    from symphony_tui.console.actions import parse_usd
+
+    rows = [
+        r.model_copy(
+            update={
+                "budget_reached": "$2.31 of $2.00 per issue",
+                "status": RunStatus.WAITING_FOR_OPERATOR,
+            }
+        )
+        if r.issue_identifier == "DEMO-3"
+        else r
+        for r in port.current.running
+    ]
+    port.update(running=tuple(rows))
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_worker(pilot, "DEMO-3")
+        await pilot.press("b")
+        assert isinstance(app.screen, Choose)
+        await pilot.press("down", "enter")  # the second step: $5
+        await done(pilot)
+        await pilot.press("b", "tab", *"$2.50", "enter")
+        await done(pilot)
+        assert port.sent == [
+            ExtendBudget(issue_id="demo-3", usd=5.0),
+            ExtendBudget(issue_id="demo-3", usd=2.5),
+        ]
+    assert parse_usd("$1,000") == 1000.0 and parse_usd("free") is None and parse_usd("$0") is None

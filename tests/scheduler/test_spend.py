@@ -214,3 +214,39 @@ async def test_a_resumed_thread_is_priced_once_across_a_crash(make_harness, tmp_
     assert loaded.tokens.cost_usd == pytest.approx(1.875)
     first.orch.usage.close()
     await second.orch.shutdown()
+
+
+def test_metrics_carry_the_priced_spend_and_count_the_unpriced_runs():
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from symphony_tui.api.metrics import render
+    from symphony_tui.domain import RunningRow, Snapshot
+
+    from .conftest import T0
+
+    def samples(snapshot: Snapshot) -> dict[tuple[str, tuple], float]:
+        text = render(lambda: snapshot).decode()
+        return {
+            (s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text)
+            for s in family.samples
+        }
+
+    priced = RunningRow(issue_id="a", issue_identifier="ABC-1", state="Todo", spend_usd=0.75)
+    unknown = RunningRow(
+        issue_id="b", issue_identifier="ABC-2", state="Todo", spend="unknown model"
+    )
+    got = samples(
+        Snapshot(
+            generated_at=T0,
+            running=(priced, unknown),
+            totals=TokenUsage(total_tokens=9, cost_usd=1.5),
+            runs_unpriced=2,
+        )
+    )
+    assert got[("symphony_spend_usd_total", ())] == 1.5
+    assert got[("symphony_runs_unpriced_total", ())] == 2
+    spend = {k[1]: v for k, v in got.items() if k[0] == "symphony_run_spend_usd"}
+    assert [dict(k)["issue"] for k in spend] == ["ABC-1"] and list(spend.values()) == [0.75]
+    nothing_priced = samples(Snapshot(generated_at=T0, totals=TokenUsage(total_tokens=9)))
+    assert not [k for k in nothing_priced if k[0] == "symphony_spend_usd_total"]

@@ -20,7 +20,7 @@ from symphony_tui.console.sanitize import inert, one_line
 from symphony_tui.console.selection import oldest_approval
 from symphony_tui.console.transcript import Transcript, plan_progress, plan_steps
 from symphony_tui.console.widgets.footer import ConsoleFooter
-from symphony_tui.console.widgets.tokens import not_reported
+from symphony_tui.console.widgets.tokens import not_reported, unpriced, usd
 from symphony_tui.console.widgets.workers import last_activity
 from symphony_tui.domain import ApprovalRequest, EventKind, Rerun, Snapshot
 from symphony_tui.domain.kinds import WAITING_FOR_MEMORY
@@ -226,14 +226,25 @@ def worker_header(
             f" (reasoning {fmt.grouped(tok.reasoning_tokens)})"
             f"  total {fmt.grouped(tok.total_tokens)}"
         )
-        if tok.cost_usd is not None:
-            text.append(f"  ${tok.cost_usd:.2f}")
+    # what the run cost, priced by its model (config/pricing.py), or why it is unknown
+    if row.usage_reported and (row.spend_usd is not None or row.spend == "unknown model"):
+        text.append("\nspend ", style=tones.muted)
+        if row.spend_usd is not None:
+            text.append(f"{usd(row.spend_usd)}  (this turn {usd(row.turn_spend_usd or 0.0)})")
+        else:
+            text.append("unknown: no price for this model", style=tones.warning)
+        if row.model:
+            text.append(f"  model {one_line(row.model, 40)}", style=tones.muted)
     # The issue's total when earlier runs add to it (it includes this run's tokens).
     if row.issue_runs_not_reported or row.issue_total_tokens > tok.total_tokens:
         text.append("\nissue total ", style=tones.muted)
         text.append(f"{fmt.grouped(row.issue_total_tokens)} tokens")
+        if row.issue_spend_usd is not None:
+            text.append(f", {usd(row.issue_spend_usd)}")
         if row.issue_runs_not_reported:
             text.append(f" {not_reported(row.issue_runs_not_reported)}", style=tones.warning)
+        if row.issue_runs_unpriced:
+            text.append(f" {unpriced(row.issue_runs_unpriced)}", style=tones.warning)
     _resources(text, snapshot, row, tones)
     if row.posture is not None:  # what the run can reach (docs/security.md)
         rows = dict(row.posture.lines())

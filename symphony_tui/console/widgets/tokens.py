@@ -31,6 +31,18 @@ def not_reported(runs: int) -> str:
     return f"({runs:,} run{'' if runs == 1 else 's'} not reported)"
 
 
+def usd(amount: float) -> str:
+    """``$1.23``; ``$0.0042`` below a cent, so a small spend never reads ``$0.00``."""
+    return f"${amount:.4f}" if 0 < amount < 0.01 else f"${amount:,.2f}"
+
+
+def unpriced(runs: int) -> str:
+    """``"(2 runs of an unknown model)"``: runs whose tokens had no price, or ``""``."""
+    if not runs:
+        return ""
+    return f"({runs:,} run{'' if runs == 1 else 's'} of an unknown model)"
+
+
 def totals_text(snapshot: Snapshot, tones: Tones) -> Text:
     """Totals, rate and runtime (spec §13.5): one labelled value a line. Finished runs
     whose backend reported no usage are counted beside the total (a live run without a
@@ -60,9 +72,12 @@ def totals_text(snapshot: Snapshot, tones: Tones) -> Text:
     _pair(text, "rate", f"{fmt.compact(snapshot.token_rate_per_min)}/min", tones)
     text.append("\n")
     _pair(text, "runtime", fmt.duration(snapshot.seconds_running), tones)
-    if t.cost_usd is not None:
+    live_unknown = sum(1 for r in snapshot.running if r.spend == "unknown model")
+    if t.cost_usd is not None or snapshot.runs_unpriced or live_unknown:
         text.append("\n")
-        _pair(text, "cost", f"${t.cost_usd:,.2f}", tones)
+        _pair(text, "spend", "-" if t.cost_usd is None else usd(t.cost_usd), tones)
+        if snapshot.runs_unpriced:
+            text.append(f" {unpriced(snapshot.runs_unpriced)}", style=tones.warning)
     return text
 
 
@@ -132,8 +147,10 @@ def per_worker_text(snapshot: Snapshot, tones: Tones, limit: int = PER_WORKER_RO
             f"{fmt.compact(r.tokens.total_tokens):>7} "
             f"in {fmt.compact(r.tokens.input_tokens)} out {fmt.compact(r.tokens.output_tokens)}"
         )
-        if r.tokens.cost_usd is not None:
-            text.append(f" ${r.tokens.cost_usd:.2f}")
+        if r.spend_usd is not None:
+            text.append(f" {usd(r.spend_usd)}")
+        elif r.spend == "unknown model":
+            text.append(" $?", style=tones.warning)
         if i < len(shown) - 1:
             text.append("\n")
     if len(ranked) > limit:
