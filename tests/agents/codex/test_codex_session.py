@@ -659,13 +659,18 @@ async def test_resume_and_fallback(fake_codex, workspace):
         [
             HANDSHAKE[0],
             HANDSHAKE[1],
-            {"expect": "thread/resume", "result": {"thread": {"id": "th-old"}}},
+            {
+                "expect": "thread/resume",
+                "result": {"thread": {"id": "th-old"}, "model": "gpt-5.1-codex"},
+            },
         ]
     )
     host = RecordingSessionHost(workspace, resume={"thread_id": "th-old"})
     session = await resumed.backend.start_session(host)
     assert session.thread_id == "th-old"
-    assert host.of_kind(EventKind.SESSION_STARTED)[0].payload.resumed is True
+    started = host.of_kind(EventKind.SESSION_STARTED)[0].payload
+    assert started.resumed is True
+    assert started.model == "gpt-5.1-codex"  # the thread's model prices the run
 
     fallback = fake_codex(
         [
