@@ -51,6 +51,7 @@ def test_workflow_settings(tmp_path: Path) -> None:
     assert s.polling.interval_ms == 2000
     assert s.hooks.after_create and "git init" in s.hooks.after_create
     assert s.hooks.before_run
+    assert s.pricing["symphony-demo"].output == 10  # its console shows spend in money
 
 
 def test_issues_file_fits_the_shared_format_and_the_demo() -> None:

@@ -58,6 +58,8 @@ async def test_a_full_run_with_an_approval(tmp_path: Path) -> None:
         assert kind in kinds, kind
     totals = [e.payload.usage.total_tokens for e in host.of_kind(EventKind.TOKEN_USAGE)]
     assert totals == sorted(totals) and totals[-1] > 0
+    # the model thread/start names, which prices the run
+    assert host.of_kind(EventKind.SESSION_STARTED)[0].payload.model == "symphony-demo"
 
 
 async def test_fail_once_then_two_turns_on_one_thread(tmp_path: Path) -> None:
