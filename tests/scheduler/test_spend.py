@@ -48,6 +48,19 @@ def test_lookup_takes_the_operators_table_first_then_the_shipped_one():
     assert lookup(mine, None) is None
 
 
+def test_a_backends_own_cost_counts_unless_the_table_prices_the_model_or_it_is_zero():
+    from symphony_tui.scheduler.usage.tokens import TokenLedger
+
+    ledger = TokenLedger()
+    reported = TokenUsage(input_tokens=MILLION, total_tokens=MILLION, cost_usd=0.3)
+    assert ledger.report("s1", reported, 0.0).cost_usd == 0.3  # OpenCode, OpenHands
+    price = ModelPrice(input=2, output=8)
+    assert ledger.report("s2", reported, 0.0, price=price).cost_usd == 2.0  # the table wins
+    free = reported.model_copy(update={"cost_usd": 0.0})
+    assert ledger.report("s3", free, 0.0).cost_usd is None  # no price, not free
+    assert ledger.totals.cost_usd == pytest.approx(2.3)
+
+
 @pytest.mark.parametrize(
     ("front", "said"),
     [

@@ -117,13 +117,19 @@ class TokenLedger:
         """Record an absolute total for a session (of issue ``issue_id``, when given);
         returns the growth that was added. With ``price`` (the session's model's) the
         growth's ``cost_usd`` is its price; without, it is what the backend reported
-        (None: unknown). Only growth is priced, so a resumed thread never pays twice."""
+        (None: unknown; zero for tokens: unknown too). Only growth is priced, so a resumed
+        thread never pays twice."""
         before = self._baselines.get(session_key, TokenUsage())
         growth = absolute.growth_since(before)
         self._baselines[session_key] = absolute
         if price is not None:
             cost = None if growth.is_zero else price.cost(growth)
             growth = growth.model_copy(update={"cost_usd": cost})
+        elif growth.cost_usd == 0 and not growth.is_zero:
+            # A backend that prices tokens at nothing had no price for its model (OpenCode
+            # for a provider its price list lacks): unknown, not free. A free model is
+            # priced at zero under ``pricing``.
+            growth = growth.model_copy(update={"cost_usd": None})
         if not growth.is_zero or growth.cost_usd:
             self.totals = self.totals + growth
             if issue_id is not None:
