@@ -297,13 +297,34 @@ class IssueActions:
             AskText("Move issue", body, placeholder="state", suggestions=states), entered
         )
 
-    def refresh(self) -> None:
-        self._sender.send(domain.Refresh())
+    def refresh(self, project: str | None = None) -> None:
+        """Poll now; in a fleet console, ``project``'s scheduler (see :meth:`no_project`)."""
+        if not self.no_project(project):
+            self._sender.send(domain.Refresh(project=project))
 
-    def toggle_pause(self) -> None:
+    def toggle_pause(self, project: str | None = None) -> None:
+        """Pause or resume dispatching; in a fleet console, ``project``'s (its own pause
+        state decides which)."""
+        if self.no_project(project):
+            return
         snapshot = self._state.snapshot
         paused = bool(snapshot and snapshot.dispatch_paused)
-        self._sender.send(domain.PauseDispatch(paused=not paused))
+        if project is not None:
+            from symphony_tui.console.fleet import project_row
+
+            row = project_row(self._state.fleet_snapshot, project)
+            paused = bool(row and row.dispatch_paused)
+        self._sender.send(domain.PauseDispatch(paused=not paused, project=project))
+
+    def no_project(self, project: str | None) -> bool:
+        """A fleet console with no project for a command that names no issue (nothing
+        selected, no filter): says so in one line, and nothing is sent."""
+        from symphony_tui.console.fleet import CHOOSE_A_PROJECT, is_fleet
+
+        if project is None and is_fleet(self._state.fleet_snapshot):
+            self._ui.notify(CHOOSE_A_PROJECT, severity="warning", markup=False)
+            return True
+        return False
 
 
 class ApprovalActions:

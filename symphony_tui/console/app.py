@@ -202,6 +202,12 @@ class SymphonyApp(App[None]):
         return self.state.snapshot
 
     @property
+    def project_filter(self) -> str | None:
+        """A fleet console's project filter: the project whose rows every pane shows
+        (``None``: every project's; ``console/fleet.py``)."""
+        return self.state.project_filter
+
+    @property
     def starting(self) -> bool:
         """True until the scheduler is built (``start``; :mod:`console.starting`)."""
         return self.state.starting
@@ -424,6 +430,14 @@ class SymphonyApp(App[None]):
     def _approval(self) -> ApprovalRequest | None:
         return selected_approval(self._acting_screen())
 
+    def _project(self) -> str | None:
+        """Where a command that names no issue goes in a fleet console: the acting
+        screen's selected project or host row's project, the selected row's, the filter's
+        (``ConsoleState.project_for``); ``None`` outside a fleet or when none says."""
+        screen = self._acting_screen()
+        chosen = getattr(screen, "selected_project", None)
+        return self.state.project_for(self._issue(), chosen() if callable(chosen) else None)
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return self.enablement.allows(action, self._acting_screen())
 
@@ -448,10 +462,40 @@ class SymphonyApp(App[None]):
         self.issue_actions.move(self._issue())
 
     def action_refresh(self) -> None:
-        self.issue_actions.refresh()
+        self.issue_actions.refresh(self._project())
 
     def action_toggle_pause(self) -> None:
-        self.issue_actions.toggle_pause()
+        self.issue_actions.toggle_pause(self._project())
+
+    # -- actions: the fleet (console/fleet.py) ----------------------------------------------
+
+    def action_cycle_project(self) -> None:
+        """Filter by the next project (in the projects table's order), after the last
+        one every project again."""
+        snapshot = self.state.fleet_snapshot
+        if snapshot is None or not snapshot.projects:
+            return
+        names = [p.name for p in snapshot.projects]
+        current = self.state.project_filter
+        if current not in names:
+            self.set_project_filter(names[0])
+        else:
+            i = names.index(current) + 1
+            self.set_project_filter(names[i] if i < len(names) else None)
+
+    def set_project_filter(self, project: str | None) -> None:
+        """Show only ``project``'s rows in every pane (``None``: every project's)."""
+        self.state.project_filter = project
+        shown = f"showing project {project} only" if project else "showing every project"
+        self.notify(shown, title="fleet", markup=False)
+        self.tick()
+
+    def action_show_projects(self) -> None:
+        from symphony_tui.console.screens.projects import ProjectsScreen
+
+        if not isinstance(self.screen, ProjectsScreen):
+            self.push_screen(ProjectsScreen())
+            self.call_after_refresh(self.tick)
 
     # -- actions: the selected approval (approval_actions) ----------------------------------
 
@@ -553,9 +597,10 @@ class SymphonyApp(App[None]):
             self.push_screen(AuditScreen())
 
     def action_help(self) -> None:
+        from symphony_tui.console.fleet import is_fleet
         from symphony_tui.console.screens.help import HelpScreen
 
-        self.push_screen(HelpScreen(self.key_for))
+        self.push_screen(HelpScreen(self.key_for, fleet=is_fleet(self.state.fleet_snapshot)))
 
     def open_worker(self, issue_id: str) -> None:
         """Push the worker detail screen of ``issue_id``."""

@@ -53,6 +53,8 @@ def approval_detail(a: ApprovalRequest, now: datetime, tones: Tones) -> Text:
         text.append(f"{name:<11}", style=tones.muted)
         text.append_text(value if isinstance(value, Text) else inert(value, limit=200))
 
+    if a.project is not None:  # a fleet console's: which scheduler asks
+        field("project", inert(a.project, tones.bold, limit=80))
     field("issue", Text(one_line(a.issue_identifier or a.issue_id, 30), style=tones.bold))
     field("backend", a.backend or "-")
     field("kind", KIND_LABELS.get(a.kind, a.kind.value))

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from symphony_tui.console.approval_text import permission_choices
+from symphony_tui.console.fleet import is_fleet
 from symphony_tui.console.registry import APP_BY_ACTION, commands_for
 from symphony_tui.console.sanitize import one_line
 from symphony_tui.console.selection import Selection
@@ -49,6 +50,8 @@ class Enablement:
         if self._state.stopping and action != "quit":
             return False  # quitting or detaching: only a second quit (forcing it) still runs
         cmd = APP_BY_ACTION.get(action)
+        if cmd is not None and cmd.fleet:
+            return is_fleet(self._state.fleet_snapshot)
         if cmd is None or cmd.requires is None:
             return True
         if not isinstance(screen, Selection):

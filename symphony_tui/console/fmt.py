@@ -188,11 +188,20 @@ def clock_time(at: datetime | None) -> str:
     return at.strftime("%H:%M:%S")
 
 
+#: Cells of an event's project in a fleet console's log line.
+PROJECT_LOG_CELLS = 7
+
+
 def event_line(event: AgentEvent, tones: Tones, *, message_limit: int = 400) -> Text:
-    """One log line: ``HH:MM:SS ISSUE kind message`` with inert message text."""
+    """One log line: ``HH:MM:SS ISSUE kind message`` with inert message text; in a fleet
+    console (the event names its project) ``HH:MM:SS PROJECT ISSUE kind message``."""
     line = Text(end="")
     line.append(clock_time(event.at), style=tones.muted)
     line.append(" ")
+    if event.project is not None:
+        project = one_line(event.project, PROJECT_LOG_CELLS)
+        line.append(f"{project:<{PROJECT_LOG_CELLS}}", style=tones.muted)
+        line.append(" ")
     ident = one_line(event.issue_identifier or event.issue_id or "-", 8)
     line.append(f"{ident:<8}", style=tones.bold)
     line.append(" ")
@@ -205,11 +214,12 @@ def event_line(event: AgentEvent, tones: Tones, *, message_limit: int = 400) -> 
 
 
 def event_matches(event: AgentEvent, words: tuple[str, ...]) -> bool:
-    """Every word (lowercase) occurs in the issue, kind or message of ``event``."""
+    """Every word (lowercase) occurs in the project, issue, kind or message of ``event``."""
     if not words:
         return True
     hay = " ".join(
         (
+            event.project or "",
             event.issue_identifier or "",
             event.issue_id or "",
             event.kind.value,

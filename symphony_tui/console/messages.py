@@ -65,6 +65,11 @@ class ConsoleApp(Protocol):
         ...
 
     @property
+    def project_filter(self) -> str | None:
+        """A fleet console's project filter (``None``: every project)."""
+        ...
+
+    @property
     def starting(self) -> bool:
         """True until the scheduler is built (``console.starting``)."""
         ...

@@ -40,7 +40,9 @@ class Refresher:
         self.render_keys: weakref.WeakKeyDictionary[Screen, tuple] = weakref.WeakKeyDictionary()
 
     def read(self) -> Snapshot | None:
-        """The port's snapshot, now ``state.snapshot``; ``None`` when the port failed."""
+        """The port's snapshot as shown (``state.snapshot``: narrowed to a fleet console's
+        project filter); ``None`` when the port failed. Attention hears of the whole one
+        (an approval waiting in another project still rings)."""
         try:
             snapshot = self._state.port.snapshot()
         except Exception as exc:
@@ -50,9 +52,9 @@ class Refresher:
                 self._ui.notify(text, title="snapshot failed", severity="error", markup=False)
             return None
         self._port_error = None
-        self._state.snapshot = snapshot
+        shown = self._state.take(snapshot)
         self._attention.on_snapshot(snapshot)
-        return snapshot
+        return shown
 
     def paint(
         self, stack: Sequence[Screen], snapshot: Snapshot, now: datetime, tones: Tones, key: tuple

@@ -17,7 +17,9 @@ from typing import Literal
 
 from textual.binding import Binding
 
-Scope = Literal["app", "main", "worker", "approvals", "recovered", "diff", "audit", "hosts"]
+Scope = Literal[
+    "app", "main", "worker", "approvals", "recovered", "diff", "audit", "hosts", "projects"
+]
 Requires = Literal[
     "issue",
     "running",
@@ -40,6 +42,7 @@ SCOPE_TITLES: dict[Scope, str] = {
     "diff": "Diff",
     "audit": "Audit log",
     "hosts": "Worker hosts",
+    "projects": "Projects (fleet)",
 }
 
 
@@ -68,6 +71,7 @@ class ConsoleCommand:
     confirm: bool = False
     key_display: str | None = None
     priority: bool = False
+    fleet: bool = False
 
     @property
     def action_name(self) -> str:
@@ -195,6 +199,16 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
         show=False,
     ),
     ConsoleCommand(
+        "projects", "P", "show_projects", "Projects",
+        "Fleet: open the projects table (each scheduler's link, runs, approvals, tokens)",
+        show=False, fleet=True,
+    ),
+    ConsoleCommand(
+        "project_filter", "F", "cycle_project", "Project",
+        "Fleet: show one project's rows in every pane, the next project each press, then all",
+        show=False, fleet=True,
+    ),
+    ConsoleCommand(
         "help", "question_mark", "help", "Help", "Show every key",
         key_display="?",
     ),
@@ -316,6 +330,15 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
         "copy_path", "y", "copy_path", "Copy path",
         "Copy the workspace path to the clipboard (OSC 52, your terminal permitting)",
         scope="recovered",
+    ),
+    ConsoleCommand(
+        "projects_back", "escape", "app.pop_screen", "Back",
+        "Back to the previous screen", scope="projects", palette=False, fleet=True,
+    ),
+    ConsoleCommand(
+        "filter_project", "enter", "filter_selected", "Filter",
+        "Show only the selected project's rows in every pane (on the filtered one: all)",
+        scope="projects", fleet=True,
     ),
     ConsoleCommand(
         "hosts_back", "escape", "app.pop_screen", "Back",

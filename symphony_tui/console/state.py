@@ -3,8 +3,9 @@
 One :class:`ConsoleState` per console: the port it reads and commands (a
 :class:`~symphony_tui.console.starting.StartingPort` until the scheduler is built, then
 the built one), the last snapshot read, whether the scheduler runs elsewhere and whether
-the console is leaving. The app's refresh writes ``snapshot``; ``console/lifecycle.py``
-writes the rest; everything else reads.
+the console is leaving, and in a fleet console (``console/fleet.py``) the project the
+operator filters by. The app's refresh writes ``snapshot``; ``console/lifecycle.py``
+writes the rest; the app's filter key writes ``project_filter``; everything else reads.
 """
 
 from __future__ import annotations
@@ -23,7 +24,11 @@ class ConsoleState:
     the first tick); ``detach_only``: the scheduler runs elsewhere (``symphony-tui
     attach``), quitting detaches; ``stopping``: a quit or detach began, so no key but quit
     runs an action and nothing is repainted; ``notify``: what decides the console's bells
-    and desktop alerts (``console.starting.notify_of``)."""
+    and desktop alerts (``console.starting.notify_of``).
+
+    A fleet console: ``fleet_snapshot`` is the port's whole snapshot and ``snapshot`` the
+    part the operator looks at, narrowed to ``project_filter`` (``fleet.narrowed``; the
+    whole one while it is ``None``)."""
 
     def __init__(
         self,
@@ -34,6 +39,9 @@ class ConsoleState:
     ) -> None:
         self.port = port
         self.snapshot: Snapshot | None = None
+        self.fleet_snapshot: Snapshot | None = None
+        self.project_filter: str | None = None
+        self._narrowed: tuple[Snapshot, str | None, Snapshot] | None = None
         self.detach_only = detach_only
         self.stopping = False
         self.notify = notify
@@ -42,6 +50,32 @@ class ConsoleState:
     def starting(self) -> bool:
         """True until the scheduler is built (``console.starting``)."""
         return self.port.starting
+
+    def take(self, snapshot: Snapshot) -> Snapshot:
+        """Hold the port's ``snapshot``; returns what the console shows of it (the same
+        object for the same snapshot and filter, so unchanged input repaints nothing)."""
+        from symphony_tui.console.fleet import narrowed
+
+        self.fleet_snapshot = snapshot
+        memo = self._narrowed
+        if memo is not None and memo[0] is snapshot and memo[1] == self.project_filter:
+            shown = memo[2]
+        else:
+            shown = narrowed(snapshot, self.project_filter)
+            self._narrowed = (snapshot, self.project_filter, shown)
+        self.snapshot = shown
+        return shown
+
+    def project_for(self, issue_id: str | None, project: str | None = None) -> str | None:
+        """The project a command that names no issue goes to: ``project`` (a selected
+        project or host row's), else ``issue_id``'s (the selected row's), else the
+        filter's. ``None`` outside a fleet, or when none of them says."""
+        from symphony_tui.console.fleet import is_fleet, project_of
+
+        snapshot = self.fleet_snapshot
+        if not is_fleet(snapshot):
+            return None
+        return project or project_of(snapshot, issue_id) or self.project_filter
 
     def ident(self, issue_id: str) -> str:
         """The identifier of ``issue_id`` (``DEMO-3``) when the snapshot knows it."""
@@ -63,13 +97,22 @@ class ConsoleState:
 
     def workspace_of(self, issue_id: str | None) -> tuple[str, str | None, str, str | None] | None:
         """``(issue_id, identifier, path, worker host)`` of the issue's workspace (its live
-        run's, else a recovered one); the host is ``None`` for this machine."""
+        run's, else a recovered one); the host is ``None`` for this machine (in a fleet
+        console, a project's run without a worker host is on the project's machine)."""
         if issue_id is None or self.snapshot is None:
             return None
         from symphony_tui.scheduler.workspace_view import locate  # after the first snapshot
 
         found = locate(self.snapshot, issue_id)
-        return (found[0], found[1], found[2], found[4]) if found else None
+        if found is None:
+            return None
+        host = found[4]
+        if host is None:  # a fleet project on another machine: its workspaces are there
+            from symphony_tui.console.fleet import project_of, project_row
+
+            project = project_row(self.fleet_snapshot, project_of(self.fleet_snapshot, found[0]))
+            host = project.machine if project is not None else None
+        return (found[0], found[1], found[2], host)
 
     def session_of(self, issue_id: str) -> str | None:
         """The thread / session id of the issue's run or recovered workspace."""

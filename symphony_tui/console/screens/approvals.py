@@ -1,4 +1,7 @@
-"""All pending approvals across workers, oldest first, with the selected one in full."""
+"""All pending approvals across workers, oldest first, with the selected one in full.
+
+In a fleet console it is the one inbox of every project (a project column first; the
+answers go out with the request's namespaced id, which the fleet port routes)."""
 
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from symphony_tui.console.approval_text import (
     asked,
     permission_choices,
 )
+from symphony_tui.console.fleet import PROJECT_CELLS, is_fleet
 from symphony_tui.console.messages import console_app
 from symphony_tui.console.registry import BY_ID, bindings_for
 from symphony_tui.console.sanitize import inert
@@ -37,16 +41,29 @@ COLUMNS = (
     ("age", "Age", 6),
     ("left", "Left", 6),
 )
+FLEET_COLUMNS = (("project", "Project", PROJECT_CELLS), *COLUMNS)
+#: At 80 columns the project, backend and kind give cells to what is asked.
+FLEET_SHRINK = {"project": 7, "backend": 7, "kind": 12}
 
 
-def approval_rows(snapshot: Snapshot, now: datetime, tones: Tones) -> list[tuple[str, Row]]:
+def approval_rows(
+    snapshot: Snapshot,
+    now: datetime,
+    tones: Tones,
+    fleet: bool = False,
+    project_width: int = PROJECT_CELLS,
+) -> list[tuple[str, Row]]:
+    """(approval id, cells), oldest first; ``fleet``: a project cell first, the name cut
+    to ``project_width`` cells."""
     rows: list[tuple[str, Row]] = []
     for a in approvals_oldest_first(snapshot):
         left = fmt.until(a.deadline_at, now)
+        project = (inert(a.project or "-", tones.muted, limit=project_width),) if fleet else ()
         rows.append(
             (
                 a.id,
                 (
+                    *project,
                     inert(a.issue_identifier or a.issue_id, tones.bold, limit=10),
                     inert(a.backend or "-", limit=9),
                     Text(KIND_LABELS.get(a.kind, a.kind.value), style=tones.warning, end=""),
@@ -104,7 +121,10 @@ class ApprovalsScreen(Screen[None]):
     def show(self, snapshot: Snapshot, now: datetime, tones: Tones) -> None:
         self._snapshot, self._now = snapshot, now
         table = self.query_one("#approvals", KeyedTable)
-        table.sync(approval_rows(snapshot, now, tones))
+        fleet = is_fleet(snapshot)
+        table.set_column_spec(FLEET_COLUMNS if fleet else COLUMNS, FLEET_SHRINK if fleet else None)
+        width = table.column_width("project") if fleet else PROJECT_CELLS
+        table.sync(approval_rows(snapshot, now, tones, fleet, width))
         table.border_title = f"Pending approvals ({len(snapshot.approvals)}, oldest first)"
         self._show_detail(tones)
 

@@ -15,13 +15,15 @@ from textual.widgets import Static
 from symphony_tui.console.registry import COMMANDS, SCOPE_TITLES, ConsoleCommand
 
 
-def help_table(key_for: Callable[[ConsoleCommand], str]) -> Table:
-    """Every command grouped by scope: key, help line, and whether it asks first."""
+def help_table(key_for: Callable[[ConsoleCommand], str], *, fleet: bool = False) -> Table:
+    """Every command grouped by scope: key, help line, and whether it asks first; the
+    fleet console's commands only in a fleet console (``fleet``)."""
+    commands = [c for c in COMMANDS if fleet or not c.fleet]
     table = Table(box=None, show_header=False, padding=(0, 1), expand=True)
     table.add_column("key", style="bold", width=8, no_wrap=True)
     table.add_column("what")
     seen_scope = None
-    for cmd in COMMANDS:
+    for cmd in commands:
         if cmd.scope != seen_scope:
             seen_scope = cmd.scope
             if table.row_count:
@@ -38,7 +40,7 @@ def help_table(key_for: Callable[[ConsoleCommand], str]) -> Table:
     table.add_row(
         "", Text('Remap keys in keymap.toml: binding_id = "key" (ids below)', style="dim")
     )
-    table.add_row("", Text(", ".join(c.id for c in COMMANDS), style="dim"))
+    table.add_row("", Text(", ".join(c.id for c in commands), style="dim"))
     return table
 
 
@@ -47,15 +49,16 @@ class HelpScreen(ModalScreen[None]):
         Binding("escape,q,question_mark", "dismiss_help", "Close", id="help_close"),
     ]
 
-    def __init__(self, key_for: Callable[[ConsoleCommand], str]) -> None:
+    def __init__(self, key_for: Callable[[ConsoleCommand], str], *, fleet: bool = False) -> None:
         super().__init__(classes="dialog")
         self._key_for = key_for
+        self._fleet = fleet
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help") as box:
             box.border_title = "Keys"
             box.border_subtitle = "esc to close"
-            yield Static(help_table(self._key_for), id="help-body")
+            yield Static(help_table(self._key_for, fleet=self._fleet), id="help-body")
 
     def action_dismiss_help(self) -> None:
         self.dismiss(None)

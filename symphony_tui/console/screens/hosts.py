@@ -84,15 +84,21 @@ def links_text(row: HostRow, now: datetime) -> str:
     )
 
 
+def host_key(row: HostRow) -> str:
+    """A host row's key: its name, ``project/name`` in a fleet console (two projects may
+    name the same host)."""
+    return row.name if row.project is None else f"{row.project}/{row.name}"
+
+
 def host_rows(snapshot: Snapshot, now: datetime, tones: Tones) -> list[tuple[str, Row]]:
     rows: list[tuple[str, Row]] = []
     for h in snapshot.hosts:
         error = inert(one_line(h.last_error or "", 200), tones.error if not h.up else tones.muted)
         rows.append(
             (
-                h.name,
+                host_key(h),
                 (
-                    inert(h.name, tones.bold, limit=60),
+                    inert(host_key(h), tones.bold, limit=60),
                     host_state(h, tones),
                     Text(fmt.age(h.since, now) if h.since else "-", end=""),
                     Text(runs_text(h), end=""),
@@ -210,7 +216,12 @@ class HostsScreen(Screen[None]):
             return None
         tables = self.query("#hosts").results(KeyedTable)
         key = next((t.selected_key for t in tables), None)
-        return next((h for h in self._snapshot.hosts if h.name == key), None)
+        return next((h for h in self._snapshot.hosts if host_key(h) == key), None)
+
+    def selected_project(self) -> str | None:
+        """A fleet console's project of the selected host (``p`` and ``R`` act on it)."""
+        row = self.selected_host()
+        return row.project if row is not None else None
 
     def _show_detail(self, tones: Tones) -> None:
         row = self.selected_host()
@@ -261,14 +272,18 @@ class HostsScreen(Screen[None]):
         body.append(f"{n} running attempt{'s' * (n != 1)} there {'go' if n != 1 else 'goes'} on, ")
         body.append("and issues whose workspace is there still go back to it. ")
         body.append("d undrains it; a restart forgets the drain.")
-        self.post_message(ConfirmCommand("Drain host", body, DrainHost(host=row.name), "Drain"))
+        self.post_message(
+            ConfirmCommand(
+                "Drain host", body, DrainHost(host=row.name, project=row.project), "Drain"
+            )
+        )
 
     def action_undrain_selected(self) -> None:
         row = self.selected_host()
         if row is not None and row.drained:
-            self.post_message(SendCommand(UndrainHost(host=row.name)))
+            self.post_message(SendCommand(UndrainHost(host=row.name, project=row.project)))
 
     def action_probe_selected(self) -> None:
         row = self.selected_host()
         if row is not None:
-            self.post_message(SendCommand(ProbeHost(host=row.name)))
+            self.post_message(SendCommand(ProbeHost(host=row.name, project=row.project)))

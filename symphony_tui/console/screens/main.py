@@ -56,6 +56,7 @@ class MainScreen(Screen[None]):
         self._last_table = "workers"
         self._snapshot: Snapshot | None = None
         self._alert: Text | None = None
+        self._log_project: str | None = None  # the project filter the log follows
 
     @property
     def console(self) -> ConsoleApp:
@@ -104,9 +105,10 @@ class MainScreen(Screen[None]):
         with self.app.batch_update():
             # only what changed is set: Textual repaints a whole pane on every update
             link = self.app.port.link()  # attached consoles only
+            showing = self.console.project_filter
             update_static(
                 self.query_one("#status-line", Static),
-                status_text(snapshot, now, tones, link),
+                status_text(snapshot, now, tones, link, showing=showing),
             )
             alert = self._alert = alert_text(snapshot, now, tones, link)
             alert_line = self.query_one("#alert-line", Static)
@@ -125,7 +127,11 @@ class MainScreen(Screen[None]):
                 title=f"2 Workers ({len(snapshot.running)})",
                 subtitle=f"⚑ {pending} pending · v approvals" if pending else "",
             )
-            self.pull(tones)
+            if showing != self._log_project:  # the fleet's project filter: the log follows
+                self._log_project = showing
+                self.apply_filter(self.query_one(EventLogView).filter.text)
+            else:
+                self.pull(tones)
             self.query_one(TokenPane).show(snapshot, now, tones)
         # after the layout of this paint (the alert line may just have appeared)
         self.call_after_refresh(self._share_tables)
@@ -188,6 +194,8 @@ class MainScreen(Screen[None]):
         """``3 Events`` plus the filter, ``follow off`` and the paused badge."""
         log = self.query_one(EventLogView)
         title = Text("3 Events", end="")
+        if log.filter.project:
+            title.append(f" · {one_line(log.filter.project, 20)}")
         if log.filter.text:
             title.append(f" · filter: {one_line(log.filter.text, 40)}")
         if not log.follow:
@@ -281,7 +289,7 @@ class MainScreen(Screen[None]):
     def apply_filter(self, text: str) -> None:
         log = self.query_one(EventLogView)
         snapshot = self._snapshot or self.console.port.snapshot()
-        log_filter = LogFilter.parse(text, snapshot)
+        log_filter = LogFilter.parse(text, snapshot, self.console.project_filter)
         log.set_filter(log_filter, self.console.port, self.console.tones)
         for problem in log_filter.problems:
             self.notify(problem, title="filter", severity="warning", markup=False)

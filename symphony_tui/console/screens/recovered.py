@@ -15,6 +15,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from symphony_tui.console import fmt
+from symphony_tui.console.fleet import is_fleet, project_of
 from symphony_tui.console.messages import ConfirmCommand, ConsoleApp, SendCommand, console_app
 from symphony_tui.console.registry import bindings_for
 from symphony_tui.console.sanitize import inert, one_line
@@ -128,6 +129,12 @@ def last_run_cell(status: str | None, failed: bool, tones: Tones) -> Text:
     return inert(cell, getattr(tones, tone) if tone else "", limit=13)
 
 
+def workspace_key(w: RecoveredWorkspace, snapshot: Snapshot) -> str:
+    """A recovered workspace's row key: its folder name, or in a fleet console its
+    (namespaced) issue id, as folder names repeat across projects."""
+    return (w.issue_id or w.key) if is_fleet(snapshot) else w.key
+
+
 def recovered_rows(snapshot: Snapshot, now: datetime, tones: Tones) -> list[tuple[str, Row]]:
     """(workspace key, cells) in ``COLUMNS``, or ``COLUMNS_WITH_HOSTS`` when the snapshot
     has worker hosts (``-``: a workspace on this machine)."""
@@ -137,7 +144,7 @@ def recovered_rows(snapshot: Snapshot, now: datetime, tones: Tones) -> list[tupl
         failed = (w.status or "").lower() in {"failed", "timed_out", "stalled"} or bool(w.error)
         rows.append(
             (
-                w.key,
+                workspace_key(w, snapshot),
                 (
                     inert(w.issue_identifier or w.key, tones.bold, limit=9),
                     inert(w.issue_title or "-", limit=120),
@@ -244,7 +251,8 @@ class RecoveredScreen(Screen[None]):
             return None
         tables = self.query("#recovered").results(KeyedTable)
         key = next((t.selected_key for t in tables), None)
-        return next((w for w in self._snapshot.recovered if w.key == key), None)
+        snapshot = self._snapshot
+        return next((w for w in snapshot.recovered if workspace_key(w, snapshot) == key), None)
 
     def _plan(self) -> RerunPlan | None:
         w = self.selected_workspace()
@@ -321,7 +329,12 @@ class RecoveredScreen(Screen[None]):
         body.append(" are deleted.")
         self.post_message(
             ConfirmCommand(
-                "Remove workspace", body, RemoveWorkspace(issue_identifier=w.key), "Remove"
+                "Remove workspace",
+                body,
+                RemoveWorkspace(
+                    issue_identifier=w.key, project=project_of(self._snapshot, w.issue_id)
+                ),
+                "Remove",
             )
         )
 

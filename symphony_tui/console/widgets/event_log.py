@@ -27,6 +27,10 @@ Filter (``/``): space-separated tokens, all of which must hold.
   ``events_since(..., issue_id=)``).
 - any other word: occurs in the issue, kind or message (case-insensitive).
 
+In a fleet console an identifier may name issues of several projects: ``PROJECT/ID`` names
+one; a bare identifier names the issue of the project filtered by, and is otherwise a word
+(every project's events that mention it). The project filter (``F``) narrows the log too.
+
 Streaming fragments (``delta``, command output) and accounting updates (``tokens``, rate
 limits) never reach the core's live ring, but an issue's transcript holds them; so that
 ``/DEMO-6`` shows what the unfiltered log shows, they are hidden unless a ``kind:`` token
@@ -96,8 +100,8 @@ def kinds_named(name: str) -> frozenset[EventKind]:
 
 @dataclass(frozen=True)
 class LogFilter:
-    """``issue_id`` narrows in the core; ``kinds`` (``None`` = any) and ``words``
-    (lowercase, all required) match locally. ``problems`` are tokens that matched nothing
+    """``issue_id`` narrows in the core; ``kinds`` (``None`` = any), ``words``
+    (lowercase, all required) and ``project`` (a fleet console's filter) match locally. ``problems`` are tokens that matched nothing
     (an unknown kind or issue), for a notification; such a filter shows nothing."""
 
     text: str = ""
@@ -105,14 +109,11 @@ class LogFilter:
     kinds: frozenset[EventKind] | None = None
     words: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
+    project: str | None = None
 
     @classmethod
-    def parse(cls, text: str, snapshot: Snapshot) -> LogFilter:
-        by_ident = {i.identifier.lower(): i.issue_id for i in snapshot.issues}
-        by_ident.update({r.issue_identifier.lower(): r.issue_id for r in snapshot.running})
-        for w in snapshot.recovered:  # issues the tracker may no longer return
-            if w.issue_id and w.issue_identifier:
-                by_ident.setdefault(w.issue_identifier.lower(), w.issue_id)
+    def parse(cls, text: str, snapshot: Snapshot, project: str | None = None) -> LogFilter:
+        by_ident = _identifiers(snapshot, project)
         issue_id = None
         kinds: set[EventKind] | None = None
         words: list[str] = []
@@ -140,9 +141,12 @@ class LogFilter:
             kinds=None if kinds is None else frozenset(kinds),
             words=tuple(words),
             problems=tuple(problems),
+            project=project,
         )
 
     def accepts(self, event: AgentEvent) -> bool:
+        if self.project is not None and event.project != self.project:
+            return False
         if self.issue_id is not None and event.issue_id != self.issue_id:
             return False
         if self.kinds is None:
@@ -151,6 +155,35 @@ class LogFilter:
         elif event.kind not in self.kinds:
             return False
         return fmt.event_matches(event, self.words)
+
+
+def _identifiers(snapshot: Snapshot, project: str | None) -> dict[str, str]:
+    """Lowercase identifier -> issue id of the issues ``snapshot`` knows (runs, issues,
+    recovered workspaces). In a fleet snapshot also ``project/identifier``; a bare
+    identifier that several projects use names ``project``'s issue, or none."""
+    pairs: list[tuple[str, str, str | None]] = [
+        (i.identifier, i.issue_id, i.project) for i in snapshot.issues
+    ]
+    pairs += [(r.issue_identifier, r.issue_id, r.project) for r in snapshot.running]
+    for w in snapshot.recovered:  # issues the tracker may no longer return
+        if w.issue_id and w.issue_identifier:
+            pairs.append((w.issue_identifier, w.issue_id, None))
+    by_ident: dict[str, str] = {}
+    ids_of: dict[str, dict[str, str | None]] = {}  # identifier -> {issue id: project}
+    for ident, issue_id, owner in pairs:
+        key = ident.lower()
+        if owner is not None:
+            by_ident.setdefault(f"{owner.lower()}/{key}", issue_id)
+        ids_of.setdefault(key, {}).setdefault(issue_id, owner)
+    for key, ids in ids_of.items():
+        if len(ids) == 1 or not any(ids.values()):  # one scheduler: the first it knows
+            by_ident.setdefault(key, next(iter(ids)))
+            continue
+        mine = [i for i, owner in ids.items() if project is not None and owner == project]
+        if len(mine) == 1:
+            by_ident.setdefault(key, mine[0])
+        # else: which project's? a word then
+    return by_ident
 
 
 class EventLogView(ScrollView, can_focus=True):

@@ -1,4 +1,5 @@
-"""Pane 1: the issues the scheduler knows of, keyed by issue id."""
+"""Pane 1: the issues the scheduler knows of, keyed by issue id (in a fleet console,
+with a project column first: identifiers may repeat across projects)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 
 from symphony_tui.console import fmt
+from symphony_tui.console.fleet import PROJECT_CELLS, is_fleet
 from symphony_tui.console.sanitize import inert
 from symphony_tui.console.widgets.keyed_table import KeyedTable, Row, RowCache
 
@@ -22,13 +24,24 @@ COLUMNS = (
     ("claim", "Claim", 11),
     ("priority", "Prio", 6),
 )
+#: A fleet console's columns: the project first; at 80 columns it and the state give
+#: cells to the title.
+PROJECT_COLUMN = ("project", "Project", PROJECT_CELLS)
+FLEET_COLUMNS = (PROJECT_COLUMN, *COLUMNS)
+FLEET_SHRINK = {"project": 7, "state": 11}
+
+
+def project_cell(tones: Tones):
+    """The project column's cell maker (a name cut to the column with ``…``)."""
+    return lambda v: inert(v or "-", tones.muted, limit=PROJECT_CELLS)
 
 
 def issue_rows(
-    snapshot: Snapshot, tones: Tones, cache: RowCache | None = None
+    snapshot: Snapshot, tones: Tones, cache: RowCache | None = None, fleet: bool = False
 ) -> list[tuple[str, Row]]:
     """(issue id, cells) in snapshot order (the scheduler's dispatch order). With a
-    ``cache``, cells whose value did not change are reused."""
+    ``cache``, cells whose value did not change are reused. ``fleet``: a project cell
+    first (``FLEET_COLUMNS``)."""
     completed = frozenset(snapshot.completed)
     cache = cache if cache is not None else RowCache()
     makers = (
@@ -38,6 +51,8 @@ def issue_rows(
         lambda v: fmt.labelled(fmt.CLAIM_LABELS[v], tones),
         lambda v: Text(fmt.priority(v), end=""),
     )
+    if fleet:
+        makers = (project_cell(tones), *makers)
     rows: list[tuple[str, Row]] = []
     for issue in snapshot.issues:
         inputs = (
@@ -47,6 +62,8 @@ def issue_rows(
             fmt.claim_key(issue, completed),
             issue.priority,
         )
+        if fleet:
+            inputs = (issue.project, *inputs)
         rows.append((issue.issue_id, cache.row(issue.issue_id, inputs, makers, tones)))
     cache.retain(k for k, _ in rows)
     return rows
@@ -58,4 +75,9 @@ class IssuesTable(KeyedTable):
         self._cache = RowCache()
 
     def show(self, snapshot: Snapshot, now: datetime, tones: Tones) -> bool:
-        return self.sync(issue_rows(snapshot, tones, self._cache))
+        fleet = is_fleet(snapshot)
+        if self.set_column_spec(
+            FLEET_COLUMNS if fleet else COLUMNS, FLEET_SHRINK if fleet else None
+        ):
+            self._cache = RowCache()  # the cells are laid out differently
+        return self.sync(issue_rows(snapshot, tones, self._cache, fleet))

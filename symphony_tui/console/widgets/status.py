@@ -57,9 +57,13 @@ def stopped_text(link, now: datetime, tones: Tones) -> Text:
     return text
 
 
-def status_text(snapshot: Snapshot, now: datetime, tones: Tones, link=None) -> Text:
+def status_text(
+    snapshot: Snapshot, now: datetime, tones: Tones, link=None, *, showing: str | None = None
+) -> Text:
     """One line: the link (attached consoles), counts, next poll, approvals, paused,
-    tracker, backend, workflow."""
+    tracker, backend, workflow. A fleet console (``projects``) ends with its projects
+    instead: how many are live, which one is shown (``showing``: the project filter) and
+    the key of the projects table."""
     s = snapshot
     text = Text(end="", no_wrap=True, overflow="ellipsis")
     if link is not None:
@@ -88,6 +92,8 @@ def status_text(snapshot: Snapshot, now: datetime, tones: Tones, link=None) -> T
         text.append(" │ ")
         text.append(f"⚑ {len(s.approvals)} approval{'s' * (len(s.approvals) != 1)}",
                     style=tones.warning + tones.bold)  # fmt: skip
+    if s.projects:
+        return _fleet_tail(text, s, tones, showing)
     text.append(" │ ")
     if s.dispatch_paused:
         text.append("⏸ DISPATCH PAUSED", style=tones.warning + tones.bold)
@@ -102,6 +108,39 @@ def status_text(snapshot: Snapshot, now: datetime, tones: Tones, link=None) -> T
     return text
 
 
+def _fleet_tail(text: Text, s: Snapshot, tones: Tones, showing: str | None) -> Text:
+    """The status line's end in a fleet console: ``⌂ 2/3 projects live · showing api ·
+    ⏸ 1 paused · P projects``."""
+    live = sum(1 for p in s.projects if p.link_state == "live")
+    text.append(" │ ")
+    text.append(
+        f"⌂ {live}/{len(s.projects)} projects live",
+        style=tones.warning if live < len(s.projects) else "",
+    )
+    if showing is not None:
+        text.append(f" · showing {one_line(showing, 24)}", style=tones.bold)
+        paused = 1 if s.dispatch_paused else 0
+    else:
+        paused = sum(1 for p in s.projects if p.dispatch_paused)
+    if paused:
+        text.append(f" · ⏸ {paused} paused", style=tones.warning + tones.bold)
+    text.append(" · P projects", style=tones.muted)
+    return text
+
+
+def project_alerts(snapshot: Snapshot) -> list[tuple[str, str]]:
+    """A fleet console's projects whose link is lost or whose scheduler stopped, one
+    ``(label, value)`` each: ``✗ project api stale: why · last update 32s ago``."""
+    parts: list[tuple[str, str]] = []
+    for p in snapshot.projects:
+        if p.link_state not in ("reconnecting", "stale", "down", "stopped"):
+            continue
+        why = one_line(p.error, 160) if p.error else "no update"
+        age = "" if p.age_s is None else f" · last update {fmt.duration(p.age_s)} ago"
+        parts.append((f"✗ project {one_line(p.name, 30)} {p.link_state}: ", f"{why}{age}"))
+    return parts
+
+
 def alert_text(snapshot: Snapshot, now: datetime, tones: Tones, link=None) -> Text | None:
     """A lost scheduler link (attached consoles), then config / tracker problems, one a
     line, or ``None`` when all is well."""
@@ -114,6 +153,7 @@ def alert_text(snapshot: Snapshot, now: datetime, tones: Tones, link=None) -> Te
     if since is not None:
         why = one_line(link.error, 200) if link.error else "no update"
         parts.append(("✗ scheduler link lost: ", f"{why} · last update {fmt.duration(since)} ago"))
+    parts += project_alerts(s)
     if s.config_error:
         parts.append(("✗ config error: ", one_line(s.config_error, 200)))
     if s.tracker_error:

@@ -158,10 +158,38 @@ def per_worker_text(snapshot: Snapshot, tones: Tones, limit: int = PER_WORKER_RO
     return text
 
 
+def projects_text(snapshot: Snapshot, tones: Tones) -> Text:
+    """A fleet console's totals per project, then all of them: total tokens, the
+    primary rate-limit window's use, cost where known; one project a line."""
+    text = Text(end="")
+    text.append("per project\n", style=tones.bold)
+    cost: float | None = None
+    for p in snapshot.projects:
+        text.append(f"{one_line(p.name, 10):<11}", style=tones.muted)
+        text.append(f"{fmt.compact(p.totals.total_tokens):>7}")
+        window = p.rate_limits.primary if p.rate_limits is not None else None
+        if window is not None and window.used_percent is not None:
+            used = window.used_percent
+            tone = tones.error if used >= 90 else tones.warning if used >= 70 else tones.success
+            text.append(f" {used:>3.0f}%", style=tone)
+        if p.totals.cost_usd is not None:
+            text.append(f" ${p.totals.cost_usd:,.2f}")
+            cost = (cost or 0.0) + p.totals.cost_usd
+        text.append("\n")
+    total = sum(p.totals.total_tokens for p in snapshot.projects)
+    text.append(f"{'all':<11}", style=tones.bold)
+    text.append(f"{fmt.compact(total):>7}", style=tones.bold)
+    if cost is not None:
+        text.append(f"      ${cost:,.2f}", style=tones.bold)
+    return text
+
+
 class TokenPane(VerticalScroll, can_focus=True):
-    """Scrollable when the pane is short (80x24)."""
+    """Scrollable when the pane is short (80x24). A fleet console's totals per project
+    come first (``#token-projects``, hidden for one scheduler)."""
 
     def compose(self) -> ComposeResult:
+        yield Static(id="token-projects")
         yield Static(id="token-totals")
         yield Sparkline([], id="token-spark")
         yield Static(id="token-limits")
@@ -169,6 +197,11 @@ class TokenPane(VerticalScroll, can_focus=True):
 
     def show(self, snapshot: Snapshot, now: datetime, tones: Tones) -> None:
         """Set the parts whose text changed (``console.repaint``: an update repaints)."""
+        projects = self.query_one("#token-projects", Static)
+        if projects.display != bool(snapshot.projects):
+            projects.display = bool(snapshot.projects)
+        if snapshot.projects:
+            update_static(projects, projects_text(snapshot, tones))
         update_static(self.query_one("#token-totals", Static), totals_text(snapshot, tones))
         spark = self.query_one("#token-spark", Sparkline)
         history = list(snapshot.token_history)

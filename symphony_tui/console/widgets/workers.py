@@ -9,13 +9,14 @@ approvals, turn, tokens) show on the next tick.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
 from symphony_tui.console import fmt
+from symphony_tui.console.fleet import PROJECT_CELLS, is_fleet, unknown_by_project
 from symphony_tui.console.sanitize import inert, one_line
 from symphony_tui.console.widgets.keyed_table import KeyedTable, Row, RowCache
 from symphony_tui.text import one_line_tail
@@ -43,6 +44,25 @@ SHRINK = {"status": 10}
 HOST_COLUMN = ("host", "Host", 16)
 COLUMNS_WITH_HOSTS = (*COLUMNS[:2], HOST_COLUMN, *COLUMNS[2:])
 HOST_SHRINK = {"host": 7, "status": 9, "tokens": 6, "issue": 8}
+#: A fleet console: the project after the approval flag (identifiers repeat across
+#: projects); at 80 columns it gives up to 3 cells, Status 3, Issue 2 and Tokens 1 to the
+#: last event.
+PROJECT_COLUMN = ("project", "Project", PROJECT_CELLS)
+FLEET_SHRINK = {"project": 7, "status": 9, "tokens": 6, "issue": 8}
+FLEET_HOST_SHRINK = {"host": 7, **FLEET_SHRINK}
+
+
+def column_spec(
+    hosts: bool, fleet: bool
+) -> tuple[tuple[tuple[str, str, int], ...], dict[str, int]]:
+    """The workers table's columns and what they give the last event at 80 columns."""
+    columns = COLUMNS_WITH_HOSTS if hosts else COLUMNS
+    shrink = HOST_SHRINK if hosts else SHRINK
+    if fleet:
+        columns = (columns[0], PROJECT_COLUMN, *columns[1:])
+        shrink = FLEET_HOST_SHRINK if hosts else FLEET_SHRINK
+    return columns, shrink
+
 
 MIN_MESSAGE_CELLS = 8  # below this the event kind gives way to the message
 
@@ -114,6 +134,9 @@ def worker_rows(
     gate: ActivityGate | None = None,
     hosts: bool = False,
     unknown_s: float | None = None,
+    fleet: bool = False,
+    unknown_by: Mapping[str, float] | None = None,
+    project_width: int = PROJECT_CELLS,
 ) -> list[tuple[str, Row]]:
     """(issue id, cells) of the running rows; the last-event cell fits ``last_width``
     cells (its column's width: the table would crop the newest words). ``hosts``: a host
@@ -124,7 +147,12 @@ def worker_rows(
     update is this many seconds old; each live status (:data:`LIVE_STATUSES`) and its
     approval flag then read as unknown (dimmed), and its last event says how old it is
     (``as of 19s ago``), never as current. The memory cell is the agent's resident memory
-    at the last resource sample (``-`` before it)."""
+    at the last resource sample (``-`` before it).
+
+    ``fleet``: a project cell after the approval flag (:func:`column_spec`), its name cut
+    to ``project_width`` cells;
+    ``unknown_by``: project -> seconds since its last update, for each project whose link
+    is lost (``fleet.unknown_by_project``): its rows read as unknown as with ``unknown_s``."""
     cache = cache if cache is not None else RowCache()
     activity: Callable[[RunningRow, int], _Activity] = (
         gate.activity if gate is not None else _Activity
@@ -146,6 +174,9 @@ def worker_rows(
     )
     if hosts:
         makers = (*makers[:2], lambda v: inert(v, limit=40), *makers[2:])
+    if fleet:
+        # (name, cells): cut to the column with "…" rather than cropped by the table
+        makers = (makers[0], lambda v: inert(v[0] or "-", tones.muted, limit=v[1]), *makers[1:])
     rows: list[tuple[str, Row]] = []
     for r in snapshot.running:
         budget = r.budget_reached
@@ -157,10 +188,13 @@ def worker_rows(
         if budget is None and r.link_state != "connected":
             status = link_label(r.link_state, r.link_since, now)
         pending = r.pending_approvals
-        if unknown_s is not None and budget is None and r.status in LIVE_STATUSES:
+        unknown = unknown_s
+        if unknown is None and unknown_by and r.project is not None:
+            unknown = unknown_by.get(r.project)
+        if unknown is not None and budget is None and r.status in LIVE_STATUSES:
             # what it did as of the last update, said so: ``as of 19s ago: <message>``
             status, pending = "unknown", 0
-            r = r.model_copy(update={"last_event": f"as of {fmt.duration(unknown_s)} ago"})
+            r = r.model_copy(update={"last_event": f"as of {fmt.duration(unknown)} ago"})
         inputs: tuple = (
             pending,
             r.issue_identifier,
@@ -176,6 +210,8 @@ def worker_rows(
         )
         if hosts:
             inputs = (*inputs[:2], r.host or "-", *inputs[2:])
+        if fleet:
+            inputs = (inputs[0], (r.project, project_width), *inputs[1:])
         rows.append((r.issue_id, cache.row(r.issue_id, inputs, makers, tones)))
     cache.retain(k for k, _ in rows)
     if gate is not None:
@@ -254,16 +290,10 @@ class WorkersTable(KeyedTable):
     ) -> bool:
         """``unknown_s``: see :func:`worker_rows` (a lost link to an attached scheduler)."""
         self._shown = (snapshot, now, tones, unknown_s)
-        hosts = bool(snapshot.hosts)
-        if self.set_column_spec(
-            COLUMNS_WITH_HOSTS if hosts else COLUMNS, HOST_SHRINK if hosts else SHRINK
-        ):
+        hosts, fleet = bool(snapshot.hosts), is_fleet(snapshot)
+        if self.set_column_spec(*column_spec(hosts, fleet)):
             self._cache = RowCache()  # the cells are laid out differently
-        width = self.column_width("last")
-        rows = worker_rows(
-            snapshot, now, tones, self._cache, width, self._gate, hosts, unknown_s=unknown_s
-        )
-        return self.sync(rows)
+        return self.sync(self._current_rows())
 
     @property
     def holding(self) -> bool:
@@ -274,9 +304,22 @@ class WorkersTable(KeyedTable):
         # the last-event cell is cut to its column: a new width needs new cells
         if self._shown is None:
             return None
+        return self._current_rows()
+
+    def _current_rows(self) -> list[tuple[str, Row]]:
+        assert self._shown is not None
         snapshot, now, tones, unknown_s = self._shown
-        width = self.column_width("last")
-        hosts = bool(snapshot.hosts)
+        fleet = is_fleet(snapshot)
         return worker_rows(
-            snapshot, now, tones, self._cache, width, self._gate, hosts, unknown_s=unknown_s
+            snapshot,
+            now,
+            tones,
+            self._cache,
+            self.column_width("last"),
+            self._gate,
+            bool(snapshot.hosts),
+            unknown_s=unknown_s,
+            fleet=fleet,
+            unknown_by=unknown_by_project(snapshot) if fleet else None,
+            project_width=self.column_width("project") if fleet else PROJECT_CELLS,
         )

@@ -1,0 +1,194 @@
+"""A fleet console's projects table: one scheduler a row (``Snapshot.projects``).
+
+Each row: the link's state and the age of its data, runs, retry entries and approvals
+waiting, tokens, the machine it runs on and its last error; the selected one in full
+below. ``enter`` shows only that project's rows in every pane (on the filtered one: every
+project again); the dispatch-wide keys (``p`` pause, ``R`` refresh) act on the selected
+project.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.screen import Screen
+from textual.widgets import DataTable, Static
+
+from symphony_tui.console import fmt
+from symphony_tui.console.fleet import LINK_LABELS, project_row
+from symphony_tui.console.messages import console_app
+from symphony_tui.console.registry import bindings_for
+from symphony_tui.console.repaint import update_static
+from symphony_tui.console.sanitize import inert, one_line
+from symphony_tui.console.widgets.footer import ConsoleFooter
+from symphony_tui.console.widgets.keyed_table import KeyedTable, Row
+from symphony_tui.console.widgets.tokens import limits_text
+
+if TYPE_CHECKING:
+    from symphony_tui.console.tones import Tones
+    from symphony_tui.domain import ApprovalRequest, Snapshot
+    from symphony_tui.domain.snapshot import ProjectRow
+
+COLUMNS = (
+    ("project", "Project", 12),
+    ("link", "Link", 15),
+    ("running", "Run", 3),
+    ("retrying", "Retry", 5),
+    ("approvals", "Appr", 4),
+    ("tokens", "Tokens", 7),
+    ("machine", "Machine", 12),
+    ("error", "Last error", 20),
+)
+#: At 80 columns the machine, link, name and tokens give cells to the last error.
+SHRINK = {"machine": 7, "link": 12, "project": 9, "tokens": 6}
+
+
+def link_cell(row: ProjectRow, tones: Tones) -> Text:
+    """``● live 2s``, ``✗ stale 32s``, ``◌ connecting``: the link and its data's age."""
+    glyph, word, tone = LINK_LABELS.get(row.link_state, ("?", row.link_state, "muted"))
+    text = Text(f"{glyph} {word}", style=getattr(tones, tone), end="")
+    if row.age_s is not None:
+        text.append(f" {fmt.duration(row.age_s)}", style=tones.muted)
+    return text
+
+
+def project_rows(
+    snapshot: Snapshot, tones: Tones, showing: str | None, name_width: int = 30
+) -> list[tuple[str, Row]]:
+    """(project name, cells) in the fleet's order, names cut to ``name_width`` cells; the
+    project filtered by is marked ``▸``."""
+    rows: list[tuple[str, Row]] = []
+    for p in snapshot.projects:
+        if p.name == showing:
+            name = Text("▸ ", style=tones.bold, end="")
+            name.append_text(inert(p.name, tones.bold, limit=max(name_width - 2, 1)))
+        else:
+            name = inert(p.name, tones.bold, limit=name_width)
+        rows.append(
+            (
+                p.name,
+                (
+                    name,
+                    link_cell(p, tones),
+                    Text(str(p.running), style=tones.success if p.running else "", end=""),
+                    Text(str(p.retrying), style=tones.warning if p.retrying else "", end=""),
+                    Text(
+                        f"⚑{p.approvals}" if p.approvals else "0",
+                        style=tones.warning if p.approvals else "",
+                        end="",
+                    ),
+                    Text(fmt.compact(p.totals.total_tokens), end=""),
+                    inert(p.machine or "here", tones.muted if p.machine is None else "", limit=40),
+                    inert(p.error or "-", tones.error if p.error else tones.muted, limit=200),
+                ),
+            )
+        )
+    return rows
+
+
+def project_detail(row: ProjectRow, now: datetime, tones: Tones) -> Text:
+    """Everything known of one project, a labelled value a line."""
+    text = Text(end="")
+
+    def pair(label: str, value: Text | str) -> None:
+        if text.plain:
+            text.append("\n")
+        text.append(f"{label:<11}", style=tones.muted)
+        text.append_text(value if isinstance(value, Text) else inert(value, limit=200))
+
+    pair("project", inert(row.name, tones.bold, limit=80))
+    pair("target", row.target)
+    if row.workflow_path:
+        pair("workflow", row.workflow_path)
+    pair("machine", row.machine or "this machine")
+    pair("link", link_cell(row, tones))
+    dispatch = Text("paused", style=tones.warning + tones.bold) if row.dispatch_paused else "on"
+    pair("dispatch", dispatch)
+    t = row.totals
+    pair(
+        "tokens",
+        f"{fmt.grouped(t.total_tokens)} (in {fmt.compact(t.input_tokens)}, "
+        f"out {fmt.compact(t.output_tokens)})"
+        + (f" · ${t.cost_usd:,.2f}" if t.cost_usd is not None else ""),
+    )
+    pair("limits", limits_text(row.rate_limits, now, tones))
+    if row.error:
+        pair("last error", inert(row.error, tones.error, limit=300))
+    return text
+
+
+class ProjectsScreen(Screen[None]):
+    CONSOLE_SCOPE = "projects"
+    BINDINGS = bindings_for("projects")
+
+    def __init__(self) -> None:
+        super().__init__(classes="projects-screen")
+        self._snapshot: Snapshot | None = None
+        self._now: datetime | None = None
+
+    def compose(self) -> ComposeResult:
+        table = KeyedTable(COLUMNS, flex="error", shrink=SHRINK, id="projects", classes="pane")
+        table.border_title = "Projects"
+        yield table
+        detail = Static(id="project-detail", classes="pane")
+        detail.border_title = "Selected"
+        yield detail
+        yield ConsoleFooter()
+
+    def on_mount(self) -> None:
+        self.query_one("#projects").focus()
+        showing = console_app(self).project_filter
+        if showing is not None:
+            self.call_after_refresh(self.query_one("#projects", KeyedTable).select_key, showing)
+
+    def show(self, snapshot: Snapshot, now: datetime, tones: Tones) -> None:
+        self._snapshot, self._now = snapshot, now
+        showing = console_app(self).project_filter
+        table = self.query_one("#projects", KeyedTable)
+        table.sync(project_rows(snapshot, tones, showing, table.column_width("project")))
+        live = sum(1 for p in snapshot.projects if p.link_state == "live")
+        title = f"Projects ({live}/{len(snapshot.projects)} live)"
+        table.border_title = title + (f" · showing {one_line(showing, 24)}" if showing else "")
+        self._show_detail(tones)
+
+    def _show_detail(self, tones: Tones) -> None:
+        detail = self.query_one("#project-detail", Static)
+        row = project_row(self._snapshot, self.selected_project())
+        if row is None or self._now is None:
+            update_static(detail, Text("no projects", style=tones.muted))
+            return
+        update_static(detail, project_detail(row, self._now, tones))
+
+    @on(DataTable.RowHighlighted)
+    def _moved(self) -> None:
+        self._show_detail(console_app(self).tones)
+        self.app.refresh_bindings()
+
+    @on(DataTable.RowSelected)
+    def _selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_filter_selected()
+
+    def action_filter_selected(self) -> None:
+        """Show only the selected project's rows; on the one shown, every project's."""
+        name = self.selected_project()
+        if name is None:
+            return
+        set_filter = getattr(self.app, "set_project_filter", None)
+        if set_filter is not None:
+            set_filter(None if name == console_app(self).project_filter else name)
+
+    def selected_project(self) -> str | None:
+        """The project of the row under the cursor (``p`` and ``R`` act on it)."""
+        tables = self.query("#projects").results(KeyedTable)
+        return next((t.selected_key for t in tables), None)
+
+    def selected_approval(self) -> ApprovalRequest | None:
+        return None
+
+    def selected_issue_id(self) -> str | None:
+        return None
