@@ -129,6 +129,7 @@ class ProjectsScreen(Screen[None]):
         super().__init__(classes="projects-screen")
         self._snapshot: Snapshot | None = None
         self._now: datetime | None = None
+        self._placed = False  # the cursor starts on the project filtered by
 
     def compose(self) -> ComposeResult:
         table = KeyedTable(COLUMNS, flex="error", shrink=SHRINK, id="projects", classes="pane")
@@ -141,15 +142,16 @@ class ProjectsScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.query_one("#projects").focus()
-        showing = console_app(self).project_filter
-        if showing is not None:
-            self.call_after_refresh(self.query_one("#projects", KeyedTable).select_key, showing)
 
     def show(self, snapshot: Snapshot, now: datetime, tones: Tones) -> None:
         self._snapshot, self._now = snapshot, now
         showing = console_app(self).project_filter
         table = self.query_one("#projects", KeyedTable)
         table.sync(project_rows(snapshot, tones, showing, table.column_width("project")))
+        if not self._placed:
+            self._placed = True
+            if showing is not None:
+                table.select_key(showing)
         live = sum(1 for p in snapshot.projects if p.link_state == "live")
         title = f"Projects ({live}/{len(snapshot.projects)} live)"
         table.border_title = title + (f" · showing {one_line(showing, 24)}" if showing else "")

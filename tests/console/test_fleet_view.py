@@ -1,0 +1,315 @@
+"""The fleet view: one console over several schedulers (``console/fleet.py``).
+
+Driven by :class:`~tests.console.fleet_sample.FleetTestPort`, a port shaped as the fleet
+contract says (namespaced ids, ``project`` on rows, the identifier ``#12`` in two
+projects, one project stale). One scheduler's console is unchanged (its screenshots in
+``test_snapshots.py`` stay as they were).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from symphony_tui.console.fleet import CHOOSE_A_PROJECT, narrowed, project_of
+from symphony_tui.console.screens.approvals import ApprovalsScreen
+from symphony_tui.console.screens.help import help_table
+from symphony_tui.console.screens.hosts import HostsScreen
+from symphony_tui.console.screens.modals import Confirm
+from symphony_tui.console.screens.projects import ProjectsScreen
+from symphony_tui.console.screens.worker import WorkerScreen
+from symphony_tui.console.widgets.event_log import EventLogView, LogFilter
+from symphony_tui.console.widgets.issues import IssuesTable
+from symphony_tui.console.widgets.keyed_table import KeyedTable
+from symphony_tui.console.widgets.workers import WorkersTable
+from symphony_tui.domain import Approve, Deny, Interrupt, PauseDispatch, Refresh
+from symphony_tui.domain.commands import DrainHost
+from symphony_tui.domain.snapshot import HostRow
+from tests.console.fleet_sample import API, BILLING, WEB, FleetTestPort, fleet_snapshot
+from tests.console.helpers import SIZE, done, notifications, plain, settle
+from tests.console.test_snapshots import shoot
+from tests.console.test_stale_link import screen_text
+
+
+def cells(table: KeyedTable) -> dict[str, list[str]]:
+    """Row key -> the row's cells as plain text."""
+    return {
+        key.value: [plain(c) for c in table.get_row(key)]
+        for key in table.rows  # type: ignore[union-attr]  # RowKey
+    }
+
+
+def column_keys(table: KeyedTable) -> list[str]:
+    return [str(k.value) for k in table.columns]
+
+
+@pytest.fixture
+def fleet() -> FleetTestPort:
+    return FleetTestPort()
+
+
+async def test_rows_carry_a_project_column_and_are_keyed_by_issue_id(fleet, make_app):
+    app = make_app(fleet)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        issues = app.screen.query_one(IssuesTable)
+        workers = app.screen.query_one(WorkersTable)
+        assert column_keys(issues)[0] == "project"
+        assert column_keys(workers)[:3] == ["approval", "project", "issue"]
+        rows = cells(issues)
+        # the same identifier in two projects: two rows, told apart by the project
+        assert rows["api/i-12"][:2] == ["api", "#12"]
+        assert rows["web/i-12"][:2] == ["web", "#12"]
+        assert rows["web/i-15"][:2] == ["web", "#15"]  # a retry entry's issue
+        assert cells(workers)["billing-service-backend/b-3"][1] == "billing-s…"
+        log = app.screen.query_one(EventLogView).plain_lines()
+        assert any(" web     #12 " in line for line in log)
+        assert any(" billin… BIL-3 " in line for line in log)
+        # enter on web's #12 opens web's worker, not api's
+        app.screen.query_one("#workers").focus()
+        assert workers.select_key("web/i-12")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, WorkerScreen) and app.screen.issue_id == "web/i-12"
+        # a project on another machine: its workspaces are there
+        assert app.state.workspace_of("billing-service-backend/b-3") == (
+            "billing-service-backend/b-3",
+            "BIL-3",
+            "/srv/ws/BIL-3",
+            "build-1",
+        )
+        assert app.state.workspace_of("web/i-12") == ("web/i-12", "#12", "/ws/web/12", None)
+
+
+async def test_one_scheduler_shows_no_fleet_columns_or_keys(port, make_app):
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert "project" not in column_keys(app.screen.query_one(IssuesTable))
+        assert "project" not in column_keys(app.screen.query_one(WorkersTable))
+        assert app.check_action("show_projects", ()) is False
+        assert app.check_action("cycle_project", ()) is False
+        await pilot.press("P", "F")
+        await settle(pilot)
+        assert not isinstance(app.screen, ProjectsScreen)
+        assert app.project_filter is None
+        await pilot.press("p")  # pause still names no project
+        await done(pilot)
+        assert port.sent == [PauseDispatch(paused=True)]
+    text = " ".join(str(c) for c in help_table(str).columns[1]._cells)
+    assert "Projects (fleet)" not in text and "projects table" not in text
+    fleet_text = " ".join(str(c) for c in help_table(str, fleet=True).columns[1]._cells)
+    assert "Projects (fleet)" in fleet_text
+
+
+async def test_a_stale_projects_rows_read_unknown_the_others_do_not(fleet, make_app):
+    app = make_app(fleet)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        rows = cells(app.screen.query_one(WorkersTable))
+        web, api = rows["web/i-12"], rows["api/i-12"]
+        assert web[0] == "" and "? unknown" in web and web[-1].startswith("as of 32s ago")
+        assert api[0] == "⚑1" and "! waiting" in api and "as of" not in api[-1]
+        text = screen_text(app)
+        assert "✗ project web stale: connection refused · last update 32s ago" in text
+        assert "⌂ 2/3 projects live" in text
+        # the link comes back: web's row is live again
+        fleet.update(
+            projects=tuple(
+                p.model_copy(update={"link_state": "live", "age_s": 0.3, "error": None})
+                for p in fleet.current.projects
+            )
+        )
+        await settle(pilot)
+        web = cells(app.screen.query_one(WorkersTable))["web/i-12"]
+        assert "● working" in web and "as of" not in web[-1]
+        assert "project web stale" not in screen_text(app)
+
+
+async def test_projects_table_and_enter_filters_by_its_project(fleet, make_app):
+    app = make_app(fleet)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("P")
+        await settle(pilot)
+        assert isinstance(app.screen, ProjectsScreen)
+        rows = cells(app.screen.query_one("#projects", KeyedTable))
+        assert list(rows) == [API, WEB, BILLING]
+        assert rows[API][:6] == ["api", "● live 0s", "1", "0", "⚑1", "22.0k"]
+        assert rows[WEB][1] == "✗ stale 32s" and rows[WEB][3] == "1"
+        assert rows[WEB][-1] == "connection refused"
+        assert rows[BILLING][6] == "build-1"
+        detail = plain(app.screen.query_one("#project-detail").render())
+        assert "/home/ann/src/api/WORKFLOW.md" in detail and "42%" in detail
+        await pilot.press("down", "enter")
+        await settle(pilot)
+        assert app.project_filter == WEB
+        assert cells(app.screen.query_one("#projects", KeyedTable))[WEB][0] == "▸ web"
+        await pilot.press("escape")
+        await settle(pilot)
+        assert set(cells(app.screen.query_one(IssuesTable))) == {"web/i-12", "web/i-15"}
+        await pilot.press("P")
+        await settle(pilot)  # the cursor starts on the project filtered by
+        assert app.screen.query_one("#projects", KeyedTable).selected_key == WEB
+        await pilot.press("enter")  # the filtered one again: every project
+        await settle(pilot)
+        assert app.project_filter is None
+
+
+async def test_the_filter_key_cycles_and_every_pane_follows(fleet, make_app):
+    app = make_app(fleet)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("F")
+        await settle(pilot)
+        assert app.project_filter == API
+        assert ("showing project api only", "information") in notifications(app)
+        assert set(cells(app.screen.query_one(IssuesTable))) == {"api/i-12", "api/i-14"}
+        assert set(cells(app.screen.query_one(WorkersTable))) == {"api/i-12"}
+        log = app.screen.query_one(EventLogView).plain_lines()
+        assert log and all(" api " in line for line in log)
+        tokens = plain(app.screen.query_one("#token-totals").render())
+        assert "22,000" in tokens  # api's total, not the fleet's 85,800
+        assert "showing api" in screen_text(app)
+        await pilot.press("v")
+        await settle(pilot)
+        assert list(cells(app.screen.query_one("#approvals", KeyedTable))) == ["api/ap-1"]
+        await pilot.press("escape", "F", "F")
+        await settle(pilot)
+        assert app.project_filter == BILLING
+        assert set(cells(app.screen.query_one(IssuesTable))) == {"billing-service-backend/b-3"}
+        await pilot.press("F")
+        await settle(pilot)
+        assert app.project_filter is None
+        assert len(cells(app.screen.query_one(IssuesTable))) == 5
+        assert len(app.screen.query_one(EventLogView).plain_lines()) == 4
+
+
+async def test_one_inbox_oldest_first_answered_with_namespaced_ids(fleet, make_app):
+    app = make_app(fleet)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("v")
+        await settle(pilot)
+        assert isinstance(app.screen, ApprovalsScreen)
+        table = app.screen.query_one("#approvals", KeyedTable)
+        assert column_keys(table)[0] == "project"
+        rows = cells(table)
+        assert list(rows) == ["billing-service-backend/ap-9", "api/ap-1", "web/ap-1"]
+        assert [r[:2] for r in rows.values()] == [
+            ["billing-s…", "BIL-3"],
+            ["api", "#12"],
+            ["web", "#12"],
+        ]
+        await pilot.press("a")
+        await done(pilot)
+        await pilot.press("down", "down", "d")
+        await done(pilot)
+    assert fleet.sent == [
+        Approve(approval_id="billing-service-backend/ap-9"),
+        Deny(approval_id="web/ap-1"),
+    ]
+    assert [(p, c.type) for p, c in fleet.routed] == [(BILLING, "approve"), (WEB, "deny")]
+    assert fleet.routed[1][1] == Deny(approval_id="ap-1")
+
+
+async def test_commands_carry_the_rows_issue_id_or_project_and_refusals_name_it(fleet, make_app):
+    fleet.refuse[API] = "api is draining"
+    app = make_app(fleet)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.screen.query_one("#workers").focus()
+        assert app.screen.query_one(WorkersTable).select_key("web/i-12")
+        await pilot.press("i")
+        assert isinstance(app.screen, Confirm)
+        await pilot.press("y")
+        await done(pilot)
+        assert fleet.sent[-1] == Interrupt(issue_id="web/i-12")
+        assert fleet.routed[-1] == (WEB, Interrupt(issue_id="i-12"))
+        assert app.screen.query_one(WorkersTable).select_key("api/i-12")
+        await pilot.press("i", "y")
+        await done(pilot)
+        assert fleet.sent[-1] == Interrupt(issue_id="api/i-12")
+        assert ("api: api is draining", "error") in notifications(app)
+        # commands that name no issue go to the selected row's project
+        assert app.screen.query_one(WorkersTable).select_key("web/i-12")
+        await pilot.press("R")
+        await done(pilot)
+        assert fleet.sent[-1] == Refresh(project=WEB)
+        # on the projects table: the selected project, by its own pause state
+        await pilot.press("P", "down", "down", "p")
+        await done(pilot)
+        assert fleet.sent[-1] == PauseDispatch(paused=False, project=BILLING)
+        assert fleet.routed[-1] == (BILLING, PauseDispatch(paused=False))
+
+
+async def test_without_a_selection_the_filter_decides_else_choose_a_project(make_app):
+    empty = fleet_snapshot().model_copy(
+        update={"issues": (), "running": (), "retrying": (), "approvals": ()}
+    )
+    fleet = FleetTestPort(empty)
+    app = make_app(fleet)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("p")
+        await done(pilot)
+        assert fleet.sent == []
+        assert (CHOOSE_A_PROJECT, "warning") in notifications(app)
+        await pilot.press("F", "F", "p")  # filtered by web
+        await done(pilot)
+        assert fleet.sent == [PauseDispatch(paused=True, project=WEB)]
+
+
+async def test_hosts_of_two_projects_with_one_name_stay_apart(make_app):
+    hosts = (
+        HostRow(name="build-1", running=1, project=API),
+        HostRow(name="build-1", running=0, project=WEB),
+    )
+    fleet = FleetTestPort(fleet_snapshot().model_copy(update={"hosts": hosts}))
+    app = make_app(fleet)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("h")
+        await settle(pilot)
+        assert isinstance(app.screen, HostsScreen)
+        assert list(cells(app.screen.query_one("#hosts", KeyedTable))) == [
+            "api/build-1",
+            "web/build-1",
+        ]
+        await pilot.press("down", "d", "y")
+        await done(pilot)
+        assert fleet.sent == [DrainHost(host="build-1", project=WEB)]
+        assert fleet.routed == [(WEB, DrainHost(host="build-1"))]
+
+
+def test_identifiers_repeated_across_projects_never_pick_one_at_random():
+    snap = fleet_snapshot()
+    assert LogFilter.parse("#12", snap).issue_id is None  # which one? a word then
+    assert LogFilter.parse("#12", snap).words == ("#12",)
+    assert LogFilter.parse("web/#12", snap).issue_id == "web/i-12"
+    assert LogFilter.parse("#12", snap, project=API).issue_id == "api/i-12"
+    assert LogFilter.parse("bil-3", snap).issue_id == "billing-service-backend/b-3"
+
+
+def test_narrowing_and_the_project_of_a_row():
+    snap = fleet_snapshot()
+    web = narrowed(snap, WEB)
+    assert [r.issue_id for r in web.running] == ["web/i-12"]
+    assert [r.issue_id for r in web.retrying] == ["web/i-15"]
+    assert [a.id for a in web.approvals] == ["web/ap-1"]
+    assert web.totals.total_tokens == 54_000 and web.projects == snap.projects
+    assert narrowed(snap, None) is snap and narrowed(snap, "nope") is snap
+    assert project_of(snap, "web/i-12") == WEB
+    assert project_of(snap, "billing-service-backend/old-9") == BILLING  # by its prefix
+    assert project_of(snap, "elsewhere/x") is None
+
+
+SIZES = [(80, 24), (120, 36)]
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_fleet_main_screen(fleet, make_app, svg_snapshot, size):
+    assert await shoot(make_app(fleet), size) == svg_snapshot
+
+
+async def test_fleet_projects_screen(fleet, make_app, svg_snapshot):
+    assert await shoot(make_app(fleet), (80, 24), keys=("P", "down")) == svg_snapshot
