@@ -339,7 +339,9 @@ class SymphonyApp(App[None]):
         await self.lifecycle.shutdown_and_exit(return_code, message)
 
     async def action_quit(self) -> None:
-        running = self.state.snapshot.running if self.state.snapshot else ()
+        # every project's workers in a fleet console, whatever the project filter shows
+        snapshot = self.state.fleet_snapshot or self.state.snapshot
+        running = snapshot.running if snapshot else ()
         await self.lifecycle.quit(len(running))
 
     # -- keys -------------------------------------------------------------------------------

@@ -170,6 +170,10 @@ async def test_the_filter_key_cycles_and_every_pane_follows(fleet, make_app):
         tokens = plain(app.screen.query_one("#token-totals").render())
         assert "22,000" in tokens  # api's total, not the fleet's 85,800
         assert "showing api" in screen_text(app)
+        await pilot.press("q")  # quitting counts every project's workers
+        assert isinstance(app.screen, Confirm)
+        assert "Its 3 worker(s) keep running" in screen_text(app)
+        await pilot.press("escape")
         await pilot.press("v")
         await settle(pilot)
         assert list(cells(app.screen.query_one("#approvals", KeyedTable))) == ["api/ap-1"]
