@@ -61,6 +61,8 @@ async def test_rows_carry_a_project_column_and_are_keyed_by_issue_id(fleet, make
         assert rows["web/i-12"][:2] == ["web", "#12"]
         assert rows["web/i-15"][:2] == ["web", "#15"]  # a retry entry's issue
         assert cells(workers)["billing-service-backend/b-3"][1] == "billing-s…"
+        per_worker = plain(app.screen.query_one("#token-workers").render())
+        assert "web    #12 " in per_worker and "api    #12 " in per_worker
         log = app.screen.query_one(EventLogView).plain_lines()
         assert any(" web     #12 " in line for line in log)
         assert any(" billin… BIL-3 " in line for line in log)
@@ -70,6 +72,7 @@ async def test_rows_carry_a_project_column_and_are_keyed_by_issue_id(fleet, make
         await pilot.press("enter")
         await settle(pilot)
         assert isinstance(app.screen, WorkerScreen) and app.screen.issue_id == "web/i-12"
+        assert "web · #12  Dark mode toggle" in screen_text(app)
         # a project on another machine: its workspaces are there
         assert app.state.workspace_of("billing-service-backend/b-3") == (
             "billing-service-backend/b-3",
@@ -270,8 +273,14 @@ async def test_hosts_of_two_projects_with_one_name_stay_apart(make_app):
     )
     fleet = FleetTestPort(fleet_snapshot().model_copy(update={"hosts": hosts}))
     app = make_app(fleet)
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
+        # project and host columns at 80 columns: the last event keeps its least 8 cells
+        workers = app.screen.query_one(WorkersTable)
+        assert column_keys(workers)[1:4] == ["project", "issue", "host"]
+        widths = [c.width + 2 * workers.cell_padding for c in workers.columns.values()]
+        assert workers.column_width("last") >= 8
+        assert sum(widths) <= workers.scrollable_content_region.width
         await pilot.press("h")
         await settle(pilot)
         assert isinstance(app.screen, HostsScreen)

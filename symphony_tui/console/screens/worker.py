@@ -149,6 +149,9 @@ def worker_header(
     ident = row.issue_identifier if row else (issue.identifier if issue else issue_id)
     if row is None and issue is None and recovered is not None:
         ident = recovered.issue_identifier or recovered.key
+    project = row.project if row is not None else (issue.project if issue else None)
+    if project is not None:  # a fleet console's: identifiers repeat across projects
+        text.append(f"{one_line(project, 30)} · ", style=tones.muted)
     text.append(one_line(ident, 20), style=tones.bold)
     title = issue.title if issue is not None else (recovered.issue_title if recovered else None)
     if title:

@@ -125,7 +125,8 @@ PER_WORKER_ROWS = 12
 
 def per_worker_text(snapshot: Snapshot, tones: Tones, limit: int = PER_WORKER_ROWS) -> Text:
     """Tokens per running issue, biggest first, at most ``limit`` lines plus a count; a
-    run whose backend has reported no usage yet reads ``none yet``, last."""
+    run whose backend has reported no usage yet reads ``none yet``, last. In a fleet
+    console each line starts with the run's project."""
     text = Text(end="")
     if not snapshot.running:
         text.append("no active workers", style=tones.muted)
@@ -137,6 +138,8 @@ def per_worker_text(snapshot: Snapshot, tones: Tones, limit: int = PER_WORKER_RO
     )
     shown = ranked[:limit]
     for i, r in enumerate(shown):
+        if r.project is not None:  # a fleet console's: identifiers repeat across projects
+            text.append(f"{one_line(r.project, 6):<6} ", style=tones.muted)
         text.append(f"{one_line(r.issue_identifier, 10):<10}", style=tones.bold)
         if not r.usage_reported:
             text.append(f"{'-':>7} none yet", style=tones.muted)

@@ -49,7 +49,9 @@ HOST_SHRINK = {"host": 7, "status": 9, "tokens": 6, "issue": 8}
 #: last event.
 PROJECT_COLUMN = ("project", "Project", PROJECT_CELLS)
 FLEET_SHRINK = {"project": 7, "status": 9, "tokens": 6, "issue": 8}
-FLEET_HOST_SHRINK = {"host": 7, **FLEET_SHRINK}
+#: With worker hosts too, at 80 columns the memory and attempt columns give all their
+#: cells (they are hidden there) and Turn one, so the last event keeps its least 8.
+FLEET_HOST_SHRINK = {"host": 7, **FLEET_SHRINK, "mem": 0, "attempt": 0, "turn": 3}
 
 
 def column_spec(
