@@ -122,7 +122,15 @@ class Enablement:
         else:
             name = next((r.identifier for r in snapshot.issues if r.issue_id == issue), None)
             what = f"{name or 'the selection'} has nothing waiting for you"
-        where = sorted({a.issue_identifier or a.issue_id for a in snapshot.approvals})
+        # a fleet console's identifiers repeat across projects: each says its project
+        where = sorted(
+            {
+                f"{a.project} {a.issue_identifier or a.issue_id}"
+                if a.project
+                else a.issue_identifier or a.issue_id
+                for a in snapshot.approvals
+            }
+        )
         return one_line(f"{what}; waiting: {', '.join(where)} (v opens the approvals)", 200)
 
     def _screen_binds(self, screen: Screen, key: str) -> bool:

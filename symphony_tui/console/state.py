@@ -53,10 +53,13 @@ class ConsoleState:
 
     def take(self, snapshot: Snapshot) -> Snapshot:
         """Hold the port's ``snapshot``; returns what the console shows of it (the same
-        object for the same snapshot and filter, so unchanged input repaints nothing)."""
-        from symphony_tui.console.fleet import narrowed
+        object for the same snapshot and filter, so unchanged input repaints nothing). A
+        filter naming a project the fleet no longer has is dropped."""
+        from symphony_tui.console.fleet import narrowed, project_row
 
         self.fleet_snapshot = snapshot
+        if self.project_filter is not None and project_row(snapshot, self.project_filter) is None:
+            self.project_filter = None  # the project left the fleet: show every one
         memo = self._narrowed
         if memo is not None and memo[0] is snapshot and memo[1] == self.project_filter:
             shown = memo[2]

@@ -237,6 +237,14 @@ async def test_commands_carry_the_rows_issue_id_or_project_and_refusals_name_it(
         await done(pilot)
         assert fleet.sent[-1] == Interrupt(issue_id="api/i-12")
         assert ("api: api is draining", "error") in notifications(app)
+        # an approval key where nothing waits names where approvals wait, by project
+        await pilot.press("1")
+        assert app.screen.query_one(IssuesTable).select_key("api/i-14")
+        await pilot.press("a")
+        await pilot.pause()
+        waiting = "waiting: api #12, billing-service-backend BIL-3, web #12 (v opens"
+        assert any(waiting in message for message, _ in notifications(app))
+        await pilot.press("2")
         # commands that name no issue go to the selected row's project
         assert app.screen.query_one(WorkersTable).select_key("web/i-12")
         await pilot.press("R")
@@ -301,6 +309,19 @@ def test_identifiers_repeated_across_projects_never_pick_one_at_random():
     assert LogFilter.parse("web/#12", snap).issue_id == "web/i-12"
     assert LogFilter.parse("#12", snap, project=API).issue_id == "api/i-12"
     assert LogFilter.parse("bil-3", snap).issue_id == "billing-service-backend/b-3"
+
+
+def test_a_filter_on_a_project_that_left_the_fleet_is_dropped():
+    from symphony_tui.console.state import ConsoleState
+
+    state = ConsoleState(FleetTestPort(), detach_only=True, notify=lambda: None)  # type: ignore[arg-type]
+    snap = fleet_snapshot()
+    state.project_filter = WEB
+    shown = state.take(snap)
+    assert [r.issue_id for r in shown.running] == ["web/i-12"]
+    assert state.take(snap) is shown  # the same input: the same snapshot shown
+    gone = snap.model_copy(update={"projects": snap.projects[:1] + snap.projects[2:]})
+    assert state.take(gone) is gone and state.project_filter is None
 
 
 def test_narrowing_and_the_project_of_a_row():
