@@ -276,7 +276,10 @@ class Lifecycle:
                 body,
                 yes=yes,
                 danger=danger,
-                body_of=lambda snapshot: body_for(len(snapshot.running)),
+                # a fleet console's every project, whatever its project filter shows
+                body_of=lambda snapshot: body_for(
+                    len((self._state.fleet_snapshot or snapshot).running)
+                ),
             ),
             decided,
         )
