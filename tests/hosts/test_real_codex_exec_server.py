@@ -1,0 +1,156 @@
+"""The real codex 0.171.0 in exec-server mode (``worker.hosts.<h>.codex_mode:
+exec-server``; agents/codex/exec_server.py): the app-server runs here, its commands run
+in the workspace on a worker host (a real sshd on 127.0.0.2) through an exec-server
+started there and an ssh forward; the fake model server stands in for the model.
+
+One session, two turns:
+
+1. a command that writes the host's environment (a ``worker.hosts.<h>.env`` name, which
+   only the exec-server there is given, and the ``HOME`` the host's sshd gives its
+   sessions) into a file of the workspace;
+2. a slow command during which every forward client is killed again and again for 3 s:
+   the link reconnects, and the turn completes with the command's full output.
+
+All along the capability token appears in no event, no process's command line, no
+message the scheduler could log, and not on the host's disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shlex
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from symphony_tui.agents.base import TurnStatus
+from symphony_tui.agents.codex import CodexBackend
+from symphony_tui.agents.codex.exec_server import ENVIRONMENT_ID, LOG_FILE
+from symphony_tui.config.settings import Settings
+from symphony_tui.domain import EventKind
+from symphony_tui.domain.payloads import CommandEnded, LinkChanged
+from symphony_tui_testing.codex_env import CodexSchema, generate_schema, make_codex_home
+from symphony_tui_testing.fake_model import FakeModelServer
+from tests.hosts.test_codex_over_ssh import HostedSession, left_on_hosts
+from tests.real_programs import require_codex
+
+pytestmark = [pytest.mark.real_codex, pytest.mark.slow]
+
+
+async def cut(local_port: int, seconds: float) -> int:
+    """Kill every ssh client forwarding ``local_port`` here, again and again for
+    ``seconds`` (the link's attempts to start it again fail meanwhile); returns how
+    many were killed."""
+    killed = 0
+    needle = f"127.0.0.1:{local_port}:"
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        for proc in psutil.process_iter(["name", "cmdline"]):
+            cmdline = proc.info["cmdline"] or []
+            if proc.info["name"] == "ssh" and any(needle in a for a in cmdline):
+                try:
+                    proc.kill()
+                    killed += 1
+                except psutil.Error:
+                    pass
+        await asyncio.sleep(0.05)
+    return killed
+
+
+def command_lines() -> str:
+    """Every process's command line and environment that this user may read, joined."""
+    out = []
+    for proc in psutil.process_iter(["cmdline"]):
+        out.append(" ".join(proc.info["cmdline"] or []))
+    return "\n".join(out)
+
+
+async def test_exec_server_runs_commands_on_the_host_and_survives_a_cut(tmp_path, fleet) -> None:
+    codex_bin = require_codex()
+    schema = CodexSchema(generate_schema(codex_bin, tmp_path / "schema"))
+    workspace = tmp_path / "ws" / "EXEC-1"
+    workspace.mkdir(parents=True)
+    host_name = fleet.names[1]
+    sent: list[dict] = []
+    with FakeModelServer(slow_delay=0.05) as fake:
+        codex_env = make_codex_home(tmp_path / "codex-home", fake.url)
+        settings = Settings.model_validate(
+            {
+                "codex": {
+                    "command": f"{shlex.quote(str(codex_bin))} app-server",
+                    "read_timeout_ms": 30_000,
+                    "env": codex_env,
+                },
+                "worker": {
+                    "ssh_hosts": fleet.names,
+                    "host_lost_after_ms": 20_000,
+                    "hosts": {
+                        host_name: {"codex_mode": "exec-server", "env": {"WHERE_AM_I": "host-2"}}
+                    },
+                },
+            }
+        )
+        backend = CodexBackend(lambda: settings, sent=sent)
+        host = HostedSession(Path(workspace), host_name)
+        session = await backend.start_session(host)
+        link = session._exec
+        assert link is not None and link.local_port is not None
+        token = link.token()
+        exec_pid = link.pid
+        assert exec_pid is not None
+        try:
+            assert session.link_mode == "exec-server"
+            # 1. the command runs in the workspace, in the host's environment
+            result = await session.run_turn(
+                'SHELL: echo "$WHERE_AM_I $HOME" > where.txt; cat where.txt'
+            )
+            assert result.status is TurnStatus.COMPLETED, result
+            where, home = (workspace / "where.txt").read_text().split()
+            assert where == "host-2"  # the host's env: only the exec-server there has it
+            assert home == str(tmp_path / "fleet" / "host-home")  # the host's login environment
+            assert os.environ["HOME"] != home
+
+            # 2. every forward killed for 3 s in the middle of a slow command
+            turn = asyncio.create_task(
+                session.run_turn("SHELL: for i in 1 2 3 4 5 6; do echo EXEC-$i; sleep 1; done")
+            )
+            await host.wait_for(EventKind.COMMAND_STARTED, timeout=60)
+            await asyncio.sleep(0.5)
+            assert await cut(link.local_port, 3.0) >= 1
+            result = await asyncio.wait_for(turn, 60)
+            assert result.status is TurnStatus.COMPLETED, result
+            ended = [e.payload for e in host.of_kind(EventKind.COMMAND_COMPLETED)]
+            outputs = [p.output for p in ended if isinstance(p, CommandEnded)]
+            assert any(all(f"EXEC-{i}" in out for i in range(1, 7)) for out in outputs), outputs
+            states = [
+                (e.payload.mode, e.payload.state)
+                for e in host.events
+                if isinstance(e.payload, LinkChanged)
+            ]
+            assert ("exec-server", "reconnecting") in states
+            assert states[-1] == ("exec-server", "connected"), states
+            assert link.reconnects >= 1
+
+            # the token: only in the environment/add request, nowhere else
+            assert token not in command_lines()
+            events = "\n".join(
+                e.message + json.dumps(e.payload.model_dump(mode="json") if e.payload else {})
+                for e in host.events
+            )
+            assert token not in events
+            added = [m for m in sent if m.get("method") == "environment/add"]
+            assert [m["params"]["environmentId"] for m in added] == [ENVIRONMENT_ID]
+            assert token not in json.dumps([m for m in sent if m not in added])
+            assert token not in (workspace / LOG_FILE).read_text()
+            assert token not in json.dumps(host.recorded)
+        finally:
+            await session.close()
+            await backend.aclose()
+    assert schema.validate_all(sent) > 0
+    assert left_on_hosts(fleet, timeout=10) == []
+    assert not psutil.pid_exists(exec_pid)  # detached there: ended by the session's close
+    assert not list(workspace.glob(".symphony/agent-*.pgid"))
