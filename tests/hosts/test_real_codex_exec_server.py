@@ -9,7 +9,9 @@ One session, two turns:
    only the exec-server there is given, and the ``HOME`` the host's sshd gives its
    sessions) into a file of the workspace;
 2. a slow command during which every forward client is killed again and again for 3 s:
-   the link reconnects, and the turn completes with the command's full output.
+   the link reconnects, and the turn completes with the command's full output;
+3. the host's sshd killed for good: the turn fails and the session names the host lost,
+   only after ``worker.host_lost_after_ms``.
 
 All along the capability token appears in no event, no process's command line, no
 message the scheduler could log, and not on the host's disk.
@@ -18,16 +20,18 @@ message the scheduler could log, and not on the host's disk.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shlex
+import signal
 import time
 from pathlib import Path
 
 import psutil
 import pytest
 
-from symphony_tui.agents.base import TurnStatus
+from symphony_tui.agents.base import AgentError, TurnStatus
 from symphony_tui.agents.codex import CodexBackend
 from symphony_tui.agents.codex.exec_server import ENVIRONMENT_ID, LOG_FILE
 from symphony_tui.config.settings import Settings
@@ -35,10 +39,12 @@ from symphony_tui.domain import EventKind
 from symphony_tui.domain.payloads import CommandEnded, LinkChanged
 from symphony_tui_testing.codex_env import CodexSchema, generate_schema, make_codex_home
 from symphony_tui_testing.fake_model import FakeModelServer
-from tests.hosts.test_codex_over_ssh import HostedSession, left_on_hosts
+from tests.hosts.test_codex_over_ssh import HostedSession
 from tests.real_programs import require_codex
 
 pytestmark = [pytest.mark.real_codex, pytest.mark.slow]
+
+LOST_AFTER_MS = 4_000
 
 
 async def cut(local_port: int, seconds: float) -> int:
@@ -87,7 +93,7 @@ async def test_exec_server_runs_commands_on_the_host_and_survives_a_cut(tmp_path
                 },
                 "worker": {
                     "ssh_hosts": fleet.names,
-                    "host_lost_after_ms": 20_000,
+                    "host_lost_after_ms": LOST_AFTER_MS,
                     "hosts": {
                         host_name: {"codex_mode": "exec-server", "env": {"WHERE_AM_I": "host-2"}}
                     },
@@ -147,10 +153,30 @@ async def test_exec_server_runs_commands_on_the_host_and_survives_a_cut(tmp_path
             assert token not in json.dumps([m for m in sent if m not in added])
             assert token not in (workspace / LOG_FILE).read_text()
             assert token not in json.dumps(host.recorded)
+
+            # 3. the host goes away for good: host down after the deadline, not before
+            turn = asyncio.create_task(session.run_turn("SHELL: sleep 20"))
+            await host.wait_for(
+                lambda e: (
+                    e.kind is EventKind.COMMAND_STARTED
+                    and len(host.of_kind(EventKind.COMMAND_STARTED)) == 3
+                ),
+                timeout=60,
+            )
+            fleet.hosts[1].kill()
+            killed_at = time.monotonic()
+            with pytest.raises(AgentError) as failed:
+                await asyncio.wait_for(turn, 60)
+            assert time.monotonic() - killed_at >= LOST_AFTER_MS / 1000
+            assert session.host_lost == host_name
+            assert f"host {host_name} not reached" in failed.value.message
+            assert link.state == "lost"
+            # what runs there outlives the dead connection, its pgid file left for the reaper
+            assert psutil.pid_exists(exec_pid)
+            assert list(workspace.glob(".symphony/agent-*.pgid"))
         finally:
             await session.close()
             await backend.aclose()
+            with contextlib.suppress(ProcessLookupError):  # its host was killed: ours to end
+                os.killpg(exec_pid, signal.SIGKILL)
     assert schema.validate_all(sent) > 0
-    assert left_on_hosts(fleet, timeout=10) == []
-    assert not psutil.pid_exists(exec_pid)  # detached there: ended by the session's close
-    assert not list(workspace.glob(".symphony/agent-*.pgid"))
