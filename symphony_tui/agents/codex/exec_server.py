@@ -272,6 +272,7 @@ class ExecServerLink:
         self._forward: asyncio.subprocess.Process | None = None
         self._watch: asyncio.Task[None] | None = None
         self._closing = False
+        self._launched = False
 
     @property
     def host(self) -> str:
@@ -313,6 +314,7 @@ class ExecServerLink:
             self.cwd, program, token_digest(token), pgid_file=self.pgid_file, env=self.env
         )
         del token
+        self._launched = True  # from here on, stop ends whatever the pgid file names
         try:
             done = await self.target.run(script, timeout_s=COMMAND_TIMEOUT_S)
         except SshError as err:
@@ -472,7 +474,8 @@ class ExecServerLink:
                 await watch
         await self._drop_forward()
         said = "none"
-        if self.pid is not None:
+        if self._launched:
+            self._launched = False
             try:
                 done = await self.target.run(
                     kill_script(self.cwd, self.pgid_file, grace_s=KILL_GRACE_S),

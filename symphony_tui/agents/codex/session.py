@@ -214,19 +214,26 @@ class CodexSession:
         ``environment/add`` before the thread opens there."""
         link.on_state = self._out.emit
         link.on_lost = self._exec_lost
+        starting = asyncio.ensure_future(link.start())  # the host and here side by side
         try:
-            await link.start()
+            self._scratch = socket_folder()
+            self._proc = await launch(cmd, self._scratch, self._env)
+            proc = self._proc
+            assert proc.stdout and proc.stdin and proc.stderr
+            self._stderr_task = asyncio.create_task(self._stderr.drain(proc.stderr))
+            self._start_rpc(proc.stdout, proc.stdin)
+            await self._handshake(cmd)
+        except BaseException:
+            starting.cancel()
+            with contextlib.suppress(BaseException):
+                await starting
+            raise
+        try:
+            await starting
         except AgentError as e:
             self.host_lost = e.host_lost
             raise
         self._out.emit(link_changed(link.host, "connected", None, ""))
-        self._scratch = socket_folder()
-        self._proc = await launch(cmd, self._scratch, self._env)
-        proc = self._proc
-        assert proc.stdout and proc.stdin and proc.stderr
-        self._stderr_task = asyncio.create_task(self._stderr.drain(proc.stderr))
-        self._start_rpc(proc.stdout, proc.stdin)
-        await self._handshake(cmd)
         assert self._rpc is not None
         try:  # the params hold the token: the error says only what codex answered
             await self._rpc.request("environment/add", link.environment(), self._timeout_s)
