@@ -70,8 +70,9 @@ async def cut(local_port: int, seconds: float) -> int:
 def command_lines() -> str:
     """Every process's command line and environment that this user may read, joined."""
     out = []
-    for proc in psutil.process_iter(["cmdline"]):
+    for proc in psutil.process_iter(["cmdline", "environ"]):
         out.append(" ".join(proc.info["cmdline"] or []))
+        out.extend(f"{k}={v}" for k, v in (proc.info["environ"] or {}).items())
     return "\n".join(out)
 
 
@@ -142,7 +143,7 @@ async def test_exec_server_runs_commands_on_the_host_and_survives_a_cut(tmp_path
             assert link.reconnects >= 1
 
             # the token: only in the environment/add request, nowhere else
-            assert token not in command_lines()
+            assert token not in command_lines()  # here and on the host (one machine)
             events = "\n".join(
                 e.message + json.dumps(e.payload.model_dump(mode="json") if e.payload else {})
                 for e in host.events
@@ -151,7 +152,10 @@ async def test_exec_server_runs_commands_on_the_host_and_survives_a_cut(tmp_path
             added = [m for m in sent if m.get("method") == "environment/add"]
             assert [m["params"]["environmentId"] for m in added] == [ENVIRONMENT_ID]
             assert token not in json.dumps([m for m in sent if m not in added])
-            assert token not in (workspace / LOG_FILE).read_text()
+            assert "ws://127.0.0.1:" in (workspace / LOG_FILE).read_text()  # its log there
+            for folder in (workspace, tmp_path / "fleet"):  # the host's side of the disk
+                files = [p for p in folder.rglob("*") if p.is_file()]
+                assert not any(token.encode() in p.read_bytes() for p in files)
             assert token not in json.dumps(host.recorded)
 
             # 3. the host goes away for good: host down after the deadline, not before
