@@ -103,6 +103,13 @@ class Completed:
         return lines[-1][:limit] if lines else ""
 
 
+def free_port() -> int:
+    """A currently free TCP port on 127.0.0.1 (a forward's or a local server's)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 def control_dir() -> Path:
     """This process's private folder (0700) for master connection sockets."""
     global _control_dir

@@ -47,7 +47,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from symphony_tui.agents.base import AgentError
-from symphony_tui.agents.local_server import free_port
 from symphony_tui.agents.reconnect import Backoff
 from symphony_tui.domain import AgentEvent, EventKind
 from symphony_tui.domain.payloads import LinkChanged
@@ -58,7 +57,14 @@ from symphony_tui.hosts.remote_group import (
     home_path,
     kill_script,
 )
-from symphony_tui.hosts.ssh import SshError, SshTarget, classify_ssh_failure, env_exports, sh_word
+from symphony_tui.hosts.ssh import (
+    SshError,
+    SshTarget,
+    classify_ssh_failure,
+    env_exports,
+    free_port,
+    sh_word,
+)
 
 MODE = "exec-server"
 #: The id of the host's environment in the app-server (``environment/add``).

@@ -25,10 +25,9 @@ from symphony_tui.agents.codex.exec_server import (
     token_digest,
     write_token,
 )
-from symphony_tui.agents.local_server import free_port
 from symphony_tui.agents.reconnect import Backoff
 from symphony_tui.domain.payloads import LinkChanged
-from symphony_tui.hosts.ssh import Completed, SshError
+from symphony_tui.hosts.ssh import Completed, SshError, free_port
 
 
 def private(tmp_path: Path) -> Path:
