@@ -10,8 +10,9 @@ One session, two turns:
    sessions) into a file of the workspace;
 2. a slow command during which every forward client is killed again and again for 3 s:
    the link reconnects, and the turn completes with the command's full output;
-3. the host's sshd killed for good: the turn fails and the session names the host lost,
-   only after ``worker.host_lost_after_ms``.
+3. the host's sshd killed: the turn fails and the session names the host lost, only
+   after ``worker.host_lost_after_ms``; the exec-server left there is ended by the host's
+   reaper once the host is back.
 
 All along the capability token appears in no event, no process's command line, no
 message the scheduler could log, and not on the host's disk.
@@ -37,6 +38,7 @@ from symphony_tui.agents.codex.exec_server import ENVIRONMENT_ID, LOG_FILE
 from symphony_tui.config.settings import Settings
 from symphony_tui.domain import EventKind
 from symphony_tui.domain.payloads import CommandEnded, LinkChanged
+from symphony_tui.hosts.remote_group import reap_script
 from symphony_tui_testing.codex_env import CodexSchema, generate_schema, make_codex_home
 from symphony_tui_testing.fake_model import FakeModelServer
 from tests.hosts.test_codex_over_ssh import HostedSession
@@ -178,6 +180,15 @@ async def test_exec_server_runs_commands_on_the_host_and_survives_a_cut(tmp_path
             # what runs there outlives the dead connection, its pgid file left for the reaper
             assert psutil.pid_exists(exec_pid)
             assert list(workspace.glob(".symphony/agent-*.pgid"))
+            await session.close()  # the host is down: its stop cannot reach it
+            assert link.token_file is None and not link.folder.exists()  # the token file
+            # the host back: its reaper ends what the run left there, as for any agent
+            fleet.hosts[1].start()
+            done = await backend._targets(host_name).run(
+                reap_script(str(workspace.parent)), timeout_s=30
+            )
+            assert f"killed {workspace.name} {exec_pid}" in done.stdout.decode()
+            assert not list(workspace.glob(".symphony/agent-*.pgid"))
         finally:
             await session.close()
             await backend.aclose()
