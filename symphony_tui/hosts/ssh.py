@@ -351,6 +351,31 @@ class SshTarget:
             "--", self.spec.destination,
         ]  # fmt: skip
 
+    def connection_argv(self, control: str) -> list[str]:
+        """``ssh -N -M -S <control>``: a connection of its own to this host (not the shared
+        master) that carries nothing yet; :meth:`add_forward_argv` then adds a forward to
+        it in one local round trip. The connection can be made before the port it will
+        forward is known; its client's exit says the connection dropped. ``control``
+        must be in a folder of this user alone."""
+        return [
+            *self._base(),
+            "-o", "ControlMaster=yes",
+            "-o", f"ControlPath={control}",
+            "-o", "ControlPersist=no",
+            "-N", "--", self.spec.destination,
+        ]  # fmt: skip
+
+    def add_forward_argv(self, control: str, local_port: int, remote_port: int) -> list[str]:
+        """``ssh -O forward -L 127.0.0.1:<local_port>:127.0.0.1:<remote_port>`` on the
+        connection of :meth:`connection_argv` (both ends loopback); exits non-zero when the
+        port here cannot be bound or the connection is gone."""
+        return [
+            *self._base(),
+            "-o", f"ControlPath={control}",
+            "-O", "forward", "-L", f"127.0.0.1:{local_port}:127.0.0.1:{remote_port}",
+            "--", self.spec.destination,
+        ]  # fmt: skip
+
     def forward_socket_argv(self, local_path: str, remote_path: str) -> list[str]:
         """``ssh -N -L <local_path>:<remote_path>``: a unix socket here that reaches a unix
         socket on the host, on a connection of its own as :meth:`forward_argv` (a stale

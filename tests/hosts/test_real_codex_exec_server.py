@@ -49,17 +49,17 @@ pytestmark = [pytest.mark.real_codex, pytest.mark.slow]
 LOST_AFTER_MS = 4_000
 
 
-async def cut(local_port: int, seconds: float) -> int:
-    """Kill every ssh client forwarding ``local_port`` here, again and again for
-    ``seconds`` (the link's attempts to start it again fail meanwhile); returns how
-    many were killed."""
+async def cut(control: str, seconds: float) -> int:
+    """Kill every ssh client of the link's own connection (its control socket
+    ``control``), again and again for ``seconds`` (the link's attempts to make it again
+    fail meanwhile); returns how many were killed."""
     killed = 0
-    needle = f"127.0.0.1:{local_port}:"
+    needle = f"ControlPath={control}"
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         for proc in psutil.process_iter(["name", "cmdline"]):
             cmdline = proc.info["cmdline"] or []
-            if proc.info["name"] == "ssh" and any(needle in a for a in cmdline):
+            if proc.info["name"] == "ssh" and needle in cmdline:
                 try:
                     proc.kill()
                     killed += 1
@@ -129,7 +129,7 @@ async def test_exec_server_runs_commands_on_the_host_and_survives_a_cut(tmp_path
             )
             await host.wait_for(EventKind.COMMAND_STARTED, timeout=60)
             await asyncio.sleep(0.5)
-            assert await cut(link.local_port, 3.0) >= 1
+            assert await cut(link.control, 3.0) >= 1
             result = await asyncio.wait_for(turn, 60)
             assert result.status is TurnStatus.COMPLETED, result
             ended = [e.payload for e in host.of_kind(EventKind.COMMAND_COMPLETED)]

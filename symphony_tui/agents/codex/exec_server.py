@@ -7,8 +7,10 @@ group, stdin ``/dev/null``, output in ``<workspace>/.symphony/codex-exec-server.
 its group in a pgid file as for any agent there, so stop, the reaper and resource
 sampling find it), listening on the host's loopback on a port it picks itself
 (``ws://127.0.0.1:0``; it prints the bound URL, which the launch script waits for).
-The scheduler reaches it through a ``ssh -N -L 127.0.0.1:<local>:127.0.0.1:<port>``
-client of its own (hosts/ssh.py ``forward_argv``), and gives the session's app-server,
+The scheduler reaches it through a connection of the link's own (``ssh -N -M``, made
+while the exec-server starts: hosts/ssh.py ``connection_argv``) with the forward
+``127.0.0.1:<local>:127.0.0.1:<port>`` added to it once the port is known
+(``add_forward_argv``), and gives the session's app-server,
 which runs on this machine, that environment with ``environment/add`` (URL and bearer
 token) and ``environments`` on ``thread/start`` and ``turn/start``.
 
@@ -18,8 +20,8 @@ only inside the ``environment/add`` request on its stdin. The host gets its SHA-
 (``--ws-auth capability-token --ws-token-sha256``): the token is on no command line, in
 no environment, in no file on the host, in no log or event.
 
-A dropped forward (its ssh client exited: a network change, a restarted sshd, a killed
-client) is started again on the same local port after a jittered backoff
+A dropped forward (its connection's ssh client exited: a network change, a restarted
+sshd, a killed client) is made again on the same local port after a jittered backoff
 (:data:`RECONNECT_BACKOFF`); codex resumes its exec-server session on the new connection
 by itself (the command in flight goes on and its output is read from where it was). The
 link's state (``connected``, ``reconnecting`` since, ``lost``) is told as a
@@ -45,6 +47,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from symphony_tui.agents.base import AgentError
 from symphony_tui.agents.reconnect import Backoff
@@ -71,6 +74,7 @@ MODE = "exec-server"
 ENVIRONMENT_ID = "worker-host"
 LOG_FILE = ".symphony/codex-exec-server.log"
 TOKEN_NAME = "exec-server.token"
+CONTROL_NAME = "ssh.sock"
 #: Seconds the launch script waits on the host for the exec-server's URL.
 READY_WAIT_S = 20
 #: Seconds a command on the host (launch, alive, stop) may take.
@@ -308,8 +312,9 @@ class ExecServerLink:
 
     # ------------------------------------------------------------------ start
     async def start(self) -> None:
-        """Start the exec-server on the host and the forward here. Raises
-        ``AgentError("launch_failed")`` (``host_lost`` set when the host is not reached)."""
+        """Start the exec-server on the host and, side by side, the link's own connection
+        to the host; then the forward on it. Raises ``AgentError("launch_failed")``
+        (``host_lost`` set when the host is not reached)."""
         token = new_token()
         self.token_file = write_token(self.folder, token)
         try:
@@ -320,6 +325,21 @@ class ExecServerLink:
             self.cwd, program, token_digest(token), pgid_file=self.pgid_file, env=self.env
         )
         del token
+        connecting = asyncio.ensure_future(self._connect())
+        try:
+            self.pid, self.remote_port = await self._launch(script, program)
+            self.local_port = free_port()
+            await self._open_forward(connecting)
+        except BaseException:
+            connecting.cancel()
+            with contextlib.suppress(BaseException):
+                self._forward = await connecting
+            await self._drop_forward()
+            raise
+        self._watch = asyncio.create_task(self._follow(), name="codex-exec-server-link")
+
+    async def _launch(self, script: str, program: str) -> tuple[int, int]:
+        """Run the launch script on the host; returns the exec-server's pid and port."""
         self._launched = True  # from here on, stop ends whatever the pgid file names
         try:
             done = await self.target.run(script, timeout_s=COMMAND_TIMEOUT_S)
@@ -340,20 +360,22 @@ class ExecServerLink:
             raise AgentError(
                 "launch_failed", f"cannot start {program} exec-server on host {self.host}: {why}"
             )
-        self.pid = int(words[0])
-        self.remote_port = int(words[1].rsplit(":", 1)[1])
-        self.local_port = free_port()
-        await self._open_forward()
-        self._watch = asyncio.create_task(self._follow(), name="codex-exec-server-link")
+        return int(words[0]), int(words[1].rsplit(":", 1)[1])
 
-    async def _open_forward(self) -> None:
-        """Start ``ssh -N -L`` on :attr:`local_port` and wait until that port accepts.
-        Raises ``AgentError("launch_failed")`` with the connection's reason."""
-        assert self.local_port is not None and self.remote_port is not None
-        argv = self.target.forward_argv(self.local_port, self.remote_port)
+    @property
+    def control(self) -> str:
+        """The control socket of the link's own connection (in the private folder)."""
+        return str(self.folder / CONTROL_NAME)
+
+    async def _connect(self) -> asyncio.subprocess.Process:
+        """Start the link's own connection to the host (hosts/ssh.py
+        ``connection_argv``) and wait until its control socket is there. Raises
+        ``AgentError("launch_failed")`` with the connection's reason, ``host_lost`` set."""
+        with contextlib.suppress(OSError):
+            os.unlink(self.control)
         try:
             proc = await asyncio.create_subprocess_exec(
-                *argv,
+                *self.target.connection_argv(self.control),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.PIPE,
@@ -362,30 +384,69 @@ class ExecServerLink:
             )
         except OSError as err:
             raise AgentError("launch_failed", f"cannot start ssh: {err}") from err
-        self._forward = proc
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.target.connect_timeout_s + 5
-        while True:
-            if proc.returncode is not None or loop.time() >= deadline:
+        try:
+            while not os.path.exists(self.control):
+                if proc.returncode is not None or loop.time() >= deadline:
+                    said = b""
+                    _kill(proc)
+                    if proc.stderr is not None:
+                        with contextlib.suppress(Exception):
+                            said = await asyncio.wait_for(proc.stderr.read(), 1.0)
+                    why = classify_ssh_failure(self.host, said.decode("utf-8", "replace"))
+                    raise AgentError("launch_failed", f"port forward: {why}", host_lost=self.host)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(proc.wait(), PORT_POLL_S)
+        except BaseException:
+            _kill(proc)
+            raise
+        return proc
+
+    async def _open_forward(self, connecting: asyncio.Future[Any] | None = None) -> None:
+        """The link's connection (``connecting``, else a new one) with the forward of
+        :attr:`local_port` added to it; waits until that port accepts. Raises
+        ``AgentError("launch_failed")`` with the reason (``host_lost`` set when the
+        connection failed)."""
+        assert self.local_port is not None and self.remote_port is not None
+        proc = await (connecting if connecting is not None else self._connect())
+        self._forward = proc
+        argv = self.target.add_forward_argv(self.control, self.local_port, self.remote_port)
+        try:
+            add = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.PIPE,
+            )
+            _, said = await asyncio.wait_for(add.communicate(), self.target.connect_timeout_s)
+        except (OSError, TimeoutError) as err:
+            await self._drop_forward()
+            raise AgentError("launch_failed", f"port forward: {err}", host_lost=self.host) from None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.target.connect_timeout_s
+        while add.returncode != 0 or not await _accepts(self.local_port):
+            if add.returncode != 0 or proc.returncode is not None or loop.time() >= deadline:
+                lost = proc.returncode is not None
                 await self._drop_forward()
-                said = b""
-                if proc.stderr is not None:
-                    with contextlib.suppress(Exception):
-                        said = await asyncio.wait_for(proc.stderr.read(), 1.0)
-                why = classify_ssh_failure(self.host, said.decode("utf-8", "replace"))
-                raise AgentError("launch_failed", f"port forward: {why}", host_lost=self.host)
-            if await _accepts(self.local_port):
-                return
+                why = said.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no answer"]
+                raise AgentError(
+                    "launch_failed",
+                    f"port forward 127.0.0.1:{self.local_port} on host {self.host}: {why[0]}",
+                    host_lost=self.host if lost else None,
+                )
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(proc.wait(), PORT_POLL_S)
 
     async def _drop_forward(self) -> None:
+        """End the link's connection (and the forward on it)."""
         proc, self._forward = self._forward, None
         if proc is not None and proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
+            _kill(proc)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(proc.wait(), 5)
+        with contextlib.suppress(OSError):
+            os.unlink(self.control)
 
     # ------------------------------------------------------------------ follow
     async def _follow(self) -> None:
@@ -498,6 +559,12 @@ class ExecServerLink:
         with contextlib.suppress(OSError):
             self.folder.rmdir()
         return said
+
+
+def _kill(proc: asyncio.subprocess.Process) -> None:
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
 
 
 async def _accepts(port: int) -> bool:

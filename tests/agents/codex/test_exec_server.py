@@ -126,24 +126,28 @@ def test_the_launch_script_says_why_it_did_not_start(tmp_path: Path) -> None:
 
 
 class FakeTarget:
-    """An ``SshTarget`` stand-in: the forward is ``forward`` (a program given the local
-    port), a command on the host answers ``alive`` or raises (host unreachable)."""
+    """An ``SshTarget`` stand-in: the link's connection is a program (``CONNECTION``, or
+    ``UNREACHABLE``) that makes its control file and binds the port it is told to
+    forward (``add_forward_argv`` writes it down); a command on the host answers
+    ``alive`` or ``gone``."""
 
     name = "build-1"
     connect_timeout_s = 2.0
 
-    def __init__(self, forward: str, *, reachable: bool = True, alive: bool = True) -> None:
-        self.forward = forward
-        self.reachable = reachable
+    def __init__(self, *, alive: bool = True) -> None:
+        self.reachable = True
         self.is_alive = alive
-        self.forwards = 0
+        self.connections = 0
         self.scripts: list[str] = []
 
-    def forward_argv(self, local_port: int, remote_port: int) -> list[str]:
-        self.forwards += 1
-        if self.forward == UNREACHABLE:
-            return ["sh", "-c", self.forward]
-        return [sys.executable, "-c", self.forward, str(local_port)]
+    def connection_argv(self, control: str) -> list[str]:
+        self.connections += 1
+        if not self.reachable:
+            return ["sh", "-c", UNREACHABLE]
+        return [sys.executable, "-c", CONNECTION, control]
+
+    def add_forward_argv(self, control: str, local_port: int, remote_port: int) -> list[str]:
+        return ["sh", "-c", f"echo {local_port} > {control}.port"]
 
     async def run(self, script: str, *, timeout_s: float | None = None) -> Completed:
         self.scripts.append(script)
@@ -152,10 +156,13 @@ class FakeTarget:
         return Completed(0, b"alive\n" if self.is_alive else b"gone\n", b"")
 
 
-LISTEN = (
-    "import socket, sys, time\n"
+CONNECTION = (
+    "import os, socket, sys, time\n"
+    "control = sys.argv[1]; open(control, 'w').close()\n"
+    "while not os.path.exists(control + '.port'): time.sleep(0.01)\n"
+    "port = int(open(control + '.port').read()); os.unlink(control + '.port')\n"
     "s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
-    "s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen(); time.sleep(60)\n"
+    "s.bind(('127.0.0.1', port)); s.listen(); time.sleep(60)\n"
 )
 UNREACHABLE = "echo 'ssh: connect to host build-1 port 22: Connection refused' >&2; exit 255"
 FAST = Backoff(initial_s=0.01, max_s=0.05, max_attempts=1_000_000, jitter=0.5)
@@ -187,7 +194,7 @@ async def _follow(link: ExecServerLink) -> tuple[list[LinkChanged], list[str]]:
 
 
 async def test_a_dropped_forward_comes_back_on_the_same_port(tmp_path: Path) -> None:
-    target = FakeTarget(LISTEN)
+    target = FakeTarget()
     link = _link(target, tmp_path, lost_after_s=30)
     states, lost = await _follow(link)
     port = link.local_port
@@ -199,7 +206,7 @@ async def test_a_dropped_forward_comes_back_on_the_same_port(tmp_path: Path) -> 
                 break
             await asyncio.sleep(0.02)
         assert link.reconnects == 1 and link.state == "connected" and lost == []
-        assert link.local_port == port and target.forwards == 2
+        assert link.local_port == port and target.connections == 2
         assert [(s.mode, s.state, s.host) for s in states] == [
             ("exec-server", "reconnecting", "build-1"),
             ("exec-server", "connected", "build-1"),
@@ -212,11 +219,11 @@ async def test_a_dropped_forward_comes_back_on_the_same_port(tmp_path: Path) -> 
 
 
 async def test_a_host_not_reached_until_the_deadline_is_host_down(tmp_path: Path) -> None:
-    target = FakeTarget(LISTEN)
+    target = FakeTarget()
     link = _link(target, tmp_path, lost_after_s=1.5)
     states, lost = await _follow(link)
     try:
-        target.forward = UNREACHABLE
+        target.reachable = False
         assert link._forward is not None
         link._forward.kill()
         assert link._watch is not None
@@ -225,7 +232,7 @@ async def test_a_host_not_reached_until_the_deadline_is_host_down(tmp_path: Path
         assert lost == [link.close_reason]
         assert "host build-1 not reached for 1.5s" in link.close_reason
         assert "refused the connection" in link.close_reason
-        assert target.forwards > 3  # it kept trying until the deadline
+        assert target.connections > 3  # it kept trying until the deadline
         assert [s.state for s in states] == ["reconnecting", "lost"]
     finally:
         await link.stop()
@@ -234,7 +241,7 @@ async def test_a_host_not_reached_until_the_deadline_is_host_down(tmp_path: Path
 async def test_an_exec_server_gone_from_a_host_that_answers_is_not_host_down(
     tmp_path: Path,
 ) -> None:
-    target = FakeTarget(LISTEN, alive=False)
+    target = FakeTarget(alive=False)
     link = _link(target, tmp_path, lost_after_s=30)
     _states, lost = await _follow(link)
     try:
