@@ -22,7 +22,6 @@ import json
 import os
 import shlex
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -32,6 +31,7 @@ from typing import Protocol
 from symphony_tui.agents.base import AgentError
 from symphony_tui.agents.codex.detached import start_ticks
 from symphony_tui.agents.codex.process import end_groups
+from symphony_tui.hosts.ssh import free_port
 from symphony_tui.workspaces.atomic import atomic_write_bytes
 
 LOG_TAIL_LINES = 20
@@ -44,13 +44,6 @@ class HealthProbe(Protocol):
     async def health(self) -> bool: ...
 
     async def aclose(self) -> None: ...
-
-
-def free_port() -> int:
-    """A currently free TCP port on 127.0.0.1."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def command_argv(command: str, setting: str) -> list[str]:

@@ -92,6 +92,8 @@ def validate_dispatch(settings: Settings) -> list[str]:
             )
     if backend == "codex" and not settings.codex.command.strip():
         problems.append("invalid_agent_config: codex.command is empty")
+    elif backend == "codex" and settings.worker.enabled:
+        problems.extend(_exec_server_problems(settings))
     elif (
         backend == "acp"
         and not settings.acp.command.strip()
@@ -152,3 +154,19 @@ def _missing_key(tracker: TrackerSettings, key: str) -> str:
         return f"{what} is empty"
     how = "is set but empty" if name in os.environ else "is not set"
     return f"{what} is empty: ${name} {how} in the environment (export it, or set tracker.{key}: $OTHER_VAR)"
+
+
+def _exec_server_problems(settings: Settings) -> list[str]:
+    """Hosts in ``codex_mode: exec-server`` whose codex command has no word ``app-server``
+    to take the program of (agents/codex/exec_server.py)."""
+    out = []
+    for host in settings.worker.ssh_hosts:
+        if settings.worker.codex_mode_for(host) != "exec-server":
+            continue
+        command = settings.worker.command_for(host, "codex", settings.codex.command)
+        if "app-server" not in command.split():
+            out.append(
+                f"invalid_agent_config: worker host {host} in codex_mode exec-server needs a "
+                f"codex command with the word app-server (got {command!r})"
+            )
+    return out

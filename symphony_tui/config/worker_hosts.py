@@ -21,6 +21,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from symphony_tui.config.numbers import Milliseconds, WholeNumber
 
+#: How a codex run on a worker host is split (``worker.codex_mode``,
+#: ``worker.hosts.<h>.codex_mode``): ``app-server``, the agent runs on the host;
+#: ``exec-server``, the agent runs here and its commands and file edits run on the host
+#: (agents/codex/exec_server.py).
+CODEX_MODES = ("app-server", "exec-server")
+
 _NAME = re.compile(r"^[A-Za-z0-9._%+-]+$")
 _USER = re.compile(r"^[A-Za-z0-9._-][A-Za-z0-9._@-]*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -89,6 +95,12 @@ def parse_host(text: Any) -> HostSpec:
     return HostSpec(name=name, hostname=host, user=user, port=number)
 
 
+def _codex_mode_of(value: Any) -> str:
+    if value not in CODEX_MODES:
+        raise ValueError(f"codex_mode {value!r} is not one of {', '.join(CODEX_MODES)}")
+    return str(value)
+
+
 class HostOverrides(BaseModel):
     """``worker.hosts.<entry>``: what one host does differently. ``workspace_root`` (on the
     host; default ``worker.workspace_root``, else ``workspace.root``),
@@ -101,11 +113,13 @@ class HostOverrides(BaseModel):
     an ssh port forward instead of starting one per run); ``min_free_memory_mb`` and
     ``max_memory_mb`` (default ``worker.min_free_memory_mb`` / ``worker.max_memory_mb``):
     the host takes no new run while its free memory is under the floor, or while its
-    agents together use the cap or more."""
+    agents together use the cap or more; ``codex_mode`` (default ``worker.codex_mode``):
+    one of :data:`CODEX_MODES`."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
     workspace_root: str | None = None
+    codex_mode: str | None = None
     max_concurrent_agents: WholeNumber | None = Field(default=None, gt=0)
     min_free_memory_mb: WholeNumber | None = Field(default=None, ge=0)
     max_memory_mb: WholeNumber | None = Field(default=None, ge=0)
@@ -143,6 +157,21 @@ class HostOverrides(BaseModel):
                 raise ValueError(f"commands.{key} must be a non-empty command")
         return value
 
+    @field_validator("codex_mode")
+    @classmethod
+    def _codex_mode(cls, value: str | None) -> str | None:
+        return None if value is None else _codex_mode_of(value)
+
+    @model_validator(mode="after")
+    def _exec_server_command(self) -> HostOverrides:
+        command = self.commands.get("codex")
+        if self.codex_mode == "exec-server" and command and "app-server" not in command.split():
+            raise ValueError(
+                f"commands.codex {command!r}: codex_mode exec-server needs a command with "
+                "the word app-server (its program runs exec-server on the host)"
+            )
+        return self
+
     @field_validator("env")
     @classmethod
     def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
@@ -164,7 +193,9 @@ class WorkerSettings(BaseModel):
     cap or more (each host's default too); ``resource_sample_ms``: how often each run's
     agent memory and CPU and each machine's free memory are sampled (0: never);
     ``host_lost_after_ms``: how long a detached agent's dropped link keeps trying to reach
-    its host before the run fails as host down (agents/codex/link.py)."""
+    its host before the run fails as host down (agents/codex/link.py; for
+    ``codex_mode: exec-server``, its port forward); ``codex_mode``: how codex runs on every
+    host (:data:`CODEX_MODES`; ``worker.hosts.<h>.codex_mode`` wins)."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
@@ -179,6 +210,12 @@ class WorkerSettings(BaseModel):
     max_memory_mb: WholeNumber = Field(default=0, ge=0)
     resource_sample_ms: Milliseconds = Field(default=5_000, ge=0)
     host_lost_after_ms: Milliseconds = Field(default=60_000, gt=0)
+    codex_mode: str = "app-server"
+
+    @field_validator("codex_mode", mode="before")
+    @classmethod
+    def _mode(cls, value: Any) -> Any:
+        return "app-server" if value is None else _codex_mode_of(value)
 
     @field_validator("ssh_hosts", mode="before")
     @classmethod
@@ -268,6 +305,13 @@ class WorkerSettings(BaseModel):
         if match is None:
             return None
         return match.group(1).strip("[]"), int(match.group(2))
+
+    def codex_mode_for(self, name: str) -> str:
+        """How codex runs on host ``name``: ``app-server`` or ``exec-server``."""
+        own = self.hosts.get(name)
+        if own is not None and own.codex_mode is not None:
+            return own.codex_mode
+        return self.codex_mode
 
     def env_for(self, name: str) -> dict[str, str]:
         """The host's ``env`` overrides (empty when none)."""

@@ -336,7 +336,7 @@ class Notice(_Base):
 class LinkChanged(_Base):
     """The connection to a detached agent changed state (``NOTIFICATION`` when
     ``connected``, ``WARNING`` otherwise; docs/worker-hosts.md "A link that reconnects"):
-    ``mode`` ``local`` or ``ssh``, ``state`` ``connected`` / ``reconnecting`` / ``lost``,
+    ``mode`` ``local``, ``ssh`` or ``exec-server`` (agents/codex/exec_server.py), ``state`` ``connected`` / ``reconnecting`` / ``lost``,
     ``since`` (ISO 8601 UTC) when it stopped being connected, ``host`` the worker host
     (None: this machine), ``reason`` why it dropped."""
 

@@ -80,7 +80,7 @@ class RunningRow(BaseModel):
     budget_reached: str | None = None
     #: The worker host the run is on (None: this machine).
     host: str | None = None
-    #: How the scheduler reaches the agent (``local``, ``ssh``) and the state of that link
+    #: How the scheduler reaches the agent (``local``, ``ssh``, ``exec-server``) and the state of that link
     #: (``connected``; ``reconnecting`` or ``lost`` since ``link_since``, UTC).
     link_mode: str = "local"
     link_state: str = "connected"

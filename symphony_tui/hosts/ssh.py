@@ -103,6 +103,13 @@ class Completed:
         return lines[-1][:limit] if lines else ""
 
 
+def free_port() -> int:
+    """A currently free TCP port on 127.0.0.1 (a forward's or a local server's)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 def control_dir() -> Path:
     """This process's private folder (0700) for master connection sockets."""
     global _control_dir
@@ -341,6 +348,31 @@ class SshTarget:
             "-o", "ControlPath=none",
             "-o", "ExitOnForwardFailure=yes",
             "-N", "-L", f"127.0.0.1:{local_port}:{_forward_host(remote_address)}:{remote_port}",
+            "--", self.spec.destination,
+        ]  # fmt: skip
+
+    def connection_argv(self, control: str) -> list[str]:
+        """``ssh -N -M -S <control>``: a connection of its own to this host (not the shared
+        master) that carries nothing yet; :meth:`add_forward_argv` then adds a forward to
+        it in one local round trip. The connection can be made before the port it will
+        forward is known; its client's exit says the connection dropped. ``control``
+        must be in a folder of this user alone."""
+        return [
+            *self._base(),
+            "-o", "ControlMaster=yes",
+            "-o", f"ControlPath={control}",
+            "-o", "ControlPersist=no",
+            "-N", "--", self.spec.destination,
+        ]  # fmt: skip
+
+    def add_forward_argv(self, control: str, local_port: int, remote_port: int) -> list[str]:
+        """``ssh -O forward -L 127.0.0.1:<local_port>:127.0.0.1:<remote_port>`` on the
+        connection of :meth:`connection_argv` (both ends loopback); exits non-zero when the
+        port here cannot be bound or the connection is gone."""
+        return [
+            *self._base(),
+            "-o", f"ControlPath={control}",
+            "-O", "forward", "-L", f"127.0.0.1:{local_port}:127.0.0.1:{remote_port}",
             "--", self.spec.destination,
         ]  # fmt: skip
 

@@ -145,6 +145,9 @@ class Run:
     #: ``reconnecting`` or ``lost``, and since when it is not connected (UTC).
     link_state: str = "connected"
     link_since: datetime | None = None
+    #: How that link reaches the agent (``local``, ``ssh``, ``exec-server``) as its last
+    #: state change said; None: none said (the row's mode follows ``worker_host``).
+    link_mode: str | None = None
     #: Why the attempt failed (one line), set as soon as it is known: the row says it while
     #: the worker's cleanup (``after_run``) still runs.
     error: str | None = None

@@ -256,7 +256,7 @@ def _running_rows(
             pending_approvals=len(r.pending),
             budget_reached=r.budget_reached,
             host=r.worker_host,
-            link_mode="local" if r.worker_host is None else "ssh",
+            link_mode=r.link_mode or ("local" if r.worker_host is None else "ssh"),
             link_state=r.link_state,
             link_since=r.link_since,
             error=redact(r.error) if r.error else None,

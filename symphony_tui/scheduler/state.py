@@ -215,6 +215,7 @@ class SchedulerState:
     def run_link(self, run: Run, link: LinkChanged) -> None:
         """``run``'s link to its detached agent changed state (agents/codex/link.py)."""
         run.link_state = link.state
+        run.link_mode = link.mode
         since = None
         if link.since:
             with contextlib.suppress(ValueError):

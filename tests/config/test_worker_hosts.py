@@ -157,3 +157,52 @@ def test_server_backends_on_hosts_need_a_command_to_start_there(tmp_path: Path) 
         assert wf.settings.worker.server_on("b", backend) == ("::1", 4097)
     ok = _load(tmp_path, "worker:\n  ssh_hosts: [a]\n")
     assert validate_dispatch(ok.settings) == []
+
+
+def test_codex_mode_defaults_to_app_server_and_is_set_per_host(tmp_path: Path) -> None:
+    worker = _load(tmp_path, "worker:\n  ssh_hosts: [a, b]\n").settings.worker
+    assert [worker.codex_mode_for(h) for h in ("a", "b")] == ["app-server", "app-server"]
+    worker = _load(
+        tmp_path,
+        "worker:\n  ssh_hosts: [a, b]\n  codex_mode: exec-server\n"
+        "  hosts:\n    b: {codex_mode: app-server, commands: {codex: /opt/codex app-server}}\n",
+    ).settings.worker
+    assert [worker.codex_mode_for(h) for h in ("a", "b")] == ["exec-server", "app-server"]
+
+
+@pytest.mark.parametrize(
+    ("worker", "needle"),
+    [
+        ("worker:\n  codex_mode: remote\n", "codex_mode 'remote' is not one of"),
+        ("worker:\n  ssh_hosts: [a]\n  hosts: {a: {codex_mode: ssh}}\n", "is not one of"),
+        (
+            "worker:\n  ssh_hosts: [a]\n  hosts: {a: {codex_mode: exec-server, "
+            "commands: {codex: /opt/run-codex}}}\n",
+            "needs a command with the word app-server",
+        ),
+    ],
+)
+def test_bad_codex_modes_are_one_line_errors(tmp_path: Path, worker: str, needle: str) -> None:
+    with pytest.raises(WorkflowError) as err:
+        _load(tmp_path, worker)
+    assert needle in str(err.value) and "\n" not in str(err.value)
+
+
+def test_an_exec_server_host_needs_a_codex_command_it_can_take_the_program_of(
+    tmp_path: Path,
+) -> None:
+    from symphony_tui.config.validate import validate_dispatch
+
+    (tmp_path / "i.yaml").write_text("issues: []\n")
+    wf = _load(
+        tmp_path,
+        "codex:\n  command: my-agent --stdio\n"
+        "worker:\n  ssh_hosts: [a, b]\n  hosts: {a: {codex_mode: exec-server}}\n",
+    )
+    [problem] = validate_dispatch(wf.settings)
+    assert "worker host a in codex_mode exec-server needs" in problem and "\n" not in problem
+    wf = _load(
+        tmp_path,
+        "worker:\n  ssh_hosts: [a, b]\n  hosts: {a: {codex_mode: exec-server}}\n",
+    )
+    assert validate_dispatch(wf.settings) == []

@@ -84,3 +84,32 @@ def test_the_console_shows_the_link_in_the_workers_pane_the_detail_and_the_hosts
     assert "1 of 1 reconnecting, the first for 12s" in text.plain
     (line,) = [x for x in text.plain.split("\n") if x.startswith("links")]
     assert len(line) <= 80, line
+
+
+async def test_an_exec_server_run_shows_its_mode_from_its_first_link_event(make_harness):
+    h = make_harness([])
+    await h.start()
+    await h.settle()
+    run = Run(
+        issue=make_issue(2, state="In Progress"),
+        attempt=None,
+        backend="codex",
+        started_at=h.clock.now(),
+        started_mono=0.0,
+        last_event_mono=0.0,
+        worker_host="h1",
+    )
+    h.orch.state.claim(run)
+    (row,) = h.orch.snapshot().running
+    assert row.link_mode == "ssh"  # nothing said yet: the host's default
+    link = LinkChanged(mode="exec-server", state="connected", host="h1")
+    h.orch._inbox.post(AgentTraffic(run, AgentEvent(kind=EventKind.NOTIFICATION, payload=link)))
+    await h.orch.barrier()
+    snap = h.orch.snapshot()
+    (row,) = snap.running
+    assert (row.link_mode, row.link_state) == ("exec-server", "connected")
+    state = snap.state_payload()["running"][0]["link"]
+    assert state == {"mode": "exec-server", "state": "connected", "since": None, "host": "h1"}
+    lines = worker_header(snap, row.issue_id, NOW, Tones(), width=76).plain.split("\n")
+    (line,) = [x for x in lines if "link exec-server connected" in x]
+    assert len(line) <= 76, line

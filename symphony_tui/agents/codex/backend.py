@@ -5,7 +5,9 @@ Environment of the child: the shared recipe (:mod:`symphony_tui.config.child_env
 (``unset`` and the workflow's ``tracker.secret_env_names``), overlaid by ``codex.env``
 (``$VAR`` values resolved, an unset variable removes the name). Settings are read afresh for every new session, so a
 reloaded workflow applies to the next dispatch (spec §6.2). A session whose host names a
-worker host (``worker_host``) runs on it over ssh (agents/remote_launch.py).
+worker host (``worker_host``) runs on it over ssh (agents/remote_launch.py), or, with that
+host's ``codex_mode: exec-server``, runs here with its commands and file edits there
+(agents/codex/exec_server.py).
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from symphony_tui.agents.base import SessionHost
-from symphony_tui.agents.codex.detached import DetachedAgent, remove_socket
+from symphony_tui.agents.codex.detached import DetachedAgent, remove_socket, socket_folder
+from symphony_tui.agents.codex.exec_server import ExecServerLink
 from symphony_tui.agents.codex.process import escaped_groups
 from symphony_tui.agents.codex.session import CodexSession
 from symphony_tui.agents.remote_launch import RemoteLaunch
@@ -80,6 +83,21 @@ class CodexBackend:
             lost_after_s=settings.worker.host_lost_after_ms / 1000,
         )
 
+    def exec_server(self, settings: Settings, worker_host: str, cwd: str) -> ExecServerLink:
+        """The exec-server link of a run in ``cwd`` on ``worker_host``: its program is the
+        host's codex command's (``worker.hosts.<h>.commands.codex``, else
+        ``codex.command``), its environment the host's ``env`` only (``codex.env``, the
+        model's credentials among it, stays with the app-server here)."""
+        recipe = ChildEnv(self._env, self._unset | set(settings.tracker.secret_env_names))
+        return ExecServerLink(
+            self._targets(worker_host),
+            cwd,
+            settings.worker.command_for(worker_host, "codex", settings.codex.command),
+            recipe.overrides(settings.worker.env_for(worker_host)),
+            socket_folder(),
+            lost_after_s=settings.worker.host_lost_after_ms / 1000,
+        )
+
     def session_settings(self, settings: Settings) -> CodexSettings:
         """``codex.*`` with the backend-neutral deadlines (``agent.turn_timeout_ms`` /
         ``agent.stall_timeout_ms`` win over ``codex.*``, see :class:`Settings`)."""
@@ -98,6 +116,19 @@ class CodexBackend:
         settings = self._settings()
         worker_host = host.worker_host
         cfg = self.session_settings(settings)
+        if worker_host is not None and settings.worker.codex_mode_for(worker_host) == "exec-server":
+            session = CodexSession(
+                host,
+                cfg.model_copy(update={"transport": "stdio"}),
+                self.child_env(settings),
+                sent=self._sent,
+                on_close=self._sessions.discard,
+                exec_server=self.exec_server(settings, worker_host, str(host.workspace)),
+                groups=self._groups,
+            )
+            self._sessions.add(session)
+            await session.open()
+            return session
         if worker_host is not None:  # worker.hosts.<h>.commands.codex wins on that host
             command = settings.worker.command_for(worker_host, "codex", cfg.command)
             cfg = cfg.model_copy(update={"command": command})

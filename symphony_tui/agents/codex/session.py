@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shutil
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from symphony_tui import __version__
@@ -24,8 +26,10 @@ from symphony_tui.agents.codex.detached import (
     kill_pgid,
     launch_detached,
     remove_socket,
+    socket_folder,
 )
 from symphony_tui.agents.codex.eager import SessionTasks
+from symphony_tui.agents.codex.exec_server import ExecServerLink, link_changed
 from symphony_tui.agents.codex.link import AppServerLink, LocalPlace, Place, link_event, open_link
 from symphony_tui.agents.codex.notifications import Notifications
 from symphony_tui.agents.codex.process import (
@@ -76,7 +80,9 @@ class CodexSession:
     a worker host (agents/remote_launch.py); ``adopt``: re-attach to this detached
     app-server (``codex.transport: unix``) an earlier scheduler left running; ``groups``:
     the backend's live detached process groups, this session's in it from its launch (or
-    adoption) until its close ended it.
+    adoption) until its close ended it; ``exec_server``: the app-server runs here (stdio,
+    in a private folder) and its commands and file edits run in the workspace on a worker
+    host, through this exec-server link (agents/codex/exec_server.py).
     """
 
     def __init__(
@@ -90,8 +96,11 @@ class CodexSession:
         remote: RemoteLaunch | None = None,
         adopt: DetachedAgent | None = None,
         groups: dict[int, DetachedAgent] | None = None,
+        exec_server: ExecServerLink | None = None,
     ) -> None:
         self._host = host
+        self._exec = exec_server
+        self._scratch: Path | None = None  # the exec-server mode app-server's folder here
         self._cfg = settings
         self._env = dict(env)
         self._sent = sent
@@ -149,6 +158,13 @@ class CodexSession:
         return self._agent
 
     @property
+    def link_mode(self) -> str:
+        """How the scheduler reaches the agent: ``local``, ``ssh`` or ``exec-server``."""
+        if self._exec is not None:
+            return "exec-server"
+        return "local" if self._remote is None else "ssh"
+
+    @property
     def stderr_tail(self) -> list[str]:
         return list(self._stderr.lines)
 
@@ -169,6 +185,9 @@ class CodexSession:
             await self._reattach(self._agent)
             return
         cmd = self._cfg.command
+        if self._exec is not None:
+            await self._open_exec_server(cmd, self._exec)
+            return
         if self._cfg.detached:
             await self._launch_detached(cmd)
             await self._handshake(cmd)
@@ -188,6 +207,49 @@ class CodexSession:
         self._start_rpc(proc.stdout, proc.stdin)
         await self._handshake(cmd)
         await self._open_thread()
+
+    async def _open_exec_server(self, cmd: str, link: ExecServerLink) -> None:
+        """The exec-server on the host and its forward, then the app-server here (stdio,
+        in a private folder: the workspace is on the host), given that environment with
+        ``environment/add`` before the thread opens there."""
+        link.on_state = self._out.emit
+        link.on_lost = self._exec_lost
+        starting = asyncio.ensure_future(link.start())  # the host and here side by side
+        try:
+            self._scratch = socket_folder()
+            self._proc = await launch(cmd, self._scratch, self._env)
+            proc = self._proc
+            assert proc.stdout and proc.stdin and proc.stderr
+            self._stderr_task = asyncio.create_task(self._stderr.drain(proc.stderr))
+            self._start_rpc(proc.stdout, proc.stdin)
+            await self._handshake(cmd)
+        except BaseException:
+            starting.cancel()
+            with contextlib.suppress(BaseException):
+                await starting
+            raise
+        try:
+            await starting
+        except AgentError as e:
+            self.host_lost = e.host_lost
+            raise
+        self._out.emit(link_changed(link.host, "connected", None, ""))
+        assert self._rpc is not None
+        try:  # the params hold the token: the error says only what codex answered
+            await self._rpc.request("environment/add", link.environment(), self._timeout_s)
+        except RpcError as e:
+            raise AgentError("handshake_failed", f"environment/add refused: {e.message}") from None
+        self._turns.environments = link.environments()
+        await self._open_thread()
+
+    def _exec_lost(self) -> None:
+        """The exec-server link is lost: end the app-server here, so the turn in flight
+        fails with the link's reason (``_describe_exit``)."""
+        link = self._exec
+        if link is not None and link.host_lost:
+            self.host_lost = link.host_lost
+        if self._proc is not None and self._proc.returncode is None:
+            self._tasks.spawn(kill_group(self._proc))
 
     def _start_rpc(self, reader: asyncio.StreamReader, writer: Any) -> None:
         self._rpc = RpcConnection(
@@ -344,6 +406,10 @@ class CodexSession:
     async def _describe_exit(self) -> str:
         """Called at stdout EOF: the exit code and the stderr tail, as one line."""
         self._out.flush()  # everything the agent wrote is handed over
+        if self._exec is not None and self._exec.close_reason:
+            if self._exec.host_lost:
+                self.host_lost = self._exec.host_lost
+            return self._exec.close_reason
         if self._agent is not None:
             return await self._describe_socket_end(self._agent)
         msg, lost = await describe_exit(
@@ -396,6 +462,8 @@ class CodexSession:
             self._turns.abandon(turn, "session closed")
         self._tasks.cancel()
         agent = self._agent
+        if self._exec is not None:
+            await self._exec.stop()
         if self._remote is not None and agent is None:
             await self._remote.stop()  # the tree on the host first, then the local client
         if self._link is not None:
@@ -420,6 +488,8 @@ class CodexSession:
                 await self._stderr_task
         if self._proc is not None:
             release(self._proc)  # freed by reference counting with the session
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
 
     # ------------------------------------------------------------------ turns
     def _live_rpc(self) -> RpcConnection:

@@ -118,6 +118,9 @@ class TurnTracker:
         #: The latest turn (in flight until its ``done`` is resolved); None before the first.
         self.turn: Turn | None = None
         self._interrupting: asyncio.Task[None] | None = None
+        #: ``environments`` for ``thread/start`` and ``turn/start`` (an exec-server on a
+        #: worker host: agents/codex/exec_server.py); None: codex's default, this machine.
+        self.environments: list[dict[str, str]] | None = None
 
     # ------------------------------------------------------------------ thread
     async def open(self, rpc: RpcConnection, pid: int | None) -> dict[str, Any]:
@@ -170,6 +173,8 @@ class TurnTracker:
         params = dict(common)
         if tools:
             params["dynamicTools"] = tools
+        if self.environments is not None:
+            params["environments"] = self.environments
         try:
             res = await rpc.request("thread/start", params, self._timeout_s)
             thread: dict[str, Any] = res["thread"]
@@ -281,6 +286,8 @@ class TurnTracker:
         }
         if self._cfg.turn_sandbox_policy:
             params["sandboxPolicy"] = self._cfg.turn_sandbox_policy
+        if self.environments is not None:
+            params["environments"] = self.environments
         if self._cfg.model:
             params["model"] = self._cfg.model
         mode = self._cfg.collaboration_mode
