@@ -94,7 +94,7 @@ def pulls_of(numbers: list[int], with_branch: list[int]) -> str:
     parts = []
     for n in numbers:
         parts.append(
-            f"i{n}: issue(number: {int(n)}) {{ number labels(first: 50) {{ nodes {{ name }} }} "
+            f"i{n}: issue(number: {int(n)}) {{ number state labels(first: 50) {{ nodes {{ name }} }} "
             "closedByPullRequestsReferences(first: 5, includeClosedPrs: true) "
             "{ nodes { ...SymphonyGitHubPull } } }"
         )
@@ -148,11 +148,12 @@ ALL_DOCUMENTS: tuple[str, ...] = (pulls_of([1, 2], [2]), REQUIRED_CHECKS)
 
 @dataclass(frozen=True)
 class IssuePulls:
-    """What one read gave for one issue: its ``labels`` (as GitHub spells them) and its
-    pull request, or None."""
+    """What one read gave for one issue: its ``labels`` (as GitHub spells them), its pull
+    request (or None), and whether the issue is still ``open``."""
 
     labels: tuple[str, ...]
     pull_request: PullRequestLink | None
+    open: bool = True
 
 
 @dataclass(frozen=True)
@@ -197,7 +198,7 @@ class GitHubPulls:
                 pull = _choose(_nodes(repository.get(f"b{n}")), "branch") or _choose(
                     _nodes(node.get("closedByPullRequestsReferences")), "closing_reference"
                 )
-                out[n] = IssuePulls(labels, pull)
+                out[n] = IssuePulls(labels, pull, open=node.get("state") != "CLOSED")
         return out
 
     async def job_log_tail(self, job_id: int) -> str:
@@ -290,9 +291,7 @@ def _link(node: dict, found_by: str) -> PullRequestLink | None:
         return None
     commit = next(iter(_nodes(node.get("commits"))), {}).get("commit") or {}
     rollup = commit.get("statusCheckRollup") or {}
-    checks = tuple(
-        check for check in (_check(c) for c in _nodes(rollup.get("contexts"))) if check
-    )
+    checks = tuple(check for check in (_check(c) for c in _nodes(rollup.get("contexts"))) if check)
     notes: list[ReviewNote] = []
     for thread in _nodes(node.get("reviewThreads")):
         if thread.get("isResolved") or thread.get("isOutdated"):

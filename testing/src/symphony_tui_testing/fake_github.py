@@ -658,7 +658,11 @@ class FakeGitHub:
                 self._issues[n].state, self._issues[n].state_reason = "closed", "completed"
                 self._issues[n].closed_at = _iso(self._clock())
         self._touch(pull.number)
-        return 200, {"sha": pull.head_sha, "merged": True, "message": "Pull Request successfully merged"}
+        return 200, {
+            "sha": pull.head_sha,
+            "merged": True,
+            "message": "Pull Request successfully merged",
+        }
 
     def _blob(self, path: str, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
         """A signed download (another host in GitHub): no token may reach it."""
