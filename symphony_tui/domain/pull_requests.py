@@ -107,7 +107,7 @@ class PullRequestLink(BaseModel):
         return ", ".join(parts)
 
     def summary(self) -> str:
-        """One line: ``#12 open · checks 3 passed, 1 failed · changes requested · conflicts``."""
+        """One line: ``#N open · checks 3 passed, 1 failed · changes requested · conflicts``."""
         state = "draft" if self.draft and self.state == "OPEN" else self.state.lower()
         parts = [f"#{self.number} {state}", f"checks {self.checks_summary}"]
         if self.review_decision:

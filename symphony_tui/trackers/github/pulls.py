@@ -3,8 +3,8 @@ runs (``scheduler/feedback.py``).
 
 An issue's pull request is, in order: the open (else newest) pull request whose head is the
 run's branch (``repository.pullRequests(headRefName:)``), else the first of the issue's
-``closedByPullRequestsReferences`` (GitHub fills it from closing keywords such as ``Fixes
-#12`` and from the issue's development links), open ones first. One GraphQL request reads
+``closedByPullRequestsReferences`` (GitHub fills it from closing keywords, ``Fixes`` then
+the issue's number, and from the issue's development links), open ones first. One GraphQL request reads
 :data:`BATCH` issues (aliases ``i<n>`` and ``b<n>``), with the issue's labels (the label
 commands), the head commit's check rollup and the unresolved review threads.
 

@@ -223,7 +223,7 @@ async def test_review_conflict_labels_and_auto_merge(tmp_path: Path, fake) -> No
     try:
         await orch.start()
         await until(lambda: len(backend.sessions) == 2 and str(first) not in orch.running)
-        pr = fake.add_pull("feature/endpoint", closes=[first])  # linked by "Fixes #1"
+        pr = fake.add_pull("feature/endpoint", closes=[first])  # a closing reference
         fake.review(pr, "CHANGES_REQUESTED", "Please add tests.")
         fake.comment_on_line(pr, "src/api.py", 42, "This leaks the token=abcdef0123456789.")
 
