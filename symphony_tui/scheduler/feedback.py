@@ -202,8 +202,12 @@ class Feedback:
         while True:
             poll_ms = self._state.settings.github.pull_requests.poll_ms
             await asyncio.sleep(max(1.0, poll_ms / 1000) if poll_ms else 5.0)
-            if self.enabled:
+            if not self.enabled:
+                continue
+            try:
                 await self.read_once()
+            except Exception:  # a bug must not end the watch: the next read tries again
+                log.exception("pull request read crashed")
 
     async def read_once(self) -> None:
         """One read of every watched issue's pull request, posted to the loop."""
@@ -312,19 +316,25 @@ class Feedback:
             self._note(issue, item.note)
         if item.prompt is None:
             return
-        if issue.id in state.running or issue.id in state.retrying or issue.id in state.held:
-            self._note(issue, f"{item.kind}: no turn started, {issue.identifier} is busy")
-            return
-        if not self._dispatch(issue, item.prompt):
-            self._note(issue, f"{item.kind}: no turn started, {issue.identifier} is not eligible")
+        busy = issue.id in state.running or issue.id in state.retrying or issue.id in state.held
+        if busy or not self._dispatch(issue, item.prompt):
+            why = "is busy" if busy else "is not eligible now (or no slot is free)"
+            self._note(issue, f"{item.kind}: no turn started, {issue.identifier} {why}; later")
+            done = self._done.get(issue.id)
+            if done is not None and item.reaction_key is not None:
+                # Not spent: the next read acts on the same feedback again.
+                done.handled.discard(item.reaction_key)
+                done.turns = max(0, done.turns - 1)
+                done.last_mono = item.previous_mono
             return
         self._note(issue, f"{item.kind}: turn started for {issue.identifier}")
 
     def hold(self, item: FeedbackHold) -> None:
         """``stop_label`` on an issue that was not running: no retry, held."""
         state = self._state
-        retry = state.pop_retry(item.issue.id)
-        state.hold(item.issue, state.workspaces.path_for(item.issue.identifier) if retry else None)
+        state.pop_retry(item.issue.id)
+        path = None if state.hosts.enabled else state.workspaces.path_for(item.issue.identifier)
+        state.hold(item.issue, path if path is not None and path.is_dir() else None)
         self._note(item.issue, f"label {item.label}: {item.issue.identifier} held")
 
     def _react(self, issue: Issue, link: PullRequestLink, reactions: ReactionSettings) -> None:
@@ -333,12 +343,15 @@ class Feedback:
             return
         if issue.id in state.running or issue.id in state.retrying or issue.id in state.held:
             return
+        if state.dispatch_paused:
+            return  # the operator paused dispatch: the feedback waits with it
         chosen = self._choose(link, reactions)
         if chosen is None:
             return
         done = self._done.setdefault(issue.id, IssueReactions())
         if chosen.key in done.handled:
             return
+        previous = done.last_mono
         if chosen.kind != "auto_merge":
             if done.turns >= reactions.max_per_issue:
                 self._tell_once(
@@ -375,7 +388,9 @@ class Feedback:
             f"reaction {chosen.kind}", who=WHO, via="github reactions",
             issue=issue.identifier, detail=f"#{link.number} {what}",
         )  # fmt: skip
-        self._mailbox.spawn(self._act(issue, chosen, reactions), name=f"feedback-{issue.id}")
+        self._mailbox.spawn(
+            self._act(issue, chosen, reactions, previous), name=f"feedback-{issue.id}"
+        )
 
     @staticmethod
     def _choose(link: PullRequestLink, reactions: ReactionSettings) -> Reaction | None:
@@ -405,7 +420,13 @@ class Feedback:
             return Reaction("auto_merge", f"merge:{head}", link)
         return None
 
-    async def _act(self, issue: Issue, reaction: Reaction, reactions: ReactionSettings) -> None:
+    async def _act(
+        self,
+        issue: Issue,
+        reaction: Reaction,
+        reactions: ReactionSettings,
+        previous_mono: float | None,
+    ) -> None:
         """The reaction's I/O, then :class:`FeedbackReady` (or a note saying why not)."""
         link = reaction.link
         try:
@@ -423,7 +444,16 @@ class Feedback:
             note = f"{reaction.kind}: not acted on ({exc})"
             self._mailbox.post(FeedbackReady(issue, reaction.kind, issue.id, note=note))
             return
-        self._mailbox.post(FeedbackReady(fresh, reaction.kind, issue.id, prompt=prompt))
+        self._mailbox.post(
+            FeedbackReady(
+                fresh,
+                reaction.kind,
+                issue.id,
+                prompt=prompt,
+                reaction_key=reaction.key,
+                previous_mono=previous_mono,
+            )
+        )
 
     async def _logs(self, link: PullRequestLink, reactions: ReactionSettings) -> dict[str, str]:
         out: dict[str, str] = {}

@@ -493,7 +493,8 @@ class PullRequestsRead:
 class FeedbackReady:
     """A reaction's work off the loop is done (``key``: what it was acting on): ``note``
     for the event log, ``prompt`` the feedback a turn of ``issue`` starts with (None: no
-    turn), ``reset`` the issue's reaction count starts over (the retry label)."""
+    turn), ``reset`` the issue's reaction count starts over (the retry label). A turn that
+    cannot start gives back ``reaction_key`` and the cool-down's ``previous_mono``."""
 
     issue: Issue
     kind: str
@@ -501,6 +502,8 @@ class FeedbackReady:
     prompt: str | None = None
     note: str | None = None
     reset: bool = False
+    reaction_key: str | None = None
+    previous_mono: float | None = None
 
 
 @dataclass(slots=True)

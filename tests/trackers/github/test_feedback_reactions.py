@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 
 from symphony_tui.agents.base import TurnResult, TurnStatus
+from symphony_tui.api.server import _issue_payload
 from symphony_tui.config.store import WorkflowStore
+from symphony_tui.domain.commands import PauseDispatch
 from symphony_tui.scheduler.orchestrator import Orchestrator
 from symphony_tui.trackers.github import GitHubTracker, client
 from symphony_tui.workspaces.manager import WorkspaceManager
@@ -140,6 +142,9 @@ async def test_ci_failure_turn_with_a_masked_excerpt_then_cool_down_and_cap(
         assert orch.snapshot().state_payload()["pull_requests"][f"GH-{issue}"]["failed_checks"] == [
             "CI / test"
         ]
+        detail = _issue_payload(orch, f"GH-{issue}")  # GET /api/v1/GH-1
+        assert detail is not None and detail["pull_request"]["number"] == pr
+        assert detail["pull_request"]["checks_summary"] == "1 passed, 1 failed"
         await until(lambda: len(backend.sessions) == 2 and not orch.running)
         prompt = backend.sessions[1].prompts[0]
         assert prompt.startswith(f"The checks of pull request #{pr} (")
@@ -226,6 +231,12 @@ async def test_review_conflict_labels_and_auto_merge(tmp_path: Path, fake) -> No
         pr = fake.add_pull("feature/endpoint", closes=[first])  # a closing reference
         fake.review(pr, "CHANGES_REQUESTED", "Please add tests.")
         fake.comment_on_line(pr, "src/api.py", 42, "This leaks the token=abcdef0123456789.")
+
+        # Dispatch paused by the operator: the feedback waits, nothing is spent.
+        assert (await orch.send(PauseDispatch(paused=True))).ok
+        await _read(orch)
+        assert len(prompts_of(first)) == 1 and _feedback(orch) == []
+        assert (await orch.send(PauseDispatch(paused=False))).ok
 
         # Review comments: a turn with each comment (file, line, text), secrets masked.
         await _read(orch)

@@ -5,11 +5,18 @@ when the head moved."""
 
 from __future__ import annotations
 
-from symphony_tui.trackers.github import GitHubTracker
+import pytest
+
+from symphony_tui.trackers.github import GitHubTracker, client
 from symphony_tui.trackers.github.pulls import ALL_DOCUMENTS
 from symphony_tui_testing.github_contracts import validate_graphql
 
 from .conftest import TOKEN
+
+
+@pytest.fixture(autouse=True)
+def _no_write_pacing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(client, "WRITE_INTERVAL_S", 0.0)
 
 
 def test_every_pull_request_document_is_valid_against_the_schema(fake) -> None:
