@@ -234,7 +234,7 @@ class Snapshot(BaseModel):
     """Issue identifier -> its pull request (GitHub: docs/configuration.md ``github``)."""
 
     def state_payload(self) -> dict:
-        """The spec's ``GET /api/v1/state`` body (§13.7.2) plus ``completed``, ``memory``
+        """The spec's ``GET /api/v1/state`` body (§13.7.2) plus ``pull_requests``, ``completed``, ``memory``
         (each machine agents run on) and each running row's ``host``, ``rss_bytes`` and
         ``cpu_percent`` (null until sampled). A running row's ``tokens`` is null while its
         backend has reported no usage for it; ``codex_totals.runs_not_reported`` counts
