@@ -172,7 +172,7 @@ class Dispatcher:
         """Start a reaction's run of ``issue`` (a continuation: its thread resumed when the
         backend can) when it is eligible and a slot is free; False otherwise."""
         settings = self._state.settings
-        if self._state.dispatch_paused or not self.is_eligible(issue, settings):
+        if self._state.dispatch_paused or not self.is_eligible(issue, settings, for_retry=True):
             return False
         if not self.slots_free(issue, settings):
             return False

@@ -29,7 +29,7 @@ Reactions, each on by its setting (``github.reactions``):
 No loop: a reaction acts once per feedback (the same failure on the same head commit does
 not start a second turn), an issue gets at most ``max_per_issue`` reaction turns in a
 scheduler's life, at least ``cooldown_ms`` apart, and none while the issue runs, waits for a
-retry or is held. Every reaction is an event (``feedback``) and an audit entry.
+failure's retry or is held (a continuation retry gives way to the reaction's run). Every reaction is an event (``feedback``) and an audit entry.
 """
 
 from __future__ import annotations
@@ -308,7 +308,6 @@ class Feedback:
         """A reaction's I/O is done: say what it did, and start its turn (``prompt``)
         unless the issue got busy meanwhile."""
         self._acting.discard(item.key)
-        state = self._state
         issue = item.issue
         if item.reset:
             self._done.pop(issue.id, None)  # the operator's word: a fresh count of reactions
@@ -316,7 +315,7 @@ class Feedback:
             self._note(issue, item.note)
         if item.prompt is None:
             return
-        busy = issue.id in state.running or issue.id in state.retrying or issue.id in state.held
+        busy = self._busy(issue.id)
         if busy or not self._dispatch(issue, item.prompt):
             why = "is busy" if busy else "is not eligible now (or no slot is free)"
             self._note(issue, f"{item.kind}: no turn started, {issue.identifier} {why}; later")
@@ -341,7 +340,7 @@ class Feedback:
         state = self._state
         if link.state != "OPEN" or issue.id in self._acting:
             return
-        if issue.id in state.running or issue.id in state.retrying or issue.id in state.held:
+        if self._busy(issue.id):
             return
         if state.dispatch_paused:
             return  # the operator paused dispatch: the feedback waits with it
@@ -391,6 +390,15 @@ class Feedback:
         self._mailbox.spawn(
             self._act(issue, chosen, reactions, previous), name=f"feedback-{issue.id}"
         )
+
+    def _busy(self, issue_id: str) -> bool:
+        """The issue runs, is held, or waits for a failure's retry. A continuation retry
+        (an issue still active after a normal run) is not busy: the reaction's run takes
+        its place, carrying the feedback."""
+        state = self._state
+        retry = state.retrying.get(issue_id)
+        waits = retry is not None and not retry.entry.continuation
+        return issue_id in state.running or issue_id in state.held or waits
 
     @staticmethod
     def _choose(link: PullRequestLink, reactions: ReactionSettings) -> Reaction | None:

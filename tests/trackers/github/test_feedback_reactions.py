@@ -37,24 +37,38 @@ def _no_write_pacing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(client, "WRITE_INTERVAL_S", 0.0)
 
 
-def _orchestrator(tmp_path: Path, fake, clock: FakeClock, script, reactions: str) -> Orchestrator:
-    front = textwrap.dedent(
-        f"""\
+LABEL_STATES = """\
+  state_labels: ["todo", "human review"]
+  active_states: ["todo"]
+  terminal_states: ["closed"]
+"""
+
+
+def _orchestrator(
+    tmp_path: Path, fake, clock: FakeClock, script, reactions: str, states: str = LABEL_STATES
+) -> Orchestrator:
+    front = (
+        textwrap.dedent(
+            f"""\
         tracker:
           kind: github
           repo: {REPO}
           token: "$GITHUB_TOKEN"
           api_url: {fake.url}
-          state_labels: ["todo", "human review"]
-          active_states: ["todo"]
-          terminal_states: ["closed"]
+        """
+        )
+        + states
+        + textwrap.dedent(
+            """\
         github:
           pull_requests:
             poll_ms: 3600000
-            branch: "symphony/{{identifier}}"
+            branch: "symphony/{identifier}"
           reactions:
         """
-    ) + textwrap.indent(textwrap.dedent(reactions), "    ")
+        )
+        + textwrap.indent(textwrap.dedent(reactions), "    ")
+    )
     rest = textwrap.dedent(
         """\
         workspace:
@@ -293,5 +307,33 @@ async def test_review_conflict_labels_and_auto_merge(tmp_path: Path, fake) -> No
         merges = [(e.ok, e.message) for e in orch.audit.recent() if e.what == "auto-merge"]
         assert merges[0][0] is False and "head moved" in merges[0][1]
         assert merges[-1] == (True, "merged")
+    finally:
+        await orch.shutdown()
+
+
+async def test_a_continuation_retry_gives_way_to_the_reaction(tmp_path: Path, fake) -> None:
+    """Plain GitHub states: the issue stays open, so a normal run ends in a continuation
+    retry; a failed check replaces that retry with a run that carries the feedback."""
+    clock = FakeClock(T0)
+    fake._clock = clock.now
+    issue = fake.add_issue("Open issue")
+
+    async def done(session, prompt: str, turn: int) -> TurnResult:
+        return TurnResult(TurnStatus.COMPLETED, session.turn_id)
+
+    states = '  active_states: ["open"]\n  terminal_states: ["closed"]\n'
+    orch = _orchestrator(tmp_path, fake, clock, done, "ci_failure: true\n", states)
+    backend = orch.backend  # type: ignore[attr-defined]
+    try:
+        await orch.start()
+        await until(lambda: str(issue) in orch.retrying and not orch.running)
+        assert orch.retrying[str(issue)].entry.continuation
+        pr = fake.add_pull(f"symphony/GH-{issue}")
+        fake.set_checks(pr, {"name": "build", "conclusion": "FAILURE", "job_id": 7, "log": "E1"})
+        await _read(orch)
+        await until(lambda: len(backend.sessions) == 2)
+        assert backend.sessions[1].prompts[0].startswith(f"The checks of pull request #{pr}")
+        assert "Failed: build (failure)" in backend.sessions[1].prompts[0]
+        assert fake.rest_requests("PATCH") == []  # still active: not moved
     finally:
         await orch.shutdown()
