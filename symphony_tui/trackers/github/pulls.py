@@ -4,9 +4,9 @@ runs (``scheduler/feedback.py``).
 An issue's pull request is, in order: the open (else newest) pull request whose head is the
 run's branch (``repository.pullRequests(headRefName:)``), else the first of the issue's
 ``closedByPullRequestsReferences`` (GitHub fills it from closing keywords, ``Fixes`` then
-the issue's number, and from the issue's development links), open ones first. One GraphQL request reads
-:data:`BATCH` issues (aliases ``i<n>`` and ``b<n>``), with the issue's labels (the label
-commands), the head commit's check rollup and the unresolved review threads.
+the issue's number, and from the issue's development links), open ones first. One GraphQL
+request reads :data:`BATCH` issues (aliases ``i<n>`` and ``b<n>``), with the issue's labels
+(the label commands), the head commit's check rollup and the unresolved review threads.
 
 Writes and reads on demand: :meth:`GitHubPulls.job_log_tail` (``GET
 /repos/{o}/{r}/actions/jobs/{id}/logs`` answers ``302`` to a signed URL on another host,
@@ -33,9 +33,15 @@ log = logging.getLogger(__name__)
 BATCH = 20
 """Issues per pull-request read (each brings up to two pull requests and their checks)."""
 CHECKS_FIRST = 50
-THREADS_FIRST = 50
-COMMENTS_FIRST = 5
+THREADS_FIRST = 20
+COMMENTS_FIRST = 3
 REVIEWS_FIRST = 10
+CLOSING_FIRST = 3
+BRANCH_FIRST = 2
+# GitHub prices a query by the requests its connections need (each connection's count is
+# the product of its parents' ``first``): review comments dominate, at (3 + 2) pull requests
+# x 20 threads an issue; with the rest about 120 per issue, 2,400 for a batch of 20: about
+# 24 of the 5,000 points an hour.
 LOG_TAIL_BYTES = 256 * 1024
 """How much of a job's log is read from its end (the excerpt is cut from this)."""
 
@@ -95,12 +101,12 @@ def pulls_of(numbers: list[int], with_branch: list[int]) -> str:
     for n in numbers:
         parts.append(
             f"i{n}: issue(number: {int(n)}) {{ number state labels(first: 50) {{ nodes {{ name }} }} "
-            "closedByPullRequestsReferences(first: 5, includeClosedPrs: true) "
+            f"closedByPullRequestsReferences(first: {CLOSING_FIRST}, includeClosedPrs: true) "
             "{ nodes { ...SymphonyGitHubPull } } }"
         )
         if n in with_branch:
             parts.append(
-                f"b{n}: pullRequests(headRefName: $b{n}, first: 5, "
+                f"b{n}: pullRequests(headRefName: $b{n}, first: {BRANCH_FIRST}, "
                 "orderBy: {field: CREATED_AT, direction: DESC}) "
                 "{ nodes { ...SymphonyGitHubPull } }"
             )
