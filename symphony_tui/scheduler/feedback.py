@@ -218,7 +218,7 @@ class Feedback:
         try:
             found = await self.pulls.read({_number(i.id): branches.get(i.id) for i in targets})
         except TrackerError as exc:
-            self._mailbox.post(PullRequestsRead({}, {}, (), error=exc))
+            self._mailbox.post(PullRequestsRead({}, {}, (), {}, error=exc))
             return
         by_id = {i.id: i for i in targets}
         links = {
@@ -236,19 +236,21 @@ class Feedback:
             for issue_id in by_id
             if _number(issue_id) not in found or not found[_number(issue_id)].open
         )
-        self._mailbox.post(PullRequestsRead(links, labels, closed))
+        self._mailbox.post(PullRequestsRead(links, labels, closed, by_id))
 
     def targets(self) -> list[Issue]:
-        """The issues to read (see the module docstring), the watched set brought up to date."""
+        """The issues to read (see the module docstring): the watched ones and those the
+        state has now (the loop adds them to the watched set when the read comes back)."""
         state = self._state
+        found = dict(self._watched)
         for run in state.running.values():
-            self._watched[run.issue.id] = run.issue
+            found[run.issue.id] = run.issue
         for retry in state.retrying.values():
-            self._watched[retry.issue.id] = retry.issue
+            found[retry.issue.id] = retry.issue
         for issue in state.known.values():
             if issue.identifier in state.completed or issue.id in state.held:
-                self._watched[issue.id] = issue
-        return [i for i in self._watched.values() if _number(i.id) is not None]
+                found[issue.id] = issue
+        return [i for i in found.values() if _number(i.id) is not None]
 
     def _branches(self, issues: list[Issue]) -> dict[str, str]:
         """Each issue's branch: the tracker's, else its local workspace's checked-out
@@ -277,6 +279,9 @@ class Feedback:
         if item.error is not None:
             state.log("warning", "pull request read failed", error=str(item.error))
             return
+        for issue_id, seen in item.issues.items():
+            if issue_id not in item.closed:
+                self._watched.setdefault(issue_id, seen)
         changed = False
         links = state.pull_requests  # by identifier
         for issue_id in item.closed:

@@ -481,11 +481,13 @@ class RescanDue:
 class PullRequestsRead:
     """A read of the watched issues' pull requests (``scheduler/feedback.py``): issue id ->
     its pull request (None: none found) and its labels; ``closed``: issues closed or gone
-    (no longer watched); ``error``: the read failed."""
+    (no longer watched); ``issues``: every issue read (watched from now on, until closed);
+    ``error``: the read failed."""
 
     links: Mapping[str, PullRequestLink | None]
     labels: Mapping[str, tuple[str, ...]]
     closed: tuple[str, ...] = ()
+    issues: Mapping[str, Issue] = field(default_factory=dict)
     error: TrackerError | None = None
 
 
