@@ -281,7 +281,7 @@ class Feedback:
             return
         for issue_id, seen in item.issues.items():
             if issue_id not in item.closed:
-                self._watched.setdefault(issue_id, seen)
+                self._watched[issue_id] = seen  # as the state last had it
         changed = False
         links = state.pull_requests  # by identifier
         for issue_id in item.closed:
