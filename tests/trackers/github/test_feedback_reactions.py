@@ -237,7 +237,9 @@ async def test_review_conflict_labels_and_auto_merge(tmp_path: Path, fake) -> No
     backend = orch.backend  # type: ignore[attr-defined]
 
     def prompts_of(number: int) -> list[str]:
-        return [s.prompts[0] for s in backend.sessions if f"Work on GH-{number}" in s.prompts[0]]
+        # a session just started may not have had its first turn yet
+        firsts = [s.prompts[0] for s in backend.sessions if s.prompts]
+        return [p for p in firsts if f"Work on GH-{number}" in p]
 
     try:
         await orch.start()
@@ -282,8 +284,12 @@ async def test_review_conflict_labels_and_auto_merge(tmp_path: Path, fake) -> No
         await _read(orch)
         await until(lambda: str(second) in orch.running)
         assert fake.issue(second).labels == ["todo"]
-        via = [(e.what, e.via, e.ok) for e in orch.audit.recent() if e.via == "github label"]
-        assert via == [("stop", "github label", True), ("rerun", "github label", True)]
+
+        def via() -> list[tuple[str, str, bool]]:  # audited once each command is answered
+            return [(e.what, e.via, e.ok) for e in orch.audit.recent() if e.via == "github label"]
+
+        await until(lambda: len(via()) == 2)
+        assert via() == [("stop", "github label", True), ("rerun", "github label", True)]
 
         # Auto-merge: checks passed and approved on a head that then moved: refused.
         fake.set_pull(pr, mergeable="MERGEABLE")
@@ -331,7 +337,7 @@ async def test_a_continuation_retry_gives_way_to_the_reaction(tmp_path: Path, fa
         pr = fake.add_pull(f"symphony/GH-{issue}")
         fake.set_checks(pr, {"name": "build", "conclusion": "FAILURE", "job_id": 7, "log": "E1"})
         await _read(orch)
-        await until(lambda: len(backend.sessions) == 2)
+        await until(lambda: len(backend.sessions) == 2 and backend.sessions[1].prompts)
         assert backend.sessions[1].prompts[0].startswith(f"The checks of pull request #{pr}")
         assert "Failed: build (failure)" in backend.sessions[1].prompts[0]
         assert fake.rest_requests("PATCH") == []  # still active: not moved
