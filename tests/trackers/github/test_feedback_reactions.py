@@ -291,6 +291,18 @@ async def test_review_conflict_labels_and_auto_merge(tmp_path: Path, fake) -> No
         await until(lambda: len(via()) == 2)
         assert via() == [("stop", "github label", True), ("rerun", "github label", True)]
 
+        # The stop label on an issue that is not running (in review): held all the same.
+        fake.update(first, labels=["human review", "symphony:stop"])
+        await _read(orch)
+        await until(lambda: str(first) in orch.held)
+        assert fake.issue(first).labels == ["human review"]
+        await until(lambda: len(via()) == 3)
+        assert via()[-1] == ("stop", "github label", False)  # no run to stop: held instead
+        fake.update(first, labels=["human review", "symphony:retry"])
+        await _read(orch)
+        await until(lambda: str(first) not in orch.held and len(via()) == 4)
+        assert str(first) not in orch.running  # rerun refused: not in an active state
+
         # Auto-merge: checks passed and approved on a head that then moved: refused.
         fake.set_pull(pr, mergeable="MERGEABLE")
         fake.review(pr, "APPROVED")
