@@ -156,7 +156,7 @@ async def test_ci_failure_turn_with_a_masked_excerpt_then_cool_down_and_cap(
         assert orch.snapshot().state_payload()["pull_requests"][f"GH-{issue}"]["failed_checks"] == [
             "CI / test"
         ]
-        detail = _issue_payload(orch, f"GH-{issue}")  # GET /api/v1/GH-1
+        detail = _issue_payload(orch, f"GH-{issue}")  # the issue endpoint's body
         assert detail is not None and detail["pull_request"]["number"] == pr
         assert detail["pull_request"]["checks_summary"] == "1 passed, 1 failed"
         await until(lambda: len(backend.sessions) == 2 and not orch.running)
