@@ -319,19 +319,24 @@ class Feedback:
         if item.note:
             self._note(issue, item.note)
         if item.prompt is None:
+            self._give_back(item)  # its I/O failed (a reaction with a turn to start)
             return
         busy = self._busy(issue.id)
         if busy or not self._dispatch(issue, item.prompt):
             why = "is busy" if busy else "is not eligible now (or no slot is free)"
             self._note(issue, f"{item.kind}: no turn started, {issue.identifier} {why}; later")
-            done = self._done.get(issue.id)
-            if done is not None and item.reaction_key is not None:
-                # Not spent: the next read acts on the same feedback again.
-                done.handled.discard(item.reaction_key)
-                done.turns = max(0, done.turns - 1)
-                done.last_mono = item.previous_mono
+            self._give_back(item)
             return
         self._note(issue, f"{item.kind}: turn started for {issue.identifier}")
+
+    def _give_back(self, item: FeedbackReady) -> None:
+        """A reaction whose turn did not start is not spent: the next read acts on the same
+        feedback again (its turn, and the cool-down's start, given back)."""
+        done = self._done.get(item.issue.id)
+        if done is not None and item.reaction_key is not None:
+            done.handled.discard(item.reaction_key)
+            done.turns = max(0, done.turns - 1)
+            done.last_mono = item.previous_mono
 
     def hold(self, item: FeedbackHold) -> None:
         """``stop_label`` on an issue that was not running: no retry, held."""
@@ -454,8 +459,17 @@ class Feedback:
                 prompt = conflict_prompt(link)
             fresh = await self._active(issue, reactions)
         except TrackerError as exc:
-            note = f"{reaction.kind}: not acted on ({exc})"
-            self._mailbox.post(FeedbackReady(issue, reaction.kind, issue.id, note=note))
+            note = f"{reaction.kind}: not acted on, tried again at the next read ({exc})"
+            self._mailbox.post(
+                FeedbackReady(
+                    issue,
+                    reaction.kind,
+                    issue.id,
+                    note=note,
+                    reaction_key=reaction.key,
+                    previous_mono=previous_mono,
+                )
+            )
             return
         self._mailbox.post(
             FeedbackReady(

@@ -348,8 +348,14 @@ async def test_a_continuation_retry_gives_way_to_the_reaction(tmp_path: Path, fa
         assert orch.retrying[str(issue)].entry.continuation
         pr = fake.add_pull(f"symphony/GH-{issue}")
         fake.set_checks(pr, {"name": "build", "conclusion": "FAILURE", "job_id": 7, "log": "E1"})
+        await orch.feedback.read_once()
+        fake.fail_next(502, count=2)  # the job's log and the issue's refresh fail
+        await orch.barrier()
+        await until(lambda: any("tried again at the next read" in m for m in _feedback(orch)))
+        assert len(backend.sessions) == 1  # nothing started, and nothing spent:
         await _read(orch)
         await until(lambda: len(backend.sessions) == 2 and backend.sessions[1].prompts)
+        assert "E1" in backend.sessions[1].prompts[0]
         assert backend.sessions[1].prompts[0].startswith(f"The checks of pull request #{pr}")
         assert "Failed: build (failure)" in backend.sessions[1].prompts[0]
         assert fake.rest_requests("PATCH") == []  # still active: not moved
