@@ -136,6 +136,10 @@ def _issue_payload(port: SchedulerPort, identifier: str) -> dict[str, Any] | Non
             for e in recent_events(events)
         ],
         "last_error": retry.error if retry else None,
+        # its pull request (GitHub), as the last read found it; None: none found
+        "pull_request": (
+            snap.pull_requests[identifier].public() if identifier in snap.pull_requests else None
+        ),
     }
 
 

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from symphony_tui.config import rest_trackers
 from symphony_tui.config.child_env import secret_env_names
+from symphony_tui.config.github import GitHubSettings
 from symphony_tui.config.numbers import Milliseconds, WholeNumber, refuse_boolean
 from symphony_tui.config.pricing import ModelPrice, model_keys
 from symphony_tui.config.variants import read_variants
@@ -401,6 +402,7 @@ class Settings(_Section):
     notify: NotifySettings = Field(default_factory=NotifySettings)
     #: Model name (lowercased) -> prices, laid over the shipped table (config/pricing.py).
     pricing: dict[str, ModelPrice] = Field(default_factory=dict)
+    github: GitHubSettings = Field(default_factory=GitHubSettings)
     workflow_dir: str = "."
 
     _pricing_keys = field_validator("pricing", mode="before")(model_keys)
@@ -418,6 +420,7 @@ class Settings(_Section):
         "server",
         "worker",
         "notify",
+        "github",
         mode="before",
     )
     @classmethod

@@ -7,7 +7,7 @@ operator who set it should know it has no effect. :func:`unread_keys` lists them
 path, walking the :class:`~symphony_tui.config.settings.Settings` sections; free-form maps
 (``env``, ``llm``, ``approval_policy``...) are not walked, ``tracker.provider`` is (only
 :data:`~symphony_tui.config.settings.PROVIDER_KEYS` are read there), and so is the GitHub
-board's ``tracker.project``.
+board's ``tracker.project`` and the ``github`` sub-sections (``reactions``...).
 """
 
 from __future__ import annotations
@@ -68,6 +68,13 @@ def _unread(raw: Mapping[str, Any]) -> list[tuple[str, str | None]]:
                 for k in nested:
                     if str(k) not in PROVIDER_KEYS:
                         guess = _close(str(k), tuple(p for p in PROVIDER_KEYS if p not in foreign))
+                        out.append((f"{path}.{k}", f"{path}.{guess}" if guess else None))
+            elif name == "github" and isinstance(nested, Mapping):
+                inner = _section_model(section.model_fields[str(sub)].annotation)
+                keys = tuple(inner.model_fields) if inner is not None else ()
+                for k in nested:
+                    if str(k) not in keys:
+                        guess = _close(str(k), keys)
                         out.append((f"{path}.{k}", f"{path}.{guess}" if guess else None))
             elif name == "tracker" and sub == "project" and isinstance(nested, Mapping):
                 keys = tuple(GitHubProjectSettings.model_fields)

@@ -63,6 +63,7 @@ EVENT_TONES: dict[EventKind, str] = {
     EventKind.APPROVAL_RESOLVED: "success",
     EventKind.DISPATCH: "primary",
     EventKind.OPERATOR: "accent",
+    EventKind.FEEDBACK: "accent",
 }
 
 

@@ -52,6 +52,8 @@ class EventKind(StrEnum):
     TRACKER = "tracker"
     CONFIG = "config"
     OPERATOR = "operator"
+    #: A reaction to a pull request's feedback (scheduler/feedback.py).
+    FEEDBACK = "feedback"
 
 
 class ClaimState(StrEnum):

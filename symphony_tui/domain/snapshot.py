@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from symphony_tui.domain.approvals import ApprovalRequest
 from symphony_tui.domain.kinds import ClaimState, RunStatus
 from symphony_tui.domain.posture import RunPosture
+from symphony_tui.domain.pull_requests import PullRequestLink
 from symphony_tui.domain.run import RecoveredWorkspace
 from symphony_tui.domain.tokens import RateLimits, TokenUsage
 
@@ -229,9 +230,11 @@ class Snapshot(BaseModel):
     """The configured active then terminal states (targets for a tracker move)."""
     projects: tuple[ProjectRow, ...] = ()
     """A fleet console's schedulers, one row each (empty for one scheduler)."""
+    pull_requests: dict[str, PullRequestLink] = Field(default_factory=dict)
+    """Issue identifier -> its pull request (GitHub: docs/configuration.md ``github``)."""
 
     def state_payload(self) -> dict:
-        """The spec's ``GET /api/v1/state`` body (§13.7.2) plus ``completed``, ``memory``
+        """The spec's ``GET /api/v1/state`` body (§13.7.2) plus ``pull_requests``, ``completed``, ``memory``
         (each machine agents run on) and each running row's ``host``, ``rss_bytes`` and
         ``cpu_percent`` (null until sampled). A running row's ``tokens`` is null while its
         backend has reported no usage for it; ``codex_totals.runs_not_reported`` counts
@@ -310,4 +313,5 @@ class Snapshot(BaseModel):
             "rate_limits": self.rate_limits.raw if self.rate_limits else None,
             "completed": list(self.completed),
             "memory": [m.model_dump() for m in self.memory],
+            "pull_requests": {k: v.public() for k, v in self.pull_requests.items()},
         }

@@ -84,9 +84,17 @@ class Dispatcher:
 
     # ------------------------------------------------------------------ dispatch
 
-    def dispatch(self, issue: Issue, attempt: int | None, *, retry_kind: str | None = None) -> Run:
+    def dispatch(
+        self,
+        issue: Issue,
+        attempt: int | None,
+        *,
+        retry_kind: str | None = None,
+        feedback: str | None = None,
+    ) -> Run:
         """Claim ``issue`` and start its worker (§16.4). ``attempt`` is None on a first run;
-        ``retry_kind`` (``continuation`` / ``failure``) goes with a retry's attempt (§12.3)."""
+        ``retry_kind`` (``continuation`` / ``failure``) goes with a retry's attempt (§12.3);
+        ``feedback``: a reaction's text the first prompt starts with (feedback.py)."""
         state = self._state
         self._retries.cancel(issue.id)
         now_mono = state.clock.monotonic()
@@ -98,6 +106,7 @@ class Dispatcher:
             started_mono=now_mono,
             last_event_mono=now_mono,
             retry_kind=retry_kind if attempt is not None else None,
+            feedback=feedback,
         )
         if state.hosts.enabled:
             run.worker_host = state.hosts.place(issue.id, state.running, force=True)
@@ -158,6 +167,17 @@ class Dispatcher:
             attempt=left.attempt, pid=left.agent.pid,
         )  # fmt: skip
         return run
+
+    def dispatch_feedback(self, issue: Issue, feedback: str) -> bool:
+        """Start a reaction's run of ``issue`` (a continuation: its thread resumed when the
+        backend can) when it is eligible and a slot is free; False otherwise."""
+        settings = self._state.settings
+        if self._state.dispatch_paused or not self.is_eligible(issue, settings, for_retry=True):
+            return False
+        if not self.slots_free(issue, settings):
+            return False
+        self.dispatch(issue, attempt=1, retry_kind="continuation", feedback=feedback)
+        return True
 
     def candidates_fetched(self, candidates: list[Issue], tick_started_mono: float) -> None:
         """A poll's candidates (§8.1): release retries of issues that left them, remember

@@ -50,6 +50,7 @@ from symphony_tui.domain import (
 )
 from symphony_tui.domain.commands import Command
 from symphony_tui.domain.payloads import Payload
+from symphony_tui.domain.pull_requests import PullRequestLink
 from symphony_tui.hosts.resources import Memory, Usage
 from symphony_tui.scheduler.read_slices import ReadSlices
 from symphony_tui.scheduler.run import Ending, Run
@@ -473,6 +474,48 @@ class RescanDue:
     background."""
 
 
+# ---------------------------------------------------------------- pull requests (feedback.py)
+
+
+@dataclass(slots=True)
+class PullRequestsRead:
+    """A read of the watched issues' pull requests (``scheduler/feedback.py``): issue id ->
+    its pull request (None: none found) and its labels; ``closed``: issues closed or gone
+    (no longer watched); ``issues``: every issue read (watched from now on, until closed);
+    ``error``: the read failed."""
+
+    links: Mapping[str, PullRequestLink | None]
+    labels: Mapping[str, tuple[str, ...]]
+    closed: tuple[str, ...] = ()
+    issues: Mapping[str, Issue] = field(default_factory=dict)
+    error: TrackerError | None = None
+
+
+@dataclass(slots=True)
+class FeedbackReady:
+    """A reaction's work off the loop is done (``key``: what it was acting on): ``note``
+    for the event log, ``prompt`` the feedback a turn of ``issue`` starts with (None: no
+    turn), ``reset`` the issue's reaction count starts over (the retry label). A turn that
+    cannot start gives back ``reaction_key`` and the cool-down's ``previous_mono``."""
+
+    issue: Issue
+    kind: str
+    key: str
+    prompt: str | None = None
+    note: str | None = None
+    reset: bool = False
+    reaction_key: str | None = None
+    previous_mono: float | None = None
+
+
+@dataclass(slots=True)
+class FeedbackHold:
+    """The stop label on an issue that was not running: hold it (no retry)."""
+
+    issue: Issue
+    label: str
+
+
 #: The inputs that belong to one run's session and worker (``Inbox.take_of``).
 RUN_INPUTS = (
     AgentTraffic,
@@ -537,6 +580,9 @@ Input = (
     | HoldsFound
     | SystemNoted
     | RescanDue
+    | PullRequestsRead
+    | FeedbackReady
+    | FeedbackHold
 )
 
 

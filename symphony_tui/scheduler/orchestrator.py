@@ -52,6 +52,7 @@ from symphony_tui.scheduler.audit import AuditLog, local_operator
 from symphony_tui.scheduler.clock import Clock, RealClock
 from symphony_tui.scheduler.commands import OperatorCommands
 from symphony_tui.scheduler.dispatch import Dispatcher
+from symphony_tui.scheduler.feedback import Feedback
 from symphony_tui.scheduler.heap_freeze import HeapFreezer
 from symphony_tui.scheduler.history.eventlog import EventHistory
 from symphony_tui.scheduler.inbox import (
@@ -65,6 +66,8 @@ from symphony_tui.scheduler.inbox import (
     BudgetCheck,
     Candidates,
     CommandDone,
+    FeedbackHold,
+    FeedbackReady,
     HoldsFound,
     HookRan,
     HostFailed,
@@ -76,6 +79,7 @@ from symphony_tui.scheduler.inbox import (
     IssueRefreshed,
     MoveIntended,
     OperatorCommand,
+    PullRequestsRead,
     Recovered,
     Reload,
     RescanDue,
@@ -222,6 +226,15 @@ class Orchestrator(SchedulerPort):
             mailbox=self,
         )
         self.polling = Polling(state, store, tracker, self.dispatcher, self)
+        #: Pull request links and the reactions to their feedback (scheduler/feedback.py).
+        self.feedback = Feedback(
+            state,
+            tracker,
+            self,
+            self.audit,
+            dispatch=self.dispatcher.dispatch_feedback,
+            send=self.send,
+        )
         self._loop_task: asyncio.Task | None = None
         self._stopped = asyncio.Event()
 
@@ -331,6 +344,8 @@ class Orchestrator(SchedulerPort):
             # the first tick, so admission by memory holds from the start).
             await sampler.post_one()
         self.spawn(sampler.run(wait_first=True), name="resource-sampler")
+        if self.feedback.pulls is not None:
+            self.spawn(self.feedback.watch(), name="pull-request-watch")
         if self.heap is not None:
             self.heap.watch()  # freeze after full collections too (the console's caches)
         self.request_refresh()
@@ -644,6 +659,12 @@ class Orchestrator(SchedulerPort):
                 state.emit_system(kind, message, issue=issue)
             case RescanDue():
                 self._scans.mark_stale()
+            case PullRequestsRead():
+                self.feedback.read(item)
+            case FeedbackReady():
+                self.feedback.ready(item)
+            case FeedbackHold():
+                self.feedback.hold(item)
             case OperatorCommand(command=command, reply=answer):
                 self._commands.receive(command, answer)
             case CommandDone(issue=issue, what=what, result=result, reply=answer):

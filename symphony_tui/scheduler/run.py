@@ -151,6 +151,9 @@ class Run:
     #: Why the attempt failed (one line), set as soon as it is known: the row says it while
     #: the worker's cleanup (``after_run``) still runs.
     error: str | None = None
+    #: Feedback on the issue's pull request the first turn's prompt starts with (a
+    #: reaction's run, scheduler/feedback.py); None on any other run.
+    feedback: str | None = None
 
     def settle_event_time(self, now: datetime, now_mono: float) -> None:
         """Turn ``last_event_at_mono`` into ``last_event_at`` (a wall time, from the clock

@@ -27,6 +27,7 @@ from symphony_tui.domain import (
     RunningRow,
     Snapshot,
 )
+from symphony_tui.domain.pull_requests import PullRequestLink
 from symphony_tui.domain.snapshot import HostRow
 from symphony_tui.observability.redact import redact
 from symphony_tui.scheduler import policy
@@ -61,6 +62,7 @@ def build_snapshot(
     hosts: tuple[HostRow, ...] = (),
     row_cache: IssueRowCache | None = None,
     resources: ResourceBook | None = None,
+    pull_requests: Mapping[str, PullRequestLink] | None = None,
 ) -> Snapshot:
     """The scheduler's state as one frozen ``Snapshot``.
 
@@ -71,7 +73,7 @@ def build_snapshot(
     ``completed`` lists identifiers oldest first. Issues are listed in dispatch order
     (§8.2), workers by start, retries by due time, approvals by creation then id.
     ``resources``: the last resource sample (agent memory and CPU, machines' memory,
-    issues waiting for memory).
+    issues waiting for memory). ``pull_requests``: issue identifier -> its pull request.
     """
     book = resources or ResourceBook()
     retries = sorted(retries, key=lambda e: e.due_at)
@@ -127,6 +129,7 @@ def build_snapshot(
         tracker_states=tuple(
             dict.fromkeys((*settings.tracker.active_states, *settings.tracker.terminal_states))
         ),
+        pull_requests=dict(pull_requests or {}),
     )
 
 

@@ -38,6 +38,7 @@ from symphony_tui.domain import (
     Snapshot,
 )
 from symphony_tui.domain.payloads import LinkChanged, Payload
+from symphony_tui.domain.pull_requests import PullRequestLink
 from symphony_tui.observability.logs import log_kv
 from symphony_tui.observability.redact import redact
 from symphony_tui.scheduler import manifests
@@ -107,6 +108,8 @@ class SchedulerState:
         self.held = Holds(workspaces)
         self.completed: list[str] = []
         self.known: dict[str, Issue] = {}
+        #: Issue identifier -> its pull request as last read (scheduler/feedback.py).
+        self.pull_requests: dict[str, PullRequestLink] = {}
         self.ledger = TokenLedger()
         self.recorder = SessionRecorder(
             clock, self.ledger, events, changed=self.changed, manifests=workspaces.manifests
@@ -586,4 +589,5 @@ class SchedulerState:
             hosts=self.hosts.rows(self.running, self.recovered) if self.hosts.enabled else (),
             row_cache=self._rows,
             resources=self.resources,
+            pull_requests=self.pull_requests,
         )

@@ -325,6 +325,8 @@ class Worker:
                 prompt = render_prompt(*args, retry_kind=run.retry_kind)
         except WorkflowError as exc:
             return _failed(str(exc))
+        if run.feedback:
+            prompt = f"{run.feedback}\n\n{prompt}"
         ctx.mailbox.post(RunUpdated(run, RunStatus.LAUNCHING_AGENT))
         host = self._host(path, resume)
         try:

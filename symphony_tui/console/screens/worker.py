@@ -158,6 +158,12 @@ def worker_header(
         text.append("  ")
         text.append_text(inert(title, limit=70))
     text.append("\n")
+    pull = snapshot.pull_requests.get(ident)
+    if pull is not None:  # its pull request (GitHub): state, checks, review, mergeable
+        text.append("pull request ", style=tones.muted)
+        trouble = pull.failed_checks or pull.mergeable == "CONFLICTING"
+        text.append(one_line(pull.summary(), 110), style=tones.warning if trouble else "")
+        text.append("\n")
     hooks = dict(hooks or {})
     if row is None:
         text.append("■ not running", style=tones.muted)

@@ -266,6 +266,31 @@ class GitHubClient:
             raise TrackerError("github_unknown_payload", "GraphQL answer has no data object")
         return data
 
+    async def download_tail(self, url: str, max_bytes: int) -> str:
+        """The last ``max_bytes`` of the file at ``url`` (a signed URL GitHub redirected
+        to, on another host: sent without the token or GitHub's headers), decoded as UTF-8
+        with bad bytes replaced. Raises ``github_api_request`` / ``github_api_status``."""
+        timeout = self._settings().tracker.timeout_ms / 1000
+        token = self._settings().tracker.api_key
+        kept: list[bytes] = []
+        size = 0
+        try:
+            async with self._client().stream("GET", url, timeout=timeout) as response:
+                if response.status_code != 200:
+                    raise TrackerError(
+                        "github_api_status", f"HTTP {response.status_code} reading a job log"
+                    )
+                async for chunk in response.aiter_bytes():
+                    kept.append(chunk)
+                    size += len(chunk)
+                    while size - len(kept[0]) >= max_bytes:
+                        size -= len(kept.pop(0))
+        except httpx.TimeoutException:
+            raise self._request_error("timed out reading a job log", token) from None
+        except (httpx.HTTPError, httpx.InvalidURL, OSError, ValueError) as exc:
+            raise self._request_error(f"{type(exc).__name__}: {exc}", token) from None
+        return b"".join(kept)[-max_bytes:].decode("utf-8", errors="replace")
+
     async def aclose(self) -> None:
         if self._http is not None:
             await self._http.aclose()

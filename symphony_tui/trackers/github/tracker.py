@@ -42,6 +42,7 @@ from symphony_tui.trackers.github.board import Board, BoardInfo
 from symphony_tui.trackers.github.client import GitHubClient, RestResponse
 from symphony_tui.trackers.github.normalize import BoardValues
 from symphony_tui.trackers.github.profile import GITHUB_PROFILE
+from symphony_tui.trackers.github.pulls import GitHubPulls
 
 #: Comments given to a prompt that uses ``issue.comments``: the newest this many.
 COMMENT_LIMIT = 50
@@ -74,6 +75,8 @@ class GitHubTracker:
         self._settings = settings
         self.client = GitHubClient(settings, transport=transport, clock=clock)
         self._board = Board(settings, self.client)
+        #: Pull requests of the repository's issues (links, checks, reviews, merges).
+        self.pulls = GitHubPulls(self.client, lambda: _repo(self._tracker()))
         self._last_board: dict[int, BoardValues] | None = None
         self._viewer: str | None = None
 

@@ -11,7 +11,9 @@ their headers are produced, not checked.
 REST: ``GET /repos/{o}/{r}/issues`` (``state``, ``per_page`` <= 100, ``page``, ``sort``,
 ``direction``, ``labels``, ``assignee``; ``Link`` rel next/last), ``GET|PATCH .../issues/{n}``,
 ``GET|POST .../issues/{n}/comments``, ``POST|PUT .../issues/{n}/labels``, ``DELETE
-.../issues/{n}/labels/{name}``, ``GET .../issues/{n}/dependencies/blocked_by``. Every GET
+.../issues/{n}/labels/{name}``, ``GET .../issues/{n}/dependencies/blocked_by``, ``GET .../actions/jobs/{id}/logs`` (``302`` to
+a signed download on the fake, ``/_blobs/logs/{id}``, which must be read without the token),
+``PUT .../pulls/{n}/merge`` (``409`` when ``sha`` is not the head). Every GET
 answer has an ``ETag``; ``If-None-Match`` with it answers ``304`` and costs no budget. Every
 answer carries ``x-ratelimit-*`` headers (resources ``core`` and ``graphql``, 5000 an hour on
 the fake's clock). Requests must carry ``Authorization: Bearer <token>`` (401 otherwise).
@@ -19,7 +21,9 @@ the fake's clock). Requests must carry ``Authorization: Bearer <token>`` (401 ot
 Knobs: :meth:`FakeGitHub.exhaust` (primary limit spent until a reset: REST 403, GraphQL 200 with
 ``RATE_LIMITED``), :meth:`FakeGitHub.secondary_limit` (403/429 with ``retry-after``),
 :meth:`FakeGitHub.fail_next`, ``requests`` (everything seen), issue, label, dependency and board
-helpers.
+helpers; pull requests: :meth:`FakeGitHub.add_pull`, :meth:`~FakeGitHub.push`,
+:meth:`~FakeGitHub.set_checks` (with job logs), :meth:`~FakeGitHub.review`,
+:meth:`~FakeGitHub.comment_on_line`, :meth:`~FakeGitHub.set_pull`.
 
 Usage::
 
@@ -92,6 +96,40 @@ class _Issue:
 
 
 @dataclass
+class _Check:
+    name: str
+    conclusion: str | None  # None: still running
+    job_id: int | None = None  # a check run (an Actions job); None: a commit status
+    workflow: str | None = None
+    required: bool = True
+
+
+@dataclass
+class _Thread:
+    path: str
+    line: int | None
+    comments: list[tuple[str, str]]  # (author, body)
+    resolved: bool = False
+
+
+@dataclass
+class _Pull:
+    number: int
+    head_ref: str
+    head_sha: str
+    base_ref: str = "main"
+    closes: list[int] = field(default_factory=list)
+    state: str = "OPEN"  # OPEN, CLOSED, MERGED
+    draft: bool = False
+    mergeable: str = "MERGEABLE"
+    review_decision: str | None = None
+    reviews: list[tuple[str, str, str]] = field(default_factory=list)  # (author, state, body)
+    threads: list[_Thread] = field(default_factory=list)
+    checks: dict[str, list[_Check]] = field(default_factory=dict)  # head sha -> checks
+    merged_sha: str | None = None
+
+
+@dataclass
 class _Field:
     id: str
     name: str
@@ -134,6 +172,9 @@ class FakeGitHub:
         self._validate = validate
         self._lock = threading.RLock()
         self._issues: dict[int, _Issue] = {}
+        self._pulls: dict[int, _Pull] = {}
+        self._logs: dict[int, str] = {}
+        self._redirect = ""
         self._project: _Project | None = None
         self._counter = 0
         self._failures: list[tuple[int, dict[str, str], Any] | None] = []
@@ -320,6 +361,79 @@ class FakeGitHub:
         with self._lock:
             return self._issues[number]
 
+    # -- pull requests -----------------------------------------------------------------
+
+    def add_pull(
+        self,
+        head_ref: str,
+        *,
+        closes: Iterable[int] = (),
+        title: str = "A change",
+        head_sha: str | None = None,
+        mergeable: str = "MERGEABLE",
+        draft: bool = False,
+    ) -> int:
+        """An open pull request from branch ``head_ref`` into ``main``; ``closes``: issues
+        it closes (a closing keyword or a development link). Returns its number."""
+        with self._lock:
+            number = self.add_issue(title, pull_request=True)
+            sha = head_sha or hashlib.sha1(f"{head_ref}:{number}:0".encode()).hexdigest()
+            self._pulls[number] = _Pull(
+                number, head_ref, sha, closes=list(closes), mergeable=mergeable, draft=draft
+            )
+            return number
+
+    def pull(self, number: int) -> _Pull:
+        with self._lock:
+            return self._pulls[number]
+
+    def push(self, number: int) -> str:
+        """A new head commit on pull request ``number`` (no checks on it yet). Returns it."""
+        with self._lock:
+            pull = self._pulls[number]
+            pull.head_sha = hashlib.sha1(f"{pull.head_sha}:next".encode()).hexdigest()
+            self._touch(number)
+            return pull.head_sha
+
+    def set_checks(self, number: int, *checks: dict[str, Any]) -> None:
+        """The head commit's checks: each ``name``, ``conclusion`` (None: running), and
+        optionally ``job_id`` with its ``log`` text, ``workflow``, ``required``."""
+        with self._lock:
+            pull = self._pulls[number]
+            made = []
+            for check in checks:
+                log = check.get("log")
+                if log is not None and check.get("job_id") is not None:
+                    self._logs[int(check["job_id"])] = log
+                made.append(
+                    _Check(
+                        check["name"], check.get("conclusion"), check.get("job_id"),
+                        check.get("workflow"), check.get("required", True),
+                    )
+                )  # fmt: skip
+            pull.checks[pull.head_sha] = made
+
+    def review(self, number: int, state: str, body: str = "", *, author: str = "reviewer") -> None:
+        """A review (``APPROVED`` or ``CHANGES_REQUESTED``); sets the review decision."""
+        with self._lock:
+            pull = self._pulls[number]
+            pull.reviews.append((author, state, body))
+            pull.review_decision = state
+
+    def comment_on_line(
+        self, number: int, path: str, line: int | None, body: str, *, author: str = "reviewer"
+    ) -> None:
+        """A review thread on ``path``:``line`` of pull request ``number``."""
+        with self._lock:
+            self._pulls[number].threads.append(_Thread(path, line, [(author, body)]))
+
+    def set_pull(self, number: int, **changes: Any) -> None:
+        """Change ``mergeable``, ``state``, ``draft``, ``review_decision`` of a pull request."""
+        with self._lock:
+            pull = self._pulls[number]
+            for key, value in changes.items():
+                setattr(pull, key, value)
+
     # -- knobs -------------------------------------------------------------------------
 
     def exhaust(self, reset_at: datetime, resource: str = "core") -> None:
@@ -381,6 +495,8 @@ class FakeGitHub:
                 path = path[len(self._prefix) :]
             else:
                 path = "/not-found" + path
+        if path.startswith("/_blobs/logs/"):
+            return self._blob(path, headers)
         query = parse_qs(split.query, keep_blank_values=True)
         try:
             body = json.loads(raw) if raw else None
@@ -452,6 +568,8 @@ class FakeGitHub:
             )
         status, payload = self._rest(method, path, query, body)
         out = self._budget(resource, now, spend=True)
+        if status == 302:
+            out["location"] = self._redirect
         if method == "GET" and status == 200:
             etag = (
                 'W/"' + hashlib.sha1(json.dumps(payload, sort_keys=True).encode()).hexdigest() + '"'
@@ -477,6 +595,10 @@ class FakeGitHub:
         self, method: str, path: str, query: dict[str, list[str]], body: Any
     ) -> tuple[int, Any]:
         base = f"/repos/{self.repo}"
+        if path.lower().startswith(base.lower() + "/actions/jobs/"):
+            return self._job_logs(method, path[len(base) + len("/actions/jobs/") :])
+        if path.lower().startswith(base.lower() + "/pulls/"):
+            return self._merge(method, path[len(base) + len("/pulls/") :], body)
         if not path.lower().startswith(base.lower() + "/issues"):
             return 404, _not_found()
         rest = (
@@ -510,6 +632,48 @@ class FakeGitHub:
             ]
             return 200, blockers[(page - 1) * size : page * size]
         return 404, _not_found()
+
+    def _job_logs(self, method: str, rest: str) -> tuple[int, Any]:
+        job, _, tail = rest.partition("/")
+        if method != "GET" or tail != "logs" or not job.isdigit() or int(job) not in self._logs:
+            return 404, _not_found()
+        self._redirect = f"{self.url.split('/api/v3')[0]}/_blobs/logs/{job}?sig=fake"
+        return 302, None
+
+    def _merge(self, method: str, rest: str, body: Any) -> tuple[int, Any]:
+        number, _, tail = rest.partition("/")
+        pull = self._pulls.get(int(number)) if number.isdigit() else None
+        if method != "PUT" or tail != "merge" or pull is None:
+            return 404, _not_found()
+        body = body if isinstance(body, dict) else {}
+        docs = "https://docs.github.com/rest/pulls/pulls#merge-a-pull-request"
+        if body.get("sha") is not None and body["sha"] != pull.head_sha:
+            return 409, {"message": "Head branch was modified. Review and try the merge again.",
+                         "documentation_url": docs}  # fmt: skip
+        if pull.state != "OPEN" or pull.mergeable != "MERGEABLE":
+            return 405, {"message": "Pull Request is not mergeable", "documentation_url": docs}
+        pull.state, pull.merged_sha = "MERGED", pull.head_sha
+        for n in pull.closes:
+            if n in self._issues:
+                self._issues[n].state, self._issues[n].state_reason = "closed", "completed"
+                self._issues[n].closed_at = _iso(self._clock())
+        self._touch(pull.number)
+        return 200, {
+            "sha": pull.head_sha,
+            "merged": True,
+            "message": "Pull Request successfully merged",
+        }
+
+    def _blob(self, path: str, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+        """A signed download (another host in GitHub): no token may reach it."""
+        job = path.rsplit("/", 1)[-1]
+        with self._lock:
+            if "authorization" in headers:
+                self.violations.append("job log download sent an Authorization header")
+            text = self._logs.get(int(job)) if job.isdigit() else None
+        if text is None:
+            return 404, {}, b"Not Found"
+        return 200, {"content-type": "text/plain; charset=utf-8"}, text.encode()
 
     def _list(self, query: dict[str, list[str]]) -> tuple[int, Any]:
         state = _one(query, "state", "open")

@@ -99,7 +99,116 @@ def _repository(fake: FakeGitHub) -> dict[str, Any]:
             raise NotFound(f"Could not resolve to an Issue with the number of {number}.")
         return _issue(fake, record)
 
-    return {"__typename": "Repository", "nameWithOwner": fake.repo, "issue": issue}
+    def pull_requests(info: Any, headRefName: str | None = None, **args: Any) -> dict:
+        found = [
+            p for p in reversed(list(fake._pulls.values()))  # newest first (CREATED_AT DESC)
+            if headRefName is None or p.head_ref == headRefName
+        ]  # fmt: skip
+        states = args.pop("states", None)
+        if states:
+            found = [p for p in found if p.state in states]
+        args.pop("orderBy", None)
+        return _connection([_pull(fake, p) for p in found])(info, **args)
+
+    def pull_request(info: Any, number: int) -> dict | None:
+        pull = fake._pulls.get(number)
+        if pull is None:
+            raise NotFound(f"Could not resolve to a PullRequest with the number of {number}.")
+        return _pull(fake, pull)
+
+    return {
+        "__typename": "Repository",
+        "nameWithOwner": fake.repo,
+        "issue": issue,
+        "pullRequests": pull_requests,
+        "pullRequest": pull_request,
+    }
+
+
+def _last(nodes: list[Any]) -> Callable[..., dict]:
+    """A connection read with ``last`` (or ``first``)."""
+
+    def resolve(info: Any, last: int | None = None, **args: Any) -> dict:
+        page = nodes[-last:] if last else nodes
+        return _connection(page)(info, **args)
+
+    return resolve
+
+
+def _pull(fake: FakeGitHub, pull: Any) -> dict[str, Any]:
+    """A ``PullRequest`` object: head, checks of the head commit, reviews and threads."""
+    checks = pull.checks.get(pull.head_sha)
+
+    def context(check: Any) -> dict[str, Any]:
+        def is_required(
+            info: Any, pullRequestNumber: int | None = None, pullRequestId: str | None = None
+        ) -> bool:
+            if pullRequestNumber is None and pullRequestId is None:
+                raise GraphQLError("isRequired needs pullRequestId or pullRequestNumber")
+            return bool(check.required)
+
+        if check.job_id is None:
+            state = {"SUCCESS": "SUCCESS", "FAILURE": "FAILURE", None: "PENDING"}.get(
+                check.conclusion, "ERROR"
+            )
+            return {"__typename": "StatusContext", "context": check.name, "state": state,
+                    "targetUrl": None, "isRequired": is_required}  # fmt: skip
+        run = None
+        if check.workflow:
+            run = {"__typename": "WorkflowRun",
+                   "workflow": {"__typename": "Workflow", "name": check.workflow}}  # fmt: skip
+        return {
+            "__typename": "CheckRun", "name": check.name, "conclusion": check.conclusion,
+            "status": "COMPLETED" if check.conclusion else "IN_PROGRESS",
+            "databaseId": check.job_id, "isRequired": is_required,
+            "detailsUrl": f"https://github.com/{fake.repo}/actions/runs/1/job/{check.job_id}",
+            "checkSuite": {"__typename": "CheckSuite", "workflowRun": run},
+        }  # fmt: skip
+
+    rollup = None
+    if checks is not None:
+        states = [c.conclusion for c in checks]
+        state = (
+            "PENDING" if any(s is None for s in states)
+            else "FAILURE" if any(s not in ("SUCCESS", "NEUTRAL", "SKIPPED") for s in states)
+            else "SUCCESS"
+        )  # fmt: skip
+        rollup = {"__typename": "StatusCheckRollup", "state": state,
+                  "contexts": _connection([context(c) for c in checks])}  # fmt: skip
+    commit = {"__typename": "Commit", "oid": pull.head_sha, "statusCheckRollup": rollup}
+    threads = [
+        {
+            "__typename": "PullRequestReviewThread", "isResolved": t.resolved,
+            "isOutdated": False, "path": t.path, "line": t.line,
+            "comments": _connection([
+                {"__typename": "PullRequestReviewComment", "body": body,
+                 "url": f"https://github.com/{fake.repo}/pull/{pull.number}#discussion_r{i}",
+                 "author": {"__typename": "User", "login": who}}
+                for i, (who, body) in enumerate(t.comments)
+            ]),
+        }
+        for t in pull.threads
+    ]  # fmt: skip
+    latest: dict[str, dict] = {}
+    for who, state, body in pull.reviews:
+        latest[who] = {"__typename": "PullRequestReview", "state": state, "body": body,
+                       "url": f"https://github.com/{fake.repo}/pull/{pull.number}#review",
+                       "author": {"__typename": "User", "login": who}}  # fmt: skip
+    return {
+        "__typename": "PullRequest",
+        "number": pull.number,
+        "url": f"https://github.com/{fake.repo}/pull/{pull.number}",
+        "state": pull.state,
+        "isDraft": pull.draft,
+        "headRefName": pull.head_ref,
+        "headRefOid": pull.head_sha,
+        "baseRefName": pull.base_ref,
+        "mergeable": pull.mergeable,
+        "reviewDecision": pull.review_decision,
+        "commits": _last([{"__typename": "PullRequestCommit", "commit": commit}]),
+        "reviewThreads": _connection(threads),
+        "latestReviews": _connection(list(latest.values())),
+    }
 
 
 def _connection(nodes: list[Any]) -> Callable[..., dict]:
@@ -123,6 +232,15 @@ def _connection(nodes: list[Any]) -> Callable[..., dict]:
 
 
 def _issue(fake: FakeGitHub, record: _Issue) -> dict[str, Any]:
+    def closed_by(info: Any, includeClosedPrs: bool = False, **args: Any) -> dict:
+        found = [
+            _pull(fake, p) for p in fake._pulls.values()
+            if record.number in p.closes and (includeClosedPrs or p.state == "OPEN")
+        ]  # fmt: skip
+        args.pop("orderByState", None)
+        args.pop("userLinkedOnly", None)
+        return _connection(found)(info, **args)
+
     def project_items(info: Any, **args: Any) -> dict:
         project = fake._project
         on = project is not None and record.number in project.items
@@ -142,6 +260,7 @@ def _issue(fake: FakeGitHub, record: _Issue) -> dict[str, Any]:
         "assignees": _connection([{"login": a, "__typename": "User"} for a in record.assignees]),
         "projectItems": project_items,
         "repository": {"__typename": "Repository", "nameWithOwner": fake.repo},
+        "closedByPullRequestsReferences": closed_by,
     }
 
 

@@ -1,0 +1,363 @@
+"""The reactions to a pull request's feedback (scheduler/feedback.py) with the real
+Orchestrator, the GitHub tracker and FakeGitHub (every request checked against GitHub's
+contracts): a failed check starts a turn with the job's name and a truncated, secret-masked
+excerpt of its log; a cool-down and the per-issue cap stop a loop of failures; review
+comments and a merge conflict start turns saying what to do; label commands stop and rerun
+an issue (the label removed, the command audited); an auto-merge is refused when the head
+moved and done on the head the checks passed on.
+
+The pull-request read is driven by the test (``Feedback.read_once``), not by its timer."""
+
+from __future__ import annotations
+
+import textwrap
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from symphony_tui.agents.base import TurnResult, TurnStatus
+from symphony_tui.api.server import _issue_payload
+from symphony_tui.config.store import WorkflowStore
+from symphony_tui.domain.commands import PauseDispatch
+from symphony_tui.scheduler.orchestrator import Orchestrator
+from symphony_tui.trackers.github import GitHubTracker, client
+from symphony_tui.workspaces.manager import WorkspaceManager
+from symphony_tui_testing.clock import FakeClock
+from tests.helpers import until
+
+from .conftest import REPO, TOKEN
+
+T0 = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
+LEAK = "ghp_Leaked0123456789abcdefXYZ"
+
+
+@pytest.fixture(autouse=True)
+def _no_write_pacing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(client, "WRITE_INTERVAL_S", 0.0)
+
+
+LABEL_STATES = """\
+  state_labels: ["todo", "human review"]
+  active_states: ["todo"]
+  terminal_states: ["closed"]
+"""
+
+
+def _orchestrator(
+    tmp_path: Path, fake, clock: FakeClock, script, reactions: str, states: str = LABEL_STATES
+) -> Orchestrator:
+    front = (
+        textwrap.dedent(
+            f"""\
+        tracker:
+          kind: github
+          repo: {REPO}
+          token: "$GITHUB_TOKEN"
+          api_url: {fake.url}
+        """
+        )
+        + states
+        + textwrap.dedent(
+            """\
+        github:
+          pull_requests:
+            poll_ms: 3600000
+            branch: "symphony/{identifier}"
+          reactions:
+        """
+        )
+        + textwrap.indent(textwrap.dedent(reactions), "    ")
+    )
+    rest = textwrap.dedent(
+        """\
+        workspace:
+          root: ws
+        polling:
+          interval_ms: 3600000
+        codex:
+          stall_timeout_ms: 0
+        """
+    )
+    path = tmp_path / "WORKFLOW.md"
+    path.write_text(f"---\n{front}{rest}---\nWork on {{{{ issue.identifier }}}}\n")
+    store = WorkflowStore(path, env={"GITHUB_TOKEN": TOKEN})
+    store.load_initial()
+    from symphony_tui_testing.scripted_backend import ScriptedBackend
+
+    backend = ScriptedBackend(script)
+    tracker = GitHubTracker(lambda: store.current.settings, clock=clock.now)
+    orch = Orchestrator(
+        store,
+        tracker,
+        WorkspaceManager(lambda: store.current.settings),
+        lambda name: backend,
+        clock=clock,
+        watch_workflow=False,
+    )
+    orch.backend = backend  # type: ignore[attr-defined]  # the test's handle on its sessions
+    return orch
+
+
+def _to_review(fake):
+    """A turn script: the agent opens its pull request and hands the issue to review."""
+
+    async def script(session, prompt: str, turn: int) -> TurnResult:
+        number = int(prompt.rsplit("GH-", 1)[1].split()[0])
+        fake.update(number, labels=["human review"])
+        return TurnResult(TurnStatus.COMPLETED, session.turn_id)
+
+    return script
+
+
+def _feedback(orch: Orchestrator) -> list[str]:
+    return [e.message for e in orch.events_since(0) if e.kind.value == "feedback"]
+
+
+async def _read(orch: Orchestrator) -> None:
+    await orch.feedback.read_once()
+    await orch.barrier()
+
+
+async def test_ci_failure_turn_with_a_masked_excerpt_then_cool_down_and_cap(
+    tmp_path: Path, fake
+) -> None:
+    clock = FakeClock(T0)
+    fake._clock = clock.now
+    issue = fake.add_issue("Fix the parser", labels=["todo"])
+    orch = _orchestrator(
+        tmp_path, fake, clock, _to_review(fake),
+        """\
+        ci_failure: true
+        max_per_issue: 2
+        cooldown_ms: 600000
+        log_lines: 40
+        log_chars: 3000
+        """,
+    )  # fmt: skip
+    backend = orch.backend  # type: ignore[attr-defined]
+    log = "\n".join(
+        [f"2026-04-01T09:00:{i % 60:02d}.0000000Z step {i}" for i in range(200)]
+        + [f"export API_TOKEN={LEAK}", f"curl -H 'Authorization: Bearer {TOKEN}'", "x" * 900]
+        + ["\x1b[31mFAILED tests/test_parser.py::test_nested - AssertionError\x1b[0m", ""]
+    )
+    try:
+        await orch.start()
+        await until(lambda: len(backend.sessions) == 1 and not orch.running)
+        pr = fake.add_pull(f"symphony/GH-{issue}")
+        fake.set_checks(
+            pr,
+            {"name": "test", "workflow": "CI", "conclusion": "FAILURE", "job_id": 501, "log": log},
+            {"name": "lint", "workflow": "CI", "conclusion": "SUCCESS", "job_id": 502},
+        )
+        await _read(orch)
+        link = orch.snapshot().pull_requests[f"GH-{issue}"]
+        assert link.number == pr and link.found_by == "branch"
+        assert orch.snapshot().state_payload()["pull_requests"][f"GH-{issue}"]["failed_checks"] == [
+            "CI / test"
+        ]
+        detail = _issue_payload(orch, f"GH-{issue}")  # the issue endpoint's body
+        assert detail is not None and detail["pull_request"]["number"] == pr
+        assert detail["pull_request"]["checks_summary"] == "1 passed, 1 failed"
+        await until(lambda: len(backend.sessions) == 2 and not orch.running)
+        prompt = backend.sessions[1].prompts[0]
+        assert prompt.startswith(f"The checks of pull request #{pr} (")
+        assert "Failed: CI / test (failure)" in prompt
+        assert "FAILED tests/test_parser.py::test_nested - AssertionError" in prompt
+        assert "\x1b[" not in prompt and "2026-04-01T09:00" not in prompt
+        assert "earlier line(s) not shown]" in prompt and "step 199" in prompt
+        assert "step 100" not in prompt  # the excerpt is the end, bounded
+        assert "x" * 400 + " [cut]" in prompt and "x" * 401 not in prompt
+        assert LEAK not in prompt and TOKEN not in prompt
+        assert "API_TOKEN=***" in prompt
+        assert prompt.endswith(f"Work on GH-{issue}")  # then the workflow's prompt
+        assert fake.issue(issue).labels == ["human review"]  # moved back to todo, then on
+        assert [r.body for r in fake.rest_requests("PATCH")] == [
+            {"labels": ["todo"], "state": "open"}
+        ]
+        audit = [e for e in orch.audit.recent() if e.what == "reaction ci_failure"]
+        assert len(audit) == 1 and audit[0].issue == f"GH-{issue}"
+
+        # The same failure read again: nothing more.
+        await _read(orch)
+        assert len(backend.sessions) == 2
+
+        # The agent pushed and the checks fail again: the cool-down holds the next turn.
+        fake.push(pr)
+        fake.set_checks(pr, {"name": "test", "workflow": "CI", "conclusion": "FAILURE",
+                             "job_id": 503, "log": "boom"})  # fmt: skip
+        await _read(orch)
+        await _read(orch)
+        assert len(backend.sessions) == 2
+        waits = [m for m in _feedback(orch) if "cool-down" in m]
+        assert len(waits) == 1, waits  # said once, not at every read
+
+        await clock.advance(601)
+        await _read(orch)
+        await until(lambda: len(backend.sessions) == 3 and not orch.running)
+        assert "boom" in backend.sessions[2].prompts[0]
+
+        # A third failure after the cool-down: the cap (2) ends the loop.
+        fake.push(pr)
+        fake.set_checks(pr, {"name": "test", "workflow": "CI", "conclusion": "FAILURE",
+                             "job_id": 504, "log": "again"})  # fmt: skip
+        await clock.advance(601)
+        await _read(orch)
+        await _read(orch)
+        assert len(backend.sessions) == 3
+        capped = [m for m in _feedback(orch) if "max_per_issue" in m]
+        assert len(capped) == 1, capped
+    finally:
+        await orch.shutdown()
+
+
+async def test_review_conflict_labels_and_auto_merge(tmp_path: Path, fake) -> None:
+    clock = FakeClock(T0)
+    fake._clock = clock.now
+    first = fake.add_issue("Add the endpoint", labels=["todo"])
+    second = fake.add_issue("Long job", labels=["todo"])
+    to_review = _to_review(fake)
+
+    async def script(session, prompt: str, turn: int) -> TurnResult:
+        if f"Work on GH-{second}" in prompt:
+            return await session.wait_interrupt()
+        return await to_review(session, prompt, turn)
+
+    orch = _orchestrator(
+        tmp_path, fake, clock, script,
+        """\
+        review_comments: true
+        merge_conflict: true
+        label_commands: true
+        auto_merge: true
+        cooldown_ms: 0
+        max_per_issue: 5
+        """,
+    )  # fmt: skip
+    backend = orch.backend  # type: ignore[attr-defined]
+
+    def prompts_of(number: int) -> list[str]:
+        # a session just started may not have had its first turn yet
+        firsts = [s.prompts[0] for s in backend.sessions if s.prompts]
+        return [p for p in firsts if f"Work on GH-{number}" in p]
+
+    try:
+        await orch.start()
+        await until(lambda: len(backend.sessions) == 2 and str(first) not in orch.running)
+        pr = fake.add_pull("feature/endpoint", closes=[first])  # a closing reference
+        fake.review(pr, "CHANGES_REQUESTED", "Please add tests.")
+        fake.comment_on_line(pr, "src/api.py", 42, "This leaks the token=abcdef0123456789.")
+
+        # Dispatch paused by the operator: the feedback waits, nothing is spent.
+        assert (await orch.send(PauseDispatch(paused=True))).ok
+        await _read(orch)
+        assert len(prompts_of(first)) == 1 and _feedback(orch) == []
+        assert (await orch.send(PauseDispatch(paused=False))).ok
+
+        # Review comments: a turn with each comment (file, line, text), secrets masked.
+        await _read(orch)
+        await until(lambda: len(prompts_of(first)) == 2 and str(first) not in orch.running)
+        said = prompts_of(first)[1]
+        assert said.startswith(f"Pull request #{pr} (")
+        assert "- src/api.py:42 (reviewer): This leaks the token=***" in said
+        assert "- review (reviewer): Please add tests." in said
+        assert "abcdef0123456789" not in said
+        assert fake.issue(first).labels == ["human review"]  # moved back, then on again
+
+        # A merge conflict with main: a turn asking to rebase.
+        fake.set_pull(pr, review_decision=None, reviews=[])
+        fake.pull(pr).threads[0].resolved = True
+        fake.set_pull(pr, mergeable="CONFLICTING")
+        await _read(orch)
+        await until(lambda: len(prompts_of(first)) == 3 and str(first) not in orch.running)
+        assert (
+            "conflicts with its base branch main. Rebase branch feature/endpoint"
+            in (prompts_of(first)[2])
+        )
+
+        # Label commands: stop the running issue, then rerun it; each label is removed.
+        fake.update(second, labels=["todo", "symphony:stop"])
+        await _read(orch)
+        await until(lambda: str(second) in orch.held and str(second) not in orch.running)
+        assert fake.issue(second).labels == ["todo"]
+        fake.update(second, labels=["todo", "Symphony:Retry"])
+        await _read(orch)
+        await until(lambda: str(second) in orch.running)
+        assert fake.issue(second).labels == ["todo"]
+
+        def via() -> list[tuple[str, str, bool]]:  # audited once each command is answered
+            return [(e.what, e.via, e.ok) for e in orch.audit.recent() if e.via == "github label"]
+
+        await until(lambda: len(via()) == 2)
+        assert via() == [("stop", "github label", True), ("rerun", "github label", True)]
+
+        # The stop label on an issue that is not running (in review): held all the same.
+        fake.update(first, labels=["human review", "symphony:stop"])
+        await _read(orch)
+        await until(lambda: str(first) in orch.held)
+        assert fake.issue(first).labels == ["human review"]
+        await until(lambda: len(via()) == 3)
+        assert via()[-1] == ("stop", "github label", False)  # no run to stop: held instead
+        fake.update(first, labels=["human review", "symphony:retry"])
+        await _read(orch)
+        await until(lambda: str(first) not in orch.held and len(via()) == 4)
+        assert str(first) not in orch.running  # rerun refused: not in an active state
+
+        # Auto-merge: checks passed and approved on a head that then moved: refused.
+        fake.set_pull(pr, mergeable="MERGEABLE")
+        fake.review(pr, "APPROVED")
+        fake.set_checks(pr, {"name": "test", "workflow": "CI", "conclusion": "SUCCESS",
+                             "job_id": 601})  # fmt: skip
+        await orch.feedback.read_once()
+        fake.push(pr)  # after the read, before the merge
+        await orch.barrier()
+        await until(lambda: any("auto_merge" in m and "not merged" in m for m in _feedback(orch)))
+        assert fake.pull(pr).state == "OPEN" and fake.rest_requests("PUT") == []
+
+        # The checks pass on the new head: merged with that head's sha.
+        head = fake.pull(pr).head_sha
+        fake.set_checks(pr, {"name": "test", "workflow": "CI", "conclusion": "SUCCESS",
+                             "job_id": 602})  # fmt: skip
+        await _read(orch)
+        await until(lambda: fake.pull(pr).state == "MERGED")
+        assert [r.body["sha"] for r in fake.rest_requests("PUT")] == [head]
+        await until(lambda: any(m.endswith(f"#{pr} merged") for m in _feedback(orch)))
+        merges = [(e.ok, e.message) for e in orch.audit.recent() if e.what == "auto-merge"]
+        assert merges[0][0] is False and "head moved" in merges[0][1]
+        assert merges[-1] == (True, "merged")
+    finally:
+        await orch.shutdown()
+
+
+async def test_a_continuation_retry_gives_way_to_the_reaction(tmp_path: Path, fake) -> None:
+    """Plain GitHub states: the issue stays open, so a normal run ends in a continuation
+    retry; a failed check replaces that retry with a run that carries the feedback."""
+    clock = FakeClock(T0)
+    fake._clock = clock.now
+    issue = fake.add_issue("Open issue")
+
+    async def done(session, prompt: str, turn: int) -> TurnResult:
+        return TurnResult(TurnStatus.COMPLETED, session.turn_id)
+
+    states = '  active_states: ["open"]\n  terminal_states: ["closed"]\n'
+    orch = _orchestrator(tmp_path, fake, clock, done, "ci_failure: true\n", states)
+    backend = orch.backend  # type: ignore[attr-defined]
+    try:
+        await orch.start()
+        await until(lambda: str(issue) in orch.retrying and not orch.running)
+        assert orch.retrying[str(issue)].entry.continuation
+        pr = fake.add_pull(f"symphony/GH-{issue}")
+        fake.set_checks(pr, {"name": "build", "conclusion": "FAILURE", "job_id": 7, "log": "E1"})
+        await orch.feedback.read_once()
+        fake.fail_next(502, count=2)  # the job's log and the issue's refresh fail
+        await orch.barrier()
+        await until(lambda: any("tried again at the next read" in m for m in _feedback(orch)))
+        assert len(backend.sessions) == 1  # nothing started, and nothing spent:
+        await _read(orch)
+        await until(lambda: len(backend.sessions) == 2 and backend.sessions[1].prompts)
+        assert "E1" in backend.sessions[1].prompts[0]
+        assert backend.sessions[1].prompts[0].startswith(f"The checks of pull request #{pr}")
+        assert "Failed: build (failure)" in backend.sessions[1].prompts[0]
+        assert fake.rest_requests("PATCH") == []  # still active: not moved
+    finally:
+        await orch.shutdown()
