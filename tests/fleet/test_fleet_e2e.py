@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -51,7 +52,7 @@ def one_ssh_config(folder, *sshds: Sshd) -> str:
     lines = []
     for sshd in sshds:
         config = sshd.ssh_command.split("-F ", 1)[1]
-        lines.append(open(config).read().replace("Host *", f"Host {sshd.address}", 1))
+        lines.append(Path(config).read_text().replace("Host *", f"Host {sshd.address}", 1))
     path = folder / "ssh_config"
     path.write_text("".join(lines))
     return f"ssh -F {path}"
