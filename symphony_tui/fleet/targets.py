@@ -327,8 +327,8 @@ def url_endpoint(target: Target, environ: dict[str, str] | None = None) -> Endpo
 
 
 def ssh_endpoints(target: HostSpec) -> list[Endpoint]:
-    """Every scheduler serving an API on an ssh host for that user (``ssh`` runs once;
-    raises :class:`~symphony_tui.hosts.ssh.SshError`)."""
+    """Every scheduler serving an API on an ssh host for that user, with the tokens it
+    keeps there (``ssh`` runs once; raises :class:`~symphony_tui.hosts.ssh.SshError`)."""
     found = []
     for note in discover(target):
         workflow = note.get("workflow")
@@ -339,6 +339,7 @@ def ssh_endpoints(target: HostSpec) -> list[Endpoint]:
                 workflow_path=str(workflow) if isinstance(workflow, str) else "",
                 url=None,
                 api_port=int(note["port"]),
+                token=note.get("api_token"),
                 control=note.get("control_token"),
                 pid=pid if isinstance(pid, int) else None,
             )

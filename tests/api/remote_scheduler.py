@@ -43,15 +43,21 @@ class HeadlessScheduler:
         front_matter: str = "",
         env_extra: dict[str, str] | None = None,
         name: str = "project",
+        max_agents: int | None = None,
     ) -> None:
         """``front_matter``: YAML lines added to the demo WORKFLOW.md's front matter;
-        ``name``: the project's folder (its name in a fleet)."""
+        ``name``: the project's folder (its name in a fleet); ``max_agents``: its
+        ``agent.max_concurrent_agents`` (the demo's 3 by default)."""
         folder = tmp / name
         folder.mkdir(parents=True)
         self.workflow = prepare_demo(folder)
         if front_matter:
             text = self.workflow.read_text()
             self.workflow.write_text(text.replace("---\n", "---\n" + front_matter, 1))
+        if max_agents is not None:
+            text = self.workflow.read_text()
+            line = f"max_concurrent_agents: {max_agents}"
+            self.workflow.write_text(text.replace("max_concurrent_agents: 3", line, 1))
         (folder / "issues.yaml").write_text(issues)
         self.state_home = state_home
         env = dict(os.environ)

@@ -67,7 +67,12 @@ async def test_five_schedulers_two_over_ssh_in_one_fleet(tmp_path, monkeypatch):
         "beta": (SLOW, local, {}),
         "gamma": (SLOW, local, {"front_matter": "server:\n  auth_token_env: GAMMA_TOKEN\n"}),
         "delta": (APPROVAL, tmp_path / "state-a", {}),
-        "epsilon": (SLOW, tmp_path / "state-b", {}),
+        # a generated bearer token, kept in its state folder: read over ssh
+        "epsilon": (
+            SLOW,
+            tmp_path / "state-b",
+            {"front_matter": "server:\n  require_token: true\n"},
+        ),
     }
 
     def start(name: str) -> HeadlessScheduler:
