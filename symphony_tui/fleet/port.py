@@ -51,7 +51,7 @@ LOCAL_EVERY_S = 2.0
 SSH_EVERY_S = 30.0
 SSH_RETRY_S = 5.0
 #: A project is stale after this long without a word (the server's keepalive is every 5 s).
-STALE_AFTER_S = 9.0
+STALE_AFTER_S = 8.0
 RING = 20_000
 VIA = "fleet"
 

@@ -89,7 +89,7 @@ async def bench(schedulers: int, workers: int, window: float, root: Path) -> Non
     state = root / "state"
     os.environ["XDG_STATE_HOME"] = str(state)
     # many more issues than workers: runs end and new ones start the whole time
-    issues = issues_yaml(workers * 30, "Busy work. [demo: two-turns]")
+    issues = issues_yaml(workers * 3, "Busy work. [demo: two-turns]")
 
     def start(n: int) -> HeadlessScheduler:
         return HeadlessScheduler(
