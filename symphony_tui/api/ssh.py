@@ -214,6 +214,11 @@ class SshTunnel:
             time.sleep(0.05)
         return self
 
+    @property
+    def alive(self) -> bool:
+        """Whether its ssh still runs (False before :meth:`open` and after it ended)."""
+        return self._proc is not None and self._proc.poll() is None
+
     def client(self, *, timeout_s: float = 10.0) -> httpx.AsyncClient:
         return httpx.AsyncClient(
             base_url=self.base_url,

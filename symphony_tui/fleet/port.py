@@ -24,14 +24,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any, TypeVar
+
+import httpx
 
 from symphony_tui.api.client import RemoteError, RemotePort
 from symphony_tui.api.ssh import SshTunnel
@@ -159,18 +161,20 @@ class FleetPort(SchedulerPort):
         self._merged_ids: tuple[int, ...] = ()
         self._stop = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
-        self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="fleet")
         self.rebuilds = 0  # merged snapshots built (the benchmark reads it)
 
     # -- the projects ---------------------------------------------------------------------
-    def _project(self, target: tg.Target, endpoint_key: str, base: str) -> Project:
+    def _project(
+        self, target: tg.Target, endpoint_key: str, base: str, *, as_is: bool = False
+    ) -> Project:
         """The project of ``(target, endpoint_key)``, made on first sight with a unique
-        name (``base``, ``base@machine`` over ssh, then ``-2``, ``-3``...)."""
+        name (``base``, ``base@machine`` over ssh unless ``as_is``, then ``-2``, ``-3``...)."""
         found = self._by_key.get((target.text, endpoint_key))
         if found is not None:
             return found
         machine = target.machine
-        name = target.name or (f"{base}@{machine}" if target.kind == "ssh" else base)
+        at = target.kind == "ssh" and not as_is
+        name = target.name or (f"{base}@{machine}" if at else base)
         name = name.replace("/", "-").replace(" ", "-") or "project"
         unique, n = name, 2
         while unique in self.projects:
@@ -195,13 +199,26 @@ class FleetPort(SchedulerPort):
             assert project.target.ssh is not None and endpoint.api_port is not None
             tunnel = SshTunnel(project.target.ssh, endpoint.api_port)
             try:
-                project.tunnel = await self._thread(tunnel.open)
+                project.tunnel = await self._thread(tunnel.open, undo=SshTunnel.close)
             except SshError as exc:
                 project.error = str(exc)
                 return
             client = tunnel.client()
         url = endpoint.url or (project.tunnel.base_url if project.tunnel else "")
-        port = RemotePort(
+        port = self.remote_port(project, url, endpoint, client)
+        project.port = port
+        project.task = asyncio.create_task(port.run(), name=f"fleet {project.name}")
+
+    def remote_port(
+        self,
+        project: Project,
+        url: str,
+        endpoint: tg.Endpoint,
+        client: httpx.AsyncClient | None = None,
+    ) -> RemotePort:
+        """The port that follows ``project``'s scheduler at ``url`` (``client``: through
+        its forward): it says ``via fleet``, and hands its events to the merge."""
+        return RemotePort(
             url,
             client=client,
             token=endpoint.token,
@@ -212,8 +229,6 @@ class FleetPort(SchedulerPort):
             via=VIA,
             on_events=partial(self._take, project),
         )
-        project.port = port
-        project.task = asyncio.create_task(port.run(), name=f"fleet {project.name}")
 
     async def _disconnect(self, project: Project) -> None:
         port, project.port = project.port, None
@@ -234,8 +249,35 @@ class FleetPort(SchedulerPort):
             self._seq += 1
             self._ring.append(event_of(project.name, event, self._seq))
 
-    async def _thread(self, fn: Callable[..., T], *args: Any) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+    async def _thread(
+        self, fn: Callable[..., T], *args: Any, undo: Callable[[T], object] | None = None
+    ) -> T:
+        """``fn(*args)`` in a daemon thread of its own (an ``ssh`` that hangs never holds
+        up the console's exit). ``undo(result)`` runs there when the caller was cancelled
+        meanwhile (a forward opened for nobody is closed)."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+
+        def settle(outcome: Callable[[], None]) -> None:
+            if not future.done():
+                outcome()
+
+        def work() -> None:
+            try:
+                result = fn(*args)
+            except BaseException as exc:  # handed to the awaiting task
+                error = exc
+                with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits
+                    loop.call_soon_threadsafe(settle, lambda: future.set_exception(error))
+                return
+            if future.cancelled() and undo is not None:
+                undo(result)
+                return
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(settle, lambda: future.set_result(result))
+
+        threading.Thread(target=work, name="fleet", daemon=True).start()
+        return await future
 
     async def _wait(self, seconds: float) -> bool:
         """Sleep ``seconds`` or until :meth:`close`; True when closing."""
@@ -248,6 +290,8 @@ class FleetPort(SchedulerPort):
         scheduler stopped, or another process (a restart) or port serves it now."""
         if project.port is None or project.port.stopped or project.endpoint is None:
             return True
+        if project.tunnel is not None and not project.tunnel.alive:
+            return True  # its forward ended (the network went): a new one
         old = project.endpoint
         return (old.pid, old.api_port) != (endpoint.pid, endpoint.api_port)
 
@@ -307,7 +351,8 @@ class FleetPort(SchedulerPort):
                 found = await self._thread(tg.ssh_endpoints, target.ssh)
             except SshError as exc:
                 if not any(p.target is target for p in self.projects.values()):
-                    placeholder = self._project(target, "", target.ssh.hostname)
+                    where = target.text.removeprefix("ssh://")  # the host's row until it answers
+                    placeholder = self._project(target, "", where, as_is=True)
                     placeholder.error = str(exc)
                 found = None
             if found is not None:
@@ -356,7 +401,6 @@ class FleetPort(SchedulerPort):
             task.cancel()
         for project in list(self.projects.values()):
             await self._disconnect(project)
-        self._pool.shutdown(wait=False, cancel_futures=True)
 
     # -- SchedulerPort --------------------------------------------------------------------
     def snapshot(self) -> Snapshot:

@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import UTC, datetime
-from functools import partial
 
 import httpx
 import pytest
 
-from symphony_tui.api.client import RemotePort
 from symphony_tui.domain import AgentEvent, Snapshot
 from symphony_tui.domain.approvals import ApprovalRequest
 from symphony_tui.domain.commands import Approve, Interrupt, PauseDispatch, Rerun
@@ -20,6 +19,7 @@ from symphony_tui.domain.tokens import TokenUsage
 from symphony_tui.fleet import targets as tg
 from symphony_tui.fleet.merge import split_id
 from symphony_tui.fleet.port import FleetPort, Project
+from tests.helpers import free_port
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
@@ -49,9 +49,8 @@ def joined(fleet: FleetPort, name: str, transport=None) -> Project:
     client = httpx.AsyncClient(
         base_url="http://127.0.0.1:1", transport=transport or httpx.MockTransport(_refuse)
     )
-    project.port = RemotePort(
-        "http://127.0.0.1:1", client=client, on_events=partial(fleet._take, project)
-    )
+    endpoint = tg.Endpoint(name, "", "http://127.0.0.1:1", 1)
+    project.port = fleet.remote_port(project, "http://127.0.0.1:1", endpoint, client)
     return project
 
 
@@ -244,3 +243,38 @@ def test_the_fleet_file_takes_options_and_says_which_lines_it_skipped(tmp_path):
     token.chmod(0o644)
     with pytest.raises(tg.TargetError, match="chmod 600"):
         tg.url_endpoint(targets[1])
+
+
+async def test_a_target_that_cannot_be_reached_is_one_down_row_with_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("SYMPHONY_SSH", "ssh -o BatchMode=yes -o ConnectTimeout=5")
+    workflow = tmp_path / "repo" / "WORKFLOW.md"
+    workflow.parent.mkdir()
+    workflow.write_text("---\ntracker:\n  kind: local\n  path: issues.yaml\n---\n")
+    closed = free_port()
+    fleet = FleetPort(
+        [
+            tg.parse(str(workflow)),
+            tg.parse(f"ssh://nobody@127.0.0.1:{closed}"),
+            tg.parse(f"http://127.0.0.1:{closed}"),
+        ],
+        local_every_s=0.1,
+    )
+    runner = asyncio.create_task(fleet.run())
+    try:
+        for _ in range(200):
+            rows = {r.name: r for r in fleet.snapshot().projects}
+            if len(rows) == 3 and all(r.link_state == "down" for r in rows.values()):
+                break
+            await asyncio.sleep(0.05)
+        assert sorted(rows) == sorted(["repo", f"nobody@127.0.0.1:{closed}", f"127.0.0.1:{closed}"])
+        assert [r.link_state for r in rows.values()] == ["down"] * 3, rows
+        assert "no scheduler runs" in (rows["repo"].error or "")
+        assert f"ssh://nobody@127.0.0.1:{closed}: ssh failed" in (
+            rows[f"nobody@127.0.0.1:{closed}"].error or ""
+        )
+        assert all("\n" not in (r.error or "\n") for r in rows.values())
+        assert fleet.link().state == "stale"
+    finally:
+        await fleet.close()
+        runner.cancel()
