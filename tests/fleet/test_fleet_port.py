@@ -278,3 +278,17 @@ async def test_a_target_that_cannot_be_reached_is_one_down_row_with_one_line(tmp
     finally:
         await fleet.close()
         runner.cancel()
+
+
+def test_the_server_audits_a_fleet_client_via_fleet():
+    from aiohttp.test_utils import make_mocked_request
+
+    from symphony_tui.api.operator_routes import who_and_via
+
+    def via(kind: str) -> str:
+        headers = {"X-Symphony-Via": kind, "X-Symphony-Operator": "me@box"}
+        return who_and_via(make_mocked_request("POST", "/api/v1/commands", headers=headers))[1]
+
+    assert via("fleet").startswith("fleet api ")
+    assert via("Fleet; rm -rf").startswith("api ")  # not a kind: ignored
+    assert via("x" * 30).startswith("api ")
