@@ -13,6 +13,7 @@ fleet's events against the scheduler's own ``/api/v1/events`` (lost, doubled).
 
 ``python -m tests.bench.bench_fleet --schedulers 5 --workers 10`` (figures, no asserts).
 The console's own drawing is not in these figures (``bench_console.py`` measures it).
+The schedulers get a private ``HOME`` (their hooks' ``bash -lc`` reads no login profile).
 """
 
 from __future__ import annotations
@@ -88,6 +89,9 @@ def merge_alone(projects: int, workers: int) -> None:
 async def bench(schedulers: int, workers: int, window: float, root: Path) -> None:
     state = root / "state"
     os.environ["XDG_STATE_HOME"] = str(state)
+    # a private HOME: the hooks' ``bash -lc`` runs no login profile of this machine's
+    (root / "home").mkdir()
+    os.environ["HOME"] = str(root / "home")
     # many more issues than workers: runs end and new ones start the whole time
     issues = issues_yaml(workers * 3, "Busy work. [demo: two-turns]")
 
