@@ -1026,7 +1026,10 @@ def _fleet(args: argparse.Namespace) -> int:
         title=f"symphony fleet ({len(targets)} target{'s' if len(targets) != 1 else ''})",
         terminal_modes=_modes_before(),
     )
-    app.run()
+    try:
+        app.run()
+    finally:
+        fleet.end_forwards()  # when the app died before its shutdown closed them
     return app.return_code or 0
 
 

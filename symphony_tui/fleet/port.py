@@ -16,8 +16,12 @@ some project's snapshot or row (link state, whole seconds of age, counts) change
 Events are numbered in arrival order with the fleet's own ``seq``; each scheduler's are
 taken once, in its order (``RemotePort`` drops what it already has, a reconnect resumes
 after the last event id), so a frozen scheduler that resumes loses and doubles nothing.
-Commands go to one project's API (``X-Symphony-Via: fleet``), by the prefix of the id they
-name, else by ``command.project``.
+One issue's transcript (``events_since(seq, issue_id="<project>/<id>")``) is its project's
+own, numbered by that scheduler (its history reaches back before the fleet connected), so a
+reader keeps one position per issue, as it does for one scheduler. Commands go to one
+project's API (``X-Symphony-Via: fleet``), by the prefix of the id they name, else by
+``command.project``. A scheduler that a workflow or URL target names is not also a row of
+``local``.
 """
 
 from __future__ import annotations
@@ -160,6 +164,10 @@ class FleetPort(SchedulerPort):
         self._merged_rows: tuple[ProjectRow, ...] = ()
         self._merged_ids: tuple[int, ...] = ()
         self._stop = asyncio.Event()
+        self._untried = {t.text for t in self.targets if t.kind in ("workflow", "url")}
+        self._named_tried = asyncio.Event()
+        if not self._untried:
+            self._named_tried.set()
         self._tasks: list[asyncio.Task] = []
         self.rebuilds = 0  # merged snapshots built (the benchmark reads it)
 
@@ -296,13 +304,34 @@ class FleetPort(SchedulerPort):
         return (old.pid, old.api_port) != (endpoint.pid, endpoint.api_port)
 
     # -- following each target -------------------------------------------------------------
+    def _tried(self, target: tg.Target) -> None:
+        """A workflow or URL target made its first attempt (``local`` waits for them all,
+        so a scheduler they name keeps their name)."""
+        self._untried.discard(target.text)
+        if not self._untried:
+            self._named_tried.set()
+
     async def _follow_local(self, target: tg.Target) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._named_tried.wait(), timeout=5.0)
         while True:
             try:
                 found = await self._thread(tg.local_endpoints)
             except OSError:
                 found = []
+            # a scheduler another target names (its workflow, its URL) has that row only
+            named = {
+                p.endpoint.pid
+                for p in self.projects.values()
+                if p.target is not target and p.endpoint is not None and p.endpoint.pid
+            }
+            for project in [p for p in self.projects.values() if p.target is target]:
+                if project.endpoint is not None and project.endpoint.pid in named:
+                    await self._disconnect(project)
+                    self._forget(project)
             for endpoint in found:
+                if endpoint.pid in named:
+                    continue
                 project = self._project(target, endpoint.key, endpoint.folder_name)
                 if self._needs_new(project, endpoint):
                     await self._connect(project, endpoint)
@@ -322,6 +351,7 @@ class FleetPort(SchedulerPort):
                 else:
                     if self._needs_new(project, endpoint):
                         await self._connect(project, endpoint)
+            self._tried(target)
             if await self._wait(self.local_every_s):
                 return
 
@@ -340,6 +370,7 @@ class FleetPort(SchedulerPort):
                     if project is None:  # named by its workflow when its note says it
                         project = self._project(target, target.text, endpoint.folder_name)
                     await self._connect(project, endpoint)
+            self._tried(target)
             if await self._wait(self.local_every_s):
                 return
 
@@ -401,6 +432,14 @@ class FleetPort(SchedulerPort):
             task.cancel()
         for project in list(self.projects.values()):
             await self._disconnect(project)
+
+    def end_forwards(self) -> None:
+        """End every ssh forward now (blocking): the last resort when the event loop ended
+        without :meth:`close`, so no ``ssh`` outlives the fleet."""
+        for project in list(self.projects.values()):
+            tunnel, project.tunnel = project.tunnel, None
+            if tunnel is not None:
+                tunnel.close()
 
     # -- SchedulerPort --------------------------------------------------------------------
     def snapshot(self) -> Snapshot:

@@ -292,3 +292,32 @@ def test_the_server_audits_a_fleet_client_via_fleet():
     assert via("fleet").startswith("fleet api ")
     assert via("Fleet; rm -rf").startswith("api ")  # not a kind: ignored
     assert via("x" * 30).startswith("api ")
+
+
+async def test_a_scheduler_named_by_a_target_is_not_also_a_local_row(tmp_path, monkeypatch):
+    from symphony_tui.api import announce
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    workflow = tmp_path / "repo" / "WORKFLOW.md"
+    workflow.parent.mkdir()
+    workflow.write_text("---\n---\n")
+    # this process stands for a scheduler serving on a closed port
+    announce.write(
+        announce.default_dir(),
+        host="127.0.0.1",
+        port=free_port(),
+        token=False,
+        extra={"workflow": str(workflow.resolve())},
+    )
+    fleet = FleetPort([tg.parse("local"), tg.parse(str(workflow))], local_every_s=0.05)
+    runner = asyncio.create_task(fleet.run())
+    try:
+        for _ in range(100):
+            await asyncio.sleep(0.05)
+            names = [r.name for r in fleet.snapshot().projects]
+            if names == ["repo"] and fleet.projects["repo"].target.kind == "workflow":
+                break
+        assert [(p.name, p.target.kind) for p in fleet.projects.values()] == [("repo", "workflow")]
+    finally:
+        await fleet.close()
+        runner.cancel()
