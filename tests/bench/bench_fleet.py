@@ -42,6 +42,8 @@ from symphony_tui.fleet.port import FleetPort
 from tests.api.remote_scheduler import HeadlessScheduler, issues_yaml
 from tests.bench._common import figure
 
+STARTED: list[HeadlessScheduler] = []
+
 
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
@@ -93,12 +95,14 @@ async def bench(schedulers: int, workers: int, window: float, root: Path) -> Non
     (root / "home").mkdir()
     os.environ["HOME"] = str(root / "home")
     # many more issues than workers: runs end and new ones start the whole time
-    issues = issues_yaml(workers * 3, "Busy work. [demo: two-turns]")
+    issues = issues_yaml(workers * 6, "Busy work. [demo: two-turns]")
 
     def start(n: int) -> HeadlessScheduler:
-        return HeadlessScheduler(
+        sched = HeadlessScheduler(
             root / f"s{n}", issues, state_home=state, name=f"project{n}", max_agents=workers
         )
+        STARTED.append(sched)
+        return sched
 
     t0 = time.monotonic()
     scheds = await asyncio.gather(*(asyncio.to_thread(start, n) for n in range(schedulers)))
@@ -122,7 +126,10 @@ async def bench(schedulers: int, workers: int, window: float, root: Path) -> Non
                 break
             await asyncio.sleep(0.05)
         figure("every project live", time.monotonic() - t0, "s")
+        busy_by = time.monotonic() + 30  # most workers running, or 30 s
         while sum(r.running for r in fleet.snapshot().projects) < schedulers * workers * 0.8:
+            if time.monotonic() > busy_by:
+                break
             await asyncio.sleep(0.2)
 
         async def console_reads(seconds: float) -> tuple[list[float], int]:
@@ -213,8 +220,13 @@ def main() -> None:
     parser.add_argument("--merge-workers", type=int, default=50)
     args = parser.parse_args()
     merge_alone(args.merge_projects, args.merge_workers)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the finally below runs
     with tempfile.TemporaryDirectory(prefix="bench-fleet-") as root:
-        asyncio.run(bench(args.schedulers, args.workers, args.window, Path(root)))
+        try:
+            asyncio.run(bench(args.schedulers, args.workers, args.window, Path(root)))
+        finally:
+            for sched in STARTED:  # no scheduler outlives the bench
+                sched.stop()
     sys.stdout.flush()
 
 
