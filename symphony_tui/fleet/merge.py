@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import zip_longest
 
 from symphony_tui.domain import AgentEvent, Snapshot
 from symphony_tui.domain.approvals import ApprovalRequest
@@ -101,13 +102,8 @@ def parts_of(project: str, snap: Snapshot) -> Parts:
 
 def _sum_history(histories: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
     """Element-wise sum, aligned at the newest end (histories may differ in length)."""
-    longest = max((len(h) for h in histories), default=0)
-    total = [0] * longest
-    for history in histories:
-        offset = longest - len(history)
-        for i, value in enumerate(history):
-            total[offset + i] += value
-    return tuple(total)
+    newest_first = zip_longest(*(reversed(h) for h in histories), fillvalue=0)
+    return tuple(map(sum, newest_first))[::-1]
 
 
 def _sum_tokens(usages: Sequence[TokenUsage]) -> TokenUsage:
