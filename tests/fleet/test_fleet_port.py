@@ -321,3 +321,33 @@ async def test_a_scheduler_named_by_a_target_is_not_also_a_local_row(tmp_path, m
     finally:
         await fleet.close()
         runner.cancel()
+
+
+def test_ssh_discovery_reads_each_scheduler_s_tokens(tmp_path, monkeypatch):
+    from symphony_tui.api import announce
+    from symphony_tui.api.auth import write_control_token
+
+    # an "ssh" that runs its command line here, as sshd would: the discovery script is tested
+    fake = tmp_path / "fake-ssh"
+    fake.write_text('#!/bin/sh\nshift\nexec sh -c "$*"\n')  # as sshd: one command line
+    fake.chmod(0o755)
+    monkeypatch.setenv("SYMPHONY_SSH", str(fake))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    notes = announce.default_dir()
+    control = write_control_token(notes, "the-control")
+    token = announce.write_token(notes, "the-bearer")
+    announce.write(
+        notes,
+        host="127.0.0.1",
+        port=4242,
+        token=True,
+        control_file=control,
+        extra={"workflow": "/src/app/WORKFLOW.md", "token_file": str(token)},
+    )
+    [endpoint] = tg.ssh_endpoints(tg.parse("ssh://me@box").ssh)  # type: ignore[arg-type]
+    assert (endpoint.api_port, endpoint.token, endpoint.control) == (
+        4242,
+        "the-bearer",
+        "the-control",
+    )
+    assert endpoint.folder_name == "app" and endpoint.url is None
