@@ -351,3 +351,37 @@ def test_ssh_discovery_reads_each_scheduler_s_tokens(tmp_path, monkeypatch):
         "the-control",
     )
     assert endpoint.folder_name == "app" and endpoint.url is None
+
+
+async def test_a_scheduler_announced_after_the_fleet_started_gets_a_row(tmp_path, monkeypatch):
+    from symphony_tui.api import announce
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    fleet = FleetPort([tg.parse("local")], local_every_s=0.05)
+    runner = asyncio.create_task(fleet.run())
+    try:
+        await asyncio.sleep(0.2)
+        assert fleet.snapshot().projects == ()
+        workflow = tmp_path / "late" / "WORKFLOW.md"
+        # this process stands for a scheduler serving on a closed port
+        note = announce.write(
+            announce.default_dir(),
+            host="127.0.0.1",
+            port=free_port(),
+            token=False,
+            extra={"workflow": str(workflow)},
+        )
+        for _ in range(100):
+            await asyncio.sleep(0.05)
+            if fleet.snapshot().projects:
+                break
+        assert [r.name for r in fleet.snapshot().projects] == ["late"]
+        announce.remove(note)  # its API is gone: the row says stopped
+        for _ in range(200):
+            await asyncio.sleep(0.05)
+            if fleet.snapshot().projects[0].link_state == "stopped":
+                break
+        assert fleet.snapshot().projects[0].link_state == "stopped"
+    finally:
+        await fleet.close()
+        runner.cancel()
