@@ -5,6 +5,7 @@
     symphony-tui demo [--headless [--exit-when-idle]] [--keep]
     symphony-tui doctor [WORKFLOW] [--timeout S]
     symphony-tui attach URL | ssh://[user@]host[:port] | --ssh [user@]host
+    symphony-tui fleet [TARGET...] [--token-env VAR | --token-file PATH] [--list]
     symphony-tui paths [WORKFLOW] [--json]
     symphony-tui ps [--json]
     symphony-tui stop [WORKFLOW | PROJECT] [--timeout S]
@@ -37,7 +38,7 @@ from symphony_tui import __version__
 if TYPE_CHECKING:
     from symphony_tui.console.typeahead import HeldKeys
 
-COMMANDS = ("run", "demo", "doctor", "attach", "paths", "stats", "ps", "stop")
+COMMANDS = ("run", "demo", "doctor", "attach", "fleet", "paths", "stats", "ps", "stop")
 
 
 def _fail(message: str, code: int = 1) -> int:
@@ -169,6 +170,30 @@ def build_parser() -> argparse.ArgumentParser:
     )
     attach.add_argument("--poll", action="store_true", help="poll instead of the event stream")
 
+    fleet = command("fleet")
+    fleet.add_argument(
+        "targets",
+        nargs="*",
+        metavar="TARGET",
+        help="WORKFLOW.md, http(s)://HOST:PORT, ssh://[user@]host[:port] or local "
+        "(default: local and the fleet file)",
+    )
+    token = fleet.add_mutually_exclusive_group()
+    token.add_argument(
+        "--token-env", metavar="VAR", help="(http targets) variable holding the API token"
+    )
+    token.add_argument(
+        "--token-file", type=Path, metavar="PATH", help="(http targets) a 0600 file with it"
+    )
+    fleet.add_argument(
+        "--list",
+        action="store_true",
+        help="print each project's state once (after --wait) instead of opening the console",
+    )
+    fleet.add_argument(
+        "--wait", type=_seconds, default=5.0, help="(--list) seconds to let them connect"
+    )
+
     paths = command("paths")
     _workflow_argument(paths)
     paths.add_argument("--json", action="store_true", help="print one JSON object")
@@ -287,6 +312,7 @@ def _main(argv: Sequence[str] | None) -> int:
     no_console = args.command in ("doctor", "paths", "stats", "ps", "stop") or getattr(
         args, "headless", False
     )
+    no_console = no_console or (args.command == "fleet" and args.list)
     if no_console and _held is not None:
         _held.release()  # no console: the terminal as it was (prompts, Ctrl-C)
     if args.command == "demo":
@@ -297,6 +323,8 @@ def _main(argv: Sequence[str] | None) -> int:
         if args.url and args.ssh:
             args.command_parser.error("give a URL or --ssh HOST, not both")
         return _attach(args)
+    if args.command == "fleet":
+        return _fleet(args)
     if args.command == "doctor":
         from symphony_tui.doctor import run_doctor
 
@@ -960,6 +988,48 @@ def _attach(args: argparse.Namespace) -> int:
         app.run()
     finally:
         attachment.close()
+    return app.return_code or 0
+
+
+def _fleet(args: argparse.Namespace) -> int:
+    """``symphony-tui fleet``: one console over many schedulers (docs/fleet.md)."""
+    from symphony_tui.fleet import targets as tg
+    from symphony_tui.fleet.cli import list_once
+    from symphony_tui.fleet.port import FleetPort
+
+    notices: list[str] = []
+    try:
+        if args.targets:
+            targets = [
+                tg.parse(text, token_env=args.token_env, token_file=args.token_file)
+                for text in args.targets
+            ]
+        else:
+            listed, notices = tg.read_fleet_file(tg.fleet_file())
+            targets = [tg.parse("local"), *listed]
+    except tg.TargetError as exc:
+        return _fail(f"fleet: {exc}", 2)
+    for line in notices:
+        _say(f"fleet: skipped {line}")
+    if args.list:
+        return list_once(targets, wait_s=args.wait)
+    problem = _no_terminal("run fleet in a terminal, in tmux or over `ssh -t`; or use --list")
+    if problem:
+        return _fail(f"fleet: {problem}")
+    from symphony_tui.console.app import SymphonyApp
+
+    fleet = FleetPort(targets, notices=notices)
+    app = SymphonyApp(
+        fleet,
+        runner=fleet.run,
+        shutdown=fleet.close,
+        title=f"symphony fleet ({len(targets)} target{'s' if len(targets) != 1 else ''})",
+        terminal_modes=_modes_before(),
+    )
+    try:
+        app.run()
+    finally:
+        fleet.end_forwards()  # when the app died before its shutdown closed them
     return app.return_code or 0
 
 

@@ -91,6 +91,19 @@ COMMAND_HELP: dict[str, tuple[str, str, str]] = {
         "WORKFLOW.md,\nor --port. Over SSH: forward the port (`ssh -L 8080:127.0.0.1:8080 host`) "
         "and attach to it.",
     ),
+    "fleet": (
+        "one console over many schedulers: this machine's, http(s):// APIs, ssh:// hosts",
+        "Open one operator console over several schedulers (docs/fleet.md). A TARGET is a "
+        "WORKFLOW.md (the scheduler running it here), http(s)://HOST:PORT (its token from "
+        "--token-env, --token-file or $SYMPHONY_API_TOKEN), ssh://[user@]host[:port] (every "
+        "scheduler of that user there, each through its own ssh forward) or local (every "
+        "scheduler of this user here). Without targets: local plus the fleet file. Commands "
+        "go to the row's own scheduler, audited there as `via fleet`. Needs a terminal "
+        "(--list prints each project's state instead).",
+        "The fleet file (<config dir>/fleet, see `symphony-tui paths`): one target a line, "
+        "optionally\nfollowed by name=NAME, token-env=VAR or token-file=PATH; # starts a "
+        "comment.",
+    ),
     "paths": (
         "print where logs, event history, keymap, locks and state live",
         "Print the files and folders symphony-tui uses; with a WORKFLOW.md (default "

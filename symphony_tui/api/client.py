@@ -35,7 +35,7 @@ from pydantic import TypeAdapter
 
 from symphony_tui.api.announce import Owner
 from symphony_tui.api.auth import CONTROL_HEADER
-from symphony_tui.api.operator_routes import OPERATOR_HEADER
+from symphony_tui.api.operator_routes import OPERATOR_HEADER, VIA_HEADER
 from symphony_tui.domain import AgentEvent, ClaimState, Snapshot
 from symphony_tui.domain.audit import AuditEntry
 from symphony_tui.domain.commands import Command
@@ -104,14 +104,21 @@ class RemotePort(SchedulerPort):
         stale_after_s: float = STALE_AFTER_S,
         clock: Callable[[], float] = time.monotonic,
         owner: Owner | None = None,
+        via: str | None = None,
+        on_events: Callable[[list[AgentEvent]], None] | None = None,
     ) -> None:
         """``owner``: the scheduler's process on this machine (``announce.Owner``), asked
-        while the link is lost whether it still serves (no: it stopped)."""
+        while the link is lost whether it still serves (no: it stopped). ``via``: what
+        this client is, for the scheduler's audit log (``fleet``: sent as
+        ``X-Symphony-Via``). ``on_events``: called with each batch of events this port
+        takes in, in ``seq`` order, each once (a front end merging several ports)."""
         self.base_url = base_url.rstrip("/")
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         headers[OPERATOR_HEADER] = local_operator()  # who, in the scheduler's audit log
         if control:
             headers[CONTROL_HEADER] = control  # the controls (docs/security.md)
+        if via:
+            headers[VIA_HEADER] = via
         self._client = client or httpx.AsyncClient(base_url=self.base_url, timeout=10.0)
         self._client.headers.update(headers)
         self.mode = mode
@@ -134,6 +141,7 @@ class RemotePort(SchedulerPort):
         self._running: asyncio.Task | None = None
         self._owner = owner
         self.stopped_at: datetime | None = None  # set once the scheduler has stopped
+        self._on_events = on_events
 
     # -- SchedulerPort --------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
@@ -457,11 +465,15 @@ class RemotePort(SchedulerPort):
 
     # -- events and transcripts ---------------------------------------------------------------
     def _take_events(self, events: Iterable[AgentEvent]) -> None:
+        taken: list[AgentEvent] = []
         for event in events:
             if event.seq <= self._last_seq:
                 continue  # already held (never shown twice)
             self._ring.append(event)
             self._last_seq = event.seq
+            taken.append(event)
+        if taken and self._on_events is not None:
+            self._on_events(taken)
 
     def _forget_events(self) -> None:
         self._ring.clear()

@@ -12,11 +12,13 @@
   ``invalid_query`` for a missing path or bad numbers.
 
 Who did a command or an action: the ``X-Symphony-Operator`` header (``user@host``, which
-``symphony-tui attach`` sends), else ``api``; ``via`` is ``api <client address>``.
+``symphony-tui attach`` sends), else ``api``; ``via`` is ``api <client address>``, after
+the client's kind when it names one (``X-Symphony-Via: fleet`` -> ``fleet api ...``).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from aiohttp import web
@@ -26,6 +28,10 @@ from symphony_tui.api.limits import BadBody, read_json
 from symphony_tui.scheduler.port import SchedulerPort
 
 OPERATOR_HEADER = "X-Symphony-Operator"
+#: What kind of client sends a request (``fleet``: ``symphony-tui fleet``), put before the
+#: address in the audit log's ``via``; lowercase letters and ``-`` only, else ignored.
+VIA_HEADER = "X-Symphony-Via"
+_VIA = re.compile(r"[a-z][a-z-]{0,19}")
 #: The client of a mutating request as the control check found it (``127.0.0.1 pid 4242
 #: (python3) uid 1000 with the control token``), set by the server's ``control`` step.
 #: (``web.RequestKey`` where this aiohttp has it; a plain key before.)
@@ -41,9 +47,12 @@ def _error(status: int, code: str, message: str) -> web.Response:
 def who_and_via(request: web.Request) -> tuple[str, str]:
     """``(who, via)`` of a request for the audit log: ``via`` names the client process
     when the control check found it (``api 127.0.0.1 pid 4242 (python3) uid 1000 with the
-    control token``)."""
+    control token``), after the client's own kind when it says one (``fleet api ...``:
+    :data:`VIA_HEADER`)."""
     who = (request.headers.get(OPERATOR_HEADER) or "").strip()[:120] or "api"
-    return who, f"api {request.get(CLIENT) or request.remote or '?'}"
+    via = f"api {request.get(CLIENT) or request.remote or '?'}"
+    kind = (request.headers.get(VIA_HEADER) or "").strip()
+    return who, f"{kind} {via}" if _VIA.fullmatch(kind) else via
 
 
 def _int(request: web.Request, name: str, default: int, low: int, high: int) -> int:

@@ -7,7 +7,8 @@ cfg``, as ``GIT_SSH_COMMAND`` does for git):
    (``<state dir>/symphony-tui/api/<pid>.json``, :mod:`symphony_tui.api.announce`; a note
    whose pid is not alive is skipped), each followed by its control token
    (``<pid>.control``, readable by that user only; docs/security.md) as
-   ``{"control_of": <pid>, "control_token": ...}``;
+   ``{"control_of": <pid>, "control_token": ...}``, and the bearer token a console's
+   scheduler generated (``<pid>.token``) as ``{"token_of": <pid>, "token": ...}``;
 2. ``ssh -N -L <local unix socket>:127.0.0.1:<api port> host`` forwards a private socket
    in a fresh ``0700`` temporary folder to the scheduler's loopback API. Nothing listens on
    a TCP port of either machine; the HTTP requests name ``127.0.0.1:<port>`` as their Host,
@@ -45,7 +46,9 @@ DISCOVER_SCRIPT = (
     'for f in "$d"/*.json; do [ -f "$f" ] || continue; p=$(basename "$f" .json); '
     'kill -0 "$p" 2>/dev/null && { cat "$f"; echo; '
     '[ -r "$d/$p.control" ] && printf \'{"control_of": %s, "control_token": "%s"}\\n\' '
-    '"$p" "$(tr -cd \'A-Za-z0-9_-\' < "$d/$p.control")"; }; done; done; true'
+    '"$p" "$(tr -cd \'A-Za-z0-9_-\' < "$d/$p.control")"; '
+    '[ -r "$d/$p.token" ] && printf \'{"token_of": %s, "token": "%s"}\\n\' '
+    '"$p" "$(tr -cd \'A-Za-z0-9_-\' < "$d/$p.token")"; }; done; done; true'
 )
 
 
@@ -107,14 +110,21 @@ def discover(target: HostSpec, *, timeout_s: float = 30.0) -> list[dict]:
         raise _failed("unreachable", target, reason)
     notes = parse_notes(done.stdout)
     tokens = control_tokens(done.stdout)
+    bearer = control_tokens(done.stdout, of="token_of", value="token")
     for note in notes:
         if note.get("pid") in tokens:
             note["control_token"] = tokens[note["pid"]]
+        if note.get("pid") in bearer:
+            note["api_token"] = bearer[note["pid"]]
     return notes
 
 
-def control_tokens(text: str) -> dict[int, str]:
-    """``{pid: control token}`` from the discovery's ``control_of`` lines."""
+def control_tokens(
+    text: str, *, of: str = "control_of", value: str = "control_token"
+) -> dict[int, str]:
+    """``{pid: control token}`` from the discovery's ``control_of`` lines (``of`` /
+    ``value``: ``token_of`` / ``token`` for the bearer tokens a console's scheduler keeps
+    in ``<pid>.token``)."""
     found: dict[int, str] = {}
     for line in text.splitlines():
         try:
@@ -123,11 +133,11 @@ def control_tokens(text: str) -> dict[int, str]:
             continue
         if (
             isinstance(item, dict)
-            and isinstance(item.get("control_of"), int)
-            and isinstance(item.get("control_token"), str)
-            and item["control_token"]
+            and isinstance(item.get(of), int)
+            and isinstance(item.get(value), str)
+            and item[value]
         ):
-            found[item["control_of"]] = item["control_token"]
+            found[item[of]] = item[value]
     return found
 
 
@@ -203,6 +213,11 @@ class SshTunnel:
                 raise _failed("timeout", self.target, reason)
             time.sleep(0.05)
         return self
+
+    @property
+    def alive(self) -> bool:
+        """Whether its ssh still runs (False before :meth:`open` and after it ended)."""
+        return self._proc is not None and self._proc.poll() is None
 
     def client(self, *, timeout_s: float = 10.0) -> httpx.AsyncClient:
         return httpx.AsyncClient(

@@ -33,10 +33,31 @@ def issues_yaml(count: int, description: str) -> str:
 class HeadlessScheduler:
     """``symphony-tui WORKFLOW --headless --port 0`` on a demo copy; ``url`` once serving."""
 
-    def __init__(self, tmp: Path, issues: str, *, state_home: Path, speed: str = "1") -> None:
-        folder = tmp / "project"
-        folder.mkdir()
+    def __init__(
+        self,
+        tmp: Path,
+        issues: str,
+        *,
+        state_home: Path,
+        speed: str = "1",
+        front_matter: str = "",
+        env_extra: dict[str, str] | None = None,
+        name: str = "project",
+        max_agents: int | None = None,
+    ) -> None:
+        """``front_matter``: YAML lines added to the demo WORKFLOW.md's front matter;
+        ``name``: the project's folder (its name in a fleet); ``max_agents``: its
+        ``agent.max_concurrent_agents`` (the demo's 3 by default)."""
+        folder = tmp / name
+        folder.mkdir(parents=True)
         self.workflow = prepare_demo(folder)
+        if front_matter:
+            text = self.workflow.read_text()
+            self.workflow.write_text(text.replace("---\n", "---\n" + front_matter, 1))
+        if max_agents is not None:
+            text = self.workflow.read_text()
+            line = f"max_concurrent_agents: {max_agents}"
+            self.workflow.write_text(text.replace("max_concurrent_agents: 3", line, 1))
         (folder / "issues.yaml").write_text(issues)
         self.state_home = state_home
         env = dict(os.environ)
@@ -47,7 +68,13 @@ class HeadlessScheduler:
             SYMPHONY_DEMO_SPEED=speed,
         )
         env.pop("SYMPHONY_API_TOKEN", None)
-        self.stderr_path = tmp / "scheduler.stderr"
+        env.update(env_extra or {})
+        self.stderr_path = tmp / f"{name}.stderr"
+        self._command = (folder, env, tmp / "logs")
+        self._start()
+
+    def _start(self) -> None:
+        folder, env, logs = self._command
         self._stderr = self.stderr_path.open("w")
         self.proc = subprocess.Popen(
             [
@@ -60,7 +87,7 @@ class HeadlessScheduler:
                 "0",
                 "--no-lock",
                 "--log-dir",
-                str(tmp / "logs"),
+                str(logs),
             ],
             cwd=folder,
             env=env,
@@ -84,6 +111,16 @@ class HeadlessScheduler:
     def signal(self, sig: int) -> None:
         os.killpg(self.proc.pid, sig)
 
+    def kill(self) -> None:
+        """``kill -9`` the scheduler and its agents (its API note stays behind)."""
+        self.signal(signal.SIGKILL)
+        self.proc.wait()
+        self._stderr.close()
+
+    def restart(self) -> None:
+        """Start the same workflow again (after :meth:`kill`); ``url`` is the new API."""
+        self._start()
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGCONT)
@@ -100,8 +137,11 @@ class Sshd:
     """``sshd -D`` on 127.0.0.1:<free port>; everything it reads lives in ``folder``.
     ``ssh_command`` is what ``$SYMPHONY_SSH`` should be for a client that trusts it."""
 
-    def __init__(self, folder: Path, *, session_env: dict[str, str]) -> None:
+    def __init__(
+        self, folder: Path, *, session_env: dict[str, str], address: str = "127.0.0.1"
+    ) -> None:
         sshd = shutil.which("sshd") or "/usr/sbin/sshd"
+        self.address = address
         folder.mkdir(parents=True, exist_ok=True)
         os.chmod(folder, 0o700)
         for name in ("host_key", "client_key"):
@@ -110,14 +150,14 @@ class Sshd:
                 check=True,
             )
         shutil.copy(folder / "client_key.pub", folder / "authorized_keys")
-        self.port = free_port()
+        self.port = free_port(address)
         setenv = " ".join(f"{k}={v}" for k, v in session_env.items())
         config = folder / "sshd_config"
         config.write_text(
             textwrap.dedent(
                 f"""\
                 Port {self.port}
-                ListenAddress 127.0.0.1
+                ListenAddress {address}
                 HostKey {folder / "host_key"}
                 PidFile {folder / "sshd.pid"}
                 AuthorizedKeysFile {folder / "authorized_keys"}
@@ -133,7 +173,7 @@ class Sshd:
             )
         )
         known = folder / "known_hosts"
-        known.write_text(f"[127.0.0.1]:{self.port} {(folder / 'host_key.pub').read_text()}")
+        known.write_text(f"[{address}]:{self.port} {(folder / 'host_key.pub').read_text()}")
         client_config = folder / "ssh_config"
         client_config.write_text(
             textwrap.dedent(
@@ -158,7 +198,7 @@ class Sshd:
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:
             with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", self.port)) == 0:
+                if s.connect_ex((address, self.port)) == 0:
                     return
             if self.proc.poll() is not None:
                 raise AssertionError(f"sshd exited: {self.log.read_text()}")

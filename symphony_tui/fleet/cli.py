@@ -1,0 +1,69 @@
+"""``symphony-tui fleet --list``: each project's state once, as a table (no console).
+
+It follows the targets as the console would for up to ``wait_s`` seconds (less once every
+project is live, down or stopped), then prints one line a project: name, link state,
+running, retrying, approvals waiting, machine and the last error. Exit 0 when every
+project is live, 1 otherwise (none found, or one is not)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+from symphony_tui.domain.snapshot import ProjectRow
+from symphony_tui.fleet.port import FleetPort
+from symphony_tui.fleet.targets import Target
+from symphony_tui.text import one_line
+
+SETTLED = frozenset({"live", "down", "stopped"})
+
+
+async def settle(fleet: FleetPort, wait_s: float) -> tuple[ProjectRow, ...]:
+    """Run ``fleet`` until every project settled (at least one second) or ``wait_s``."""
+    runner = asyncio.create_task(fleet.run())
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    try:
+        while loop.time() - start < wait_s:
+            await asyncio.sleep(0.2)
+            rows = fleet.snapshot().projects
+            if loop.time() - start >= 1.0 and rows and all(r.link_state in SETTLED for r in rows):
+                break
+        return fleet.snapshot().projects
+    finally:
+        await fleet.close()
+        runner.cancel()
+
+
+def table(rows: Sequence[ProjectRow]) -> list[str]:
+    """The lines ``--list`` prints."""
+    lines = [("PROJECT", "STATE", "RUNNING", "RETRYING", "APPROVALS", "MACHINE", "ERROR")]
+    for row in rows:
+        lines.append(
+            (
+                row.name,
+                row.link_state,
+                str(row.running),
+                str(row.retrying),
+                str(row.approvals),
+                row.machine or "-",
+                one_line(row.error, 200) if row.error else "",
+            )
+        )
+    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
+    return [
+        "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines
+    ]
+
+
+def list_once(targets: Sequence[Target], *, wait_s: float, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    rows = asyncio.run(settle(FleetPort(targets), wait_s))
+    if not rows:
+        out.write("no scheduler found\n")
+        return 1
+    for line in table(rows):
+        out.write(line + "\n")
+    return 0 if all(r.link_state == "live" for r in rows) else 1

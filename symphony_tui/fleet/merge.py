@@ -1,0 +1,154 @@
+"""One snapshot out of many: the fleet's ids and its merged :class:`Snapshot`.
+
+Every row of a project carries ``project`` and its ids are namespaced ``"<project>/<id>"``
+(issues, running and retry rows, approvals and their issue, events, completed issues);
+identifiers (``ABC-12``) stay as the tracker has them. :func:`split_id` undoes it for a
+command. Project names never hold ``/``, so the first ``/`` ends the name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from itertools import zip_longest
+
+from symphony_tui.domain import AgentEvent, Snapshot
+from symphony_tui.domain.approvals import ApprovalRequest
+from symphony_tui.domain.run import RecoveredWorkspace
+from symphony_tui.domain.snapshot import (
+    HostRow,
+    IssueRow,
+    MemoryRow,
+    ProjectRow,
+    RetryRow,
+    RunningRow,
+)
+from symphony_tui.domain.tokens import TokenUsage
+
+
+def namespaced(project: str, raw: str) -> str:
+    return f"{project}/{raw}"
+
+
+def split_id(value: str, projects: Sequence[str] | set[str] | dict) -> tuple[str, str] | None:
+    """``(project, raw id)`` of a namespaced id whose project is one of ``projects``."""
+    name, sep, raw = value.partition("/")
+    if not sep or name not in projects or not raw:
+        return None
+    return name, raw
+
+
+def event_of(project: str, event: AgentEvent, seq: int | None = None) -> AgentEvent:
+    """``event`` as the fleet shows it: ``project`` set, ``issue_id`` namespaced, and the
+    fleet's ``seq`` when given (else the scheduler's)."""
+    update: dict[str, object] = {"project": project}
+    if event.issue_id is not None:
+        update["issue_id"] = namespaced(project, event.issue_id)
+    if seq is not None:
+        update["seq"] = seq
+    return event.model_copy(update=update)
+
+
+@dataclass(frozen=True)
+class Parts:
+    """One project's rows as the fleet shows them (namespaced), made once per snapshot of
+    that project's scheduler."""
+
+    source: Snapshot
+    issues: tuple[IssueRow, ...]
+    running: tuple[RunningRow, ...]
+    retrying: tuple[RetryRow, ...]
+    approvals: tuple[ApprovalRequest, ...]
+    completed: tuple[str, ...]
+    hosts: tuple[HostRow, ...]
+    recovered: tuple[RecoveredWorkspace, ...]
+    memory: tuple[MemoryRow, ...]
+
+
+def parts_of(project: str, snap: Snapshot) -> Parts:
+    """Namespace one scheduler's snapshot (its rows get ``project`` and prefixed ids)."""
+
+    def ns(raw: str) -> str:
+        return f"{project}/{raw}"
+
+    return Parts(
+        source=snap,
+        issues=tuple(
+            r.model_copy(update={"project": project, "issue_id": ns(r.issue_id)})
+            for r in snap.issues
+        ),
+        running=tuple(
+            r.model_copy(update={"project": project, "issue_id": ns(r.issue_id)})
+            for r in snap.running
+        ),
+        retrying=tuple(
+            r.model_copy(update={"project": project, "issue_id": ns(r.issue_id)})
+            for r in snap.retrying
+        ),
+        approvals=tuple(
+            a.model_copy(update={"project": project, "id": ns(a.id), "issue_id": ns(a.issue_id)})
+            for a in snap.approvals
+        ),
+        completed=tuple(ns(c) for c in snap.completed),
+        hosts=tuple(h.model_copy(update={"project": project}) for h in snap.hosts),
+        recovered=tuple(
+            w.model_copy(update={"issue_id": ns(w.issue_id)}) if w.issue_id else w
+            for w in snap.recovered
+        ),
+        memory=snap.memory,
+    )
+
+
+def _sum_history(histories: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
+    """Element-wise sum, aligned at the newest end (histories may differ in length)."""
+    newest_first = zip_longest(*(reversed(h) for h in histories), fillvalue=0)
+    return tuple(map(sum, newest_first))[::-1]
+
+
+def _sum_tokens(usages: Sequence[TokenUsage]) -> TokenUsage:
+    total = TokenUsage()
+    for usage in usages:
+        total = total + usage
+    return total
+
+
+def merge(parts: Sequence[Parts], projects: tuple[ProjectRow, ...]) -> Snapshot:
+    """The fleet's snapshot: every project's rows (in ``parts`` order), sums of totals,
+    ``rate_limits`` None (each project's is on its :class:`ProjectRow`), ``backend`` and
+    ``tracker_kind`` ``fleet``."""
+    sources = [p.source for p in parts]
+    started = [s.started_at for s in sources if s.started_at is not None]
+    polled = [s.last_poll_at for s in sources if s.last_poll_at is not None]
+    next_polls = [s.next_poll_at for s in sources if s.next_poll_at is not None]
+    states: list[str] = []
+    for source in sources:
+        states.extend(s for s in source.tracker_states if s not in states)
+    return Snapshot(
+        generated_at=datetime.now(UTC),
+        started_at=min(started) if started else None,
+        workflow_path="",
+        tracker_kind="fleet",
+        backend="fleet",
+        issues=tuple(row for p in parts for row in p.issues),
+        running=tuple(row for p in parts for row in p.running),
+        retrying=tuple(row for p in parts for row in p.retrying),
+        approvals=tuple(row for p in parts for row in p.approvals),
+        completed=tuple(row for p in parts for row in p.completed),
+        totals=_sum_tokens([s.totals for s in sources]),
+        runs_not_reported=sum(s.runs_not_reported for s in sources),
+        seconds_running=sum(s.seconds_running for s in sources),
+        token_rate_per_min=sum(s.token_rate_per_min for s in sources),
+        token_history=_sum_history([s.token_history for s in sources]),
+        rate_limits=None,
+        recovered=tuple(row for p in parts for row in p.recovered),
+        hosts=tuple(row for p in parts for row in p.hosts),
+        memory=tuple(row for p in parts for row in p.memory),
+        dispatch_paused=bool(sources) and all(s.dispatch_paused for s in sources),
+        tracker_errors=sum(s.tracker_errors for s in sources),
+        last_poll_at=max(polled) if polled else None,
+        next_poll_at=min(next_polls) if next_polls else None,
+        max_concurrent_agents=sum(s.max_concurrent_agents for s in sources),
+        tracker_states=tuple(states),
+        projects=projects,
+    )

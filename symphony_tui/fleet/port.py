@@ -1,0 +1,609 @@
+"""A :class:`~symphony_tui.scheduler.port.SchedulerPort` over many schedulers' APIs: the
+port of ``symphony-tui fleet`` (docs/fleet.md).
+
+Each scheduler is a **project**: one :class:`~symphony_tui.api.client.RemotePort` (the
+event stream, its reconnects with ``Last-Event-ID`` and jittered backoff), run as its own
+task, so a slow, frozen or dead scheduler never holds up the others or the console. Each
+target (:mod:`symphony_tui.fleet.targets`) has a task of its own too, which finds its
+schedulers (in a thread: files, ``ssh``) and finds them again: every
+:data:`LOCAL_EVERY_S` on this machine, every :data:`SSH_EVERY_S` over ssh (sooner while one
+of its projects is not live), so a scheduler started, stopped or restarted shows without a
+restart of the console; a restarted scheduler takes its old row (same workflow).
+
+``snapshot()`` is the merge (:mod:`symphony_tui.fleet.merge`), cached: a project's rows
+are namespaced once per snapshot its scheduler sends, and the whole is rebuilt only when
+some project's snapshot or row (link state, whole seconds of age, counts) changed.
+Events are numbered in arrival order with the fleet's own ``seq``; each scheduler's are
+taken once, in its order (``RemotePort`` drops what it already has, a reconnect resumes
+after the last event id), so a frozen scheduler that resumes loses and doubles nothing.
+One issue's transcript (``events_since(seq, issue_id="<project>/<id>")``) is its project's
+own, numbered by that scheduler (its history reaches back before the fleet connected), so a
+reader keeps one position per issue, as it does for one scheduler. Commands go to one
+project's API (``X-Symphony-Via: fleet``), by the prefix of the id they name, else by
+``command.project``. A scheduler that a workflow or URL target names is not also a row of
+``local``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import partial
+from typing import Any, TypeVar
+
+import httpx
+
+from symphony_tui.api.client import RemoteError, RemotePort
+from symphony_tui.api.ssh import SshTunnel
+from symphony_tui.domain import AgentEvent, Snapshot
+from symphony_tui.domain.audit import AuditEntry
+from symphony_tui.domain.commands import Answer, Approve, Command, Deny
+from symphony_tui.domain.diff import DiffPage, WorkspaceDiff
+from symphony_tui.domain.snapshot import ProjectRow
+from symphony_tui.domain.tokens import TokenUsage
+from symphony_tui.fleet import targets as tg
+from symphony_tui.fleet.merge import Parts, event_of, merge, parts_of, split_id
+from symphony_tui.hosts.ssh import SshError
+from symphony_tui.scheduler.port import CommandResult, SchedulerPort, TranscriptGap
+from symphony_tui.text import one_line
+
+LOCAL_EVERY_S = 2.0
+SSH_EVERY_S = 30.0
+SSH_RETRY_S = 5.0
+#: A project is stale after this long without a word (the server's keepalive is every 5 s).
+STALE_AFTER_S = 8.0
+RING = 20_000
+VIA = "fleet"
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class FleetLink:
+    """The fleet's link as a whole (``SchedulerPort.link``): ``live`` while any project
+    is; ``age_s`` the freshest project's. Each project's own is its :class:`ProjectRow`."""
+
+    state: str
+    age_s: float | None
+    via: str = "fleet"
+    error: str | None = None
+    stopped_at: datetime | None = None
+
+
+class Project:
+    """One scheduler of the fleet: its name (unique, fixed for the fleet's life), the
+    target it came from, and its port while connected (``None``: not found or not
+    reachable, ``error`` says why)."""
+
+    def __init__(self, name: str, target: tg.Target, key: str, machine: str | None) -> None:
+        self.name = name
+        self.target = target
+        self.key = key
+        self.machine = machine
+        self.endpoint: tg.Endpoint | None = None
+        self.port: RemotePort | None = None
+        self.task: asyncio.Task | None = None
+        self.tunnel: SshTunnel | None = None
+        self.error: str | None = None
+        self.gone: str | None = None  # its scheduler is no longer announced there
+        self.parts: Parts | None = None
+
+    def state(self) -> tuple[str, float | None, str | None]:
+        """``(link state, age in seconds, error)`` now."""
+        if self.port is None:
+            if self.gone is not None:
+                return "stopped", None, self.gone
+            return ("down" if self.error else "connecting"), None, self.error
+        link = self.port.link()
+        state: str = link.state
+        if state == "connecting" and link.error:
+            state = "down"  # never reached: refused (a wrong token), nothing listening
+        return state, link.age_s, link.error
+
+    def row(self) -> ProjectRow:
+        state, age, error = self.state()
+        snap = self.port.snapshot() if self.port is not None else None
+        if error is None and snap is not None:
+            error = snap.config_error or snap.tracker_error
+        workflow = (snap.workflow_path if snap is not None else "") or (
+            self.endpoint.workflow_path if self.endpoint is not None else ""
+        )
+        return ProjectRow(
+            name=self.name,
+            target=self.target.text,
+            workflow_path=workflow,
+            machine=self.machine,
+            link_state=state,
+            age_s=None if age is None else float(int(age)),
+            error=one_line(error, 300) if error else None,
+            running=len(snap.running) if snap is not None else 0,
+            retrying=len(snap.retrying) if snap is not None else 0,
+            approvals=len(snap.approvals) if snap is not None else 0,
+            dispatch_paused=snap.dispatch_paused if snap is not None else False,
+            totals=snap.totals if snap is not None else TokenUsage(),
+            rate_limits=snap.rate_limits if snap is not None else None,
+        )
+
+
+class FleetPort(SchedulerPort):
+    """The port (module doc). ``targets``: what to watch (``local``: every scheduler of
+    this user here). :meth:`run` follows them until :meth:`close`."""
+
+    detach_only = True
+    carries_stop = False
+
+    def __init__(
+        self,
+        targets: Sequence[tg.Target],
+        *,
+        notices: Sequence[str] = (),
+        stale_after_s: float = STALE_AFTER_S,
+        local_every_s: float = LOCAL_EVERY_S,
+        ssh_every_s: float = SSH_EVERY_S,
+        ssh_retry_s: float = SSH_RETRY_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.targets = tuple(targets)
+        self.notices = tuple(notices)  # one line each: fleet-file lines that were skipped
+        self.stale_after_s = stale_after_s
+        self.local_every_s = local_every_s
+        self.ssh_every_s = ssh_every_s
+        self.ssh_retry_s = ssh_retry_s
+        self._clock = clock
+        self.projects: dict[str, Project] = {}
+        self._by_key: dict[tuple[str, str], Project] = {}
+        self._ring: deque[AgentEvent] = deque(maxlen=RING)
+        self._seq = 0
+        self._merged = merge([], ())
+        self._merged_rows: tuple[ProjectRow, ...] = ()
+        self._merged_ids: tuple[int, ...] = ()
+        self._stop = asyncio.Event()
+        self._untried = {t.text for t in self.targets if t.kind in ("workflow", "url")}
+        self._named_tried = asyncio.Event()
+        if not self._untried:
+            self._named_tried.set()
+        self._tasks: list[asyncio.Task] = []
+        self.rebuilds = 0  # merged snapshots built (the benchmark reads it)
+
+    # -- the projects ---------------------------------------------------------------------
+    def _project(
+        self, target: tg.Target, endpoint_key: str, base: str, *, as_is: bool = False
+    ) -> Project:
+        """The project of ``(target, endpoint_key)``, made on first sight with a unique
+        name (``base``, ``base@machine`` over ssh unless ``as_is``, then ``-2``, ``-3``...)."""
+        found = self._by_key.get((target.text, endpoint_key))
+        if found is not None:
+            return found
+        machine = target.machine
+        at = target.kind == "ssh" and not as_is
+        name = target.name or (f"{base}@{machine}" if at else base)
+        name = name.replace("/", "-").replace(" ", "-") or "project"
+        unique, n = name, 2
+        while unique in self.projects:
+            unique, n = f"{name}-{n}", n + 1
+        project = Project(unique, target, endpoint_key, machine)
+        self.projects[unique] = project
+        self._by_key[(target.text, endpoint_key)] = project
+        return project
+
+    def _forget(self, project: Project) -> None:
+        self.projects.pop(project.name, None)
+        self._by_key.pop((project.target.text, project.key), None)
+
+    async def _connect(self, project: Project, endpoint: tg.Endpoint) -> None:
+        """Follow ``endpoint`` as ``project`` (its old port, if any, closed first)."""
+        await self._disconnect(project)
+        project.endpoint = endpoint
+        project.error = None
+        project.gone = None
+        client = None
+        if endpoint.url is None:  # over ssh: a forward of its own
+            assert project.target.ssh is not None and endpoint.api_port is not None
+            tunnel = SshTunnel(project.target.ssh, endpoint.api_port)
+            try:
+                project.tunnel = await self._thread(tunnel.open, undo=SshTunnel.close)
+            except SshError as exc:
+                project.error = str(exc)
+                return
+            client = tunnel.client()
+        url = endpoint.url or (project.tunnel.base_url if project.tunnel else "")
+        port = self.remote_port(project, url, endpoint, client)
+        project.port = port
+        project.task = asyncio.create_task(port.run(), name=f"fleet {project.name}")
+
+    def remote_port(
+        self,
+        project: Project,
+        url: str,
+        endpoint: tg.Endpoint,
+        client: httpx.AsyncClient | None = None,
+    ) -> RemotePort:
+        """The port that follows ``project``'s scheduler at ``url`` (``client``: through
+        its forward): it says ``via fleet``, and hands its events to the merge."""
+        return RemotePort(
+            url,
+            client=client,
+            token=endpoint.token,
+            control=endpoint.control,
+            owner=endpoint.owner,
+            stale_after_s=self.stale_after_s,
+            clock=self._clock,
+            via=VIA,
+            on_events=partial(self._take, project),
+        )
+
+    async def _disconnect(self, project: Project) -> None:
+        port, project.port = project.port, None
+        task, project.task = project.task, None
+        tunnel, project.tunnel = project.tunnel, None
+        if port is not None:
+            await port.close()
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        if tunnel is not None:
+            await self._thread(tunnel.close)
+
+    def _take(self, project: Project, events: list[AgentEvent]) -> None:
+        # RemotePort hands each of its events over once, in its seq order
+        for event in events:
+            self._seq += 1
+            self._ring.append(event_of(project.name, event, self._seq))
+
+    async def _thread(
+        self, fn: Callable[..., T], *args: Any, undo: Callable[[T], object] | None = None
+    ) -> T:
+        """``fn(*args)`` in a daemon thread of its own (an ``ssh`` that hangs never holds
+        up the console's exit). ``undo(result)`` runs there when the caller was cancelled
+        meanwhile (a forward opened for nobody is closed)."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+
+        def settle(outcome: Callable[[], None]) -> None:
+            if not future.done():
+                outcome()
+
+        def work() -> None:
+            try:
+                result = fn(*args)
+            except BaseException as exc:  # handed to the awaiting task
+                error = exc
+                with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits
+                    loop.call_soon_threadsafe(settle, lambda: future.set_exception(error))
+                return
+            if future.cancelled() and undo is not None:
+                undo(result)
+                return
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(settle, lambda: future.set_result(result))
+
+        threading.Thread(target=work, name="fleet", daemon=True).start()
+        return await future
+
+    async def _wait(self, seconds: float) -> bool:
+        """Sleep ``seconds`` or until :meth:`close`; True when closing."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stop.wait(), timeout=seconds)
+        return self._stop.is_set()
+
+    def _needs_new(self, project: Project, endpoint: tg.Endpoint) -> bool:
+        """Whether ``project`` must (re)connect to ``endpoint``: not connected, its
+        scheduler stopped, or another process (a restart) or port serves it now."""
+        if project.port is None or project.port.stopped or project.endpoint is None:
+            return True
+        if project.tunnel is not None and not project.tunnel.alive:
+            return True  # its forward ended (the network went): a new one
+        old = project.endpoint
+        return (old.pid, old.api_port) != (endpoint.pid, endpoint.api_port)
+
+    # -- following each target -------------------------------------------------------------
+    def _tried(self, target: tg.Target) -> None:
+        """A workflow or URL target made its first attempt (``local`` waits for them all,
+        so a scheduler they name keeps their name)."""
+        self._untried.discard(target.text)
+        if not self._untried:
+            self._named_tried.set()
+
+    async def _follow_local(self, target: tg.Target) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._named_tried.wait(), timeout=5.0)
+        while True:
+            try:
+                found = await self._thread(tg.local_endpoints)
+            except OSError:
+                found = []
+            # a scheduler another target names (its workflow, its URL) has that row only
+            named = {
+                p.endpoint.pid
+                for p in self.projects.values()
+                if p.target is not target and p.endpoint is not None and p.endpoint.pid
+            }
+            for project in [p for p in self.projects.values() if p.target is target]:
+                if project.endpoint is not None and project.endpoint.pid in named:
+                    await self._disconnect(project)
+                    self._forget(project)
+            for endpoint in found:
+                if endpoint.pid in named:
+                    continue
+                project = self._project(target, endpoint.key, endpoint.folder_name)
+                if self._needs_new(project, endpoint):
+                    await self._connect(project, endpoint)
+            if await self._wait(self.local_every_s):
+                return
+
+    async def _follow_workflow(self, target: tg.Target) -> None:
+        base = tg.Endpoint(target.text, target.text, None, None).folder_name
+        project = self._project(target, target.text, base)
+        while True:
+            if project.port is None or project.port.stopped:
+                try:
+                    endpoint = await self._thread(tg.workflow_endpoint, target.text)
+                except (tg.TargetError, OSError) as exc:
+                    if project.port is None:
+                        project.error = str(exc)
+                else:
+                    if self._needs_new(project, endpoint):
+                        await self._connect(project, endpoint)
+            self._tried(target)
+            if await self._wait(self.local_every_s):
+                return
+
+    async def _follow_url(self, target: tg.Target) -> None:
+        project: Project | None = None
+        while True:
+            if project is None or project.port is None or project.port.stopped:
+                try:
+                    endpoint = await self._thread(tg.url_endpoint, target)
+                except (tg.TargetError, OSError) as exc:
+                    if project is None:  # named by its address until it is found
+                        base = tg.Endpoint(target.text, "", target.text, None).folder_name
+                        project = self._project(target, target.text, base)
+                    project.error = str(exc)
+                else:
+                    if project is None:  # named by its workflow when its note says it
+                        project = self._project(target, target.text, endpoint.folder_name)
+                    await self._connect(project, endpoint)
+            self._tried(target)
+            if await self._wait(self.local_every_s):
+                return
+
+    async def _follow_ssh(self, target: tg.Target) -> None:
+        assert target.ssh is not None
+        placeholder: Project | None = None
+        while True:
+            try:
+                found = await self._thread(tg.ssh_endpoints, target.ssh)
+            except SshError as exc:
+                if not any(p.target is target for p in self.projects.values()):
+                    where = target.text.removeprefix("ssh://")  # the host's row until it answers
+                    placeholder = self._project(target, "", where, as_is=True)
+                    placeholder.error = str(exc)
+                found = None
+            if found is not None:
+                if placeholder is not None:
+                    self._forget(placeholder)
+                    placeholder = None
+                keys = {e.key for e in found}
+                for endpoint in found:
+                    project = self._project(target, endpoint.key, endpoint.folder_name)
+                    if self._needs_new(project, endpoint):
+                        await self._connect(project, endpoint)
+                for project in [p for p in self.projects.values() if p.target is target]:
+                    if project.key not in keys and project.port is not None:
+                        await self._disconnect(project)
+                        project.gone = f"its scheduler no longer runs on {target.ssh.hostname}"
+            ours = [p for p in self.projects.values() if p.target is target]
+            settled = found is not None and all(p.state()[0] == "live" for p in ours)
+            if await self._wait(self.ssh_every_s if settled else self.ssh_retry_s):
+                return
+
+    async def run(self) -> None:
+        """Follow every target until :meth:`close` (each in a task of its own)."""
+        follow = {
+            "local": self._follow_local,
+            "workflow": self._follow_workflow,
+            "url": self._follow_url,
+            "ssh": self._follow_ssh,
+        }
+        self._tasks = [
+            asyncio.create_task(follow[t.kind](t), name=f"fleet target {t.text}")
+            for t in self.targets
+        ]
+        try:
+            await self._stop.wait()
+        finally:
+            for task in self._tasks:
+                task.cancel()
+            for task in self._tasks:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+
+    async def close(self) -> None:
+        """Stop following; close every project's port and forward."""
+        self._stop.set()
+        for task in self._tasks:
+            task.cancel()
+        for project in list(self.projects.values()):
+            await self._disconnect(project)
+
+    def end_forwards(self) -> None:
+        """End every ssh forward now (blocking): the last resort when the event loop ended
+        without :meth:`close`, so no ``ssh`` outlives the fleet."""
+        for project in list(self.projects.values()):
+            tunnel, project.tunnel = project.tunnel, None
+            if tunnel is not None:
+                tunnel.close()
+
+    # -- SchedulerPort --------------------------------------------------------------------
+    def snapshot(self) -> Snapshot:
+        rows = tuple(p.row() for p in self.projects.values())
+        sources = tuple(
+            p.port.snapshot() if p.port is not None else None for p in self.projects.values()
+        )
+        ids = tuple(id(s) for s in sources)
+        if rows == self._merged_rows and ids == self._merged_ids:
+            return self._merged
+        if ids == self._merged_ids:  # only a project's link or age: the rows stay
+            self._merged = self._merged.model_copy(
+                update={"projects": rows, "generated_at": datetime.now(UTC)}
+            )
+        else:
+            parts = []
+            for project, source in zip(self.projects.values(), sources, strict=True):
+                if source is None:
+                    continue
+                if project.parts is None or project.parts.source is not source:
+                    project.parts = parts_of(project.name, source)
+                parts.append(project.parts)
+            self._merged = merge(parts, rows)
+            self.rebuilds += 1
+        self._merged_rows, self._merged_ids = rows, ids
+        return self._merged
+
+    def link(self) -> FleetLink:
+        states = [p.state() for p in self.projects.values()]
+        ages = [age for _s, age, _e in states if age is not None]
+        names = {s for s, _a, _e in states}
+        state = next(
+            (s for s in ("live", "reconnecting", "connecting", "stale") if s in names),
+            "connecting" if not states else "stale",
+        )
+        return FleetLink(state, min(ages) if ages else None)
+
+    def events_since(
+        self, seq: int, *, limit: int = 2000, issue_id: str | None = None
+    ) -> list[AgentEvent]:
+        if issue_id is not None:
+            routed = self._route_id(issue_id)
+            if routed is None or routed[0].port is None:
+                return []
+            project, raw = routed
+            assert project.port is not None
+            events = project.port.events_since(seq, limit=limit, issue_id=raw)
+            return [event_of(project.name, e) for e in events]
+        newer: list[AgentEvent] = []
+        for event in reversed(self._ring):
+            if event.seq <= seq:
+                break
+            newer.append(event)
+            if len(newer) >= limit:
+                break
+        newer.reverse()
+        return newer
+
+    def transcript_gap(self, issue_id: str) -> TranscriptGap:
+        routed = self._route_id(issue_id)
+        if routed is None or routed[0].port is None:
+            return TranscriptGap()
+        return routed[0].port.transcript_gap(routed[1])
+
+    def _route_id(self, value: str) -> tuple[Project, str] | None:
+        split = split_id(value, self.projects)
+        return None if split is None else (self.projects[split[0]], split[1])
+
+    def route(self, command: Command) -> tuple[Project, Command] | str:
+        """The project a command goes to and the command as that scheduler takes it (its
+        id without the prefix, no ``project``); else the reason, one line."""
+        if isinstance(command, Approve | Deny | Answer):
+            routed = self._route_id(command.approval_id)
+            if routed is None:
+                return f"no project has approval {command.approval_id}"
+            return routed[0], command.model_copy(update={"approval_id": routed[1], "project": None})
+        issue_id = getattr(command, "issue_id", None)
+        if isinstance(issue_id, str):
+            routed = self._route_id(issue_id)
+            if routed is None:
+                return f"no project has issue {issue_id}"
+            return routed[0], command.model_copy(update={"issue_id": routed[1], "project": None})
+        if command.project is None:
+            return "choose a project: the fleet sends this to one scheduler"
+        project = self.projects.get(command.project)
+        if project is None:
+            return f"no project named {command.project}"
+        return project, command.model_copy(update={"project": None})
+
+    async def send(
+        self, command: Command, *, who: str | None = None, via: str = "console"
+    ) -> CommandResult:
+        routed = self.route(command)
+        if isinstance(routed, str):
+            return CommandResult(False, routed)
+        project, plain = routed
+        if project.port is None:
+            return CommandResult(False, f"{project.name}: {project.error or 'not connected'}")
+        result = await project.port.send(plain, who=who, via=VIA)
+        if not result.ok:
+            return CommandResult(False, f"{project.name}: {result.message}", result.issue)
+        return result
+
+    def _port_for(self, issue: str) -> tuple[RemotePort, str] | str:
+        routed = self._route_id(issue)
+        if routed is None:
+            return f"no project has issue {issue}"
+        project, raw = routed
+        if project.port is None:
+            return f"{project.name}: {project.error or 'not connected'}"
+        return project.port, raw
+
+    async def diff(self, issue: str) -> WorkspaceDiff:
+        found = self._port_for(issue)
+        if isinstance(found, str):
+            return WorkspaceDiff(issue_identifier=issue, error=found)
+        return await found[0].diff(found[1])
+
+    async def diff_file(
+        self, issue: str, path: str, *, offset: int = 0, limit: int = 400
+    ) -> DiffPage:
+        found = self._port_for(issue)
+        if isinstance(found, str):
+            return DiffPage(path=path, error=found)
+        return await found[0].diff_file(found[1], path, offset=offset, limit=limit)
+
+    async def audit_entries(self, limit: int = 500) -> list[AuditEntry]:
+        """Every connected project's newest ``limit`` entries, merged by time (the newest
+        ``limit``); an entry's ``issue`` is namespaced and its ``via`` starts with its
+        project. A project that does not answer within 5 s is left out."""
+        projects = [p for p in self.projects.values() if p.port is not None]
+
+        async def one(project: Project) -> list[AuditEntry]:
+            assert project.port is not None
+            entries = await asyncio.wait_for(project.port.audit_entries(limit), timeout=5.0)
+            return [
+                e.model_copy(
+                    update={
+                        "issue": f"{project.name}/{e.issue}" if e.issue else None,
+                        "via": f"{project.name}: {e.via}",
+                    }
+                )
+                for e in entries
+            ]
+
+        answers = await asyncio.gather(*(one(p) for p in projects), return_exceptions=True)
+        merged = [e for answer in answers if isinstance(answer, list) for e in answer]
+        if projects and not merged and all(isinstance(a, BaseException) for a in answers):
+            raise RemoteError("no project answered with its audit log")
+        merged.sort(key=lambda e: e.at)
+        return merged[-limit:]
+
+    async def note_action(self, what: str, **fields: object) -> AuditEntry | None:
+        """Audit an action on the scheduler of the project it is about: ``project``, else
+        the prefix of ``issue``; None when there is none or it is unreachable."""
+        project_name = fields.pop("project", None)
+        issue = fields.get("issue")
+        project: Project | None = None
+        if isinstance(issue, str):
+            routed = self._route_id(issue)
+            if routed is not None:
+                project, fields["issue"] = routed
+        if project is None and isinstance(project_name, str):
+            project = self.projects.get(project_name)
+        if project is None or project.port is None:
+            return None
+        return await project.port.note_action(what, **fields)

@@ -1,0 +1,387 @@
+"""The fleet's merge, ids, event numbering and routing, with RemotePorts fed frames by hand
+(no scheduler, no network); and its targets: parsing, the fleet file, token files."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import UTC, datetime
+
+import httpx
+import pytest
+
+from symphony_tui.domain import AgentEvent, Snapshot
+from symphony_tui.domain.approvals import ApprovalRequest
+from symphony_tui.domain.commands import Approve, Interrupt, PauseDispatch, Rerun
+from symphony_tui.domain.kinds import ApprovalKind, EventKind
+from symphony_tui.domain.snapshot import IssueRow, RetryRow, RunningRow
+from symphony_tui.domain.tokens import TokenUsage
+from symphony_tui.fleet import targets as tg
+from symphony_tui.fleet.merge import split_id
+from symphony_tui.fleet.port import FleetPort, Project
+from tests.helpers import free_port
+
+NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+
+
+def snap(issue: str, *, tokens: int = 0, history: tuple[int, ...] = ()) -> Snapshot:
+    return Snapshot(
+        generated_at=NOW,
+        issues=(IssueRow(issue_id=issue, identifier="ABC-1", title="t", state="Todo"),),
+        running=(RunningRow(issue_id=issue, issue_identifier="ABC-1", state="Todo"),),
+        retrying=(RetryRow(issue_id=issue + "r", issue_identifier="ABC-2", attempt=1, due_at=NOW),),
+        approvals=(ApprovalRequest(id=f"{issue}:7", issue_id=issue, kind=ApprovalKind.COMMAND),),
+        completed=(issue + "c",),
+        totals=TokenUsage(total_tokens=tokens),
+        token_history=history,
+        tracker_states=("Todo", "Done"),
+    )
+
+
+def event(seq: int, issue: str | None = "i1", message: str = "") -> AgentEvent:
+    return AgentEvent(kind=EventKind.NOTIFICATION, seq=seq, issue_id=issue, message=message)
+
+
+def joined(fleet: FleetPort, name: str, transport=None) -> Project:
+    """A project of ``fleet`` whose port is fed by hand (never run)."""
+    target = tg.Target("url", f"http://127.0.0.1:1/{name}")
+    project = fleet._project(target, name, name)
+    client = httpx.AsyncClient(
+        base_url="http://127.0.0.1:1", transport=transport or httpx.MockTransport(_refuse)
+    )
+    endpoint = tg.Endpoint(name, "", "http://127.0.0.1:1", 1)
+    project.port = fleet.remote_port(project, "http://127.0.0.1:1", endpoint, client)
+    return project
+
+
+def _refuse(request: httpx.Request) -> httpx.Response:
+    return httpx.Response(409, json={"error": {"code": "refused", "message": "not running"}})
+
+
+def feed(project: Project, snapshot: Snapshot, *, reset: bool = False) -> None:
+    assert project.port is not None
+    project.port._apply_snapshot({"snapshot": snapshot.model_dump(mode="json"), "reset": reset})
+    project.port._heard()
+
+
+def events(project: Project, *batch: AgentEvent) -> None:
+    assert project.port is not None
+    project.port._apply_change({"events": [e.model_dump(mode="json") for e in batch]})
+
+
+def test_the_merged_snapshot_namespaces_every_id_and_sums_the_totals():
+    fleet = FleetPort([])
+    alpha, beta = joined(fleet, "alpha"), joined(fleet, "beta")
+    feed(alpha, snap("i1", tokens=10, history=(1, 2, 3)))
+    feed(beta, snap("i1", tokens=5, history=(10,)))
+    merged = fleet.snapshot()
+    assert [r.issue_id for r in merged.issues] == ["alpha/i1", "beta/i1"]
+    assert [r.identifier for r in merged.issues] == ["ABC-1", "ABC-1"]  # as the tracker has it
+    assert [r.project for r in merged.running] == ["alpha", "beta"]
+    assert [r.issue_id for r in merged.retrying] == ["alpha/i1r", "beta/i1r"]
+    assert [(a.id, a.issue_id, a.project) for a in merged.approvals] == [
+        ("alpha/i1:7", "alpha/i1", "alpha"),
+        ("beta/i1:7", "beta/i1", "beta"),
+    ]
+    assert merged.completed == ("alpha/i1c", "beta/i1c")
+    assert merged.totals.total_tokens == 15
+    assert merged.token_history == (1, 2, 13)  # aligned at the newest end
+    assert (merged.backend, merged.tracker_kind, merged.workflow_path) == ("fleet", "fleet", "")
+    assert merged.rate_limits is None and merged.tracker_states == ("Todo", "Done")
+    assert [(p.name, p.link_state, p.running, p.approvals) for p in merged.projects] == [
+        ("alpha", "live", 1, 1),
+        ("beta", "live", 1, 1),
+    ]
+
+
+def test_the_merge_is_rebuilt_only_when_a_project_changed_and_only_that_project_renamespaced():
+    fleet = FleetPort([], clock=lambda: 100.0)
+    alpha, beta = joined(fleet, "alpha"), joined(fleet, "beta")
+    assert alpha.port is not None
+    alpha.port._clock = beta.port._clock = lambda: 100.0  # type: ignore[union-attr]
+    feed(alpha, snap("i1"))
+    feed(beta, snap("i2"))
+    first = fleet.snapshot()
+    assert fleet.snapshot() is first and fleet.rebuilds == 1
+    beta_parts = beta.parts
+    feed(alpha, snap("i3"))
+    second = fleet.snapshot()
+    assert second is not first and fleet.rebuilds == 2
+    assert beta.parts is beta_parts  # beta's rows were not namespaced again
+    assert [r.issue_id for r in second.issues] == ["alpha/i3", "beta/i2"]
+
+
+def test_events_get_one_fleet_sequence_and_a_replay_after_a_reconnect_is_not_doubled():
+    fleet = FleetPort([])
+    alpha, beta = joined(fleet, "alpha"), joined(fleet, "beta")
+    feed(alpha, snap("i1"))
+    feed(beta, snap("i1"))
+    events(alpha, event(1, message="a1"), event(2, message="a2"))
+    events(beta, event(1, message="b1"))
+    # a reconnect that resumes a little early: the scheduler repeats what was held
+    events(alpha, event(2, message="a2"), event(3, message="a3"))
+    seen = fleet.events_since(0)
+    assert [e.seq for e in seen] == [1, 2, 3, 4]
+    assert [e.message for e in seen] == ["a1", "a2", "b1", "a3"]
+    assert [e.project for e in seen] == ["alpha", "alpha", "beta", "alpha"]
+    assert {e.issue_id for e in seen} == {"alpha/i1", "beta/i1"}
+    assert [e.message for e in fleet.events_since(2)] == ["b1", "a3"]
+    assert [e.message for e in fleet.events_since(0, limit=1)] == ["a3"]
+    # alpha's scheduler restarted: its numbers start again at 1, and are new events
+    feed(alpha, snap("i1"), reset=True)
+    events(alpha, event(1, message="again"))
+    assert [(e.seq, e.message) for e in fleet.events_since(4)] == [(5, "again")]
+
+
+def test_a_transcript_is_the_project_s_own_with_namespaced_ids():
+    fleet = FleetPort([])
+    alpha = joined(fleet, "alpha")
+    assert alpha.port is not None
+    alpha.port._transcripts["i1"] = __import__("collections").deque([event(9, message="x")])
+    got = fleet.events_since(0, issue_id="alpha/i1")
+    assert [(e.seq, e.issue_id, e.project) for e in got] == [(9, "alpha/i1", "alpha")]
+    assert fleet.events_since(0, issue_id="nobody/i1") == []
+
+
+def test_commands_are_routed_by_their_id_s_prefix_else_by_project():
+    fleet = FleetPort([])
+    alpha, beta = joined(fleet, "alpha"), joined(fleet, "beta")
+    routed = fleet.route(Approve(approval_id="beta/i1:7", for_session=True))
+    assert not isinstance(routed, str)
+    assert routed[0] is beta
+    assert routed[1] == Approve(approval_id="i1:7", for_session=True)
+    routed = fleet.route(Interrupt(issue_id="alpha/x/y"))  # ids may hold '/' themselves
+    assert not isinstance(routed, str) and routed[0] is alpha
+    assert routed[1] == Interrupt(issue_id="x/y")
+    routed = fleet.route(PauseDispatch(project="beta"))
+    assert not isinstance(routed, str) and routed[0] is beta and routed[1].project is None
+    assert "choose a project" in str(fleet.route(PauseDispatch()))
+    assert "no project has issue" in str(fleet.route(Rerun(issue_id="gamma/i1")))
+    assert "no project has issue" in str(fleet.route(Rerun(issue_id="plain")))
+    assert split_id("alpha/", {"alpha"}) is None
+
+
+async def test_a_refusal_names_its_project_and_the_request_says_via_fleet():
+    fleet = FleetPort([])
+    seen: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return _refuse(request)
+
+    alpha = joined(fleet, "alpha", httpx.MockTransport(answer))
+    assert alpha.port is not None
+    result = await fleet.send(Interrupt(issue_id="alpha/i1"))
+    assert not result.ok and result.message == "alpha: not running"
+    assert json.loads(seen[0].content) == {"type": "interrupt", "issue_id": "i1", "project": None}
+    assert seen[0].headers["X-Symphony-Via"] == "fleet"
+    unreachable = fleet._project(tg.Target("url", "http://127.0.0.1:2"), "k", "beta")
+    unreachable.error = "http://127.0.0.1:2: connection refused"
+    result = await fleet.send(PauseDispatch(project="beta"))
+    assert result.message == "beta: http://127.0.0.1:2: connection refused"
+    assert fleet.snapshot().projects[1].link_state == "down"
+    await alpha.port.close()
+
+
+def test_project_names_are_the_folder_made_unique():
+    fleet = FleetPort([])
+    ssh = tg.parse("ssh://me@build-1:2222")
+    url = tg.parse("http://127.0.0.1:8080")
+    assert fleet._project(url, "a", "repo").name == "repo"
+    assert fleet._project(url, "b", "repo").name == "repo-2"
+    assert fleet._project(ssh, "c", "repo").name == "repo@build-1"
+    assert fleet._project(ssh, "c", "repo").name == "repo@build-1"  # the same scheduler
+    named = tg.parse("http://127.0.0.1:8081", name="mine")
+    assert fleet._project(named, "d", "repo").name == "mine"
+
+
+def test_targets_parse_or_say_why_in_one_line(tmp_path):
+    workflow = tmp_path / "repo" / "WORKFLOW.md"
+    workflow.parent.mkdir()
+    workflow.write_text("---\n---\n")
+    assert tg.parse(str(workflow.parent)).text == str(workflow.resolve())
+    assert tg.parse("ssh://me@host:22").ssh is not None
+    assert tg.parse("https://build.example:8443/").text == "https://build.example:8443"
+    assert tg.parse("https://build.example:8443").machine == "build.example"
+    assert tg.parse("http://127.0.0.1:8080").machine is None
+    for bad, why in [
+        ("ftp://x", "a target is"),
+        ("http://h:99999", "port"),
+        ("http://h:1/api", "is not http"),
+        (str(tmp_path / "none.md"), "no such workflow file"),
+        ("ssh://h:x", "port"),
+    ]:
+        with pytest.raises(tg.TargetError, match=why) as caught:
+            tg.parse(bad)
+        assert "\n" not in str(caught.value)
+
+
+def test_the_fleet_file_takes_options_and_says_which_lines_it_skipped(tmp_path):
+    token = tmp_path / "build.token"
+    token.write_text("secret\n")
+    token.chmod(0o600)
+    fleet = tmp_path / "fleet"
+    fleet.write_text(
+        "# my schedulers\n"
+        "ssh://ci@build-1\n"
+        "https://build-2:8443 name=build token-file=build.token  # beside the file\n"
+        "http://127.0.0.1:9 token-env=MY_TOKEN\n"
+        "http://127.0.0.1:10 colour=blue\n"
+        "gopher://x\n"
+    )
+    targets, problems = tg.read_fleet_file(fleet)
+    assert [t.kind for t in targets] == ["ssh", "url", "url"]
+    assert targets[1].name == "build" and targets[1].token_file == token
+    assert targets[2].token_env == "MY_TOKEN"
+    assert [p.split(": ", 1)[0] for p in problems] == [f"{fleet}:5", f"{fleet}:6"]
+    assert tg.read_fleet_file(tmp_path / "missing") == ([], [])
+    endpoint = tg.url_endpoint(targets[1])
+    assert endpoint.token == "secret"
+    with pytest.raises(tg.TargetError, match="is not set"):
+        tg.url_endpoint(targets[2], environ={})
+    assert tg.url_endpoint(targets[2], environ={"MY_TOKEN": "t"}).token == "t"
+    token.chmod(0o644)
+    with pytest.raises(tg.TargetError, match="chmod 600"):
+        tg.url_endpoint(targets[1])
+
+
+async def test_a_target_that_cannot_be_reached_is_one_down_row_with_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("SYMPHONY_SSH", "ssh -o BatchMode=yes -o ConnectTimeout=5")
+    workflow = tmp_path / "repo" / "WORKFLOW.md"
+    workflow.parent.mkdir()
+    workflow.write_text("---\ntracker:\n  kind: local\n  path: issues.yaml\n---\n")
+    closed = free_port()
+    fleet = FleetPort(
+        [
+            tg.parse(str(workflow)),
+            tg.parse(f"ssh://nobody@127.0.0.1:{closed}"),
+            tg.parse(f"http://127.0.0.1:{closed}"),
+        ],
+        local_every_s=0.1,
+    )
+    runner = asyncio.create_task(fleet.run())
+    try:
+        for _ in range(200):
+            rows = {r.name: r for r in fleet.snapshot().projects}
+            if len(rows) == 3 and all(r.link_state == "down" for r in rows.values()):
+                break
+            await asyncio.sleep(0.05)
+        assert sorted(rows) == sorted(["repo", f"nobody@127.0.0.1:{closed}", f"127.0.0.1:{closed}"])
+        assert [r.link_state for r in rows.values()] == ["down"] * 3, rows
+        assert "no scheduler runs" in (rows["repo"].error or "")
+        assert f"ssh://nobody@127.0.0.1:{closed}: ssh failed" in (
+            rows[f"nobody@127.0.0.1:{closed}"].error or ""
+        )
+        assert all("\n" not in (r.error or "\n") for r in rows.values())
+        assert fleet.link().state == "stale"
+    finally:
+        await fleet.close()
+        runner.cancel()
+
+
+def test_the_server_audits_a_fleet_client_via_fleet():
+    from aiohttp.test_utils import make_mocked_request
+
+    from symphony_tui.api.operator_routes import who_and_via
+
+    def via(kind: str) -> str:
+        headers = {"X-Symphony-Via": kind, "X-Symphony-Operator": "me@box"}
+        return who_and_via(make_mocked_request("POST", "/api/v1/commands", headers=headers))[1]
+
+    assert via("fleet").startswith("fleet api ")
+    assert via("Fleet; rm -rf").startswith("api ")  # not a kind: ignored
+    assert via("x" * 30).startswith("api ")
+
+
+async def test_a_scheduler_named_by_a_target_is_not_also_a_local_row(tmp_path, monkeypatch):
+    from symphony_tui.api import announce
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    workflow = tmp_path / "repo" / "WORKFLOW.md"
+    workflow.parent.mkdir()
+    workflow.write_text("---\n---\n")
+    # this process stands for a scheduler serving on a closed port
+    announce.write(
+        announce.default_dir(),
+        host="127.0.0.1",
+        port=free_port(),
+        token=False,
+        extra={"workflow": str(workflow.resolve())},
+    )
+    fleet = FleetPort([tg.parse("local"), tg.parse(str(workflow))], local_every_s=0.05)
+    runner = asyncio.create_task(fleet.run())
+    try:
+        for _ in range(100):
+            await asyncio.sleep(0.05)
+            names = [r.name for r in fleet.snapshot().projects]
+            if names == ["repo"] and fleet.projects["repo"].target.kind == "workflow":
+                break
+        assert [(p.name, p.target.kind) for p in fleet.projects.values()] == [("repo", "workflow")]
+    finally:
+        await fleet.close()
+        runner.cancel()
+
+
+def test_ssh_discovery_reads_each_scheduler_s_tokens(tmp_path, monkeypatch):
+    from symphony_tui.api import announce
+    from symphony_tui.api.auth import write_control_token
+
+    # an "ssh" that runs its command line here, as sshd would: the discovery script is tested
+    fake = tmp_path / "fake-ssh"
+    fake.write_text('#!/bin/sh\nshift\nexec sh -c "$*"\n')  # as sshd: one command line
+    fake.chmod(0o755)
+    monkeypatch.setenv("SYMPHONY_SSH", str(fake))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    notes = announce.default_dir()
+    control = write_control_token(notes, "the-control")
+    token = announce.write_token(notes, "the-bearer")
+    announce.write(
+        notes,
+        host="127.0.0.1",
+        port=4242,
+        token=True,
+        control_file=control,
+        extra={"workflow": "/src/app/WORKFLOW.md", "token_file": str(token)},
+    )
+    [endpoint] = tg.ssh_endpoints(tg.parse("ssh://me@box").ssh)  # type: ignore[arg-type]
+    assert (endpoint.api_port, endpoint.token, endpoint.control) == (
+        4242,
+        "the-bearer",
+        "the-control",
+    )
+    assert endpoint.folder_name == "app" and endpoint.url is None
+
+
+async def test_a_scheduler_announced_after_the_fleet_started_gets_a_row(tmp_path, monkeypatch):
+    from symphony_tui.api import announce
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    fleet = FleetPort([tg.parse("local")], local_every_s=0.05)
+    runner = asyncio.create_task(fleet.run())
+    try:
+        await asyncio.sleep(0.2)
+        assert fleet.snapshot().projects == ()
+        workflow = tmp_path / "late" / "WORKFLOW.md"
+        # this process stands for a scheduler serving on a closed port
+        note = announce.write(
+            announce.default_dir(),
+            host="127.0.0.1",
+            port=free_port(),
+            token=False,
+            extra={"workflow": str(workflow)},
+        )
+        for _ in range(100):
+            await asyncio.sleep(0.05)
+            if fleet.snapshot().projects:
+                break
+        assert [r.name for r in fleet.snapshot().projects] == ["late"]
+        announce.remove(note)  # its API is gone: the row says stopped
+        for _ in range(200):
+            await asyncio.sleep(0.05)
+            if fleet.snapshot().projects[0].link_state == "stopped":
+                break
+        assert fleet.snapshot().projects[0].link_state == "stopped"
+    finally:
+        await fleet.close()
+        runner.cancel()
