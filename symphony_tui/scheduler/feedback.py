@@ -331,12 +331,14 @@ class Feedback:
 
     def _give_back(self, item: FeedbackReady) -> None:
         """A reaction whose turn did not start is not spent: the next read acts on the same
-        feedback again (its turn, and the cool-down's start, given back)."""
+        feedback again (its turn, and the cool-down's start, given back; an auto-merge
+        took neither)."""
         done = self._done.get(item.issue.id)
         if done is not None and item.reaction_key is not None:
             done.handled.discard(item.reaction_key)
-            done.turns = max(0, done.turns - 1)
-            done.last_mono = item.previous_mono
+            if item.kind != "auto_merge":
+                done.turns = max(0, done.turns - 1)
+                done.last_mono = item.previous_mono
 
     def hold(self, item: FeedbackHold) -> None:
         """``stop_label`` on an issue that was not running: no retry, held."""

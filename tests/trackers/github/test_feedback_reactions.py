@@ -361,3 +361,47 @@ async def test_a_continuation_retry_gives_way_to_the_reaction(tmp_path: Path, fa
         assert fake.rest_requests("PATCH") == []  # still active: not moved
     finally:
         await orch.shutdown()
+
+
+async def test_a_failed_auto_merge_gives_back_no_turn_it_did_not_take(
+    tmp_path: Path, fake
+) -> None:
+    """An auto-merge counts no reaction turn, so one that GitHub fails (a 502 on the fresh
+    read of the required checks) gives none back: the cap still ends the loop."""
+    clock = FakeClock(T0)
+    fake._clock = clock.now
+    issue = fake.add_issue("Fix the parser", labels=["todo"])
+    orch = _orchestrator(
+        tmp_path, fake, clock, _to_review(fake),
+        """\
+        ci_failure: true
+        auto_merge: true
+        max_per_issue: 1
+        cooldown_ms: 0
+        """,
+    )  # fmt: skip
+    backend = orch.backend  # type: ignore[attr-defined]
+    try:
+        await orch.start()
+        await until(lambda: len(backend.sessions) == 1 and not orch.running)
+        pr = fake.add_pull(f"symphony/GH-{issue}")
+        fake.set_checks(pr, {"name": "test", "conclusion": "FAILURE", "job_id": 701, "log": "E"})
+        await _read(orch)
+        await until(lambda: len(backend.sessions) == 2 and not orch.running)
+
+        fake.push(pr)  # fixed: green and approved, and the merge's read fails
+        fake.set_checks(pr, {"name": "test", "conclusion": "SUCCESS", "job_id": 702})
+        fake.review(pr, "APPROVED")
+        await orch.feedback.read_once()
+        fake.fail_next(502)
+        await orch.barrier()
+        await until(lambda: any("tried again at the next read" in m for m in _feedback(orch)))
+
+        fake.push(pr)  # red again: the cap (1) was reached by the first turn
+        fake.set_checks(pr, {"name": "test", "conclusion": "FAILURE", "job_id": 703, "log": "F"})
+        await _read(orch)
+        await _read(orch)
+        assert len(backend.sessions) == 2
+        assert [m for m in _feedback(orch) if "max_per_issue" in m], _feedback(orch)
+    finally:
+        await orch.shutdown()
