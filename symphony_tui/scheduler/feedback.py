@@ -53,6 +53,7 @@ from symphony_tui.scheduler.audit import AuditLog
 from symphony_tui.scheduler.inbox import FeedbackHold, FeedbackReady, PullRequestsRead, SystemNoted
 from symphony_tui.scheduler.mailbox import Mailbox
 from symphony_tui.scheduler.state import SchedulerState
+from symphony_tui.text import clean
 from symphony_tui.trackers.base import Tracker, TrackerError
 
 log = logging.getLogger("symphony_tui.scheduler")
@@ -67,19 +68,22 @@ LINE_CHARS = 400
 GIT_TIMEOUT_S = 5.0
 WHO = "github"
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _STAMP = re.compile(r"^\ufeff?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ")
 
 
 def log_excerpt(text: str, lines: int, chars: int, mask: Callable[[str], str] = redact) -> str:
-    """The end of a job's log for a prompt: timestamps and colour codes dropped, each line
-    cut at :data:`LINE_CHARS`, the last ``lines`` lines within ``chars`` characters, secrets
-    masked (``mask``, the project's redaction); a first line says how many were left out."""
-    rows = [_STAMP.sub("", _ANSI.sub("", row)).rstrip() for row in text.splitlines()]
+    """The end of a job's log for a prompt: timestamps, escape sequences (colours, cursor
+    moves, links) and control characters dropped, each line cut to its first
+    :data:`LINE_CHARS` characters (the last line, where a log without line breaks ends, to
+    its last ones), the last ``lines`` lines within ``chars`` characters, secrets masked
+    (``mask``, the project's redaction); a first line says how many were left out."""
+    rows = [_STAMP.sub("", clean(row)).rstrip() for row in text.splitlines()]
     while rows and not rows[-1]:
         rows.pop()
     rows = [mask(row) for row in rows]
-    rows = [row if len(row) <= LINE_CHARS else row[:LINE_CHARS] + " [cut]" for row in rows]
+    rows = [row if len(row) <= LINE_CHARS else row[:LINE_CHARS] + " [cut]" for row in rows[:-1]] + [
+        row if len(row) <= LINE_CHARS else "[cut] " + row[-LINE_CHARS:] for row in rows[-1:]
+    ]
     kept = rows[-lines:]
     while kept and sum(len(r) + 1 for r in kept) > chars:
         kept.pop(0)
@@ -97,7 +101,7 @@ def ci_prompt(link: PullRequestLink, logs: Mapping[str, str]) -> str:
     ]
     for check in link.failed_checks[:MAX_FAILED_JOBS]:
         excerpt = logs.get(check.label)
-        parts.append(f"Failed: {check.label} ({str(check.conclusion).lower()})")
+        parts.append(f"Failed: {clean(check.label)} ({str(check.conclusion).lower()})")
         if excerpt:
             parts.append(f"The end of its log:\n```\n{excerpt}\n```")
         else:
@@ -119,7 +123,7 @@ def review_prompt(link: PullRequestLink) -> str:
         + f". Address each point on branch {link.head_ref} and push:"
     ]
     for note in link.review_notes[:MAX_NOTES]:
-        text = redact(note.render())
+        text = redact(clean(note.render(), multiline=True))
         lines.append("- " + (text if len(text) <= NOTE_CHARS else text[:NOTE_CHARS] + " [cut]"))
     more = len(link.review_notes) - MAX_NOTES
     if more > 0:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from symphony_tui.scheduler.feedback import _git_branch, log_excerpt
+from symphony_tui.domain.pull_requests import PullRequestLink, ReviewNote
+from symphony_tui.scheduler.feedback import _git_branch, log_excerpt, review_prompt
 
 
 def test_excerpt_keeps_the_end_within_lines_and_characters() -> None:
@@ -28,6 +29,32 @@ def test_excerpt_masks_with_the_given_redaction_and_token_shapes() -> None:
         log_excerpt("my-own-secret here", 5, 100, mask=lambda s: s.replace("my-own-secret", "***"))
         == "*** here"
     )
+
+
+def test_excerpt_drops_every_escape_sequence_and_keeps_the_end_of_an_unbroken_log() -> None:
+    text = (
+        "\x1b[?25l\x1b]8;;https://x.test\x07link\x1b]8;;\x07 \x1b[1;31mERR\x1b[0m\x1b(B"
+        " \x07bell\x1b7 ghp_abcdefghijklmnopqrstuvwxyz0123456789 \u202eend"
+    )
+    assert log_excerpt(text, 5, 1000) == "link ERR bell ghp_*** end"
+    # a log without line breaks: its end (the error) is what is kept
+    out = log_excerpt("a" * 300_000 + " FAILED: boom", 80, 6000)
+    assert out.endswith("a FAILED: boom") and out.startswith("[cut] ") and len(out) == 406
+
+
+def test_review_notes_reach_the_prompt_without_escapes_or_bidi_controls() -> None:
+    link = PullRequestLink(
+        number=7,
+        url="https://github.test/o/r/pull/7",
+        state="OPEN",
+        review_notes=(
+            ReviewNote(author="r", body="Renomme \x1b]52;c;ZXZpbA==\x07ça \u202eevil\u202c 👍",
+                       path="src/é.py", line=3),
+        ),
+    )  # fmt: skip
+    said = review_prompt(link)
+    assert "- src/é.py:3 (r): Renomme ça evil 👍" in said
+    assert "\x1b" not in said and "\u202e" not in said
 
 
 def test_branch_of_a_workspace_checkout(tmp_path: Path) -> None:

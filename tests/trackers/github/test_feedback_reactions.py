@@ -363,9 +363,7 @@ async def test_a_continuation_retry_gives_way_to_the_reaction(tmp_path: Path, fa
         await orch.shutdown()
 
 
-async def test_a_failed_auto_merge_gives_back_no_turn_it_did_not_take(
-    tmp_path: Path, fake
-) -> None:
+async def test_a_failed_auto_merge_gives_back_no_turn_it_did_not_take(tmp_path: Path, fake) -> None:
     """An auto-merge counts no reaction turn, so one that GitHub fails (a 502 on the fresh
     read of the required checks) gives none back: the cap still ends the loop."""
     clock = FakeClock(T0)
