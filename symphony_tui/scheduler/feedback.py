@@ -497,6 +497,8 @@ class Feedback:
             try:
                 text = await self.pulls.job_log_tail(check.job_id)
             except TrackerError as exc:
+                if _passing(exc):
+                    raise  # the reaction waits for the next read rather than go without its log
                 log.warning("job log read failed job=%s error=%s", check.job_id, exc)
                 continue
             out[check.label] = log_excerpt(text, reactions.log_lines, reactions.log_chars, mask)
@@ -580,6 +582,17 @@ class Feedback:
         if key not in done.told:
             done.told.add(key)
             self._note(issue, message)
+
+
+_PASSING_STATUS = re.compile(r"HTTP (?:5\d\d|429)\b")
+
+
+def _passing(exc: TrackerError) -> bool:
+    """A failure the next read may not meet: no answer, a rate limit, a 5xx or 429. A log
+    that is gone (404, 410) or refused (403) is not, and the turn goes without it."""
+    return exc.portable in ("tracker_request", "tracker_rate_limited") or bool(
+        _PASSING_STATUS.match(exc.message)
+    )
 
 
 def _number(issue_id: str) -> int | None:

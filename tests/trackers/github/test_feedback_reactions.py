@@ -349,7 +349,7 @@ async def test_a_continuation_retry_gives_way_to_the_reaction(tmp_path: Path, fa
         pr = fake.add_pull(f"symphony/GH-{issue}")
         fake.set_checks(pr, {"name": "build", "conclusion": "FAILURE", "job_id": 7, "log": "E1"})
         await orch.feedback.read_once()
-        fake.fail_next(502, count=2)  # the job's log and the issue's refresh fail
+        fake.fail_next(502)  # the job's log fails: the turn waits for it, not goes without
         await orch.barrier()
         await until(lambda: any("tried again at the next read" in m for m in _feedback(orch)))
         assert len(backend.sessions) == 1  # nothing started, and nothing spent:
