@@ -41,7 +41,7 @@ BRANCH_FIRST = 2
 # GitHub prices a query by the requests its connections need (each connection's count is
 # the product of its parents' ``first``): review comments dominate, at (3 + 2) pull requests
 # x 20 threads an issue; with the rest about 120 per issue, 2,400 for a batch of 20: about
-# 24 of the 5,000 points an hour.
+# 24 points a request (GitHub counts a hundredth of them), of the 5,000 an hour a token has.
 LOG_TAIL_BYTES = 256 * 1024
 """How much of a job's log is read from its end (the excerpt is cut from this)."""
 
