@@ -184,6 +184,7 @@ class Feedback:
         self._watched: dict[str, Issue] = {}
         self._done: dict[str, IssueReactions] = {}
         self._acting: set[str] = set()  # issue ids with a reaction's task under way
+        self._label_failed: set[str] = set()  # label keys whose failed removal was said
 
     @property
     def pulls(self) -> Any:
@@ -318,6 +319,10 @@ class Feedback:
         unless the issue got busy meanwhile."""
         self._acting.discard(item.key)
         issue = item.issue
+        if item.kind == "label":  # a label that cannot be removed is said once, not per read
+            if item.failed and item.key in self._label_failed:
+                return
+            (self._label_failed.add if item.failed else self._label_failed.discard)(item.key)
         if item.reset:
             self._done.pop(issue.id, None)  # the operator's word: a fresh count of reactions
         if item.note:
@@ -556,7 +561,8 @@ class Feedback:
             if command is None or key in self._acting:
                 continue
             self._acting.add(key)
-            self._note(issue, f"label {label}: {command} {issue.identifier}")
+            if key not in self._label_failed:
+                self._note(issue, f"label {label}: {command} {issue.identifier}")
             self._mailbox.spawn(
                 self._label_command(issue, label, command, key), name=f"label-{issue.id}"
             )
@@ -565,8 +571,8 @@ class Feedback:
         try:
             await self.pulls.remove_label(_number(issue.id), label)
         except TrackerError as exc:
-            note = f"label {label}: not removed, nothing done ({exc})"
-            self._mailbox.post(FeedbackReady(issue, "label", key, note=note))
+            note = f"label {label}: not removed, nothing done until it is ({exc})"
+            self._mailbox.post(FeedbackReady(issue, "label", key, note=note, failed=True))
             return
         order: Command = Rerun(issue_id=issue.id) if command == "retry" else Stop(issue_id=issue.id)
         result = await self._send(order, who=f"{WHO} label {label}", via="github label")

@@ -496,7 +496,8 @@ class FeedbackReady:
     """A reaction's work off the loop is done (``key``: what it was acting on): ``note``
     for the event log, ``prompt`` the feedback a turn of ``issue`` starts with (None: no
     turn), ``reset`` the issue's reaction count starts over (the retry label). A turn that
-    cannot start gives back ``reaction_key`` and the cool-down's ``previous_mono``."""
+    cannot start gives back ``reaction_key`` and the cool-down's ``previous_mono``.
+    ``failed``: a label command's removal failed (said once until one succeeds)."""
 
     issue: Issue
     kind: str
@@ -506,6 +507,7 @@ class FeedbackReady:
     reset: bool = False
     reaction_key: str | None = None
     previous_mono: float | None = None
+    failed: bool = False
 
 
 @dataclass(slots=True)

@@ -403,3 +403,35 @@ async def test_a_failed_auto_merge_gives_back_no_turn_it_did_not_take(tmp_path: 
         assert [m for m in _feedback(orch) if "max_per_issue" in m], _feedback(orch)
     finally:
         await orch.shutdown()
+
+
+async def test_a_label_that_cannot_be_removed_is_said_once_not_at_every_read(
+    tmp_path: Path, fake
+) -> None:
+    """The token may not remove the stop label (403): nothing is done, and the event log
+    says so once, not at every read; once removed, the command acts."""
+    clock = FakeClock(T0)
+    fake._clock = clock.now
+    issue = fake.add_issue("Long job", labels=["todo"])
+
+    async def wait(session, prompt: str, turn: int) -> TurnResult:
+        return await session.wait_interrupt()
+
+    orch = _orchestrator(tmp_path, fake, clock, wait, "label_commands: true\n")
+    try:
+        await orch.start()
+        await until(lambda: str(issue) in orch.running)
+        fake.update(issue, labels=["todo", "symphony:stop"])
+        for _ in range(3):
+            await orch.feedback.read_once()
+            fake.fail_next(403, {"message": "Resource not accessible by integration"})
+            await orch.barrier()
+            await until(lambda: not orch.feedback._acting)
+        said = [m for m in _feedback(orch) if m.startswith("label symphony:stop")]
+        assert len(said) == 2 and "not removed" in said[1], said
+        assert str(issue) in orch.running
+        await _read(orch)
+        await until(lambda: str(issue) in orch.held and str(issue) not in orch.running)
+        assert fake.issue(issue).labels == ["todo"]
+    finally:
+        await orch.shutdown()
