@@ -103,7 +103,8 @@ def ci_prompt(link: PullRequestLink, logs: Mapping[str, str]) -> str:
         excerpt = logs.get(check.label)
         parts.append(f"Failed: {clean(check.label)} ({str(check.conclusion).lower()})")
         if excerpt:
-            parts.append(f"The end of its log:\n```\n{excerpt}\n```")
+            fence = "`" * max(3, 1 + max(map(len, re.findall("`+", excerpt)), default=0))
+            parts.append(f"The end of its log:\n{fence}\n{excerpt}\n{fence}")  # not closed by it
         else:
             parts.append(
                 "(its log could not be read" + (f": see {check.url})" if check.url else ")")
