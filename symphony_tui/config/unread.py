@@ -7,7 +7,8 @@ operator who set it should know it has no effect. :func:`unread_keys` lists them
 path, walking the :class:`~symphony_tui.config.settings.Settings` sections; free-form maps
 (``env``, ``llm``, ``approval_policy``...) are not walked, ``tracker.provider`` is (only
 :data:`~symphony_tui.config.settings.PROVIDER_KEYS` are read there), and so is the GitHub
-board's ``tracker.project`` and the ``github`` sub-sections (``reactions``...).
+board's ``tracker.project``, the ``github`` sub-sections (``reactions``...) and each
+host's ``worker.hosts.<entry>``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pydantic import BaseModel
 
 from symphony_tui.config import rest_trackers
 from symphony_tui.config.settings import PROVIDER_KEYS, GitHubProjectSettings, Settings
+from symphony_tui.config.worker_hosts import HostOverrides
 
 #: Keys :func:`~symphony_tui.config.settings.resolve_settings` fills itself.
 _INTERNAL = frozenset({"workflow_dir"})
@@ -82,6 +84,16 @@ def _unread(raw: Mapping[str, Any]) -> list[tuple[str, str | None]]:
                     if str(k) not in keys:
                         guess = _close(str(k), keys)
                         out.append((f"{path}.{k}", f"{path}.{guess}" if guess else None))
+            elif name == "worker" and sub == "hosts" and isinstance(nested, Mapping):
+                keys = tuple(HostOverrides.model_fields)
+                for host, own in nested.items():
+                    if not isinstance(own, Mapping):
+                        continue  # a wrong type is a validation error
+                    for k in own:
+                        if str(k) not in keys:
+                            guess = _close(str(k), keys)
+                            where = f"{path}.{host}"
+                            out.append((f"{where}.{k}", f"{where}.{guess}" if guess else None))
     return out
 
 

@@ -106,6 +106,22 @@ def test_a_misspelt_key_gets_a_did_you_mean(tmp_path: Path) -> None:
     )
 
 
+def test_a_misspelt_key_of_a_worker_host_gets_a_did_you_mean(tmp_path: Path) -> None:
+    # A host's ``codex-mode: exec-server`` ignored in silence would send the model's
+    # credentials to the host (the default mode runs the agent there).
+    path = tmp_path / "WORKFLOW.md"
+    path.write_text(
+        "---\ntracker:\n  kind: local\n  path: i.yaml\nworker:\n  ssh_hosts: [b1, b2]\n"
+        "  hosts:\n    b1:\n      codex-mode: exec-server\n      max_memory_mb: 10\n"
+        "    b2:\n      shell: zsh\n---\n"
+    )
+    assert load_workflow(path, env={}).warnings == (
+        "unknown setting worker.hosts.b1.codex-mode is ignored (nothing reads it); "
+        "did you mean worker.hosts.b1.codex_mode?",
+        "unknown setting worker.hosts.b2.shell is ignored (nothing reads it)",
+    )
+
+
 def test_a_file_of_our_own_keys_has_no_warnings(tmp_path: Path) -> None:
     path = tmp_path / "WORKFLOW.md"
     path.write_text(
