@@ -84,7 +84,13 @@ def run_posture(
             else "blocked by the codex sandbox (where the OS supports it: Landlock and "
             "seccomp on Linux, Seatbelt on macOS)"
         )
-        if settings.codex.detached:
+        if host and settings.worker.codex_mode_for(host) == "exec-server":
+            transport = (
+                f"exec-server on {host}: a codex app-server here (stdio), its commands and "
+                "edits through a codex exec-server there over an ssh forward (a dropped "
+                "forward reconnects; codex.env stays here)"
+            )
+        elif settings.codex.detached:
             transport = (
                 f"unix socket on {host}: a detached codex app-server through an ssh forward "
                 "(a dropped link reconnects)"

@@ -54,6 +54,22 @@ def test_other_backends_hosts_and_no_api() -> None:
     wide = ControlSurface("http://10.0.0.5:8080", loopback=False, token_required=True)
     p = run_posture(_settings(), "codex", "build-1", env={}, control=wide)
     assert "bearer token, which is withheld" in p.control_api
+    assert p.transport.startswith("unix socket on build-1")
+
+
+def test_an_exec_server_host_is_named_as_such_not_as_codex_over_ssh() -> None:
+    hosts = {
+        "ssh_hosts": ["build-1", "build-2"],
+        "hosts": {"build-2": {"codex_mode": "exec-server"}},
+    }
+    p = run_posture(_settings(worker=hosts), "codex", "build-2", env={}, control=API)
+    assert p.transport.startswith("exec-server on build-2: a codex app-server here")
+    assert "codex.env stays here" in p.transport
+    assert p.control_api.startswith("not from build-2")
+    p = run_posture(_settings(worker=hosts), "codex", "build-1", env={}, control=API)
+    assert p.transport.startswith("unix socket on build-1")
+    p = run_posture(_settings(worker=hosts), "codex", None, env={}, control=API)
+    assert p.transport.startswith("unix socket: a detached")
 
 
 def test_an_acp_agent_is_reached_over_its_stdio_not_a_server() -> None:
