@@ -15,7 +15,9 @@ which runs on this machine, that environment with ``environment/add`` (URL and b
 token) and ``environments`` on ``thread/start`` and ``turn/start``.
 
 The capability token: 32 random bytes, URL-safe text, kept in a file of its own here
-(mode 0600, in a 0700 folder of this user: :func:`write_token`), sent to the app-server
+(mode 0600, in a 0700 folder of this user: :func:`write_token`; ``flock``-ed for the run's
+life: :func:`hold_token`, so the next start removes those of a killed scheduler:
+:func:`sweep_stale_tokens`), sent to the app-server
 only inside the ``environment/add`` request on its stdin. The host gets its SHA-256
 (``--ws-auth capability-token --ws-token-sha256``): the token is on no command line, in
 no environment, in no file on the host, in no log or event.
@@ -36,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import fcntl
 import hashlib
 import os
 import random
@@ -43,6 +46,7 @@ import secrets
 import shlex
 import signal
 import stat
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -85,6 +89,8 @@ KILL_GRACE_S = 2.0
 RECONNECT_BACKOFF = Backoff(initial_s=0.25, max_s=5.0, max_attempts=1_000_000, jitter=0.5)
 #: Between two tries to connect to a forward's local port that is not bound yet.
 PORT_POLL_S = 0.05
+#: Seconds after which an unheld token file is a dead scheduler's (:func:`sweep_stale_tokens`).
+STALE_AFTER_S = 10.0
 
 CONNECTED = "connected"
 RECONNECTING = "reconnecting"
@@ -138,6 +144,59 @@ def write_token(folder: Path, token: str) -> Path:
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(token)
     return path
+
+
+def hold_token(path: Path) -> int:
+    """An open descriptor of the token file at ``path`` with an exclusive ``flock`` on it:
+    held for the run's life, it tells :func:`sweep_stale_tokens` the file is in use (a
+    scheduler that ended, however, released it). Close it to let go. Raises
+    ``AgentError("launch_failed")``."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as e:
+        raise AgentError(
+            "launch_failed", f"cannot open the token file {path}: {e.strerror}"
+        ) from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+        os.close(fd)
+        raise AgentError(
+            "launch_failed", f"cannot lock the token file {path}: {e.strerror}"
+        ) from None
+    return fd
+
+
+def sweep_stale_tokens(base: Path, *, older_than_s: float = STALE_AFTER_S) -> list[Path]:
+    """Remove the token folders under ``base`` (``<base>/*/exec-server.token``) that no
+    live link holds (:func:`hold_token`) and that are older than ``older_than_s``: what a
+    scheduler that was killed left (its token file, the control socket, the folder).
+    Returns the folders removed; a folder with anything else in it is left."""
+    removed: list[Path] = []
+    now = time.time()
+    for path in base.glob(f"*/{TOKEN_NAME}"):
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            info = os.fstat(fd)
+            if info.st_uid != os.getuid() or now - info.st_mtime < older_than_s:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue  # a live link holds it
+            folder = path.parent
+            for name in (TOKEN_NAME, CONTROL_NAME):
+                with contextlib.suppress(OSError):
+                    (folder / name).unlink()
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+                removed.append(folder)
+        finally:
+            os.close(fd)
+    return removed
 
 
 def read_token(path: Path) -> str:
@@ -283,6 +342,7 @@ class ExecServerLink:
         self._watch: asyncio.Task[None] | None = None
         self._closing = False
         self._launched = False
+        self._held: int | None = None  # the token file's descriptor, locked (hold_token)
 
     @property
     def host(self) -> str:
@@ -315,8 +375,10 @@ class ExecServerLink:
         """Start the exec-server on the host and, side by side, the link's own connection
         to the host; then the forward on it. Raises ``AgentError("launch_failed")``
         (``host_lost`` set when the host is not reached)."""
+        sweep_stale_tokens(self.folder.parent)
         token = new_token()
         self.token_file = write_token(self.folder, token)
+        self._held = hold_token(self.token_file)
         try:
             program = exec_server_program(self.command)
         except ValueError as e:
@@ -556,6 +618,9 @@ class ExecServerLink:
             with contextlib.suppress(OSError):
                 self.token_file.unlink()
             self.token_file = None
+        held, self._held = self._held, None
+        if held is not None:
+            os.close(held)
         with contextlib.suppress(OSError):
             self.folder.rmdir()
         return said

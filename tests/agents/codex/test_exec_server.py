@@ -10,18 +10,22 @@ import os
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from symphony_tui.agents.base import AgentError
 from symphony_tui.agents.codex.exec_server import (
+    CONTROL_NAME,
     LOG_FILE,
+    TOKEN_NAME,
     ExecServerLink,
     exec_server_program,
     launch_script,
     new_token,
     read_token,
+    sweep_stale_tokens,
     token_digest,
     write_token,
 )
@@ -62,6 +66,45 @@ def test_the_token_folder_must_be_private(tmp_path: Path) -> None:
     with pytest.raises(AgentError, match="open to others"):
         write_token(folder, new_token())
     assert list(folder.iterdir()) == []
+
+
+HOLDER = """
+import sys, time
+from pathlib import Path
+from symphony_tui.agents.codex.exec_server import hold_token
+hold_token(Path(sys.argv[1]))
+print("held", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_killed_schedulers_token_folder_is_swept_a_live_ones_kept(tmp_path: Path) -> None:
+    base = private(tmp_path)
+    folders = {name: base / f"codex-{name}" for name in ("live", "dead", "fresh", "app")}
+    for name, folder in folders.items():
+        folder.mkdir(mode=0o700)
+        if name != "app":
+            write_token(folder, new_token())
+    (folders["dead"] / CONTROL_NAME).write_text("")  # its control socket, left too
+    (folders["app"] / "app.sock").write_text("")  # a detached app-server's: not a token folder
+    old = time.time() - 120
+    for name in ("live", "dead"):
+        os.utime(folders[name] / TOKEN_NAME, (old, old))
+    live = subprocess.Popen(  # a scheduler whose run holds its token file
+        [sys.executable, "-c", HOLDER, str(folders["live"] / TOKEN_NAME)], stdout=subprocess.PIPE
+    )
+    try:
+        assert live.stdout is not None and live.stdout.readline() == b"held\n"
+        assert sweep_stale_tokens(base) == [folders["dead"]]
+        assert not folders["dead"].exists()
+        assert (folders["live"] / TOKEN_NAME).exists() and (folders["fresh"] / TOKEN_NAME).exists()
+        live.kill()  # kill -9: its lock goes with it, the file stays
+        live.wait(10)
+        assert sweep_stale_tokens(base) == [folders["live"]]
+    finally:
+        live.kill()
+        live.wait(10)
+    assert sorted(p.name for p in base.iterdir()) == ["codex-app", "codex-fresh"]
 
 
 def test_the_program_is_the_words_before_app_server() -> None:
