@@ -38,10 +38,18 @@ def flatten_validation_error(err: ValidationError) -> str:
     for item in err.errors(include_url=False):
         loc = ".".join(str(p) for p in item.get("loc", ()) if p != "__root__")
         msg = item.get("msg", "invalid value")
+        error = (item.get("ctx") or {}).get("error")
+        if item.get("type") == "value_error" and error is not None:
+            msg = str(error)  # a validator's own sentence, without pydantic's "Value error, "
         given = item.get("input")
         # The text written, when it is short and names no credential: a placeholder left
         # in a template (``port: <PORT>``) is then plain from the message alone.
-        if isinstance(given, str) and len(given) <= 40 and not _SECRETISH.search(loc):
+        if (
+            isinstance(given, str)
+            and len(given) <= 40
+            and not _SECRETISH.search(loc)
+            and repr(given) not in msg
+        ):
             msg = f"{msg} (got {given!r})"
         parts.append(f"{loc}: {msg}" if loc else msg)
     return "; ".join(parts) or str(err)

@@ -110,6 +110,15 @@ def test_placeholder_for_a_number_names_what_was_written(write_workflow) -> None
     assert str(info.value).endswith("(got '__PORT__')")
 
 
+def test_a_validators_sentence_is_the_message_said_once(write_workflow) -> None:
+    with pytest.raises(WorkflowError) as info:
+        load(write_workflow, "worker:\n  codex_mode: exec\n")
+    assert str(info.value) == (
+        "invalid_settings: worker.codex_mode: codex_mode 'exec' is not one of "
+        "app-server, exec-server"
+    )
+
+
 def test_credentials_are_not_repeated_in_errors(write_workflow) -> None:
     with pytest.raises(WorkflowError) as info:
         load(write_workflow, "tracker:\n  kind: linear\n  api_key: [lin_api_secret]\n")
