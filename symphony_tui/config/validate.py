@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 from symphony_tui.config import rest_trackers
 from symphony_tui.config.settings import Settings, TrackerSettings
+from symphony_tui.config.worker_hosts import names_codex_program
 
 SUPPORTED_TRACKERS = ("linear", "local", "github", *rest_trackers.KINDS)
 _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
@@ -164,9 +165,9 @@ def _exec_server_problems(settings: Settings) -> list[str]:
         if settings.worker.codex_mode_for(host) != "exec-server":
             continue
         command = settings.worker.command_for(host, "codex", settings.codex.command)
-        if "app-server" not in command.split():
+        if not names_codex_program(command):
             out.append(
                 f"invalid_agent_config: worker host {host} in codex_mode exec-server needs a "
-                f"codex command with the word app-server (got {command!r})"
+                f"codex command with the word app-server after its program (got {command!r})"
             )
     return out

@@ -95,6 +95,13 @@ def parse_host(text: Any) -> HostSpec:
     return HostSpec(name=name, hostname=host, user=user, port=number)
 
 
+def names_codex_program(command: str) -> bool:
+    """Whether ``command`` has the word ``app-server`` after a program: what an
+    exec-server host runs is that program with ``exec-server``."""
+    words = command.split()
+    return "app-server" in words and words.index("app-server") > 0
+
+
 def _codex_mode_of(value: Any) -> str:
     if value not in CODEX_MODES:
         raise ValueError(f"codex_mode {value!r} is not one of {', '.join(CODEX_MODES)}")
@@ -165,10 +172,10 @@ class HostOverrides(BaseModel):
     @model_validator(mode="after")
     def _exec_server_command(self) -> HostOverrides:
         command = self.commands.get("codex")
-        if self.codex_mode == "exec-server" and command and "app-server" not in command.split():
+        if self.codex_mode == "exec-server" and command and not names_codex_program(command):
             raise ValueError(
                 f"commands.codex {command!r}: codex_mode exec-server needs a command with "
-                "the word app-server (its program runs exec-server on the host)"
+                "the word app-server after its program (which runs exec-server on the host)"
             )
         return self
 

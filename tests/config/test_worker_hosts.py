@@ -180,6 +180,11 @@ def test_codex_mode_defaults_to_app_server_and_is_set_per_host(tmp_path: Path) -
             "commands: {codex: /opt/run-codex}}}\n",
             "needs a command with the word app-server",
         ),
+        (
+            "worker:\n  ssh_hosts: [a]\n  hosts: {a: {codex_mode: exec-server, "
+            "commands: {codex: app-server}}}\n",
+            "needs a command with the word app-server after its program",
+        ),
     ],
 )
 def test_bad_codex_modes_are_one_line_errors(tmp_path: Path, worker: str, needle: str) -> None:
@@ -201,6 +206,13 @@ def test_an_exec_server_host_needs_a_codex_command_it_can_take_the_program_of(
     )
     [problem] = validate_dispatch(wf.settings)
     assert "worker host a in codex_mode exec-server needs" in problem and "\n" not in problem
+    wf = _load(  # no program before app-server: nothing to run exec-server with
+        tmp_path,
+        "codex:\n  command: app-server\n"
+        "worker:\n  ssh_hosts: [a, b]\n  hosts: {a: {codex_mode: exec-server}}\n",
+    )
+    [problem] = validate_dispatch(wf.settings)
+    assert problem.endswith("word app-server after its program (got 'app-server')"), problem
     wf = _load(
         tmp_path,
         "worker:\n  ssh_hosts: [a, b]\n  hosts: {a: {codex_mode: exec-server}}\n",
