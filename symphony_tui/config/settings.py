@@ -295,10 +295,21 @@ class CodexSettings(_Section):
     @property
     def detached(self) -> bool:
         """Whether each run's app-server runs detached on a unix socket (``transport``
-        ``unix``, or ``auto`` with the default ``codex app-server`` command)."""
+        ``unix``, or ``auto`` with codex's own app-server: a plain ``codex ... app-server``
+        command line, any path to ``codex``, no shell pipes or redirections)."""
         if self.transport == "auto":
-            return " ".join(self.command.split()) == DEFAULT_CODEX_COMMAND
+            return _plain_codex_app_server(self.command)
         return self.transport == "unix"
+
+
+def _plain_codex_app_server(command: str) -> bool:
+    """``codex app-server`` with any path to ``codex`` and options between them, and nothing
+    a shell would read as a pipe, list, redirection or expansion (``--listen`` is appended
+    to the command, so it must end at ``app-server``)."""
+    if any(ch in command for ch in "|;&<>$`()\n"):
+        return False
+    words = command.split()
+    return len(words) >= 2 and words[-1] == "app-server" and Path(words[0]).name == "codex"
 
 
 class OpenHandsSettings(_Section):

@@ -120,11 +120,16 @@ def test_a_workspace_root_that_is_a_file_is_one_line(tmp_path) -> None:
 
 
 def test_codex_runs_detached_by_default_only_with_codexs_own_app_server() -> None:
-    """``codex.transport: auto`` (the default): codex's own ``codex app-server`` takes
+    """``codex.transport: auto`` (the default): codex's own ``codex app-server`` (any path to
+    ``codex``, options before ``app-server``) takes
     ``--listen`` and runs detached, so its turn survives a restart; any other command (a
     wrapper that reads stdin, another agent) stays on stdio; ``stdio`` / ``unix`` choose."""
     assert _settings().codex.detached
     assert _settings(codex={"command": "  codex   app-server "}).codex.detached
+    assert _settings(codex={"command": "/opt/codex/bin/codex app-server"}).codex.detached
+    assert _settings(codex={"command": "codex -c model=o3 app-server"}).codex.detached
+    assert not _settings(codex={"command": "codex app-server > wire.log"}).codex.detached
+    assert not _settings(codex={"command": "/opt/bin/codex-wrapper app-server"}).codex.detached
     assert not _settings(codex={"command": "tee wire.log | codex app-server"}).codex.detached
     assert not _settings(codex={"command": "python3 -m my_agent"}).codex.detached
     assert not _settings(codex={"transport": "stdio"}).codex.detached
