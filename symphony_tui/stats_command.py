@@ -37,13 +37,17 @@ _UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 def parse_since(text: str, now: datetime) -> datetime | None:
     """``7d`` / ``24h`` / ``30m`` / ``2w`` before ``now``, an ISO date or time (UTC when it
-    names no zone), or ``all`` (None: no bound). Raises ``ValueError`` (one line)."""
+    names no zone), or ``all`` (None: no bound; a span reaching before the year 1 is all
+    too). Raises ``ValueError`` (one line)."""
     value = text.strip().lower()
     if value == "all":
         return None
     found = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([mhdw])", value)
     if found:
-        return now - timedelta(seconds=float(found.group(1)) * _UNITS[found.group(2)])
+        try:
+            return now - timedelta(seconds=float(found.group(1)) * _UNITS[found.group(2)])
+        except OverflowError:
+            return None
     try:
         when = datetime.fromisoformat(text.strip())
     except ValueError:

@@ -156,3 +156,10 @@ def test_since_and_percentiles():
     assert percentile([], 0.5) is None
     assert percentile([5.0], 0.95) == 5.0
     assert percentile([float(n) for n in range(1, 101)], 0.95) == 95.0
+
+
+def test_a_span_longer_than_the_calendar_is_the_whole_history(project):
+    assert parse_since("99999999d", NOW) is None
+    assert parse_since("1000000w", NOW) is None
+    code, text = _stats(project, since="99999999999999999999d")
+    assert code == 0 and text.splitlines()[0] == "since the first run (UTC)"
