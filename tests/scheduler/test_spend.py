@@ -70,6 +70,12 @@ def test_a_backends_own_cost_counts_unless_the_table_prices_the_model_or_it_is_z
         ("pricing:\n  gpt-x: {input: 1, output: 2, currency: EUR}\n", "pricing.gpt-x.currency"),
         ("pricing:\n  gpt-x: {input: true, output: 2}\n", "pricing.gpt-x.input"),
         ("pricing: [1, 2]\n", "pricing"),
+        ("pricing:\n  gpt-x: {input: 1e300, output: 2}\n", "pricing.gpt-x.input"),
+        (
+            "pricing:\n  GPT-X: {input: 1, output: 2}\n  gpt-x: {input: 2, output: 4}\n",
+            "'GPT-X' and 'gpt-x'",
+        ),
+        ("pricing:\n  ' ': {input: 1, output: 2}\n", "a model name is empty"),
         ("agent:\n  max_spend_per_issue_usd: 0\n", "agent.max_spend_per_issue_usd"),
         ("agent:\n  max_spend_per_attempt_usd: true\n", "agent.max_spend_per_attempt_usd"),
     ],
