@@ -177,6 +177,9 @@ async def test_a_money_budget_holds_the_run_and_an_extension_in_dollars_lets_it_
     await h.settle()
     run = h.orch.running["id-1"]
     assert run.budget_reached == "$1.25 of $1.00 per issue"
+    await h.settle()
+    row = h.orch.snapshot().state_payload()["running"][0]  # what a headless operator polls
+    assert row["budget_reached"] == "$1.25 of $1.00 per issue"
     assert h.backend.sessions[0].interrupted.is_set()
     short = await h.orch.send(ExtendBudget(issue_id="ABC-1", tokens=5000))
     assert not short.ok and "at least $0.26 more" in short.message
