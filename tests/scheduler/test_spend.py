@@ -198,6 +198,9 @@ def test_an_extension_names_tokens_or_dollars():
     with pytest.raises(ValueError, match="tokens or usd"):
         ExtendBudget(issue_id="x")
     assert ExtendBudget(issue_id="x", usd=1.5).tokens == 0
+    for amount in ({"usd": True}, {"tokens": True}):  # never $1 or 1 token
+        with pytest.raises(ValueError, match="not true/false"):
+            ExtendBudget.model_validate({"issue_id": "x", **amount})
 
 
 async def test_a_resumed_thread_is_priced_once_across_a_crash(make_harness, tmp_path):
