@@ -122,14 +122,20 @@ def _ended_run(data: Any) -> EndedRun | None:
         identifier=str(data.get("issue_identifier") or data.get("issue_id") or "?"),
         outcome=str(payload.get("outcome") or ""),
         seconds=_number(payload.get("seconds")),
-        tokens=int(total) if isinstance(total, int) and not isinstance(total, bool) else None,
+        tokens=int(total) if _number(total) is not None and isinstance(total, int) else None,
         spend=payload.get("spend") if isinstance(payload.get("spend"), str) else None,
         spend_usd=_number(payload.get("spend_usd")),
     )
 
 
 def _number(value: Any) -> float | None:
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+    """``value`` as a float when it is a finite number >= 0 (seconds, tokens, dollars)."""
+    if (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value >= 0
+    ):
         return float(value)
     return None
 

@@ -163,3 +163,17 @@ def test_a_span_longer_than_the_calendar_is_the_whole_history(project):
     assert parse_since("1000000w", NOW) is None
     code, text = _stats(project, since="99999999999999999999d")
     assert code == 0 and text.splitlines()[0] == "since the first run (UTC)"
+
+
+def test_a_negative_figure_in_the_history_is_no_figure(tmp_path: Path):
+    path = _workflow(tmp_path)
+    folder = _folder(path, tmp_path / "state")
+    (folder / "events.jsonl").write_text(
+        _ended(1, "ABC-1", "normal", seconds=10.0, tokens=100, spend="priced", spend_usd=1.0)
+        + _ended(1, "ABC-2", "normal", seconds=-5.0, tokens=-7, spend="priced", spend_usd=-50.0)
+    )
+    out = io.StringIO()
+    assert run_stats(str(path), state_dir=tmp_path / "state", now=NOW, as_json=True, out=out) == 0
+    body = json.loads(out.getvalue())
+    assert body["spend_usd"]["total"] == 1.0 and body["tokens"]["total"] == 100
+    assert body["run_seconds"]["p50"] == 10.0
