@@ -288,6 +288,19 @@ def _usd(value: float | None) -> str:
     return f"${value:.4f}" if 0 < value < 0.01 else f"${value:,.2f}"
 
 
+def _runs(count: int) -> str:
+    return f"{count:,} run" if count == 1 else f"{count:,} runs"
+
+
+def _issue_spend(row: dict[str, Any]) -> str:
+    """An issue's spend cell: dollars, ``+unknown`` when some runs had no price or no usage
+    report, ``unknown`` when none was priced."""
+    unknown = row["runs_unpriced"] or row["runs_not_reported"]
+    if row["spend_usd"] is None:
+        return "unknown" if unknown else "-"
+    return _usd(row["spend_usd"]) + (" +unknown" if unknown else "")
+
+
 def _count(value: float | None) -> str:
     return "-" if value is None else f"{value:,.0f}"
 
@@ -331,11 +344,11 @@ def render_text(body: dict[str, Any]) -> Iterator[str]:
         )
         caveats = []
         if body["runs_unpriced"]:
-            caveats.append(f"{body['runs_unpriced']:,} runs of an unknown model (no price)")
+            caveats.append(f"{_runs(body['runs_unpriced'])} of an unknown model (no price)")
         if body["runs_not_reported"]:
-            caveats.append(f"{body['runs_not_reported']:,} runs not reported")
+            caveats.append(f"{_runs(body['runs_not_reported'])} not reported")
         if body["runs_without_usage"]:
-            caveats.append(f"{body['runs_without_usage']:,} runs recorded without usage")
+            caveats.append(f"{_runs(body['runs_without_usage'])} recorded without usage")
         if caveats:
             yield f"not priced  {'; '.join(caveats)}: their spend is unknown, not zero"
         yield ""
@@ -347,8 +360,7 @@ def render_text(body: dict[str, Any]) -> Iterator[str]:
                 f"{i['succeeded_runs']:,}",
                 _duration(i["seconds"]),
                 f"{i['tokens']:,}",
-                _usd(i["spend_usd"])
-                + (" +unknown" if i["runs_unpriced"] or i["runs_not_reported"] else ""),
+                _issue_spend(i),
             )
             for i in body["by_issue"]
         ]
@@ -362,11 +374,11 @@ def render_text(body: dict[str, Any]) -> Iterator[str]:
     if ledger is not None:
         yield ""
         yield (
-            f"all time    {ledger['runs']:,} runs over {ledger['issues']:,} issues, "
+            f"all time    {_runs(ledger['runs'])} over {ledger['issues']:,} issues, "
             f"{_count(ledger['tokens'])} tokens, {_usd(ledger['spend_usd'])}"
-            + (f" ({ledger['runs_unpriced']:,} runs unpriced)" if ledger["runs_unpriced"] else "")
+            + (f" ({_runs(ledger['runs_unpriced'])} unpriced)" if ledger["runs_unpriced"] else "")
             + (
-                f" ({ledger['runs_not_reported']:,} runs not reported)"
+                f" ({_runs(ledger['runs_not_reported'])} not reported)"
                 if ledger["runs_not_reported"]
                 else ""
             )

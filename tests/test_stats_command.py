@@ -118,10 +118,10 @@ def test_text_is_a_summary_and_a_row_per_issue(project):
     assert "5, 2 succeeded (40%), over 4 issues (2 succeeded)" in lines[1]
     assert lines[2] == "run time    p50 1m00s, p95 5m00s"
     assert "$2.00 total, $0.50 per issue, $1.00 per succeeded issue" in text
-    assert "1 runs of an unknown model (no price); 1 runs not reported" in text
+    assert "1 run of an unknown model (no price); 1 run not reported" in text
     row = next(line for line in lines if line.startswith("ABC-1"))
     assert row.split() == ["ABC-1", "2", "1", "6m40s", "4,000", "$2.00"]
-    assert next(line for line in lines if line.startswith("ABC-2")).endswith("- +unknown")
+    assert next(line for line in lines if line.startswith("ABC-2")).endswith(" unknown")
     assert lines[-1].startswith("all time    3 runs over 3 issues, 6,000 tokens, $2.00")
 
 
