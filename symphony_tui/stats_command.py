@@ -37,13 +37,17 @@ _UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 def parse_since(text: str, now: datetime) -> datetime | None:
     """``7d`` / ``24h`` / ``30m`` / ``2w`` before ``now``, an ISO date or time (UTC when it
-    names no zone), or ``all`` (None: no bound). Raises ``ValueError`` (one line)."""
+    names no zone), or ``all`` (None: no bound; a span reaching before the year 1 is all
+    too). Raises ``ValueError`` (one line)."""
     value = text.strip().lower()
     if value == "all":
         return None
     found = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([mhdw])", value)
     if found:
-        return now - timedelta(seconds=float(found.group(1)) * _UNITS[found.group(2)])
+        try:
+            return now - timedelta(seconds=float(found.group(1)) * _UNITS[found.group(2)])
+        except OverflowError:
+            return None
     try:
         when = datetime.fromisoformat(text.strip())
     except ValueError:
@@ -118,14 +122,20 @@ def _ended_run(data: Any) -> EndedRun | None:
         identifier=str(data.get("issue_identifier") or data.get("issue_id") or "?"),
         outcome=str(payload.get("outcome") or ""),
         seconds=_number(payload.get("seconds")),
-        tokens=int(total) if isinstance(total, int) and not isinstance(total, bool) else None,
+        tokens=int(total) if _number(total) is not None and isinstance(total, int) else None,
         spend=payload.get("spend") if isinstance(payload.get("spend"), str) else None,
         spend_usd=_number(payload.get("spend_usd")),
     )
 
 
 def _number(value: Any) -> float | None:
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+    """``value`` as a float when it is a finite number >= 0 (seconds, tokens, dollars)."""
+    if (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value >= 0
+    ):
         return float(value)
     return None
 
@@ -278,6 +288,19 @@ def _usd(value: float | None) -> str:
     return f"${value:.4f}" if 0 < value < 0.01 else f"${value:,.2f}"
 
 
+def _runs(count: int) -> str:
+    return f"{count:,} run" if count == 1 else f"{count:,} runs"
+
+
+def _issue_spend(row: dict[str, Any]) -> str:
+    """An issue's spend cell: dollars, ``+unknown`` when some runs had no price or no usage
+    report, ``unknown`` when none was priced."""
+    unknown = row["runs_unpriced"] or row["runs_not_reported"]
+    if row["spend_usd"] is None:
+        return "unknown" if unknown else "-"
+    return _usd(row["spend_usd"]) + (" +unknown" if unknown else "")
+
+
 def _count(value: float | None) -> str:
     return "-" if value is None else f"{value:,.0f}"
 
@@ -321,11 +344,11 @@ def render_text(body: dict[str, Any]) -> Iterator[str]:
         )
         caveats = []
         if body["runs_unpriced"]:
-            caveats.append(f"{body['runs_unpriced']:,} runs of an unknown model (no price)")
+            caveats.append(f"{_runs(body['runs_unpriced'])} of an unknown model (no price)")
         if body["runs_not_reported"]:
-            caveats.append(f"{body['runs_not_reported']:,} runs not reported")
+            caveats.append(f"{_runs(body['runs_not_reported'])} not reported")
         if body["runs_without_usage"]:
-            caveats.append(f"{body['runs_without_usage']:,} runs recorded without usage")
+            caveats.append(f"{_runs(body['runs_without_usage'])} recorded without usage")
         if caveats:
             yield f"not priced  {'; '.join(caveats)}: their spend is unknown, not zero"
         yield ""
@@ -337,8 +360,7 @@ def render_text(body: dict[str, Any]) -> Iterator[str]:
                 f"{i['succeeded_runs']:,}",
                 _duration(i["seconds"]),
                 f"{i['tokens']:,}",
-                _usd(i["spend_usd"])
-                + (" +unknown" if i["runs_unpriced"] or i["runs_not_reported"] else ""),
+                _issue_spend(i),
             )
             for i in body["by_issue"]
         ]
@@ -352,11 +374,11 @@ def render_text(body: dict[str, Any]) -> Iterator[str]:
     if ledger is not None:
         yield ""
         yield (
-            f"all time    {ledger['runs']:,} runs over {ledger['issues']:,} issues, "
+            f"all time    {_runs(ledger['runs'])} over {ledger['issues']:,} issues, "
             f"{_count(ledger['tokens'])} tokens, {_usd(ledger['spend_usd'])}"
-            + (f" ({ledger['runs_unpriced']:,} runs unpriced)" if ledger["runs_unpriced"] else "")
+            + (f" ({_runs(ledger['runs_unpriced'])} unpriced)" if ledger["runs_unpriced"] else "")
             + (
-                f" ({ledger['runs_not_reported']:,} runs not reported)"
+                f" ({_runs(ledger['runs_not_reported'])} not reported)"
                 if ledger["runs_not_reported"]
                 else ""
             )

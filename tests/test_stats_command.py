@@ -118,10 +118,10 @@ def test_text_is_a_summary_and_a_row_per_issue(project):
     assert "5, 2 succeeded (40%), over 4 issues (2 succeeded)" in lines[1]
     assert lines[2] == "run time    p50 1m00s, p95 5m00s"
     assert "$2.00 total, $0.50 per issue, $1.00 per succeeded issue" in text
-    assert "1 runs of an unknown model (no price); 1 runs not reported" in text
+    assert "1 run of an unknown model (no price); 1 run not reported" in text
     row = next(line for line in lines if line.startswith("ABC-1"))
     assert row.split() == ["ABC-1", "2", "1", "6m40s", "4,000", "$2.00"]
-    assert next(line for line in lines if line.startswith("ABC-2")).endswith("- +unknown")
+    assert next(line for line in lines if line.startswith("ABC-2")).endswith(" unknown")
     assert lines[-1].startswith("all time    3 runs over 3 issues, 6,000 tokens, $2.00")
 
 
@@ -156,3 +156,24 @@ def test_since_and_percentiles():
     assert percentile([], 0.5) is None
     assert percentile([5.0], 0.95) == 5.0
     assert percentile([float(n) for n in range(1, 101)], 0.95) == 95.0
+
+
+def test_a_span_longer_than_the_calendar_is_the_whole_history(project):
+    assert parse_since("99999999d", NOW) is None
+    assert parse_since("1000000w", NOW) is None
+    code, text = _stats(project, since="99999999999999999999d")
+    assert code == 0 and text.splitlines()[0] == "since the first run (UTC)"
+
+
+def test_a_negative_figure_in_the_history_is_no_figure(tmp_path: Path):
+    path = _workflow(tmp_path)
+    folder = _folder(path, tmp_path / "state")
+    (folder / "events.jsonl").write_text(
+        _ended(1, "ABC-1", "normal", seconds=10.0, tokens=100, spend="priced", spend_usd=1.0)
+        + _ended(1, "ABC-2", "normal", seconds=-5.0, tokens=-7, spend="priced", spend_usd=-50.0)
+    )
+    out = io.StringIO()
+    assert run_stats(str(path), state_dir=tmp_path / "state", now=NOW, as_json=True, out=out) == 0
+    body = json.loads(out.getvalue())
+    assert body["spend_usd"]["total"] == 1.0 and body["tokens"]["total"] == 100
+    assert body["run_seconds"]["p50"] == 10.0

@@ -34,20 +34,23 @@ from symphony_tui.domain import TokenUsage
 #: The shipped table, a package data file.
 DEFAULT_TABLE_FILE = "pricing_default.json"
 PER_TOKENS = 1_000_000
+#: The highest price taken, US dollars per million tokens (a dollar a token): far above any
+#: model's, and low enough that a run's cost stays a finite number.
+MAX_PRICE = 1_000_000
 
 
 class ModelPrice(BaseModel):
-    """One model's prices, US dollars per million tokens (each >= 0 and finite).
+    """One model's prices, US dollars per million tokens (each from 0 to ``MAX_PRICE``).
 
     ``cached_input`` prices the cached part of the input (default: ``input``);
     ``reasoning`` the reasoning part of the output (default: ``output``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    input: float = Field(ge=0, allow_inf_nan=False)
-    output: float = Field(ge=0, allow_inf_nan=False)
-    cached_input: float | None = Field(default=None, ge=0, allow_inf_nan=False)
-    reasoning: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    input: float = Field(ge=0, le=MAX_PRICE, allow_inf_nan=False)
+    output: float = Field(ge=0, le=MAX_PRICE, allow_inf_nan=False)
+    cached_input: float | None = Field(default=None, ge=0, le=MAX_PRICE, allow_inf_nan=False)
+    reasoning: float | None = Field(default=None, ge=0, le=MAX_PRICE, allow_inf_nan=False)
     currency: Literal["USD"] = "USD"
 
     @field_validator("input", "output", "cached_input", "reasoning", mode="before")
@@ -103,12 +106,25 @@ def default_table() -> DefaultTable:
 
 def model_keys(value: Any) -> Any:
     """The ``pricing`` setting as written with its model names trimmed and lowercased
-    (``None``: no entries); anything else is left for validation to report."""
+    (``None``: no entries); anything else is left for validation to report. Raises
+    ``ValueError`` for an empty name and for two names that differ only in case."""
     if value is None:
         return {}
-    if isinstance(value, Mapping):
-        return {str(name).strip().lower(): prices for name, prices in value.items()}
-    return value
+    if not isinstance(value, Mapping):
+        return value
+    keys: dict[str, Any] = {}
+    written: dict[str, str] = {}
+    for name, prices in value.items():
+        key = str(name).strip().lower()
+        if not key:
+            raise ValueError("a model name is empty")
+        if key in written:
+            raise ValueError(
+                f"{written[key]!r} and {str(name)!r} name the same model "
+                "(names are matched case-insensitively)"
+            )
+        keys[key], written[key] = prices, str(name)
+    return keys
 
 
 def lookup(table: Mapping[str, ModelPrice], model: str | None) -> ModelPrice | None:

@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
 
 class _Cmd(BaseModel):
@@ -113,6 +120,13 @@ class ExtendBudget(_Cmd):
     issue_id: str
     tokens: int = Field(default=0, ge=0, le=1_000_000_000)
     usd: float = Field(default=0.0, ge=0, le=1_000_000, allow_inf_nan=False)
+
+    @field_validator("tokens", "usd", mode="before")
+    @classmethod
+    def _amount(cls, value: Any) -> Any:
+        if isinstance(value, bool):  # JSON true would otherwise be 1 token or $1
+            raise ValueError("must be a number, not true/false")
+        return value
 
     @model_validator(mode="after")
     def _something(self) -> ExtendBudget:

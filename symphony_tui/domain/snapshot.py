@@ -240,7 +240,8 @@ class Snapshot(BaseModel):
         backend has reported no usage for it; ``codex_totals.runs_not_reported`` counts
         finished runs that never had one. ``spend`` (a running row) and
         ``codex_totals.spend_usd`` are US dollars, null when nothing was priced;
-        ``runs_unpriced`` counts finished runs whose model had no price."""
+        ``runs_unpriced`` counts finished runs whose model had no price. A running row's
+        ``budget_reached`` says why a budget holds it (null: not held)."""
 
         def iso(dt: datetime | None) -> str | None:
             return dt.isoformat() if dt else None
@@ -269,6 +270,7 @@ class Snapshot(BaseModel):
                     "started_at": iso(r.started_at),
                     "last_event_at": iso(r.last_event_at),
                     "tokens": tok(r.tokens) if r.usage_reported else None,
+                    "budget_reached": r.budget_reached,
                     "model": r.model,
                     "spend": {
                         "usd": r.spend_usd,

@@ -70,6 +70,12 @@ def test_a_backends_own_cost_counts_unless_the_table_prices_the_model_or_it_is_z
         ("pricing:\n  gpt-x: {input: 1, output: 2, currency: EUR}\n", "pricing.gpt-x.currency"),
         ("pricing:\n  gpt-x: {input: true, output: 2}\n", "pricing.gpt-x.input"),
         ("pricing: [1, 2]\n", "pricing"),
+        ("pricing:\n  gpt-x: {input: 1e300, output: 2}\n", "pricing.gpt-x.input"),
+        (
+            "pricing:\n  GPT-X: {input: 1, output: 2}\n  gpt-x: {input: 2, output: 4}\n",
+            "'GPT-X' and 'gpt-x'",
+        ),
+        ("pricing:\n  ' ': {input: 1, output: 2}\n", "a model name is empty"),
         ("agent:\n  max_spend_per_issue_usd: 0\n", "agent.max_spend_per_issue_usd"),
         ("agent:\n  max_spend_per_attempt_usd: true\n", "agent.max_spend_per_attempt_usd"),
     ],
@@ -171,6 +177,9 @@ async def test_a_money_budget_holds_the_run_and_an_extension_in_dollars_lets_it_
     await h.settle()
     run = h.orch.running["id-1"]
     assert run.budget_reached == "$1.25 of $1.00 per issue"
+    await h.settle()
+    row = h.orch.snapshot().state_payload()["running"][0]  # what a headless operator polls
+    assert row["budget_reached"] == "$1.25 of $1.00 per issue"
     assert h.backend.sessions[0].interrupted.is_set()
     short = await h.orch.send(ExtendBudget(issue_id="ABC-1", tokens=5000))
     assert not short.ok and "at least $0.26 more" in short.message
@@ -189,6 +198,9 @@ def test_an_extension_names_tokens_or_dollars():
     with pytest.raises(ValueError, match="tokens or usd"):
         ExtendBudget(issue_id="x")
     assert ExtendBudget(issue_id="x", usd=1.5).tokens == 0
+    for amount in ({"usd": True}, {"tokens": True}):  # never $1 or 1 token
+        with pytest.raises(ValueError, match="not true/false"):
+            ExtendBudget.model_validate({"issue_id": "x", **amount})
 
 
 async def test_a_resumed_thread_is_priced_once_across_a_crash(make_harness, tmp_path):

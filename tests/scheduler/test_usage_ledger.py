@@ -66,6 +66,11 @@ def test_records_round_trip_and_bad_ones_say_why():
             b'"tokens":{"total_tokens":-4}}',
             "negative",
         ),
+        (
+            b'{"kind":"run","run":"r","issue_id":"i","issue_identifier":"A","seconds":1,'
+            b'"tokens":{"total_tokens":4,"cost_usd":-50}}',
+            "cost_usd is not a number >= 0",
+        ),
     ]:
         try:
             decode(line)

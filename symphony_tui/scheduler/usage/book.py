@@ -340,8 +340,11 @@ def _tokens_from_json(raw: Any) -> TokenUsage:
         counts[name] = value
     cost = raw.get("cost_usd")
     if cost is not None and (
-        not isinstance(cost, int | float) or isinstance(cost, bool) or not math.isfinite(cost)
+        not isinstance(cost, int | float)
+        or isinstance(cost, bool)
+        or not math.isfinite(cost)
+        or cost < 0
     ):
-        raise ValueError("tokens.cost_usd is not a number")
+        raise ValueError("tokens.cost_usd is not a number >= 0")
     # Checked above, field by field: no second validation pass (start-up reads thousands).
     return TokenUsage.model_construct(**counts, cost_usd=None if cost is None else float(cost))
