@@ -48,11 +48,14 @@ class PullCheck(BaseModel):
 
 class ReviewNote(BaseModel):
     """A reviewer's word: an unresolved review thread's comment (``path``, ``line``) or a
-    review's body (``path`` None)."""
+    review's body (``path`` None). ``association``: the author's relation to the repository,
+    GitHub's ``CommentAuthorAssociation`` (``OWNER``, ``MEMBER``, ``COLLABORATOR``,
+    ``CONTRIBUTOR``, ``NONE``...; None when unknown)."""
 
     model_config = ConfigDict(frozen=True, defer_build=True)
 
     author: str | None = None
+    association: str | None = None
     body: str
     path: str | None = None
     line: int | None = None
@@ -68,7 +71,10 @@ class ReviewNote(BaseModel):
 class PullRequestLink(BaseModel):
     """An issue's pull request. ``found_by``: ``branch`` (the run's branch is its head),
     ``closing_reference`` (a closing keyword or a development link of the issue).
-    ``checks_sha``: the commit ``checks`` belong to (the head when they are current)."""
+    ``checks_sha``: the commit ``checks`` belong to (the head when they are current).
+    ``author`` / ``author_association``: who opened it and their relation to the repository
+    (as :attr:`ReviewNote.association`); ``cross_repository``: its head is in another
+    repository (a fork, owned by ``head_owner``)."""
 
     model_config = ConfigDict(frozen=True, defer_build=True)
 
@@ -86,6 +92,10 @@ class PullRequestLink(BaseModel):
     checks: tuple[PullCheck, ...] = ()
     review_notes: tuple[ReviewNote, ...] = ()
     found_by: str = "closing_reference"
+    author: str | None = None
+    author_association: str | None = None
+    cross_repository: bool = False
+    head_owner: str | None = None
 
     @property
     def failed_checks(self) -> tuple[PullCheck, ...]:

@@ -26,6 +26,12 @@ Reactions, each on by its setting (``github.reactions``):
   merges cleanly: merged with the head's ``sha`` as a precondition (GitHub refuses when the
   head moved since).
 
+Trust: only review comments whose author is trusted (``trusted_associations``, by default
+``OWNER``, ``MEMBER``, ``COLLABORATOR``, or a login in ``trusted_users``) reach a prompt,
+and a pull request from a fork whose author is not trusted gets no reaction at all (no CI
+log, no review, no rebase, no merge): anyone may comment on, or open a pull request
+against, a public repository.
+
 No loop: a reaction acts once per feedback (the same failure on the same head commit does
 not start a second turn), an issue gets at most ``max_per_issue`` reaction turns in a
 scheduler's life, at least ``cooldown_ms`` apart, and none while the issue runs, waits for a
@@ -366,10 +372,21 @@ class Feedback:
             return
         if state.dispatch_paused:
             return  # the operator paused dispatch: the feedback waits with it
+        link = self._trusted(issue, link, reactions)
         chosen = self._choose(link, reactions)
         if chosen is None:
             return
         done = self._done.setdefault(issue.id, IssueReactions())
+        if link.cross_repository and not reactions.trusts(link.author, link.author_association):
+            self._tell_once(
+                issue, done, f"fork:{link.number}",
+                f"{chosen.kind}: not acted on, pull request #{link.number} comes from a fork "
+                f"({link.head_owner or 'another repository'}) by {link.author or 'a ghost'} "
+                f"({str(link.author_association or 'no association').lower()}), who is not "
+                "trusted (github.reactions.trusted_associations, trusted_users): no reaction "
+                "to it, ever",
+            )  # fmt: skip
+            return
         if chosen.key in done.handled:
             return
         previous = done.last_mono
@@ -412,6 +429,26 @@ class Feedback:
         self._mailbox.spawn(
             self._act(issue, chosen, reactions, previous), name=f"feedback-{issue.id}"
         )
+
+    def _trusted(
+        self, issue: Issue, link: PullRequestLink, reactions: ReactionSettings
+    ) -> PullRequestLink:
+        """``link`` with only the review notes of trusted authors (``trusted_associations``,
+        ``trusted_users``): nothing anyone else wrote reaches an agent. The ones left out
+        are said once per set of authors."""
+        kept = tuple(n for n in link.review_notes if reactions.trusts(n.author, n.association))
+        if len(kept) == len(link.review_notes):
+            return link
+        if reactions.review_comments:
+            left = sorted({n.author or "a ghost" for n in link.review_notes if n not in kept})
+            done = self._done.setdefault(issue.id, IssueReactions())
+            self._tell_once(
+                issue, done, f"untrusted:{link.number}:{','.join(left)}",
+                f"review_comments: {len(link.review_notes) - len(kept)} comment(s) on pull "
+                f"request #{link.number} by {', '.join(left)} left out: not trusted "
+                "(github.reactions.trusted_associations, trusted_users)",
+            )  # fmt: skip
+        return link.model_copy(update={"review_notes": kept})
 
     def _busy(self, issue_id: str) -> bool:
         """The issue runs, is held, or waits for a failure's retry. A continuation retry

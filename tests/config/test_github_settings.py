@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from symphony_tui.config.errors import flatten_validation_error
 from symphony_tui.config.settings import resolve_settings
 from symphony_tui.config.unread import unread_warnings
 
@@ -39,3 +40,27 @@ def test_a_misspelt_reaction_is_named() -> None:
         "unknown setting github.reactions.ci_failures is ignored (nothing reads it); "
         "did you mean github.reactions.ci_failure?",
     )
+
+
+def test_trust_and_the_least_poll_interval() -> None:
+    reactions = resolve_settings({}, Path(".")).github.reactions
+    assert reactions.trusts("alice", "MEMBER") and reactions.trusts("bob", "OWNER")
+    assert not reactions.trusts("mallory", "NONE") and not reactions.trusts(None, None)
+    assert not reactions.trusts("carol", "CONTRIBUTOR")
+    raw = {"github": {"reactions": {"trusted_associations": ["owner"],
+                                    "trusted_users": ["Carol", " dependabot[bot] "]}}}  # fmt: skip
+    reactions = resolve_settings(raw, Path(".")).github.reactions
+    assert reactions.trusts("carol", "CONTRIBUTOR") and reactions.trusts("Dependabot[bot]", "NONE")
+    assert reactions.trusts("x", "OWNER") and not reactions.trusts("alice", "MEMBER")
+
+    def error(raw: dict) -> str:
+        with pytest.raises(ValidationError) as caught:
+            resolve_settings(raw, Path("."))
+        return flatten_validation_error(caught.value)
+
+    said = error({"github": {"reactions": {"trusted_associations": ["MEMBERS"]}}})
+    assert "\n" not in said and "unknown association(s) MEMBERS" in said
+    said = error({"github": {"pull_requests": {"poll_ms": 5000}}})
+    assert "\n" not in said and "github.pull_requests.poll_ms" in said
+    assert "at least 10000 (10 s), got 5000" in said
+    assert resolve_settings({"github": {"pull_requests": {"poll_ms": 10_000}}}, Path("."))

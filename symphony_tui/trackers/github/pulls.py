@@ -6,7 +6,9 @@ run's branch (``repository.pullRequests(headRefName:)``), else the first of the 
 ``closedByPullRequestsReferences`` (GitHub fills it from closing keywords, ``Fixes`` then
 the issue's number, and from the issue's development links), open ones first. One GraphQL
 request reads :data:`BATCH` issues (aliases ``i<n>`` and ``b<n>``), with the issue's labels
-(the label commands), the head commit's check rollup and the unresolved review threads.
+(the label commands), the head commit's check rollup and the unresolved review threads, and
+who wrote what (each comment's and the pull request's author and ``authorAssociation``,
+whether its head is a fork's): the scheduler sends only what trusted people wrote.
 
 Writes and reads on demand: :meth:`GitHubPulls.job_log_tail` (``GET
 /repos/{o}/{r}/actions/jobs/{id}/logs`` answers ``302`` to a signed URL on another host,
@@ -42,6 +44,7 @@ BRANCH_FIRST = 2
 # the product of its parents' ``first``): review comments dominate, at (3 + 2) pull requests
 # x 20 threads an issue; with the rest about 120 per issue, 2,400 for a batch of 20: about
 # 24 points a request (GitHub counts a hundredth of them), of the 5,000 an hour a token has.
+# Authors and associations are plain fields (no connection): they add nothing to it.
 LOG_TAIL_BYTES = 256 * 1024
 """How much of a job's log is read from its end (the excerpt is cut from this)."""
 
@@ -56,6 +59,10 @@ fragment SymphonyGitHubPull on PullRequest {{
   baseRefName
   mergeable
   reviewDecision
+  author {{ login }}
+  authorAssociation
+  isCrossRepository
+  headRepositoryOwner {{ login }}
   commits(last: 1) {{
     nodes {{
       commit {{
@@ -85,10 +92,12 @@ fragment SymphonyGitHubPull on PullRequest {{
       isOutdated
       path
       line
-      comments(first: {COMMENTS_FIRST}) {{ nodes {{ author {{ login }} body url }} }}
+      comments(first: {COMMENTS_FIRST}) {{ nodes {{ author {{ login }} authorAssociation body url }} }}
     }}
   }}
-  latestReviews(first: {REVIEWS_FIRST}) {{ nodes {{ state body url author {{ login }} }} }}
+  latestReviews(first: {REVIEWS_FIRST}) {{
+    nodes {{ state body url author {{ login }} authorAssociation }}
+  }}
 }}
 """
 
@@ -306,6 +315,7 @@ def _link(node: dict, found_by: str) -> PullRequestLink | None:
             notes.append(
                 ReviewNote(
                     author=(comment.get("author") or {}).get("login"),
+                    association=comment.get("authorAssociation"),
                     body=str(comment.get("body") or ""),
                     path=thread.get("path"),
                     line=thread.get("line"),
@@ -317,6 +327,7 @@ def _link(node: dict, found_by: str) -> PullRequestLink | None:
             notes.append(
                 ReviewNote(
                     author=(review.get("author") or {}).get("login"),
+                    association=review.get("authorAssociation"),
                     body=str(review["body"]),
                     url=review.get("url"),
                 )
@@ -336,6 +347,10 @@ def _link(node: dict, found_by: str) -> PullRequestLink | None:
         checks=checks,
         review_notes=tuple(notes),
         found_by=found_by,
+        author=(node.get("author") or {}).get("login"),
+        author_association=node.get("authorAssociation"),
+        cross_repository=bool(node.get("isCrossRepository")),
+        head_owner=(node.get("headRepositoryOwner") or {}).get("login"),
     )
 
 

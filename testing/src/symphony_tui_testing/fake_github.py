@@ -127,6 +127,8 @@ class _Pull:
     threads: list[_Thread] = field(default_factory=list)
     checks: dict[str, list[_Check]] = field(default_factory=dict)  # head sha -> checks
     merged_sha: str | None = None
+    author: str = "symphony-bot"
+    fork_owner: str | None = None  # the head is in this owner's fork (a cross-repository pull)
 
 
 @dataclass
@@ -173,6 +175,8 @@ class FakeGitHub:
         self._lock = threading.RLock()
         self._issues: dict[int, _Issue] = {}
         self._pulls: dict[int, _Pull] = {}
+        self.associations: dict[str, str] = {}
+        """login (lower case) -> ``CommentAuthorAssociation``; others are ``COLLABORATOR``."""
         self._logs: dict[int, str] = {}
         self._redirect = ""
         self._project: _Project | None = None
@@ -372,16 +376,24 @@ class FakeGitHub:
         head_sha: str | None = None,
         mergeable: str = "MERGEABLE",
         draft: bool = False,
+        author: str = "symphony-bot",
+        fork_owner: str | None = None,
     ) -> int:
         """An open pull request from branch ``head_ref`` into ``main``; ``closes``: issues
-        it closes (a closing keyword or a development link). Returns its number."""
+        it closes (a closing keyword or a development link); ``author`` opened it, from
+        ``fork_owner``'s fork when given. Returns its number."""
         with self._lock:
             number = self.add_issue(title, pull_request=True)
             sha = head_sha or hashlib.sha1(f"{head_ref}:{number}:0".encode()).hexdigest()
             self._pulls[number] = _Pull(
-                number, head_ref, sha, closes=list(closes), mergeable=mergeable, draft=draft
-            )
+                number, head_ref, sha, closes=list(closes), mergeable=mergeable, draft=draft,
+                author=author, fork_owner=fork_owner,
+            )  # fmt: skip
             return number
+
+    def association(self, login: str) -> str:
+        """``login``'s ``CommentAuthorAssociation`` with the repository (see ``associations``)."""
+        return self.associations.get(login.lower(), "COLLABORATOR")
 
     def pull(self, number: int) -> _Pull:
         with self._lock:

@@ -183,7 +183,8 @@ def _pull(fake: FakeGitHub, pull: Any) -> dict[str, Any]:
             "comments": _connection([
                 {"__typename": "PullRequestReviewComment", "body": body,
                  "url": f"https://github.com/{fake.repo}/pull/{pull.number}#discussion_r{i}",
-                 "author": {"__typename": "User", "login": who}}
+                 "author": {"__typename": "User", "login": who},
+                 "authorAssociation": fake.association(who)}
                 for i, (who, body) in enumerate(t.comments)
             ]),
         }
@@ -193,7 +194,8 @@ def _pull(fake: FakeGitHub, pull: Any) -> dict[str, Any]:
     for who, state, body in pull.reviews:
         latest[who] = {"__typename": "PullRequestReview", "state": state, "body": body,
                        "url": f"https://github.com/{fake.repo}/pull/{pull.number}#review",
-                       "author": {"__typename": "User", "login": who}}  # fmt: skip
+                       "author": {"__typename": "User", "login": who},
+                       "authorAssociation": fake.association(who)}  # fmt: skip
     return {
         "__typename": "PullRequest",
         "number": pull.number,
@@ -205,6 +207,13 @@ def _pull(fake: FakeGitHub, pull: Any) -> dict[str, Any]:
         "baseRefName": pull.base_ref,
         "mergeable": pull.mergeable,
         "reviewDecision": pull.review_decision,
+        "author": {"__typename": "User", "login": pull.author},
+        "authorAssociation": fake.association(pull.author),
+        "isCrossRepository": pull.fork_owner is not None,
+        "headRepositoryOwner": {
+            "__typename": "User",
+            "login": pull.fork_owner or fake.repo.split("/")[0],
+        },
         "commits": _last([{"__typename": "PullRequestCommit", "commit": commit}]),
         "reviewThreads": _connection(threads),
         "latestReviews": _connection(list(latest.values())),
