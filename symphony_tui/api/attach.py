@@ -62,8 +62,9 @@ def open_attach(
 ) -> Attachment:
     """Resolve ``url`` (``http(s)://...`` or ``ssh://[user@]host[:port]``) or ``ssh``
     (``[user@]host``), open the forward when it is SSH, and probe the API once. The
-    control token (docs/security.md) is read from the scheduler's API note: on this machine
-    for a loopback ``http://`` URL, over ssh for ``ssh://``. Raises :class:`AttachError`."""
+    control token (docs/security.md), and the bearer token a console's scheduler generated,
+    are read beside the scheduler's API note: on this machine for a loopback ``http://``
+    URL, over ssh for ``ssh://``; a ``token`` given wins. Raises :class:`AttachError`."""
     if ssh and url:
         raise AttachError("give either a URL or --ssh, not both")
     if not ssh and not url:
@@ -78,14 +79,15 @@ def open_attach(
             tunnel = SshTunnel(target, port).open()
         except (ValueError, SshError) as exc:
             raise AttachError(str(exc)) from None
-        control = next((n.get("control_token") for n in notes if n.get("port") == port), None)
+        note = next((n for n in notes if n.get("port") == port), {})
         attachment = Attachment(
             tunnel.base_url,
-            token,
+            # a console's scheduler generated its bearer token and keeps it beside its note
+            token or note.get("api_token"),
             mode,
             tunnel=tunnel,
             label=f"{target.name} (API port {port})",
-            control=control,
+            control=note.get("control_token"),
         )
     elif text.startswith(("http://", "https://")):
         attachment = Attachment(

@@ -340,6 +340,57 @@ async def test_attach_by_the_printed_address_finds_the_token_this_user_keeps(
         await api.stop()
 
 
+async def test_attach_over_ssh_sends_the_bearer_token_the_discovery_read(
+    make_harness, tmp_path, monkeypatch
+):
+    """``attach ssh://host`` to a console's scheduler: its generated bearer token, kept
+    beside its note on that host, is read by the ssh discovery and sent on every request.
+    A stand-in ``ssh`` runs the discovery script here, as sshd would; the forward is
+    replaced by a direct loopback client (tests/api/test_remote_attach.py has real sshd)."""
+    from symphony_tui.api.attach import open_attach
+
+    fake = tmp_path / "fake-ssh"
+    fake.write_text('#!/bin/sh\nshift\nexec sh -c "$*"\n')  # as sshd: one command line
+    fake.chmod(0o755)
+    monkeypatch.setenv("SYMPHONY_SSH", str(fake))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+
+    class Forward:  # the tunnel's interface, straight to the API's loopback port
+        def __init__(self, target, api_port):
+            self.base_url = f"http://127.0.0.1:{api_port}"
+
+        def open(self):
+            return self
+
+        def client(self, *, timeout_s=10.0):
+            return httpx.AsyncClient(base_url=self.base_url, timeout=timeout_s)
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr("symphony_tui.api.attach.SshTunnel", Forward)
+    notes = announce.default_dir()
+    h = make_harness([make_issue(1)], script=asking, front="agent:\n  max_turns: 1\n")
+    await h.start()
+    token = "t0ken-" + "y" * 30
+    api = ApiServer(
+        h.orch,
+        token=token,
+        announce_dir=notes,
+        announce_extra={"token_file": str(announce.write_token(notes, token))},
+    )
+    await api.start()
+    try:
+        attachment = await asyncio.to_thread(open_attach, "ssh://me@box")
+        try:
+            assert attachment.token == token
+            assert attachment.port().snapshot() is not None
+        finally:
+            attachment.close()
+    finally:
+        await api.stop()
+
+
 async def test_what_happens_while_the_scheduler_stops_reaches_the_console_before_the_last_frame(
     make_harness,
 ):
