@@ -238,7 +238,7 @@ class Lifecycle:
         if self.attached_scheduler_stopped:  # nothing runs there any more: just leave
             await self.shutdown_and_exit(0, "the scheduler had stopped")
             return
-        message = "detached; the scheduler keeps running" if state.detach_only else None
+        message = self._detached_line() if state.detach_only else None
         if state.starting:  # nothing runs yet; the build is awaited off the key handler
             self._in_worker(self._stop_by_q(message))
             return
@@ -254,6 +254,13 @@ class Lifecycle:
         detach_only = state.detach_only
 
         def body_for(count: int) -> Text:
+            if detach_only and self._is_fleet():
+                # a fleet: every project's scheduler and its workers go on
+                return Text(
+                    f"Detach from the fleet? Its schedulers and their {count} worker(s) "
+                    "keep running; open the fleet again any time.",
+                    end="",
+                )
             if detach_only:
                 # a port that cannot carry a stop: the scheduler and its workers go on
                 return Text(
@@ -284,6 +291,17 @@ class Lifecycle:
             decided,
         )
 
+    def _is_fleet(self) -> bool:
+        from symphony_tui.console.fleet import is_fleet
+
+        return is_fleet(self._state.fleet_snapshot)
+
+    def _detached_line(self) -> str:
+        """What the terminal says after a detach: one scheduler, or a fleet's several."""
+        if self._is_fleet():
+            return "detached; the schedulers keep running"
+        return "detached; the scheduler keeps running"
+
     def _ask_stop_or_detach(self, count: int, *, attached: bool = False) -> None:
         """``q`` with agents running under a scheduler that can outlive the console (the
         embedded one, or the one ``attached`` to): stop them (``s``), or leave them running
@@ -296,7 +314,7 @@ class Lifecycle:
             elif answer == "stop":
                 self._in_worker(self._stop_by_q(None))
             elif answer == "detach" and attached:
-                self._in_worker(self.shutdown_and_exit(0, "detached; the scheduler keeps running"))
+                self._in_worker(self.shutdown_and_exit(0, self._detached_line()))
             elif answer == "detach":
                 self.detach_and_exit("q")
 

@@ -349,3 +349,17 @@ async def test_fleet_main_screen(fleet, make_app, svg_snapshot, size):
 
 async def test_fleet_projects_screen(fleet, make_app, svg_snapshot):
     assert await shoot(make_app(fleet), (80, 24), keys=("P", "down")) == svg_snapshot
+
+
+async def test_quitting_a_fleet_says_its_schedulers_keep_running(fleet, make_app, capsys):
+    app = make_app(fleet)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("q")
+        assert isinstance(app.screen, Confirm)
+        body = str(app.screen.query_one("#dialog-body").render())
+        assert "Detach from the fleet? Its schedulers and their" in body
+        await pilot.press("y")
+        await done(pilot)
+    assert app.return_code == 0
+    assert "detached; the schedulers keep running" in capsys.readouterr().err
