@@ -1,0 +1,186 @@
+"""The fleet console on a pseudo-terminal against the one-scheduler console at the same total
+activity: ``--schedulers`` N headless schedulers (the real CLI, :mod:`tests.bench._flood`'s
+scripted codex agents) with ``--workers`` M streaming workers each, watched by ``symphony-tui
+fleet http://... x N``; then one headless scheduler with N x M workers watched by
+``symphony-tui attach http://...``. Both consoles only read and draw (their schedulers run
+apart), so the figures are the console's own.
+
+Prints for each: the console's CPU (% of one core) and RSS over ``--window`` seconds, the
+bytes it wrote to the terminal per second, and key-to-screen: ``?`` pressed until the help
+screen's ``esc to close`` reaches the terminal, p50/p99 over ``--keys`` presses.
+
+``nice python -m tests.bench.bench_fleet_console --schedulers 6 --workers 10`` (figures, no
+asserts).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+from tests.bench._common import figure
+from tests.bench._flood import Api, ConsoleOnPty, FloodProject, percentile, rss_mb
+
+ANSI = re.compile(rb"\x1b(\[[0-9;?<>=]*[ -/]*[@-~]|[()][0-9A-Za-z]|[=>78])")
+MARK = b"esc to close"
+STARTED: list[FloodProject] = []
+
+
+class WatchedConsole(ConsoleOnPty):
+    """:class:`ConsoleOnPty` that also keeps the tail of what it drew (escape sequences
+    removed), so a key's effect can be waited for."""
+
+    def __init__(self, project: FloodProject, argv: list[str], cols: int, rows: int) -> None:
+        self.tail = b""
+        self.lock = threading.Lock()
+        super().__init__(project, cols, rows, argv=argv)
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self.master, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            self.bytes += len(chunk)
+            with self.lock:
+                self.tail = (self.tail + chunk)[-200_000:]
+
+    def seen(self) -> bool:
+        with self.lock:
+            return MARK in ANSI.sub(b"", self.tail)
+
+    def key_to_screen(self, key: bytes, timeout_s: float = 30.0) -> float:
+        """Seconds from writing ``key`` until the help screen's mark is drawn."""
+        with self.lock:
+            self.tail = b""
+        t0 = time.monotonic()
+        self.press(key)
+        while not self.seen():
+            if time.monotonic() - t0 > timeout_s:
+                return float("inf")
+            time.sleep(0.002)
+        return time.monotonic() - t0
+
+
+def console_cpu(pid: int) -> float:
+    """CPU seconds of the console process and any children it has."""
+    proc = psutil.Process(pid)
+    total = 0.0
+    for p in [proc, *proc.children(recursive=True)]:
+        try:
+            t = p.cpu_times()
+            total += t.user + t.system
+        except psutil.Error:
+            pass
+    return total
+
+
+def measure(what: str, console: WatchedConsole, window: float, keys: int) -> None:
+    pid = console.proc.pid
+    cpu0, b0, t0 = console_cpu(pid), console.bytes, time.monotonic()
+    rss: list[float] = []
+    while time.monotonic() - t0 < window:
+        time.sleep(1.0)
+        rss.append(rss_mb(pid))
+        if console.proc.poll() is not None:
+            raise RuntimeError(f"the {what} console exited ({console.proc.returncode})")
+    wall = time.monotonic() - t0
+    figure(f"{what}: console CPU (% of one core)", (console_cpu(pid) - cpu0) / wall * 100, "%")
+    figure(f"{what}: console RSS (max)", max(rss), "MB")
+    figure(f"{what}: terminal output", (console.bytes - b0) / wall / 1024, "KB/s")
+    took = []
+    for _ in range(keys):
+        took.append(console.key_to_screen(b"?") * 1000)
+        console.press(b"\x1b")  # close the help screen, let it settle
+        time.sleep(0.7)
+    figure(f"{what}: key-to-screen p50 (? -> help drawn)", percentile(took, 50), "ms")
+    figure(f"{what}: key-to-screen p99", percentile(took, 99), "ms")
+
+
+def start(workers: int, rate: float, turn_s: float) -> FloodProject:
+    project = FloodProject(workers, rate=rate, turn_s=turn_s, max_turns=1000)
+    STARTED.append(project)
+    project.start()
+    return project
+
+
+def run(
+    schedulers: int, workers: int, rate: float, turn_s: float, window: float, keys: int, size
+) -> None:
+    cols, rows = size
+    python = [sys.executable, "-m", "symphony_tui"]
+    print(f"== fleet: {schedulers} schedulers x {workers} workers, {rate:g} lines/s each")
+    projects = [start(workers, rate, turn_s) for _ in range(schedulers)]
+    for project in projects:
+        project.wait_running(Api(project.port), workers)
+    urls = [f"http://127.0.0.1:{p.port}" for p in projects]
+    fleet = WatchedConsole(projects[0], [*python, "fleet", *urls], cols, rows)
+    try:
+        time.sleep(10.0)  # every project live, the first frames drawn
+        measure(f"fleet {schedulers}x{workers}", fleet, window, keys)
+    finally:
+        fleet.close()
+        for project in projects:
+            project.stop()
+            project.cleanup()
+    total = schedulers * workers
+    print(f"== one scheduler: {total} workers, {rate:g} lines/s each")
+    single = start(total, rate, turn_s)
+    try:
+        single.wait_running(Api(single.port), total)
+        url = f"http://127.0.0.1:{single.port}"
+        console = WatchedConsole(single, [*python, "attach", url], cols, rows)
+        try:
+            time.sleep(10.0)
+            measure(f"single 1x{total}", console, window, keys)
+        finally:
+            console.close()
+    finally:
+        single.stop()
+        single.cleanup()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--schedulers", type=int, default=6)
+    parser.add_argument("--workers", type=int, default=10)
+    parser.add_argument("--rate", type=float, default=10.0, help="lines/s per agent")
+    parser.add_argument("--turn-s", type=float, default=5.0)
+    parser.add_argument("--window", type=float, default=30.0)
+    parser.add_argument("--keys", type=int, default=20)
+    parser.add_argument("--size", default="120x36", help="COLSxROWS of the terminal")
+    args = parser.parse_args()
+    cols, rows = (int(n) for n in args.size.split("x"))
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the finally below runs
+    with tempfile.TemporaryDirectory(prefix="bench-fleet-console-") as root:
+        os.environ["XDG_STATE_HOME"] = str(Path(root) / "state")
+        try:
+            run(
+                args.schedulers,
+                args.workers,
+                args.rate,
+                args.turn_s,
+                args.window,
+                args.keys,
+                (cols, rows),
+            )
+        finally:
+            for project in STARTED:  # no scheduler or agent outlives the bench
+                project.stop()
+                project.cleanup()
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
