@@ -81,15 +81,18 @@ class ConsoleState:
         return project or project_of(snapshot, issue_id) or self.project_filter
 
     def ident(self, issue_id: str) -> str:
-        """The identifier of ``issue_id`` (``DEMO-3``) when the snapshot knows it."""
+        """The identifier of ``issue_id`` (``DEMO-3``) when the snapshot knows it; in a
+        fleet, with its project (``DEMO-3 in api``): identifiers repeat across projects."""
+        from symphony_tui.console.fleet import project_of
+
+        name = issue_id
         if self.snapshot is not None:
-            for r in self.snapshot.running:
-                if r.issue_id == issue_id:
-                    return r.issue_identifier
-            for i in self.snapshot.issues:
-                if i.issue_id == issue_id:
-                    return i.identifier
-        return issue_id
+            name = next(
+                (r.issue_identifier for r in self.snapshot.running if r.issue_id == issue_id),
+                None,
+            ) or next((i.identifier for i in self.snapshot.issues if i.issue_id == issue_id), name)
+        project = project_of(self.fleet_snapshot, issue_id)
+        return f"{name} in {project}" if project and name != issue_id else name
 
     def running_ids(self) -> set[str]:
         return {r.issue_id for r in self.snapshot.running} if self.snapshot else set()

@@ -230,6 +230,9 @@ async def test_commands_carry_the_rows_issue_id_or_project_and_refusals_name_it(
         assert app.screen.query_one(WorkersTable).select_key("web/i-12")
         await pilot.press("i")
         assert isinstance(app.screen, Confirm)
+        # identifiers repeat across projects (#12 in api and web): the dialog names which
+        body = str(app.screen.query_one("#dialog-body").render())
+        assert "Interrupt the running turn of #12 in web?" in body, body
         await pilot.press("y")
         await done(pilot)
         assert fleet.sent[-1] == Interrupt(issue_id="web/i-12")
