@@ -175,9 +175,9 @@ async def test_the_filter_key_cycles_and_every_pane_follows(fleet, make_app):
         assert "showing api" in screen_text(app)
         await pilot.press("q")  # quitting counts every project's workers
         assert isinstance(app.screen, Confirm)
-        assert "Its 3 worker(s) keep running" in screen_text(app)
+        assert "3 worker(s)" in screen_text(app)
         await settle(pilot)  # the dialog's count follows each snapshot: still all of them
-        assert "Its 3 worker(s) keep running" in screen_text(app)
+        assert "3 worker(s)" in screen_text(app)
         await pilot.press("escape")
         await pilot.press("v")
         await settle(pilot)
