@@ -55,6 +55,20 @@ BACKOFF_CAP_S = 10.0
 LinkState = Literal["connecting", "live", "reconnecting", "stale", "stopped"]
 
 
+def link_reason(exc: Exception | str) -> str:
+    """One line for what broke a link: the error's own message; for one that has none
+    (httpx's timeouts often do not), what happened in words, else its class name."""
+    if isinstance(exc, str):
+        return exc
+    if str(exc):
+        return str(exc)
+    if isinstance(exc, httpx.TimeoutException):
+        return "no answer in time (the scheduler is busy, stopped or unreachable)"
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return "the connection closed mid-answer"
+    return type(exc).__name__
+
+
 class RemoteError(Exception):
     """The scheduler's API did not answer usefully (one line)."""
 
@@ -184,7 +198,7 @@ class RemotePort(SchedulerPort):
             )
             body = response.json()
         except (httpx.HTTPError, ValueError) as exc:
-            return CommandResult(False, f"scheduler unreachable: {exc}")
+            return CommandResult(False, f"scheduler unreachable: {link_reason(exc)}")
         if response.status_code != 200:
             message = (body.get("error") or {}).get("message", response.text[:200])
             return CommandResult(False, message)
@@ -195,7 +209,7 @@ class RemotePort(SchedulerPort):
         try:
             response = await self._client.get(url, params=params)
         except httpx.HTTPError as exc:
-            raise RemoteError(f"scheduler unreachable: {exc}") from exc
+            raise RemoteError(f"scheduler unreachable: {link_reason(exc)}") from exc
         return response.status_code, response.content
 
     async def diff(self, issue: str) -> WorkspaceDiff:
@@ -280,7 +294,7 @@ class RemotePort(SchedulerPort):
         # The link's own trouble (``link().error``): the snapshot keeps what the scheduler
         # last said, its tracker error included; the console names the link, not the tracker.
         self._connected = False
-        self.error = str(exc) or type(exc).__name__
+        self.error = link_reason(exc)
         if self._owner is not None and not self._owner.serving():
             self._ended("its process no longer serves")
 
@@ -331,7 +345,7 @@ class RemotePort(SchedulerPort):
             self._take_events(_EVENTS.validate_json(events.content))
             await self._fetch_transcripts()
         except (httpx.HTTPError, ValueError) as exc:
-            raise RemoteError(f"{self.base_url}: {exc}") from exc
+            raise RemoteError(f"{self.base_url}: {link_reason(exc)}") from exc
         self._heard()
 
     async def _poll(self) -> None:
@@ -368,7 +382,7 @@ class RemotePort(SchedulerPort):
                     await self._poll()
                     return
                 except (RemoteError, httpx.HTTPError, ValueError) as exc:
-                    self._lost(exc if str(exc) else type(exc).__name__)
+                    self._lost(exc)
                 else:
                     self._connected = False
                 if self._heard_at != heard_before:

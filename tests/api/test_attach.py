@@ -46,6 +46,18 @@ def test_backoff_is_jittered_and_capped():
 
 # A wall-clock bound on a shared 2-core machine: rerun (twice at most) rather than
 # mistake a loaded host for a regression; a real regression fails all three.
+def test_a_link_lost_to_a_timeout_says_so_in_words():
+    """httpx's timeouts carry no message: the link's error (the projects table's "Last
+    error", the header) says what happened, not ``ReadTimeout``."""
+    remote = RemotePort("http://127.0.0.1:9")
+    remote._lost(httpx.ReadTimeout(""))
+    assert remote.link().error == (
+        "no answer in time (the scheduler is busy, stopped or unreachable)"
+    )
+    remote._lost(httpx.ConnectError("All connection attempts failed"))
+    assert remote.link().error == "All connection attempts failed"
+
+
 async def test_link_goes_connecting_live_reconnecting_stale_and_back(served):
     _h, api = served
     now = [1000.0]
