@@ -31,6 +31,11 @@ serving is taken over (:func:`take_over_servers`; agents/local_server.py), and e
 issues' ordinary dispatch re-attaches to the recorded conversation or session and adopts
 the run in flight.
 
+A re-adopted run is the same run: it carries over the tokens, spend and usage status that
+the usage ledger last recorded for its session (:func:`carry_over`), so its row and its
+``run_ended`` read the whole run; the totals already hold that part, and the run's new
+ledger records leave it out (``usage/ledger.py``).
+
 A recorded agent found dead is left alone: its issue is dispatched as usual (a new
 session resumes the thread). One that does not re-attach within
 ``codex.reattach_timeout_ms`` is ended by its session and the attempt fails, then is
@@ -56,6 +61,7 @@ from symphony_tui.agents.codex.remote_detached import HostPlace, stop_on_host
 from symphony_tui.domain import EventKind, Issue
 from symphony_tui.hosts.ssh import SshTarget
 from symphony_tui.scheduler.run import Run
+from symphony_tui.scheduler.session_events import thread_key
 from symphony_tui.scheduler.state import SchedulerState
 from symphony_tui.trackers.base import Tracker, TrackerError
 from symphony_tui.workspaces.manifest import manifest_dir, read_manifest
@@ -118,6 +124,22 @@ def find_leftovers(workspaces: Iterable[Path]) -> list[Leftover]:
             Leftover(ws, manifest.get("issue", {}), manifest.get("run", {}), session, agent)
         )
     return found
+
+
+def carry_over(state: SchedulerState, run: Run, thread_id: object) -> None:
+    """Give the re-adopted ``run`` (not claimed yet; its thread ``thread_id`` as its manifest
+    records it) what the usage ledger last counted for the same session: its tokens and
+    spend (``Run.carried``) and whether its backend had reported usage. No-op without a
+    ledger, a thread or an unfinished record of that session."""
+    if state.usage is None or not isinstance(thread_id, str) or not thread_id:
+        return
+    mark = state.usage.carry_over(thread_key(run.issue.id, run.backend, thread_id))
+    if mark is None:
+        return
+    whole = mark.whole
+    run.tokens = whole
+    run.carried = whole
+    run.usage_reported = mark.reported and not whole.is_zero
 
 
 def _issue_from_manifest(section: dict[str, Any]) -> Issue | None:

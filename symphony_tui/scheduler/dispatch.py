@@ -10,7 +10,7 @@ from symphony_tui.domain import EventKind, Issue
 from symphony_tui.domain.payloads import Dispatched
 from symphony_tui.hosts.ssh import HostTargets
 from symphony_tui.scheduler import policy
-from symphony_tui.scheduler.adoption import Leftover
+from symphony_tui.scheduler.adoption import Leftover, carry_over
 from symphony_tui.scheduler.resources import dispatch_hold
 from symphony_tui.scheduler.retries import Retries
 from symphony_tui.scheduler.run import Run
@@ -148,6 +148,7 @@ class Dispatcher:
             adopting=dict(left.session),
             worker_host=host,
         )
+        carry_over(state, run, left.session.get("thread_id"))
         if host is not None:
             state.hosts.placed(issue.id, host)
         state.claim(run)

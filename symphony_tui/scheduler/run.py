@@ -114,6 +114,9 @@ class Run:
     #: True once the backend reported usage for this run (a report with non-zero totals
     #: that is not a re-attached session's baseline; scheduler/usage/tokens.py).
     usage_reported: bool = False
+    #: What earlier processes counted for this run before a restart re-adopted it (in
+    #: ``tokens`` already; the totals hold it from the usage ledger). None: not re-adopted.
+    carried: TokenUsage | None = None
     #: The model the session runs, as its backend reported it (or as configured for it);
     #: what prices the run's tokens (config/pricing.py). None: not known.
     model: str | None = None

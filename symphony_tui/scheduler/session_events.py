@@ -57,8 +57,12 @@ def session_key(run: Run) -> str:
     and start time while the session has no thread yet. The issue is part of the key, so a
     thread id that another issue reports too (a reused or copied thread) keeps its own
     baseline per issue: one issue's totals never become the other's starting point."""
-    session = run.thread_id or f"start:{run.started_mono}"
-    return f"{run.issue.id}:{run.backend}:{session}"
+    return thread_key(run.issue.id, run.backend, run.thread_id or f"start:{run.started_mono}")
+
+
+def thread_key(issue_id: str, backend: str, session: str) -> str:
+    """The ledger key of ``issue_id``'s session ``session`` (a thread id) on ``backend``."""
+    return f"{issue_id}:{backend}:{session}"
 
 
 class SessionRecorder:

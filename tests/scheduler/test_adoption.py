@@ -10,12 +10,16 @@ ordinary dispatch."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 from pathlib import Path
 
 from symphony_tui.agents.base import SessionHost, TurnResult, TurnStatus
 from symphony_tui.agents.codex.detached import DetachedAgent, alive, start_ticks
-from symphony_tui.domain import EventKind
+from symphony_tui.domain import AgentEvent, EventKind, TokenUsage
+from symphony_tui.domain.payloads import TokenReport
+from symphony_tui.scheduler.usage.book import RunUsage, encode_run
+from symphony_tui.scheduler.usage.ledger import UsageLedger, read_ledger
 from symphony_tui.workspaces.manifest import read_section, update_manifest
 from symphony_tui_testing.scripted_backend import ScriptedBackend, ScriptedSession, complete
 
@@ -134,3 +138,63 @@ async def test_a_dead_agent_leaves_its_issue_to_the_ordinary_dispatch(make_harne
     assert not backend.adopted
     dispatched = [e for e in h.orch.events_since(0) if e.kind is EventKind.DISPATCH]
     assert dispatched[0].message == "dispatched ABC-1"
+
+
+async def test_a_readopted_run_carries_its_usage_over_and_nothing_counts_twice(
+    make_harness, tmp_path
+):
+    """The killed scheduler's ledger says the run counted 1000 tokens ($0.50) on thread
+    th-9: the re-adopted run reads that at once (reported, priced), then the whole run
+    after more usage; the totals, the ledger and ``run_ended`` count each token once."""
+    issue = make_issue(1)
+    gate = asyncio.Event()
+    earlier = TokenUsage(input_tokens=800, output_tokens=200, total_tokens=1000, cost_usd=0.5)
+    grown = TokenUsage(input_tokens=1200, output_tokens=300, total_tokens=1500, cost_usd=0.75)
+
+    class ReportingSession(FollowingSession):
+        async def follow_turn(self) -> TurnResult:
+            await gate.wait()
+            for usage, attached in ((earlier, True), (grown, False)):
+                report = TokenReport(usage=usage, attached=attached)
+                self.host.emit(AgentEvent(kind=EventKind.TOKEN_USAGE, payload=report))
+            return await super().follow_turn()
+
+    class Backend(AdoptingBackend):
+        async def adopt_session(self, host: SessionHost, agent: DetachedAgent):
+            session = ReportingSession(host=host, thread_id="th-9", script=complete)
+            self.sessions.append(session)
+            return session
+
+    ledger_path = tmp_path / "usage.jsonl"
+    killed = RunUsage("killed-run", issue.id, issue.identifier, earlier, 30.0, False,
+                      f"{issue.id}:codex:th-9", earlier)  # fmt: skip
+    ledger_path.write_bytes(encode_run(killed))
+    backend = Backend()
+    h = make_harness([issue], front="agent:\n  max_turns: 1\n", backend=backend,
+                     usage=UsageLedger(ledger_path))  # fmt: skip
+    proc, _agent = leave_agent(h.ws("ABC-1"), issue, attempt=1)
+    try:
+        await h.start()
+        await h.until(lambda: backend.sessions)
+        await h.settle()
+        (row,) = h.orch.snapshot().state_payload()["running"]
+        assert row["tokens"] == {"input_tokens": 800, "output_tokens": 200, "total_tokens": 1000}
+        assert row["spend"]["status"] == "priced" and row["spend"]["usd"] == 0.5
+        assert h.orch.snapshot().totals.total_tokens == 1000
+
+        gate.set()
+        await h.until(lambda: not h.orch.running and h.orch.completed)
+        snap = h.orch.snapshot()
+        assert snap.totals.total_tokens == 1500 and snap.totals.cost_usd == 0.75
+        (ended,) = [e for e in h.orch.events_since(0) if e.kind is EventKind.RUN_ENDED]
+        assert ended.payload.tokens.total_tokens == 1500
+        assert ended.payload.spend == "priced" and ended.payload.spend_usd == 0.75
+        h.orch.state.usage.wait_written()
+        book, _ = read_ledger(ledger_path)
+        (whole,) = book.per_issue().values()
+        assert whole.tokens.total_tokens == 1500 and whole.tokens.cost_usd == 0.75
+        ended_record = [r for r in book.runs.values() if r.run != "killed-run"]
+        assert [r.whole.total_tokens for r in ended_record] == [1500]
+    finally:
+        proc.kill()
+        proc.wait()

@@ -5,7 +5,7 @@ reading a record twice or losing the newest one never double counts:
 
 * ``{"kind": "run", "run": <run id>, "issue_id", "issue_identifier", "tokens": {...},
   "seconds": <float>, "ended": <bool>, "thread"?: <session key>, "thread_tokens"?: {...},
-  "reported"?: false}``:
+  "reported"?: false, "carried"?: {...}}``:
   what one run (one dispatch of an issue) has counted so far, cumulative: its token growth
   (:class:`~symphony_tui.domain.TokenUsage` fields) and its running time in seconds. A later
   record of the same run replaces the earlier one. ``thread_tokens`` is the session's
@@ -14,6 +14,9 @@ reading a record twice or losing the newest one never double counts:
   where this process stopped counting (``docs/protocols.md`` "Token usage").
   ``"reported": false`` marks a run that started a turn without its backend reporting any
   usage: its zero ``tokens`` measure nothing (``scheduler/usage/tokens.py``); absent means measured.
+  ``carried`` is what earlier processes counted for the same run before a restart re-adopted
+  it (their own records hold it; ``tokens`` never does): the whole run is ``tokens`` plus
+  ``carried``.
 * ``{"kind": "issue", "issue_id", "issue_identifier", "tokens": {...}, "seconds", "runs",
   "threads"?: {<session key>: {...}}, "unreported"?: <runs>, "unpriced"?: <runs>}``: the
   folded sum of an issue's finished runs, the last absolute totals of its newest sessions,
@@ -77,6 +80,13 @@ class RunUsage:
     thread_tokens: TokenUsage | None = None
     #: False: the run started a turn and its backend reported no usage (``tokens`` zeros).
     reported: bool = True
+    #: What earlier processes counted for this run (a re-adopted run); not in ``tokens``.
+    carried: TokenUsage | None = None
+
+    @property
+    def whole(self) -> TokenUsage:
+        """The whole run's tokens: its own growth plus what it carried over."""
+        return self.tokens if self.carried is None else self.carried + self.tokens
 
     @property
     def unpriced(self) -> bool:
@@ -101,6 +111,8 @@ def encode_run(r: RunUsage) -> bytes:
         record["thread_tokens"] = _tokens_json(r.thread_tokens)
     if not r.reported:
         record["reported"] = False
+    if r.carried is not None:
+        record["carried"] = _tokens_json(r.carried)
     return _line(record)
 
 
@@ -157,6 +169,7 @@ def decode(line: bytes) -> RunUsage | IssueUsage:
             thread_tokens = _tokens_from_json(record.get("thread_tokens"))
         else:
             thread = None
+        carried = record.get("carried")
         return RunUsage(
             run,
             issue_id,
@@ -167,6 +180,7 @@ def decode(line: bytes) -> RunUsage | IssueUsage:
             thread,
             thread_tokens,
             record.get("reported") is not False,
+            _tokens_from_json(carried) if isinstance(carried, dict) else None,
         )
     if kind == "issue":
         runs = record.get("runs")

@@ -16,6 +16,12 @@ its growth was counted (``usage/book.py``). A restarted scheduler starts countin
 thread from that total, so a thread that read 120 before ``kill -9`` and 180 after its resume
 adds 60: the project, the issue, its budgets and this ledger all read 180.
 
+Re-adopted runs: a run whose agent outlived ``kill -9`` and that a restarted scheduler
+re-adopts (``scheduler/adoption.py``) is the same run: it carries over what its last mark
+counted (:meth:`UsageLedger.carry_over`, by its session key), so its tokens and spend read
+the whole run. Its new records hold only its new growth in ``tokens`` and the carried part
+in ``carried``, which no total adds: the earlier record already counts it.
+
 Checkpoints: every ``checkpoint_s`` (1 s) of the scheduler clock, each live run whose
 tokens or running time moved is queued; a run's end is queued at once. A crash therefore
 loses at most the last checkpoint interval of growth. Running time is measured per run from
@@ -85,6 +91,9 @@ class LoadedUsage:
 
     by_issue: dict[str, IssueUsage] = field(default_factory=dict)
     warning: str | None = None
+    #: Session key -> the last mark of a run that never ended there (its process was
+    #: killed): what a re-adopted run carries over (:meth:`UsageLedger.carry_over`).
+    unfinished: dict[str, RunUsage] = field(default_factory=dict)
 
     @property
     def tokens(self) -> TokenUsage:
@@ -170,6 +179,7 @@ class UsageLedger:
         self._written: dict[str, tuple[TokenUsage, float, bool]] = {}
         self._timer: TimerHandle | None = None
         self._failed = False
+        self._unfinished: dict[str, RunUsage] = {}  # loop only, after open()
         self.compactions = 0
         #: ``run -> (session key, absolute totals)`` of the session whose growth ``run.tokens``
         #: counts (None before it has one): recorded in each mark beside the growth.
@@ -183,6 +193,9 @@ class UsageLedger:
         error is logged and returned as the warning; the ledger then records nothing."""
         try:
             book, warning = read_ledger(self.path)
+            unfinished = {
+                r.thread: r for r in book.runs.values() if not r.ended and r.thread is not None
+            }
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._book = book
             self._rewrite(live=set())
@@ -196,7 +209,8 @@ class UsageLedger:
             return LoadedUsage(warning=message)
         if warning:
             log_kv(log, "warning", warning)
-        loaded = LoadedUsage(by_issue=book.per_issue(), warning=warning)
+        self._unfinished = unfinished
+        loaded = LoadedUsage(by_issue=book.per_issue(), warning=warning, unfinished=unfinished)
         # From here on the book belongs to the writer thread.
         self._thread = threading.Thread(target=self._write_loop, name="usage-ledger", daemon=True)
         self._thread.start()
@@ -212,6 +226,12 @@ class UsageLedger:
         self._timer = clock.call_later(self.checkpoint_s, tick)
 
     # ------------------------------------------------------------------ loop side
+
+    def carry_over(self, session_key: str) -> RunUsage | None:
+        """The last mark of the unfinished run of ``session_key`` (an earlier process was
+        killed while it ran), once: a re-adopted run of that session starts from its
+        :attr:`~.book.RunUsage.whole` (``Run.carried``). None when there is none."""
+        return self._unfinished.pop(session_key, None)
 
     def checkpoint(self, runs: Iterable[Run], now_mono: float) -> int:
         """Queue a mark for each run in ``runs`` whose tokens or running time moved since its
@@ -275,18 +295,21 @@ class UsageLedger:
         ):
             return None
         self._written[run_id] = (run.tokens, seconds, reported)
+        # The carried part is in the earlier process's record: only the growth is new.
+        own = run.tokens if run.carried is None else run.tokens.growth_since(run.carried)
         session = self.session_totals(run) if self.session_totals is not None else None
         thread, thread_tokens = session if session is not None else (None, None)
         return RunUsage(
             run_id,
             run.issue.id,
             run.issue.identifier,
-            run.tokens,
+            own,
             seconds,
             ended,
             thread,
             thread_tokens,
             reported,
+            run.carried,
         )
 
     # ------------------------------------------------------------------ writer thread
