@@ -5,9 +5,10 @@ loop over ``(1..100000000)`` must cost a clear one-line error, not the scheduler
 and event loop. Three layers:
 
 * YAML (:class:`BudgetLoader`): at most :data:`MAX_FRONT_MATTER_BYTES` of text, at most
-  :data:`MAX_YAML_ALIASES` aliases and at most :data:`MAX_YAML_NODES` values once every
-  alias is expanded (counted on the composed graph, each shared node once per use, before
-  any Python object is built);
+  :data:`MAX_YAML_FLOW_DEPTH` nested ``[`` / ``{``, at most :data:`MAX_YAML_ALIASES`
+  aliases and at most :data:`MAX_YAML_NODES` values once every alias is expanded (counted
+  on the composed graph, each shared node once per use, before any Python object is
+  built);
 * Liquid (``prompt.py``): the environment's loop, output, namespace and depth limits
   (:data:`LIQUID_LIMITS`, python-liquid's ``Environment`` class settings);
 * a deadline (:func:`run_within`): the whole evaluation runs in a thread of its own and
@@ -35,6 +36,10 @@ MAX_FRONT_MATTER_BYTES = 1_000_000
 MAX_YAML_ALIASES = 1_000
 #: Values (scalars, lists, maps) the front matter may hold with every alias expanded.
 MAX_YAML_NODES = 200_000
+#: Flow collections (``[`` / ``{``) open at once at most. PyYAML's scanner costs the square
+#: of this depth, and its composer recurses once per level (Python's recursion limit ends
+#: it near 300 anyway): past this, one line instead of seconds of work.
+MAX_YAML_FLOW_DEPTH = 200
 #: Seconds the front matter and the prompt check may take together.
 EVALUATION_DEADLINE_S = 5.0
 #: python-liquid ``Environment`` limits (their names): loops may run this many iterations
@@ -75,6 +80,13 @@ class BudgetLoader(yaml.SafeLoader):
                     f"the front matter uses more than {MAX_YAML_ALIASES} aliases (*name)"
                 )
         return super().compose_node(parent, index)  # type: ignore[arg-type]  # also None or a key node; stubs say int
+
+    def fetch_flow_collection_start(self, TokenClass: type[yaml.Token]) -> None:
+        if self.flow_level >= MAX_YAML_FLOW_DEPTH:
+            raise YamlBudgetExceeded(
+                f"the front matter is nested too deeply (more than {MAX_YAML_FLOW_DEPTH} [ or {{)"
+            )
+        super().fetch_flow_collection_start(TokenClass)
 
     def get_single_node(self) -> yaml.Node | None:
         node = super().get_single_node()

@@ -137,11 +137,13 @@ async def test_prompt_render_error_is_retried_and_recovers_once_the_template_is_
     h = make_harness([make_issue(1)], script=hang, prompt=broken)
     await h.start()
     await h.settle()
+    await h.until(lambda: "id-1" in h.orch.retrying)  # the render runs in a thread
     assert "template_render_error" in h.orch.retrying["id-1"].entry.error
     path = h.store.path
     path.write_text(path.read_text().replace(broken, "{{ issue.title }}"))
     await h.advance(10)
     await h.until(lambda: "id-1" in h.orch.running)  # the edit is evaluated off the loop
+    await h.until(lambda: h.backend.sessions and h.backend.sessions[0].prompts)
     assert h.backend.sessions[0].prompts == ["Issue 1"]
 
 

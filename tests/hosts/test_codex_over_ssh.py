@@ -111,23 +111,23 @@ async def test_close_mid_turn_ends_the_agent_and_its_children_on_the_host(tmp_pa
     ws.mkdir()
     # An "agent" that starts a long child, then never answers: only a group kill ends it.
     fake = tmp_path / "agent.sh"
-    fake.write_text("sleep 600 &\nsleep 601\n")
+    fake.write_text("sleep 6107 &\nsleep 6108\n")
     host = HostedSession(ws, fleet.names[0])
     b = backend(fleet, command=f"sh {fake}")
     b._settings().codex  # noqa: B018 - settings are built
     task = asyncio.ensure_future(b.start_session(host))
     deadline = asyncio.get_running_loop().time() + 20
     while asyncio.get_running_loop().time() < deadline:
-        if any(b"sleep\x00601" in _cmd(p) for p in _all_pids()):
+        if any(b"sleep\x006108" in _cmd(p) for p in _all_pids()):
             break
         await asyncio.sleep(0.1)
-    assert any(b"sleep\x00600" in _cmd(p) for p in _all_pids()), "the agent did not start"
+    assert any(b"sleep\x006107" in _cmd(p) for p in _all_pids()), "the agent did not start"
     task.cancel()
     with pytest.raises((asyncio.CancelledError, AgentError)):
         await task
     await asyncio.sleep(0.3)
-    # Exactly the agent's two (another program on this machine may run a "sleep 60").
-    ours = (b"sleep\x00600\x00", b"sleep\x00601\x00")
+    # Exactly the agent's two, by whole command line (another test may run a sleep too).
+    ours = (b"sleep\x006107\x00", b"sleep\x006108\x00")
     left = [p for p in _all_pids() if _cmd(p) in ours and _live(p)]
     assert left == [], "agent processes survived on the host"
 

@@ -73,7 +73,7 @@ async def test_a_workspace_and_its_hooks_live_on_the_host(tmp_path, fleet) -> No
 
 
 async def test_a_hung_hook_is_killed_on_the_host(tmp_path, fleet) -> None:
-    mgr, host, _ = manager(tmp_path, fleet, before_run="sleep 300 & sleep 301; echo never")
+    mgr, host, _ = manager(tmp_path, fleet, before_run="sleep 3301 & sleep 3302; echo never")
     path, _ = await mgr.ensure(ISSUE, host=host)
     settings = mgr._settings()
     short = settings.model_copy(
@@ -122,7 +122,7 @@ async def test_a_hung_hook_on_the_host_is_cut_short_by_a_stopping_scheduler(
     assert _sleepers(fleet, b"347") == []
 
 
-def _sleepers(fleet, seconds: bytes = b"300") -> list[int]:
+def _sleepers(fleet, seconds: bytes = b"3301") -> list[int]:
     out = []
     for host in fleet.hosts:
         for pid in host.sessions():

@@ -273,6 +273,7 @@ async def test_recover_lists_workspaces_from_manifests_newest_first(config: Conf
         tokens={"input_tokens": 10, "output_tokens": 5, "total_tokens": 15},
         last_event="turn_started",
     )
+    await mgr.manifests.flush()  # its writer thread has written issue.json by now
     os.utime(old / ".symphony" / "run.json", (1, 1))
     os.utime(old / ".symphony" / "issue.json", (1, 1))
     # Garbage that recovery must tolerate.

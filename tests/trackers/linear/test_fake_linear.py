@@ -13,7 +13,8 @@ from .conftest import API_KEY
 
 def post(fake: FakeLinear, query: str, variables: dict | None = None, key: str = API_KEY):
     body = {"query": query, "variables": variables or {}}
-    return httpx.post(fake.url, json=body, headers={"Authorization": key}, timeout=10)
+    # A bound, not a measure: the fake's first answer builds its schema, seconds on a busy machine.
+    return httpx.post(fake.url, json=body, headers={"Authorization": key}, timeout=60)
 
 
 def test_auth_must_match(fake: FakeLinear) -> None:
