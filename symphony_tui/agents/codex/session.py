@@ -339,6 +339,10 @@ class CodexSession:
             )
         except AgentError as e:
             self.host_lost = e.host_lost
+            if place.host is not None and _program_missing(cmd, e.message):
+                raise AgentError(
+                    "launch_failed", f"{cmd!r} not found on host {place.host}: {e.message}"
+                ) from None
             raise AgentError("launch_failed", f"{cmd!r}: {e.message}") from None
         self._start_rpc(self._link.reader, self._link.writer)
 
@@ -527,3 +531,16 @@ class CodexSession:
         no turn runs, or it ended before codex took the message; raises
         :class:`AgentError` when codex refused it for another reason."""
         return await self._steering.steer(text)
+
+
+def _program_missing(command: str, reason: str) -> bool:
+    """Whether a detached app-server's launch ``reason`` (its log's tail) says the shell
+    found no ``command``'s program: ``bash: <program>: No such file or directory`` or
+    ``... command not found`` (a detached launch has no exit code to read)."""
+    words = command.split()
+    if not words:
+        return False
+    program = words[0]
+    return f"{program}: No such file or directory" in reason or (
+        f"{program}: command not found" in reason
+    )
