@@ -35,6 +35,7 @@ async def test_real_codex_runs_a_turn_on_the_host_and_leaves_nothing(tmp_path, f
             {
                 "codex": {
                     "command": f"{shlex.quote(str(codex_bin))} app-server",
+                    "transport": "stdio",  # the app-server on the ssh session's pipes
                     "read_timeout_ms": 30_000,
                     "env": codex_env,
                 },
