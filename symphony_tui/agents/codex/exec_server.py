@@ -37,14 +37,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import fcntl
 import hashlib
 import os
 import random
 import secrets
 import shlex
-import signal
 import stat
 import time
 import uuid
@@ -54,9 +52,10 @@ from pathlib import Path
 from typing import Any
 
 from symphony_tui.agents.base import AgentError
+from symphony_tui.agents.codex.link import link_event
+from symphony_tui.agents.codex.remote_detached import end_with_parent
 from symphony_tui.agents.reconnect import Backoff
-from symphony_tui.domain import AgentEvent, EventKind
-from symphony_tui.domain.payloads import LinkChanged
+from symphony_tui.domain import AgentEvent
 from symphony_tui.hosts.remote_group import (
     NO_WORKSPACE_EXIT,
     NOT_FOUND_EXIT,
@@ -265,33 +264,9 @@ def launch_script(
     )
 
 
-def _end_with_parent() -> None:
-    """In the forked ssh client: SIGTERM when this scheduler ends (Linux
-    ``PR_SET_PDEATHSIG``), so no forward outlives it."""
-    with contextlib.suppress(Exception):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
-
-
 def link_changed(host: str, state: str, since: datetime | None, reason: str) -> AgentEvent:
     """The event that tells the scheduler the exec-server link's new ``state``."""
-    payload = LinkChanged(
-        mode=MODE,
-        state=state,
-        since=since.isoformat() if since is not None else None,
-        host=host,
-        reason=reason or None,
-    )
-    if state == CONNECTED:
-        return AgentEvent(
-            kind=EventKind.NOTIFICATION,
-            message=f"exec-server link to host {host} connected",
-            payload=payload,
-        )
-    return AgentEvent(
-        kind=EventKind.WARNING,
-        message=f"exec-server link to host {host} {state}" + (f": {reason}" if reason else ""),
-        payload=payload,
-    )
+    return link_event(host, state, since, reason, mode=MODE, up="connected")
 
 
 class ExecServerLink:
@@ -442,7 +417,7 @@ class ExecServerLink:
                 stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,
-                preexec_fn=_end_with_parent,
+                preexec_fn=end_with_parent,
             )
         except OSError as err:
             raise AgentError("launch_failed", f"cannot start ssh: {err}") from err

@@ -212,25 +212,38 @@ async def _exit_of(place: Place, proc: asyncio.subprocess.Process | None) -> Non
         await asyncio.sleep(WATCH_S)
 
 
-def link_event(host: str | None, state: str, since: datetime | None, reason: str) -> AgentEvent:
-    """The event that tells the scheduler a link's new ``state`` (a :class:`LinkChanged`)."""
+def link_event(
+    host: str | None,
+    state: str,
+    since: datetime | None,
+    reason: str,
+    *,
+    mode: str | None = None,
+    up: str = "reconnected",
+) -> AgentEvent:
+    """The event that tells the scheduler a link's new ``state`` (a :class:`LinkChanged`).
+    ``mode``: the run's link mode (default ``local`` or ``ssh`` by ``host``; ``exec-server``
+    names the exec-server's link, :mod:`~symphony_tui.agents.codex.exec_server`); ``up``:
+    the word for ``connected`` in the message."""
+    mode = mode or ("local" if host is None else "ssh")
     payload = LinkChanged(
-        mode="local" if host is None else "ssh",
+        mode=mode,
         state=state,
         since=since.isoformat() if since is not None else None,
         host=host,
         reason=reason or None,
     )
+    noun = "exec-server" if mode == "exec-server" else "app-server"
     where = "" if host is None else f" to host {host}"
     if state == CONNECTED:
         return AgentEvent(
             kind=EventKind.NOTIFICATION,
-            message=f"app-server link{where} reconnected",
+            message=f"{noun} link{where} {up}",
             payload=payload,
         )
     return AgentEvent(
         kind=EventKind.WARNING,
-        message=f"app-server link{where} {state}" + (f": {reason}" if reason else ""),
+        message=f"{noun} link{where} {state}" + (f": {reason}" if reason else ""),
         payload=payload,
     )
 

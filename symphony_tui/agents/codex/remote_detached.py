@@ -103,7 +103,7 @@ async def stop_on_host(target: SshTarget, agent: DetachedAgent, cwd: str) -> str
     return done.stdout.decode("utf-8", "replace").strip() or "none"
 
 
-def _end_with_parent() -> None:
+def end_with_parent() -> None:
     """In the forked ssh client, before exec: SIGTERM when this scheduler ends, however
     it ends (Linux ``PR_SET_PDEATHSIG``), so a crashed scheduler leaves no forward holding
     a connection to the app-server (a restarted one makes its own)."""
@@ -145,7 +145,7 @@ class HostPlace:
                 stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,
-                preexec_fn=_end_with_parent,
+                preexec_fn=end_with_parent,
             )
         except OSError as err:
             raise AgentError("launch_failed", f"cannot start ssh: {err}") from err
