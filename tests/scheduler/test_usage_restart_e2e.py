@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from symphony_tui.scheduler.usage.ledger import USAGE_FILE_NAME, read_ledger
 from tests.control import remember_control
 
 pytestmark = pytest.mark.slow
@@ -116,6 +117,22 @@ def _kill(proc: subprocess.Popen) -> None:
         proc.stderr.close()
 
 
+def _wait_on_disk(home: Path, tokens: int, timeout: float = 60.0) -> None:
+    """Until the project's usage ledger under ``home`` holds at least ``tokens`` (its writer
+    thread syncs each checkpoint; a loaded machine can take longer than one interval)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        on_disk = 0
+        for path in home.rglob(USAGE_FILE_NAME):
+            book, _ = read_ledger(path)
+            on_disk = max(on_disk, sum(u.tokens.total_tokens for u in book.per_issue().values()))
+        if on_disk >= tokens:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the ledger holds {on_disk} tokens, not {tokens}")
+        time.sleep(0.2)
+
+
 def _restored(state: dict) -> int:
     """Total tokens minus what this process's own live runs counted (a row whose agent has
     reported no usage yet has null tokens)."""
@@ -145,7 +162,7 @@ def test_totals_survive_kill_9_of_the_scheduler_process(tmp_path):
                 s["codex_totals"]["total_tokens"] > 0 and s["codex_totals"]["seconds_running"] > 3
             ),
         )
-        time.sleep(1.5)  # more than a checkpoint interval: `early` is surely on disk
+        _wait_on_disk(tmp_path / "home", early["codex_totals"]["total_tokens"])
         last = _state(url)
     finally:
         _kill(first)  # SIGKILL: no shutdown, no final write
