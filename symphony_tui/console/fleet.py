@@ -82,7 +82,8 @@ def _in(project: str, issue_id: str | None) -> bool:
 def narrowed(snapshot: Snapshot, project: str | None) -> Snapshot:
     """``snapshot`` showing only ``project``'s rows (issues, runs, retry entries,
     approvals, worker hosts, recovered workspaces, completed ids), with that project's
-    token totals, rate limits and dispatch pause. ``projects`` keeps every project (the
+    token totals and figures (rate, running time, history, capacity), rate limits and
+    dispatch pause. ``projects`` keeps every project (the
     projects table lists them all). The snapshot itself when ``project`` is ``None`` or
     not one of its projects."""
     row = project_row(snapshot, project)
@@ -99,6 +100,12 @@ def narrowed(snapshot: Snapshot, project: str | None) -> Snapshot:
             "recovered": tuple(w for w in snapshot.recovered if _in(name, w.issue_id)),
             "completed": tuple(c for c in snapshot.completed if _in(name, c)),
             "totals": row.totals,
+            "max_concurrent_agents": row.max_concurrent_agents,
+            "seconds_running": row.seconds_running,
+            "token_rate_per_min": row.token_rate_per_min,
+            "token_history": row.token_history,
+            "runs_not_reported": row.runs_not_reported,
+            "runs_unpriced": row.runs_unpriced,
             "rate_limits": row.rate_limits,
             "dispatch_paused": row.dispatch_paused,
             "workflow_path": row.workflow_path,

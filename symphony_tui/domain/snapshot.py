@@ -164,7 +164,8 @@ class ProjectRow(BaseModel):
     runs (None: this machine). ``link_state``: ``connecting``, ``live``, ``reconnecting``,
     ``stale``, ``down`` or ``stopped``; ``age_s``: seconds since it was last heard from
     (None: never); ``error``: the link's last failure or the scheduler's last error, one
-    line. The counts and ``totals`` are those of its last snapshot."""
+    line. The counts, ``totals`` and the other figures are those of its last snapshot (a
+    console filtered to the project shows them in place of the fleet's)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -181,6 +182,12 @@ class ProjectRow(BaseModel):
     dispatch_paused: bool = False
     totals: TokenUsage = Field(default_factory=TokenUsage)
     rate_limits: RateLimits | None = None
+    max_concurrent_agents: int = 0
+    seconds_running: float = 0.0
+    token_rate_per_min: float = 0.0
+    token_history: tuple[int, ...] = ()
+    runs_not_reported: int = 0
+    runs_unpriced: int = 0
 
 
 class Snapshot(BaseModel):

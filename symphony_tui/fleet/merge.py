@@ -137,6 +137,7 @@ def merge(parts: Sequence[Parts], projects: tuple[ProjectRow, ...]) -> Snapshot:
         completed=tuple(row for p in parts for row in p.completed),
         totals=_sum_tokens([s.totals for s in sources]),
         runs_not_reported=sum(s.runs_not_reported for s in sources),
+        runs_unpriced=sum(s.runs_unpriced for s in sources),
         seconds_running=sum(s.seconds_running for s in sources),
         token_rate_per_min=sum(s.token_rate_per_min for s in sources),
         token_history=_sum_history([s.token_history for s in sources]),

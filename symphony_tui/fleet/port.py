@@ -128,7 +128,21 @@ class Project:
             dispatch_paused=snap.dispatch_paused if snap is not None else False,
             totals=snap.totals if snap is not None else TokenUsage(),
             rate_limits=snap.rate_limits if snap is not None else None,
+            **(_figures(snap) if snap is not None else {}),
         )
+
+
+def _figures(snap: Snapshot) -> dict[str, Any]:
+    """The figures of a project's snapshot its :class:`ProjectRow` repeats (what a console
+    filtered to that project shows)."""
+    return {
+        "max_concurrent_agents": snap.max_concurrent_agents,
+        "seconds_running": snap.seconds_running,
+        "token_rate_per_min": snap.token_rate_per_min,
+        "token_history": snap.token_history,
+        "runs_not_reported": snap.runs_not_reported,
+        "runs_unpriced": snap.runs_unpriced,
+    }
 
 
 class FleetPort(SchedulerPort):

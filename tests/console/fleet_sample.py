@@ -218,6 +218,11 @@ def fleet_snapshot() -> Snapshot:
                 retrying=1,
                 approvals=1,
                 totals=TokenUsage(input_tokens=50_000, output_tokens=4_000, total_tokens=54_000),
+                max_concurrent_agents=4,
+                seconds_running=900.0,
+                token_rate_per_min=1_500.0,
+                token_history=(0, 200, 1500),
+                runs_unpriced=1,
             ),
             ProjectRow(
                 name=BILLING,

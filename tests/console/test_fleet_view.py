@@ -17,9 +17,11 @@ from symphony_tui.console.screens.hosts import HostsScreen
 from symphony_tui.console.screens.modals import Confirm
 from symphony_tui.console.screens.projects import ProjectsScreen
 from symphony_tui.console.screens.worker import WorkerScreen
+from symphony_tui.console.tones import Tones
 from symphony_tui.console.widgets.event_log import EventLogView, LogFilter
 from symphony_tui.console.widgets.issues import IssuesTable
 from symphony_tui.console.widgets.keyed_table import KeyedTable
+from symphony_tui.console.widgets.status import status_text
 from symphony_tui.console.widgets.workers import WorkersTable
 from symphony_tui.domain import Approve, Deny, Interrupt, PauseDispatch, Refresh
 from symphony_tui.domain.commands import DrainHost
@@ -336,10 +338,29 @@ def test_narrowing_and_the_project_of_a_row():
     assert [r.issue_id for r in web.retrying] == ["web/i-15"]
     assert [a.id for a in web.approvals] == ["web/ap-1"]
     assert web.totals.total_tokens == 54_000 and web.projects == snap.projects
+    # the project's own figures, not the fleet's: capacity, rate, running time, history
+    assert (web.max_concurrent_agents, web.token_rate_per_min, web.seconds_running) == (
+        4,
+        1500,
+        900,
+    )
+    assert web.token_history == (0, 200, 1500) and web.runs_unpriced == 1
     assert narrowed(snap, None) is snap and narrowed(snap, "nope") is snap
     assert project_of(snap, "web/i-12") == WEB
     assert project_of(snap, "billing-service-backend/old-9") == BILLING  # by its prefix
     assert project_of(snap, "elsewhere/x") is None
+
+
+def test_the_status_line_says_a_fleet_in_short_words_when_it_would_be_cut():
+    snap = fleet_snapshot()
+    now = snap.generated_at
+    wide = status_text(snap, now, Tones(), width=120).plain
+    assert "3 approvals" in wide and "2/3 projects live" in wide and "P projects" in wide
+    narrow = status_text(snap, now, Tones(), width=76)
+    assert narrow.cell_len <= 76, narrow.plain
+    assert "⚑ 3 │" in narrow.plain and "2/3 live" in narrow.plain and "1 paused" in narrow.plain
+    filtered = status_text(narrowed(snap, WEB), now, Tones(), showing=WEB, width=76).plain
+    assert "1/4 running" in filtered and "⌂ 2/3 live · web" in filtered
 
 
 SIZES = [(80, 24), (120, 36)]

@@ -35,6 +35,8 @@ def snap(issue: str, *, tokens: int = 0, history: tuple[int, ...] = ()) -> Snaps
         totals=TokenUsage(total_tokens=tokens),
         token_history=history,
         tracker_states=("Todo", "Done"),
+        max_concurrent_agents=3,
+        runs_unpriced=1,
     )
 
 
@@ -91,6 +93,12 @@ def test_the_merged_snapshot_namespaces_every_id_and_sums_the_totals():
     assert [(p.name, p.link_state, p.running, p.approvals) for p in merged.projects] == [
         ("alpha", "live", 1, 1),
         ("beta", "live", 1, 1),
+    ]
+    assert merged.max_concurrent_agents == 6 and merged.runs_unpriced == 2
+    # each project's row repeats its own figures (a console filtered to it shows them)
+    assert [(p.max_concurrent_agents, p.token_history) for p in merged.projects] == [
+        (3, (1, 2, 3)),
+        (3, (10,)),
     ]
 
 

@@ -106,9 +106,17 @@ class MainScreen(Screen[None]):
             # only what changed is set: Textual repaints a whole pane on every update
             link = self.app.port.link()  # attached consoles only
             showing = self.console.project_filter
+            status_line = self.query_one("#status-line", Static)
             update_static(
-                self.query_one("#status-line", Static),
-                status_text(snapshot, now, tones, link, showing=showing),
+                status_line,
+                status_text(
+                    snapshot,
+                    now,
+                    tones,
+                    link,
+                    showing=showing,
+                    width=status_line.size.width or None,
+                ),
             )
             alert = self._alert = alert_text(snapshot, now, tones, link)
             alert_line = self.query_one("#alert-line", Static)

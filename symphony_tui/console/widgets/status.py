@@ -58,12 +58,28 @@ def stopped_text(link, now: datetime, tones: Tones) -> Text:
 
 
 def status_text(
-    snapshot: Snapshot, now: datetime, tones: Tones, link=None, *, showing: str | None = None
+    snapshot: Snapshot,
+    now: datetime,
+    tones: Tones,
+    link=None,
+    *,
+    showing: str | None = None,
+    width: int | None = None,
 ) -> Text:
     """One line: the link (attached consoles), counts, next poll, approvals, paused,
     tracker, backend, workflow. A fleet console (``projects``) ends with its projects
     instead: how many are live, which one is shown (``showing``: the project filter) and
-    the key of the projects table."""
+    the key of the projects table. Longer than ``width`` cells, the line is said again in
+    its short words (``⚑ 3``, ``⌂ 2/3 live``) before the end is cut."""
+    text = _status_text(snapshot, now, tones, link, showing, short=False)
+    if width is not None and text.cell_len > width:
+        text = _status_text(snapshot, now, tones, link, showing, short=True)
+    return text
+
+
+def _status_text(
+    snapshot: Snapshot, now: datetime, tones: Tones, link, showing: str | None, *, short: bool
+) -> Text:
     s = snapshot
     text = Text(end="", no_wrap=True, overflow="ellipsis")
     if link is not None:
@@ -90,10 +106,10 @@ def status_text(
         )
     if s.approvals:
         text.append(" │ ")
-        text.append(f"⚑ {len(s.approvals)} approval{'s' * (len(s.approvals) != 1)}",
-                    style=tones.warning + tones.bold)  # fmt: skip
+        word = "" if short else f" approval{'s' * (len(s.approvals) != 1)}"
+        text.append(f"⚑ {len(s.approvals)}{word}", style=tones.warning + tones.bold)
     if s.projects:
-        return _fleet_tail(text, s, tones, showing)
+        return _fleet_tail(text, s, tones, showing, short=short)
     text.append(" │ ")
     if s.dispatch_paused:
         text.append("⏸ DISPATCH PAUSED", style=tones.warning + tones.bold)
@@ -108,23 +124,24 @@ def status_text(
     return text
 
 
-def _fleet_tail(text: Text, s: Snapshot, tones: Tones, showing: str | None) -> Text:
+def _fleet_tail(text: Text, s: Snapshot, tones: Tones, showing: str | None, *, short: bool) -> Text:
     """The status line's end in a fleet console: ``⌂ 2/3 projects live · showing api ·
-    ⏸ 1 paused · P projects``."""
+    ⏸ 1 paused · P projects`` (``short``: ``⌂ 2/3 live · api · ⏸ 1 paused``)."""
     live = sum(1 for p in s.projects if p.link_state == "live")
     text.append(" │ ")
     text.append(
-        f"⌂ {live}/{len(s.projects)} projects live",
+        f"⌂ {live}/{len(s.projects)} {'live' if short else 'projects live'}",
         style=tones.warning if live < len(s.projects) else "",
     )
     if showing is not None:
-        text.append(f" · showing {one_line(showing, 24)}", style=tones.bold)
+        text.append(f" · {'' if short else 'showing '}{one_line(showing, 24)}", style=tones.bold)
         paused = 1 if s.dispatch_paused else 0
     else:
         paused = sum(1 for p in s.projects if p.dispatch_paused)
     if paused:
         text.append(f" · ⏸ {paused} paused", style=tones.warning + tones.bold)
-    text.append(" · P projects", style=tones.muted)
+    if not short:
+        text.append(" · P projects", style=tones.muted)
     return text
 
 
