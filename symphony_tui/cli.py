@@ -2,7 +2,7 @@
 """``symphony-tui`` command line (spec §17.7).
 
     symphony-tui [run] [WORKFLOW] [--headless [--exit-when-idle]] [--port N] [--no-lock]
-    symphony-tui demo [--headless [--exit-when-idle]] [--keep]
+    symphony-tui demo [--headless [--exit-when-idle]] [--keep] | demo --copy-to DIR
     symphony-tui doctor [WORKFLOW] [--timeout S]
     symphony-tui attach URL | ssh://[user@]host[:port] | --ssh [user@]host
     symphony-tui fleet [TARGET...] [--token-env VAR | --token-file PATH] [--list]
@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shlex
 import shutil
 import sys
 import tempfile
@@ -145,6 +146,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--keep",
         action="store_true",
         help="keep the demo's temporary folder (workspaces, event history) after exit",
+    )
+    demo.add_argument(
+        "--copy-to",
+        metavar="DIR",
+        type=Path,
+        help="write the demo project (WORKFLOW.md, issues.yaml) into DIR and exit, to run it "
+        "as your own: `symphony-tui DIR/WORKFLOW.md` detaches, attaches, and joins a fleet",
     )
 
     doctor = command("doctor")
@@ -1067,7 +1075,30 @@ def prepare_demo(target: Path | None = None, *, approvals: str | None = None) ->
     return workflow
 
 
+def copy_demo(folder: Path) -> Path:
+    """Write the demo project into ``folder`` (created as needed) to run as a project of
+    its own; returns its WORKFLOW.md. Raises ``FileExistsError`` when ``folder`` already
+    has a WORKFLOW.md or issues.yaml (nothing is overwritten), ``OSError`` otherwise."""
+    for name in ("WORKFLOW.md", "issues.yaml"):
+        if (folder / name).exists():
+            raise FileExistsError(f"{folder / name} exists; choose an empty folder")
+    folder.mkdir(parents=True, exist_ok=True)
+    source = demo_assets()
+    for name in DEMO_FILES:
+        if (source / name).is_file():
+            shutil.copyfile(source / name, folder / name)
+    return folder / "WORKFLOW.md"
+
+
 def _demo(args: argparse.Namespace) -> int:
+    if args.copy_to is not None:
+        try:
+            workflow = copy_demo(args.copy_to.expanduser())
+        except OSError as exc:
+            return _fail(f"demo: {exc}")
+        print(f"symphony-tui: the demo project is in {workflow.parent}; run it with")
+        print(f"  symphony-tui {shlex.quote(str(workflow))}")
+        return 0
     problem = _console_problem(args)
     if problem:
         return _fail(problem)

@@ -83,12 +83,27 @@ def test_demo_keep_leaves_the_folder_with_its_event_history(tmp_path):
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def test_demo_copy_to_writes_a_project_that_passes_doctor_and_overwrites_nothing(tmp_path):
+    folder = tmp_path / "try" / "api"
+    done = cli("demo", "--copy-to", str(folder), cwd=tmp_path, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert f"symphony-tui {folder / 'WORKFLOW.md'}" in done.stdout
+    assert {p.name for p in folder.iterdir()} >= {"WORKFLOW.md", "issues.yaml"}
+    checked = cli("doctor", str(folder / "WORKFLOW.md"), cwd=tmp_path, timeout=120)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    (folder / "issues.yaml").write_text("issues: []\n")
+    again = cli("demo", "--copy-to", str(folder), cwd=tmp_path, timeout=60)
+    assert again.returncode == 1 and len(again.stderr.strip().splitlines()) == 1
+    assert "exists; choose an empty folder" in again.stderr
+    assert (folder / "issues.yaml").read_text() == "issues: []\n"
+
+
 @pytest.mark.parametrize(
     ("command", "names"),
     [
         ("run", ["tracker.kind", "agent.backend", "server.port", "LINEAR_API_KEY",
                  "XDG_STATE_HOME", "--headless", "--exit-when-idle", "--no-lock"]),
-        ("demo", ["SYMPHONY_DEMO_SPEED", "--keep", "--headless"]),
+        ("demo", ["SYMPHONY_DEMO_SPEED", "--keep", "--headless", "--copy-to"]),
         ("doctor", ["codex.command", "openhands.base_url", "--timeout", "LINEAR_API_KEY"]),
         ("attach", ["server.port", "url"]),
         ("fleet", ["ssh://", "--token-env", "--token-file", "fleet file", "name=NAME"]),
