@@ -29,13 +29,13 @@ from typing import Any, Literal
 from urllib.parse import quote
 
 import httpx
-import jsonpatch
 from httpx_sse import aconnect_sse
 from pydantic import TypeAdapter
 
 from symphony_tui.api.announce import Owner
 from symphony_tui.api.auth import CONTROL_HEADER
 from symphony_tui.api.operator_routes import OPERATOR_HEADER, VIA_HEADER
+from symphony_tui.api.patching import PatchError, apply_change
 from symphony_tui.domain import AgentEvent, ClaimState, Snapshot
 from symphony_tui.domain.audit import AuditEntry
 from symphony_tui.domain.commands import Command
@@ -470,11 +470,11 @@ class RemotePort(SchedulerPort):
         if patch:
             if self._doc is None:
                 raise RemoteError(f"{self.base_url}: a change arrived before the snapshot")
+            doc, self._doc = self._doc, None  # changed in place: unusable if this fails
             try:
-                self._doc = jsonpatch.apply_patch(self._doc, patch)
-            except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:
+                self._doc, self._snapshot = apply_change(doc, self._snapshot, patch)
+            except PatchError as exc:  # the reconnect's first frame is a whole snapshot
                 raise RemoteError(f"{self.base_url}: patch does not apply: {exc}") from exc
-            self._snapshot = Snapshot.model_validate(self._doc)
         self._take_events(AgentEvent.model_validate(e) for e in frame.get("events") or ())
 
     # -- events and transcripts ---------------------------------------------------------------

@@ -6,7 +6,8 @@ times a second).
 Prints: start-up to every project live; over a ``--window`` the fleet process's CPU (% of
 one core) and RSS, events/s merged, ``snapshot()`` cost p50/p99/max and how many merges
 were rebuilt; the merge alone on synthetic snapshots (``--merge-projects`` x
-``--merge-workers``, default 20 x 50: namespacing one project, rebuilding the whole);
+``--merge-workers``, default 20 x 50: namespacing one project, rebuilding the whole; one
+stream change frame applied, the whole document against what it touched);
 then one scheduler frozen with ``SIGSTOP``: seconds until its row is stale, the other
 projects' largest age meanwhile, seconds to live after ``SIGCONT``, and, per project, the
 fleet's events against the scheduler's own ``/api/v1/events`` (lost, doubled).
@@ -20,6 +21,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import copy
+import json
 import os
 import signal
 import statistics
@@ -30,8 +33,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
+import jsonpatch
 import psutil
 
+from symphony_tui.api.patching import apply_change
 from symphony_tui.domain import Snapshot
 from symphony_tui.domain.approvals import ApprovalRequest
 from symphony_tui.domain.kinds import ApprovalKind
@@ -86,6 +91,31 @@ def merge_alone(projects: int, workers: int) -> None:
         merge(parts, rows)
         times.append((time.perf_counter() - start) * 1000)
     figure(f"merge {projects} projects (parts ready)", statistics.median(times), "ms")
+    change_applied(snaps[0], workers)
+
+
+def change_applied(snap: Snapshot, workers: int) -> None:
+    """One stream ``change`` frame applied by the client (``api/patching.py``): the time
+    and one row's turn moved, as a busy scheduler sends twice a second. Side by side: the
+    whole document copied and validated again, and the patch applied in place with only
+    what it touched validated."""
+    doc = json.loads(snap.model_dump_json())
+    rows = list(snap.running)
+    rows[3] = rows[3].model_copy(update={"turn_count": 7})
+    moved = snap.model_copy(update={"running": tuple(rows), "seconds_running": 5.0})
+    patch = jsonpatch.make_patch(doc, json.loads(moved.model_dump_json())).patch
+    whole, touched = [], []
+    for _ in range(50):
+        start = time.perf_counter()
+        Snapshot.model_validate(jsonpatch.apply_patch(doc, patch))
+        whole.append((time.perf_counter() - start) * 1000)
+        held = copy.deepcopy(doc)  # apply_change changes its document
+        start = time.perf_counter()
+        apply_change(held, snap, patch)
+        touched.append((time.perf_counter() - start) * 1000)
+    label = f"a change frame ({workers} workers)"
+    figure(f"{label}: copy + validate all", statistics.median(whole), "ms")
+    figure(f"{label}: in place + what it touched", statistics.median(touched), "ms")
 
 
 async def bench(schedulers: int, workers: int, window: float, root: Path) -> None:
@@ -218,8 +248,13 @@ def main() -> None:
     parser.add_argument("--window", type=float, default=20.0)
     parser.add_argument("--merge-projects", type=int, default=20)
     parser.add_argument("--merge-workers", type=int, default=50)
+    parser.add_argument(
+        "--synthetic-only", action="store_true", help="only the merge and change-frame figures"
+    )
     args = parser.parse_args()
     merge_alone(args.merge_projects, args.merge_workers)
+    if args.synthetic_only:
+        return
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the finally below runs
     with tempfile.TemporaryDirectory(prefix="bench-fleet-") as root:
         try:
