@@ -8,10 +8,11 @@ command. Project names never hold ``/``, so the first ``/`` ends the name.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import zip_longest
+from typing import Any
 
 from symphony_tui.domain import AgentEvent, Snapshot
 from symphony_tui.domain.approvals import ApprovalRequest
@@ -66,35 +67,52 @@ class Parts:
     memory: tuple[MemoryRow, ...]
 
 
-def parts_of(project: str, snap: Snapshot) -> Parts:
-    """Namespace one scheduler's snapshot (its rows get ``project`` and prefixed ids)."""
+def parts_of(project: str, snap: Snapshot, previous: Parts | None = None) -> Parts:
+    """Namespace one scheduler's snapshot (its rows get ``project`` and prefixed ids).
+    ``previous``: this project's last parts; a row of ``snap`` that is the very object
+    a row of its source was (the stream client keeps rows a change did not touch) takes
+    that row's namespaced copy again instead of a new one."""
 
     def ns(raw: str) -> str:
         return f"{project}/{raw}"
 
+    def each(name: str, make: Callable[[Any], Any]) -> tuple[Any, ...]:
+        rows: tuple[Any, ...] = getattr(snap, name)
+        if previous is None:
+            return tuple(make(r) for r in rows)
+        before: tuple[Any, ...] = getattr(previous.source, name)
+        shown: tuple[Any, ...] = getattr(previous, name)
+        if rows is before:
+            return shown
+        # ``previous.source`` holds every ``before`` row alive, so no id is reused here
+        done = {id(r): s for r, s in zip(before, shown, strict=True)}
+        return tuple(done[id(r)] if id(r) in done else make(r) for r in rows)
+
     return Parts(
         source=snap,
-        issues=tuple(
-            r.model_copy(update={"project": project, "issue_id": ns(r.issue_id)})
-            for r in snap.issues
+        issues=each(
+            "issues",
+            lambda r: r.model_copy(update={"project": project, "issue_id": ns(r.issue_id)}),
         ),
-        running=tuple(
-            r.model_copy(update={"project": project, "issue_id": ns(r.issue_id)})
-            for r in snap.running
+        running=each(
+            "running",
+            lambda r: r.model_copy(update={"project": project, "issue_id": ns(r.issue_id)}),
         ),
-        retrying=tuple(
-            r.model_copy(update={"project": project, "issue_id": ns(r.issue_id)})
-            for r in snap.retrying
+        retrying=each(
+            "retrying",
+            lambda r: r.model_copy(update={"project": project, "issue_id": ns(r.issue_id)}),
         ),
-        approvals=tuple(
-            a.model_copy(update={"project": project, "id": ns(a.id), "issue_id": ns(a.issue_id)})
-            for a in snap.approvals
+        approvals=each(
+            "approvals",
+            lambda a: a.model_copy(
+                update={"project": project, "id": ns(a.id), "issue_id": ns(a.issue_id)}
+            ),
         ),
-        completed=tuple(ns(c) for c in snap.completed),
-        hosts=tuple(h.model_copy(update={"project": project}) for h in snap.hosts),
-        recovered=tuple(
-            w.model_copy(update={"issue_id": ns(w.issue_id)}) if w.issue_id else w
-            for w in snap.recovered
+        completed=each("completed", ns),
+        hosts=each("hosts", lambda h: h.model_copy(update={"project": project})),
+        recovered=each(
+            "recovered",
+            lambda w: w.model_copy(update={"issue_id": ns(w.issue_id)}) if w.issue_id else w,
         ),
         memory=snap.memory,
     )

@@ -474,7 +474,7 @@ class FleetPort(SchedulerPort):
                 if source is None:
                     continue
                 if project.parts is None or project.parts.source is not source:
-                    project.parts = parts_of(project.name, source)
+                    project.parts = parts_of(project.name, source, project.parts)
                 parts.append(project.parts)
             self._merged = merge(parts, rows)
             self.rebuilds += 1

@@ -8,6 +8,7 @@ import json
 from datetime import UTC, datetime
 
 import httpx
+import jsonpatch
 import pytest
 
 from symphony_tui.domain import AgentEvent, Snapshot
@@ -100,6 +101,32 @@ def test_the_merged_snapshot_namespaces_every_id_and_sums_the_totals():
         (3, (1, 2, 3)),
         (3, (10,)),
     ]
+
+
+def test_a_change_inside_one_row_renames_only_that_row():
+    fleet = FleetPort([])
+    alpha = joined(fleet, "alpha")
+    base = snap("i1").model_copy(
+        update={
+            "running": tuple(
+                RunningRow(issue_id=f"i{n}", issue_identifier=f"ABC-{n}", state="Todo")
+                for n in range(4)
+            )
+        }
+    )
+    feed(alpha, base)
+    before = fleet.snapshot()
+    doc = json.loads(base.model_dump_json())
+    moved = json.loads(base.model_dump_json())
+    moved["running"][2]["turn_count"] = 5
+    assert alpha.port is not None
+    alpha.port._apply_change({"patch": jsonpatch.make_patch(doc, moved).patch})
+    after = fleet.snapshot()
+    assert [r.turn_count for r in after.running] == [0, 0, 5, 0]
+    assert [a is b for a, b in zip(after.running, before.running, strict=True)] == [
+        True, True, False, True,
+    ]  # fmt: skip
+    assert after.running[2].issue_id == "alpha/i2" and after.issues == before.issues
 
 
 def test_the_merge_is_rebuilt_only_when_a_project_changed_and_only_that_project_renamespaced():
