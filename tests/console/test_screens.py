@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from textual.coordinate import Coordinate
+
 from symphony_tui.console.screens.approvals import ApprovalsScreen
 from symphony_tui.console.screens.main import MainScreen
 from symphony_tui.console.screens.modals import Choose
@@ -193,19 +195,23 @@ async def test_tables_diff_by_key_and_keep_the_cursor(port, make_app):
         await pilot.press("1")
         issues = app.screen.query_one(IssuesTable)
         issues.select_key("demo-4")
-        calls = []
-        original = issues.update_cell
+        calls, regions = [], []
+        original, refresh_region = issues._set_cell, issues._refresh_region
 
-        def spy(row_key, column_key, value, **kw):
+        def spy(row_key, column_key, value, spans):
             calls.append((row_key, column_key))
-            return original(row_key, column_key, value, **kw)
+            return original(row_key, column_key, value, spans)
 
-        issues.update_cell = spy
+        issues._set_cell = spy
+        issues._refresh_region = lambda region: (regions.append(region), refresh_region(region))
         rows = list(port.current.issues)
         rows[4] = rows[4].model_copy(update={"title": "Tidy the changelog (v2)"})
         port.update(issues=tuple(rows), generated_at=NOW + timedelta(seconds=1))
         await settle(pilot)
         assert calls == [("demo-5", "title")]
+        # only that cell's line is repainted: the region DataTable itself gives the cell
+        cell = Coordinate(issues.get_row_index("demo-5"), issues.get_column_index("title"))
+        assert regions == [issues._get_cell_region(cell)]
         assert issues.selected_key == "demo-4"
         # reordering / inserting keeps the cursor on the same issue
         new = IssueRow(issue_id="demo-0", identifier="DEMO-0", title="First", state="Todo")

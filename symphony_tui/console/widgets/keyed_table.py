@@ -15,7 +15,7 @@ from typing import Any
 from rich.text import Text
 from textual.binding import Binding
 from textual.cache import LRUCache
-from textual.coordinate import Coordinate
+from textual.geometry import Region
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowKey
 
@@ -233,11 +233,12 @@ class KeyedTable(DataTable):
             if key not in wanted:
                 self.remove_row(key)
         col_keys = [c[0] for c in self._column_spec]
+        spans = self._column_spans()
         for key in survivors:
             old, new = self._rows[key], wanted[key]
             for col, before, after in zip(col_keys, old, new, strict=True):
                 if not _same(before, after):
-                    self.update_cell(key, col, after)
+                    self._set_cell(key, col, after, spans)
         for key in new_keys:
             self.add_row(*wanted[key], key=key)
         self._rows = dict(wanted)
@@ -268,11 +269,41 @@ class KeyedTable(DataTable):
         if row not in self._row_locations or column not in self._column_locations:
             super().update_cell(row, column, value)  # raises CellDoesNotExist
             return
+        self._set_cell(row, column, value, self._column_spans())
+
+    def _column_spans(self) -> list[tuple[int, int]]:
+        """``(x, width)`` of each column on screen, in order (the row labels' width first)."""
+        spans = []
+        x = self._row_label_column_width
+        for column in self.ordered_columns:
+            width = column.get_render_width(self)
+            spans.append((x, width))
+            x += width
+        return spans
+
+    def _set_cell(
+        self,
+        row_key: RowKey | str,
+        column_key: ColumnKey | str,
+        value: Any,
+        spans: list[tuple[int, int]],
+    ) -> None:
+        """Set an existing cell and mark only its line dirty. Every row of these tables is
+        one line high, so the cell's region is found from its row index and ``spans``
+        (:meth:`_column_spans`, taken once per sync). DataTable's own region lookup sums
+        the heights of every row above and rebuilds its ordered rows after each update,
+        so a tick changing many cells of a long table was quadratic in its rows."""
+        row = RowKey(row_key) if isinstance(row_key, str) else row_key
+        column = ColumnKey(column_key) if isinstance(column_key, str) else column_key
         self._data[row][column] = value
         self._update_count += 1
-        self.refresh_coordinate(
-            Coordinate(self._row_locations.get(row), self._column_locations.get(column))
-        )
+        row_index = self._row_locations.get(row)
+        column_index = self._column_locations.get(column)
+        if row_index is None or column_index is None:
+            return
+        x, width = spans[column_index]
+        y = row_index + (self.header_height if self.show_header else 0)
+        self._refresh_region(Region(x, y, width, 1))
 
     def _rebuild(self, rows: Sequence[tuple[str, Row]]) -> None:
         selected = self.selected_key
