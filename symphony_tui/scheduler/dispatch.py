@@ -80,7 +80,12 @@ class Dispatcher:
         hosts = self._state.hosts
         if hosts.enabled and hosts.place(issue.id, running) is not None:
             return True
-        return dispatch_hold(self._state, issue.id) is None and not hosts.enabled
+        if dispatch_hold(self._state, issue.id) is not None:
+            return False  # short of memory: the issue's note says where
+        if hosts.enabled:
+            self._state.resources.waiting[issue.id] = hosts.why_waiting(issue.id, running)
+            return False
+        return True
 
     # ------------------------------------------------------------------ dispatch
 

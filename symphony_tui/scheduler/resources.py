@@ -70,7 +70,8 @@ class ResourceBook:
         self.usage: dict[str, tuple[Run, Usage]] = {}
         #: worker host (None: this machine) -> its memory at the last pass.
         self.machines: dict[str | None, Memory] = {}
-        #: issue id -> why it waits for memory (set by dispatch, shown on its row).
+        #: issue id -> why it waits for a place to run: memory (``WAITING_FOR_MEMORY``
+        #: first) or a worker host (set by dispatch, shown on its row).
         self.waiting: dict[str, str] = {}
         #: machines short of memory after the last pass (for the events on a change).
         self.was_short: set[str | None] = set()
@@ -252,7 +253,8 @@ def apply_sample(state: SchedulerState, sample: ResourcesSampled) -> bool:
     state.changed()
     # Issues held for memory (until a machine's first sample too) may start now; with none
     # waiting the next poll is soon enough.
-    return bool(book.waiting) and (bool(freed) or any(m not in short_now for m in first))
+    held = any(why.startswith(WAITING_FOR_MEMORY) for why in book.waiting.values())
+    return held and (bool(freed) or any(m not in short_now for m in first))
 
 
 class ResourceSampler:

@@ -109,3 +109,20 @@ async def test_probing_an_up_host_that_does_not_answer_marks_it_down(make_harnes
     # down now: a probe moves its next one forward instead
     down = await h.orch.send(ProbeHost(host="127.0.0.2:9"))
     assert down.ok and down.message == "probing 127.0.0.2:9"
+
+
+async def test_an_issue_that_no_host_can_take_says_why_on_its_row(make_harness):
+    h = _untried(make_harness([], front=HOSTS))
+    await h.start()
+    await h.settle()
+    for name in ("127.0.0.1:9", "127.0.0.2:9"):
+        h.orch.state.hosts.mark_down(name, f"ssh: connect to host {name}: refused", 0.0)
+    h.tracker.put(make_issue(1))
+    await h.orch.tick()
+    await h.settle()
+    assert not _dispatched(h)
+    row = next(r for r in h.orch.snapshot().issues if r.issue_id == "id-1")
+    assert (
+        row.note
+        == "every worker host is down (127.0.0.1:9: ssh: connect to host 127.0.0.1:9: refused)"
+    )

@@ -94,6 +94,27 @@ def test_all_down_a_forced_run_still_gets_a_host() -> None:
     assert book.place("x", {}, force=True) == "a"
 
 
+def test_why_an_issue_waits_for_a_host_says_which_case_holds() -> None:
+    book = HostBook(lambda: settings())
+    full = running("a", "a", "b", "b", "c", "c")
+    assert book.why_waiting("x", full) == "every worker host that is up is full (6/6)"
+    book.placed("x", "c")
+    assert book.why_waiting("x", full) == ("waiting for a slot on c, where its workspace is (2/2)")
+    book.forget("x")
+    book.drain("a", True)
+    book.mark_down("b", "b refused", 0.0)
+    book.mark_down("c", "c refused", 0.0)
+    assert book.why_waiting("x", {}) == "every worker host that is up is drained"
+    book.mark_down("a", "ssh: connect to host a port 22: Connection refused", 0.0)
+    assert book.why_waiting("x", {}) == (
+        "every worker host is down (a: ssh: connect to host a port 22: Connection refused)"
+    )
+    fresh = HostBook(lambda: settings())
+    for host in fresh.hosts():
+        host.reached = False
+    assert fresh.why_waiting("x", {}) == "waiting for the worker hosts' first contact"
+
+
 class _Worker:
     def __init__(self) -> None:
         self.stopped: list[Ending] = []

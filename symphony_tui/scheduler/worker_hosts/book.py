@@ -143,6 +143,31 @@ class HostBook:
             return None
         return min(free, key=lambda h: load.get(h.name, 0)).name
 
+    def why_waiting(self, issue_id: str, running: Mapping[str, Run]) -> str:
+        """Why :meth:`place` has no host for ``issue_id`` now, in one line for its row:
+        its workspace's host is full, or every host is down, not reached yet, drained or
+        full (the first of these that holds for all)."""
+        load = self.load(running)
+        settings = self._settings().worker
+        home = self.get(self.home.get(issue_id, ""))
+        if home is not None and home.up and home.reached:
+            cap = settings.capacity(home.name)
+            return f"waiting for a slot on {home.name}, where its workspace is ({load.get(home.name, 0)}/{cap})"
+        hosts = self.hosts()
+        down = [h for h in hosts if not h.up]
+        if down and len(down) == len(hosts):
+            first = down[0]
+            error = f": {first.last_error}" if first.last_error else ""
+            return f"every worker host is down ({first.name}{error})"
+        if all(not h.up or not h.reached for h in hosts):
+            return "waiting for the worker hosts' first contact"
+        if all(not h.up or not h.reached or h.drained for h in hosts):
+            return "every worker host that is up is drained"
+        caps = [settings.capacity(h.name) for h in hosts if h.up and h.reached and not h.drained]
+        busy = sum(load.get(h.name, 0) for h in hosts if h.up and h.reached and not h.drained)
+        room = "" if None in caps else f" ({busy}/{sum(c or 0 for c in caps)})"
+        return f"every worker host that is up is full{room}"
+
     def placed(self, issue_id: str, host: str) -> None:
         """``issue_id``'s workspace is (now) on ``host``."""
         self.home[issue_id] = host
