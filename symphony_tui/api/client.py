@@ -46,6 +46,7 @@ from symphony_tui.scheduler.port import CommandResult, SchedulerPort, Transcript
 _EVENTS = TypeAdapter(list[AgentEvent])
 _AUDIT = TypeAdapter(list[AuditEntry])
 POLL_S = 0.25
+RING = 5_000
 TRANSCRIPT_S = 1.0
 ASKED_KEEP_S = 10.0
 STALE_AFTER_S = 15.0  # three of the server's 5 s keepalives
@@ -120,12 +121,15 @@ class RemotePort(SchedulerPort):
         owner: Owner | None = None,
         via: str | None = None,
         on_events: Callable[[list[AgentEvent]], None] | None = None,
+        ring: int = RING,
     ) -> None:
         """``owner``: the scheduler's process on this machine (``announce.Owner``), asked
         while the link is lost whether it still serves (no: it stopped). ``via``: what
         this client is, for the scheduler's audit log (``fleet``: sent as
         ``X-Symphony-Via``). ``on_events``: called with each batch of events this port
-        takes in, in ``seq`` order, each once (a front end merging several ports)."""
+        takes in, in ``seq`` order, each once (a front end merging several ports).
+        ``ring``: how many recent events ``events_since`` keeps (0: none, for a front end
+        that keeps its own from ``on_events``; transcripts are kept either way)."""
         self.base_url = base_url.rstrip("/")
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         headers[OPERATOR_HEADER] = local_operator()  # who, in the scheduler's audit log
@@ -140,7 +144,7 @@ class RemotePort(SchedulerPort):
         self._clock = clock
         self._snapshot = Snapshot(generated_at=datetime.now(UTC))
         self._doc: dict[str, Any] | None = None
-        self._ring: deque[AgentEvent] = deque(maxlen=5_000)
+        self._ring: deque[AgentEvent] = deque(maxlen=ring)
         self._transcripts: dict[str, deque[AgentEvent]] = {}
         self._gaps: dict[str, TranscriptGap] = {}  # issue id -> the scheduler's, as last read
         self._dropped_here: dict[str, int] = {}  # issue id -> events this client's deque dropped

@@ -250,6 +250,7 @@ class FleetPort(SchedulerPort):
             clock=self._clock,
             via=VIA,
             on_events=partial(self._take, project),
+            ring=0,  # the fleet's own ring holds every project's events
         )
 
     async def _disconnect(self, project: Project) -> None:
