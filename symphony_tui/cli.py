@@ -151,8 +151,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--copy-to",
         metavar="DIR",
         type=Path,
-        help="write the demo project (WORKFLOW.md, issues.yaml) into DIR and exit, to run it "
-        "as your own: `symphony-tui DIR/WORKFLOW.md` detaches, attaches, and joins a fleet",
+        help="write the demo project (WORKFLOW.md, issues.yaml, README.md) into DIR and exit, "
+        "to run it as your own: `symphony-tui DIR/WORKFLOW.md` detaches, attaches, and joins "
+        "a fleet; refused when DIR has one of those files",
     )
 
     doctor = command("doctor")
@@ -1076,17 +1077,25 @@ def prepare_demo(target: Path | None = None, *, approvals: str | None = None) ->
 
 
 def copy_demo(folder: Path) -> Path:
-    """Write the demo project into ``folder`` (created as needed) to run as a project of
-    its own; returns its WORKFLOW.md. Raises ``FileExistsError`` when ``folder`` already
-    has a WORKFLOW.md or issues.yaml (nothing is overwritten), ``OSError`` otherwise."""
-    for name in ("WORKFLOW.md", "issues.yaml"):
-        if (folder / name).exists():
-            raise FileExistsError(f"{folder / name} exists; choose an empty folder")
-    folder.mkdir(parents=True, exist_ok=True)
+    """Write the demo project (:data:`DEMO_FILES`) into ``folder`` (created as needed) to
+    run as a project of its own; returns its WORKFLOW.md. Raises ``FileExistsError`` when
+    ``folder`` already has one of those files (nothing is overwritten), ``OSError`` (its
+    message one line) when the folder cannot be made or written."""
     source = demo_assets()
-    for name in DEMO_FILES:
-        if (source / name).is_file():
-            shutil.copyfile(source / name, folder / name)
+    names = [name for name in DEMO_FILES if (source / name).is_file()]
+    taken = [name for name in names if (folder / name).exists()]
+    if taken:
+        raise FileExistsError(
+            f"{folder} already has {', '.join(taken)}; choose a folder without "
+            f"{', '.join(names)}"
+        )
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name in names:
+            with (source / name).open("rb") as src, (folder / name).open("xb") as dst:
+                shutil.copyfileobj(src, dst)  # "x": never over a file made meanwhile
+    except OSError as exc:
+        raise OSError(f"cannot write the demo into {folder}: {exc.strerror or exc}") from exc
     return folder / "WORKFLOW.md"
 
 

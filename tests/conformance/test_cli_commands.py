@@ -94,8 +94,19 @@ def test_demo_copy_to_writes_a_project_that_passes_doctor_and_overwrites_nothing
     (folder / "issues.yaml").write_text("issues: []\n")
     again = cli("demo", "--copy-to", str(folder), cwd=tmp_path, timeout=60)
     assert again.returncode == 1 and len(again.stderr.strip().splitlines()) == 1
-    assert "exists; choose an empty folder" in again.stderr
+    assert "already has WORKFLOW.md, issues.yaml, README.md" in again.stderr
     assert (folder / "issues.yaml").read_text() == "issues: []\n"
+    # a repository's own README is never replaced
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "README.md").write_text("mine\n")
+    refused = cli("demo", "--copy-to", str(repo), cwd=tmp_path, timeout=60)
+    assert refused.returncode == 1 and "already has README.md" in refused.stderr
+    assert (repo / "README.md").read_text() == "mine\n" and not (repo / "WORKFLOW.md").exists()
+    # a path that cannot be made: one line naming it
+    blocked = cli("demo", "--copy-to", str(repo / "README.md" / "x"), cwd=tmp_path, timeout=60)
+    assert blocked.returncode == 1 and len(blocked.stderr.strip().splitlines()) == 1
+    assert "cannot write the demo into" in blocked.stderr and "Errno" not in blocked.stderr
 
 
 @pytest.mark.parametrize(
