@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from symphony_tui.api.client import LinkStatus
 from symphony_tui.console.fleet import CHOOSE_A_PROJECT, narrowed, project_of
 from symphony_tui.console.screens.approvals import ApprovalsScreen
 from symphony_tui.console.screens.help import help_table
@@ -104,6 +105,21 @@ async def test_one_scheduler_shows_no_fleet_columns_or_keys(port, make_app):
     assert "Projects (fleet)" not in text and "projects table" not in text
     fleet_text = " ".join(str(c) for c in help_table(str, fleet=True).columns[1]._cells)
     assert "Projects (fleet)" in fleet_text
+
+
+async def test_no_project_live_is_said_per_project_never_as_one_lost_link(fleet, make_app):
+    down = tuple(
+        p.model_copy(update={"link_state": "down", "age_s": None, "error": "401 refused"})
+        for p in fleet.current.projects
+    )
+    fleet.update(projects=down)
+    fleet.link = lambda: LinkStatus("stale", 0.0, "fleet")  # FleetPort's with none live
+    app = make_app(fleet)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        text = screen_text(app)
+        assert "scheduler link lost" not in text and "STALE" not in text
+        assert "⌂ 0/3 projects live" in text and "✗ project api down: 401 refused" in text
 
 
 async def test_a_stale_projects_rows_read_unknown_the_others_do_not(fleet, make_app):

@@ -104,7 +104,9 @@ class MainScreen(Screen[None]):
         self._snapshot = snapshot
         with self.app.batch_update():
             # only what changed is set: Textual repaints a whole pane on every update
-            link = self.app.port.link()  # attached consoles only
+            # an attached console's link; a fleet's projects each say theirs (their rows,
+            # the projects table, the alert line), never as one scheduler's lost link
+            link = None if snapshot.projects else self.app.port.link()
             showing = self.console.project_filter
             status_line = self.query_one("#status-line", Static)
             update_static(
