@@ -412,6 +412,9 @@ class RemotePort(SchedulerPort):
             response = source.response
             if response.status_code in (404, 405):
                 raise StreamUnsupported(f"{self.base_url}: no event stream")
+            if response.status_code == 401:
+                await response.aread()
+                raise RemoteError(f"{self.base_url}: {self._unauthorized()}")
             if response.status_code != 200:
                 await response.aread()
                 raise RemoteError(f"{self.base_url}: {response.status_code} {_message(response)}")
@@ -433,6 +436,12 @@ class RemotePort(SchedulerPort):
                 self.error = None
                 if self._stop.is_set():
                     break
+
+    def _unauthorized(self) -> str:
+        """A 401 in one line: the token sent was refused, or one is needed."""
+        if "Authorization" in self._client.headers:
+            return "401: the scheduler refused the API token sent (a wrong or old token)"
+        return "401: the scheduler needs its API token (--token-env VAR or --token-file PATH)"
 
     def _stopping_answer(self, response: httpx.Response) -> bool:
         """A poll answered 503 ``scheduler_stopping`` (the polling twin of the stream's

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from symphony_tui.api import announce
-from symphony_tui.api.client import BACKOFF_CAP_S, RemotePort, backoff_s
+from symphony_tui.api.client import BACKOFF_CAP_S, RemoteError, RemotePort, backoff_s
 from symphony_tui.api.server import ApiServer
 from symphony_tui.api.stream import StreamHub
 from symphony_tui.domain.commands import Approve
@@ -459,3 +459,21 @@ def test_a_new_note_clears_what_killed_schedulers_left(tmp_path):
     finally:
         live.kill()
         live.wait()
+
+
+@pytest.mark.parametrize(
+    ("token", "said"),
+    [("wrong", "401: the scheduler refused the API token sent"), (None, "needs its API token")],
+)
+async def test_a_refused_stream_says_whether_the_token_sent_was_wrong_or_none_was_sent(token, said):
+    def refuse(request: httpx.Request) -> httpx.Response:
+        body = {"error": {"code": "unauthorized", "message": "send the API token"}}
+        return httpx.Response(401, json=body)
+
+    client = httpx.AsyncClient(base_url="http://127.0.0.1:9", transport=httpx.MockTransport(refuse))
+    remote = RemotePort("http://127.0.0.1:9", token=token, client=client)
+    with pytest.raises(RemoteError) as refused:
+        await remote.stream_once()
+    line = str(refused.value)
+    assert line.startswith("http://127.0.0.1:9: 401: ") and said in line and "\n" not in line
+    await remote.close()
