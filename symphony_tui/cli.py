@@ -1086,8 +1086,7 @@ def copy_demo(folder: Path) -> Path:
     taken = [name for name in names if (folder / name).exists()]
     if taken:
         raise FileExistsError(
-            f"{folder} already has {', '.join(taken)}; choose a folder without "
-            f"{', '.join(names)}"
+            f"{folder} already has {', '.join(taken)}; choose a folder without {', '.join(names)}"
         )
     try:
         folder.mkdir(parents=True, exist_ok=True)

@@ -553,6 +553,13 @@ class FleetPort(SchedulerPort):
         project, plain = routed
         if project.port is None:
             return CommandResult(False, f"{project.name}: {project.error or 'not connected'}")
+        state, age, _error = project.state()
+        if state == "stale":  # frozen or cut off: the request would wait out its timeout
+            silent = f" for {int(age)} s" if age is not None else ""
+            return CommandResult(
+                False, f"{project.name} is stale (no word from it{silent}): not sent; "
+                "send it again once it is live",
+            )  # fmt: skip
         result = await project.port.send(plain, who=who, via=VIA)
         if not result.ok:
             return CommandResult(False, f"{project.name}: {result.message}", result.issue)

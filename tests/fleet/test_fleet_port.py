@@ -19,7 +19,7 @@ from symphony_tui.domain.snapshot import IssueRow, RetryRow, RunningRow
 from symphony_tui.domain.tokens import TokenUsage
 from symphony_tui.fleet import targets as tg
 from symphony_tui.fleet.merge import split_id
-from symphony_tui.fleet.port import FleetPort, Project
+from symphony_tui.fleet.port import STALE_AFTER_S, FleetPort, Project
 from tests.helpers import free_port
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -215,6 +215,31 @@ async def test_a_refusal_names_its_project_and_the_request_says_via_fleet():
     result = await fleet.send(PauseDispatch(project="beta"))
     assert result.message == "beta: http://127.0.0.1:2: connection refused"
     assert fleet.snapshot().projects[1].link_state == "down"
+    await alpha.port.close()
+
+
+async def test_a_command_for_a_stale_project_is_refused_at_once_not_sent():
+    now = [100.0]
+    fleet = FleetPort([], clock=lambda: now[0])
+    seen: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(200, json={"ok": True, "message": "interrupted"})
+
+    alpha = joined(fleet, "alpha", httpx.MockTransport(answer))
+    feed(alpha, snap("i1"))
+    now[0] += STALE_AFTER_S + 4  # frozen: no keepalive since
+    assert fleet.snapshot().projects[0].link_state == "stale"
+    result = await fleet.send(Interrupt(issue_id="alpha/i1"))
+    assert not result.ok and not seen
+    assert result.message == (
+        f"alpha is stale (no word from it for {int(STALE_AFTER_S + 4)} s): not sent; "
+        "send it again once it is live"
+    )
+    feed(alpha, snap("i1"))  # heard again
+    assert (await fleet.send(Interrupt(issue_id="alpha/i1"))).ok and len(seen) == 1
+    assert alpha.port is not None
     await alpha.port.close()
 
 
