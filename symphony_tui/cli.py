@@ -1034,6 +1034,8 @@ def _fleet(args: argparse.Namespace) -> int:
         shutdown=fleet.close,
         title=f"symphony fleet ({len(targets)} target{'s' if len(targets) != 1 else ''})",
         terminal_modes=_modes_before(),
+        notices=[f"skipped {line}" for line in notices],
+        notices_title="fleet file",
     )
     try:
         app.run()

@@ -103,7 +103,8 @@ class SymphonyApp(App[None]):
     detaches, and ``q`` asks stop or detach. ``terminal_watch`` checks for a terminal that
     went away without SIGHUP (default: a ``TerminalWatch`` of stdin/stdout; headless test
     runs watch nothing). ``notices`` are shown once as warnings when the console opens (the
-    workflow's unread settings: ``Workflow.warnings``). ``notify``: what decides the bells
+    workflow's unread settings: ``Workflow.warnings``; a fleet's skipped fleet-file lines),
+    titled ``notices_title``. ``notify``: what decides the bells
     and desktop alerts (default: the port's live settings). ``terminal_modes``: the
     terminal's modes from before the CLI held the keys typed during start-up
     (``console/typeahead.py``), what Textual must put back on exit and suspend.
@@ -136,6 +137,7 @@ class SymphonyApp(App[None]):
         detach_only: bool | None = None,
         terminal_watch: TerminalWatch | None = None,
         notices: Sequence[str] = (),
+        notices_title: str = "WORKFLOW.md",
         notify: Callable[[], NotifySettings] | None = None,
         terminal_modes: list | None = None,
         detachable: bool = False,
@@ -152,6 +154,7 @@ class SymphonyApp(App[None]):
         self._refresh_hz = refresh_hz
         self._keymap_path = keymap_path if keymap_path is not None else default_keymap_path()
         self._notices = tuple(notices)
+        self._notices_title = notices_title
         self._terminal_modes = terminal_modes
         self._tones: tuple[str, Tones] | None = None
         self._enabled_signature: tuple = ()
@@ -310,7 +313,7 @@ class SymphonyApp(App[None]):
         for error in loaded.errors:
             self.notify(error, severity="warning", markup=False)
         for notice in self._notices:
-            self.notify(notice, title="WORKFLOW.md", severity="warning", markup=False)
+            self.notify(notice, title=self._notices_title, severity="warning", markup=False)
         self.signals.install(self._driver, self.error_console)
         if self.signals.watch_terminal(headless=self.is_headless):
             self.set_interval(TERMINAL_CHECK_S, self.check_terminal, name="terminal-watch")

@@ -403,3 +403,12 @@ async def test_quitting_a_fleet_says_its_schedulers_keep_running(fleet, make_app
         await done(pilot)
     assert app.return_code == 0
     assert "detached; the schedulers keep running" in capsys.readouterr().err
+
+
+async def test_skipped_fleet_file_lines_are_said_when_the_console_opens(fleet, make_app):
+    line = "skipped fleet line 3: bogus://x: not a target (a WORKFLOW.md path, http(s)://, ssh://)"
+    app = make_app(fleet, notices=(line,), notices_title="fleet file")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        said = [(n.title, n.message) for n in app._notifications]
+        assert ("fleet file", line) in said
