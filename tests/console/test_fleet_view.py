@@ -23,6 +23,7 @@ from symphony_tui.console.widgets.event_log import EventLogView, LogFilter
 from symphony_tui.console.widgets.issues import IssuesTable
 from symphony_tui.console.widgets.keyed_table import KeyedTable
 from symphony_tui.console.widgets.status import status_text
+from symphony_tui.console.widgets.tokens import projects_text
 from symphony_tui.console.widgets.workers import WorkersTable
 from symphony_tui.domain import Approve, Deny, Interrupt, PauseDispatch, Refresh
 from symphony_tui.domain.commands import DrainHost
@@ -412,3 +413,19 @@ async def test_skipped_fleet_file_lines_are_said_when_the_console_opens(fleet, m
         await settle(pilot)
         said = [(n.title, n.message) for n in app._notifications]
         assert ("fleet file", line) in said
+
+
+def test_per_project_token_lines_fit_a_narrow_pane_with_their_spend():
+    snap = fleet_snapshot()
+    priced = tuple(
+        p.model_copy(update={"totals": p.totals.model_copy(update={"cost_usd": 12.5 * (n + 1)})})
+        for n, p in enumerate(snap.projects)
+    )
+    snap = snap.model_copy(update={"projects": priced})
+    wide = projects_text(snap, Tones()).plain.splitlines()
+    assert wide[1].startswith("api ") and "42%" in wide[1] and wide[1].endswith("$12.50")
+    narrow = projects_text(snap, Tones(), width=26).plain.splitlines()
+    assert len(narrow) == len(wide)  # one line a project: nothing wraps
+    assert all(len(line) <= 26 for line in narrow), narrow
+    assert [line.split()[-1] for line in narrow[1:]] == ["$12.50", "$25.00", "$37.50", "$75.00"]
+    assert narrow[3] == "billi…    9.8k      $37.50"  # the name gave way, not the figures

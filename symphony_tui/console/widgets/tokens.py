@@ -161,29 +161,40 @@ def per_worker_text(snapshot: Snapshot, tones: Tones, limit: int = PER_WORKER_RO
     return text
 
 
-def projects_text(snapshot: Snapshot, tones: Tones) -> Text:
+def projects_text(snapshot: Snapshot, tones: Tones, width: int | None = None) -> Text:
     """A fleet console's totals per project, then all of them: total tokens, the
-    primary rate-limit window's use, cost where known; one project a line."""
-    text = Text(end="")
+    primary rate-limit window's use, cost where known; one project a line, never wrapped:
+    within ``width`` cells the names give way first (to 4 cells), then the line is cut."""
+    windows = [
+        p.rate_limits.primary if p.rate_limits is not None else None for p in snapshot.projects
+    ]
+    costs = [p.totals.cost_usd for p in snapshot.projects]
+    known = [c for c in costs if c is not None]
+    cost = sum(known) if known else None
+    money = max((len(f" ${c:,.2f}") for c in [*known, cost or 0.0]), default=0) if known else 0
+    percent = 5 if any(w is not None and w.used_percent is not None for w in windows) else 0
+    name_w = 10
+    if width is not None:
+        name_w = max(4, min(10, width - 1 - 7 - percent - money))
+    text = Text(end="", no_wrap=True, overflow="ellipsis")
     text.append("per project\n", style=tones.bold)
-    cost: float | None = None
-    for p in snapshot.projects:
-        text.append(f"{one_line(p.name, 10):<11}", style=tones.muted)
+    for p, window, spent in zip(snapshot.projects, windows, costs, strict=True):
+        text.append(f"{one_line(p.name, name_w):<{name_w + 1}}", style=tones.muted)
         text.append(f"{fmt.compact(p.totals.total_tokens):>7}")
-        window = p.rate_limits.primary if p.rate_limits is not None else None
         if window is not None and window.used_percent is not None:
             used = window.used_percent
             tone = tones.error if used >= 90 else tones.warning if used >= 70 else tones.success
             text.append(f" {used:>3.0f}%", style=tone)
-        if p.totals.cost_usd is not None:
-            text.append(f" ${p.totals.cost_usd:,.2f}")
-            cost = (cost or 0.0) + p.totals.cost_usd
+        elif percent:
+            text.append(" " * percent)
+        if spent is not None:
+            text.append(f" ${spent:,.2f}")
         text.append("\n")
     total = sum(p.totals.total_tokens for p in snapshot.projects)
-    text.append(f"{'all':<11}", style=tones.bold)
+    text.append(f"{'all':<{name_w + 1}}", style=tones.bold)
     text.append(f"{fmt.compact(total):>7}", style=tones.bold)
     if cost is not None:
-        text.append(f"      ${cost:,.2f}", style=tones.bold)
+        text.append(f"{' ' * percent} ${cost:,.2f}", style=tones.bold)
     return text
 
 
@@ -204,7 +215,7 @@ class TokenPane(VerticalScroll, can_focus=True):
         if projects.display != bool(snapshot.projects):
             projects.display = bool(snapshot.projects)
         if snapshot.projects:
-            update_static(projects, projects_text(snapshot, tones))
+            update_static(projects, projects_text(snapshot, tones, projects.size.width or None))
         update_static(self.query_one("#token-totals", Static), totals_text(snapshot, tones))
         spark = self.query_one("#token-spark", Sparkline)
         history = list(snapshot.token_history)
