@@ -304,7 +304,8 @@ class RemotePort(SchedulerPort):
 
     def _ended(self, reason: str, at: datetime | None = None) -> None:
         """The scheduler has shut down (``reason``, one line, becomes ``link().error``): no
-        live rows, no approvals, no claims (released), no reconnecting."""
+        live rows, no approvals, no claims, no reconnecting. Its issues read unclaimed
+        (idle), not released: nothing holds them, and the next start dispatches them."""
         if self.stopped_at is not None:
             return
         self.stopped_at = at or datetime.now(UTC)
@@ -314,7 +315,7 @@ class RemotePort(SchedulerPort):
         issues = tuple(
             row
             if row.claim in (ClaimState.UNCLAIMED, ClaimState.RELEASED)
-            else row.model_copy(update={"claim": ClaimState.RELEASED})
+            else row.model_copy(update={"claim": ClaimState.UNCLAIMED})
             for row in snap.issues
         )
         self._snapshot = snap.model_copy(

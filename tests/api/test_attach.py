@@ -214,7 +214,8 @@ async def test_a_scheduler_that_stops_says_so_and_the_console_link_ends(served):
         assert link.error == "stopped by bob@laptop" and link.stopped_at is not None
         snap = remote.snapshot()
         assert snap.running == () and snap.approvals == () and snap.retrying == ()
-        assert snap.issues and {row.claim for row in snap.issues} == {"released"}
+        # nothing holds them now: idle, which the next start dispatches
+        assert snap.issues and {row.claim for row in snap.issues} == {"unclaimed"}
         await asyncio.wait_for(task, timeout=5)  # no reconnecting
         refused = await remote.send(Approve(approval_id="ap-1"))
         assert not refused.ok and "stopped" in refused.message
