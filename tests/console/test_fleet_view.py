@@ -8,6 +8,8 @@ projects, one project stale). One scheduler's console is unchanged (its screensh
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from symphony_tui.api.client import LinkStatus
@@ -30,6 +32,7 @@ from symphony_tui.domain.commands import DrainHost
 from symphony_tui.domain.snapshot import HostRow
 from tests.console.fleet_sample import API, BILLING, WEB, FleetTestPort, fleet_snapshot
 from tests.console.helpers import SIZE, done, notifications, plain, settle
+from tests.console.sample import NOW
 from tests.console.test_snapshots import shoot
 from tests.console.test_stale_link import screen_text
 
@@ -429,3 +432,30 @@ def test_per_project_token_lines_fit_a_narrow_pane_with_their_spend():
     assert all(len(line) <= 26 for line in narrow), narrow
     assert [line.split()[-1] for line in narrow[1:]] == ["$12.50", "$25.00", "$37.50", "$75.00"]
     assert narrow[3] == "billi…    9.8k      $37.50"  # the name gave way, not the figures
+
+
+async def test_a_fleets_token_pane_repaints_at_most_once_a_second(fleet, make_app):
+    now = [NOW]
+    app = make_app(fleet, clock=lambda: now[0])
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+
+        def api_line() -> str:
+            text = plain(app.screen.query_one("#token-projects").render())
+            return next(line for line in text.splitlines() if line.startswith("api "))
+
+        assert "22.0k" in api_line()
+        more = tuple(
+            p.model_copy(update={"totals": p.totals.model_copy(update={"total_tokens": 31_000})})
+            if p.name == API
+            else p
+            for p in fleet.current.projects
+        )
+        now[0] = NOW + timedelta(seconds=0.5)
+        fleet.update(projects=more, generated_at=now[0])
+        await settle(pilot)
+        assert "22.0k" in api_line()  # held: painted half a second ago
+        now[0] = NOW + timedelta(seconds=1.2)
+        fleet.update(generated_at=now[0])
+        await settle(pilot)
+        assert "31.0k" in api_line()

@@ -198,9 +198,39 @@ def projects_text(snapshot: Snapshot, tones: Tones, width: int | None = None) ->
     return text
 
 
+#: A fleet console repaints its token pane at most this often (seconds). Each scheduler
+#: publishes its accounting once a second; twenty of them out of step moved the fleet's
+#: figures on every tick, and the pane's repaints were a third of the fleet console's
+#: bytes to the terminal.
+FLEET_TOKENS_EVERY_S = 1.0
+
+
 class TokenPane(VerticalScroll, can_focus=True):
     """Scrollable when the pane is short (80x24). A fleet console's totals per project
-    come first (``#token-projects``, hidden for one scheduler)."""
+    come first (``#token-projects``, hidden for one scheduler), repainted at most every
+    :data:`FLEET_TOKENS_EVERY_S`."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._fleet_shown: tuple[datetime, tuple[str, ...], Tones] | None = None
+
+    def _fleet_holds(self, snapshot: Snapshot, now: datetime, tones: Tones) -> bool:
+        """A fleet's pane painted less than a second ago, for the same projects, project
+        filter (the narrowed snapshot's workflow) and tones: it keeps that frame this tick."""
+        if not snapshot.projects:
+            self._fleet_shown = None
+            return False
+        names = (snapshot.workflow_path, *(p.name for p in snapshot.projects))
+        shown = self._fleet_shown
+        if (
+            shown is not None
+            and shown[1] == names
+            and shown[2] is tones
+            and 0 <= (now - shown[0]).total_seconds() < FLEET_TOKENS_EVERY_S
+        ):
+            return True
+        self._fleet_shown = (now, names, tones)
+        return False
 
     def compose(self) -> ComposeResult:
         yield Static(id="token-projects")
@@ -211,6 +241,8 @@ class TokenPane(VerticalScroll, can_focus=True):
 
     def show(self, snapshot: Snapshot, now: datetime, tones: Tones) -> None:
         """Set the parts whose text changed (``console.repaint``: an update repaints)."""
+        if self._fleet_holds(snapshot, now, tones):
+            return
         projects = self.query_one("#token-projects", Static)
         if projects.display != bool(snapshot.projects):
             projects.display = bool(snapshot.projects)
