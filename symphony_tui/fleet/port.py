@@ -308,6 +308,17 @@ class FleetPort(SchedulerPort):
             await asyncio.wait_for(self._stop.wait(), timeout=seconds)
         return self._stop.is_set()
 
+    async def _answers(self, endpoint: tg.Endpoint) -> bool:
+        """Whether an HTTP server answers at ``endpoint.url`` now (any status; 2 s)."""
+        if endpoint.url is None:
+            return True
+        try:
+            async with httpx.AsyncClient(base_url=endpoint.url, timeout=2.0) as client:
+                await client.get("/api/v1/state")
+        except httpx.HTTPError:
+            return False
+        return True
+
     def _needs_new(self, project: Project, endpoint: tg.Endpoint) -> bool:
         """Whether ``project`` must (re)connect to ``endpoint``: not connected, its
         scheduler stopped, or another process (a restart) or port serves it now."""
@@ -384,7 +395,9 @@ class FleetPort(SchedulerPort):
                 else:
                     if project is None:  # named by its workflow when its note says it
                         project = self._project(target, target.text, endpoint.folder_name)
-                    await self._connect(project, endpoint)
+                    # a stopped scheduler's row keeps its last state until one answers there
+                    if project.port is None or await self._answers(endpoint):
+                        await self._connect(project, endpoint)
             self._tried(target)
             if await self._wait(self.local_every_s):
                 return

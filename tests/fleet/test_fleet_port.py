@@ -445,3 +445,72 @@ async def test_a_scheduler_announced_after_the_fleet_started_gets_a_row(tmp_path
     finally:
         await fleet.close()
         runner.cancel()
+
+
+class _OneFrameScheduler:
+    """An API on 127.0.0.1 whose stream sends its snapshot and then says it stops."""
+
+    def __init__(self, port: int, issue: str) -> None:
+        from aiohttp import web
+
+        self.port, self.issue, self.web = port, issue, web
+        self.runner: web.AppRunner | None = None
+
+    async def start(self) -> None:
+        web = self.web
+
+        async def stream(request):
+            response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+            await response.prepare(request)
+            body = json.dumps({"snapshot": snap(self.issue).model_dump(mode="json"), "version": 1})
+            await response.write(f"id: e1:0\nevent: snapshot\ndata: {body}\n\n".encode())
+            ending = json.dumps({"at": NOW.isoformat(), "reason": "stopped by test"})
+            await response.write(f"event: stopping\ndata: {ending}\n\n".encode())
+            return response
+
+        async def state(request):
+            return web.json_response({})
+
+        app = web.Application()
+        app.router.add_get("/api/v1/stream", stream)
+        app.router.add_get("/api/v1/state", state)
+        self.runner = web.AppRunner(app)
+        await self.runner.setup()
+        await web.TCPSite(self.runner, "127.0.0.1", self.port).start()
+
+    async def stop(self) -> None:
+        assert self.runner is not None
+        await self.runner.cleanup()
+
+
+async def test_a_url_targets_stopped_scheduler_keeps_its_rows_until_one_answers_there():
+    port = free_port()
+    server = _OneFrameScheduler(port, "i1")
+    await server.start()
+    fleet = FleetPort([tg.parse(f"http://127.0.0.1:{port}")], local_every_s=0.1)
+    runner = asyncio.create_task(fleet.run())
+
+    async def until(check, what: str) -> None:
+        for _ in range(200):
+            if check():
+                return
+            await asyncio.sleep(0.05)
+        raise AssertionError(what)
+
+    try:
+        rows = lambda: fleet.snapshot().projects  # noqa: E731
+        await until(lambda: rows() and rows()[0].link_state == "stopped", "stopped")
+        await server.stop()
+        await asyncio.sleep(0.5)  # several rounds of the target's loop: nothing answers
+        assert rows()[0].link_state == "stopped" and rows()[0].error == "stopped by test"
+        assert [r.issue_id for r in fleet.snapshot().issues] == [f"127.0.0.1:{port}/i1"]
+        server = _OneFrameScheduler(port, "i2")  # a scheduler answers there again
+        await server.start()
+        await until(
+            lambda: [r.issue_id for r in fleet.snapshot().issues] == [f"127.0.0.1:{port}/i2"],
+            "the new scheduler's rows",
+        )
+    finally:
+        await fleet.close()
+        runner.cancel()
+        await server.stop()
