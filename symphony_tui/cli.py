@@ -415,7 +415,9 @@ def _start(
     from symphony_tui.observability.logs import configure_logging
 
     try:
-        log_file = configure_logging(args.log_dir, args.log_level)
+        # every scheduler of a user logs to one folder by default: each line says whose
+        context = {"pid": os.getpid(), "project": path.resolve().parent.name}
+        log_file = configure_logging(args.log_dir, args.log_level, context)
     except OSError as exc:
         return _fail(f"cannot write logs to {args.log_dir or 'the log folder'}: {exc}")
     if not args.headless:

@@ -73,7 +73,15 @@ def _format_key(key: str) -> str:
 
 
 class KeyValueFormatter(logging.Formatter):
-    """Formats a record as one redacted ``key=value`` line (see module docstring)."""
+    """Formats a record as one redacted ``key=value`` line (see module docstring).
+    ``context``: fields every line ends with (which scheduler wrote it, when several
+    share a log folder)."""
+
+    def __init__(self, context: dict[str, Any] | None = None) -> None:
+        super().__init__()
+        self._context = " ".join(
+            f"{_format_key(k)}={format_value(v)}" for k, v in (context or {}).items()
+        )
 
     def format(self, record: logging.LogRecord) -> str:
         ts = datetime.fromtimestamp(record.created, UTC)
@@ -94,6 +102,8 @@ class KeyValueFormatter(logging.Formatter):
             parts.append(f"exc={format_value(exc)}")
         elif record.exc_text:
             parts.append(f"exc={format_value(record.exc_text)}")
+        if self._context:
+            parts.append(self._context)
         return redact(" ".join(parts))
 
 
@@ -133,17 +143,22 @@ def default_log_dir() -> Path:
     return Path(platformdirs.user_log_dir("symphony-tui"))
 
 
-def configure_logging(log_dir: Path | None = None, level: int | str = "INFO") -> Path:
+def configure_logging(
+    log_dir: Path | None = None,
+    level: int | str = "INFO",
+    context: dict[str, Any] | None = None,
+) -> Path:
     """Send all logging to ``<log_dir>/symphony.log`` (rotating, 10 MB x 5) and return that
-    path. ``log_dir`` defaults to ``platformdirs.user_log_dir("symphony-tui")``. Calling it
-    again replaces the handler installed by the previous call; other handlers are kept."""
+    path. ``log_dir`` defaults to ``platformdirs.user_log_dir("symphony-tui")``; ``context``
+    ends every line (:class:`KeyValueFormatter`). Calling it again replaces the handler
+    installed by the previous call; other handlers are kept."""
     directory = Path(log_dir) if log_dir is not None else default_log_dir()
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / LOG_FILE_NAME
     handler = _QuietRotatingFileHandler(
         path, maxBytes=MAX_BYTES, backupCount=BACKUP_COUNT, encoding="utf-8"
     )
-    handler.setFormatter(KeyValueFormatter())
+    handler.setFormatter(KeyValueFormatter(context))
     setattr(handler, _HANDLER_MARK, True)
     root = logging.getLogger()
     for old in list(root.handlers):

@@ -57,6 +57,24 @@ def test_structured_logging_includes_issue_and_session_context_fields(log_file: 
     assert "tokens=42 ok=true error=null" in line
 
 
+def test_every_line_ends_with_which_scheduler_wrote_it(tmp_path: Path) -> None:
+    root = logging.getLogger()
+    saved = list(root.handlers)
+    path = configure_logging(tmp_path / "shared", context={"pid": 4242, "project": "my api"})
+    try:
+        log_kv(logging.getLogger("symphony_tui.x"), "INFO", "dispatch", issue_identifier="A-1")
+        logging.getLogger("y").warning("plain")
+        flush()
+        lines = path.read_text().splitlines()
+        assert len(lines) == 2
+        assert all(line.endswith('pid=4242 project="my api"') for line in lines), lines
+    finally:
+        for handler in list(root.handlers):
+            if handler not in saved:
+                root.removeHandler(handler)
+                handler.close()
+
+
 def test_plain_extra_fields_are_rendered_too(log_file: Path) -> None:
     logging.getLogger("x").warning("plain %s", "args", extra={"issue_id": "i-9"})
     line = log_file.read_text()
