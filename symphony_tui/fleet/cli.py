@@ -1,9 +1,9 @@
 """``symphony-tui fleet --list``: each project's state once, as a table (no console).
 
 It follows the targets as the console would for up to ``wait_s`` seconds (less once every
-project is live, down or stopped), then prints one line a project: name, link state,
-running, retrying, approvals waiting, machine and the last error. Exit 0 when every
-project is live, 1 otherwise (none found, or one is not)."""
+project is live, down or stopped), then prints one line a project, by name: name, link
+state, running, retrying, approvals waiting, machine (``here``: this one) and the last
+error. Exit 0 when every project is live, 1 otherwise (none found, or one is not)."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ async def settle(fleet: FleetPort, wait_s: float) -> tuple[ProjectRow, ...]:
 def table(rows: Sequence[ProjectRow]) -> list[str]:
     """The lines ``--list`` prints."""
     lines = [("PROJECT", "STATE", "RUNNING", "RETRYING", "APPROVALS", "MACHINE", "ERROR")]
-    for row in rows:
+    for row in sorted(rows, key=lambda r: r.name):
         lines.append(
             (
                 row.name,
@@ -48,7 +48,7 @@ def table(rows: Sequence[ProjectRow]) -> list[str]:
                 str(row.running),
                 str(row.retrying),
                 str(row.approvals),
-                row.machine or "-",
+                row.machine or "here",
                 one_line(row.error, 200) if row.error else "",
             )
         )

@@ -514,3 +514,18 @@ async def test_a_url_targets_stopped_scheduler_keeps_its_rows_until_one_answers_
         await fleet.close()
         runner.cancel()
         await server.stop()
+
+
+def test_the_list_table_is_by_name_and_says_here_for_this_machine():
+    from symphony_tui.domain.snapshot import ProjectRow
+    from symphony_tui.fleet.cli import table
+
+    rows = (
+        ProjectRow(name="web", target="t", link_state="down", error="refused"),
+        ProjectRow(name="api", target="t", link_state="live", running=2, machine="build-1"),
+    )
+    lines = table(rows)
+    assert [line.split()[:2] for line in lines] == [
+        ["PROJECT", "STATE"], ["api", "live"], ["web", "down"],
+    ]  # fmt: skip
+    assert lines[1].split()[5] == "build-1" and lines[2].split()[5] == "here"

@@ -95,7 +95,7 @@ class AuditScreen(Screen[None]):
         self.entries = entries
         header.update(
             inert(
-                f"{len(entries)} operator actions, oldest first "
+                f"{len(entries)} operator action{'s' * (len(entries) != 1)}, oldest first "
                 "(the scheduler's audit.jsonl; symphony-tui paths names it)",
                 tones.muted,
             )
