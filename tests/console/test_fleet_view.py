@@ -194,7 +194,7 @@ async def test_the_filter_key_cycles_and_every_pane_follows(fleet, make_app):
         assert log and all(" api " in line for line in log)
         tokens = plain(app.screen.query_one("#token-totals").render())
         assert "22,000" in tokens  # api's total, not the fleet's 85,800
-        assert "showing api" in screen_text(app)
+        assert "showing api" in screen_text(app) and "4 Tokens · api" in screen_text(app)
         await pilot.press("q")  # quitting counts every project's workers
         assert isinstance(app.screen, Confirm)
         assert "3 worker(s)" in screen_text(app)

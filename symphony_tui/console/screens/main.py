@@ -142,7 +142,12 @@ class MainScreen(Screen[None]):
                 self.apply_filter(self.query_one(EventLogView).filter.text)
             else:
                 self.pull(tones)
-            self.query_one(TokenPane).show(snapshot, now, tones)
+            tokens = self.query_one(TokenPane)
+            tokens.show(snapshot, now, tones)
+            # the figures below "per project" follow the project filter
+            set_border(
+                tokens, title=f"4 Tokens · {one_line(showing, 20)}" if showing else "4 Tokens"
+            )
         # after the layout of this paint (the alert line may just have appeared)
         self.call_after_refresh(self._share_tables)
 
