@@ -37,7 +37,7 @@ class Dispatcher:
     def is_eligible(self, issue: Issue, settings: Settings, *, for_retry: bool = False) -> bool:
         """Spec §8.2 candidate selection (required fields, active and not terminal state,
         routable: ``dispatchable`` and ``required_labels``), not running or claimed, plus
-        operator holds. Provider rules (blockers, assignment) reach it only through
+        operator holds and a pull request reaction preparing its run. Provider rules (blockers, assignment) reach it only through
         ``dispatchable``."""
         state = self._state
         if not policy.has_required_fields(issue):
@@ -56,7 +56,7 @@ class Dispatcher:
             return False
         if not policy.issue_routable(issue, settings):
             return False
-        if issue.id in state.running:
+        if issue.id in state.running or issue.id in state.reacting:
             return False
         if not for_retry and issue.id in state.retrying:
             return False
@@ -260,6 +260,9 @@ class Dispatcher:
             return
         if settings.tracker.is_terminal(issue.state):
             self._retries.release(issue_id, f"moved to terminal state {issue.state}")
+            return
+        if issue_id in state.reacting:  # only a continuation retry meets a reaction
+            self._retries.release(issue_id, "a pull request reaction's run takes its place")
             return
         if not self.is_eligible(issue, settings, for_retry=True):
             self._retries.release(issue_id, "no longer active and routable")

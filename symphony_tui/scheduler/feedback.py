@@ -325,6 +325,7 @@ class Feedback:
         """A reaction's I/O is done: say what it did, and start its turn (``prompt``)
         unless the issue got busy meanwhile."""
         self._acting.discard(item.key)
+        self._state.reacting.discard(item.key)
         issue = item.issue
         if item.kind == "label":  # a label that cannot be removed is said once, not per read
             if item.failed and item.key in self._label_failed:
@@ -415,6 +416,8 @@ class Feedback:
             done.last_mono = now
         done.handled.add(chosen.key)
         self._acting.add(issue.id)  # the reaction's key: one at a time per issue
+        if chosen.kind != "auto_merge":
+            state.reacting.add(issue.id)  # no plain run of it while its turn is prepared
         what = {
             "ci_failure": "failed checks: " + ", ".join(c.label for c in link.failed_checks),
             "review_comments": f"review feedback ({len(link.review_notes)} comment(s))",
@@ -507,8 +510,9 @@ class Feedback:
             else:
                 prompt = conflict_prompt(link)
             fresh = await self._active(issue, reactions)
-        except TrackerError as exc:
-            note = f"{reaction.kind}: not acted on, tried again at the next read ({exc})"
+        except Exception as exc:  # any failure gives the issue back (``ready``)
+            why = exc if isinstance(exc, TrackerError) else f"{type(exc).__name__}: {exc}"
+            note = f"{reaction.kind}: not acted on, tried again at the next read ({why})"
             self._mailbox.post(
                 FeedbackReady(
                     issue,

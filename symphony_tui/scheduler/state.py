@@ -110,6 +110,10 @@ class SchedulerState:
         self.known: dict[str, Issue] = {}
         #: Issue identifier -> its pull request as last read (scheduler/feedback.py).
         self.pull_requests: dict[str, PullRequestLink] = {}
+        #: Issue ids whose pull request reaction is preparing its run (reading a job's log,
+        #: moving the issue back to an active state): a poll or a continuation retry must
+        #: not start a plain run of them meanwhile (scheduler/feedback.py).
+        self.reacting: set[str] = set()
         self.ledger = TokenLedger()
         self.recorder = SessionRecorder(
             clock, self.ledger, events, changed=self.changed, manifests=workspaces.manifests

@@ -494,3 +494,76 @@ async def test_only_trusted_people_reach_the_agent(tmp_path: Path, fake) -> None
         assert len(left) == 1 and "by mallory" in left[0], left
     finally:
         await orch.shutdown()
+
+
+async def test_a_poll_while_a_reaction_moves_its_issue_back_starts_no_plain_run(
+    tmp_path: Path, fake
+) -> None:
+    """The reaction moves its issue back to an active state before its turn starts; a poll
+    that lands in between sees an active issue, and must leave it to the reaction (a plain
+    run would take its place and the feedback would wait for the next read)."""
+    clock = FakeClock(T0)
+    fake._clock = clock.now
+    issue = fake.add_issue("Add the endpoint", labels=["todo"])
+    orch = _orchestrator(
+        tmp_path, fake, clock, _to_review(fake), "review_comments: true\ncooldown_ms: 0\n"
+    )
+    backend = orch.backend  # type: ignore[attr-defined]
+    moved = orch.feedback._active
+    polled: list[int] = []
+
+    async def move_then_poll(found, reactions):
+        fresh = await moved(found, reactions)
+        await orch.tick()  # a poll between the move and the reaction's turn
+        await orch.barrier()
+        polled.append(len(backend.sessions))
+        return fresh
+
+    orch.feedback._active = move_then_poll
+    try:
+        await orch.start()
+        await until(lambda: len(backend.sessions) == 1 and not orch.running)
+        assert fake.issue(issue).labels == ["human review"]
+        pr = fake.add_pull("feature/endpoint", closes=[issue])
+        fake.review(pr, "CHANGES_REQUESTED", "Please add tests.")
+        await _read(orch)
+        await until(lambda: len(backend.sessions) == 2 and backend.sessions[1].prompts)
+        assert polled == [1]  # the poll started nothing
+        assert backend.sessions[1].prompts[0].startswith(f"Pull request #{pr} (")
+    finally:
+        await orch.shutdown()
+
+
+async def test_an_unexpected_failure_of_a_reaction_gives_its_issue_back(
+    tmp_path: Path, fake
+) -> None:
+    clock = FakeClock(T0)
+    fake._clock = clock.now
+    issue = fake.add_issue("Add the endpoint", labels=["todo"])
+    orch = _orchestrator(
+        tmp_path, fake, clock, _to_review(fake), "review_comments: true\ncooldown_ms: 0\n"
+    )
+    backend = orch.backend  # type: ignore[attr-defined]
+    moved = orch.feedback._active
+    failures = [RuntimeError("boom")]
+
+    async def fails_once(found, reactions):
+        if failures:
+            raise failures.pop()
+        return await moved(found, reactions)
+
+    orch.feedback._active = fails_once
+    try:
+        await orch.start()
+        await until(lambda: len(backend.sessions) == 1 and not orch.running)
+        pr = fake.add_pull("feature/endpoint", closes=[issue])
+        fake.review(pr, "CHANGES_REQUESTED", "Please add tests.")
+        await _read(orch)
+        said = "not acted on, tried again at the next read (RuntimeError: boom)"
+        await until(lambda: any(said in m for m in _feedback(orch)))
+        assert not orch.state.reacting  # not left busy
+        await _read(orch)  # the same feedback, acted on this time
+        await until(lambda: len(backend.sessions) == 2 and backend.sessions[1].prompts)
+        assert backend.sessions[1].prompts[0].startswith(f"Pull request #{pr} (")
+    finally:
+        await orch.shutdown()
