@@ -496,18 +496,35 @@ async def test_only_trusted_people_reach_the_agent(tmp_path: Path, fake) -> None
         await orch.shutdown()
 
 
+def _reviewed(tmp_path: Path, fake) -> tuple[Orchestrator, int]:
+    """An orchestrator reacting to review comments, and its one issue."""
+    clock = FakeClock(T0)
+    fake._clock = clock.now
+    issue = fake.add_issue("Add the endpoint", labels=["todo"])
+    reactions = "review_comments: true\ncooldown_ms: 0\n"
+    return _orchestrator(tmp_path, fake, clock, _to_review(fake), reactions), issue
+
+
+async def _review_asked(orch: Orchestrator, fake, issue: int) -> int:
+    """Start ``orch``; once the issue's first run handed it to review, a reviewer asks for
+    changes on its pull request (returned) and the reactions read it."""
+    backend = orch.backend  # type: ignore[attr-defined]
+    await orch.start()
+    await until(lambda: len(backend.sessions) == 1 and not orch.running)
+    assert fake.issue(issue).labels == ["human review"]
+    pr = fake.add_pull("feature/endpoint", closes=[issue])
+    fake.review(pr, "CHANGES_REQUESTED", "Please add tests.")
+    await _read(orch)
+    return pr
+
+
 async def test_a_poll_while_a_reaction_moves_its_issue_back_starts_no_plain_run(
     tmp_path: Path, fake
 ) -> None:
     """The reaction moves its issue back to an active state before its turn starts; a poll
     that lands in between sees an active issue, and must leave it to the reaction (a plain
     run would take its place and the feedback would wait for the next read)."""
-    clock = FakeClock(T0)
-    fake._clock = clock.now
-    issue = fake.add_issue("Add the endpoint", labels=["todo"])
-    orch = _orchestrator(
-        tmp_path, fake, clock, _to_review(fake), "review_comments: true\ncooldown_ms: 0\n"
-    )
+    orch, issue = _reviewed(tmp_path, fake)
     backend = orch.backend  # type: ignore[attr-defined]
     moved = orch.feedback._active
     polled: list[int] = []
@@ -521,12 +538,7 @@ async def test_a_poll_while_a_reaction_moves_its_issue_back_starts_no_plain_run(
 
     orch.feedback._active = move_then_poll
     try:
-        await orch.start()
-        await until(lambda: len(backend.sessions) == 1 and not orch.running)
-        assert fake.issue(issue).labels == ["human review"]
-        pr = fake.add_pull("feature/endpoint", closes=[issue])
-        fake.review(pr, "CHANGES_REQUESTED", "Please add tests.")
-        await _read(orch)
+        pr = await _review_asked(orch, fake, issue)
         await until(lambda: len(backend.sessions) == 2 and backend.sessions[1].prompts)
         assert polled == [1]  # the poll started nothing
         assert backend.sessions[1].prompts[0].startswith(f"Pull request #{pr} (")
@@ -537,12 +549,7 @@ async def test_a_poll_while_a_reaction_moves_its_issue_back_starts_no_plain_run(
 async def test_an_unexpected_failure_of_a_reaction_gives_its_issue_back(
     tmp_path: Path, fake
 ) -> None:
-    clock = FakeClock(T0)
-    fake._clock = clock.now
-    issue = fake.add_issue("Add the endpoint", labels=["todo"])
-    orch = _orchestrator(
-        tmp_path, fake, clock, _to_review(fake), "review_comments: true\ncooldown_ms: 0\n"
-    )
+    orch, issue = _reviewed(tmp_path, fake)
     backend = orch.backend  # type: ignore[attr-defined]
     moved = orch.feedback._active
     failures = [RuntimeError("boom")]
@@ -554,11 +561,7 @@ async def test_an_unexpected_failure_of_a_reaction_gives_its_issue_back(
 
     orch.feedback._active = fails_once
     try:
-        await orch.start()
-        await until(lambda: len(backend.sessions) == 1 and not orch.running)
-        pr = fake.add_pull("feature/endpoint", closes=[issue])
-        fake.review(pr, "CHANGES_REQUESTED", "Please add tests.")
-        await _read(orch)
+        pr = await _review_asked(orch, fake, issue)
         said = "not acted on, tried again at the next read (RuntimeError: boom)"
         await until(lambda: any(said in m for m in _feedback(orch)))
         assert not orch.state.reacting  # not left busy
