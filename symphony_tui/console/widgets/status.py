@@ -69,10 +69,11 @@ def status_text(
     """One line: the link (attached consoles), counts, next poll, approvals, paused,
     tracker, backend, workflow. A fleet console (``projects``) ends with its projects
     instead: how many are live, which one is shown (``showing``: the project filter) and
-    the key of the projects table. Longer than ``width`` cells, the line is said again in
-    its short words (``⚑ 3``, ``⌂ 2/3 live``) before the end is cut."""
+    the key of the projects table. A fleet's line longer than ``width`` cells is said
+    again in its short words (``⚑ 3``, ``⌂ 2/3 live``), so its projects' state is not the
+    part cut; one scheduler's line ends with what can be cut (poll, tracker, workflow)."""
     text = _status_text(snapshot, now, tones, link, showing, short=False)
-    if width is not None and text.cell_len > width:
+    if snapshot.projects and width is not None and text.cell_len > width:
         text = _status_text(snapshot, now, tones, link, showing, short=True)
     return text
 
