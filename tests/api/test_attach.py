@@ -318,6 +318,21 @@ def test_an_owner_note_removed_means_its_api_no_longer_serves(tmp_path):
     assert announce.ended(2**22 + 12345)  # no such process
 
 
+async def _token_api(make_harness, notes, token: str) -> ApiServer:
+    """A started harness (one issue, asking) served on loopback with bearer ``token``, kept
+    beside its API note in ``notes`` as a console's own API keeps it."""
+    h = make_harness([make_issue(1)], script=asking, front="agent:\n  max_turns: 1\n")
+    await h.start()
+    api = ApiServer(
+        h.orch,
+        token=token,
+        announce_dir=notes,
+        announce_extra={"token_file": str(announce.write_token(notes, token))},
+    )
+    await api.start()
+    return api
+
+
 async def test_attach_by_the_printed_address_finds_the_token_this_user_keeps(
     make_harness, tmp_path, monkeypatch
 ):
@@ -327,16 +342,7 @@ async def test_attach_by_the_printed_address_finds_the_token_this_user_keeps(
 
     notes = tmp_path / "api"
     monkeypatch.setattr(announce, "default_dir", lambda: notes)
-    h = make_harness([make_issue(1)], script=asking, front="agent:\n  max_turns: 1\n")
-    await h.start()
-    token = "t0ken-" + "x" * 30
-    api = ApiServer(
-        h.orch,
-        token=token,
-        announce_dir=notes,
-        announce_extra={"token_file": str(announce.write_token(notes, token))},
-    )
-    await api.start()
+    api = await _token_api(make_harness, notes, "t0ken-" + "x" * 30)
     try:
         attachment = await asyncio.to_thread(open_attach, api.url)
         try:
@@ -383,16 +389,8 @@ async def test_attach_over_ssh_sends_the_bearer_token_the_discovery_read(
 
     monkeypatch.setattr("symphony_tui.api.attach.SshTunnel", Forward)
     notes = announce.default_dir()
-    h = make_harness([make_issue(1)], script=asking, front="agent:\n  max_turns: 1\n")
-    await h.start()
     token = "t0ken-" + "y" * 30
-    api = ApiServer(
-        h.orch,
-        token=token,
-        announce_dir=notes,
-        announce_extra={"token_file": str(announce.write_token(notes, token))},
-    )
-    await api.start()
+    api = await _token_api(make_harness, notes, token)
     try:
         attachment = await asyncio.to_thread(open_attach, "ssh://me@box")
         try:

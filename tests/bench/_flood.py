@@ -359,6 +359,10 @@ class ConsoleOnPty:
             if not chunk:
                 return
             self.bytes += len(chunk)
+            self._took(chunk)
+
+    def _took(self, chunk: bytes) -> None:
+        """Each chunk the console wrote, after it was counted (nothing kept here)."""
 
     def press(self, keys: bytes) -> None:
         os.write(self.master, keys)

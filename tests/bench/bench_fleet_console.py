@@ -46,17 +46,9 @@ class WatchedConsole(ConsoleOnPty):
         self.lock = threading.Lock()
         super().__init__(project, cols, rows, argv=argv)
 
-    def _drain(self) -> None:
-        while True:
-            try:
-                chunk = os.read(self.master, 65536)
-            except OSError:
-                return
-            if not chunk:
-                return
-            self.bytes += len(chunk)
-            with self.lock:
-                self.tail = (self.tail + chunk)[-200_000:]
+    def _took(self, chunk: bytes) -> None:
+        with self.lock:
+            self.tail = (self.tail + chunk)[-200_000:]
 
     def seen(self) -> bool:
         with self.lock:
