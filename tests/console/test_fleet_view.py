@@ -455,6 +455,7 @@ async def test_a_fleets_token_pane_repaints_at_most_once_a_second(fleet, make_ap
         fleet.update(projects=more, generated_at=now[0])
         await settle(pilot)
         assert "22.0k" in api_line()  # held: painted half a second ago
+        assert app.screen.holding  # so the next tick shows the screen again
         now[0] = NOW + timedelta(seconds=1.2)
         fleet.update(generated_at=now[0])
         await settle(pilot)

@@ -153,10 +153,11 @@ class MainScreen(Screen[None]):
 
     @property
     def holding(self) -> bool:
-        """Something shown is held back for a while (the workers' streamed text): the
-        app shows this screen again on its next tick even if the snapshot did not move."""
+        """Something shown is held back for a while (the workers' streamed text, a
+        fleet's token pane): the app shows this screen again on its next tick even if the
+        snapshot did not move."""
         try:
-            return self.query_one(WorkersTable).holding
+            return self.query_one(WorkersTable).holding or self.query_one(TokenPane).holding
         except NoMatches:
             return False
 

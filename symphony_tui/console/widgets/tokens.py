@@ -213,6 +213,9 @@ class TokenPane(VerticalScroll, can_focus=True):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._fleet_shown: tuple[datetime, tuple[str, ...], Tones] | None = None
+        #: A snapshot was not shown for the once-a-second rule: show again next tick
+        #: (``MainScreen.holding``), so the held figures follow within the interval.
+        self.holding = False
 
     def _fleet_holds(self, snapshot: Snapshot, now: datetime, tones: Tones) -> bool:
         """A fleet's pane painted less than a second ago, for the same projects, project
@@ -241,7 +244,8 @@ class TokenPane(VerticalScroll, can_focus=True):
 
     def show(self, snapshot: Snapshot, now: datetime, tones: Tones) -> None:
         """Set the parts whose text changed (``console.repaint``: an update repaints)."""
-        if self._fleet_holds(snapshot, now, tones):
+        self.holding = self._fleet_holds(snapshot, now, tones)
+        if self.holding:
             return
         projects = self.query_one("#token-projects", Static)
         if projects.display != bool(snapshot.projects):
