@@ -1059,17 +1059,14 @@ DEMO_FILES = ("WORKFLOW.md", "issues.yaml", "README.md")
 
 
 def prepare_demo(target: Path | None = None, *, approvals: str | None = None) -> Path:
-    """Copy the demo into a fresh temporary folder; returns its WORKFLOW.md path.
+    """Copy the demo into ``target`` (an empty folder), else a fresh temporary one;
+    returns its WORKFLOW.md path.
 
     ``approvals`` replaces ``agent.approvals`` in the copy (headless runs have no operator,
     so ``demo --headless`` approves automatically).
     """
     folder = target or Path(tempfile.mkdtemp(prefix="symphony-demo-"))
-    source = demo_assets()
-    for name in DEMO_FILES:
-        if (source / name).is_file():
-            shutil.copy2(source / name, folder / name)
-    workflow = folder / "WORKFLOW.md"
+    workflow = copy_demo(folder)
     if approvals is not None:
         text = workflow.read_text(encoding="utf-8")
         marker = "  approvals: operator\n"
