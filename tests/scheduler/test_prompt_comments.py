@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 from symphony_tui.domain import Issue, IssueComment
 from symphony_tui.trackers.base import TrackerError
+from tests.helpers import until
 
 from .conftest import make_issue
 
@@ -39,6 +40,8 @@ async def test_prompt_using_comments_gets_them_from_the_tracker(make_harness):
     _lister(h, calls)
     await h.start()
     await h.settle()
+    # the session's first turn may start after the loop settled (a loaded machine)
+    await until(lambda: bool(h.backend.sessions) and bool(h.backend.sessions[0].prompts))
     assert calls == ["id-1"]
     assert h.backend.sessions[0].prompts[0] == "Work on ABC-1 | ana: Keep the flag."
 
