@@ -602,10 +602,17 @@ class SymphonyApp(App[None]):
             self.push_screen(AuditScreen())
 
     def action_help(self) -> None:
+        """Show the help screen. It is built once (keys are remapped only at start) and kept
+        installed: a new one each time composed, laid out and rendered its whole table
+        again, about 60 ms before the first frame."""
         from symphony_tui.console.fleet import is_fleet
         from symphony_tui.console.screens.help import HelpScreen
 
-        self.push_screen(HelpScreen(self.key_for, fleet=is_fleet(self.state.fleet_snapshot)))
+        fleet = is_fleet(self.state.fleet_snapshot)
+        name = "help-fleet" if fleet else "help"
+        if not self.is_screen_installed(name):
+            self.install_screen(HelpScreen(self.key_for, fleet=fleet), name)
+        self.push_screen(name)
 
     def open_worker(self, issue_id: str) -> None:
         """Push the worker detail screen of ``issue_id``."""

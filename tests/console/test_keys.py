@@ -357,6 +357,27 @@ async def test_help_lists_every_command_and_closes(port, make_app):
         assert not isinstance(app.screen, HelpScreen)
 
 
+async def test_help_is_built_once_and_follows_the_theme(port, make_app):
+    """The help screen is kept between openings; a theme chosen while it is closed still
+    colours it when it opens again."""
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        first = app.screen
+        assert isinstance(first, HelpScreen)
+        await pilot.press("escape")
+        app.theme = "textual-light" if app.theme != "textual-light" else "nord"
+        await pilot.pause()
+        await pilot.press("question_mark")
+        assert app.screen is first
+        box = first.query_one("#help")
+        primary = app.theme_variables["primary"]
+        assert box.styles.border_top[1].hex.lower() == primary.lower()
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+
+
 async def test_focus_keys_and_tab(port, make_app):
     app = make_app(port)
     async with app.run_test(size=SIZE) as pilot:
