@@ -140,6 +140,31 @@ async def test_the_growth_that_makes_a_reclaim_due_is_relative_to_the_frozen_hea
     assert freezer.reclaims == 1 and kept[0]() is None
 
 
+async def test_the_frozen_heap_is_counted_only_when_a_reclaim_may_be_due(monkeypatch):
+    """Counting the permanent generation walks every frozen object, so a freeze that
+    moves too little for a reclaim to be due does not count it; when its bound says one
+    may be due it is counted exactly, and frozen objects freed since do not count."""
+    counted: list[int] = []
+    real = gc.get_freeze_count
+    monkeypatch.setattr(heap_freeze.gc, "get_freeze_count", lambda: counted.append(1) or real())
+    freezer = HeapFreezer(lambda: True, delay_s=0, growth=1.0, min_objects=0)
+    freezer.session_opened()
+    await turns()
+    base = freezer.base
+    assert base is not None and base > 0 and len(counted) == 1  # the first freeze's size
+    first = [Node() for _ in range(int(base * 0.6))]  # a run's objects: 0.6 of the base
+    freezer.session_opened()
+    await turns()
+    assert not tracked(first[0]) and len(counted) == 1  # frozen, not counted
+    del first  # that run ended: freed by reference counting, out of the frozen heap
+    second = [Node() for _ in range(int(base * 0.6))]  # the bound now passes 2 x base
+    freezer.session_opened()
+    await turns()
+    assert not tracked(second[0])
+    assert len(counted) == 2  # the bound said due: counted exactly
+    assert freezer.reclaims == 0  # and it was not (1.6 x base, not 2)
+
+
 async def test_the_reclaim_waits_for_a_quiet_inbox_but_not_forever():
     quiet = [False]
     freezer = HeapFreezer(lambda: quiet[0], delay_s=0, growth=0.0, min_objects=5_000)
@@ -246,3 +271,21 @@ async def test_an_ended_run_is_freed_by_reference_counting(make_harness):
     finally:
         gc.enable()
     await h.orch.shutdown()
+
+
+async def test_an_attached_or_fleet_console_freezes_and_watches_while_it_follows():
+    """``symphony-tui attach`` and ``fleet`` run their link under the freezer (cli.py):
+    start-up's heap is frozen, full collections are followed by a freeze while the link
+    runs, and nothing is watched once it ends."""
+    from symphony_tui.cli import _heap_watched
+
+    seen: dict[str, object] = {}
+
+    async def follow() -> None:
+        seen["frozen"] = gc.get_freeze_count()
+        seen["watching"] = [cb for cb in gc.callbacks if "HeapFreezer" in repr(cb)]
+
+    await _heap_watched(follow)()
+    assert isinstance(seen["frozen"], int) and seen["frozen"] > 0
+    assert seen["watching"]
+    assert not [cb for cb in gc.callbacks if "HeapFreezer" in repr(cb)]
