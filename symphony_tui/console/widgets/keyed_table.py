@@ -82,6 +82,11 @@ class RowCache:
         self._rows[key] = (inputs, cells)
         return cells
 
+    def last(self, key: str) -> Row | None:
+        """The cells last built for ``key``, or ``None``."""
+        old = self._rows.get(key)
+        return None if old is None else old[1]
+
     def retain(self, keys: Iterable[str]) -> None:
         """Forget rows not in ``keys`` (bounded by what is shown)."""
         keep = set(keys)
@@ -200,6 +205,22 @@ class KeyedTable(DataTable):
         keys = [c[0] for c in self._column_spec]
         widths = self._widths or tuple(w for _, _, w in self._column_spec)
         return widths[keys.index(key)]
+
+    def near_view(self) -> range:
+        """Row indices on screen and one screen above and below: the rows a refresh
+        builds anew (see :meth:`watch_scroll_y`; the others keep their cells)."""
+        height = max(self.scrollable_content_region.height, 1)
+        top = int(self.scroll_y)
+        return range(max(top - height, 0), top + 2 * height)
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if abs(int(new_value) - int(old_value)) > 0:
+            self.scrolled()
+
+    def scrolled(self) -> None:
+        """The view moved: a table that builds only the rows near it
+        (:meth:`near_view`) builds them now. Nothing here."""
 
     @property
     def selected_key(self) -> str | None:

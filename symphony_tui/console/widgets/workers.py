@@ -139,6 +139,7 @@ def worker_rows(
     fleet: bool = False,
     unknown_by: Mapping[str, float] | None = None,
     project_width: int = PROJECT_CELLS,
+    near: range | None = None,
 ) -> list[tuple[str, Row]]:
     """(issue id, cells) of the running rows; the last-event cell fits ``last_width``
     cells (its column's width: the table would crop the newest words). ``hosts``: a host
@@ -154,7 +155,12 @@ def worker_rows(
     ``fleet``: a project cell after the approval flag (:func:`column_spec`), its name cut
     to ``project_width`` cells;
     ``unknown_by``: project -> seconds since its last update, for each project whose link
-    is lost (``fleet.unknown_by_project``): its rows read as unknown as with ``unknown_s``."""
+    is lost (``fleet.unknown_by_project``): its rows read as unknown as with ``unknown_s``.
+
+    ``near``: the row indices worth building (those on screen and near it,
+    ``KeyedTable.near_view``); a row outside it keeps the cells ``cache`` last built for
+    it, so a refresh costs what is near the screen, not every worker (each row's
+    running time moves every second). A row never built is built wherever it is."""
     cache = cache if cache is not None else RowCache()
     activity: Callable[[RunningRow, int], _Activity] = (
         gate.activity if gate is not None else _Activity
@@ -180,7 +186,12 @@ def worker_rows(
         # (name, cells): cut to the column with "…" rather than cropped by the table
         makers = (makers[0], lambda v: inert(v[0] or "-", tones.muted, limit=v[1]), *makers[1:])
     rows: list[tuple[str, Row]] = []
-    for r in snapshot.running:
+    for index, r in enumerate(snapshot.running):
+        if near is not None and index not in near:
+            kept = cache.last(r.issue_id)
+            if kept is not None:
+                rows.append((r.issue_id, kept))
+                continue
         budget = r.budget_reached
         if budget is not None:  # held: the row says why, until the operator decides
             r = r.model_copy(update={"last_event": "budget reached", "last_message": budget})
@@ -324,4 +335,10 @@ class WorkersTable(KeyedTable):
             fleet=fleet,
             unknown_by=unknown_by_project(snapshot) if fleet else None,
             project_width=self.column_width("project") if fleet else PROJECT_CELLS,
+            near=self.near_view() if self.is_mounted else None,
         )
+
+    def scrolled(self) -> None:
+        # rows that were far from the view show their last cells: build them now
+        if self._shown is not None and self.is_mounted:
+            self.sync(self._current_rows())
