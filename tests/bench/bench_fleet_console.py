@@ -34,6 +34,7 @@ from tests.bench._flood import Api, ConsoleOnPty, FloodProject, percentile, rss_
 
 ANSI = re.compile(rb"\x1b(\[[0-9;?<>=]*[ -/]*[@-~]|[()][0-9A-Za-z]|[=>78])")
 MARK = b"esc to close"
+CURSOR_TO = re.compile(rb"\x1b\[(\d*)(?:;\d*)?H")
 STARTED: list[FloodProject] = []
 
 
@@ -44,11 +45,38 @@ class WatchedConsole(ConsoleOnPty):
     def __init__(self, project: FloodProject, argv: list[str], cols: int, rows: int) -> None:
         self.tail = b""
         self.lock = threading.Lock()
+        #: bytes written while the cursor was on each screen line (0-based), from the
+        #: cursor positionings (``CSI row;col H``) the console writes before each update
+        self.by_line = [0] * rows
+        self._line = 0
+        self._partial = b""
         super().__init__(project, cols, rows, argv=argv)
 
     def _took(self, chunk: bytes) -> None:
         with self.lock:
             self.tail = (self.tail + chunk)[-200_000:]
+            data, self._partial = self._partial + chunk, b""
+            at = 0
+            for move in CURSOR_TO.finditer(data):
+                self._count(move.start() - at)
+                self._line = int(move.group(1) or 1) - 1
+                at = move.start()
+            cut = data.rfind(b"\x1b", at)
+            if cut > at and CURSOR_TO.match(data, cut) is None and len(data) - cut < 16:
+                self._partial = data[cut:]  # a positioning split across two reads
+                data = data[:cut]
+            self._count(len(data) - at)
+
+    def _count(self, n: int) -> None:
+        if 0 <= self._line < len(self.by_line):
+            self.by_line[self._line] += n
+
+    def lines_per_s(self, since: list[int], wall: float) -> str:
+        """Each screen line's share of the output since ``since`` (a copy of
+        :attr:`by_line`), as ``line:KB/s`` for the lines over 0.1 KB/s."""
+        with self.lock:
+            rates = [(b - a) / wall / 1024 for a, b in zip(since, self.by_line, strict=True)]
+        return " ".join(f"{i + 1}:{r:.1f}" for i, r in enumerate(rates) if r >= 0.1)
 
     def seen(self) -> bool:
         with self.lock:
@@ -83,6 +111,8 @@ def console_cpu(pid: int) -> float:
 def measure(what: str, console: WatchedConsole, window: float, keys: int) -> None:
     pid = console.proc.pid
     cpu0, b0, t0 = console_cpu(pid), console.bytes, time.monotonic()
+    with console.lock:
+        lines0 = list(console.by_line)
     rss: list[float] = []
     while time.monotonic() - t0 < window:
         time.sleep(1.0)
@@ -93,6 +123,7 @@ def measure(what: str, console: WatchedConsole, window: float, keys: int) -> Non
     figure(f"{what}: console CPU (% of one core)", (console_cpu(pid) - cpu0) / wall * 100, "%")
     figure(f"{what}: console RSS (max)", max(rss), "MB")
     figure(f"{what}: terminal output", (console.bytes - b0) / wall / 1024, "KB/s")
+    print(f"{what}: output by screen line (line:KB/s) {console.lines_per_s(lines0, wall)}")
     took = []
     for _ in range(keys):
         took.append(console.key_to_screen(b"?") * 1000)
