@@ -39,8 +39,9 @@ full collection every ~6 s, growing to 185 ms of CPU. Right after a full collect
 garbage is left, so freezing then keeps nothing that should go, and the next full
 collection traverses only what was promoted since.
 
-Only the CLI's own process uses it (``build_runtime(freeze_heap=True)``); it changes the
-collector for the whole process, which a test process must not have.
+Only the CLI's own processes use it: the scheduler's (``build_runtime(freeze_heap=True)``)
+and an attached or fleet console's, which only watches (``cli._heap_watched``). It changes
+the collector for the whole process, which a test process must not have.
 """
 
 from __future__ import annotations
