@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import random
 import time
 from collections import deque
@@ -57,10 +58,20 @@ LinkState = Literal["connecting", "live", "reconnecting", "stale", "stopped"]
 
 
 def link_reason(exc: Exception | str) -> str:
-    """One line for what broke a link: the error's own message; for one that has none
-    (httpx's timeouts often do not), what happened in words, else its class name."""
+    """One line for what broke a link: for a connection that failed, the system's reason
+    (refused: nothing listens there), since httpx's own message is "All connection
+    attempts failed" whatever happened; else the error's own message; for one that has
+    none (httpx's timeouts often do not), what happened in words, else its class name."""
     if isinstance(exc, str):
         return exc
+    if isinstance(exc, httpx.ConnectError):
+        cause = _os_error(exc)
+        if isinstance(cause, ConnectionRefusedError):
+            return (
+                "connection refused: nothing listens there (the scheduler stopped, or a wrong port)"
+            )
+        if cause is not None and cause.errno and cause.errno > 0:
+            return f"cannot connect: {os.strerror(cause.errno)}"
     if str(exc):
         return str(exc)
     if isinstance(exc, httpx.TimeoutException):
@@ -68,6 +79,18 @@ def link_reason(exc: Exception | str) -> str:
     if isinstance(exc, httpx.RemoteProtocolError):
         return "the connection closed mid-answer"
     return type(exc).__name__
+
+
+def _os_error(exc: BaseException) -> OSError | None:
+    """The system error (one with an ``errno``) that ``exc`` was raised from, if any."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno is not None:
+            return current
+        current = current.__cause__ or current.__context__
+    return None
 
 
 class RemoteError(Exception):

@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import sys
 from datetime import datetime
 
@@ -55,7 +56,19 @@ def test_a_link_lost_to_a_timeout_says_so_in_words():
         "no answer in time (the scheduler is busy, stopped or unreachable)"
     )
     remote._lost(httpx.ConnectError("All connection attempts failed"))
-    assert remote.link().error == "All connection attempts failed"
+    assert remote.link().error == "All connection attempts failed"  # no cause: as it came
+
+
+async def test_a_refused_connection_says_nothing_listens_there():
+    """httpx says "All connection attempts failed" whatever the system said: the link's
+    error names the system's reason."""
+    with socket.socket() as sock:  # a port nothing listens on: bound, never listening
+        sock.bind(("127.0.0.1", 0))
+        remote = RemotePort(f"http://127.0.0.1:{sock.getsockname()[1]}")
+        with pytest.raises(RemoteError) as refused:
+            await remote.refresh_once()
+        await remote.close()
+    assert "connection refused: nothing listens there" in str(refused.value)
 
 
 async def test_link_goes_connecting_live_reconnecting_stale_and_back(served):
