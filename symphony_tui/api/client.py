@@ -97,6 +97,10 @@ class RemoteError(Exception):
     """The scheduler's API did not answer usefully (one line)."""
 
 
+class Unauthorized(RemoteError):
+    """The scheduler refused this client's API token, or needs one (401)."""
+
+
 class StreamUnsupported(RemoteError):
     """The server has no event stream (an older scheduler): poll instead."""
 
@@ -109,7 +113,8 @@ class LinkStatus:
     ``stale_after_s``), ``reconnecting`` (link lost, data still recent), ``stale`` (nothing
     heard for longer than ``stale_after_s``, connected or not). ``age_s``: seconds since the
     scheduler was last heard from (``None`` before the first frame); ``via``: ``stream`` or
-    ``poll``; ``error``: the last failure, one line. ``stopped``: the scheduler has shut
+    ``poll``; ``error``: the last failure, one line; ``refused``: that failure was the
+    scheduler refusing the API token (401), it answers. ``stopped``: the scheduler has shut
     down (it said so, or its process is gone) at ``stopped_at`` (UTC), ``error`` saying
     why; a stale link is a scheduler that may still exist but does not answer."""
 
@@ -118,6 +123,7 @@ class LinkStatus:
     via: str
     error: str | None = None
     stopped_at: datetime | None = None
+    refused: bool = False
 
 
 def backoff_s(attempt: int, *, rng: Callable[[float, float], float] = random.uniform) -> float:
@@ -176,6 +182,7 @@ class RemotePort(SchedulerPort):
         self.last_event_id: str | None = None
         self._heard_at: float | None = None
         self._connected = False
+        self._refused = False  # the last failure was a 401 (``LinkStatus.refused``)
         self.gaps = 0  # times the server said events were lost between two connections
         self.error: str | None = None
         self._stop = asyncio.Event()
@@ -311,17 +318,19 @@ class RemotePort(SchedulerPort):
             state = "stale"
         else:
             state = "live" if self._connected else "reconnecting"
-        return LinkStatus(state, age, self.mode, self.error)
+        return LinkStatus(state, age, self.mode, self.error, refused=self._refused)
 
     def _heard(self) -> None:
         self._heard_at = self._clock()
         self._connected = True
+        self._refused = False
 
     def _lost(self, exc: Exception | str) -> None:
         # The link's own trouble (``link().error``): the snapshot keeps what the scheduler
         # last said, its tracker error included; the console names the link, not the tracker.
         self._connected = False
         self.error = link_reason(exc)
+        self._refused = isinstance(exc, Unauthorized)
         if self._owner is not None and not self._owner.serving():
             self._ended("its process no longer serves")
 
@@ -438,7 +447,7 @@ class RemotePort(SchedulerPort):
                 raise StreamUnsupported(f"{self.base_url}: no event stream")
             if response.status_code == 401:
                 await response.aread()
-                raise RemoteError(f"{self.base_url}: {self._unauthorized()}")
+                raise Unauthorized(f"{self.base_url}: {self._unauthorized()}")
             if response.status_code != 200:
                 await response.aread()
                 raise RemoteError(f"{self.base_url}: {response.status_code} {_message(response)}")
@@ -589,9 +598,8 @@ def _refused(response: httpx.Response, where: str) -> None:
         hint = (
             " (the scheduler's API token: $SYMPHONY_API_TOKEN, or name a variable with --token-env)"
         )
-    raise RemoteError(
-        f"{where}: HTTP {_body_message(response.status_code, response.content)}{hint}"
-    )
+    error = Unauthorized if response.status_code == 401 else RemoteError
+    raise error(f"{where}: HTTP {_body_message(response.status_code, response.content)}{hint}")
 
 
 def _message(response: httpx.Response) -> str:

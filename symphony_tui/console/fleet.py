@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 #: A project whose link is in one of these states has rows that may be out of date: its
 #: live statuses read as unknown since its last update (``ProjectRow.age_s``).
-LOST_PROJECT_STATES = frozenset({"reconnecting", "stale", "down"})
+LOST_PROJECT_STATES = frozenset({"reconnecting", "stale", "down", "refused"})
 
 #: Cells of the project column in the tables (it gives some up at 80 columns).
 PROJECT_CELLS = 10
@@ -35,6 +35,7 @@ LINK_LABELS: dict[str, tuple[str, str, str]] = {
     "reconnecting": ("↻", "reconnecting", "warning"),
     "stale": ("✗", "stale", "error"),
     "down": ("✗", "down", "error"),
+    "refused": ("✗", "refused", "error"),
     "stopped": ("■", "stopped", "error"),
 }
 

@@ -162,7 +162,8 @@ class ProjectRow(BaseModel):
     prefix of its rows' ids there); ``target``: what the operator named (a WORKFLOW.md path,
     an ``http(s)://`` URL or ``ssh://[user@]host[:port]``); ``machine``: where the scheduler
     runs (None: this machine). ``link_state``: ``connecting``, ``live``, ``reconnecting``,
-    ``stale``, ``down`` or ``stopped``; ``age_s``: seconds since it was last heard from
+    ``stale``, ``down``, ``refused`` (the API refused the fleet's token) or ``stopped``;
+    ``age_s``: seconds since it was last heard from
     (None: never); ``error``: the link's last failure or the scheduler's last error, one
     line. The counts, ``totals`` and the other figures are those of its last snapshot (a
     console filtered to the project shows them in place of the fleet's)."""

@@ -1,7 +1,7 @@
 """``symphony-tui fleet --list``: each project's state once, as a table (no console).
 
 It follows the targets as the console would for up to ``wait_s`` seconds (less once every
-project is live, down or stopped), then prints one line a project, by name: name, link
+project is live, down, refused or stopped), then prints one line a project, by name: name, link
 state, running, retrying, approvals waiting, machine (``here``: this one) and the last
 error. Exit 0 when every project is live, 1 otherwise (none found, or one is not)."""
 
@@ -17,7 +17,7 @@ from symphony_tui.fleet.port import FleetPort
 from symphony_tui.fleet.targets import Target
 from symphony_tui.text import one_line
 
-SETTLED = frozenset({"live", "down", "stopped"})
+SETTLED = frozenset({"live", "down", "refused", "stopped"})
 
 
 async def settle(fleet: FleetPort, wait_s: float) -> tuple[ProjectRow, ...]:

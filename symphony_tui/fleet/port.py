@@ -103,7 +103,8 @@ class Project:
         link = self.port.link()
         state: str = link.state
         if state == "connecting" and link.error:
-            state = "down"  # never reached: refused (a wrong token), nothing listening
+            # never reached: the API refused this fleet's token, or nothing answers there
+            state = "refused" if link.refused else "down"
         return state, link.age_s, link.error
 
     def row(self) -> ProjectRow:

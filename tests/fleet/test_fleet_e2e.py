@@ -120,7 +120,7 @@ async def test_five_schedulers_two_over_ssh_in_one_fleet(tmp_path, monkeypatch):
             fleet,
         )
         print(f"live in {time.monotonic() - t0:.1f}s")
-        await until(lambda: rows()["gamma"].link_state == "down", 20, "the wrong token down")
+        await until(lambda: rows()["gamma"].link_state == "refused", 20, "the wrong token refused")
         gamma = rows()["gamma"]
         assert gamma.error is not None and "401" in gamma.error and "\n" not in gamma.error
         assert rows()["delta@127.0.0.1"].machine == "127.0.0.1"
@@ -197,8 +197,8 @@ async def test_five_schedulers_two_over_ssh_in_one_fleet(tmp_path, monkeypatch):
         lines = listed.stdout.splitlines()
         assert lines[0].split()[:2] == ["PROJECT", "STATE"], listed.stderr
         table = {line.split()[0]: line.split()[1] for line in lines[1:]}
-        # gamma's token is in its operator's variable, not in its note: down, one line
-        assert table == {"alpha": "live", "beta": "live", "gamma": "down"}, listed.stdout
+        # gamma's token is in its operator's variable, not in its note: refused, one line
+        assert table == {"alpha": "live", "beta": "live", "gamma": "refused"}, listed.stdout
         assert listed.returncode == 1
         print(f"listed in {time.monotonic() - t0:.1f}s")
     finally:

@@ -11,6 +11,7 @@ import httpx
 import jsonpatch
 import pytest
 
+from symphony_tui.api.client import RemoteError
 from symphony_tui.domain import AgentEvent, Snapshot
 from symphony_tui.domain.approvals import ApprovalRequest
 from symphony_tui.domain.commands import Approve, Interrupt, PauseDispatch, Rerun
@@ -334,10 +335,39 @@ async def test_a_target_that_cannot_be_reached_is_one_down_row_with_one_line(tmp
             rows[f"nobody@127.0.0.1:{closed}"].error or ""
         )
         assert all("\n" not in (r.error or "\n") for r in rows.values())
+        assert "connection refused: nothing listens there" in (
+            rows[f"127.0.0.1:{closed}"].error or ""
+        )
         assert fleet.link().state == "stale"
     finally:
         await fleet.close()
         runner.cancel()
+
+
+async def test_a_scheduler_that_refuses_the_token_reads_refused_not_down():
+    """A 401 is a scheduler that answers: the row says refused (the error says which
+    token case), and once the stream is accepted the link is live again."""
+    fleet = FleetPort([])
+    accept = False
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        if not accept:
+            return httpx.Response(401, json={"error": {"code": "unauthorized", "message": "no"}})
+        return httpx.Response(409, json={"error": {"code": "refused", "message": "not now"}})
+
+    alpha = joined(fleet, "alpha", httpx.MockTransport(answer))
+    assert alpha.port is not None
+    with pytest.raises(RemoteError) as refused:
+        await alpha.port.stream_once()
+    alpha.port._lost(refused.value)
+    row = fleet.snapshot().projects[0]
+    assert row.link_state == "refused"
+    assert row.error is not None and "401" in row.error and "token" in row.error
+    alpha.port._lost(httpx.ConnectError("All connection attempts failed"))
+    assert fleet.snapshot().projects[0].link_state == "down"  # not a refusal any more
+    feed(alpha, Snapshot(generated_at=datetime.now(UTC)))
+    assert fleet.snapshot().projects[0].link_state == "live"
+    await alpha.port.close()
 
 
 def test_the_server_audits_a_fleet_client_via_fleet():

@@ -151,7 +151,7 @@ def project_alerts(snapshot: Snapshot) -> list[tuple[str, str]]:
     ``(label, value)`` each: ``✗ project api stale: why · last update 32s ago``."""
     parts: list[tuple[str, str]] = []
     for p in snapshot.projects:
-        if p.link_state not in ("reconnecting", "stale", "down", "stopped"):
+        if p.link_state not in ("reconnecting", "stale", "down", "refused", "stopped"):
             continue
         why = one_line(p.error, 160) if p.error else "no update"
         age = "" if p.age_s is None else f" · last update {fmt.duration(p.age_s)} ago"
