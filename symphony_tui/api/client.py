@@ -368,6 +368,8 @@ class RemotePort(SchedulerPort):
             snap = await self._client.get("/api/v1/snapshot")
             if self._stopping_answer(snap):
                 return
+            if snap.status_code == 401:
+                raise Unauthorized(f"{self.base_url}: {self._unauthorized()}")
             _refused(snap, self.base_url)
             fresh = Snapshot.model_validate_json(snap.content)
             if fresh.started_at != self._snapshot.started_at:
@@ -474,7 +476,9 @@ class RemotePort(SchedulerPort):
         """A 401 in one line: the token sent was refused, or one is needed."""
         if "Authorization" in self._client.headers:
             return "401: the scheduler refused the API token sent (a wrong or old token)"
-        return "401: the scheduler needs its API token (--token-env VAR or --token-file PATH)"
+        if self._client.headers.get(VIA_HEADER) == "fleet":
+            return "401: the scheduler needs its API token (--token-env VAR or --token-file PATH)"
+        return "401: the scheduler needs its API token ($SYMPHONY_API_TOKEN, or --token-env VAR)"
 
     def _stopping_answer(self, response: httpx.Response) -> bool:
         """A poll answered 503 ``scheduler_stopping`` (the polling twin of the stream's

@@ -365,8 +365,7 @@ async def test_attach_by_the_printed_address_finds_the_token_this_user_keeps(
         with pytest.raises(AttachError) as refused:  # a wrong token is not replaced
             await asyncio.to_thread(open_attach, api.url, token="wrong")
         assert str(refused.value) == (
-            f"{api.url}: HTTP 401: send the API token as Authorization: Bearer (the "
-            "scheduler's API token: $SYMPHONY_API_TOKEN, or name a variable with --token-env)"
+            f"{api.url}: 401: the scheduler refused the API token sent (a wrong or old token)"
         )
     finally:
         await api.stop()
@@ -473,11 +472,19 @@ def test_a_new_note_clears_what_killed_schedulers_left(tmp_path):
         live.wait()
 
 
+@pytest.mark.parametrize("path", ["stream_once", "refresh_once"])
 @pytest.mark.parametrize(
     ("token", "said"),
-    [("wrong", "401: the scheduler refused the API token sent"), (None, "needs its API token")],
+    [
+        ("wrong", "401: the scheduler refused the API token sent"),
+        (None, "needs its API token ($SYMPHONY_API_TOKEN, or --token-env VAR)"),
+    ],
 )
-async def test_a_refused_stream_says_whether_the_token_sent_was_wrong_or_none_was_sent(token, said):
+async def test_a_refused_link_says_whether_the_token_sent_was_wrong_or_none_was_sent(
+    token, said, path
+):
+    """The stream and the polling (``attach --poll``, attach's first read) alike."""
+
     def refuse(request: httpx.Request) -> httpx.Response:
         body = {"error": {"code": "unauthorized", "message": "send the API token"}}
         return httpx.Response(401, json=body)
@@ -485,7 +492,9 @@ async def test_a_refused_stream_says_whether_the_token_sent_was_wrong_or_none_wa
     client = httpx.AsyncClient(base_url="http://127.0.0.1:9", transport=httpx.MockTransport(refuse))
     remote = RemotePort("http://127.0.0.1:9", token=token, client=client)
     with pytest.raises(RemoteError) as refused:
-        await remote.stream_once()
+        await getattr(remote, path)()
     line = str(refused.value)
     assert line.startswith("http://127.0.0.1:9: 401: ") and said in line and "\n" not in line
+    remote._lost(refused.value)
+    assert remote.link().refused
     await remote.close()
