@@ -96,7 +96,17 @@ class CommandSender:
     ) -> None:
         """Ask (``Confirm``), then send ``command`` if the operator says yes. With
         ``running`` (an issue id) the question is about that issue's worker: the dialog
-        closes by itself, sending nothing, once the worker has ended."""
+        closes by itself, sending nothing, once the worker has ended; and in a fleet whose
+        project of it is stale it is not asked at all (the command could not be sent)."""
+        stale = self._state.stale_project(running) if running is not None else None
+        if stale is not None:
+            self._ui.notify(
+                f"{stale}: not sent; send it again once it is live",
+                title=command.type.replace("_", " "),
+                severity="error",
+                markup=False,
+            )
+            return
 
         def decided(ok: bool | None) -> None:
             if ok:

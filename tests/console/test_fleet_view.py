@@ -250,6 +250,17 @@ async def test_commands_carry_the_rows_issue_id_or_project_and_refusals_name_it(
         await settle(pilot)
         app.screen.query_one("#workers").focus()
         assert app.screen.query_one(WorkersTable).select_key("web/i-12")
+        await pilot.press("i")  # web is stale: nothing to ask, it could not be sent
+        assert not isinstance(app.screen, Confirm) and not fleet.sent
+        stale = "web is stale (no word from it for 32 s): not sent; send it again once it is live"
+        assert (stale, "error") in notifications(app)
+        fleet.update(
+            projects=tuple(
+                p.model_copy(update={"link_state": "live", "age_s": 0.3, "error": None})
+                for p in fleet.current.projects
+            )
+        )
+        await settle(pilot)
         await pilot.press("i")
         assert isinstance(app.screen, Confirm)
         # identifiers repeat across projects (#12 in api and web): the dialog names which
