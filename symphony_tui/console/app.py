@@ -36,6 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rich.console import RenderableType
 from textual import events
 from textual.app import App, SystemCommand
 from textual.notifications import SeverityLevel
@@ -51,6 +52,7 @@ from symphony_tui.console.lifecycle import Lifecycle
 from symphony_tui.console.palette import ConsoleCommands
 from symphony_tui.console.refresh import Refresher
 from symphony_tui.console.registry import APP_BY_ACTION, ConsoleCommand, bindings_for
+from symphony_tui.console.repaint import cropped_update
 from symphony_tui.console.screens.main import MainScreen
 from symphony_tui.console.screens.too_small import TooSmallScreen, too_small
 from symphony_tui.console.signals import TERMINAL_CHECK_S, Signals
@@ -301,6 +303,11 @@ class SymphonyApp(App[None]):
 
     def get_default_screen(self) -> Screen:
         return MainScreen()
+
+    def _display(self, screen: Screen, renderable: RenderableType | None) -> None:
+        # every frame goes through here to the terminal; a partial one is written over its
+        # dirty spans only (see ``cropped_update``)
+        super()._display(screen, cropped_update(renderable))
 
     def on_mount(self) -> None:
         if self._terminal_modes is not None and getattr(self._driver, "attrs_before", None):

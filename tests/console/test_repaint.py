@@ -6,45 +6,69 @@ timed."""
 from __future__ import annotations
 
 import asyncio
+import re
 
 from rich.console import Console
+from rich.segment import Segment
+from textual._compositor import ChopsUpdate
+from textual.app import App
+from textual.strip import Strip
 
+from symphony_tui.console.repaint import cropped_update
 from symphony_tui.console.widgets.event_log import EventLogView
-from symphony_tui.console.widgets.workers import ActivityGate, WorkersTable
+from symphony_tui.console.widgets.workers import COLUMNS, ActivityGate, WorkersTable
 from symphony_tui.domain import EventKind
 from tests.console.helpers import SIZE, settle
 from tests.console.sample import ago
 
 
 class FrameRecorder:
-    """Wraps the headless app's ``_display``: every frame it would have written is
-    rendered to terminal bytes (``written``) and the screen lines it touches recorded."""
+    """Records every frame the headless app would have written, as it reaches Textual's
+    ``App._display`` (after the console's own ``_display``): each is rendered to terminal
+    bytes (``written``, ``frames``) and the screen lines it touches recorded."""
 
-    def __init__(self, app) -> None:
+    def __init__(self, app, monkeypatch) -> None:
         self.written = 0
         self.lines: set[int] = set()
+        self.frames: list[str] = []
         console = Console(color_system="truecolor", force_terminal=True, width=SIZE[0])
-        original = app._display
+        original = App._display
 
-        def display(screen, renderable) -> None:
-            if renderable is not None and hasattr(renderable, "render_segments"):
-                self.written += len(renderable.render_segments(console).encode())
-                self.lines.update(y for y, _, _ in getattr(renderable, "spans", ()))
-            original(screen, renderable)
+        def display(shown, screen, renderable) -> None:
+            if shown is app and renderable is not None and hasattr(renderable, "spans"):
+                frame = renderable.render_segments(console)
+                self.frames.append(frame)
+                self.written += len(frame.encode())
+                self.lines.update(y for y, _, _ in renderable.spans)
+            original(shown, screen, renderable)
 
-        app._display = display
+        monkeypatch.setattr(App, "_display", display)
 
     def reset(self) -> None:
         self.written = 0
         self.lines = set()
+        self.frames = []
+
+    def writes(self) -> list[tuple[int, int, str]]:
+        """``(y, x, text)`` of each write (0-based screen cells; ``text`` without escape
+        sequences), read from the frames' cursor positionings."""
+        found = []
+        for frame in self.frames:
+            for row, column, body in _MOVE.findall(frame):
+                found.append((int(row) - 1, int(column) - 1, _SGR.sub("", body)))
+        return found
 
 
-async def test_a_new_snapshot_showing_the_same_writes_nothing(port, make_app):
+_MOVE = re.compile(r"\x1b\[(\d+);(\d+)H([^\x1b]*(?:\x1b\[[\d;]*m[^\x1b]*)*)")
+_SGR = re.compile(r"\x1b\[[\d;]*m")
+
+
+async def test_a_new_snapshot_showing_the_same_writes_nothing(port, make_app, monkeypatch):
     app = make_app(port)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await settle(pilot)
-        frames = FrameRecorder(app)
+        frames = FrameRecorder(app, monkeypatch)
         for _ in range(5):
             # a new snapshot object every tick (the scheduler's are rebuilt when anything
             # moves), with nothing the screen shows changed: titles, status, token pane
@@ -54,7 +78,7 @@ async def test_a_new_snapshot_showing_the_same_writes_nothing(port, make_app):
         assert frames.written == 0
 
 
-async def test_one_changed_cell_repaints_only_its_row(port, make_app):
+async def test_one_changed_cell_repaints_only_its_row(port, make_app, monkeypatch):
     app = make_app(port)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -65,7 +89,7 @@ async def test_one_changed_cell_repaints_only_its_row(port, make_app):
         rows[1] = rows[1].model_copy(update={"last_message": "a new message"})
         port.update(running=tuple(rows))
         await settle(pilot)
-        frames = FrameRecorder(app)
+        frames = FrameRecorder(app, monkeypatch)
         rows[1] = rows[1].model_copy(update={"last_message": "a brand new message"})
         port.update(running=tuple(rows))
         await settle(pilot)
@@ -73,6 +97,40 @@ async def test_one_changed_cell_repaints_only_its_row(port, make_app):
         assert "a brand new message" in table.get_row(rows[1].issue_id)[-1].plain
         assert len(frames.lines) == 1  # one screen line, not the whole table
         assert 0 < frames.written < 2 * SIZE[0] * 25  # well under two lines of styled cells
+
+
+async def test_one_changed_cell_writes_only_that_cell(port, make_app, monkeypatch):
+    # Textual's partial update writes a dirty span from the left edge of the widget it lies
+    # in: one changed cell would send its line from the pane's border through the cell
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one(WorkersTable)
+        rows = list(port.current.running)
+        rows[1] = rows[1].model_copy(update={"turn_count": 7})
+        port.update(running=tuple(rows))
+        await settle(pilot)
+        frames = FrameRecorder(app, monkeypatch)
+        rows[1] = rows[1].model_copy(update={"turn_count": 8})
+        port.update(running=tuple(rows))
+        await settle(pilot)
+        await settle(pilot)
+        x, width = table._column_spans()[[c[0] for c in COLUMNS].index("turn")]
+        left = table.content_region.x + x - int(table.scroll_x)
+        y = table.content_region.y + table.header_height + table.get_row_index(rows[1].issue_id)
+        writes = frames.writes()
+        assert writes, "the changed cell was written"
+        assert {(wy, wx) for wy, wx, _ in writes} == {(y, left)}
+        assert all(len(text) <= width for _, _, text in writes)
+        assert "8" in "".join(text for _, _, text in writes)
+
+
+def test_a_span_inside_a_wide_character_is_written_from_its_start():
+    # cells: a b 漢 漢 字 字 c d; a span from the second half of 漢 writes all of 漢
+    strip = Strip([Segment("ab漢字cd")])
+    update = cropped_update(ChopsUpdate([{0: strip}], [(0, 3, 6)], [[8]]))
+    console = Console(color_system=None, force_terminal=True, width=SIZE[0])
+    assert update.render_segments(console) == "\x1b[1;3H漢字"
 
 
 async def test_event_log_appends_at_most_once_per_interval(port, make_app):
@@ -145,7 +203,7 @@ async def test_workers_activity_repaints_once_per_interval_other_cells_at_once(p
         assert table.get_row(key)[-1].plain.endswith("two")
 
 
-async def test_no_repaint_once_quitting(port, make_app):
+async def test_no_repaint_once_quitting(port, make_app, monkeypatch):
     release = asyncio.Event()
 
     async def shutdown() -> None:
@@ -158,7 +216,7 @@ async def test_no_repaint_once_quitting(port, make_app):
         shown = table.row_count
         app.run_worker(app.shutdown_and_exit(0), group="lifecycle", exit_on_error=False)
         await pilot.pause()
-        frames = FrameRecorder(app)
+        frames = FrameRecorder(app, monkeypatch)
         port.update(running=(), generated_at=ago(-60))  # every run ends while stopping
         await settle(pilot)
         await settle(pilot)
