@@ -88,6 +88,8 @@ class FrameBytes:
     def __init__(self, app) -> None:
         from rich.console import Console
 
+        from symphony_tui.console.repaint import cropped_update
+
         self.app = app
         self.written = 0
         self.frames = 0
@@ -100,6 +102,8 @@ class FrameBytes:
         original = app._display
 
         def display(screen, renderable) -> None:
+            # the app writes a partial update over its dirty spans only (its own _display)
+            renderable = cropped_update(renderable)
             drawn = renderable is not None and hasattr(renderable, "render_segments")
             if drawn and not app._batch_count:
                 self.written += len(renderable.render_segments(self.console).encode())
