@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from textual.screen import ModalScreen
+
 from symphony_tui.console.approval_text import permission_choices
 from symphony_tui.console.fleet import is_fleet
 from symphony_tui.console.registry import APP_BY_ACTION, commands_for
@@ -50,6 +52,8 @@ class Enablement:
         if self._state.stopping and action != "quit":
             return False  # quitting or detaching: only a second quit (forcing it) still runs
         cmd = APP_BY_ACTION.get(action)
+        if cmd is not None and action != "quit" and isinstance(screen, ModalScreen):
+            return False  # a dialog (help, a question) is open: its keys, not the console's
         if cmd is not None and cmd.fleet:
             return is_fleet(self._state.fleet_snapshot)
         if cmd is None or cmd.requires is None:
@@ -105,6 +109,8 @@ class Enablement:
         snapshot = self._state.snapshot
         if snapshot is None or not snapshot.approvals or self._screen_binds(active, key):
             return None
+        if isinstance(acting, ModalScreen):
+            return None  # a dialog is open: the key is not meant for the console
         cmd = next(
             (
                 c

@@ -357,6 +357,30 @@ async def test_help_lists_every_command_and_closes(port, make_app):
         assert not isinstance(app.screen, HelpScreen)
 
 
+async def test_console_keys_do_nothing_behind_an_open_dialog(port, make_app):
+    """Help and the questions are modal: a console key pressed while one is open neither
+    acts on the row behind it nor says why it cannot."""
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_worker(pilot, "DEMO-1")  # a worker waiting for an approval
+        await pilot.press("question_mark")
+        await pilot.press("a", "A", "i", "s", "p")
+        await done(pilot)
+        assert isinstance(app.screen, HelpScreen)
+        assert port.sent == [] and notifications(app) == [], notifications(app)
+        await pilot.press("escape")
+        await pilot.press("i")  # a question: its own keys only
+        assert isinstance(app.screen, Confirm)
+        await pilot.press("a", "p")
+        await done(pilot)
+        assert isinstance(app.screen, Confirm) and port.sent == []
+        await pilot.press("n")
+        await pilot.press("a")  # with nothing open the key acts again
+        await done(pilot)
+        assert port.sent == [Approve(approval_id="demo-1:7")]
+
+
 async def test_help_is_built_once_and_follows_the_theme(port, make_app):
     """The help screen is kept between openings; a theme chosen while it is closed still
     colours it when it opens again."""
