@@ -96,12 +96,18 @@ def kind_name(kind: EventKind) -> str:
 
 
 def claim_key(row: IssueRow, completed: frozenset[str]) -> str:
-    """Which :data:`CLAIM_LABELS` entry describes ``row``."""
+    """Which :data:`CLAIM_LABELS` entry describes ``row``. ``completed`` holds
+    identifiers (``Snapshot.completed``); a fleet's carry their project
+    (``api/DEMO-1``, ``fleet.merge``)."""
     if row.claim == ClaimState.RUNNING:
         return "running"
     if row.claim == ClaimState.RETRY_QUEUED:
         return "retry"
-    if row.issue_id in completed or row.identifier in completed:
+    if (
+        row.issue_id in completed
+        or row.identifier in completed
+        or (row.project is not None and f"{row.project}/{row.identifier}" in completed)
+    ):
         return "done"
     if row.blocked:
         return "blocked"

@@ -471,3 +471,24 @@ async def test_a_fleets_token_pane_repaints_at_most_once_a_second(fleet, make_ap
         fleet.update(generated_at=now[0])
         await settle(pilot)
         assert "31.0k" in api_line()
+
+
+def test_a_done_issue_reads_done_in_the_fleet_as_in_its_own_console():
+    """``completed`` holds identifiers; the fleet prefixes them with the project, and an
+    issue's id is not its identifier (``demo-1`` / ``DEMO-1``)."""
+    from symphony_tui.console.widgets.issues import issue_rows
+    from symphony_tui.domain import IssueRow, Snapshot
+    from symphony_tui.domain.snapshot import ProjectRow
+    from symphony_tui.fleet.merge import merge, parts_of
+
+    done = IssueRow(issue_id="demo-1", identifier="DEMO-1", title="t", state="Done")
+    todo = IssueRow(issue_id="demo-2", identifier="DEMO-2", title="t", state="Todo")
+    own = Snapshot(generated_at=NOW, issues=(done, todo), completed=("DEMO-1",))
+    alone = dict(issue_rows(own, Tones()))
+    assert "done" in alone["demo-1"][3].plain and "done" not in alone["demo-2"][3].plain
+    projects = (ProjectRow(name="api", target="a"), ProjectRow(name="web", target="w"))
+    fleet = merge([parts_of("api", own), parts_of("web", own)], projects)
+    rows = dict(issue_rows(fleet, Tones()))
+    for project in ("api", "web"):
+        assert "done" in rows[f"{project}/demo-1"][3].plain
+        assert "done" not in rows[f"{project}/demo-2"][3].plain
