@@ -60,5 +60,10 @@ class HelpScreen(ModalScreen[None]):
             box.border_subtitle = "esc to close"
             yield Static(help_table(self._key_for, fleet=self._fleet), id="help-body")
 
+    def on_screen_resume(self) -> None:
+        # the screen is kept between openings (``SymphonyApp.action_help``): each opens at
+        # the top, not where the last one was scrolled to
+        self.query_one("#help", VerticalScroll).scroll_home(animate=False)
+
     def action_dismiss_help(self) -> None:
         self.dismiss(None)
