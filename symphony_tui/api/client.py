@@ -368,9 +368,7 @@ class RemotePort(SchedulerPort):
             snap = await self._client.get("/api/v1/snapshot")
             if self._stopping_answer(snap):
                 return
-            if snap.status_code == 401:
-                raise Unauthorized(f"{self.base_url}: {self._unauthorized()}")
-            _refused(snap, self.base_url)
+            self._raise_unless_ok(snap)
             fresh = Snapshot.model_validate_json(snap.content)
             if fresh.started_at != self._snapshot.started_at:
                 self._forget_events()  # another scheduler process: its numbers start at 1
@@ -380,7 +378,7 @@ class RemotePort(SchedulerPort):
             )
             if self._stopping_answer(events):
                 return
-            _refused(events, self.base_url)
+            self._raise_unless_ok(events)
             self._take_events(_EVENTS.validate_json(events.content))
             await self._fetch_transcripts()
         except (httpx.HTTPError, ValueError) as exc:
@@ -479,6 +477,18 @@ class RemotePort(SchedulerPort):
         if self._client.headers.get(VIA_HEADER) == "fleet":
             return "401: the scheduler needs its API token (--token-env VAR or --token-file PATH)"
         return "401: the scheduler needs its API token ($SYMPHONY_API_TOKEN, or --token-env VAR)"
+
+    def _raise_unless_ok(self, response: httpx.Response) -> None:
+        """Raise when a poll was not answered 200: :class:`Unauthorized` for a 401 (which
+        case, :meth:`_unauthorized`), else :class:`RemoteError` with the status and the
+        server's reason, one line."""
+        if response.status_code == 200:
+            return
+        if response.status_code == 401:
+            raise Unauthorized(f"{self.base_url}: {self._unauthorized()}")
+        raise RemoteError(
+            f"{self.base_url}: HTTP {_body_message(response.status_code, response.content)}"
+        )
 
     def _stopping_answer(self, response: httpx.Response) -> bool:
         """A poll answered 503 ``scheduler_stopping`` (the polling twin of the stream's
@@ -590,20 +600,6 @@ def _body_message(status: int, body: bytes) -> str:
         return f"{status}: {json.loads(body)['error']['message']}"
     except (ValueError, KeyError, TypeError):
         return f"{status}: {body[:200].decode('utf-8', 'replace')}"
-
-
-def _refused(response: httpx.Response, where: str) -> None:
-    """Raise :class:`RemoteError` with one line (status, the server's reason) when the
-    server did not answer 200."""
-    if response.status_code == 200:
-        return
-    hint = ""
-    if response.status_code == 401:
-        hint = (
-            " (the scheduler's API token: $SYMPHONY_API_TOKEN, or name a variable with --token-env)"
-        )
-    error = Unauthorized if response.status_code == 401 else RemoteError
-    raise error(f"{where}: HTTP {_body_message(response.status_code, response.content)}{hint}")
 
 
 def _message(response: httpx.Response) -> str:
