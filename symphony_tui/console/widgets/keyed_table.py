@@ -215,7 +215,7 @@ class KeyedTable(DataTable):
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
-        if abs(int(new_value) - int(old_value)) > 0:
+        if int(new_value) != int(old_value):
             self.scrolled()
 
     def scrolled(self) -> None:
