@@ -10,8 +10,8 @@ about recently. :meth:`RemotePort.link` says how fresh the cache is, and whether
 scheduler has stopped: its stream's last ``stopping`` frame says so (a poll is answered 503
 ``scheduler_stopping`` instead), or, on this machine,
 its ``owner`` process no longer serves once the link is lost. A stopped
-scheduler's snapshot keeps its history but no live rows (nothing runs there any more), and
-:meth:`RemotePort.run` returns.
+scheduler's snapshot keeps its history but no live rows (nothing runs there any more;
+``before_stop`` is the snapshot as it was), and :meth:`RemotePort.run` returns.
 """
 
 from __future__ import annotations
@@ -189,6 +189,9 @@ class RemotePort(SchedulerPort):
         self._running: asyncio.Task | None = None
         self._owner = owner
         self.stopped_at: datetime | None = None  # set once the scheduler has stopped
+        #: The snapshot as it was when the scheduler stopped, live rows included (what it
+        #: last said it ran); None while it runs.
+        self.before_stop: Snapshot | None = None
         self._on_events = on_events
 
     # -- SchedulerPort --------------------------------------------------------------------
@@ -343,7 +346,7 @@ class RemotePort(SchedulerPort):
         self.stopped_at = at or datetime.now(UTC)
         self._connected = False
         self.error = reason
-        snap = self._snapshot
+        snap = self.before_stop = self._snapshot
         issues = tuple(
             row
             if row.claim in (ClaimState.UNCLAIMED, ClaimState.RELEASED)

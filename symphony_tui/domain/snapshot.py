@@ -166,7 +166,8 @@ class ProjectRow(BaseModel):
     ``age_s``: seconds since it was last heard from
     (None: never); ``error``: the link's last failure or the scheduler's last error, one
     line. The counts, ``totals`` and the other figures are those of its last snapshot (a
-    console filtered to the project shows them in place of the fleet's)."""
+    console filtered to the project shows them in place of the fleet's); while its link is
+    lost or after its scheduler stopped, of the last snapshot it sent, ``age_s`` old."""
 
     model_config = ConfigDict(frozen=True)
 

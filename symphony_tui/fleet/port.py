@@ -76,12 +76,29 @@ class FleetLink:
     stopped_at: datetime | None = None
 
 
+#: Link states whose row shows what its scheduler last said (its counts, totals and
+#: figures, and their age): the link is lost or the scheduler stopped, so nothing newer.
+LOST_STATES = frozenset({"reconnecting", "stale", "down", "refused", "stopped"})
+
+
 class Project:
     """One scheduler of the fleet: its name (unique, fixed for the fleet's life), the
     target it came from, and its port while connected (``None``: not found or not
-    reachable, ``error`` says why)."""
+    reachable, ``error`` says why).
 
-    def __init__(self, name: str, target: tg.Target, key: str, machine: str | None) -> None:
+    ``last``: its scheduler's last snapshot as it said it (live rows included, also once
+    it stopped or its port is gone), ``heard_at``: when it was last heard from (a
+    ``clock`` reading, seconds); both ``None`` until it is first heard from. While its link
+    is lost (:data:`LOST_STATES`) its row keeps them."""
+
+    def __init__(
+        self,
+        name: str,
+        target: tg.Target,
+        key: str,
+        machine: str | None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.name = name
         self.target = target
         self.key = key
@@ -93,23 +110,52 @@ class Project:
         self.error: str | None = None
         self.gone: str | None = None  # its scheduler is no longer announced there
         self.parts: Parts | None = None
+        self.last: Snapshot | None = None
+        self.heard_at: float | None = None
+        self._clock = clock
+
+    def remember(self) -> None:
+        """Take ``last`` and ``heard_at`` from its port, when that has heard from its
+        scheduler (called before the port is read, and before it is dropped)."""
+        port = self.port
+        if port is None:
+            return
+        age = port.link().age_s
+        if age is None:
+            return
+        self.heard_at = self._clock() - age
+        self.last = port.before_stop or port.snapshot()
 
     def state(self) -> tuple[str, float | None, str | None]:
-        """``(link state, age in seconds, error)`` now."""
+        """``(link state, age in seconds, error)`` now; the age is since its scheduler was
+        last heard from, by this port or an earlier one (``None``: never, or connecting)."""
         if self.port is None:
             if self.gone is not None:
-                return "stopped", None, self.gone
-            return ("down" if self.error else "connecting"), None, self.error
+                return "stopped", self._since_heard(), self.gone
+            if self.error:
+                return "down", self._since_heard(), self.error
+            return "connecting", None, None
         link = self.port.link()
         state: str = link.state
         if state == "connecting" and link.error:
             # never reached: the API refused this fleet's token, or nothing answers there
             state = "refused" if link.refused else "down"
-        return state, link.age_s, link.error
+        age = link.age_s
+        if age is None and state != "connecting":  # this port never heard it: an earlier one
+            age = self._since_heard()
+        return state, age, link.error
+
+    def _since_heard(self) -> float | None:
+        return None if self.heard_at is None else max(0.0, self._clock() - self.heard_at)
 
     def row(self) -> ProjectRow:
+        """Its row now: a lost link's (:data:`LOST_STATES`) with what its scheduler last
+        said, a live or connecting one's with what its port holds."""
+        self.remember()
         state, age, error = self.state()
         snap = self.port.snapshot() if self.port is not None else None
+        if state in LOST_STATES and self.last is not None:
+            snap = self.last
         if error is None and snap is not None:
             error = snap.config_error or snap.tracker_error
         workflow = (snap.workflow_path if snap is not None else "") or (
@@ -202,7 +248,7 @@ class FleetPort(SchedulerPort):
         unique, n = name, 2
         while unique in self.projects:
             unique, n = f"{name}-{n}", n + 1
-        project = Project(unique, target, endpoint_key, machine)
+        project = Project(unique, target, endpoint_key, machine, self._clock)
         self.projects[unique] = project
         self._by_key[(target.text, endpoint_key)] = project
         return project
@@ -255,6 +301,7 @@ class FleetPort(SchedulerPort):
         )
 
     async def _disconnect(self, project: Project) -> None:
+        project.remember()
         port, project.port = project.port, None
         task, project.task = project.task, None
         tunnel, project.tunnel = project.tunnel, None
@@ -322,13 +369,18 @@ class FleetPort(SchedulerPort):
 
     def _needs_new(self, project: Project, endpoint: tg.Endpoint) -> bool:
         """Whether ``project`` must (re)connect to ``endpoint``: not connected, its
-        scheduler stopped, or another process (a restart) or port serves it now."""
-        if project.port is None or project.port.stopped or project.endpoint is None:
+        scheduler stopped, or another process (a restart) or port serves it now. Never to
+        the very process already known to have stopped (its note or lock can outlive it a
+        moment): a new port would have heard nothing from it."""
+        if project.port is None or project.endpoint is None:
             return True
+        old = project.endpoint
+        moved = (old.pid, old.api_port) != (endpoint.pid, endpoint.api_port)
+        if project.port.stopped:
+            return moved or endpoint.pid is None
         if project.tunnel is not None and not project.tunnel.alive:
             return True  # its forward ended (the network went): a new one
-        old = project.endpoint
-        return (old.pid, old.api_port) != (endpoint.pid, endpoint.api_port)
+        return moved
 
     # -- following each target -------------------------------------------------------------
     def _tried(self, target: tg.Target) -> None:

@@ -244,6 +244,67 @@ async def test_a_command_for_a_stale_project_is_refused_at_once_not_sent():
     await alpha.port.close()
 
 
+async def test_a_lost_project_keeps_its_last_counts_and_says_how_old_they_are():
+    now = [100.0]
+    fleet = FleetPort([], clock=lambda: now[0])
+    alpha = joined(fleet, "alpha")
+    feed(alpha, snap("i1", tokens=10))
+    assert alpha.port is not None
+    now[0] += 3
+    alpha.port._ended("its process no longer serves")  # kill -9: its process is gone
+    merged = fleet.snapshot()
+    assert merged.running == () and merged.approvals == ()  # nothing runs there now
+    row = merged.projects[0]
+    assert (row.link_state, row.age_s, row.error) == (
+        "stopped",
+        3.0,
+        "its process no longer serves",
+    )
+    assert (row.running, row.retrying, row.approvals, row.totals.total_tokens) == (1, 1, 1, 10)
+    # a new port that never heard from it (followed again while its note outlived it)
+    now[0] += 4
+    await fleet._disconnect(alpha)
+    assert joined(fleet, "alpha") is alpha and alpha.port is not None
+    alpha.port._ended("its process no longer serves")
+    row = fleet.snapshot().projects[0]
+    assert (row.link_state, row.age_s, row.running, row.retrying, row.approvals) == (
+        "stopped", 7.0, 1, 1, 1,
+    )  # fmt: skip
+    # no longer announced on its ssh host: the port is dropped
+    now[0] += 1
+    await fleet._disconnect(alpha)
+    alpha.gone = "its scheduler no longer runs on build-1"
+    row = fleet.snapshot().projects[0]
+    assert (row.link_state, row.age_s, row.running, row.totals.total_tokens) == (
+        "stopped", 8.0, 1, 10,
+    )  # fmt: skip
+    # found again, but nothing answers there: down, with what it said 10 s ago
+    alpha.gone = None
+    now[0] += 2
+    assert joined(fleet, "alpha") is alpha and alpha.port is not None
+    alpha.port._lost(RemoteError("connection refused"))
+    row = fleet.snapshot().projects[0]
+    assert (row.link_state, row.age_s, row.running, row.approvals) == ("down", 10.0, 1, 1)
+    feed(alpha, snap("i2").model_copy(update={"running": (), "approvals": ()}))  # it is back
+    row = fleet.snapshot().projects[0]
+    assert (row.link_state, row.age_s, row.running, row.approvals) == ("live", 0.0, 0, 0)
+    await alpha.port.close()
+
+
+async def test_the_process_known_to_have_stopped_is_not_followed_again():
+    fleet = FleetPort([])
+    alpha = joined(fleet, "alpha")
+    assert alpha.port is not None
+    alpha.endpoint = tg.Endpoint("alpha", "", "http://127.0.0.1:1", 1, pid=4242)
+    same = tg.Endpoint("alpha", "", "http://127.0.0.1:1", 1, pid=4242)
+    assert not fleet._needs_new(alpha, same)
+    alpha.port._ended("its process no longer serves")  # its note outlives it a moment
+    assert not fleet._needs_new(alpha, same)
+    restarted = tg.Endpoint("alpha", "", "http://127.0.0.1:2", 2, pid=4343)
+    assert fleet._needs_new(alpha, restarted)
+    await alpha.port.close()
+
+
 def test_project_names_are_the_folder_made_unique():
     fleet = FleetPort([])
     ssh = tg.parse("ssh://me@build-1:2222")
