@@ -22,6 +22,10 @@ if TYPE_CHECKING:
 #: live statuses read as unknown since its last update (``ProjectRow.age_s``).
 LOST_PROJECT_STATES = frozenset({"reconnecting", "stale", "down", "refused"})
 
+#: A project in one of these states hears nothing new from its scheduler (its link is lost,
+#: or it stopped): its projects row's counts are the last it sent, ``ProjectRow.age_s`` old.
+OUT_OF_DATE_STATES = LOST_PROJECT_STATES | {"stopped"}
+
 #: Cells of the project column in the tables (it gives some up at 80 columns).
 PROJECT_CELLS = 10
 

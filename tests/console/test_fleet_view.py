@@ -180,6 +180,30 @@ async def test_projects_table_and_enter_filters_by_its_project(fleet, make_app):
         assert app.project_filter is None
 
 
+async def test_a_stopped_projects_row_keeps_its_last_counts_dimmed_and_aged(fleet, make_app):
+    stopped = tuple(
+        p.model_copy(update={"link_state": "stopped", "error": "its process no longer serves"})
+        if p.name == WEB
+        else p
+        for p in fleet.current.projects
+    )
+    fleet.update(projects=stopped)
+    app = make_app(fleet)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("P", "down")
+        await settle(pilot)
+        table = app.screen.query_one("#projects", KeyedTable)
+        web, api = table.get_row(WEB), table.get_row(API)
+        assert [plain(c) for c in web[1:6]] == ["■ stopped 32s", "1", "1", "⚑1", "54.0k"]
+        # what it last sent, dimmed as the rows of a lost project are; a live one's are not
+        muted = app.tones.muted
+        assert all(c.style == muted for c in web[2:6])
+        assert not any(c.style == muted for c in api[2:5])
+        detail = plain(app.screen.query_one("#project-detail").render())
+        assert "as of      32s ago: run 1 · retry 1 · approvals 1" in detail
+
+
 async def test_the_filter_key_cycles_and_every_pane_follows(fleet, make_app):
     app = make_app(fleet)
     async with app.run_test(size=SIZE) as pilot:

@@ -2,7 +2,8 @@
 
 Each row: the link's state and the age of its data, runs, retry entries and approvals
 waiting, tokens, the machine it runs on and its last error; the selected one in full
-below. ``enter`` shows only that project's rows in every pane (on the filtered one: every
+below. A project whose link is lost or whose scheduler stopped keeps the counts it last
+sent, dimmed, as old as its link cell says. ``enter`` shows only that project's rows in every pane (on the filtered one: every
 project again); the dispatch-wide keys (``p`` pause, ``R`` refresh) act on the selected
 project.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from rich.style import Style
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -19,7 +21,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from symphony_tui.console import fmt
-from symphony_tui.console.fleet import LINK_LABELS, project_row
+from symphony_tui.console.fleet import LINK_LABELS, OUT_OF_DATE_STATES, project_row
 from symphony_tui.console.messages import console_app
 from symphony_tui.console.registry import bindings_for
 from symphony_tui.console.repaint import update_static
@@ -60,9 +62,15 @@ def project_rows(
     snapshot: Snapshot, tones: Tones, showing: str | None, name_width: int = 30
 ) -> list[tuple[str, Row]]:
     """(project name, cells) in the fleet's order, names cut to ``name_width`` cells; the
-    project filtered by is marked ``▸``."""
+    project filtered by is marked ``▸``. The counts and tokens of a project that hears
+    nothing new (:data:`OUT_OF_DATE_STATES`) are dimmed: the last it sent."""
     rows: list[tuple[str, Row]] = []
     for p in snapshot.projects:
+        old = p.link_state in OUT_OF_DATE_STATES
+
+        def count(value: str, style: Style | str, old: bool = old) -> Text:
+            return Text(value, style=tones.muted if old else style, end="")
+
         if p.name == showing:
             name = Text("▸ ", style=tones.bold, end="")
             name.append_text(inert(p.name, tones.bold, limit=max(name_width - 2, 1)))
@@ -74,14 +82,13 @@ def project_rows(
                 (
                     name,
                     link_cell(p, tones),
-                    Text(str(p.running), style=tones.success if p.running else "", end=""),
-                    Text(str(p.retrying), style=tones.warning if p.retrying else "", end=""),
-                    Text(
+                    count(str(p.running), tones.success if p.running else ""),
+                    count(str(p.retrying), tones.warning if p.retrying else ""),
+                    count(
                         f"⚑{p.approvals}" if p.approvals else "0",
-                        style=tones.warning if p.approvals else "",
-                        end="",
+                        tones.warning if p.approvals else "",
                     ),
-                    Text(fmt.compact(p.totals.total_tokens), end=""),
+                    count(fmt.compact(p.totals.total_tokens), ""),
                     inert(p.machine or "here", tones.muted if p.machine is None else "", limit=40),
                     inert(p.error or "-", tones.error if p.error else tones.muted, limit=200),
                 ),
@@ -106,6 +113,9 @@ def project_detail(row: ProjectRow, now: datetime, tones: Tones) -> Text:
         pair("workflow", row.workflow_path)
     pair("machine", row.machine or "this machine")
     pair("link", link_cell(row, tones))
+    if row.link_state in OUT_OF_DATE_STATES and row.age_s is not None:
+        counts = f"run {row.running} · retry {row.retrying} · approvals {row.approvals}"
+        pair("as of", Text(f"{fmt.duration(row.age_s)} ago: {counts}", style=tones.muted))
     dispatch = Text("paused", style=tones.warning + tones.bold) if row.dispatch_paused else "on"
     pair("dispatch", dispatch)
     t = row.totals

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 
 from symphony_tui.console import fmt
-from symphony_tui.console.fleet import LOST_PROJECT_STATES
+from symphony_tui.console.fleet import OUT_OF_DATE_STATES
 from symphony_tui.console.sanitize import one_line
 
 if TYPE_CHECKING:
@@ -152,7 +152,7 @@ def project_alerts(snapshot: Snapshot) -> list[tuple[str, str]]:
     ``(label, value)`` each: ``✗ project api stale: why · last update 32s ago``."""
     parts: list[tuple[str, str]] = []
     for p in snapshot.projects:
-        if p.link_state not in LOST_PROJECT_STATES and p.link_state != "stopped":
+        if p.link_state not in OUT_OF_DATE_STATES:
             continue
         why = one_line(p.error, 160) if p.error else "no update"
         age = "" if p.age_s is None else f" · last update {fmt.duration(p.age_s)} ago"
