@@ -101,7 +101,7 @@ class CommandSender:
         stale = self._state.stale_project(running) if running is not None else None
         if stale is not None:
             self._ui.notify(
-                f"{stale}: not sent; send it again once it is live",
+                stale,
                 title=command.type.replace("_", " "),
                 severity="error",
                 markup=False,

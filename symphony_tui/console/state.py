@@ -95,15 +95,17 @@ class ConsoleState:
         return f"{name} in {project}" if project and name != issue_id else name
 
     def stale_project(self, issue_id: str) -> str | None:
-        """Why a command for ``issue_id`` cannot reach its scheduler now: its fleet project
-        is stale (``api is stale (no word from it for 12 s)``); ``None`` otherwise."""
+        """Why a command for ``issue_id`` cannot reach its scheduler now, as the fleet port
+        would refuse it: its fleet project is stale (``api is stale (no word from it for
+        12 s): not sent; ...``, ``fleet.refusals``); ``None`` otherwise."""
         from symphony_tui.console.fleet import project_of, project_row
 
         project = project_row(self.fleet_snapshot, project_of(self.fleet_snapshot, issue_id))
         if project is None or project.link_state != "stale":
             return None
-        silent = f" for {int(project.age_s)} s" if project.age_s is not None else ""
-        return f"{project.name} is stale (no word from it{silent})"
+        from symphony_tui.fleet.refusals import stale_refusal
+
+        return stale_refusal(project.name, project.age_s)
 
     def running_ids(self) -> set[str]:
         return {r.issue_id for r in self.snapshot.running} if self.snapshot else set()

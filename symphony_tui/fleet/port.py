@@ -49,6 +49,7 @@ from symphony_tui.domain.snapshot import ProjectRow
 from symphony_tui.domain.tokens import TokenUsage
 from symphony_tui.fleet import targets as tg
 from symphony_tui.fleet.merge import Parts, event_of, merge, parts_of, split_id
+from symphony_tui.fleet.refusals import stale_refusal
 from symphony_tui.hosts.ssh import SshError
 from symphony_tui.scheduler.port import CommandResult, SchedulerPort, TranscriptGap
 from symphony_tui.text import one_line
@@ -621,11 +622,7 @@ class FleetPort(SchedulerPort):
             return CommandResult(False, f"{project.name}: {project.error or 'not connected'}")
         state, age, _error = project.state()
         if state == "stale":  # frozen or cut off: the request would wait out its timeout
-            silent = f" for {int(age)} s" if age is not None else ""
-            return CommandResult(
-                False, f"{project.name} is stale (no word from it{silent}): not sent; "
-                "send it again once it is live",
-            )  # fmt: skip
+            return CommandResult(False, stale_refusal(project.name, age))
         result = await project.port.send(plain, who=who, via=VIA)
         if not result.ok:
             return CommandResult(False, f"{project.name}: {result.message}", result.issue)

@@ -21,6 +21,7 @@ from symphony_tui.domain.tokens import TokenUsage
 from symphony_tui.fleet import targets as tg
 from symphony_tui.fleet.merge import split_id
 from symphony_tui.fleet.port import STALE_AFTER_S, FleetPort, Project
+from symphony_tui.fleet.refusals import stale_refusal
 from tests.helpers import free_port
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -240,6 +241,23 @@ async def test_a_command_for_a_stale_project_is_refused_at_once_not_sent():
     )
     feed(alpha, snap("i1"))  # heard again
     assert (await fleet.send(Interrupt(issue_id="alpha/i1"))).ok and len(seen) == 1
+    assert alpha.port is not None
+    await alpha.port.close()
+
+
+async def test_a_console_refuses_a_stale_project_in_the_fleet_port_s_own_words():
+    from symphony_tui.console.state import ConsoleState
+
+    now = [100.0]
+    fleet = FleetPort([], clock=lambda: now[0])
+    alpha = joined(fleet, "alpha")
+    feed(alpha, snap("i1"))
+    now[0] += STALE_AFTER_S + 4
+    state = ConsoleState(fleet, detach_only=True, notify=lambda: None)  # type: ignore[arg-type]
+    state.take(fleet.snapshot())
+    said = state.stale_project("alpha/i1")  # before asking the operator anything
+    refused = await fleet.send(Interrupt(issue_id="alpha/i1"))
+    assert said == refused.message == stale_refusal("alpha", STALE_AFTER_S + 4)
     assert alpha.port is not None
     await alpha.port.close()
 
