@@ -72,12 +72,16 @@ def project_of(snapshot: Snapshot | None, issue_id: str | None) -> str | None:
     return None
 
 
+def lost_projects(snapshot: Snapshot) -> dict[str, ProjectRow]:
+    """Project name -> its row, for each project whose link is lost
+    (:data:`LOST_PROJECT_STATES`)."""
+    return {p.name: p for p in snapshot.projects if p.link_state in LOST_PROJECT_STATES}
+
+
 def unknown_by_project(snapshot: Snapshot) -> dict[str, float]:
     """Project name -> seconds since its last update, for each project whose link is lost
     (:data:`LOST_PROJECT_STATES`); its rows' live statuses read as unknown since then."""
-    return {
-        p.name: p.age_s or 0.0 for p in snapshot.projects if p.link_state in LOST_PROJECT_STATES
-    }
+    return {name: p.age_s or 0.0 for name, p in lost_projects(snapshot).items()}
 
 
 def _in(project: str, issue_id: str | None) -> bool:

@@ -267,6 +267,29 @@ async def test_one_inbox_oldest_first_answered_with_namespaced_ids(fleet, make_a
     assert fleet.routed[1][1] == Deny(approval_id="ap-1")
 
 
+async def test_an_approval_of_a_stale_project_is_marked_before_a_key_is_pressed(fleet, make_app):
+    app = make_app(fleet)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("v")
+        await settle(pilot)
+        table = app.screen.query_one("#approvals", KeyedTable)
+        web, api = table.get_row("web/ap-1"), table.get_row("api/ap-1")
+        # web is stale: its request reads dimmed, led by its link and the age of its data
+        assert plain(web[4]) == "✗ stale 32s · npm install"
+        assert plain(api[4]) == "make migrate"
+        muted = app.tones.muted
+        assert all(c.style == muted for c in (web[1], web[2], web[3], web[5], web[6]))
+        assert not any(c.style == muted for c in (api[1], api[3]))
+        assert table.select_key("web/ap-1")
+        await settle(pilot)
+        detail = plain(app.screen.query_one("#approval-detail").render())
+        assert "link       ✗ stale 32s: an answer is not sent until it is live" in detail
+        assert table.select_key("api/ap-1")
+        await settle(pilot)
+        assert "link " not in plain(app.screen.query_one("#approval-detail").render())
+
+
 async def test_commands_carry_the_rows_issue_id_or_project_and_refusals_name_it(fleet, make_app):
     fleet.refuse[API] = "api is draining"
     app = make_app(fleet)

@@ -1,7 +1,10 @@
 """All pending approvals across workers, oldest first, with the selected one in full.
 
 In a fleet console it is the one inbox of every project (a project column first; the
-answers go out with the request's namespaced id, which the fleet port routes)."""
+answers go out with the request's namespaced id, which the fleet port routes). A request
+of a project whose link is lost reads dimmed, what it asks led by the link's state and
+age (``✗ stale 32s · npm install``), as that project's worker rows read unknown: an
+answer to a stale project is refused, not sent."""
 
 from __future__ import annotations
 
@@ -21,16 +24,19 @@ from symphony_tui.console.approval_text import (
     asked,
     permission_choices,
 )
-from symphony_tui.console.fleet import PROJECT_CELLS, is_fleet
+from symphony_tui.console.fleet import PROJECT_CELLS, is_fleet, lost_projects
 from symphony_tui.console.messages import console_app
 from symphony_tui.console.registry import BY_ID, bindings_for
 from symphony_tui.console.sanitize import inert
+from symphony_tui.console.screens.projects import link_cell
 from symphony_tui.console.selection import approvals_oldest_first
 from symphony_tui.console.widgets.footer import ConsoleFooter
 from symphony_tui.console.widgets.keyed_table import KeyedTable, Row
 from symphony_tui.domain import ApprovalDecision, ApprovalRequest, Snapshot
 
 if TYPE_CHECKING:
+    from rich.style import Style
+
     from symphony_tui.console.tones import Tones
 
 COLUMNS = (
@@ -54,22 +60,33 @@ def approval_rows(
     project_width: int = PROJECT_CELLS,
 ) -> list[tuple[str, Row]]:
     """(approval id, cells), oldest first; ``fleet``: a project cell first, the name cut
-    to ``project_width`` cells."""
+    to ``project_width`` cells. A request of a project whose link is lost
+    (``fleet.lost_projects``) is dimmed, and what it asks starts with the link's state and
+    age (``projects.link_cell``)."""
     rows: list[tuple[str, Row]] = []
+    lost = lost_projects(snapshot) if fleet else {}
     for a in approvals_oldest_first(snapshot):
+        link = lost.get(a.project) if a.project is not None else None
+
+        def tone(style: Style | str, dim: bool = link is not None) -> Style | str:
+            return tones.muted if dim else style
+
         left = fmt.until(a.deadline_at, now)
         project = (inert(a.project or "-", tones.muted, limit=project_width),) if fleet else ()
+        what = Text(asked(a, 120), style=tone(""), end="")
+        if link is not None:
+            what = link_cell(link, tones) + Text(" · ", style=tones.muted, end="") + what
         rows.append(
             (
                 a.id,
                 (
                     *project,
-                    inert(a.issue_identifier or a.issue_id, tones.bold, limit=10),
-                    inert(a.backend or "-", limit=9),
-                    Text(KIND_LABELS.get(a.kind, a.kind.value), style=tones.warning, end=""),
-                    Text(asked(a, 120), end=""),
-                    Text(fmt.age(a.created_at, now), end=""),
-                    Text(left, style=tones.error if left == "due" else "", end=""),
+                    inert(a.issue_identifier or a.issue_id, tone(tones.bold), limit=10),
+                    inert(a.backend or "-", tone(""), limit=9),
+                    Text(KIND_LABELS.get(a.kind, a.kind.value), style=tone(tones.warning), end=""),
+                    what,
+                    Text(fmt.age(a.created_at, now), style=tone(""), end=""),
+                    Text(left, style=tone(tones.error if left == "due" else ""), end=""),
                 ),
             )
         )
@@ -135,6 +152,13 @@ class ApprovalsScreen(Screen[None]):
             detail.update(Text("nothing pending", style=tones.muted))
             return
         text = approval_detail(approval, self._now, tones)
+        lost = lost_projects(self._snapshot) if self._snapshot is not None else {}
+        link = lost.get(approval.project) if approval.project is not None else None
+        if link is not None:  # its scheduler may not hear the answer, a stale one is refused
+            text.append(f"\n{'link':<11}", style=tones.muted)
+            text.append_text(link_cell(link, tones))
+            if link.link_state == "stale":
+                text.append(": an answer is not sent until it is live", style=tones.muted)
         text.append("\n")
         text.append(f"{'keys':<11}", style=tones.muted)
         key_for = console_app(self).key_for
