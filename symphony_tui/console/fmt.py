@@ -17,7 +17,7 @@ from symphony_tui.domain.kinds import WAITING_FOR_MEMORY
 
 if TYPE_CHECKING:
     from symphony_tui.console.tones import Tones
-    from symphony_tui.domain import AgentEvent, IssueRow
+    from symphony_tui.domain import AgentEvent, IssueRow, Snapshot
 
 # glyph + word for every claim state, so colour is never the only signal
 CLAIM_LABELS: dict[str, tuple[str, str, str]] = {
@@ -116,6 +116,17 @@ def claim_key(row: IssueRow, completed: frozenset[str]) -> str:
     if row.note.startswith(WAITING_FOR_MEMORY):
         return "memory"
     return "idle"
+
+
+def done_count(snapshot: Snapshot) -> int:
+    """How many of ``snapshot.completed`` are done now: an identifier whose issue runs or
+    waits to retry again (a rerun, or back in an active state) is not counted. A fleet's
+    identifiers carry their project (``api/DEMO-1``), as its rows' ``project`` says."""
+    busy: set[str] = set()
+    for row in (*snapshot.running, *snapshot.retrying):
+        ident = row.issue_identifier
+        busy.add(ident if row.project is None else f"{row.project}/{ident}")
+    return sum(1 for ident in snapshot.completed if ident not in busy)
 
 
 def labelled(entry: tuple[str, str, str], tones: Tones) -> Text:

@@ -93,7 +93,7 @@ def _status_text(
     text.append(" · ")
     text.append(f"↻ {len(s.retrying)} retry", style=tones.warning if s.retrying else "")
     text.append(" · ")
-    text.append(f"✓ {len(s.completed)} done")
+    text.append(f"✓ {fmt.done_count(s)} done")
     if s.hosts:  # worker hosts: how many are up, runs over their capacity
         up = sum(1 for h in s.hosts if h.up)
         caps = [h.capacity for h in s.hosts]
