@@ -540,3 +540,44 @@ async def test_an_agents_option_is_answered_by_its_id_when_names_repeat(port, ma
         await pilot.press("down", "down", "enter")  # the second "Reject"
         await done(pilot)
         assert port.sent == [Answer(approval_id="demo-1:acp-1", answers={"option": ("no-2",)})]
+
+
+def _help_lines(key_for) -> list[str]:
+    """The help table as the screen shows it, one line a row of text (trailing spaces cut)."""
+    from rich.console import Console
+
+    from symphony_tui.console.screens.help import help_table
+
+    console = Console(width=100, record=True, color_system=None)
+    console.print(help_table(key_for))
+    return [line.rstrip() for line in console.export_text().splitlines()]
+
+
+def _section(lines: list[str], title: str) -> list[str]:
+    start = next(i for i, line in enumerate(lines) if line.strip() == title) + 1
+    end = next(i for i in range(start, len(lines)) if not lines[i].strip())
+    return lines[start:end]
+
+
+async def test_help_lists_a_key_shared_by_two_commands_of_a_screen_once(port, make_app, tmp_path):
+    """Drain and undrain share ``d`` (which applies follows the selected host), as re-attach
+    and rerun share ``r``: one row each, both helps on it; a remap parts them."""
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        hosts = _section(_help_lines(app.key_for), "Worker hosts")
+        recovered = _section(_help_lines(app.key_for), "Recovered workspaces")
+    assert [line.split()[0] for line in hosts if line[:9].strip()] == ["esc", "d", "P"]
+    drain = next(i for i, line in enumerate(hosts) if line.lstrip().startswith("d "))
+    assert "Drain the selected host" in hosts[drain]
+    assert any("or undrain the selected host" in line for line in hosts[drain + 1 :])
+    assert [line.split()[0] for line in recovered if line[:9].strip()] == ["esc", "r", "x", "y"]
+    keymap = tmp_path / "keymap.toml"
+    keymap.write_text('undrain_host = "u"\n')
+    app = make_app(port, keymap_path=keymap)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        hosts = _section(_help_lines(app.key_for), "Worker hosts")
+    keys = [line.split()[0] for line in hosts if line[:9].strip()]
+    assert keys == ["esc", "d", "u", "P"]
+    assert not any(line.lstrip().startswith("or ") for line in hosts)

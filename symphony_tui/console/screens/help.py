@@ -22,18 +22,27 @@ def help_table(key_for: Callable[[ConsoleCommand], str], *, fleet: bool = False)
     table = Table(box=None, show_header=False, padding=(0, 1), expand=True)
     table.add_column("key", style="bold", width=8, no_wrap=True)
     table.add_column("what")
-    seen_scope = None
+    # one row a key of a scope: commands sharing it (drain / undrain on ``d``) are one
+    # key whose selection decides which applies, each said on its own line after ``or``
+    rows: dict[tuple[str, str], Text] = {}
     for cmd in commands:
-        if cmd.scope != seen_scope:
-            seen_scope = cmd.scope
+        key = key_for(cmd)
+        line = rows.get((cmd.scope, key))
+        if line is None:
+            line = rows[(cmd.scope, key)] = Text(cmd.help)
+        else:
+            line.append(f"\nor {cmd.help[:1].lower()}{cmd.help[1:]}")
+        if cmd.confirm and cmd.id != "quit":
+            line.append("  (asks first)", style="dim")
+    seen_scope = None
+    for (scope, key), line in rows.items():
+        if scope != seen_scope:
+            seen_scope = scope
             if table.row_count:
                 table.add_row("", "")
             # the title spans into the wide column so it is never cut to the key's width
-            table.add_row("", Text(SCOPE_TITLES[cmd.scope], style="bold underline"))
-        line = Text(cmd.help)
-        if cmd.confirm and cmd.id != "quit":
-            line.append("  (asks first)", style="dim")
-        table.add_row(key_for(cmd), line)
+            table.add_row("", Text(SCOPE_TITLES[scope], style="bold underline"))
+        table.add_row(key, line)
     table.add_row("", "")
     table.add_row("", Text("Anywhere", style="bold underline"))
     table.add_row("ctrl+p", "Command palette (only the commands that apply now)")
