@@ -46,6 +46,7 @@ from symphony_tui.console.actions import ApprovalActions, CommandSender, IssueAc
 from symphony_tui.console.attention import ConsoleAttention
 from symphony_tui.console.enablement import Enablement, selected_approval, selected_issue
 from symphony_tui.console.exports import Exports
+from symphony_tui.console.fleet import is_fleet
 from symphony_tui.console.key_order import KeyHandled, KeyOrder
 from symphony_tui.console.keymap import Keys, default_keymap_path, load_keymap
 from symphony_tui.console.lifecycle import Lifecycle
@@ -222,6 +223,11 @@ class SymphonyApp(App[None]):
         """True once a quit or detach began (``shutdown_and_exit``): the screens are about
         to go, so no key but quit (which forces the exit) runs an action any more."""
         return self.state.stopping
+
+    @property
+    def fleet(self) -> bool:
+        """A fleet console: several schedulers' merged snapshot (``console/fleet.py``)."""
+        return is_fleet(self.state.fleet_snapshot)
 
     @property
     def detach_only(self) -> bool:
@@ -612,10 +618,9 @@ class SymphonyApp(App[None]):
         """Show the help screen. It is built once (keys are remapped only at start) and kept
         installed: a new one each time composed, laid out and rendered its whole table
         again, about 60 ms before the first frame."""
-        from symphony_tui.console.fleet import is_fleet
         from symphony_tui.console.screens.help import HelpScreen
 
-        fleet = is_fleet(self.state.fleet_snapshot)
+        fleet = self.fleet
         name = "help-fleet" if fleet else "help"
         if not self.is_screen_installed(name):
             self.install_screen(HelpScreen(self.key_for, fleet=fleet), name)

@@ -39,19 +39,24 @@ class ConsoleCommands(Provider):
         key = key_for(cmd) if key_for else display_key(cmd.key)
         return f"{cmd.label} ({key})"
 
+    def _help(self, cmd: ConsoleCommand) -> str:
+        return cmd.help_in(bool(getattr(self.app, "fleet", False)))
+
     async def discover(self) -> Hits:
         for cmd, target in self._applicable():
-            yield DiscoveryHit(self._title(cmd), partial(self._run, cmd, target), help=cmd.help)
+            run = partial(self._run, cmd, target)
+            yield DiscoveryHit(self._title(cmd), run, help=self._help(cmd))
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
         for cmd, target in self._applicable():
             title = self._title(cmd)
-            score = max(matcher.match(title), matcher.match(cmd.help))
+            help_line = self._help(cmd)
+            score = max(matcher.match(title), matcher.match(help_line))
             if score > 0:
                 yield Hit(
                     score,
                     matcher.highlight(title),
                     partial(self._run, cmd, target),
-                    help=cmd.help,
+                    help=help_line,
                 )

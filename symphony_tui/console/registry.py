@@ -57,6 +57,8 @@ class ConsoleCommand:
     ``check_action``); ``show`` puts it in the footer; ``confirm`` marks commands that
     ask first; ``priority`` runs it as the key arrives, before keys already queued behind
     it reach the focused widget (the filter: what is typed right after ``/`` goes into it).
+    ``fleet_help`` is the help line in a fleet console when it differs there
+    (:meth:`help_in`).
     """
 
     id: str
@@ -72,6 +74,11 @@ class ConsoleCommand:
     key_display: str | None = None
     priority: bool = False
     fleet: bool = False
+    fleet_help: str | None = None
+
+    def help_in(self, fleet: bool) -> str:
+        """The help line in a fleet console (``fleet``) or one scheduler's."""
+        return self.fleet_help if fleet and self.fleet_help is not None else self.help
 
     @property
     def action_name(self) -> str:
@@ -216,6 +223,8 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
         "quit", "q", "quit", "Quit",
         "Quit: while agents run, asks: stop them, or leave them running and detach",
         confirm=True,
+        # a fleet console cannot stop its schedulers (``FleetPort.carries_stop``)
+        fleet_help="Quit the fleet console: its schedulers and their agents keep running",
     ),
     # -- main screen
     ConsoleCommand(

@@ -467,6 +467,40 @@ async def test_quitting_a_fleet_says_its_schedulers_keep_running(fleet, make_app
     assert "detached; the schedulers keep running" in capsys.readouterr().err
 
 
+async def quit_entry(pilot) -> str:
+    """The command palette's quit entry: its title and help line."""
+    from textual.command import CommandList
+
+    await pilot.press("ctrl+p")
+    await settle(pilot)
+    await pilot.press(*"quit")
+    for _ in range(20):  # the palette searches in a worker of its own
+        await pilot.pause(0.05)
+        options = pilot.app.screen.query_one(CommandList)
+        if options.option_count:
+            break
+    prompts = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+    (entry,) = [p for p in prompts if p.startswith("Quit (q)")]
+    return entry
+
+
+async def test_a_fleets_quit_entry_says_its_schedulers_keep_running(fleet, port, make_app):
+    """Quitting a fleet console only closes the console: its palette entry and help line
+    say so, while one scheduler's console still offers to stop its agents."""
+    async with make_app(fleet).run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        entry = await quit_entry(pilot)
+    assert "schedulers and their agents keep running" in entry and "stop" not in entry, entry
+    async with make_app(port).run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        entry = await quit_entry(pilot)
+    assert "asks: stop them, or leave them running and detach" in entry, entry
+    fleet_text = " ".join(str(c) for c in help_table(str, fleet=True).columns[1]._cells)
+    assert "Quit the fleet console: its schedulers and their agents keep running" in fleet_text
+    assert "stop them" not in fleet_text
+    assert "stop them" in " ".join(str(c) for c in help_table(str).columns[1]._cells)
+
+
 async def test_skipped_fleet_file_lines_are_said_when_the_console_opens(fleet, make_app):
     line = "skipped fleet line 3: bogus://x: not a target (a WORKFLOW.md path, http(s)://, ssh://)"
     app = make_app(fleet, notices=(line,), notices_title="fleet file")

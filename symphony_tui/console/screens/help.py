@@ -27,11 +27,12 @@ def help_table(key_for: Callable[[ConsoleCommand], str], *, fleet: bool = False)
     rows: dict[tuple[str, str], Text] = {}
     for cmd in commands:
         key = key_for(cmd)
+        said = cmd.help_in(fleet)
         line = rows.get((cmd.scope, key))
         if line is None:
-            line = rows[(cmd.scope, key)] = Text(cmd.help)
+            line = rows[(cmd.scope, key)] = Text(said)
         else:
-            line.append(f"\nor {cmd.help[:1].lower()}{cmd.help[1:]}")
+            line.append(f"\nor {said[:1].lower()}{said[1:]}")
         if cmd.confirm and cmd.id != "quit":
             line.append("  (asks first)", style="dim")
     seen_scope = None
