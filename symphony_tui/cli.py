@@ -92,7 +92,10 @@ def _scheduler_options(parser: argparse.ArgumentParser) -> None:
 
 def _log_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--log-dir", type=Path, default=None, help="folder for symphony.log (see `paths`)"
+        "--log-dir",
+        type=Path,
+        default=None,
+        help="folder for this scheduler's symphony.log (see `paths`)",
     )
     parser.add_argument(
         "--log-level",
@@ -413,11 +416,14 @@ def _start(
     detachable: bool = False,
 ) -> int:
     from symphony_tui.observability.logs import configure_logging
+    from symphony_tui.paths import log_file as log_file_of
 
     try:
-        # every scheduler of a user logs to one folder by default: each line says whose
+        # every scheduler of a user logs to one folder by default, each to a file of its
+        # own (its workflow's); each line also says whose
         context = {"pid": os.getpid(), "project": path.resolve().parent.name}
-        log_file = configure_logging(args.log_dir, args.log_level, context)
+        target = log_file_of(path, args.log_dir)
+        log_file = configure_logging(target.parent, args.log_level, context, file_name=target.name)
     except OSError as exc:
         return _fail(f"cannot write logs to {args.log_dir or 'the log folder'}: {exc}")
     if not args.headless:
@@ -586,6 +592,9 @@ def _console(
         except _AlreadyRunning as exc:
             if not detachable:
                 raise StartFailed(str(exc)) from None
+            from symphony_tui.observability.logs import leave_rotation
+
+            leave_rotation()  # the log file is that scheduler's: it alone rotates it
             _freeze_startup_heap()  # the collector back on: this console may run for days
             return await _attach_to_running(exc, attachments)
         except _BuildFailed as exc:

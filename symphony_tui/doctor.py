@@ -237,12 +237,12 @@ def _running_scheduler(owner: Mapping[str, object]) -> str:
     return f"this project's scheduler runs ({who}{since}, {api}): {after}"
 
 
-def _print_paths(settings, out: TextIO) -> None:
-    """The files a run of this workflow would use (nothing is created)."""
+def _print_paths(settings, workflow: Path, out: TextIO) -> None:
+    """The files a run of ``workflow`` would use (nothing is created)."""
     from symphony_tui.paths import project_paths, project_rows, user_paths
     from symphony_tui.scheduler.project_lock import project_key_for
 
-    project = project_paths(project_key_for(settings), settings.workspace_root)
+    project = project_paths(project_key_for(settings), settings.workspace_root, workflow)
     out.write("paths a run would use:\n")
     for label, value in [*user_paths(), *project_rows(project)]:
         out.write(f"  {label:<11} {value}\n")
@@ -298,7 +298,7 @@ def run_doctor(
         if not errors:
             add(*asyncio.run(_check_tracker(store, timeout or TRACKER_TIMEOUT_S)))
     if wf is not None:
-        _print_paths(wf.settings, out)
+        _print_paths(wf.settings, path, out)
     failed = [c for c in checks if not c.ok]
     checks = [c for c in checks if not c.warn]
     if failed:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import platformdirs
 
-from symphony_tui.observability.logs import LOG_FILE_NAME, default_log_dir
+from symphony_tui.observability.logs import LOG_FILE_NAME, default_log_dir, workflow_log_name
 
 APP = "symphony-tui"
 EVENTS_FILE_NAME = "events.jsonl"
@@ -49,9 +49,19 @@ def keymap_file() -> Path:
     return config_dir() / "keymap.toml"
 
 
-def log_file(log_dir: Path | None = None) -> Path:
-    """``symphony.log`` in ``log_dir`` (``--log-dir``), else in the user log folder."""
-    return (Path(log_dir) if log_dir is not None else default_log_dir()) / LOG_FILE_NAME
+def log_dir(given: Path | None = None) -> Path:
+    """The log folder: ``given`` (``--log-dir``), else the user log folder."""
+    return Path(given) if given is not None else default_log_dir()
+
+
+def log_file(workflow: Path, given: Path | None = None) -> Path:
+    """The log file of the scheduler of ``workflow``: ``symphony.log`` in the folder
+    ``--log-dir`` gives it (``given``), else its own file in the user log folder that every
+    scheduler of the user shares (``symphony-<folder>-<hash>.log``,
+    :func:`~symphony_tui.observability.logs.workflow_log_name`; ``workflow`` is resolved)."""
+    if given is not None:
+        return Path(given) / LOG_FILE_NAME
+    return default_log_dir() / workflow_log_name(Path(workflow).resolve())
 
 
 def default_lock_dir() -> Path:
@@ -94,16 +104,21 @@ class ProjectPaths:
     """The files one workflow's scheduler uses."""
 
     project_key: str
+    log_file: Path
     events_file: Path
     lock_file: Path
     audit_file: Path
     workspace_root: Path
 
 
-def project_paths(project_key: str, workspace_root: Path | str) -> ProjectPaths:
-    """The paths of the project ``project_key`` (from ``project_key_for(settings)``)."""
+def project_paths(
+    project_key: str, workspace_root: Path | str, workflow: Path, given_log_dir: Path | None = None
+) -> ProjectPaths:
+    """The paths of the project ``project_key`` (from ``project_key_for(settings)``) whose
+    workflow file is ``workflow``; ``given_log_dir``: ``--log-dir``."""
     return ProjectPaths(
         project_key=project_key,
+        log_file=log_file(workflow, given_log_dir),
         events_file=events_file(project_key),
         lock_file=lock_file_for(project_key),
         audit_file=audit_file(project_key),
@@ -111,12 +126,12 @@ def project_paths(project_key: str, workspace_root: Path | str) -> ProjectPaths:
     )
 
 
-def user_paths(log_dir: Path | None = None) -> list[tuple[str, Path]]:
-    """``(label, path)`` rows for the files every project shares."""
+def user_paths(given_log_dir: Path | None = None) -> list[tuple[str, Path]]:
+    """``(label, path)`` rows for the folders every project shares."""
     return [
         ("config", config_dir()),
         ("keymap", keymap_file()),
-        ("log", log_file(log_dir)),
+        ("logs", log_dir(given_log_dir)),
         ("state", state_dir()),
         ("screenshots", screenshots_dir()),
         ("locks", default_lock_dir()),
@@ -126,6 +141,7 @@ def user_paths(log_dir: Path | None = None) -> list[tuple[str, Path]]:
 def project_rows(paths: ProjectPaths) -> list[tuple[str, Path | str]]:
     return [
         ("project", paths.project_key),
+        ("log", paths.log_file),
         ("events", paths.events_file),
         ("audit", paths.audit_file),
         ("lock file", paths.lock_file),

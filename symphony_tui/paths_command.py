@@ -39,9 +39,10 @@ def run_paths(
             problem = f"missing_workflow_file: {path}: {exc.strerror or exc}"
         else:
             rows.append(("workflow", path.resolve()))
-            rows.extend(
-                project_rows(project_paths(project_key_for(settings), settings.workspace_root))
+            project = project_paths(
+                project_key_for(settings), settings.workspace_root, path.resolve(), log_dir
             )
+            rows.extend(project_rows(project))
     if as_json:
         out.write(json.dumps({label.replace(" ", "_"): str(value) for label, value in rows}) + "\n")
     else:

@@ -14,8 +14,10 @@ which belongs to the console.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import logging.handlers
+import re
 import traceback
 from datetime import UTC, datetime
 from pathlib import Path
@@ -129,6 +131,28 @@ class _QuietRotatingFileHandler(logging.handlers.RotatingFileHandler):
             self.failures += 1
 
 
+class _QuietWatchedFileHandler(logging.handlers.WatchedFileHandler):
+    """A file handler that reopens its file when another process rotated it, and never
+    rotates it itself; its failures are counted, never printed or raised."""
+
+    failures = 0
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        self.failures += 1
+
+    def flush(self) -> None:
+        try:
+            super().flush()
+        except (OSError, ValueError):
+            self.failures += 1
+
+    def close(self) -> None:
+        try:
+            super().close()
+        except (OSError, ValueError):
+            self.failures += 1
+
+
 def log_kv(logger: logging.Logger, level: int | str, msg: str, **fields: Any) -> None:
     """Log ``msg`` with ``fields`` as ``key=value`` pairs (spec §13.1 context fields such as
     ``issue_id``, ``issue_identifier``, ``session_id``). ``level`` is a number or a name."""
@@ -143,18 +167,31 @@ def default_log_dir() -> Path:
     return Path(platformdirs.user_log_dir("symphony-tui"))
 
 
+def workflow_log_name(workflow: Path) -> str:
+    """The log file name of the scheduler of ``workflow`` (an absolute, resolved path) in
+    the log folder every scheduler of a user shares: ``symphony-<folder>-<hash>.log``, the
+    workflow's folder name made file-name safe (at most 40 characters) and 8 hex digits of
+    the SHA-256 of the path, so two projects whose folders share a name never share a file
+    (each rotates its own: one file rotated by two processes loses lines)."""
+    digest = hashlib.sha256(str(workflow).encode("utf-8")).hexdigest()[:8]
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", workflow.parent.name).strip("-.")[:40]
+    return f"symphony-{name or 'project'}-{digest}.log"
+
+
 def configure_logging(
     log_dir: Path | None = None,
     level: int | str = "INFO",
     context: dict[str, Any] | None = None,
+    *,
+    file_name: str = LOG_FILE_NAME,
 ) -> Path:
-    """Send all logging to ``<log_dir>/symphony.log`` (rotating, 10 MB x 5) and return that
+    """Send all logging to ``<log_dir>/<file_name>`` (rotating, 10 MB x 5) and return that
     path. ``log_dir`` defaults to ``platformdirs.user_log_dir("symphony-tui")``; ``context``
     ends every line (:class:`KeyValueFormatter`). Calling it again replaces the handler
     installed by the previous call; other handlers are kept."""
     directory = Path(log_dir) if log_dir is not None else default_log_dir()
     directory.mkdir(parents=True, exist_ok=True)
-    path = directory / LOG_FILE_NAME
+    path = directory / file_name
     handler = _QuietRotatingFileHandler(
         path, maxBytes=MAX_BYTES, backupCount=BACKUP_COUNT, encoding="utf-8"
     )
@@ -169,3 +206,19 @@ def configure_logging(
     lvl = logging.getLevelName(level.upper()) if isinstance(level, str) else level
     root.setLevel(lvl if isinstance(lvl, int) else logging.INFO)
     return path
+
+
+def leave_rotation() -> None:
+    """Go on writing the file :func:`configure_logging` opened, but leave its rotation to
+    the process that owns it (the project's scheduler, which this console attached to):
+    the file is reopened when that process rotated it, never rotated from here, so no two
+    processes rotate one file. Nothing happens without such a file."""
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        if getattr(old, _HANDLER_MARK, False) and isinstance(old, _QuietRotatingFileHandler):
+            handler = _QuietWatchedFileHandler(old.baseFilename, encoding="utf-8")
+            handler.setFormatter(old.formatter)
+            setattr(handler, _HANDLER_MARK, True)
+            root.removeHandler(old)
+            old.close()
+            root.addHandler(handler)

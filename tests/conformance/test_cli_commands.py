@@ -137,7 +137,9 @@ def test_main_help_lists_the_commands_and_where_files_live(capsys, monkeypatch, 
     for command in ("run", "demo", "doctor", "attach", "paths"):
         assert re.search(rf"^\s+{command}\s+\S", out, re.M), command
     assert str(tmp_path / "config" / "symphony-tui" / "keymap.toml") in out
-    assert str(tmp_path / "state" / "symphony-tui" / "log" / "symphony.log") in out
+    assert re.search(
+        rf"^\s+logs\s+{re.escape(str(tmp_path / 'state' / 'symphony-tui' / 'log'))}$", out, re.M
+    )
 
 
 @pytest.mark.parametrize(
@@ -201,7 +203,11 @@ def test_paths_prints_every_location_and_creates_nothing(tmp_path):
                 done.stdout.splitlines())  # fmt: skip
     state = tmp_path / "state" / "symphony-tui"
     assert rows["keymap"] == str(tmp_path / "config" / "symphony-tui" / "keymap.toml")
-    assert rows["log"] == str(state / "log" / "symphony.log")
+    assert rows["logs"] == str(state / "log")
+    # this project's scheduler's own file in the folder every scheduler of the user shares
+    assert re.fullmatch(
+        re.escape(str(state / "log")) + r"/symphony-project-[0-9a-f]{8}\.log", rows["log"]
+    )
     assert rows["locks"] == str(tmp_path / "locks")
     assert rows["workspaces"] == str(project.workspaces)
     assert rows["events"].startswith(str(state / "projects" / "issues.yaml-"))

@@ -8,6 +8,8 @@ import asyncio
 import json
 import logging
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import platformdirs
@@ -68,8 +70,9 @@ def test_real_run_logs_key_value_lines_with_issue_and_session_context_and_no_sec
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     log_dir = Path(platformdirs.user_log_dir("symphony-tui").replace(str(Path.home()), str(home)))
-    log_file = log_dir / "symphony.log"
-    assert log_file.is_file(), f"no log under the platformdirs log folder {log_dir}"
+    # the scheduler's own file in the folder: named by its workflow's folder
+    (log_file,) = log_dir.glob("symphony-*.log")
+    assert re.fullmatch(r"symphony-project-[0-9a-f]{8}\.log", log_file.name), log_file.name
     lines = log_file.read_text().splitlines()
     records = [kv(line) for line in lines]
     assert all({"ts", "level", "logger", "msg"} <= set(r) for r in records)
@@ -89,6 +92,35 @@ def test_real_run_logs_key_value_lines_with_issue_and_session_context_and_no_sec
     for where in (log_file.read_text(), events.read_text(), done.stdout, done.stderr):
         assert SECRET not in where
     assert "hook sees ***" in events.read_text()
+
+
+def test_two_projects_schedulers_log_to_files_of_their_own_in_one_folder(tmp_path):
+    """Each scheduler rotates its log file by size, which one file shared by two processes
+    does not survive: each has its own, beside the others, even when their workflows'
+    folders share a name, and ``paths`` names it."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = child_env(HOME=str(home), XDG_STATE_HOME="", XDG_CONFIG_HOME="")
+    projects = [write_project(tmp_path / side / "app", []) for side in ("a", "b")]
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "symphony_tui.cli", "--headless", "--exit-when-idle"],
+            cwd=p.folder, env=env, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for p in projects
+    ]  # fmt: skip
+    said = [run.communicate(timeout=120) for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], said
+    named = [cli("paths", "--json", cwd=p.folder, env=env) for p in projects]
+    files = [Path(json.loads(done.stdout)["log"]) for done in named]
+    assert files[0] != files[1] and files[0].parent == files[1].parent
+    assert sorted(files[0].parent.iterdir()) == sorted(files)  # no shared symphony.log
+    for run, path, (_, err) in zip(runs, files, said, strict=True):
+        assert re.fullmatch(r"symphony-app-[0-9a-f]{8}\.log", path.name)
+        assert f"log: {path}" in err  # what the scheduler says it writes
+        pids = {kv(line)["pid"] for line in path.read_text().splitlines()}
+        assert pids == {str(run.pid)}, pids
 
 
 async def test_a_registered_api_key_never_reaches_logs_events_or_the_screen(

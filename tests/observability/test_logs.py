@@ -185,3 +185,23 @@ def test_reconfiguring_replaces_only_our_handler(log_file: Path, tmp_path: Path)
         assert "shown" in second.read_text() and "hidden" not in second.read_text()
     finally:
         root.removeHandler(other)
+
+
+def test_after_leave_rotation_the_file_is_followed_never_rotated(
+    log_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A console attached to its project's scheduler writes the scheduler's log file: it
+    leaves the rotation to the scheduler and follows the file it rotated."""
+    monkeypatch.setattr(logs, "MAX_BYTES", 200)
+    path = configure_logging(log_file.parent, level="INFO", file_name="shared.log")
+    logs.leave_rotation()
+    for n in range(10):  # well past MAX_BYTES
+        logging.getLogger("x").info("line %d", n)
+    flush()
+    assert sorted(p.name for p in path.parent.glob("shared.log*")) == ["shared.log"]
+    assert len(path.read_text().splitlines()) == 10
+    path.rename(path.with_name("shared.log.1"))  # the scheduler rotated it
+    logging.getLogger("x").info("after the rotation")
+    flush()
+    assert path.read_text().splitlines()[-1].split(" msg=")[1].startswith('"after the rotation"')
+    assert "after the rotation" not in path.with_name("shared.log.1").read_text()
