@@ -18,7 +18,8 @@ Without targets the fleet is ``local`` plus the targets of the fleet file
 ``token-env=VAR`` or ``token-file=PATH``; ``#`` starts a comment.
 
 :class:`Endpoint` is one scheduler found behind a target: where its API is and what to
-send it. The resolvers are blocking (files, ``ssh``): the fleet runs them in threads.
+send it (found by :mod:`symphony_tui.api.discovery`, which an attached console shares). The
+resolvers are blocking (files, ``ssh``): the fleet runs them in threads.
 """
 
 from __future__ import annotations
@@ -28,12 +29,13 @@ import shlex
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 from urllib.parse import urlsplit
 
-from symphony_tui.api import announce
-from symphony_tui.api.auth import find_control_token, is_loopback, read_control_token
-from symphony_tui.api.ssh import discover, parse_target
+from symphony_tui.api import announce, discovery
+from symphony_tui.api.auth import find_control_token, is_loopback
+from symphony_tui.api.discovery import Endpoint, local_endpoints, ssh_endpoints
+from symphony_tui.api.ssh import parse_target
 from symphony_tui.config.worker_hosts import HostSpec
 from symphony_tui.paths import config_dir
 
@@ -178,117 +180,13 @@ def read_token_file(path: Path) -> str:
     return token
 
 
-@dataclass(frozen=True)
-class Endpoint:
-    """One scheduler behind a target. ``key``: what stays the same when that scheduler is
-    restarted (its workflow file, else its address), so a restarted scheduler takes its old
-    row; ``pid``: its process when known; ``api_port``: the port on its host (the forward's
-    far end for ``ssh://``); ``url``: where this machine reaches it (``None`` for ssh: the
-    forward makes it)."""
-
-    key: str
-    workflow_path: str
-    url: str | None
-    api_port: int | None
-    token: str | None = None
-    control: str | None = None
-    pid: int | None = None
-    owner: announce.Owner | None = None
-
-    @property
-    def folder_name(self) -> str:
-        """The workflow's folder name (the repository's), else the address."""
-        if self.workflow_path:
-            return Path(self.workflow_path).parent.name or "project"
-        if self.url:
-            parts = urlsplit(self.url)
-            return f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname)
-        return f"port-{self.api_port}"
-
-
-def _note_url(note: dict[str, Any]) -> str | None:
-    if not isinstance(note.get("port"), int):
-        return None
-    host = str(note.get("host") or "127.0.0.1")
-    if host in ("0.0.0.0", "::", ""):
-        host = "127.0.0.1"
-    host = f"[{host}]" if ":" in host else host
-    return f"http://{host}:{note['port']}"
-
-
-def _local_endpoint(note: dict[str, Any], directory: Path) -> Endpoint | None:
-    url = _note_url(note)
-    pid = note.get("pid")
-    if url is None or not isinstance(pid, int):
-        return None
-    workflow = note.get("workflow")
-    control_file = note.get("control_token_file")
-    return Endpoint(
-        key=str(workflow) if isinstance(workflow, str) and workflow else url,
-        workflow_path=str(workflow) if isinstance(workflow, str) else "",
-        url=url,
-        api_port=int(note["port"]),
-        token=announce.read_token(note),
-        control=read_control_token(control_file) if isinstance(control_file, str) else None,
-        pid=pid,
-        owner=announce.Owner.of(directory, pid),
-    )
-
-
-def local_endpoints(directory: Path | None = None) -> list[Endpoint]:
-    """Every scheduler of this user on this machine that serves an API (oldest first)."""
-    where = directory or announce.default_dir()
-    found = []
-    for note in announce.live_notes(where):
-        endpoint = _local_endpoint(note, where)
-        if endpoint is not None:
-            found.append(endpoint)
-    return found
-
-
 def workflow_endpoint(path: str, directory: Path | None = None) -> Endpoint:
-    """The scheduler running the workflow at ``path`` (resolved) on this machine: the live
-    note naming that workflow, else the holder of its project lock. Raises
-    :class:`TargetError` when none runs, or it serves no API this user can reach."""
-    where = directory or announce.default_dir()
-    for endpoint in local_endpoints(where):
-        if endpoint.workflow_path and _same_file(endpoint.workflow_path, path):
-            return endpoint
-    pid = _lock_holder(Path(path))
-    if pid is not None:
-        note = announce.read_note(where, pid)
-        held = _local_endpoint(note, where) if note is not None else None
-        if held is None:
-            raise TargetError(f"the scheduler of {path} (pid {pid}) serves no API this user reads")
-        return Endpoint(
-            path, path, held.url, held.api_port, held.token, held.control, held.pid, held.owner
-        )
-    raise TargetError(f"no scheduler runs {path} (start it, e.g. `symphony-tui {path}`)")
-
-
-def _same_file(a: str, b: str) -> bool:
+    """The scheduler running the workflow at ``path`` on this machine
+    (:func:`symphony_tui.api.discovery.workflow_endpoint`). Raises :class:`TargetError`."""
     try:
-        return Path(a).resolve() == Path(b).resolve()
-    except OSError:
-        return False
-
-
-def _lock_holder(path: Path) -> int | None:
-    """The pid holding the project lock of the workflow at ``path`` (None: free, or the
-    workflow does not load)."""
-    from symphony_tui.config.errors import WorkflowError
-    from symphony_tui.config.workflow import load_workflow
-    from symphony_tui.scheduler.project_lock import ProjectLockedError, check_free, project_key_for
-
-    try:
-        key = project_key_for(load_workflow(path).settings)
-        check_free(key)
-    except ProjectLockedError as exc:
-        pid = exc.owner.get("pid")
-        return pid if isinstance(pid, int) else None
-    except (WorkflowError, OSError):
-        return None
-    return None
+        return discovery.workflow_endpoint(path, directory)
+    except discovery.NotRunning as exc:
+        raise TargetError(str(exc)) from None
 
 
 def url_endpoint(target: Target, environ: dict[str, str] | None = None) -> Endpoint:
@@ -326,22 +224,16 @@ def url_endpoint(target: Target, environ: dict[str, str] | None = None) -> Endpo
     )
 
 
-def ssh_endpoints(target: HostSpec) -> list[Endpoint]:
-    """Every scheduler serving an API on an ssh host for that user, with the tokens it
-    keeps there (``ssh`` runs once; raises :class:`~symphony_tui.hosts.ssh.SshError`)."""
-    found = []
-    for note in discover(target):
-        workflow = note.get("workflow")
-        pid = note.get("pid")
-        found.append(
-            Endpoint(
-                key=str(workflow) if isinstance(workflow, str) and workflow else f":{note['port']}",
-                workflow_path=str(workflow) if isinstance(workflow, str) else "",
-                url=None,
-                api_port=int(note["port"]),
-                token=note.get("api_token"),
-                control=note.get("control_token"),
-                pid=pid if isinstance(pid, int) else None,
-            )
-        )
-    return found
+__all__ = [
+    "Endpoint",
+    "Target",
+    "TargetError",
+    "fleet_file",
+    "local_endpoints",
+    "parse",
+    "read_fleet_file",
+    "read_token_file",
+    "ssh_endpoints",
+    "url_endpoint",
+    "workflow_endpoint",
+]
