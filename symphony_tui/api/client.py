@@ -116,7 +116,10 @@ class LinkStatus:
     ``poll``; ``error``: the last failure, one line; ``refused``: that failure was the
     scheduler refusing the API token (401), it answers. ``stopped``: the scheduler has shut
     down (it said so, or its process is gone) at ``stopped_at`` (UTC), ``error`` saying
-    why; a stale link is a scheduler that may still exist but does not answer."""
+    why; a stale link is a scheduler that may still exist but does not answer. ``hint``:
+    once stopped, what comes next, one line (the console watches for it to start again, or
+    how to attach again); ``moved``: the console just moved to its scheduler started again
+    elsewhere, one line (:mod:`symphony_tui.api.follow`)."""
 
     state: LinkState
     age_s: float | None
@@ -124,6 +127,8 @@ class LinkStatus:
     error: str | None = None
     stopped_at: datetime | None = None
     refused: bool = False
+    hint: str | None = None
+    moved: str | None = None
 
 
 def backoff_s(attempt: int, *, rng: Callable[[float, float], float] = random.uniform) -> float:
@@ -322,6 +327,17 @@ class RemotePort(SchedulerPort):
         else:
             state = "live" if self._connected else "reconnecting"
         return LinkStatus(state, age, self.mode, self.error, refused=self._refused)
+
+    def seen_seq(self) -> int:
+        """The highest event ``seq`` this port has handed out, from its ring or an issue's
+        transcript (0: none)."""
+        tails = [t[-1].seq for t in self._transcripts.values() if t]
+        return max([self._last_seq, *tails])
+
+    def note_stopped(self, reason: str) -> None:
+        """The scheduler is known to have stopped from elsewhere (its host's discovery no
+        longer finds it): as :meth:`link` says when it said so itself."""
+        self._ended(reason)
 
     def _heard(self) -> None:
         self._heard_at = self._clock()

@@ -224,3 +224,30 @@ async def test_a_scheduler_that_stops_while_the_approvals_are_open_says_so_there
             "the scheduler stopped: stopped by you@here"
         ]
         assert "Pending approvals" in screen_text(app)  # shown over the screen that is open
+
+
+async def test_a_stopped_scheduler_says_how_to_attach_again_on_one_line(port, make_app):
+    linked = StoppingPort(port, LinkStatus("live", 0.2, "stream"))
+    app = make_app(linked)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        again = "attach again: symphony-tui /home/op/billing/WORKFLOW.md"
+        at = NOW - timedelta(seconds=8)
+        why = "stopped by SIGTERM from another terminal of this user, while three agents ran"
+        linked.current_link = LinkStatus("stopped", 8.0, "stream", why, stopped_at=at, hint=again)
+        await settle(pilot)
+        text = screen_text(app)
+        print("DBG", text[:900].replace("\n", "|"))
+        # the command first, the why after it: a line too wide for the terminal cuts the why
+        assert f"■ scheduler stopped at 09:59:52 (8s ago) · {again} · stopped by SIG" in text
+        assert "while three agents ran" not in text and "nothing runs there now" not in text
+        assert app.screen.query_one("#alert-line").size.height == 1  # one line, not wrapped
+
+
+async def test_the_header_says_the_console_followed_its_restarted_scheduler(port, make_app):
+    moved = "re-attached: pid 4242 (http://127.0.0.1:38211)"
+    linked = LinkedPort(port, LinkStatus("live", 0.2, "stream", moved=moved))
+    app = make_app(linked)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert f"● live · ↻ {moved} │" in screen_text(app)

@@ -120,7 +120,9 @@ class MainScreen(Screen[None]):
                     width=status_line.size.width or None,
                 ),
             )
-            alert = self._alert = alert_text(snapshot, now, tones, link)
+            # the alert line's padding is one cell each side (``_alert_height``)
+            width = self.size.width - 2 if self.size.width > 2 else None
+            alert = self._alert = alert_text(snapshot, now, tones, link, width=width)
             alert_line = self.query_one("#alert-line", Static)
             if alert_line.display != (alert is not None):
                 alert_line.display = alert is not None

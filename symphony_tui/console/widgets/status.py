@@ -23,13 +23,19 @@ LOST_LINK_STATES = frozenset({"reconnecting", "stale"})
 def link_text(link, tones: Tones) -> Text:
     """An attached console's link: ``◌ connecting``, ``● live``, ``◌ scheduler link lost ·
     reconnecting · 4s old``, ``✗ scheduler link lost · STALE · 32s old``, ``■ scheduler
-    stopped``. ``link`` has ``state`` and ``age_s`` (seconds since the scheduler was last
-    heard from), as :meth:`RemotePort.link` returns."""
+    stopped``; ``● live · ↻ re-attached: pid 4242 (http://127.0.0.1:38211)`` for a while
+    after the console followed its scheduler to a new address. ``link`` has ``state`` and
+    ``age_s`` (seconds since the scheduler was last heard from), and may have ``moved``, as
+    :meth:`RemotePort.link` and ``FollowingPort.link`` return."""
     age = "" if link.age_s is None else f" · {fmt.duration(link.age_s)} old"
     if link.state == "stopped":
         return Text("■ scheduler stopped", style=tones.error + tones.bold, end="")
     if link.state == "live":
-        return Text("● live", style=tones.success, end="")
+        text = Text("● live", style=tones.success, end="")
+        moved = getattr(link, "moved", None)
+        if moved:
+            text.append(f" · ↻ {one_line(moved, 100)}", style=tones.warning)
+        return text
     if link.state == "stale":
         return Text(f"✗ scheduler link lost · STALE{age}", style=tones.error + tones.bold, end="")
     if link.state == "reconnecting":
@@ -45,16 +51,29 @@ def unknown_since(link) -> float | None:
     return link.age_s or 0.0
 
 
-def stopped_text(link, now: datetime, tones: Tones) -> Text:
+def stopped_text(link, now: datetime, tones: Tones, width: int | None = None) -> Text:
     """The one line of an attached console whose scheduler has stopped: ``■ scheduler
-    stopped at 14:02:11 (8s ago): why · nothing runs there now; q quits``."""
+    stopped at 14:02:11 (8s ago): why · nothing runs there now; q quits``. With the link's
+    ``hint`` (what comes next: the console watches for it to start again, or the command
+    that attaches again) the hint comes first and the why last, ``■ scheduler stopped at
+    14:02:11 (8s ago) · attach again: symphony-tui ~/p/WORKFLOW.md · why``, cut at
+    ``width`` cells (when given) so it stays one line: what is cut is the why."""
     at = link.stopped_at
     when = ""
     if at is not None:
         when = f" at {fmt.clock_time(at)} ({fmt.duration((now - at).total_seconds())} ago)"
+    hint = getattr(link, "hint", None)
     why = one_line(link.error, 160) if link.error else ""
     text = Text("■ scheduler stopped", style=tones.error + tones.bold, end="")
-    text.append(f"{when}{f': {why}' if why else ''} · nothing runs there now; q quits")
+    if not hint:
+        text.append(f"{when}{f': {why}' if why else ''} · nothing runs there now; q quits")
+        return text
+    text.append(f"{when} · ")
+    text.append(one_line(hint, 160), style=tones.bold)
+    if why:
+        text.append(f" · {why}")
+    if width is not None and width > 0:
+        text.truncate(width, overflow="ellipsis")
     return text
 
 
@@ -160,15 +179,18 @@ def project_alerts(snapshot: Snapshot) -> list[tuple[str, str]]:
     return parts
 
 
-def alert_text(snapshot: Snapshot, now: datetime, tones: Tones, link=None) -> Text | None:
+def alert_text(
+    snapshot: Snapshot, now: datetime, tones: Tones, link=None, *, width: int | None = None
+) -> Text | None:
     """A lost scheduler link (attached consoles), then config / tracker problems, one a
-    line, or ``None`` when all is well."""
+    line, or ``None`` when all is well. ``width``: the cells a line has (a stopped
+    scheduler's line is cut to it, :func:`stopped_text`)."""
     s = snapshot
     text = Text(end="")
     parts: list[tuple[str, str]] = []
     since = unknown_since(link)
     if link is not None and link.state == "stopped":
-        return stopped_text(link, now, tones)
+        return stopped_text(link, now, tones, width)
     if since is not None:
         why = one_line(link.error, 200) if link.error else "no update"
         parts.append(("✗ scheduler link lost: ", f"{why} · last update {fmt.duration(since)} ago"))
