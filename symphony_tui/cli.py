@@ -596,7 +596,7 @@ def _console(
 
             leave_rotation()  # the log file is that scheduler's: it alone rotates it
             _freeze_startup_heap()  # the collector back on: this console may run for days
-            return await _attach_to_running(exc, attachments)
+            return await _attach_to_running(exc, attachments, path)
         except _BuildFailed as exc:
             raise StartFailed(str(exc)) from None
         built.append((runtime, api))
@@ -746,15 +746,18 @@ async def _owner_note(found: _AlreadyRunning) -> tuple[object, dict | None]:
             return pid, note
 
 
-async def _attach_to_running(found: _AlreadyRunning, attachments: list):
+async def _attach_to_running(found: _AlreadyRunning, attachments: list, path: Path):
     """The project's scheduler already runs (``found.owner``, its lock's note): attach to
     its API, found in this user's own note of that process (``api/announce.py``), with the
-    token kept there. Raises ``StartFailed`` (the ``project_locked`` line and why) when it
-    cannot: another user's scheduler, one without an API, or one that does not answer."""
+    token kept there, and follow it when it is started again (found again by its workflow,
+    ``path``: ``api/follow.py``). Raises ``StartFailed`` (the ``project_locked`` line and
+    why) when it cannot: another user's scheduler, one without an API, or one that does
+    not answer."""
     from symphony_tui.api import announce
-    from symphony_tui.api.attach import Attachment, _probe
+    from symphony_tui.api.attach import Attachment, _probe, workflow_finder
     from symphony_tui.api.auth import read_control_token
     from symphony_tui.api.client import RemoteError
+    from symphony_tui.api.follow import FollowingPort
     from symphony_tui.console.starting import Started, StartFailed
 
     pid, note = await _owner_note(found)
@@ -774,13 +777,15 @@ async def _attach_to_running(found: _AlreadyRunning, attachments: list):
         label=f"pid {pid} ({url})",
         control=control,
         owner=announce.Owner.of(announce.default_dir(), pid),
+        pid=pid if isinstance(pid, int) else None,
+        workflow=str(path.resolve()),
     )
     attachments.append(attachment)
     try:
         await _probe(attachment)
     except RemoteError as exc:
         raise StartFailed(f"{found}; attaching to it failed: {exc}") from None
-    remote = attachment.port()
+    remote = FollowingPort(attachment, workflow_finder(str(path.resolve())))
     since = _since(note.get("started_at"))
     return Started(
         remote,
@@ -984,20 +989,18 @@ def _attach(args: argparse.Namespace) -> int:
         return _fail(f"attach: {problem}")
     from symphony_tui.api.attach import AttachError, open_attach
 
+    token = os.environ.get(args.token_env) or None
+    mode = "poll" if args.poll else "stream"
     try:
         attachment = open_attach(
-            args.url,
-            ssh=args.ssh,
-            api_port=args.api_port,
-            token=os.environ.get(args.token_env) or None,
-            mode="poll" if args.poll else "stream",
+            args.url, ssh=args.ssh, api_port=args.api_port, token=token, mode=mode
         )
     except AttachError as exc:
         return _fail(f"attach: {exc}")
     from symphony_tui.console.app import SymphonyApp
 
     try:
-        remote = attachment.port()
+        remote = _attached_port(attachment, args, token)
         app = SymphonyApp(
             remote,
             runner=_heap_watched(remote.run),
@@ -1009,6 +1012,23 @@ def _attach(args: argparse.Namespace) -> int:
     finally:
         attachment.close()
     return app.return_code or 0
+
+
+def _attached_port(attachment, args: argparse.Namespace, token: str | None):
+    """The port an ``attach`` console runs on: one that follows its scheduler when it is
+    started again on another port when the attach named a host (``ssh://`` without
+    ``--api-port``: found again there by its workflow), else one that says how to attach
+    again once its fixed address stopped answering (``api/follow.py``)."""
+    from symphony_tui.api.attach import host_finder
+    from symphony_tui.api.follow import FIND_SSH_EVERY_S, FollowingPort
+    from symphony_tui.api.ssh import parse_target
+
+    host = args.ssh or (args.url if args.url.startswith("ssh://") else None)
+    if host is None or args.api_port is not None:
+        again = f"symphony-tui attach {host}" if host is not None else None
+        return FollowingPort(attachment, again=again)
+    find = host_finder(parse_target(host), attachment.workflow, token=token, mode=attachment.mode)
+    return FollowingPort(attachment, find, every_s=FIND_SSH_EVERY_S, watch_lost=True)
 
 
 def _heap_watched(runner: Callable[[], Awaitable[None]]) -> Callable[[], Awaitable[None]]:

@@ -1,19 +1,24 @@
 """What ``symphony-tui attach`` connects to: an ``http://`` API directly, or a scheduler on
 another host through an SSH forward (:mod:`symphony_tui.api.ssh`). :func:`open_attach`
 checks the API answers before the console starts; :meth:`Attachment.port` makes the
-:class:`~symphony_tui.api.client.RemotePort` the console runs on."""
+:class:`~symphony_tui.api.client.RemotePort` the console runs on. :func:`workflow_finder`
+and :func:`host_finder` find the scheduler again after a restart (the same discovery the
+attach used; :mod:`symphony_tui.api.follow` moves the console to it)."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from symphony_tui.api import discovery
 from symphony_tui.api.announce import Owner
 from symphony_tui.api.auth import find_control_token, is_loopback
 from symphony_tui.api.client import RemoteError, RemotePort
 from symphony_tui.api.ssh import SshTunnel, choose, discover, parse_target
+from symphony_tui.config.worker_hosts import HostSpec
 from symphony_tui.hosts.ssh import SshError
 
 
@@ -31,6 +36,9 @@ class Attachment:
     control: str | None = None  # the scheduler's control token, when this user can read it
     #: The scheduler's process, when it runs on this machine for this user.
     owner: Owner | None = None
+    #: Its process id and its workflow file on its host, when its API note says them.
+    pid: int | None = None
+    workflow: str | None = None
 
     def port(self) -> RemotePort:
         """A fresh :class:`RemotePort` (its HTTP client belongs to the loop that uses it)."""
@@ -80,22 +88,19 @@ def open_attach(
         except (ValueError, SshError) as exc:
             raise AttachError(str(exc)) from None
         note = next((n for n in notes if n.get("port") == port), {})
-        attachment = Attachment(
-            tunnel.base_url,
-            # a console's scheduler generated its bearer token and keeps it beside its note
-            token or note.get("api_token"),
-            mode,
-            tunnel=tunnel,
-            label=f"{target.name} (API port {port})",
-            control=note.get("control_token"),
-        )
+        attachment = _host_attachment(target, port, note, tunnel, token, mode)
     elif text.startswith(("http://", "https://")):
+        local = _local_note(text)
+        workflow = local.get("workflow") if local is not None else None
+        pid = local.get("pid") if local is not None else None
         attachment = Attachment(
             text,
             token or _local_token(text),
             mode,
             control=_local_control(text),
             owner=_local_owner(text),
+            pid=pid if isinstance(pid, int) else None,
+            workflow=workflow if isinstance(workflow, str) else None,
         )
     else:
         raise AttachError(f"{text!r} is not http://HOST:PORT or ssh://[user@]host[:port]")
@@ -105,6 +110,107 @@ def open_attach(
         attachment.close()
         raise AttachError(str(exc)) from None
     return attachment
+
+
+def _host_attachment(
+    target: HostSpec,
+    port: int,
+    note: dict[str, Any],
+    tunnel: SshTunnel,
+    token: str | None,
+    mode: Literal["stream", "poll"],
+) -> Attachment:
+    """The scheduler of ``note`` (API ``port``) on an ssh host, through ``tunnel`` (open)."""
+    pid, workflow = note.get("pid"), note.get("workflow")
+    return Attachment(
+        tunnel.base_url,
+        # a console's scheduler generated its bearer token and keeps it beside its note
+        token or note.get("api_token"),
+        mode,
+        tunnel=tunnel,
+        label=f"{target.name} (API port {port})",
+        control=note.get("control_token"),
+        pid=pid if isinstance(pid, int) else None,
+        workflow=workflow if isinstance(workflow, str) else None,
+    )
+
+
+def workflow_attachment(endpoint: discovery.Endpoint) -> Attachment:
+    """An attachment to a scheduler found on this machine (its API note's address, its
+    tokens, its process)."""
+    assert endpoint.url is not None
+    return Attachment(
+        endpoint.url,
+        endpoint.token,
+        "stream",
+        label=f"pid {endpoint.pid} ({endpoint.url})",
+        control=endpoint.control,
+        owner=endpoint.owner,
+        pid=endpoint.pid,
+        workflow=endpoint.workflow_path or None,
+    )
+
+
+def _same_scheduler(current: Attachment, pid: object, port: object) -> bool:
+    """Whether ``pid`` on API ``port`` is the scheduler ``current`` reaches (a forward's
+    URL names the far end's port)."""
+    try:
+        current_port = urlsplit(current.url).port
+    except ValueError:
+        current_port = None
+    return (pid, port) == (current.pid, current_port)
+
+
+def workflow_finder(path: str) -> Callable[[Attachment], Attachment | None]:
+    """A :data:`~symphony_tui.api.follow.Finder` of the scheduler running the workflow at
+    ``path`` on this machine (:func:`~symphony_tui.api.discovery.workflow_endpoint`)."""
+
+    def find(current: Attachment) -> Attachment | None:
+        try:
+            endpoint = discovery.workflow_endpoint(path)
+        except discovery.NotRunning as exc:
+            raise AttachError(str(exc)) from None
+        if _same_scheduler(current, endpoint.pid, endpoint.api_port):
+            return None
+        return workflow_attachment(endpoint)
+
+    return find
+
+
+def host_finder(
+    target: HostSpec,
+    workflow: str | None,
+    *,
+    token: str | None = None,
+    mode: Literal["stream", "poll"] = "stream",
+) -> Callable[[Attachment], Attachment | None]:
+    """A :data:`~symphony_tui.api.follow.Finder` of the scheduler of ``workflow`` (None:
+    the one scheduler there) on an ssh host, each look one ``ssh`` run; a new one gets a
+    forward of its own. An ssh that fails says nothing about the scheduler (None)."""
+
+    def find(current: Attachment) -> Attachment | None:
+        try:
+            notes = discover(target)
+        except SshError:
+            return None
+        if workflow is not None:
+            notes = [n for n in notes if n.get("workflow") == workflow]
+        if not notes:
+            what = f"no scheduler of {workflow}" if workflow else "no scheduler"
+            raise AttachError(f"{target.name}: {what} runs there now")
+        if len(notes) > 1:
+            return None  # several, none named: not this console's to choose
+        note = notes[0]
+        if _same_scheduler(current, note.get("pid"), note.get("port")):
+            return None
+        port = int(note["port"])
+        try:
+            tunnel = SshTunnel(target, port).open()
+        except SshError:
+            return None
+        return _host_attachment(target, port, note, tunnel, token, mode)
+
+    return find
 
 
 def _local_control(url: str) -> str | None:

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -40,6 +39,7 @@ from typing import Any, TypeVar
 import httpx
 
 from symphony_tui.api.client import RemoteError, RemotePort
+from symphony_tui.api.follow import in_thread
 from symphony_tui.api.ssh import SshTunnel
 from symphony_tui.domain import AgentEvent, Snapshot
 from symphony_tui.domain.audit import AuditEntry
@@ -324,32 +324,8 @@ class FleetPort(SchedulerPort):
     async def _thread(
         self, fn: Callable[..., T], *args: Any, undo: Callable[[T], object] | None = None
     ) -> T:
-        """``fn(*args)`` in a daemon thread of its own (an ``ssh`` that hangs never holds
-        up the console's exit). ``undo(result)`` runs there when the caller was cancelled
-        meanwhile (a forward opened for nobody is closed)."""
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[T] = loop.create_future()
-
-        def settle(outcome: Callable[[], None]) -> None:
-            if not future.done():
-                outcome()
-
-        def work() -> None:
-            try:
-                result = fn(*args)
-            except BaseException as exc:  # handed to the awaiting task
-                error = exc
-                with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits
-                    loop.call_soon_threadsafe(settle, lambda: future.set_exception(error))
-                return
-            if future.cancelled() and undo is not None:
-                undo(result)
-                return
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(settle, lambda: future.set_result(result))
-
-        threading.Thread(target=work, name="fleet", daemon=True).start()
-        return await future
+        """``fn(*args)`` in a daemon thread of its own (:func:`~symphony_tui.api.follow.in_thread`)."""
+        return await in_thread(fn, *args, undo=undo, name="fleet")
 
     async def _wait(self, seconds: float) -> bool:
         """Sleep ``seconds`` or until :meth:`close`; True when closing."""

@@ -132,7 +132,7 @@ def test_a_second_console_that_cannot_attach_says_why(tmp_path, monkeypatch):
     monkeypatch.setattr(announce, "default_dir", lambda: tmp_path / "api")
     locked = _AlreadyRunning("project_locked: another scheduler (pid 1 on h)", {"pid": 1})
     with pytest.raises(StartFailed) as raised:
-        asyncio.run(_attach_to_running(locked, []))
+        asyncio.run(_attach_to_running(locked, [], tmp_path / "WORKFLOW.md"))
     assert str(raised.value).startswith("project_locked: another scheduler")
     assert "serves no API this user can attach to" in str(raised.value)
 

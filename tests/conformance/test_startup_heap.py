@@ -110,7 +110,7 @@ def test_a_console_attaching_to_the_running_scheduler_runs_with_the_collector_on
     def build(*args, **kwargs):
         raise cli._AlreadyRunning("project_locked: another scheduler (pid 1)", {"pid": 1})
 
-    async def attach(found, attachments):
+    async def attach(found, attachments, path):
         return "attached"
 
     class App:  # the console's app, reduced to its start-up

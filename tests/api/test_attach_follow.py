@@ -1,0 +1,102 @@
+"""End to end with real processes: a console attached by its scheduler's workflow follows
+that scheduler when it is started again on another port (after SIGTERM and after
+``kill -9``), its events carrying on in one order; one attached by the fixed address says
+how to attach again instead of waiting for a link that will not come back."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from symphony_tui.api import announce, discovery
+from symphony_tui.api.attach import Attachment, workflow_attachment, workflow_finder
+from symphony_tui.api.follow import FollowingPort
+from symphony_tui.console.tones import Tones
+from symphony_tui.console.widgets.status import link_text, stopped_text
+from tests.api.remote_scheduler import HeadlessScheduler, issues_yaml
+
+pytestmark = pytest.mark.slow
+
+SLOW = issues_yaml(2, "Steady work. [demo: slow, two-turns]")
+
+
+async def until(predicate, timeout: float, what: str) -> None:
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    while not predicate():
+        if loop.time() - start > timeout:
+            raise AssertionError(f"{what}: not within {timeout}s")
+        await asyncio.sleep(0.05)
+
+
+def fixed_attachment(url: str) -> Attachment:
+    """What ``symphony-tui attach http://...`` makes of a loopback address of this user's."""
+    note = announce.note_for_port(announce.default_dir(), int(url.rsplit(":", 1)[1]))
+    assert note is not None
+    return Attachment(
+        url,
+        announce.read_token(note),
+        "stream",
+        owner=announce.Owner.of(announce.default_dir(), note["pid"]),
+        pid=note["pid"],
+    )
+
+
+async def test_a_console_attached_by_workflow_follows_its_restarted_scheduler(
+    tmp_path, monkeypatch
+):
+    state = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    sched = HeadlessScheduler(tmp_path, SLOW, state_home=state, speed="3")
+    path = str(sched.workflow.resolve())
+    follow = FollowingPort(
+        workflow_attachment(discovery.workflow_endpoint(path)), workflow_finder(path), every_s=0.1
+    )
+    fixed = FollowingPort(fixed_attachment(sched.url))
+    runs = [asyncio.create_task(follow.run()), asyncio.create_task(fixed.run())]
+    try:
+        await until(lambda: len(follow.events_since(0)) >= 5, 20, "the first scheduler's events")
+        await until(lambda: fixed.link().state == "live", 10, "the fixed address live")
+
+        # a graceful stop, then the same workflow started again: another pid, another port
+        old_url = sched.url
+        sched.stop()
+        await until(lambda: follow.stopped and fixed.stopped, 10, "both see the stop")
+        assert follow.link().hint == "watching for it to start again"
+        line = stopped_text(fixed.link(), fixed.link().stopped_at, Tones()).plain
+        assert f" ago) · attach again: symphony-tui {path} · " in line and "\n" not in line
+        handed = follow.events_since(0)[-1].seq  # what the console was handed
+        sched.restart()
+        assert sched.url != old_url
+        await until(lambda: follow.port.base_url == sched.url, 10, "followed to the new port")
+        link = follow.link()
+        assert link.state == "live" and not follow.stopped
+        assert link.moved is not None and sched.url in link.moved
+        assert sched.url in link_text(link, Tones()).plain
+        assert fixed.stopped and fixed.port.base_url == old_url  # a fixed address stays put
+
+        # the new scheduler's events come after what the console was handed, each once
+        await until(lambda: follow.events_since(handed), 20, "the new scheduler's events")
+        newer = follow.events_since(handed)
+        seqs = [e.seq for e in newer]
+        assert seqs == sorted(set(seqs)) and seqs[0] == handed + 1
+
+        # killed with -9 (its note stays behind), started again: followed again
+        second = follow.port.base_url
+        sched.kill()
+        await until(lambda: follow.stopped, 10, "the killed scheduler seen stopped")
+        handed = follow.events_since(0)[-1].seq
+        sched.restart()
+        assert sched.url != second
+        await until(lambda: follow.port.base_url == sched.url, 10, "followed after kill -9")
+        await until(lambda: follow.events_since(handed), 20, "the third scheduler's events")
+        assert follow.events_since(handed)[0].seq == handed + 1
+        assert follow.moves == 2
+    finally:
+        await follow.close()
+        await fixed.close()
+        for task in runs:
+            task.cancel()
+        await asyncio.gather(*runs, return_exceptions=True)
+        sched.stop()
