@@ -121,15 +121,10 @@ class FollowingPort(SchedulerPort):
                         await running
 
     def _lost(self) -> bool:
-        return (
-            self.watch_lost
-            and self.find is not None
-            and self.port.link().state
-            in (
-                "reconnecting",
-                "stale",
-            )
-        )
+        """Whether to look for the scheduler while its port still runs: with
+        ``watch_lost``, once its link is lost."""
+        lost = self.port.link().state in ("reconnecting", "stale")
+        return self.watch_lost and self.find is not None and lost
 
     async def _look(self, *, lost: bool) -> None:
         """Ask ``find`` once; move to what it found. While the link is only lost, a

@@ -1,20 +1,32 @@
 """End to end with real processes: a console attached by its scheduler's workflow follows
 that scheduler when it is started again on another port (after SIGTERM and after
 ``kill -9``), its events carrying on in one order; one attached by the fixed address says
-how to attach again instead of waiting for a link that will not come back."""
+how to attach again instead of waiting for a link that will not come back; one attached
+through ``ssh://`` (a real sshd) finds its killed scheduler gone and follows it to its
+new port."""
 
 from __future__ import annotations
 
 import asyncio
+import getpass
+import os
+import shutil
 
 import pytest
 
 from symphony_tui.api import announce, discovery
-from symphony_tui.api.attach import Attachment, workflow_attachment, workflow_finder
+from symphony_tui.api.attach import (
+    Attachment,
+    host_finder,
+    open_attach,
+    workflow_attachment,
+    workflow_finder,
+)
 from symphony_tui.api.follow import FollowingPort
+from symphony_tui.api.ssh import parse_target
 from symphony_tui.console.tones import Tones
 from symphony_tui.console.widgets.status import link_text, stopped_text
-from tests.api.remote_scheduler import HeadlessScheduler, issues_yaml
+from tests.api.remote_scheduler import HeadlessScheduler, Sshd, issues_yaml
 
 pytestmark = pytest.mark.slow
 
@@ -100,3 +112,42 @@ async def test_a_console_attached_by_workflow_follows_its_restarted_scheduler(
             task.cancel()
         await asyncio.gather(*runs, return_exceptions=True)
         sched.stop()
+
+
+@pytest.mark.skipif(
+    shutil.which("sshd") is None and not os.path.exists("/usr/sbin/sshd"),
+    reason="openssh-server is not installed (.ci/run installs it)",
+)
+async def test_a_console_attached_over_ssh_follows_its_scheduler_killed_and_started_again(
+    tmp_path, monkeypatch
+):
+    state = tmp_path / "state"
+    sched = HeadlessScheduler(tmp_path, SLOW, state_home=state, speed="3")
+    # SHLVL=1: the ssh session's bash skips this machine's slow .bashrc
+    sshd = Sshd(tmp_path / "sshd", session_env={"XDG_STATE_HOME": str(state), "SHLVL": "1"})
+    monkeypatch.setenv("SYMPHONY_SSH", sshd.ssh_command)
+    target = f"ssh://{getpass.getuser()}@127.0.0.1:{sshd.port}"
+    attachment = await asyncio.to_thread(open_attach, target)
+    path = str(sched.workflow.resolve())
+    assert attachment.workflow == path
+    find = host_finder(parse_target(target), attachment.workflow)
+    follow = FollowingPort(attachment, find, every_s=0.2, watch_lost=True)
+    run = asyncio.create_task(follow.run())
+    try:
+        await until(lambda: follow.link().state == "live", 20, "live through the forward")
+        # kill -9: no stopping frame, and the forward stays up, reaching nothing
+        sched.kill()
+        await until(lambda: follow.stopped, 20, "the killed scheduler seen stopped")
+        assert "runs there now" in (follow.link().error or "")
+        sched.restart()
+        port = int(sched.url.rsplit(":", 1)[1])
+        await until(lambda: follow.port.base_url.endswith(f":{port}"), 20, "followed over ssh")
+        await until(lambda: follow.link().state == "live", 20, "live again")
+        assert follow.moves == 1 and f"API port {port}" in (follow.link().moved or "")
+    finally:
+        await follow.close()
+        run.cancel()
+        await asyncio.gather(run, return_exceptions=True)
+        attachment.close()
+        sched.stop()
+        sshd.stop()
