@@ -89,7 +89,6 @@ class FollowingPort(SchedulerPort):
         self.moves = 0
         self._moved: tuple[str, float] | None = None  # (what, when) of the last move
         self._stop = asyncio.Event()
-        self._closed: list[Attachment] = []
 
     # -- following ------------------------------------------------------------------------
     async def run(self) -> None:

@@ -5,7 +5,8 @@ scheduler objects (docs/architecture.md "Who owns which state"). The console pol
 (``snapshot()`` + ``events_since(last_seq)``), which coalesces floods by construction.
 
 The ports are the in-process scheduler (``orchestrator.Orchestrator``), an attached
-scheduler's (``api/client.py`` ``RemotePort``) and the console's placeholder while the
+scheduler's (``api/client.py`` ``RemotePort``, followed across restarts by
+``api/follow.py`` ``FollowingPort``) and the console's placeholder while the
 scheduler is built (``console/starting.py`` ``StartingPort``). Each subclasses
 :class:`SchedulerPort`, whose members with a body are the defaults of a port that does
 not have that side (no link, no settings, no control API to serve).
