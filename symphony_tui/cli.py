@@ -1025,7 +1025,7 @@ def _attached_port(attachment, args: argparse.Namespace, token: str | None):
 
     host = args.ssh or (args.url if args.url.startswith("ssh://") else None)
     if host is None or args.api_port is not None:
-        again = f"symphony-tui attach {host}" if host is not None else None
+        again = f"symphony-tui attach {parse_target(host).name}" if host is not None else None
         return FollowingPort(attachment, again=again)
     find = host_finder(parse_target(host), attachment.workflow, token=token, mode=attachment.mode)
     return FollowingPort(attachment, find, every_s=FIND_SSH_EVERY_S, watch_lost=True)

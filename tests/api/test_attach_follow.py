@@ -151,3 +151,28 @@ async def test_a_console_attached_over_ssh_follows_its_scheduler_killed_and_star
         attachment.close()
         sched.stop()
         sshd.stop()
+
+
+@pytest.mark.parametrize(
+    ("url", "ssh", "api_port", "follows", "again"),
+    [
+        ("http://127.0.0.1:8080", None, None, False, None),
+        ("ssh://me@box", None, None, True, None),
+        (None, "me@box", None, True, None),
+        ("ssh://me@box", None, 8080, False, "symphony-tui attach ssh://me@box"),
+        (None, "me@box", 8080, False, "symphony-tui attach ssh://me@box"),
+    ],
+)
+def test_attach_follows_a_scheduler_named_by_its_host_not_a_fixed_address(
+    url, ssh, api_port, follows, again
+):
+    from argparse import Namespace
+
+    from symphony_tui.cli import _attached_port
+
+    attachment = Attachment("http://127.0.0.1:8080", None, "stream", workflow="/p/WORKFLOW.md")
+    args = Namespace(url=url, ssh=ssh, api_port=api_port)
+    port = _attached_port(attachment, args, None)
+    assert isinstance(port, FollowingPort)
+    assert (port.find is not None) == follows and port.watch_lost == follows
+    assert port.again == again
