@@ -408,6 +408,36 @@ async def test_help_is_built_once_and_follows_the_theme(port, make_app):
         assert not isinstance(app.screen, HelpScreen)
 
 
+async def test_help_renders_its_table_once_per_width(port, make_app, monkeypatch):
+    """Help renders its key table once when it first opens (a ``Static`` rendered it four
+    times, measuring and drawing at two widths), never again at the same size, and once
+    more at a new width."""
+    from rich.table import Table
+
+    renders: list[int] = []
+    rich_console = Table.__rich_console__
+
+    def counted(self, console, options):
+        renders.append(options.max_width)
+        return rich_console(self, console, options)
+
+    monkeypatch.setattr(Table, "__rich_console__", counted)
+    app = make_app(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        first = len(renders)
+        assert first == 1
+        for _ in range(2):
+            await pilot.press("escape", "question_mark")
+            await pilot.pause()
+        assert len(renders) == first
+        await pilot.resize_terminal(80, SIZE[1])  # the help box is 95 % of it
+        await pilot.pause()
+        assert len(renders) == first + 1 and renders[-1] < renders[0]
+
+
 async def test_focus_keys_and_tab(port, make_app):
     app = make_app(port)
     async with app.run_test(size=SIZE) as pilot:

@@ -1,4 +1,9 @@
-"""The help screen, generated from the command registry (with the user's key remaps)."""
+"""The help screen, generated from the command registry (with the user's key remaps).
+
+The key table is drawn by a line-API view (:class:`HelpBody`) that renders it once per
+width. In a ``Static``, Textual rendered the Rich ``Table`` four times before help's first
+frame (to count its lines and to draw them, before and after the scrollbar took its
+width), measuring every cell each time."""
 
 from __future__ import annotations
 
@@ -8,9 +13,10 @@ from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
+from textual.geometry import Size
 from textual.screen import ModalScreen
-from textual.widgets import Static
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 
 from symphony_tui.console.registry import COMMANDS, SCOPE_TITLES, ConsoleCommand
 
@@ -54,6 +60,54 @@ def help_table(key_for: Callable[[ConsoleCommand], str], *, fleet: bool = False)
     return table
 
 
+class HelpBody(ScrollView, can_focus=True):
+    """``table`` as a scrollable view: rendered to plain strips once per content width
+    (:meth:`lines`), the widget's own style (the theme's colours) laid over each line as it
+    is drawn, so a theme change renders nothing again."""
+
+    def __init__(self, table: Table, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._table = table
+        self._lines: dict[int, list[Strip]] = {}  # content width -> the table's lines
+
+    def lines(self, width: int) -> list[Strip]:
+        """The table's lines at ``width`` cells (rendered on the first call for it)."""
+        lines = self._lines.get(width)
+        if lines is None:
+            console = self.app.console
+            options = console.options.update_width(width).update(highlight=False)
+            lines = [Strip(line, width) for line in console.render_lines(self._table, options)]
+            self._lines[width] = lines
+        return lines
+
+    def drawn_width(self) -> int:
+        """The width the lines are drawn at: narrower by the vertical scrollbar when they
+        do not fit the height (the usual case, so that width is tried first)."""
+        region = self.content_region
+        narrow = region.width - self.styles.scrollbar_size_vertical
+        if narrow > 0 and len(self.lines(narrow)) > region.height:
+            return narrow
+        return max(region.width, 0)
+
+    def on_resize(self) -> None:
+        width = self.drawn_width()
+        self.virtual_size = Size(0, len(self.lines(width)) if width else 0)
+
+    def render_line(self, y: int) -> Strip:
+        # drawn at :meth:`drawn_width` even before the first resize has shown the scrollbar
+        width = self.drawn_width()
+        style = self.rich_style
+        index = self.scroll_offset.y + y
+        lines = self.lines(width) if width else []
+        if index >= len(lines):
+            return Strip.blank(self.scrollable_content_region.width, style)
+        return (
+            lines[index]
+            .crop_extend(0, self.scrollable_content_region.width, style)
+            .apply_style(style)
+        )
+
+
 class HelpScreen(ModalScreen[None]):
     BINDINGS = [
         Binding("escape,q,question_mark", "dismiss_help", "Close", id="help_close"),
@@ -65,15 +119,15 @@ class HelpScreen(ModalScreen[None]):
         self._fleet = fleet
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll(id="help") as box:
-            box.border_title = "Keys"
-            box.border_subtitle = "esc to close"
-            yield Static(help_table(self._key_for, fleet=self._fleet), id="help-body")
+        box = HelpBody(help_table(self._key_for, fleet=self._fleet), id="help")
+        box.border_title = "Keys"
+        box.border_subtitle = "esc to close"
+        yield box
 
     def on_screen_resume(self) -> None:
         # the screen is kept between openings (``SymphonyApp.action_help``): each opens at
         # the top, not where the last one was scrolled to
-        self.query_one("#help", VerticalScroll).scroll_home(animate=False)
+        self.query_one("#help", HelpBody).scroll_home(animate=False)
 
     def action_dismiss_help(self) -> None:
         self.dismiss(None)
