@@ -53,7 +53,7 @@ from symphony_tui.console.lifecycle import Lifecycle
 from symphony_tui.console.palette import ConsoleCommands
 from symphony_tui.console.refresh import Refresher
 from symphony_tui.console.registry import APP_BY_ACTION, ConsoleCommand, bindings_for
-from symphony_tui.console.repaint import cropped_update
+from symphony_tui.console.repaint import ShownLines, cropped_update
 from symphony_tui.console.screens.main import MainScreen
 from symphony_tui.console.screens.too_small import TooSmallScreen, too_small
 from symphony_tui.console.signals import TERMINAL_CHECK_S, Signals
@@ -157,6 +157,8 @@ class SymphonyApp(App[None]):
         self._refresh_hz = refresh_hz
         self._keymap_path = keymap_path if keymap_path is not None else default_keymap_path()
         self._notices = tuple(notices)
+        #: what the terminal shows, line by line, so a frame writes only what changed
+        self._shown = ShownLines()
         self._notices_title = notices_title
         self._terminal_modes = terminal_modes
         self._tones: tuple[str, Tones] | None = None
@@ -312,8 +314,9 @@ class SymphonyApp(App[None]):
 
     def _display(self, screen: Screen, renderable: RenderableType | None) -> None:
         # every frame goes through here to the terminal; a partial one is written over its
-        # dirty spans only (see ``cropped_update``)
-        super()._display(screen, cropped_update(renderable))
+        # dirty spans only, and only where it differs from what the terminal shows (see
+        # ``cropped_update``); a full one records what it shows
+        super()._display(screen, cropped_update(renderable, self._shown, screen))
 
     def on_mount(self) -> None:
         if self._terminal_modes is not None and getattr(self._driver, "attrs_before", None):
@@ -328,6 +331,8 @@ class SymphonyApp(App[None]):
         for notice in self._notices:
             self.notify(notice, title=self._notices_title, severity="warning", markup=False)
         self.signals.install(self._driver, self.error_console)
+        # back from a shell or ctrl+z: the terminal was another program's meanwhile
+        self.app_resume_signal.subscribe(self, lambda _app: self._shown.clear())
         if self.signals.watch_terminal(headless=self.is_headless):
             self.set_interval(TERMINAL_CHECK_S, self.check_terminal, name="terminal-watch")
         if self.lifecycle.builds:
