@@ -488,6 +488,9 @@ class RemotePort(SchedulerPort):
                 self.error = None
                 if self._stop.is_set():
                     break
+                # frames read together would otherwise be applied in one go, and a key
+                # pressed meanwhile waits for the whole burst: one frame per loop turn
+                await asyncio.sleep(0)
 
     def _unauthorized(self) -> str:
         """A 401 in one line: the token sent was refused, or one is needed."""

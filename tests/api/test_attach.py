@@ -211,6 +211,59 @@ async def test_the_link_is_not_live_before_the_first_snapshot_arrives():
         await runner.cleanup()
 
 
+async def test_frames_read_together_are_taken_one_loop_turn_each():
+    """Frames that reach the console in one read are applied one per turn of the event
+    loop: the console's keys and frames wait for one frame's patch, not a whole burst's."""
+    from aiohttp import web
+
+    finished = asyncio.Event()
+
+    async def stream(request):
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        frames = [
+            'event: snapshot\nid: 0:0\ndata: {"snapshot":{"generated_at":"2026-01-01T00:00:00Z"}}\n\n'
+        ]
+        for seq in range(1, 6):
+            event = {"kind": "notification", "message": f"n{seq}", "seq": seq}
+            frames.append(
+                f"event: change\nid: 0:{seq}\ndata: {json.dumps({'events': [event]})}\n\n"
+            )
+        await response.write("".join(frames).encode())  # one write, one read
+        await finished.wait()
+        return response
+
+    app = web.Application()
+    app.router.add_get("/api/v1/stream", stream)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]
+    order: list[str] = []
+    remote = RemotePort(
+        f"http://127.0.0.1:{port}", on_events=lambda events: order.extend(e.message for e in events)
+    )
+
+    async def other_work() -> None:
+        while True:
+            order.append("loop")
+            await asyncio.sleep(0)
+
+    task, other = asyncio.create_task(remote.run()), asyncio.create_task(other_work())
+    try:
+        await until(lambda: "n5" in order)
+        frames = [i for i, what in enumerate(order) if what.startswith("n")]
+        between = order[frames[0] : frames[-1]]
+        assert between.count("loop") >= 4, between  # other work ran between every two
+    finally:
+        other.cancel()
+        await remote.close()
+        task.cancel()
+        finished.set()
+        await runner.cleanup()
+
+
 async def test_a_scheduler_that_stops_says_so_and_the_console_link_ends(served):
     """The stream's last frame says the scheduler stops: the link reads ``stopped`` (with
     when and why), nothing live is left in the snapshot, commands are refused, and the
