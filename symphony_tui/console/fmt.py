@@ -213,20 +213,19 @@ PROJECT_LOG_CELLS = 7
 def event_line(event: AgentEvent, tones: Tones, *, message_limit: int = 400) -> Text:
     """One log line: ``HH:MM:SS ISSUE kind message`` with inert message text; in a fleet
     console (the event names its project) ``HH:MM:SS PROJECT ISSUE kind message``."""
+    # each column's space takes its column's style, so a drawn line is one styled run per
+    # column (every run costs the terminal a full colour sequence)
     line = Text(end="")
-    line.append(clock_time(event.at), style=tones.muted)
-    line.append(" ")
+    where = f"{clock_time(event.at)} "
     if event.project is not None:
         project = one_line(event.project, PROJECT_LOG_CELLS)
-        line.append(f"{project:<{PROJECT_LOG_CELLS}}", style=tones.muted)
-        line.append(" ")
+        where += f"{project:<{PROJECT_LOG_CELLS}} "
+    line.append(where, style=tones.muted)
     ident = one_line(event.issue_identifier or event.issue_id or "-", 8)
-    line.append(f"{ident:<8}", style=tones.bold)
-    line.append(" ")
+    line.append(f"{ident:<8} ", style=tones.bold)
     tone = EVENT_TONES.get(event.kind)
-    kind = f"{kind_name(event.kind):<{KIND_WIDTH}}"
+    kind = f"{kind_name(event.kind):<{KIND_WIDTH}} "
     line.append(kind, style=getattr(tones, tone) if tone else tones.muted)
-    line.append(" ")
     line.append_text(inert(event.message, limit=message_limit))
     return line
 

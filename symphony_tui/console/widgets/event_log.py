@@ -275,7 +275,8 @@ class EventLogView(ScrollView, can_focus=True):
         if strip is None:
             text = self._text(self._lines[index])
             segments = list(text.render(self.app.console, end=""))
-            strip = Strip(segments).crop_extend(0, width, style).apply_style(style)
+            # one segment per styled run: each costs the terminal a colour sequence
+            strip = Strip(segments).crop_extend(0, width, style).apply_style(style).simplify()
             self._strips[key] = strip
         return strip.apply_offsets(0, index)
 
