@@ -621,8 +621,7 @@ class SymphonyApp(App[None]):
 
     def action_help(self) -> None:
         """Show the help screen. It is built once (keys are remapped only at start) and kept
-        installed: a new one each time composed, laid out and rendered its whole table
-        again, about 60 ms before the first frame."""
+        installed, so an opening lays out and draws it but composes nothing."""
         from symphony_tui.console.screens.help import HelpScreen
 
         fleet = self.fleet

@@ -99,6 +99,9 @@ class FloodProject:
     workers: int
     rate: float = 0.0  # lines/s per agent, 0 = as fast as the pipe takes them
     turn_s: float = 0.0
+    #: Each turn lasts ``turn_s`` times a random factor within this fraction either side
+    #: (``flood_agent.py --turn-jitter``).
+    turn_jitter: float = 0.0
     approval_every_s: float = 0.0
     #: Each agent completes its streamed message this often with ``item_chars`` of text
     #: (0: one message per turn; ``flood_agent.py --item-every-s``).
@@ -149,6 +152,8 @@ class FloodProject:
         (self.tmp / "issues.yaml").write_text("\n".join(lines) + "\n", encoding="utf-8")
         cmd = [sys.executable, str(AGENT), "--report", str(self.reports), "--rate", str(self.rate)]
         cmd += ["--turn-s", str(self.turn_s), "--approval-every-s", str(self.approval_every_s)]
+        if self.turn_jitter > 0:
+            cmd += ["--turn-jitter", str(self.turn_jitter)]
         if self.gated:
             cmd += ["--go-file", str(self.go_file)]
         if self.item_every_s > 0:

@@ -139,7 +139,10 @@ NICE = 10
 def start(workers: int, rate: float, turn_s: float) -> FloodProject:
     """A headless scheduler with ``workers`` streaming agents, at ``NICE`` (see
     :func:`keep_nice`)."""
-    project = FloodProject(workers, rate=rate, turn_s=turn_s, max_turns=1000)
+    # turns of different lengths: agents released together (one scheduler's thousand)
+    # would otherwise all end their turns together, their events in one burst every
+    # ``turn_s``, and the two consoles' logs would scroll at different rates
+    project = FloodProject(workers, rate=rate, turn_s=turn_s, turn_jitter=0.5, max_turns=1000)
     STARTED.append(project)
     proc = project.start()
     os.setpriority(os.PRIO_PROCESS, proc.pid, NICE)

@@ -14,6 +14,9 @@ app-server"), and while a turn runs writes ``item/agentMessage/delta`` notificat
   back-pressure is then what paces the agent, so the figure is the scheduler's ceiling);
 * each delta's text starts with ``@<epoch seconds>`` (the time the line was written), so the
   bench reads an agent's line-to-API latency from a worker's ``last_message``;
+* ``--turn-jitter``: each turn lasts ``--turn-s`` times a random factor within this
+  fraction either side (0.5: 0.5 to 1.5 times), so agents started together do not all end
+  their turns together;
 * ``--turn-s``: the turn completes after that many seconds (0: runs until interrupted);
 * ``--go-file``: the first turn streams only once that file exists (the bench starts every
   run before any floods, so start-up is not measured under the flood);
@@ -33,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import re
 import sys
 import threading
@@ -122,6 +126,7 @@ class Agent:
         while a.go_file and not os.path.exists(a.go_file) and not self.interrupted.is_set():
             time.sleep(0.1)
         start = time.time()
+        turn_s = a.turn_s * random.uniform(1 - a.turn_jitter, 1 + a.turn_jitter)
         sent_at_report = 0.0
         next_approval = start + a.approval_every_s if a.approval_every_s > 0 else float("inf")
         next_item = start + a.item_every_s if a.item_every_s > 0 else float("inf")
@@ -131,7 +136,7 @@ class Agent:
         due = start
         while not self.interrupted.is_set():
             now = time.time()
-            if a.turn_s > 0 and now - start >= a.turn_s:
+            if a.turn_s > 0 and now - start >= turn_s:
                 break
             stamp = f"{now:.6f}"
             ms = int(now * 1000)
@@ -252,6 +257,7 @@ def main() -> None:
     p.add_argument("--report", required=True)
     p.add_argument("--rate", type=float, default=0.0)
     p.add_argument("--turn-s", type=float, default=0.0)
+    p.add_argument("--turn-jitter", type=float, default=0.0)
     p.add_argument("--approval-every-s", type=float, default=0.0)
     p.add_argument("--item-every-s", type=float, default=0.0)
     p.add_argument("--item-chars", type=int, default=4000)
