@@ -185,9 +185,12 @@ def test_killing_the_consoles_tmux_leaves_the_agents_running_and_a_new_console_a
     stopped = cli(root, env, "stop", "WORKFLOW.md")
     assert stopped.returncode == 0, stopped.stderr
     assert not agent_pids(workspaces), "stop left agents behind"
-    screen = third.wait("the stop shown", lambda s: "■ scheduler stopped at" in s)
+    # what stopped it, not a signal: the reason may reach the line a frame after the stop
+    screen = third.wait(
+        "the stop and its reason shown",
+        lambda s: "■ scheduler stopped at" in s and "stopped by `symphony-tui stop` from" in s,
+    )
     assert "working" not in screen and "STALE" not in screen and "link lost" not in screen
-    assert "stopped by `symphony-tui stop` from" in screen  # what stopped it, not a signal
     assert "stopped by `symphony-tui stop` from" in (root / "log" / "symphony.log").read_text()
     third.keys("q")
     screen = third.wait("the console exited", lambda s: "EXITED 0" in s)
