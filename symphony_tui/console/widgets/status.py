@@ -68,10 +68,16 @@ def stopped_text(link, now: datetime, tones: Tones, width: int | None = None) ->
     if not hint:
         text.append(f"{when}{f': {why}' if why else ''} · nothing runs there now; q quits")
         return text
-    text.append(f"{when} · ")
-    text.append(one_line(hint, 160), style=tones.bold)
-    if why:
-        text.append(f" · {why}")
+    hint = one_line(hint, 160)
+    if hint.startswith("watching"):
+        # nothing to type: what stopped it matters more, and the short hint follows
+        text.append(f"{when}{f': {why}' if why else ''} · ")
+        text.append(hint, style=tones.bold)
+    else:
+        text.append(f"{when} · ")
+        text.append(hint, style=tones.bold)
+        if why:
+            text.append(f" · {why}")
     if width is not None and width > 0:
         text.truncate(width, overflow="ellipsis")
     return text
