@@ -109,8 +109,9 @@ class KeyValueFormatter(logging.Formatter):
         return redact(" ".join(parts))
 
 
-class _QuietRotatingFileHandler(logging.handlers.RotatingFileHandler):
-    """A rotating file handler whose failures are counted, never printed or raised."""
+class _Quiet(logging.StreamHandler):
+    """A file handler's failures counted, never printed or raised (mixed in before the
+    handler class)."""
 
     failures = 0
 
@@ -131,26 +132,13 @@ class _QuietRotatingFileHandler(logging.handlers.RotatingFileHandler):
             self.failures += 1
 
 
-class _QuietWatchedFileHandler(logging.handlers.WatchedFileHandler):
+class _QuietRotatingFileHandler(_Quiet, logging.handlers.RotatingFileHandler):
+    """A rotating file handler whose failures are counted, never printed or raised."""
+
+
+class _QuietWatchedFileHandler(_Quiet, logging.handlers.WatchedFileHandler):
     """A file handler that reopens its file when another process rotated it, and never
     rotates it itself; its failures are counted, never printed or raised."""
-
-    failures = 0
-
-    def handleError(self, record: logging.LogRecord) -> None:
-        self.failures += 1
-
-    def flush(self) -> None:
-        try:
-            super().flush()
-        except (OSError, ValueError):
-            self.failures += 1
-
-    def close(self) -> None:
-        try:
-            super().close()
-        except (OSError, ValueError):
-            self.failures += 1
 
 
 def log_kv(logger: logging.Logger, level: int | str, msg: str, **fields: Any) -> None:
