@@ -172,6 +172,20 @@ def test_the_header_never_shows_stale_data_as_live():
     assert "live" not in header(None) and "STALE" not in header(None)  # a local scheduler
 
 
+async def _stream_server(stream):
+    """An aiohttp server on 127.0.0.1 answering ``/api/v1/stream`` with ``stream``:
+    ``(runner, port)``; the caller cleans the runner up."""
+    from aiohttp import web
+
+    app = web.Application()
+    app.router.add_get("/api/v1/stream", stream)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    return runner, site._server.sockets[0].getsockname()[1]
+
+
 async def test_the_link_is_not_live_before_the_first_snapshot_arrives():
     """A connection that has only sent its ``retry:`` advice has shown no state yet: the
     console says connecting, not live with an empty snapshot."""
@@ -189,13 +203,7 @@ async def test_the_link_is_not_live_before_the_first_snapshot_arrives():
         await finished.wait()
         return response
 
-    app = web.Application()
-    app.router.add_get("/api/v1/stream", stream)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]
+    runner, port = await _stream_server(stream)
     remote = RemotePort(f"http://127.0.0.1:{port}")
     task = asyncio.create_task(remote.run())
     try:
@@ -233,13 +241,7 @@ async def test_frames_read_together_are_taken_one_loop_turn_each():
         await finished.wait()
         return response
 
-    app = web.Application()
-    app.router.add_get("/api/v1/stream", stream)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]
+    runner, port = await _stream_server(stream)
     order: list[str] = []
     remote = RemotePort(
         f"http://127.0.0.1:{port}", on_events=lambda events: order.extend(e.message for e in events)
