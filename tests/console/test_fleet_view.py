@@ -8,6 +8,7 @@ projects, one project stale). One scheduler's console is unchanged (its screensh
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -499,6 +500,30 @@ async def test_a_fleets_quit_entry_says_its_schedulers_keep_running(fleet, port,
     assert "Quit the fleet console: its schedulers and their agents keep running" in fleet_text
     assert "stop them" not in fleet_text
     assert "stop them" in " ".join(str(c) for c in help_table(str).columns[1]._cells)
+
+
+@pytest.mark.parametrize("suffix", [".txt", ".jsonl"])
+async def test_an_exported_log_names_each_events_project(fleet, make_app, tmp_path, suffix):
+    """The log shows each line's project (``#12`` is api's and web's); so does its export."""
+    target = tmp_path / f"log{suffix}"
+    app = make_app(fleet)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("e")
+        await settle(pilot)
+        await pilot.press(*str(target), "enter")
+        await done(pilot)
+    lines = target.read_text().splitlines()
+    assert len(lines) == len(fleet.events)
+    if suffix == ".txt":
+        assert [line.split()[1:3] for line in lines] == [
+            [e.project, e.issue_identifier] for e in fleet.events
+        ]
+    else:
+        rows = [json.loads(line) for line in lines]
+        assert [(r["project"], r["issue_id"]) for r in rows] == [
+            (e.project, e.issue_id) for e in fleet.events
+        ]
 
 
 async def test_skipped_fleet_file_lines_are_said_when_the_console_opens(fleet, make_app):
