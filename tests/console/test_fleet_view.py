@@ -181,6 +181,36 @@ async def test_projects_table_and_enter_filters_by_its_project(fleet, make_app):
         assert app.project_filter is None
 
 
+async def test_a_projects_rate_limit_lines_line_up_with_its_other_details(fleet, make_app):
+    """Each window and the credits are a labelled line of the details: values in one column."""
+    from symphony_tui.domain import RateLimits, RateLimitWindow
+    from tests.console.sample import later
+
+    limits = RateLimits(
+        source="codex",
+        limit_name="codex",
+        primary=RateLimitWindow(used_percent=42.0, window_minutes=300, resets_at=later(600)),
+        secondary=RateLimitWindow(used_percent=75.0, window_minutes=10_080),
+        credits_balance="12.5",
+    )
+    fleet.update(
+        projects=tuple(
+            p.model_copy(update={"rate_limits": limits}) if p.name == API else p
+            for p in fleet.current.projects
+        )
+    )
+    app = make_app(fleet)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("P")
+        await settle(pilot)
+        lines = plain(app.screen.query_one("#project-detail").render()).splitlines()
+    labels = [line.split()[0] for line in lines]
+    assert labels[-4:] == ["limits", "primary", "secondary", "credits"], lines
+    columns = {len(line) - len(line[len(label) :].lstrip()) for line, label in zip(lines, labels)}
+    assert columns == {11}, lines
+
+
 async def test_a_stopped_projects_row_keeps_its_last_counts_dimmed_and_aged(fleet, make_app):
     stopped = tuple(
         p.model_copy(update={"link_state": "stopped", "error": "its process no longer serves"})

@@ -81,7 +81,9 @@ def totals_text(snapshot: Snapshot, tones: Tones) -> Text:
     return text
 
 
-def _window(text: Text, name: str, w: RateLimitWindow, now: datetime, tones: Tones) -> None:
+def _window(
+    text: Text, name: str, w: RateLimitWindow, now: datetime, tones: Tones, width: int
+) -> None:
     used = "-" if w.used_percent is None else f"{w.used_percent:.0f}%"
     tone = tones.muted
     if w.used_percent is not None:
@@ -91,15 +93,19 @@ def _window(text: Text, name: str, w: RateLimitWindow, now: datetime, tones: Ton
             else (tones.warning if w.used_percent >= 70 else tones.success)
         )
     span = "" if w.window_minutes is None else f" /{fmt.duration(w.window_minutes * 60)}"
-    text.append(f"{name:<10}", style=tones.muted)
+    text.append(f"{name:<{width}}", style=tones.muted)
     text.append(used, style=tone)
     text.append(span)
     if w.resets_at is not None:
         text.append(f" resets {fmt.until(w.resets_at, now)}", style=tones.muted)
 
 
-def limits_text(limits: RateLimits | None, now: datetime, tones: Tones) -> Text:
-    """Rate-limit windows (used %, window length, time to reset) and credits."""
+def limits_text(
+    limits: RateLimits | None, now: datetime, tones: Tones, label_width: int = 10
+) -> Text:
+    """Rate-limit windows (used %, window length, time to reset) and credits: the limit's
+    name, then a labelled value a line, the labels ``label_width`` cells wide (those of
+    the lines it is shown among)."""
     text = Text(end="")
     if limits is None:
         text.append("rate limits: none reported", style=tones.muted)
@@ -109,12 +115,12 @@ def limits_text(limits: RateLimits | None, now: datetime, tones: Tones) -> Text:
     parts = [("primary", limits.primary), ("secondary", limits.secondary)]
     shown = [(n, w) for n, w in parts if w is not None]
     for i, (name, w) in enumerate(shown):
-        _window(text, name, w, now, tones)
+        _window(text, name, w, now, tones, label_width)
         if i < len(shown) - 1:
             text.append("\n")
     if limits.credits_balance is not None:
         text.append("\n")
-        _pair(text, "credits", one_line(limits.credits_balance, 20), tones)
+        _pair(text, "credits", one_line(limits.credits_balance, 20), tones, label_width)
     if not shown and limits.credits_balance is None:
         text.append("no windows", style=tones.muted)
     return text
