@@ -207,7 +207,7 @@ async def test_a_projects_rate_limit_lines_line_up_with_its_other_details(fleet,
         lines = plain(app.screen.query_one("#project-detail").render()).splitlines()
     labels = [line.split()[0] for line in lines]
     assert labels[-4:] == ["limits", "primary", "secondary", "credits"], lines
-    columns = {len(line) - len(line[len(label) :].lstrip()) for line, label in zip(lines, labels)}
+    columns = {len(line) - len(line.split(maxsplit=1)[1]) for line in lines}
     assert columns == {11}, lines
 
 
