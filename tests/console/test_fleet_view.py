@@ -26,7 +26,7 @@ from symphony_tui.console.widgets.event_log import EventLogView, LogFilter
 from symphony_tui.console.widgets.issues import IssuesTable
 from symphony_tui.console.widgets.keyed_table import KeyedTable
 from symphony_tui.console.widgets.status import status_text
-from symphony_tui.console.widgets.tokens import projects_text
+from symphony_tui.console.widgets.tokens import per_worker_text, projects_text
 from symphony_tui.console.widgets.workers import WorkersTable
 from symphony_tui.domain import Approve, Deny, Interrupt, PauseDispatch, Refresh
 from symphony_tui.domain.commands import DrainHost
@@ -579,6 +579,31 @@ def test_per_project_token_lines_fit_a_narrow_pane_with_their_spend():
     assert all(len(line) <= 26 for line in narrow), narrow
     assert [line.split()[-1] for line in narrow[1:]] == ["$12.50", "$25.00", "$37.50", "$75.00"]
     assert narrow[3] == "billi…    9.8k      $37.50"  # the name gave way, not the figures
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_per_issue_token_lines_never_wrap_in_a_fleet(fleet, make_app, size):
+    """One run a line: what does not fit the pane leaves out the input/output split."""
+    app = make_app(fleet)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        workers = app.screen.query_one("#token-workers")
+        lines = plain(workers.render()).splitlines()
+        width = workers.content_size.width
+        assert workers.content_size.height == len(lines) == 3, lines
+        assert all(len(line) <= width for line in lines), (width, lines)
+        assert lines[0].split() == ["web", "#12", "54.0k"]
+
+
+def test_a_cut_per_issue_token_line_keeps_its_spend():
+    snap = fleet_snapshot()
+    running = tuple(r.model_copy(update={"spend_usd": 1.25}) for r in snap.running)
+    snap = snap.model_copy(update={"running": running})
+    wide = per_worker_text(snap, Tones()).plain.splitlines()
+    assert wide[0] == "web    #12         54.0k in 50.0k out 4.0k $1.25"
+    narrow = per_worker_text(snap, Tones(), width=39).plain.splitlines()
+    assert narrow[0] == "web    #12         54.0k $1.25"
+    assert per_worker_text(snap, Tones(), width=48).plain.splitlines()[0] == wide[0]
 
 
 async def test_a_fleets_token_pane_repaints_at_most_once_a_second(fleet, make_app):
