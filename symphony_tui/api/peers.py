@@ -91,47 +91,39 @@ def tcp_peer_pids(local: tuple[str, int], remote: tuple[str, int]) -> set[int]:
             continue
         if _same_address(conn.laddr.ip, remote[0]) and _same_address(conn.raddr.ip, local[0]):
             found.add(conn.pid)
-            found.update(_ancestors_holding(conn.pid, conn.fd))
+            found.update(_ancestors_holding(conn.pid, local, remote))
     return found
 
 
-def _socket_inode(pid: int, fd: int) -> str | None:
-    """``socket:[12345]`` for descriptor ``fd`` of ``pid`` (Linux), else None."""
+def _holds(pid: int, local: tuple[str, int], remote: tuple[str, int]) -> bool:
+    """Whether process ``pid`` holds the client end of ``local`` <-> ``remote``."""
     try:
-        link = os.readlink(f"/proc/{pid}/fd/{fd}")
-    except OSError:
-        return None
-    return link if link.startswith("socket:[") else None
+        connections = psutil.Process(pid).net_connections(kind="tcp")
+    except (psutil.Error, OSError):
+        return False
+    return any(
+        conn.laddr
+        and conn.raddr
+        and conn.laddr.port == remote[1]
+        and conn.raddr.port == local[1]
+        and _same_address(conn.laddr.ip, remote[0])
+        and _same_address(conn.raddr.ip, local[0])
+        for conn in connections
+    )
 
 
-def _ancestors_holding(pid: int, fd: int) -> set[int]:
-    """The ancestors of ``pid`` that hold the same socket as its descriptor ``fd``.
+def _ancestors_holding(pid: int, local: tuple[str, int], remote: tuple[str, int]) -> set[int]:
+    """The ancestors of ``pid`` that hold the same client end as it does.
 
-    psutil names one process per socket (the last it read, the highest pid), so a child
-    forked while its parent held a connection hides the parent until it closes its copy
-    or execs: the scheduler's own request (a test, the embedded console) would be judged
-    by the child alone. Empty when ``/proc`` cannot tell (not Linux, another user)."""
-    inode = _socket_inode(pid, fd) if fd is not None and fd >= 0 else None
-    if inode is None:
-        return set()
-    holders: set[int] = set()
+    ``net_connections`` names one process per socket (the last it read, the highest pid),
+    so a child forked while its parent held a connection hides the parent until it closes
+    its copy or execs: the scheduler's own request (a test, the embedded console) would be
+    judged by the child alone. Each ancestor is asked on its own."""
     try:
         parents = psutil.Process(pid).parents()
     except psutil.Error:
         return set()
-    for parent in parents:
-        try:
-            fds = os.listdir(f"/proc/{parent.pid}/fd")
-        except OSError:
-            continue
-        for name in fds:
-            try:
-                if os.readlink(f"/proc/{parent.pid}/fd/{name}") == inode:
-                    holders.add(parent.pid)
-                    break
-            except OSError:
-                continue
-    return holders
+    return {parent.pid for parent in parents if _holds(parent.pid, local, remote)}
 
 
 def unix_peer_pid(sock: socket.socket) -> int | None:
