@@ -14,8 +14,8 @@ how to attach again.
 Events keep one order across a move: the events of each scheduler are numbered after the
 highest ``seq`` the console was handed by the ones before (the new one's own numbers
 start at 1), so a reader's position (``events_since(last_seq)``, per issue too) carries
-on; the new scheduler's history since its start is new to the console, nothing is shown
-twice. What a scheduler killed with ``kill -9`` did after its last frame is lost with it.
+on; the new scheduler's history up to the last event the console took from the one before
+is not taken again (``RemotePort``'s ``taken``), so nothing is shown twice. What a scheduler killed with ``kill -9`` did after its last frame is lost with it.
 """
 
 from __future__ import annotations
@@ -148,6 +148,7 @@ class FollowingPort(SchedulerPort):
         """Follow ``found`` from now on: its port first fetches the state and events once
         (so the console shows it at once), then streams."""
         port = found.port()
+        port.taken_before = self.port.taken()
         try:
             await port.refresh_once()
         except RemoteError:

@@ -15,7 +15,9 @@ are namespaced once per snapshot its scheduler sends, and the whole is rebuilt o
 some project's snapshot or row (link state, whole seconds of age, counts) changed.
 Events are numbered in arrival order with the fleet's own ``seq``; each scheduler's are
 taken once, in its order (``RemotePort`` drops what it already has, a reconnect resumes
-after the last event id), so a frozen scheduler that resumes loses and doubles nothing.
+after the last event id), so a frozen scheduler that resumes loses and doubles nothing; a
+restarted one's history is taken up to where its earlier process was followed
+(``RemotePort``'s ``taken``), once.
 One issue's transcript (``events_since(seq, issue_id="<project>/<id>")``) is its project's
 own, numbered by that scheduler (its history reaches back before the fleet connected), so a
 reader keeps one position per issue, as it does for one scheduler. Commands go to one
@@ -38,7 +40,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from symphony_tui.api.client import RemoteError, RemotePort
+from symphony_tui.api.client import RemoteError, RemotePort, Taken
 from symphony_tui.api.follow import in_thread
 from symphony_tui.api.ssh import SshTunnel
 from symphony_tui.domain import AgentEvent, Snapshot
@@ -113,6 +115,9 @@ class Project:
         self.parts: Parts | None = None
         self.last: Snapshot | None = None
         self.heard_at: float | None = None
+        #: The newest event taken from an earlier port of this project: a restarted
+        #: scheduler's history up to there is not taken again.
+        self.taken: Taken | None = None
         self._clock = clock
 
     def remember(self) -> None:
@@ -299,6 +304,7 @@ class FleetPort(SchedulerPort):
             via=VIA,
             on_events=partial(self._take, project),
             ring=0,  # the fleet's own ring holds every project's events
+            taken=project.taken,
         )
 
     async def _disconnect(self, project: Project) -> None:
@@ -307,6 +313,7 @@ class FleetPort(SchedulerPort):
         task, project.task = project.task, None
         tunnel, project.tunnel = project.tunnel, None
         if port is not None:
+            project.taken = port.taken()
             await port.close()
         if task is not None and not task.done():
             task.cancel()

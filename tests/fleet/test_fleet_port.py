@@ -170,6 +170,46 @@ def test_events_get_one_fleet_sequence_and_a_replay_after_a_reconnect_is_not_dou
     assert [(e.seq, e.message) for e in fleet.events_since(4)] == [(5, "again")]
 
 
+def test_a_restarted_scheduler_s_history_is_taken_once_across_a_reset_and_a_new_port():
+    from datetime import timedelta
+
+    workflow = "/work/alpha/WORKFLOW.md"
+
+    def at(s: int) -> datetime:
+        return NOW + timedelta(seconds=s)
+
+    def said(seq: int, second: int, message: str) -> AgentEvent:
+        return event(seq, message=message).model_copy(update={"at": at(second)})
+
+    def messages(fleet: FleetPort, since: int = 0) -> list[str]:
+        return [e.message for e in fleet.events_since(since)]
+
+    fleet = FleetPort([])
+    alpha = joined(fleet, "alpha")
+    first = snap("i1").model_copy(update={"workflow_path": workflow, "started_at": at(0)})
+    feed(alpha, first)
+    events(alpha, said(1, 1, "a1"), said(2, 2, "a2"), said(3, 3, "a3"))
+    # started again on the same workflow, on the same address: it numbers on from its
+    # history file, which lacks a3 (written just before a kill -9), and hands its history back
+    second = first.model_copy(update={"started_at": at(10)})
+    feed(alpha, second, reset=True)
+    events(alpha, said(1, 1, "a1"), said(2, 2, "a2"), said(3, 11, "b3"), said(4, 12, "b4"))
+    assert messages(fleet) == ["a1", "a2", "a3", "b3", "b4"]
+    # and again, followed by a new port this time (another address): the same
+    assert alpha.port is not None
+    alpha.taken = alpha.port.taken()
+    endpoint = tg.Endpoint("alpha", "", "http://127.0.0.1:2", 2)
+    alpha.port = fleet.remote_port(alpha, "http://127.0.0.1:2", endpoint, httpx.AsyncClient())
+    feed(alpha, second.model_copy(update={"started_at": at(20)}))
+    events(alpha, said(3, 11, "b3"), said(4, 12, "b4"), said(5, 21, "c5"))
+    assert messages(fleet) == ["a1", "a2", "a3", "b3", "b4", "c5"]
+    # a scheduler of another workflow at that address: its history is all new here
+    other = second.model_copy(update={"workflow_path": "/work/beta/WORKFLOW.md"})
+    feed(alpha, other.model_copy(update={"started_at": at(30)}), reset=True)
+    events(alpha, said(1, 5, "o1"))
+    assert messages(fleet, 6) == ["o1"]
+
+
 def test_a_transcript_is_the_project_s_own_with_namespaced_ids():
     fleet = FleetPort([])
     alpha = joined(fleet, "alpha")
