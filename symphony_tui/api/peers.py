@@ -98,7 +98,10 @@ def tcp_peer_pids(local: tuple[str, int], remote: tuple[str, int]) -> set[int]:
 def _holds(pid: int, local: tuple[str, int], remote: tuple[str, int]) -> bool:
     """Whether process ``pid`` holds the client end of ``local`` <-> ``remote``."""
     try:
-        connections = psutil.Process(pid).net_connections(kind="tcp")
+        proc = psutil.Process(pid)
+        # ``connections`` before psutil 6.0 (the lower bound is 5.9.5)
+        read = getattr(proc, "net_connections", None) or proc.connections
+        connections = read(kind="tcp")
     except (psutil.Error, OSError):
         return False
     return any(
