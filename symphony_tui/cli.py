@@ -758,7 +758,7 @@ async def _attach_to_running(found: _AlreadyRunning, attachments: list, path: Pa
     from symphony_tui.api.auth import read_control_token
     from symphony_tui.api.client import RemoteError
     from symphony_tui.api.follow import FollowingPort
-    from symphony_tui.console.starting import Started, StartFailed
+    from symphony_tui.console.starting import ATTACHED, Started, StartFailed
 
     pid, note = await _owner_note(found)
     if note is None or not isinstance(note.get("port"), int):
@@ -793,7 +793,7 @@ async def _attach_to_running(found: _AlreadyRunning, attachments: list, path: Pa
         shutdown=remote.close,
         messages=[
             (
-                "attached",
+                ATTACHED,
                 f"this project's scheduler already runs (pid {pid}{since}): attached to it. "
                 "q detaches or stops it; `symphony-tui stop` ends it.",
             )

@@ -302,7 +302,11 @@ async def test_a_console_refuses_a_stale_project_in_the_fleet_port_s_own_words()
     await alpha.port.close()
 
 
-async def test_a_lost_project_keeps_its_last_counts_and_says_how_old_they_are():
+def _counts(row) -> tuple[int, int, int]:
+    return row.running, row.retrying, row.approvals
+
+
+async def test_a_stopped_project_runs_nothing_and_says_what_it_had_and_how_long_ago():
     now = [100.0]
     fleet = FleetPort([], clock=lambda: now[0])
     alpha = joined(fleet, "alpha")
@@ -318,35 +322,72 @@ async def test_a_lost_project_keeps_its_last_counts_and_says_how_old_they_are():
         3.0,
         "its process no longer serves",
     )
-    assert (row.running, row.retrying, row.approvals, row.totals.total_tokens) == (1, 1, 1, 10)
+    # the row agrees with the panes: nothing runs or waits; what did is said apart
+    assert _counts(row) == (0, 0, 0) and row.stopped_with == (1, 1, 1)
+    assert (row.totals.total_tokens, row.max_concurrent_agents) == (10, 0)
     # a new port that never heard from it (followed again while its note outlived it)
     now[0] += 4
     await fleet._disconnect(alpha)
     assert joined(fleet, "alpha") is alpha and alpha.port is not None
     alpha.port._ended("its process no longer serves")
     row = fleet.snapshot().projects[0]
-    assert (row.link_state, row.age_s, row.running, row.retrying, row.approvals) == (
-        "stopped", 7.0, 1, 1, 1,
+    assert (row.link_state, row.age_s, _counts(row), row.stopped_with) == (
+        "stopped", 7.0, (0, 0, 0), (1, 1, 1),
     )  # fmt: skip
     # no longer announced on its ssh host: the port is dropped
     now[0] += 1
     await fleet._disconnect(alpha)
     alpha.gone = "its scheduler no longer runs on build-1"
     row = fleet.snapshot().projects[0]
-    assert (row.link_state, row.age_s, row.running, row.totals.total_tokens) == (
-        "stopped", 8.0, 1, 10,
+    assert (row.link_state, row.age_s, _counts(row), row.totals.total_tokens) == (
+        "stopped", 8.0, (0, 0, 0), 10,
     )  # fmt: skip
-    # found again, but nothing answers there: down, with what it said 10 s ago
+    assert row.stopped_with == (1, 1, 1)
+    # found again, but nothing answers there: down, and what stopped ran nothing since
     alpha.gone = None
     now[0] += 2
     assert joined(fleet, "alpha") is alpha and alpha.port is not None
     alpha.port._lost(RemoteError("connection refused"))
     row = fleet.snapshot().projects[0]
-    assert (row.link_state, row.age_s, row.running, row.approvals) == ("down", 10.0, 1, 1)
+    assert (row.link_state, row.age_s, _counts(row), row.stopped_with) == (
+        "down", 10.0, (0, 0, 0), None,
+    )  # fmt: skip
     feed(alpha, snap("i2").model_copy(update={"running": (), "approvals": ()}))  # it is back
     row = fleet.snapshot().projects[0]
     assert (row.link_state, row.age_s, row.running, row.approvals) == ("live", 0.0, 0, 0)
+    assert row.max_concurrent_agents == 3 and row.stopped_with is None
     await alpha.port.close()
+
+
+async def test_a_lost_link_keeps_its_last_counts_and_says_how_old_they_are():
+    now = [100.0]
+    fleet = FleetPort([], clock=lambda: now[0])
+    alpha = joined(fleet, "alpha")
+    feed(alpha, snap("i1", tokens=10))
+    assert alpha.port is not None
+    now[0] += STALE_AFTER_S + 2  # frozen or cut off: its agents may still run
+    merged = fleet.snapshot()
+    row = merged.projects[0]
+    assert (row.link_state, row.age_s, _counts(row), row.stopped_with) == (
+        "stale", STALE_AFTER_S + 2, (1, 1, 1), None,
+    )  # fmt: skip
+    assert len(merged.running) == len(merged.approvals) == 1  # shown as unknown, as the row
+    assert merged.max_concurrent_agents == row.max_concurrent_agents == 3
+    await alpha.port.close()
+
+
+async def test_the_capacity_is_that_of_the_schedulers_that_can_run_work_now():
+    fleet = FleetPort([])
+    alpha, beta = joined(fleet, "alpha"), joined(fleet, "beta")
+    feed(alpha, snap("i1"))
+    feed(beta, snap("i2").model_copy(update={"max_concurrent_agents": 5}))
+    assert fleet.snapshot().max_concurrent_agents == 8
+    assert alpha.port is not None and beta.port is not None
+    alpha.port._ended("stopped by SIGTERM")
+    merged = fleet.snapshot()
+    assert len(merged.running) == 1 and merged.max_concurrent_agents == 5
+    await alpha.port.close()
+    await beta.port.close()
 
 
 async def test_the_process_known_to_have_stopped_is_not_followed_again():
