@@ -758,7 +758,7 @@ async def _attach_to_running(found: _AlreadyRunning, attachments: list, path: Pa
     from symphony_tui.api.auth import read_control_token
     from symphony_tui.api.client import RemoteError
     from symphony_tui.api.follow import FollowingPort
-    from symphony_tui.console.starting import Started, StartFailed
+    from symphony_tui.console.starting import ATTACHED, Started, StartFailed
 
     pid, note = await _owner_note(found)
     if note is None or not isinstance(note.get("port"), int):
@@ -793,7 +793,7 @@ async def _attach_to_running(found: _AlreadyRunning, attachments: list, path: Pa
         shutdown=remote.close,
         messages=[
             (
-                "attached",
+                ATTACHED,
                 f"this project's scheduler already runs (pid {pid}{since}): attached to it. "
                 "q detaches or stops it; `symphony-tui stop` ends it.",
             )
@@ -1015,18 +1015,22 @@ def _attach(args: argparse.Namespace) -> int:
 
 
 def _attached_port(attachment, args: argparse.Namespace, token: str | None):
-    """The port an ``attach`` console runs on: one that follows its scheduler when it is
-    started again on another port when the attach named a host (``ssh://`` without
-    ``--api-port``: found again there by its workflow), else one that says how to attach
-    again once its fixed address stopped answering (``api/follow.py``)."""
-    from symphony_tui.api.attach import host_finder
+    """The port an ``attach`` console runs on (``api/follow.py``): one that follows its
+    scheduler started again on another port when the attach named a host (``ssh://``
+    without ``--api-port``: found again there by its workflow); one that watches its
+    address for a scheduler started again there when the attach named an ``http(s)://``
+    address; else (``--api-port`` over ssh) one that says how to attach again once its
+    scheduler stopped."""
+    from symphony_tui.api.attach import address_finder, host_finder
     from symphony_tui.api.follow import FIND_SSH_EVERY_S, FollowingPort
     from symphony_tui.api.ssh import parse_target
 
     host = args.ssh or (args.url if args.url.startswith("ssh://") else None)
-    if host is None or args.api_port is not None:
-        again = f"symphony-tui attach {parse_target(host).name}" if host is not None else None
-        return FollowingPort(attachment, again=again)
+    if host is None:
+        find = address_finder(attachment.url, token=token, mode=attachment.mode)
+        return FollowingPort(attachment, find, watching=attachment.url)
+    if args.api_port is not None:
+        return FollowingPort(attachment, again=f"symphony-tui attach {parse_target(host).name}")
     find = host_finder(parse_target(host), attachment.workflow, token=token, mode=attachment.mode)
     return FollowingPort(attachment, find, every_s=FIND_SSH_EVERY_S, watch_lost=True)
 

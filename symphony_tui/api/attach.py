@@ -3,20 +3,22 @@ another host through an SSH forward (:mod:`symphony_tui.api.ssh`). :func:`open_a
 checks the API answers before the console starts; :meth:`Attachment.port` makes the
 :class:`~symphony_tui.api.client.RemotePort` the console runs on. :func:`workflow_finder`
 and :func:`host_finder` find the scheduler again after a restart (the same discovery the
-attach used; :mod:`symphony_tui.api.follow` moves the console to it)."""
+attach used; :mod:`symphony_tui.api.follow` moves the console to it), :func:`address_finder`
+a new scheduler answering at a fixed ``http(s)://`` address once the one there stopped."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from symphony_tui.api import discovery
 from symphony_tui.api.announce import Owner
 from symphony_tui.api.auth import find_control_token, is_loopback
-from symphony_tui.api.client import RemoteError, RemotePort
+from symphony_tui.api.client import RemoteError, RemotePort, Unauthorized
 from symphony_tui.api.ssh import SshTunnel, choose, discover, parse_target
 from symphony_tui.config.worker_hosts import HostSpec
 from symphony_tui.hosts.ssh import SshError
@@ -39,6 +41,8 @@ class Attachment:
     #: Its process id and its workflow file on its host, when its API note says them.
     pid: int | None = None
     workflow: str | None = None
+    #: When its scheduler process started (its snapshot's ``started_at``), once probed.
+    started_at: datetime | None = None
 
     def port(self) -> RemotePort:
         """A fresh :class:`RemotePort` (its HTTP client belongs to the loop that uses it)."""
@@ -90,18 +94,7 @@ def open_attach(
         note = next((n for n in notes if n.get("port") == port), {})
         attachment = _host_attachment(target, port, note, tunnel, token, mode)
     elif text.startswith(("http://", "https://")):
-        local = _local_note(text)
-        workflow = local.get("workflow") if local is not None else None
-        pid = local.get("pid") if local is not None else None
-        attachment = Attachment(
-            text,
-            token or _local_token(text),
-            mode,
-            control=_local_control(text),
-            owner=_local_owner(text),
-            pid=pid if isinstance(pid, int) else None,
-            workflow=workflow if isinstance(workflow, str) else None,
-        )
+        attachment = _url_attachment(text, token, mode)
     else:
         raise AttachError(f"{text!r} is not http://HOST:PORT or ssh://[user@]host[:port]")
     try:
@@ -110,6 +103,23 @@ def open_attach(
         attachment.close()
         raise AttachError(str(exc)) from None
     return attachment
+
+
+def _url_attachment(url: str, token: str | None, mode: Literal["stream", "poll"]) -> Attachment:
+    """An attachment to the scheduler at an ``http(s)://`` ``url``, with what this user's API
+    note says of it when it runs on this machine (its tokens, its process, its workflow)."""
+    local = _local_note(url)
+    workflow = local.get("workflow") if local is not None else None
+    pid = local.get("pid") if local is not None else None
+    return Attachment(
+        url,
+        token or _local_token(url),
+        mode,
+        control=_local_control(url),
+        owner=_local_owner(url),
+        pid=pid if isinstance(pid, int) else None,
+        workflow=workflow if isinstance(workflow, str) else None,
+    )
 
 
 def _host_attachment(
@@ -213,6 +223,33 @@ def host_finder(
     return find
 
 
+def address_finder(
+    url: str, *, token: str | None = None, mode: Literal["stream", "poll"] = "stream"
+) -> Callable[[Attachment], Attachment | None]:
+    """A :data:`~symphony_tui.api.follow.Finder` of a scheduler answering at the fixed
+    ``url`` (an ``http(s)://`` address), each look one fetch of its state. Another process
+    is one whose snapshot's ``started_at`` differs from ``current``'s (and, on this
+    machine, whose API note names another pid); a scheduler still answering 503
+    ``scheduler_stopping`` is one shutting down, not a new one. Nothing answering raises
+    :class:`AttachError`; an answer refusing this console's token is None."""
+
+    def find(current: Attachment) -> Attachment | None:
+        found = _url_attachment(url, token, mode)
+        if current.pid is not None and found.pid == current.pid:
+            return None
+        try:
+            stopping = asyncio.run(_probe(found))
+        except Unauthorized:
+            return None  # something answers, but not to this console's token
+        except RemoteError as exc:
+            raise AttachError(str(exc)) from None
+        if stopping or found.started_at == current.started_at:
+            return None
+        return found
+
+    return find
+
+
 def _local_control(url: str) -> str | None:
     """The control token of the scheduler behind a loopback ``url`` on this machine."""
     parts = urlsplit(url)
@@ -258,9 +295,13 @@ def _local_owner(url: str) -> Owner | None:
     return Owner.of(announce.default_dir(), pid) if isinstance(pid, int) else None
 
 
-async def _probe(attachment: Attachment) -> None:
+async def _probe(attachment: Attachment) -> bool:
+    """Fetch the state once and note its ``started_at`` on ``attachment``. True when the
+    scheduler answered that it is shutting down. Raises :class:`RemoteError`."""
     remote = attachment.port()
     try:
         await remote.refresh_once()
     finally:
         await remote.close()
+    attachment.started_at = remote.snapshot().started_at
+    return remote.stopped

@@ -12,6 +12,11 @@ scheduler has stopped: its stream's last ``stopping`` frame says so (a poll is a
 its ``owner`` process no longer serves once the link is lost. A stopped
 scheduler's snapshot keeps its history but no live rows (nothing runs there any more;
 ``before_stop`` is the snapshot as it was), and :meth:`RemotePort.run` returns.
+
+A scheduler started again on the same workflow numbers its events on from its history file
+and hands back the newest of it first (``scheduler/history/eventlog.py``). Events up to the
+last one a client took from an earlier process of that workflow (:class:`Taken`, kept by
+each port and handed to the next one by whoever follows a restart) are not taken again.
 """
 
 from __future__ import annotations
@@ -93,6 +98,23 @@ def _os_error(exc: BaseException) -> OSError | None:
     return None
 
 
+@dataclass(frozen=True)
+class Taken:
+    """The newest event a client took from one scheduler process: its workflow path, its
+    time and ``seq``. A later process of the same workflow repeats its history up to here."""
+
+    workflow: str
+    at: datetime
+    seq: int
+
+    def holds(self, workflow: str, event: AgentEvent) -> bool:
+        """Whether ``event`` of a process serving ``workflow`` is one already taken: same
+        workflow, and at or before this one by (time, seq). Untimed events are new."""
+        if not self.workflow or workflow != self.workflow or event.at is None:
+            return False
+        return (event.at, event.seq) <= (self.at, self.seq)
+
+
 class RemoteError(Exception):
     """The scheduler's API did not answer usefully (one line)."""
 
@@ -156,6 +178,7 @@ class RemotePort(SchedulerPort):
         via: str | None = None,
         on_events: Callable[[list[AgentEvent]], None] | None = None,
         ring: int = RING,
+        taken: Taken | None = None,
     ) -> None:
         """``owner``: the scheduler's process on this machine (``announce.Owner``), asked
         while the link is lost whether it still serves (no: it stopped). ``via``: what
@@ -163,7 +186,9 @@ class RemotePort(SchedulerPort):
         ``X-Symphony-Via``). ``on_events``: called with each batch of events this port
         takes in, in ``seq`` order, each once (a front end merging several ports).
         ``ring``: how many recent events ``events_since`` keeps (0: none, for a front end
-        that keeps its own from ``on_events``; transcripts are kept either way)."""
+        that keeps its own from ``on_events``; transcripts are kept either way).
+        ``taken``: the newest event taken from an earlier process of this scheduler (module
+        doc); its history up to there is not taken again."""
         self.base_url = base_url.rstrip("/")
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         headers[OPERATOR_HEADER] = local_operator()  # who, in the scheduler's audit log
@@ -198,6 +223,9 @@ class RemotePort(SchedulerPort):
         #: last said it ran); None while it runs.
         self.before_stop: Snapshot | None = None
         self._on_events = on_events
+        #: What an earlier process of this scheduler was followed up to (not taken again).
+        self.taken_before = taken
+        self._taken: Taken | None = None
 
     # -- SchedulerPort --------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
@@ -328,6 +356,11 @@ class RemotePort(SchedulerPort):
             state = "live" if self._connected else "reconnecting"
         return LinkStatus(state, age, self.mode, self.error, refused=self._refused)
 
+    def taken(self) -> Taken | None:
+        """The newest event this port took, or else what it was told an earlier process
+        of its scheduler was followed up to (None: nothing)."""
+        return self._taken or self.taken_before
+
     def seen_seq(self) -> int:
         """The highest event ``seq`` this port has handed out, from its ring or an issue's
         transcript (0: none)."""
@@ -390,7 +423,7 @@ class RemotePort(SchedulerPort):
             self._raise_unless_ok(snap)
             fresh = Snapshot.model_validate_json(snap.content)
             if fresh.started_at != self._snapshot.started_at:
-                self._forget_events()  # another scheduler process: its numbers start at 1
+                self._forget_events()  # another scheduler process: numbered by its own history
             self._snapshot = fresh
             events = await self._client.get(
                 "/api/v1/events", params={"since": self._last_seq, "limit": 2000}
@@ -562,16 +595,26 @@ class RemotePort(SchedulerPort):
     # -- events and transcripts ---------------------------------------------------------------
     def _take_events(self, events: Iterable[AgentEvent]) -> None:
         taken: list[AgentEvent] = []
+        before = self.taken_before
+        workflow = self._snapshot.workflow_path
         for event in events:
             if event.seq <= self._last_seq:
                 continue  # already held (never shown twice)
-            self._ring.append(event)
             self._last_seq = event.seq
+            if before is not None and before.holds(workflow, event):
+                continue  # an earlier process's, taken from it
+            self._ring.append(event)
             taken.append(event)
-        if taken and self._on_events is not None:
-            self._on_events(taken)
+        if taken:
+            last = taken[-1]
+            if workflow and last.at is not None:
+                self._taken = Taken(workflow, last.at, last.seq)
+            if self._on_events is not None:
+                self._on_events(taken)
 
     def _forget_events(self) -> None:
+        # another process of the scheduler: its history repeats what this port took
+        self.taken_before = self.taken()
         self._ring.clear()
         self._transcripts = {k: deque(maxlen=2_000) for k in self._transcripts}
         self._dropped_here.clear()

@@ -8,14 +8,15 @@ at a time and, once that one's scheduler has stopped, asks its ``find`` (the dis
 attach used, :mod:`symphony_tui.api.discovery`) every ``every_s`` until another process
 serves, then moves to it. Over ssh, where no process is watched, it also asks while the
 link is lost: a scheduler killed there leaves a forward that reaches nothing. A console
-attached by a fixed ``http(s)://`` address cannot know a new port: its link's ``hint`` says
-how to attach again.
+attached by a fixed ``http(s)://`` address watches that address (``watching``): a new
+process answering there is followed the same way; its link's ``hint`` also says how to
+attach again to one started on another port.
 
 Events keep one order across a move: the events of each scheduler are numbered after the
 highest ``seq`` the console was handed by the ones before (the new one's own numbers
 start at 1), so a reader's position (``events_since(last_seq)``, per issue too) carries
-on; the new scheduler's history since its start is new to the console, nothing is shown
-twice. What a scheduler killed with ``kill -9`` did after its last frame is lost with it.
+on; the new scheduler's history up to the last event the console took from the one before
+is not taken again (``RemotePort``'s ``taken``), so nothing is shown twice. What a scheduler killed with ``kill -9`` did after its last frame is lost with it.
 """
 
 from __future__ import annotations
@@ -59,11 +60,12 @@ Finder = Callable[[Attachment], "Attachment | None"]
 
 class FollowingPort(SchedulerPort):
     """The port (module doc). ``attachment``: the scheduler attached first; ``find``:
-    how to find it again (None: a fixed address, not followed); ``again``: the command
-    that attaches again to a fixed address's scheduler started again elsewhere (default:
-    ``symphony-tui WORKFLOW.md`` with its workflow, or ``attach ssh://HOST`` for another
-    machine's); ``watch_lost``: also look while the link is lost (ssh, where no process
-    is watched)."""
+    how to find it again (None: not followed); ``watching``: the fixed address ``find``
+    watches (None: ``find`` follows the scheduler wherever it starts); ``again``: the
+    command that attaches again to a fixed address's scheduler started again elsewhere
+    (default: ``symphony-tui WORKFLOW.md`` with its workflow, or ``attach ssh://HOST`` for
+    another machine's); ``watch_lost``: also look while the link is lost (ssh, where no
+    process is watched)."""
 
     detach_only = True
     carries_stop = True
@@ -73,6 +75,7 @@ class FollowingPort(SchedulerPort):
         attachment: Attachment,
         find: Finder | None = None,
         *,
+        watching: str | None = None,
         again: str | None = None,
         every_s: float = FIND_EVERY_S,
         watch_lost: bool = False,
@@ -80,6 +83,7 @@ class FollowingPort(SchedulerPort):
     ) -> None:
         self.attachment = attachment
         self.find = find
+        self.watching = watching
         self.again = again
         self.every_s = every_s
         self.watch_lost = watch_lost
@@ -148,6 +152,7 @@ class FollowingPort(SchedulerPort):
         """Follow ``found`` from now on: its port first fetches the state and events once
         (so the console shows it at once), then streams."""
         port = found.port()
+        port.taken_before = self.port.taken()
         try:
             await port.refresh_once()
         except RemoteError:
@@ -187,10 +192,18 @@ class FollowingPort(SchedulerPort):
         return dataclasses.replace(link, moved=moved, hint=hint)
 
     def _hint(self) -> str:
-        """What comes after a stop, one line: this console watches for its scheduler, or
-        the command that attaches to it again (a fixed address cannot follow a new port)."""
-        if self.find is not None:
+        """What comes after a stop, one line: this console watches for its scheduler (at
+        its fixed address: which, and how to attach to it started on another port), or
+        the command that attaches to it again."""
+        if self.find is not None and self.watching is None:
             return "watching for it to start again"
+        again = self._again()
+        if self.watching is not None:
+            return f"watching {self.watching} for it to start there again; elsewhere, {again}"
+        return again
+
+    def _again(self) -> str:
+        """How to attach again to this scheduler started on another port, one line."""
         again = self.again
         host = urlsplit(self.attachment.url).hostname or ""
         workflow = self.attachment.workflow or self.port.snapshot().workflow_path

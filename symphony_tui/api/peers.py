@@ -13,7 +13,8 @@ Every mutating request (docs/security.md) is judged here after its credential:
   :data:`~symphony_tui.config.child_env.CHILD_MARKER` with another value than the
   scheduler's own environment (a child of this or another scheduler that escaped the
   tree), or when its working directory is inside a workspace root or a running
-  workspace. The scheduler's own process (the embedded console, a test) is always let in.
+  workspace. The scheduler's own process (the embedded console, a test) is always let in,
+  also when a child it forked a moment ago still holds a copy of that client's socket.
 
 These are checks of a cooperative process table: an agent running as the operator's own
 user, unsandboxed, can evade them (double-fork, clear its environment, change directory)
@@ -92,6 +93,32 @@ def tcp_peer_pids(local: tuple[str, int], remote: tuple[str, int]) -> set[int]:
         if _same_address(conn.laddr.ip, remote[0]) and _same_address(conn.raddr.ip, local[0]):
             found.add(conn.pid)
     return found
+
+
+def holds_connection(pid: int, sock: socket.socket) -> bool:
+    """Whether process ``pid`` holds the client end of the TCP connection served on
+    ``sock`` (blocking: reads /proc). ``net_connections`` names one process per socket (the
+    last it read, the highest pid), so a child forked while its parent held a connection
+    hides the parent until it closes its copy or execs; this asks ``pid`` alone."""
+    try:
+        if sock.family == socket.AF_UNIX:
+            return False
+        ours, theirs = sock.getsockname(), sock.getpeername()
+        proc = psutil.Process(pid)
+        # ``connections`` before psutil 6.0 (the lower bound is 5.9.5)
+        read = getattr(proc, "net_connections", None) or proc.connections
+        connections = read(kind="tcp")
+    except (psutil.Error, OSError):
+        return False
+    return any(
+        conn.laddr
+        and conn.raddr
+        and conn.laddr.port == theirs[1]
+        and conn.raddr.port == ours[1]
+        and _same_address(conn.laddr.ip, theirs[0])
+        and _same_address(conn.raddr.ip, ours[0])
+        for conn in connections
+    )
 
 
 def unix_peer_pid(sock: socket.socket) -> int | None:
@@ -175,6 +202,10 @@ class PeerGuard:
         for pid in sorted(pids):  # every holder must pass
             why = self.refusal(pid, roots)
             if why is not None:
+                if sock is not None and holds_connection(self._me, sock):
+                    # a child forked while the scheduler's own client was open, named
+                    # in its place (:func:`holds_connection`): an in-process client
+                    return Verdict(describe(self._me, address))
                 return Verdict(describe(pid, address), why)
         return Verdict(describe(min(pids), address))
 

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 from rich.console import RenderableType
 from textual import events
 from textual.app import App, SystemCommand
-from textual.notifications import SeverityLevel
+from textual.notifications import Notification, SeverityLevel
 from textual.screen import Screen
 
 from symphony_tui.console.actions import ApprovalActions, CommandSender, IssueActions
@@ -165,6 +165,8 @@ class SymphonyApp(App[None]):
         self._enabled_signature: tuple = ()
         #: True while a shell or an editor has the terminal (:meth:`handed_over`).
         self.terminal_handed_over = False
+        #: The toast last shown under each ``notify(key=...)``.
+        self._keyed_toasts: dict[str, Notification] = {}
 
         state = ConsoleState(
             port,
@@ -301,11 +303,28 @@ class SymphonyApp(App[None]):
         severity: SeverityLevel = "information",
         timeout: float | None = None,
         markup: bool = True,
+        key: str | None = None,
     ) -> None:
-        """Textual's ``notify`` with the default timeout by severity (``NOTIFY_TIMEOUT_S``)."""
+        """Textual's ``notify`` with the default timeout by severity (``NOTIFY_TIMEOUT_S``).
+        ``key``: the toast replaces the one shown under the same key (the newest says it)."""
         if timeout is None:
             timeout = NOTIFY_TIMEOUT_S.get(severity, NOTIFY_TIMEOUT_S["warning"])
-        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+        if key is None:
+            super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+            return
+        toast = Notification(message, title, severity, timeout, markup=markup)
+        # after the messages queued before it (an earlier notify's toast is shown by then)
+        self.call_later(self._replace_toast, key, toast)
+
+    def _replace_toast(self, key: str, toast: Notification) -> None:
+        """Show ``toast`` in place of the one ``key`` showed (Textual has no public call
+        that removes one toast: its own toasts use ``_unnotify`` when dismissed)."""
+        shown = self._keyed_toasts.get(key)
+        if shown is not None and shown in self._notifications:
+            self._unnotify(shown, refresh=False)
+        self._keyed_toasts[key] = toast
+        self._notifications.add(toast)
+        self._refresh_notifications()
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -405,6 +424,7 @@ class SymphonyApp(App[None]):
         now = self.clock()
         tones = self.tones
         now_link = self.state.port.link()  # attached: a lost link repaints at once
+        self.lifecycle.link_read(now_link)
         link = now_link.state if now_link is not None else None
         key = (id(snapshot), snapshot.generated_at, int(now.timestamp()), self.theme, link)
         self.refresher.paint(self.screen_stack, snapshot, now, tones, key)

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 LOST_PROJECT_STATES = frozenset({"reconnecting", "stale", "down", "refused"})
 
 #: A project in one of these states hears nothing new from its scheduler (its link is lost,
-#: or it stopped): its projects row's counts are the last it sent, ``ProjectRow.age_s`` old.
+#: or it stopped): its projects row's figures are the last it sent, ``ProjectRow.age_s`` old
+#: (a stopped one's counts are 0: nothing runs or waits there).
 OUT_OF_DATE_STATES = LOST_PROJECT_STATES | {"stopped"}
 
 #: Cells of the project column in the tables (it gives some up at 80 columns).

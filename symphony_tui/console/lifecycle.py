@@ -20,7 +20,7 @@ from textual.worker import Worker, WorkerState
 
 from symphony_tui.console.sanitize import one_line
 from symphony_tui.console.screens.modals import Confirm
-from symphony_tui.console.starting import Started, StartFailed, notify_of
+from symphony_tui.console.starting import ATTACHED, Started, StartFailed, notify_of
 
 if TYPE_CHECKING:
     from symphony_tui.console.state import ConsoleState
@@ -57,6 +57,7 @@ class Lifecycle:
         self._repaint = repaint
         self._start_worker: Worker | None = None
         self._asked_stop = False  # an attached console sent stop_scheduler
+        self._moved_said: str | None = None  # the last re-attach a toast said (link.moved)
         #: The scheduler this console embeds can outlive it (``cli`` runs it so): a lost
         #: terminal detaches, and ``q`` asks stop or detach.
         self.detachable = detachable
@@ -118,12 +119,30 @@ class Lifecycle:
         if state.stopping:
             return  # quit while starting: shutdown_and_exit shuts it down
         for title, text in started.messages:
-            self._ui.notify(text, title=title, timeout=60, markup=False)
+            key = ATTACHED if title == ATTACHED else None  # a re-attach's toast replaces it
+            self._ui.notify(text, title=title, timeout=60, markup=False, key=key)
         for notice in started.notices:
             self._ui.notify(notice, title="WORKFLOW.md", severity="warning", markup=False)
         if self._runner_fn is not None:
             self._start_runner()
         self._repaint()
+
+    def link_read(self, link) -> None:
+        """``link`` as the refresh read it (None: a scheduler in this process). An attached
+        console that followed its scheduler to a new process (``link.moved``, as
+        ``FollowingPort.link`` says) says so once, in place of the toast that named the
+        process it was attached to before (the start's, or the last re-attach's)."""
+        moved = getattr(link, "moved", None)
+        if not moved or moved == self._moved_said:
+            return
+        self._moved_said = moved
+        self._ui.notify(
+            f"the scheduler was started again; {one_line(moved, 200)}",
+            title=ATTACHED,
+            timeout=60,
+            markup=False,
+            key=ATTACHED,
+        )
 
     def _start_runner(self) -> None:
         self._ui.run_worker(

@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 
 STARTING_MESSAGE = "the scheduler is still starting; try again in a moment"
 STARTING_STATUS = "◌ starting the scheduler…"
+#: The title of the message that says which scheduler an attached console is attached to
+#: (``Started.messages``); a re-attach's toast replaces it.
+ATTACHED = "attached"
 
 
 class StartFailed(Exception):

@@ -39,7 +39,10 @@ class Ui(Protocol):
         severity: SeverityLevel = "information",
         timeout: float | None = None,
         markup: bool = True,
-    ) -> None: ...
+        key: str | None = None,
+    ) -> None:
+        """A toast; one with a ``key`` replaces the one shown under the same key."""
+        ...
 
     def run_worker(
         self,

@@ -167,7 +167,10 @@ class ProjectRow(BaseModel):
     (None: never); ``error``: the link's last failure or the scheduler's last error, one
     line. The counts, ``totals`` and the other figures are those of its last snapshot (a
     console filtered to the project shows them in place of the fleet's); while its link is
-    lost or after its scheduler stopped, of the last snapshot it sent, ``age_s`` old."""
+    lost or after its scheduler stopped, of the last snapshot it sent, ``age_s`` old. A
+    stopped scheduler runs nothing and answers no approval: its ``running``, ``retrying``,
+    ``approvals`` and ``max_concurrent_agents`` are 0, and ``stopped_with`` holds
+    ``(running, retrying, approvals)`` as it last said before it stopped (None otherwise)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -190,6 +193,7 @@ class ProjectRow(BaseModel):
     token_history: tuple[int, ...] = ()
     runs_not_reported: int = 0
     runs_unpriced: int = 0
+    stopped_with: tuple[int, int, int] | None = None
 
 
 class Snapshot(BaseModel):

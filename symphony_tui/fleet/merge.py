@@ -131,10 +131,13 @@ def _sum_tokens(usages: Sequence[TokenUsage]) -> TokenUsage:
     return total
 
 
-def merge(parts: Sequence[Parts], projects: tuple[ProjectRow, ...]) -> Snapshot:
+def merge(
+    parts: Sequence[Parts], projects: tuple[ProjectRow, ...], *, capacity: int | None = None
+) -> Snapshot:
     """The fleet's snapshot: every project's rows (in ``parts`` order), sums of totals,
     ``rate_limits`` None (each project's is on its :class:`ProjectRow`), ``backend`` and
-    ``tracker_kind`` ``fleet``."""
+    ``tracker_kind`` ``fleet``. ``capacity``: its ``max_concurrent_agents`` (the fleet
+    passes that of the schedulers that can run work now); None: the sum of every part's."""
     sources = [p.source for p in parts]
     started = [s.started_at for s in sources if s.started_at is not None]
     polled = [s.last_poll_at for s in sources if s.last_poll_at is not None]
@@ -167,7 +170,9 @@ def merge(parts: Sequence[Parts], projects: tuple[ProjectRow, ...]) -> Snapshot:
         tracker_errors=sum(s.tracker_errors for s in sources),
         last_poll_at=max(polled) if polled else None,
         next_poll_at=min(next_polls) if next_polls else None,
-        max_concurrent_agents=sum(s.max_concurrent_agents for s in sources),
+        max_concurrent_agents=(
+            sum(s.max_concurrent_agents for s in sources) if capacity is None else capacity
+        ),
         tracker_states=tuple(states),
         projects=projects,
     )

@@ -20,7 +20,8 @@ project by project; a number once given never changes, and every later event get
 larger one, so a reader holding a position loses and doubles nothing. Each scheduler's
 events are taken once, in its order, which the time order never changes (``RemotePort``
 drops what it already has, a reconnect resumes after the last event id), so a frozen
-scheduler that resumes loses and doubles nothing.
+scheduler that resumes loses and doubles nothing; a restarted one's history is taken up
+to where its earlier process was followed (``RemotePort``'s ``taken``), once.
 One issue's transcript (``events_since(seq, issue_id="<project>/<id>")``) is its project's
 own, numbered by that scheduler (its history reaches back before the fleet connected), so a
 reader keeps one position per issue, as it does for one scheduler. Commands go to one
@@ -46,7 +47,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from symphony_tui.api.client import RemoteError, RemotePort
+from symphony_tui.api.client import RemoteError, RemotePort, Taken
 from symphony_tui.api.follow import in_thread
 from symphony_tui.api.ssh import SshTunnel
 from symphony_tui.domain import AgentEvent, Snapshot
@@ -89,7 +90,8 @@ class FleetLink:
 
 
 #: Link states whose row shows what its scheduler last said (its counts, totals and
-#: figures, and their age): the link is lost or the scheduler stopped, so nothing newer.
+#: figures, and their age): the link is lost or the scheduler stopped, so nothing newer (a
+#: stopped one said it runs nothing: its counts are 0, see :meth:`Project.row`).
 LOST_STATES = frozenset({"reconnecting", "stale", "down", "refused", "stopped"})
 
 
@@ -98,10 +100,12 @@ class Project:
     target it came from, and its port while connected (``None``: not found or not
     reachable, ``error`` says why).
 
-    ``last``: its scheduler's last snapshot as it said it (live rows included, also once
-    it stopped or its port is gone), ``heard_at``: when it was last heard from (a
-    ``clock`` reading, seconds); both ``None`` until it is first heard from. While its link
-    is lost (:data:`LOST_STATES`) its row keeps them."""
+    ``last``: its scheduler's last snapshot as its port holds it (kept once the port is
+    gone; a stopped scheduler's has no runs, retry entries or approvals: none go on),
+    ``heard_at``: when it was last heard from (a ``clock`` reading, seconds); both
+    ``None`` until it is first heard from. While its link is lost (:data:`LOST_STATES`)
+    its row keeps them. ``stopped_with``: ``(running, retrying, approvals)`` its scheduler
+    last said before it stopped; ``None`` while it runs or before it is heard from."""
 
     def __init__(
         self,
@@ -124,11 +128,16 @@ class Project:
         self.parts: Parts | None = None
         self.last: Snapshot | None = None
         self.heard_at: float | None = None
+        #: The newest event taken from an earlier port of this project: a restarted
+        #: scheduler's history up to there is not taken again.
+        self.taken: Taken | None = None
+        self.stopped_with: tuple[int, int, int] | None = None
         self._clock = clock
 
     def remember(self) -> None:
-        """Take ``last`` and ``heard_at`` from its port, when that has heard from its
-        scheduler (called before the port is read, and before it is dropped)."""
+        """Take ``last``, ``heard_at`` and ``stopped_with`` from its port, when that has
+        heard from its scheduler (called before the port is read, and before it is
+        dropped)."""
         port = self.port
         if port is None:
             return
@@ -136,7 +145,9 @@ class Project:
         if age is None:
             return
         self.heard_at = self._clock() - age
-        self.last = port.before_stop or port.snapshot()
+        self.last = port.snapshot()
+        before = port.before_stop
+        self.stopped_with = None if before is None else _counts(before)
 
     def state(self) -> tuple[str, float | None, str | None]:
         """``(link state, age in seconds, error)`` now; the age is since its scheduler was
@@ -162,7 +173,9 @@ class Project:
 
     def row(self) -> ProjectRow:
         """Its row now: a lost link's (:data:`LOST_STATES`) with what its scheduler last
-        said, a live or connecting one's with what its port holds."""
+        said, a live or connecting one's with what its port holds. A stopped scheduler's
+        counts are what runs and waits there now (none) and its capacity 0: nothing runs
+        there until it is started again; ``stopped_with`` has what it had."""
         self.remember()
         state, age, error = self.state()
         snap = self.port.snapshot() if self.port is not None else None
@@ -170,6 +183,11 @@ class Project:
             snap = self.last
         if error is None and snap is not None:
             error = snap.config_error or snap.tracker_error
+        counts = (0, 0, 0) if snap is None else _counts(snap)
+        stopped_with = None
+        if state == "stopped":
+            # nothing runs or waits there now (its panes show none); what did is stopped_with
+            stopped_with, counts = self.stopped_with or counts, (0, 0, 0)
         workflow = (snap.workflow_path if snap is not None else "") or (
             self.endpoint.workflow_path if self.endpoint is not None else ""
         )
@@ -181,21 +199,28 @@ class Project:
             link_state=state,
             age_s=None if age is None else float(int(age)),
             error=one_line(error, 300) if error else None,
-            running=len(snap.running) if snap is not None else 0,
-            retrying=len(snap.retrying) if snap is not None else 0,
-            approvals=len(snap.approvals) if snap is not None else 0,
+            running=counts[0],
+            retrying=counts[1],
+            approvals=counts[2],
             dispatch_paused=snap.dispatch_paused if snap is not None else False,
             totals=snap.totals if snap is not None else TokenUsage(),
             rate_limits=snap.rate_limits if snap is not None else None,
-            **(_figures(snap) if snap is not None else {}),
+            stopped_with=stopped_with,
+            **(_figures(snap, can_run=state != "stopped") if snap is not None else {}),
         )
 
 
-def _figures(snap: Snapshot) -> dict[str, Any]:
+def _counts(snap: Snapshot) -> tuple[int, int, int]:
+    """``(running, retrying, approvals)`` of ``snap``."""
+    return len(snap.running), len(snap.retrying), len(snap.approvals)
+
+
+def _figures(snap: Snapshot, *, can_run: bool = True) -> dict[str, Any]:
     """The figures of a project's snapshot its :class:`ProjectRow` repeats (what a console
-    filtered to that project shows)."""
+    filtered to that project shows); a scheduler that cannot run work (``can_run``
+    False: it stopped) has no capacity."""
     return {
-        "max_concurrent_agents": snap.max_concurrent_agents,
+        "max_concurrent_agents": snap.max_concurrent_agents if can_run else 0,
         "seconds_running": snap.seconds_running,
         "token_rate_per_min": snap.token_rate_per_min,
         "token_history": snap.token_history,
@@ -315,6 +340,7 @@ class FleetPort(SchedulerPort):
             via=VIA,
             on_events=partial(self._take, project),
             ring=0,  # the fleet's own ring holds every project's events
+            taken=project.taken,
         )
 
     async def _disconnect(self, project: Project) -> None:
@@ -323,6 +349,7 @@ class FleetPort(SchedulerPort):
         task, project.task = project.task, None
         tunnel, project.tunnel = project.tunnel, None
         if port is not None:
+            project.taken = port.taken()
             await port.close()
         if task is not None and not task.done():
             task.cancel()
@@ -552,9 +579,20 @@ class FleetPort(SchedulerPort):
         ids = tuple(id(s) for s in sources)
         if rows == self._merged_rows and ids == self._merged_ids:
             return self._merged
+        # the capacity of the schedulers that can run work now: a stopped one's is left
+        # out; one whose link is lost may still run its agents (its runs are counted too)
+        capacity = sum(
+            source.max_concurrent_agents
+            for project, source in zip(self.projects.values(), sources, strict=True)
+            if source is not None and project.port is not None and not project.port.stopped
+        )
         if ids == self._merged_ids:  # only a project's link or age: the rows stay
             self._merged = self._merged.model_copy(
-                update={"projects": rows, "generated_at": datetime.now(UTC)}
+                update={
+                    "projects": rows,
+                    "generated_at": datetime.now(UTC),
+                    "max_concurrent_agents": capacity,
+                }
             )
         else:
             parts = []
@@ -564,7 +602,7 @@ class FleetPort(SchedulerPort):
                 if project.parts is None or project.parts.source is not source:
                     project.parts = parts_of(project.name, source, project.parts)
                 parts.append(project.parts)
-            self._merged = merge(parts, rows)
+            self._merged = merge(parts, rows, capacity=capacity)
             self.rebuilds += 1
         self._merged_rows, self._merged_ids = rows, ids
         return self._merged

@@ -31,7 +31,8 @@ def issues_yaml(count: int, description: str) -> str:
 
 
 class HeadlessScheduler:
-    """``symphony-tui WORKFLOW --headless --port 0`` on a demo copy; ``url`` once serving."""
+    """``symphony-tui WORKFLOW --headless --port 0`` on a demo copy (started again: on a
+    free port, or on the same one); ``url`` once serving."""
 
     def __init__(
         self,
@@ -73,7 +74,7 @@ class HeadlessScheduler:
         self._command = (folder, env, tmp / "logs")
         self._start()
 
-    def _start(self) -> None:
+    def _start(self, port: int = 0) -> None:
         folder, env, logs = self._command
         self._stderr = self.stderr_path.open("w")
         self.proc = subprocess.Popen(
@@ -84,7 +85,7 @@ class HeadlessScheduler:
                 str(self.workflow),
                 "--headless",
                 "--port",
-                "0",
+                str(port),
                 "--no-lock",
                 "--log-dir",
                 str(logs),
@@ -117,9 +118,10 @@ class HeadlessScheduler:
         self.proc.wait()
         self._stderr.close()
 
-    def restart(self) -> None:
-        """Start the same workflow again (after :meth:`kill`); ``url`` is the new API."""
-        self._start()
+    def restart(self, *, same_port: bool = False) -> None:
+        """Start the same workflow again (after :meth:`kill` or :meth:`stop`); ``url`` is
+        the new API: on a free port, or with ``same_port`` on the stopped one's."""
+        self._start(int(self.url.rsplit(":", 1)[1]) if same_port else 0)
 
     def stop(self) -> None:
         if self.proc.poll() is None:

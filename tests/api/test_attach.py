@@ -554,3 +554,47 @@ async def test_a_refused_link_says_whether_the_token_sent_was_wrong_or_none_was_
     remote._lost(refused.value)
     assert remote.link().refused
     await remote.close()
+
+
+async def test_a_fixed_address_still_answering_that_it_stops_is_not_a_new_scheduler(
+    make_harness, tmp_path, monkeypatch
+):
+    """A console attached by a fixed address watches it once its scheduler stopped; that
+    scheduler's API answering 503 ``scheduler_stopping`` while it shuts down is the
+    stopped one, not a new one to move to."""
+    from symphony_tui.api.attach import address_finder, open_attach
+    from symphony_tui.api.follow import FollowingPort
+
+    monkeypatch.setattr(announce, "default_dir", lambda: tmp_path / "api")
+    h = make_harness([make_issue(1)], script=asking, front="agent:\n  max_turns: 1\n")
+    await h.start()
+    hub = StreamHub(h.orch, interval_s=0.05, keepalive_s=0.2)
+    api = ApiServer(h.orch, stream=hub)
+    await api.start()
+    attachment = await asyncio.to_thread(open_attach, api.url)
+    assert attachment.started_at is not None
+    find = address_finder(api.url)
+    answers: list = []
+
+    def look(current):
+        answers.append(find(current))
+        return answers[-1]
+
+    follow = FollowingPort(attachment, look, watching=api.url, every_s=0.05)
+    task = asyncio.create_task(follow.run())
+    try:
+        await until(lambda: follow.link().state == "live")
+        hub.stopping("stopped by SIGTERM")  # its API still serves, answering 503
+        await until(lambda: follow.stopped)
+        await until(lambda: len(answers) >= 3, what="three looks at the address")
+        assert answers[:3] == [None, None, None]
+        assert follow.stopped and follow.moves == 0 and follow.port.base_url == api.url
+        async with httpx.AsyncClient(base_url=api.url) as client:
+            polled = await client.get("/api/v1/snapshot")
+        assert polled.status_code == 503  # it was asked while it said it stops
+        hint = follow.link().hint or ""
+        assert hint.startswith(f"watching {api.url} for it to start there again")
+    finally:
+        await follow.close()
+        task.cancel()
+        await api.stop()

@@ -1,9 +1,9 @@
 """End to end with real processes: a console attached by its scheduler's workflow follows
 that scheduler when it is started again on another port (after SIGTERM and after
-``kill -9``), its events carrying on in one order; one attached by the fixed address says
-how to attach again instead of waiting for a link that will not come back; one attached
-through ``ssh://`` (a real sshd) finds its killed scheduler gone and follows it to its
-new port."""
+``kill -9``), its events carrying on in one order; one attached by the fixed address
+watches that address (and says how to attach again to a scheduler started on another
+port) and follows a scheduler started again there; one attached through ``ssh://`` (a
+real sshd) finds its killed scheduler gone and follows it to its new port."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import pytest
 from symphony_tui.api import announce, discovery
 from symphony_tui.api.attach import (
     Attachment,
+    address_finder,
     host_finder,
     open_attach,
     workflow_attachment,
@@ -55,6 +56,11 @@ def fixed_attachment(url: str) -> Attachment:
     )
 
 
+def said(event) -> tuple:
+    """What an event says, its ``seq`` aside (a new port numbers it anew)."""
+    return (event.at, event.kind, event.issue_id, event.message)
+
+
 async def test_a_console_attached_by_workflow_follows_its_restarted_scheduler(
     tmp_path, monkeypatch
 ):
@@ -65,7 +71,9 @@ async def test_a_console_attached_by_workflow_follows_its_restarted_scheduler(
     follow = FollowingPort(
         workflow_attachment(discovery.workflow_endpoint(path)), workflow_finder(path), every_s=0.1
     )
-    fixed = FollowingPort(fixed_attachment(sched.url))
+    fixed = FollowingPort(
+        fixed_attachment(sched.url), address_finder(sched.url), watching=sched.url, every_s=0.1
+    )
     runs = [asyncio.create_task(follow.run()), asyncio.create_task(fixed.run())]
     try:
         await until(lambda: len(follow.events_since(0)) >= 5, 20, "the first scheduler's events")
@@ -76,9 +84,12 @@ async def test_a_console_attached_by_workflow_follows_its_restarted_scheduler(
         sched.stop()
         await until(lambda: follow.stopped and fixed.stopped, 10, "both see the stop")
         assert follow.link().hint == "watching for it to start again"
+        watching = f"watching {old_url} for it to start there again"
+        assert fixed.link().hint == f"{watching}; elsewhere, attach again: symphony-tui {path}"
         line = stopped_text(fixed.link(), fixed.link().stopped_at, Tones()).plain
-        assert f" ago) · attach again: symphony-tui {path} · " in line and "\n" not in line
-        handed = follow.events_since(0)[-1].seq  # what the console was handed
+        assert f" · {watching}; elsewhere, attach again: " in line and "\n" not in line
+        before = follow.events_since(0)
+        handed = before[-1].seq  # what the console was handed
         sched.restart()
         assert sched.url != old_url
         await until(lambda: follow.port.base_url == sched.url, 10, "followed to the new port")
@@ -86,24 +97,30 @@ async def test_a_console_attached_by_workflow_follows_its_restarted_scheduler(
         assert link.state == "live" and not follow.stopped
         assert link.moved is not None and sched.url in link.moved
         assert sched.url in link_text(link, Tones()).plain
-        assert fixed.stopped and fixed.port.base_url == old_url  # a fixed address stays put
+        assert fixed.stopped and fixed.port.base_url == old_url  # nothing at its address
 
-        # the new scheduler's events come after what the console was handed, each once
+        # the new scheduler's events come after what the console was handed, each once: the
+        # history it hands back (its event file) is not shown again
         await until(lambda: follow.events_since(handed), 20, "the new scheduler's events")
         newer = follow.events_since(handed)
         seqs = [e.seq for e in newer]
-        assert seqs == sorted(set(seqs)) and seqs[0] == handed + 1
+        assert seqs == sorted(set(seqs)) and seqs[0] > handed
+        assert not {said(e) for e in newer} & {said(e) for e in before}
+        assert all(e.at and e.at > before[-1].at for e in newer if e.at)
 
         # killed with -9 (its note stays behind), started again: followed again
         second = follow.port.base_url
         sched.kill()
         await until(lambda: follow.stopped, 10, "the killed scheduler seen stopped")
-        handed = follow.events_since(0)[-1].seq
+        before = follow.events_since(0)
+        handed = before[-1].seq
         sched.restart()
         assert sched.url != second
         await until(lambda: follow.port.base_url == sched.url, 10, "followed after kill -9")
         await until(lambda: follow.events_since(handed), 20, "the third scheduler's events")
-        assert follow.events_since(handed)[0].seq == handed + 1
+        newer = follow.events_since(handed)
+        assert newer[0].seq > handed
+        assert not {said(e) for e in newer} & {said(e) for e in before}
         assert follow.moves == 2
     finally:
         await follow.close()
@@ -111,6 +128,74 @@ async def test_a_console_attached_by_workflow_follows_its_restarted_scheduler(
         for task in runs:
             task.cancel()
         await asyncio.gather(*runs, return_exceptions=True)
+        sched.stop()
+
+
+async def test_a_console_attached_by_a_fixed_address_follows_a_scheduler_started_again_there(
+    tmp_path, monkeypatch
+):
+    """``attach http://127.0.0.1:PORT``: once its scheduler stopped the console watches that
+    address, still stopped while nothing answers there, and moves to the scheduler started
+    again on the same port (after SIGTERM and after ``kill -9``), its events carrying on
+    in one order, none shown twice."""
+    from argparse import Namespace
+
+    from symphony_tui.cli import _attached_port
+
+    state = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    sched = HeadlessScheduler(tmp_path, SLOW, state_home=state, speed="3")
+    url = sched.url
+    attachment = await asyncio.to_thread(open_attach, url)
+    follow = _attached_port(attachment, Namespace(url=url, ssh=None, api_port=None), None)
+    assert follow.find is not None
+    find, looks = follow.find, []
+
+    def look(current):
+        looks.append(current)
+        return find(current)
+
+    follow.find, follow.every_s = look, 0.1
+    run = asyncio.create_task(follow.run())
+    try:
+        await until(lambda: len(follow.events_since(0)) >= 5, 20, "the first scheduler's events")
+        assert follow.link().state == "live"
+
+        sched.stop()
+        await until(lambda: follow.stopped, 10, "the stop seen")
+        assert (follow.link().hint or "").startswith(f"watching {url} for it to start there")
+        await until(lambda: len(looks) >= 3, 10, "three looks at the address")
+        assert follow.stopped and follow.moves == 0  # nothing answers there: still stopped
+        before = follow.events_since(0)
+        handed = before[-1].seq
+        sched.restart(same_port=True)
+        assert sched.url == url
+        await until(lambda: follow.moves == 1, 20, "moved to the scheduler started there")
+        link = follow.link()
+        assert not follow.stopped and link.moved is not None and url in link.moved
+        await until(lambda: follow.link().state == "live", 10, "live again")
+        await until(lambda: follow.events_since(handed), 20, "the new scheduler's events")
+        newer = follow.events_since(handed)
+        seqs = [e.seq for e in newer]
+        assert seqs == sorted(set(seqs)) and seqs[0] > handed
+        assert not {said(e) for e in newer} & {said(e) for e in before}
+
+        # killed with -9 (its note stays behind), started again on the same port
+        sched.kill()
+        await until(lambda: follow.stopped, 10, "the killed scheduler seen stopped")
+        before = follow.events_since(0)
+        handed = before[-1].seq
+        sched.restart(same_port=True)
+        await until(lambda: follow.moves == 2, 20, "moved after kill -9")
+        await until(lambda: follow.events_since(handed), 20, "the third scheduler's events")
+        newer = follow.events_since(handed)
+        assert newer[0].seq > handed
+        assert not {said(e) for e in newer} & {said(e) for e in before}
+    finally:
+        await follow.close()
+        run.cancel()
+        await asyncio.gather(run, return_exceptions=True)
+        attachment.close()
         sched.stop()
 
 
@@ -154,17 +239,17 @@ async def test_a_console_attached_over_ssh_follows_its_scheduler_killed_and_star
 
 
 @pytest.mark.parametrize(
-    ("url", "ssh", "api_port", "follows", "again"),
+    ("url", "ssh", "api_port", "follows", "watching", "again"),
     [
-        ("http://127.0.0.1:8080", None, None, False, None),
-        ("ssh://me@box", None, None, True, None),
-        (None, "me@box", None, True, None),
-        ("ssh://me@box", None, 8080, False, "symphony-tui attach ssh://me@box"),
-        (None, "me@box", 8080, False, "symphony-tui attach ssh://me@box"),
+        ("http://127.0.0.1:8080", None, None, True, "http://127.0.0.1:8080", None),
+        ("ssh://me@box", None, None, True, None, None),
+        (None, "me@box", None, True, None, None),
+        ("ssh://me@box", None, 8080, False, None, "symphony-tui attach ssh://me@box"),
+        (None, "me@box", 8080, False, None, "symphony-tui attach ssh://me@box"),
     ],
 )
-def test_attach_follows_a_scheduler_named_by_its_host_not_a_fixed_address(
-    url, ssh, api_port, follows, again
+def test_attach_follows_a_scheduler_named_by_its_host_or_watches_its_address(
+    url, ssh, api_port, follows, watching, again
 ):
     from argparse import Namespace
 
@@ -174,5 +259,6 @@ def test_attach_follows_a_scheduler_named_by_its_host_not_a_fixed_address(
     args = Namespace(url=url, ssh=ssh, api_port=api_port)
     port = _attached_port(attachment, args, None)
     assert isinstance(port, FollowingPort)
-    assert (port.find is not None) == follows and port.watch_lost == follows
+    assert (port.find is not None) == follows and port.watching == watching
+    assert port.watch_lost == (follows and watching is None)
     assert port.again == again

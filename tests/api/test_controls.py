@@ -262,3 +262,23 @@ def test_a_unix_socket_peer_is_named_by_its_credentials():
     ours, theirs = socket.socketpair(socket.AF_UNIX)
     with ours, theirs:
         assert unix_peer_pid(ours) == os.getpid()
+
+
+async def test_a_child_forked_while_the_scheduler_holds_a_connection_does_not_hide_it():
+    # A child that inherited the scheduler's own client socket (forked, not yet exec'd or
+    # closed it) is the one psutil names; the scheduler still holds it, so it is let in.
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        client = socket.create_connection(server.getsockname())
+        served, _ = server.accept()
+        child = subprocess.Popen(
+            [sys.executable, "-c", "import time; time.sleep(30)"], pass_fds=(client.fileno(),)
+        )
+        try:
+            verdict = await PeerGuard().judge(served, "127.0.0.1")
+        finally:
+            child.kill()
+            child.wait()
+            client.close()
+            served.close()
+    assert verdict.refusal is None, verdict.refusal
+    assert verdict.peer.pid == os.getpid()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
+from datetime import UTC, datetime
 
 import httpx
 import pytest
@@ -170,7 +171,12 @@ async def test_remote_port_starts_over_when_the_scheduler_restarted(served):
         assert remote.events_since(0)
         remote._last_seq = 10_000  # as if the old process had numbered that far
         remote._snapshot = remote._snapshot.model_copy(update={"started_at": None})
+        h.orch.events.append(
+            AgentEvent(kind=EventKind.NOTIFICATION, message="new", at=datetime.now(UTC))
+        )
         await remote.refresh_once()
+        # numbered by the new process; what the old one handed out is not taken again
+        assert [e.message for e in remote.events_since(0)] == ["new"]
         assert remote.events_since(0)[-1].seq == h.orch.events.last_seq
     finally:
         await remote.close()

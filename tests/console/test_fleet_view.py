@@ -31,6 +31,7 @@ from symphony_tui.console.widgets.workers import WorkersTable
 from symphony_tui.domain import Approve, Deny, Interrupt, PauseDispatch, Refresh
 from symphony_tui.domain.commands import DrainHost
 from symphony_tui.domain.snapshot import HostRow
+from symphony_tui.fleet.port import FleetPort
 from tests.console.fleet_sample import API, BILLING, WEB, FleetTestPort, fleet_snapshot
 from tests.console.helpers import SIZE, done, notifications, plain, settle
 from tests.console.sample import NOW
@@ -211,9 +212,20 @@ async def test_a_projects_rate_limit_lines_line_up_with_its_other_details(fleet,
     assert columns == {11}, lines
 
 
-async def test_a_stopped_projects_row_keeps_its_last_counts_dimmed_and_aged(fleet, make_app):
+async def test_a_stopped_projects_row_runs_nothing_its_details_say_what_it_had(fleet, make_app):
+    # as the fleet's port has a stopped scheduler's row: nothing runs or waits there
     stopped = tuple(
-        p.model_copy(update={"link_state": "stopped", "error": "its process no longer serves"})
+        p.model_copy(
+            update={
+                "link_state": "stopped",
+                "error": "its process no longer serves",
+                "running": 0,
+                "retrying": 0,
+                "approvals": 0,
+                "max_concurrent_agents": 0,
+                "stopped_with": (1, 1, 1),
+            }
+        )
         if p.name == WEB
         else p
         for p in fleet.current.projects
@@ -226,13 +238,51 @@ async def test_a_stopped_projects_row_keeps_its_last_counts_dimmed_and_aged(flee
         await settle(pilot)
         table = app.screen.query_one("#projects", KeyedTable)
         web, api = table.get_row(WEB), table.get_row(API)
-        assert [plain(c) for c in web[1:6]] == ["■ stopped 32s", "1", "1", "⚑1", "54.0k"]
+        assert [plain(c) for c in web[1:6]] == ["■ stopped 32s", "0", "0", "0", "54.0k"]
         # what it last sent, dimmed as the rows of a lost project are; a live one's are not
         muted = app.tones.muted
         assert all(c.style == muted for c in web[2:6])
         assert not any(c.style == muted for c in api[2:5])
         detail = plain(app.screen.query_one("#project-detail").render())
-        assert "as of      32s ago: run 1 · retry 1 · approvals 1" in detail
+        assert (
+            "stopped    32s ago, with run 1 · retry 1 · approvals 1: none run or wait now" in detail
+        )
+        assert "as of" not in detail
+
+
+async def test_a_stopped_schedulers_row_agrees_with_the_panes_and_the_header(make_app):
+    from tests.fleet.test_fleet_port import feed, joined, snap
+
+    now = [100.0]
+    port = FleetPort([], clock=lambda: now[0])
+    alpha, beta = joined(port, "alpha"), joined(port, "beta")
+    feed(alpha, snap("a1"))
+    feed(beta, snap("b1").model_copy(update={"max_concurrent_agents": 5}))
+    now[0] += 47
+    assert alpha.port is not None and beta.port is not None
+    beta.port._heard()
+    alpha.port._ended("stopped by SIGTERM")  # it said it stops: nothing runs there now
+    app = make_app(port)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            # the header: beta's run, of the capacity that can run work (alpha's is left out)
+            assert "● 1/5 running" in screen_text(app)
+            assert list(cells(app.screen.query_one(WorkersTable))) == ["beta/b1"]
+            await pilot.press("v")
+            await settle(pilot)
+            assert list(cells(app.screen.query_one("#approvals", KeyedTable))) == ["beta/b1:7"]
+            await pilot.press("escape", "P")
+            await settle(pilot)
+            rows = cells(app.screen.query_one("#projects", KeyedTable))
+            # the row claims no run and no waiting approval the panes do not show
+            assert rows["alpha"][1:5] == ["■ stopped 47s", "0", "0", "0"]
+            assert rows["beta"][1:5] == ["● live 0s", "1", "1", "⚑1"]
+            detail = plain(app.screen.query_one("#project-detail").render())
+            assert "stopped    47s ago, with run 1 · retry 1 · approvals 1" in detail
+    finally:
+        await alpha.port.close()
+        await beta.port.close()
 
 
 async def test_the_filter_key_cycles_and_every_pane_follows(fleet, make_app):

@@ -12,6 +12,7 @@ from datetime import timedelta
 import pytest
 
 from symphony_tui.api.client import LinkStatus
+from symphony_tui.console.starting import ATTACHED, Started
 from tests.console.helpers import SIZE, notifications, settle
 from tests.console.sample import NOW
 
@@ -251,3 +252,40 @@ async def test_the_header_says_the_console_followed_its_restarted_scheduler(port
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert f"● live · ↻ {moved} │" in screen_text(app)
+
+
+async def test_a_re_attach_replaces_the_toast_that_named_the_earlier_scheduler(port, make_app):
+    linked = LinkedPort(port, LinkStatus("live", 0.2, "stream"))
+
+    async def start() -> Started:
+        return Started(
+            linked,  # type: ignore[arg-type]  # a port by its attributes
+            messages=[
+                (ATTACHED, "this project's scheduler already runs (pid 100): attached to it."),
+                ("HTTP API", "token shown once"),
+            ],
+        )
+
+    def toasts() -> list[tuple[str, str]]:  # what the toasts show (not in test screenshots)
+        return [(n.title, n.message) for n in app._notifications]
+
+    app = make_app(None, start=start)
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(200):  # the start runs after the first frame
+            if app.state.port is linked:
+                break
+            await pilot.pause()
+        await settle(pilot)
+        said = [m for t, m in toasts() if t == ATTACHED]
+        assert len(said) == 1 and "pid 100" in said[0]
+        for pid in (200, 300):  # started again, twice: the newest toast names the newest
+            linked.current_link = LinkStatus("stopped", 1.0, "stream", "stopped by SIGTERM")
+            await settle(pilot)
+            moved = f"re-attached: pid {pid} (http://127.0.0.1:{pid})"
+            linked.current_link = LinkStatus("live", 0.2, "stream", moved=moved)
+            await settle(pilot)
+            await settle(pilot)
+            said = [m for t, m in toasts() if t == ATTACHED]
+            assert len(said) == 1 and moved in said[0], toasts()
+        assert ("HTTP API", "token shown once") in toasts()  # other toasts stay
+        assert "↻ re-attached: pid 300 (http://127.0.0.1:300)" in screen_text(app)

@@ -13,11 +13,13 @@ import shutil
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
 import pytest
 
+from symphony_tui.domain import AgentEvent
 from symphony_tui.domain.commands import Approve, Interrupt, PauseDispatch
 from symphony_tui.fleet import targets as tg
 from symphony_tui.fleet.port import FleetPort
@@ -179,9 +181,20 @@ async def test_five_schedulers_two_over_ssh_in_one_fleet(tmp_path, monkeypatch):
         await asyncio.to_thread(alpha.kill)
         await until(lambda: rows()["alpha"].link_state == "stopped", 20, "alpha stopped")
         assert all(rows()[n].link_state == "live" for n in live - {"alpha"})
+        killed_at = datetime.now(UTC)
         await asyncio.to_thread(alpha.restart)
         await until(lambda: rows()["alpha"].link_state == "live", 30, "alpha live again")
         assert set(rows()) == names
+
+        # its history, handed back by the new process, is in the fleet's log once
+        def alphas() -> list[AgentEvent]:
+            return [e for e in fleet.events_since(0, limit=100_000) if e.project == "alpha"]
+
+        await until(
+            lambda: any(e.at and e.at > killed_at for e in alphas()), 30, "alpha's new events"
+        )
+        said = [(e.at, e.kind, e.issue_id, e.message) for e in alphas()]
+        assert len(said) == len(set(said)), "a restarted scheduler's history taken twice"
 
         print(f"restarted in {time.monotonic() - t0:.1f}s")
         # the CLI's one-shot table, beside the running fleet

@@ -212,6 +212,46 @@ def test_events_not_read_for_long_are_numbered_beyond_the_wait(monkeypatch):
     ]
 
 
+def test_a_restarted_scheduler_s_history_is_taken_once_across_a_reset_and_a_new_port():
+    from datetime import timedelta
+
+    workflow = "/work/alpha/WORKFLOW.md"
+
+    def at(s: int) -> datetime:
+        return NOW + timedelta(seconds=s)
+
+    def said(seq: int, second: int, message: str) -> AgentEvent:
+        return event(seq, message=message).model_copy(update={"at": at(second)})
+
+    def messages(fleet: FleetPort, since: int = 0) -> list[str]:
+        return [e.message for e in fleet.events_since(since)]
+
+    fleet = FleetPort([])
+    alpha = joined(fleet, "alpha")
+    first = snap("i1").model_copy(update={"workflow_path": workflow, "started_at": at(0)})
+    feed(alpha, first)
+    events(alpha, said(1, 1, "a1"), said(2, 2, "a2"), said(3, 3, "a3"))
+    # started again on the same workflow, on the same address: it numbers on from its
+    # history file, which lacks a3 (written just before a kill -9), and hands its history back
+    second = first.model_copy(update={"started_at": at(10)})
+    feed(alpha, second, reset=True)
+    events(alpha, said(1, 1, "a1"), said(2, 2, "a2"), said(3, 11, "b3"), said(4, 12, "b4"))
+    assert messages(fleet) == ["a1", "a2", "a3", "b3", "b4"]
+    # and again, followed by a new port this time (another address): the same
+    assert alpha.port is not None
+    alpha.taken = alpha.port.taken()
+    endpoint = tg.Endpoint("alpha", "", "http://127.0.0.1:2", 2)
+    alpha.port = fleet.remote_port(alpha, "http://127.0.0.1:2", endpoint, httpx.AsyncClient())
+    feed(alpha, second.model_copy(update={"started_at": at(20)}))
+    events(alpha, said(3, 11, "b3"), said(4, 12, "b4"), said(5, 21, "c5"))
+    assert messages(fleet) == ["a1", "a2", "a3", "b3", "b4", "c5"]
+    # a scheduler of another workflow at that address: its history is all new here
+    other = second.model_copy(update={"workflow_path": "/work/beta/WORKFLOW.md"})
+    feed(alpha, other.model_copy(update={"started_at": at(30)}), reset=True)
+    events(alpha, said(1, 5, "o1"))
+    assert messages(fleet, 6) == ["o1"]
+
+
 def test_a_transcript_is_the_project_s_own_with_namespaced_ids():
     fleet = FleetPort([])
     alpha = joined(fleet, "alpha")
@@ -304,7 +344,11 @@ async def test_a_console_refuses_a_stale_project_in_the_fleet_port_s_own_words()
     await alpha.port.close()
 
 
-async def test_a_lost_project_keeps_its_last_counts_and_says_how_old_they_are():
+def _counts(row) -> tuple[int, int, int]:
+    return row.running, row.retrying, row.approvals
+
+
+async def test_a_stopped_project_runs_nothing_and_says_what_it_had_and_how_long_ago():
     now = [100.0]
     fleet = FleetPort([], clock=lambda: now[0])
     alpha = joined(fleet, "alpha")
@@ -320,35 +364,72 @@ async def test_a_lost_project_keeps_its_last_counts_and_says_how_old_they_are():
         3.0,
         "its process no longer serves",
     )
-    assert (row.running, row.retrying, row.approvals, row.totals.total_tokens) == (1, 1, 1, 10)
+    # the row agrees with the panes: nothing runs or waits; what did is said apart
+    assert _counts(row) == (0, 0, 0) and row.stopped_with == (1, 1, 1)
+    assert (row.totals.total_tokens, row.max_concurrent_agents) == (10, 0)
     # a new port that never heard from it (followed again while its note outlived it)
     now[0] += 4
     await fleet._disconnect(alpha)
     assert joined(fleet, "alpha") is alpha and alpha.port is not None
     alpha.port._ended("its process no longer serves")
     row = fleet.snapshot().projects[0]
-    assert (row.link_state, row.age_s, row.running, row.retrying, row.approvals) == (
-        "stopped", 7.0, 1, 1, 1,
+    assert (row.link_state, row.age_s, _counts(row), row.stopped_with) == (
+        "stopped", 7.0, (0, 0, 0), (1, 1, 1),
     )  # fmt: skip
     # no longer announced on its ssh host: the port is dropped
     now[0] += 1
     await fleet._disconnect(alpha)
     alpha.gone = "its scheduler no longer runs on build-1"
     row = fleet.snapshot().projects[0]
-    assert (row.link_state, row.age_s, row.running, row.totals.total_tokens) == (
-        "stopped", 8.0, 1, 10,
+    assert (row.link_state, row.age_s, _counts(row), row.totals.total_tokens) == (
+        "stopped", 8.0, (0, 0, 0), 10,
     )  # fmt: skip
-    # found again, but nothing answers there: down, with what it said 10 s ago
+    assert row.stopped_with == (1, 1, 1)
+    # found again, but nothing answers there: down, and what stopped ran nothing since
     alpha.gone = None
     now[0] += 2
     assert joined(fleet, "alpha") is alpha and alpha.port is not None
     alpha.port._lost(RemoteError("connection refused"))
     row = fleet.snapshot().projects[0]
-    assert (row.link_state, row.age_s, row.running, row.approvals) == ("down", 10.0, 1, 1)
+    assert (row.link_state, row.age_s, _counts(row), row.stopped_with) == (
+        "down", 10.0, (0, 0, 0), None,
+    )  # fmt: skip
     feed(alpha, snap("i2").model_copy(update={"running": (), "approvals": ()}))  # it is back
     row = fleet.snapshot().projects[0]
     assert (row.link_state, row.age_s, row.running, row.approvals) == ("live", 0.0, 0, 0)
+    assert row.max_concurrent_agents == 3 and row.stopped_with is None
     await alpha.port.close()
+
+
+async def test_a_lost_link_keeps_its_last_counts_and_says_how_old_they_are():
+    now = [100.0]
+    fleet = FleetPort([], clock=lambda: now[0])
+    alpha = joined(fleet, "alpha")
+    feed(alpha, snap("i1", tokens=10))
+    assert alpha.port is not None
+    now[0] += STALE_AFTER_S + 2  # frozen or cut off: its agents may still run
+    merged = fleet.snapshot()
+    row = merged.projects[0]
+    assert (row.link_state, row.age_s, _counts(row), row.stopped_with) == (
+        "stale", STALE_AFTER_S + 2, (1, 1, 1), None,
+    )  # fmt: skip
+    assert len(merged.running) == len(merged.approvals) == 1  # shown as unknown, as the row
+    assert merged.max_concurrent_agents == row.max_concurrent_agents == 3
+    await alpha.port.close()
+
+
+async def test_the_capacity_is_that_of_the_schedulers_that_can_run_work_now():
+    fleet = FleetPort([])
+    alpha, beta = joined(fleet, "alpha"), joined(fleet, "beta")
+    feed(alpha, snap("i1"))
+    feed(beta, snap("i2").model_copy(update={"max_concurrent_agents": 5}))
+    assert fleet.snapshot().max_concurrent_agents == 8
+    assert alpha.port is not None and beta.port is not None
+    alpha.port._ended("stopped by SIGTERM")
+    merged = fleet.snapshot()
+    assert len(merged.running) == 1 and merged.max_concurrent_agents == 5
+    await alpha.port.close()
+    await beta.port.close()
 
 
 async def test_the_process_known_to_have_stopped_is_not_followed_again():

@@ -2,8 +2,10 @@
 
 Each row: the link's state and the age of its data, runs, retry entries and approvals
 waiting, tokens, the machine it runs on and its last error; the selected one in full
-below. A project whose link is lost or whose scheduler stopped keeps the counts it last
-sent, dimmed, as old as its link cell says. ``enter`` shows only that project's rows in every pane (on the filtered one: every
+below. A project whose link is lost keeps the counts it last sent, dimmed, as old as its
+link cell says (its rows in the panes read unknown since then). A stopped scheduler's
+counts are 0, dimmed, as its panes show none (nothing runs or waits there); its details
+say what it had when it stopped, and how long ago. ``enter`` shows only that project's rows in every pane (on the filtered one: every
 project again); the dispatch-wide keys (``p`` pause, ``R`` refresh) act on the selected
 project.
 """
@@ -65,7 +67,8 @@ def project_rows(
 ) -> list[tuple[str, Row]]:
     """(project name, cells) in the fleet's order, names cut to ``name_width`` cells; the
     project filtered by is marked ``▸``. The counts and tokens of a project that hears
-    nothing new (:data:`OUT_OF_DATE_STATES`) are dimmed: the last it sent."""
+    nothing new (:data:`OUT_OF_DATE_STATES`) are dimmed: the last it sent (a stopped
+    one's counts: none)."""
     rows: list[tuple[str, Row]] = []
     for p in snapshot.projects:
         old = p.link_state in OUT_OF_DATE_STATES
@@ -115,7 +118,16 @@ def project_detail(row: ProjectRow, now: datetime, tones: Tones) -> Text:
         pair("workflow", row.workflow_path)
     pair("machine", row.machine or "this machine")
     pair("link", link_cell(row, tones))
-    if row.link_state in OUT_OF_DATE_STATES and row.age_s is not None:
+    if row.link_state == "stopped":
+        # nothing runs or waits there now; what did when it stopped, said as past
+        ago = "" if row.age_s is None else f"{fmt.duration(row.age_s)} ago"
+        had = row.stopped_with
+        if had is not None and any(had):
+            counts = f"run {had[0]} · retry {had[1]} · approvals {had[2]}"
+            ago = f"{ago}{', ' if ago else ''}with {counts}: none run or wait now"
+        if ago:
+            pair("stopped", Text(ago, style=tones.muted))
+    elif row.link_state in OUT_OF_DATE_STATES and row.age_s is not None:
         counts = f"run {row.running} · retry {row.retrying} · approvals {row.approvals}"
         pair("as of", Text(f"{fmt.duration(row.age_s)} ago: {counts}", style=tones.muted))
     dispatch = Text("paused", style=tones.warning + tones.bold) if row.dispatch_paused else "on"
