@@ -6,6 +6,7 @@ Files are never overwritten; each export is audited (``SchedulerPort.note_action
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -31,15 +32,30 @@ EXPORT_LIMIT = 10_000  # events asked of the scheduler (what its ring still hold
 def export_lines(events: list[AgentEvent], path: Path) -> str:
     """The text of an export: JSON lines (every field, as the API serves them) for
     ``.jsonl`` / ``.json``; else one line an event, ``time issue kind message``, with the
-    message made inert (no escape sequences reach whoever reads the file later)."""
+    message made inert (no escape sequences reach whoever reads the file later).
+
+    An event of a fleet console (``project`` set) carries its project as the log shows
+    it: a ``"project"`` field last in its JSON line, ``time project issue kind message``
+    in text (an identifier such as ``#12`` may be several projects')."""
     if path.suffix in (".jsonl", ".json"):
-        return "".join(e.model_dump_json() + "\n" for e in events)
+        return "".join(_json_line(e) for e in events)
     out = []
     for e in events:
         at = e.at.isoformat(timespec="seconds") if e.at else "-"
+        if e.project is not None:
+            at += " " + one_line(e.project, 40)
         ident = one_line(e.issue_identifier or e.issue_id or "-", 40)
         out.append(f"{at} {ident} {e.kind.value} {one_line(e.message)}\n")
     return "".join(out)
+
+
+def _json_line(event: AgentEvent) -> str:
+    """``event`` as the API serves it, one line; with ``"project"`` last when it has one
+    (the field is never serialized by the model itself)."""
+    line = event.model_dump_json()
+    if event.project is None:
+        return line + "\n"
+    return f'{line[:-1]},"project":{json.dumps(event.project)}}}\n'
 
 
 class Exports:

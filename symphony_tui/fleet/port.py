@@ -13,11 +13,15 @@ restart of the console; a restarted scheduler takes its old row (same workflow).
 ``snapshot()`` is the merge (:mod:`symphony_tui.fleet.merge`), cached: a project's rows
 are namespaced once per snapshot its scheduler sends, and the whole is rebuilt only when
 some project's snapshot or row (link state, whole seconds of age, counts) changed.
-Events are numbered in arrival order with the fleet's own ``seq``; each scheduler's are
-taken once, in its order (``RemotePort`` drops what it already has, a reconnect resumes
-after the last event id), so a frozen scheduler that resumes loses and doubles nothing; a
-restarted one's history is taken up to where its earlier process was followed
-(``RemotePort``'s ``taken``), once.
+Events are numbered with the fleet's own ``seq`` when first handed to a reader
+(``events_since``): until then they wait, ordered by time, so backlogs that arrive between
+two reads (each scheduler's history, sent when the fleet connects) read by time, not
+project by project; a number once given never changes, and every later event gets a
+larger one, so a reader holding a position loses and doubles nothing. Each scheduler's
+events are taken once, in its order, which the time order never changes (``RemotePort``
+drops what it already has, a reconnect resumes after the last event id), so a frozen
+scheduler that resumes loses and doubles nothing; a restarted one's history is taken up
+to where its earlier process was followed (``RemotePort``'s ``taken``), once.
 One issue's transcript (``events_since(seq, issue_id="<project>/<id>")``) is its project's
 own, numbered by that scheduler (its history reaches back before the fleet connected), so a
 reader keeps one position per issue, as it does for one scheduler. Commands go to one
@@ -29,7 +33,10 @@ project's API (``X-Symphony-Via: fleet``), by the prefix of the id they name, el
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
+import heapq
+import math
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -62,6 +69,9 @@ SSH_RETRY_S = 5.0
 #: A project is stale after this long without a word (the server's keepalive is every 5 s).
 STALE_AFTER_S = 8.0
 RING = 20_000
+#: Events waiting for their number beyond this many are numbered, oldest first (a fleet
+#: whose log is not read for a while: the wait is for ordering, not for keeping).
+PENDING = 5_000
 VIA = "fleet"
 
 T = TypeVar("T")
@@ -248,6 +258,11 @@ class FleetPort(SchedulerPort):
         self._by_key: dict[tuple[str, str], Project] = {}
         self._ring: deque[AgentEvent] = deque(maxlen=RING)
         self._seq = 0
+        #: Events taken and not yet numbered: ``(time key, arrival, project, event)``,
+        #: sorted (:meth:`_take`); each project's own events keep its order.
+        self._pending: list[tuple[float, int, str, AgentEvent]] = []
+        self._arrivals = 0
+        self._floors: dict[str, float] = {}  # project -> key of its last pending event
         self._merged = merge([], ())
         self._merged_rows: tuple[ProjectRow, ...] = ()
         self._merged_ids: tuple[int, ...] = ()
@@ -344,10 +359,38 @@ class FleetPort(SchedulerPort):
             await self._thread(tunnel.close)
 
     def _take(self, project: Project, events: list[AgentEvent]) -> None:
-        # RemotePort hands each of its events over once, in its seq order
+        """Add ``events`` (one project's, each once, in its seq order: ``RemotePort``) to
+        those waiting for their number, by time: an event goes after every waiting one
+        that is not later, and never before an earlier event of its own project (an event
+        without a time, and its project's after it, go last)."""
+        name = project.name
+        key = self._floors.get(name, -math.inf)
+        batch = []
         for event in events:
+            at = event.at.timestamp() if event.at is not None else math.inf
+            key = max(key, at)
+            self._arrivals += 1
+            batch.append((key, self._arrivals, name, event))
+        if not batch:
+            return
+        self._floors[name] = key
+        pending = self._pending
+        start = bisect.bisect_right(pending, batch[0][:2], key=lambda item: item[:2])
+        pending[start:] = heapq.merge(pending[start:], batch)
+        if len(pending) > PENDING:
+            self._number(len(pending) - PENDING)
+
+    def _number(self, count: int | None = None) -> None:
+        """Give the oldest ``count`` waiting events (all: ``None``) the fleet's next
+        numbers, into the ring."""
+        pending = self._pending
+        count = len(pending) if count is None else count
+        for _key, _n, name, event in pending[:count]:
             self._seq += 1
-            self._ring.append(event_of(project.name, event, self._seq))
+            self._ring.append(event_of(name, event, self._seq))
+        del pending[:count]
+        if not pending:
+            self._floors.clear()
 
     async def _thread(
         self, fn: Callable[..., T], *args: Any, undo: Callable[[T], object] | None = None
@@ -585,6 +628,7 @@ class FleetPort(SchedulerPort):
             assert project.port is not None
             events = project.port.events_since(seq, limit=limit, issue_id=raw)
             return [event_of(project.name, e) for e in events]
+        self._number()  # handed out from here: numbered, in the order they now read
         newer: list[AgentEvent] = []
         for event in reversed(self._ring):
             if event.seq <= seq:

@@ -165,7 +165,8 @@ async def bench(schedulers: int, workers: int, window: float, root: Path) -> Non
         async def console_reads(seconds: float) -> tuple[list[float], int]:
             costs: list[float] = []
             cpu: list[float] = []
-            last = fleet.events_since(0, limit=100_000)[-1:][0].seq if fleet._seq else 0
+            held = fleet.events_since(0, limit=100_000)  # numbers what waits: read from here
+            last = held[-1].seq if held else 0
             taken = 0
             end = time.monotonic() + seconds
             while time.monotonic() < end:

@@ -8,6 +8,7 @@ projects, one project stale). One scheduler's console is unchanged (its screensh
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -25,7 +26,7 @@ from symphony_tui.console.widgets.event_log import EventLogView, LogFilter
 from symphony_tui.console.widgets.issues import IssuesTable
 from symphony_tui.console.widgets.keyed_table import KeyedTable
 from symphony_tui.console.widgets.status import status_text
-from symphony_tui.console.widgets.tokens import projects_text
+from symphony_tui.console.widgets.tokens import per_worker_text, projects_text
 from symphony_tui.console.widgets.workers import WorkersTable
 from symphony_tui.domain import Approve, Deny, Interrupt, PauseDispatch, Refresh
 from symphony_tui.domain.commands import DrainHost
@@ -179,6 +180,36 @@ async def test_projects_table_and_enter_filters_by_its_project(fleet, make_app):
         await pilot.press("enter")  # the filtered one again: every project
         await settle(pilot)
         assert app.project_filter is None
+
+
+async def test_a_projects_rate_limit_lines_line_up_with_its_other_details(fleet, make_app):
+    """Each window and the credits are a labelled line of the details: values in one column."""
+    from symphony_tui.domain import RateLimits, RateLimitWindow
+    from tests.console.sample import later
+
+    limits = RateLimits(
+        source="codex",
+        limit_name="codex",
+        primary=RateLimitWindow(used_percent=42.0, window_minutes=300, resets_at=later(600)),
+        secondary=RateLimitWindow(used_percent=75.0, window_minutes=10_080),
+        credits_balance="12.5",
+    )
+    fleet.update(
+        projects=tuple(
+            p.model_copy(update={"rate_limits": limits}) if p.name == API else p
+            for p in fleet.current.projects
+        )
+    )
+    app = make_app(fleet)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("P")
+        await settle(pilot)
+        lines = plain(app.screen.query_one("#project-detail").render()).splitlines()
+    labels = [line.split()[0] for line in lines]
+    assert labels[-4:] == ["limits", "primary", "secondary", "credits"], lines
+    columns = {len(line) - len(line.split(maxsplit=1)[1]) for line in lines}
+    assert columns == {11}, lines
 
 
 async def test_a_stopped_projects_row_runs_nothing_its_details_say_what_it_had(fleet, make_app):
@@ -551,6 +582,30 @@ async def test_a_fleets_quit_entry_says_its_schedulers_keep_running(fleet, port,
     assert "stop them" in " ".join(str(c) for c in help_table(str).columns[1]._cells)
 
 
+@pytest.mark.parametrize("suffix", [".txt", ".jsonl"])
+async def test_an_exported_log_names_each_events_project(fleet, make_app, tmp_path, suffix):
+    """The log shows each line's project (``#12`` is api's and web's); so does its export."""
+    target = tmp_path / f"log{suffix}"
+    app = make_app(fleet)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("e")
+        await settle(pilot)
+        await pilot.press(*str(target), "enter")
+        await done(pilot)
+    lines = target.read_text().splitlines()
+    assert len(lines) == len(fleet.events)
+    if suffix == ".txt":
+        assert [line.split()[1:3] for line in lines] == [
+            [e.project, e.issue_identifier] for e in fleet.events
+        ]
+    else:
+        rows = [json.loads(line) for line in lines]
+        assert [(r["project"], r["issue_id"]) for r in rows] == [
+            (e.project, e.issue_id) for e in fleet.events
+        ]
+
+
 async def test_skipped_fleet_file_lines_are_said_when_the_console_opens(fleet, make_app):
     line = "skipped fleet line 3: bogus://x: not a target (a WORKFLOW.md path, http(s)://, ssh://)"
     app = make_app(fleet, notices=(line,), notices_title="fleet file")
@@ -574,6 +629,31 @@ def test_per_project_token_lines_fit_a_narrow_pane_with_their_spend():
     assert all(len(line) <= 26 for line in narrow), narrow
     assert [line.split()[-1] for line in narrow[1:]] == ["$12.50", "$25.00", "$37.50", "$75.00"]
     assert narrow[3] == "billi…    9.8k      $37.50"  # the name gave way, not the figures
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_per_issue_token_lines_never_wrap_in_a_fleet(fleet, make_app, size):
+    """One run a line: what does not fit the pane leaves out the input/output split."""
+    app = make_app(fleet)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        workers = app.screen.query_one("#token-workers")
+        lines = plain(workers.render()).splitlines()
+        width = workers.content_size.width
+        assert workers.content_size.height == len(lines) == 3, lines
+        assert all(len(line) <= width for line in lines), (width, lines)
+        assert lines[0].split() == ["web", "#12", "54.0k"]
+
+
+def test_a_cut_per_issue_token_line_keeps_its_spend():
+    snap = fleet_snapshot()
+    running = tuple(r.model_copy(update={"spend_usd": 1.25}) for r in snap.running)
+    snap = snap.model_copy(update={"running": running})
+    wide = per_worker_text(snap, Tones()).plain.splitlines()
+    assert wide[0] == "web    #12         54.0k in 50.0k out 4.0k $1.25"
+    narrow = per_worker_text(snap, Tones(), width=39).plain.splitlines()
+    assert narrow[0] == "web    #12         54.0k $1.25"
+    assert per_worker_text(snap, Tones(), width=48).plain.splitlines()[0] == wide[0]
 
 
 async def test_a_fleets_token_pane_repaints_at_most_once_a_second(fleet, make_app):

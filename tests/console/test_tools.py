@@ -256,6 +256,7 @@ async def test_export_a_transcript_as_json_lines(tools_port, make_app, tmp_path)
         await done(pilot)
     rows = [json.loads(line) for line in target.read_text().splitlines()]
     assert rows and {r["issue_id"] for r in rows} == {"demo-1"}
+    assert not any("project" in r for r in rows)  # one scheduler: no project field
     assert [r["seq"] for r in rows] == [e.seq for e in tools_port.events if e.issue_id == "demo-1"]
 
 

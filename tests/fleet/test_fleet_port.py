@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import httpx
 import jsonpatch
@@ -168,6 +168,48 @@ def test_events_get_one_fleet_sequence_and_a_replay_after_a_reconnect_is_not_dou
     feed(alpha, snap("i1"), reset=True)
     events(alpha, event(1, message="again"))
     assert [(e.seq, e.message) for e in fleet.events_since(4)] == [(5, "again")]
+
+
+def timed(seq: int, second: int, message: str) -> AgentEvent:
+    return event(seq, message=message).model_copy(update={"at": NOW + timedelta(seconds=second)})
+
+
+def test_backlogs_that_arrive_before_a_read_read_by_time():
+    """Each scheduler hands its history when the fleet connects: read together, by time."""
+    fleet = FleetPort([])
+    alpha, beta = joined(fleet, "alpha"), joined(fleet, "beta")
+    events(alpha, timed(1, 1, "a1"), timed(2, 3, "a3"), timed(3, 5, "a5"))
+    events(beta, timed(1, 2, "b2"), timed(2, 4, "b4"))
+    seen = fleet.events_since(0)
+    assert [(e.seq, e.message) for e in seen] == [
+        (1, "a1"), (2, "b2"), (3, "a3"), (4, "b4"), (5, "a5"),
+    ]  # fmt: skip
+
+
+def test_a_backlog_after_a_read_never_moves_what_a_reader_holds():
+    """Numbers once handed out stay: a later backlog reads after them, none lost or doubled;
+    a project's own events keep its order even when their times do not."""
+    fleet = FleetPort([])
+    alpha, beta = joined(fleet, "alpha"), joined(fleet, "beta")
+    events(alpha, timed(1, 5, "a5"), timed(2, 6, "a6"))
+    first = fleet.events_since(0)
+    assert [(e.seq, e.message) for e in first] == [(1, "a5"), (2, "a6")]
+    events(beta, timed(1, 1, "b1"), timed(2, 9, "b9"))
+    events(alpha, timed(3, 7, "a7"), timed(4, 2, "a2"))  # a2 stays after a6 and a7
+    later = fleet.events_since(first[-1].seq)
+    assert [(e.seq, e.message) for e in later] == [(3, "b1"), (4, "a7"), (5, "a2"), (6, "b9")]
+    assert [e.message for e in fleet.events_since(0)] == ["a5", "a6", "b1", "a7", "a2", "b9"]
+
+
+def test_events_not_read_for_long_are_numbered_beyond_the_wait(monkeypatch):
+    monkeypatch.setattr("symphony_tui.fleet.port.PENDING", 2)
+    fleet = FleetPort([])
+    alpha = joined(fleet, "alpha")
+    events(alpha, *(timed(n, n, f"a{n}") for n in range(1, 6)))
+    assert len(fleet._pending) == 2
+    assert [(e.seq, e.message) for e in fleet.events_since(0)] == [
+        (n, f"a{n}") for n in range(1, 6)
+    ]
 
 
 def test_a_restarted_scheduler_s_history_is_taken_once_across_a_reset_and_a_new_port():

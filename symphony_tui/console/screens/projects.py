@@ -49,6 +49,8 @@ COLUMNS = (
 )
 #: At 80 columns the machine, link, name and tokens give cells to the last error.
 SHRINK = {"machine": 7, "link": 12, "project": 9, "tokens": 6}
+#: Cells of a label in the selected project's details (its values start after them).
+DETAIL_LABEL = 11
 
 
 def link_cell(row: ProjectRow, tones: Tones) -> Text:
@@ -107,7 +109,7 @@ def project_detail(row: ProjectRow, now: datetime, tones: Tones) -> Text:
     def pair(label: str, value: Text | str) -> None:
         if text.plain:
             text.append("\n")
-        text.append(f"{label:<11}", style=tones.muted)
+        text.append(f"{label:<{DETAIL_LABEL}}", style=tones.muted)
         text.append_text(value if isinstance(value, Text) else inert(value, limit=200))
 
     pair("project", inert(row.name, tones.bold, limit=80))
@@ -137,7 +139,8 @@ def project_detail(row: ProjectRow, now: datetime, tones: Tones) -> Text:
         f"out {fmt.compact(t.output_tokens)})"
         + (f" · ${t.cost_usd:,.2f}" if t.cost_usd is not None else ""),
     )
-    pair("limits", limits_text(row.rate_limits, now, tones))
+    # the windows' own labelled lines (primary, secondary, credits) line up with these
+    pair("limits", limits_text(row.rate_limits, now, tones, label_width=DETAIL_LABEL))
     if row.error:
         pair("last error", inert(row.error, tones.error, limit=300))
     return text

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
+from functools import partial
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -81,7 +83,9 @@ def totals_text(snapshot: Snapshot, tones: Tones) -> Text:
     return text
 
 
-def _window(text: Text, name: str, w: RateLimitWindow, now: datetime, tones: Tones) -> None:
+def _window(
+    text: Text, name: str, w: RateLimitWindow, now: datetime, tones: Tones, width: int
+) -> None:
     used = "-" if w.used_percent is None else f"{w.used_percent:.0f}%"
     tone = tones.muted
     if w.used_percent is not None:
@@ -91,15 +95,19 @@ def _window(text: Text, name: str, w: RateLimitWindow, now: datetime, tones: Ton
             else (tones.warning if w.used_percent >= 70 else tones.success)
         )
     span = "" if w.window_minutes is None else f" /{fmt.duration(w.window_minutes * 60)}"
-    text.append(f"{name:<10}", style=tones.muted)
+    text.append(f"{name:<{width}}", style=tones.muted)
     text.append(used, style=tone)
     text.append(span)
     if w.resets_at is not None:
         text.append(f" resets {fmt.until(w.resets_at, now)}", style=tones.muted)
 
 
-def limits_text(limits: RateLimits | None, now: datetime, tones: Tones) -> Text:
-    """Rate-limit windows (used %, window length, time to reset) and credits."""
+def limits_text(
+    limits: RateLimits | None, now: datetime, tones: Tones, label_width: int = 10
+) -> Text:
+    """Rate-limit windows (used %, window length, time to reset) and credits: the limit's
+    name, then a labelled value a line, the labels ``label_width`` cells wide (those of
+    the lines it is shown among)."""
     text = Text(end="")
     if limits is None:
         text.append("rate limits: none reported", style=tones.muted)
@@ -109,12 +117,12 @@ def limits_text(limits: RateLimits | None, now: datetime, tones: Tones) -> Text:
     parts = [("primary", limits.primary), ("secondary", limits.secondary)]
     shown = [(n, w) for n, w in parts if w is not None]
     for i, (name, w) in enumerate(shown):
-        _window(text, name, w, now, tones)
+        _window(text, name, w, now, tones, label_width)
         if i < len(shown) - 1:
             text.append("\n")
     if limits.credits_balance is not None:
         text.append("\n")
-        _pair(text, "credits", one_line(limits.credits_balance, 20), tones)
+        _pair(text, "credits", one_line(limits.credits_balance, 20), tones, label_width)
     if not shown and limits.credits_balance is None:
         text.append("no windows", style=tones.muted)
     return text
@@ -123,11 +131,15 @@ def limits_text(limits: RateLimits | None, now: datetime, tones: Tones) -> Text:
 PER_WORKER_ROWS = 12
 
 
-def per_worker_text(snapshot: Snapshot, tones: Tones, limit: int = PER_WORKER_ROWS) -> Text:
+def per_worker_text(
+    snapshot: Snapshot, tones: Tones, limit: int = PER_WORKER_ROWS, width: int | None = None
+) -> Text:
     """Tokens per running issue, biggest first, at most ``limit`` lines plus a count; a
     run whose backend has reported no usage yet reads ``none yet``, last. In a fleet
-    console each line starts with the run's project."""
-    text = Text(end="")
+    console each line starts with the run's project. One run a line, never wrapped: a
+    line longer than ``width`` cells leaves out its input and output split (or ``none
+    yet``), then is cut."""
+    text = Text(end="", no_wrap=True, overflow="ellipsis")
     if not snapshot.running:
         text.append("no active workers", style=tones.muted)
         return text
@@ -138,22 +150,29 @@ def per_worker_text(snapshot: Snapshot, tones: Tones, limit: int = PER_WORKER_RO
     )
     shown = ranked[:limit]
     for i, r in enumerate(shown):
+        line = Text(end="")
         if r.project is not None:  # a fleet console's: identifiers repeat across projects
-            text.append(f"{one_line(r.project, 6):<6} ", style=tones.muted)
-        text.append(f"{one_line(r.issue_identifier, 10):<10}", style=tones.bold)
+            line.append(f"{one_line(r.project, 6):<6} ", style=tones.muted)
+        line.append(f"{one_line(r.issue_identifier, 10):<10}", style=tones.bold)
+        spend = Text(end="")
         if not r.usage_reported:
-            text.append(f"{'-':>7} none yet", style=tones.muted)
-            if i < len(shown) - 1:
-                text.append("\n")
-            continue
-        text.append(
-            f"{fmt.compact(r.tokens.total_tokens):>7} "
-            f"in {fmt.compact(r.tokens.input_tokens)} out {fmt.compact(r.tokens.output_tokens)}"
-        )
-        if r.spend_usd is not None:
-            text.append(f" {usd(r.spend_usd)}")
-        elif r.spend == "unknown model":
-            text.append(" $?", style=tones.warning)
+            line.append(f"{'-':>7}", style=tones.muted)
+            split = Text(" none yet", style=tones.muted, end="")
+        else:
+            line.append(f"{fmt.compact(r.tokens.total_tokens):>7}")
+            split = Text(
+                f" in {fmt.compact(r.tokens.input_tokens)} out "
+                f"{fmt.compact(r.tokens.output_tokens)}",
+                end="",
+            )
+            if r.spend_usd is not None:
+                spend.append(f" {usd(r.spend_usd)}")
+            elif r.spend == "unknown model":
+                spend.append(" $?", style=tones.warning)
+        if width is None or line.cell_len + split.cell_len + spend.cell_len <= width:
+            line.append_text(split)
+        line.append_text(spend)
+        text.append_text(line)
         if i < len(shown) - 1:
             text.append("\n")
     if len(ranked) > limit:
@@ -198,6 +217,23 @@ def projects_text(snapshot: Snapshot, tones: Tones, width: int | None = None) ->
     return text
 
 
+class Fitted(Static):
+    """Text made for the widget's width: :meth:`fit` takes ``make(width)`` (cells, ``None``
+    before the first layout) and shows what it makes, made again when the width changes."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._make: Callable[[int | None], Text] | None = None
+
+    def fit(self, make: Callable[[int | None], Text]) -> None:
+        self._make = make
+        update_static(self, make(self.content_size.width or None))
+
+    def on_resize(self) -> None:
+        if self._make is not None:
+            update_static(self, self._make(self.content_size.width or None))
+
+
 #: A fleet console repaints its token pane at most this often (seconds). Each scheduler
 #: publishes its accounting once a second; twenty of them out of step moved the fleet's
 #: figures on every tick, and the pane's repaints were a third of the fleet console's
@@ -236,22 +272,22 @@ class TokenPane(VerticalScroll, can_focus=True):
         return False
 
     def compose(self) -> ComposeResult:
-        yield Static(id="token-projects")
+        yield Fitted(id="token-projects")
         yield Static(id="token-totals")
         yield Sparkline([], id="token-spark")
         yield Static(id="token-limits")
-        yield Static(id="token-workers")
+        yield Fitted(id="token-workers")
 
     def show(self, snapshot: Snapshot, now: datetime, tones: Tones) -> None:
         """Set the parts whose text changed (``console.repaint``: an update repaints)."""
         self.holding = self._fleet_holds(snapshot, now, tones)
         if self.holding:
             return
-        projects = self.query_one("#token-projects", Static)
+        projects = self.query_one("#token-projects", Fitted)
         if projects.display != bool(snapshot.projects):
             projects.display = bool(snapshot.projects)
         if snapshot.projects:
-            update_static(projects, projects_text(snapshot, tones, projects.size.width or None))
+            projects.fit(partial(projects_text, snapshot, tones))
         update_static(self.query_one("#token-totals", Static), totals_text(snapshot, tones))
         spark = self.query_one("#token-spark", Sparkline)
         history = list(snapshot.token_history)
@@ -260,4 +296,5 @@ class TokenPane(VerticalScroll, can_focus=True):
         update_static(
             self.query_one("#token-limits", Static), limits_text(snapshot.rate_limits, now, tones)
         )
-        update_static(self.query_one("#token-workers", Static), per_worker_text(snapshot, tones))
+        workers = partial(per_worker_text, snapshot, tones, PER_WORKER_ROWS)
+        self.query_one("#token-workers", Fitted).fit(workers)
