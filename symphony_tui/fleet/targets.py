@@ -97,9 +97,6 @@ def parse(
             spec = parse_target(raw)
         except ValueError as exc:
             raise TargetError(str(exc)) from None
-        if spec.hostname.startswith("-") or (spec.user or "").startswith("-"):
-            # ssh would read it as one of its options
-            raise TargetError(f"{raw!r}: a user or host name never starts with '-'")
         return Target("ssh", spec.name, name, ssh=spec)
     if raw.startswith(("http://", "https://")):
         try:
