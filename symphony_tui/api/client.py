@@ -222,7 +222,7 @@ class RemotePort(SchedulerPort):
         #: The snapshot as it was when the scheduler stopped, live rows included (what it
         #: last said it ran); None while it runs.
         self.before_stop: Snapshot | None = None
-        self._on_events = on_events
+        self.on_events = on_events
         #: What an earlier process of this scheduler was followed up to (not taken again).
         self.taken_before = taken
         self._taken: Taken | None = None
@@ -609,8 +609,8 @@ class RemotePort(SchedulerPort):
             last = taken[-1]
             if workflow and last.at is not None:
                 self._taken = Taken(workflow, last.at, last.seq)
-            if self._on_events is not None:
-                self._on_events(taken)
+            if self.on_events is not None:
+                self.on_events(taken)
 
     def _forget_events(self) -> None:
         # another process of the scheduler: its history repeats what this port took

@@ -61,6 +61,16 @@ def said(event) -> tuple:
     return (event.at, event.kind, event.issue_id, event.message)
 
 
+def still_shown(follow: FollowingPort, before: list, newer: list) -> None:
+    """What the console showed before the restart (``before``) is still there after the
+    move, first, then the new scheduler's (``newer``), each once: as the event log reads it
+    again from the start (a filter set and cleared) and as an export reads it."""
+    kept = follow.events_since(0)
+    assert kept[: len(before)] == before
+    assert kept[len(before) : len(before) + len(newer)] == newer
+    assert len({said(e) for e in kept}) == len(kept)
+
+
 async def test_a_console_attached_by_workflow_follows_its_restarted_scheduler(
     tmp_path, monkeypatch
 ):
@@ -107,6 +117,7 @@ async def test_a_console_attached_by_workflow_follows_its_restarted_scheduler(
         assert seqs == sorted(set(seqs)) and seqs[0] > handed
         assert not {said(e) for e in newer} & {said(e) for e in before}
         assert all(e.at and e.at > before[-1].at for e in newer if e.at)
+        still_shown(follow, before, newer)
 
         # killed with -9 (its note stays behind), started again: followed again
         second = follow.port.base_url
@@ -122,6 +133,7 @@ async def test_a_console_attached_by_workflow_follows_its_restarted_scheduler(
         assert newer[0].seq > handed
         assert not {said(e) for e in newer} & {said(e) for e in before}
         assert follow.moves == 2
+        still_shown(follow, before, newer)
     finally:
         await follow.close()
         await fixed.close()
@@ -179,6 +191,7 @@ async def test_a_console_attached_by_a_fixed_address_follows_a_scheduler_started
         seqs = [e.seq for e in newer]
         assert seqs == sorted(set(seqs)) and seqs[0] > handed
         assert not {said(e) for e in newer} & {said(e) for e in before}
+        still_shown(follow, before, newer)
 
         # killed with -9 (its note stays behind), started again on the same port
         sched.kill()
@@ -191,6 +204,7 @@ async def test_a_console_attached_by_a_fixed_address_follows_a_scheduler_started
         newer = follow.events_since(handed)
         assert newer[0].seq > handed
         assert not {said(e) for e in newer} & {said(e) for e in before}
+        still_shown(follow, before, newer)
     finally:
         await follow.close()
         run.cancel()
