@@ -88,6 +88,8 @@ async def test_a_console_attached_by_workflow_follows_its_restarted_scheduler(
     try:
         await until(lambda: len(follow.events_since(0)) >= 5, 20, "the first scheduler's events")
         await until(lambda: fixed.link().state == "live", 10, "the fixed address live")
+        # T-1's transcript, as its worker screen (or the /T-1 filter) reads it
+        await until(lambda: follow.events_since(0, issue_id="t-1"), 10, "T-1's transcript")
 
         # a graceful stop, then the same workflow started again: another pid, another port
         old_url = sched.url
@@ -100,6 +102,7 @@ async def test_a_console_attached_by_workflow_follows_its_restarted_scheduler(
         assert f" · {watching}; elsewhere, attach again: " in line and "\n" not in line
         before = follow.events_since(0)
         handed = before[-1].seq  # what the console was handed
+        transcript = follow.events_since(0, issue_id="t-1")
         sched.restart()
         assert sched.url != old_url
         await until(lambda: follow.port.base_url == sched.url, 10, "followed to the new port")
@@ -118,6 +121,16 @@ async def test_a_console_attached_by_workflow_follows_its_restarted_scheduler(
         assert not {said(e) for e in newer} & {said(e) for e in before}
         assert all(e.at and e.at > before[-1].at for e in newer if e.at)
         still_shown(follow, before, newer)
+        # so is T-1's transcript, the new scheduler's after it (its own starts empty)
+        await until(
+            lambda: len(follow.events_since(0, issue_id="t-1")) > len(transcript),
+            20,
+            "T-1's transcript from the new scheduler",
+        )
+        again = follow.events_since(0, issue_id="t-1")
+        assert again[: len(transcript)] == transcript
+        assert transcript[-1].seq < again[len(transcript)].seq
+        assert len({said(e) for e in again}) == len(again)
 
         # killed with -9 (its note stays behind), started again: followed again
         second = follow.port.base_url
