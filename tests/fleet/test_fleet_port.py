@@ -537,8 +537,9 @@ async def test_a_target_that_cannot_be_reached_is_one_down_row_with_one_line(tmp
             rows[f"nobody@127.0.0.1:{closed}"].error or ""
         )
         assert all("\n" not in (r.error or "\n") for r in rows.values())
-        assert "connection refused: nothing listens there" in (
-            rows[f"127.0.0.1:{closed}"].error or ""
+        assert (rows[f"127.0.0.1:{closed}"].error or "").endswith(
+            f"connection refused at 127.0.0.1:{closed} "
+            "(nothing listens there: the scheduler stopped, or a wrong port)"
         )
         assert fleet.link().state == "stale"
     finally:
