@@ -9,7 +9,8 @@ reconnecting with ``Last-Event-ID`` after a jittered backoff; a server without t
 about recently. :meth:`RemotePort.link` says how fresh the cache is, and whether the
 scheduler has stopped: its stream's last ``stopping`` frame says so (a poll is answered 503
 ``scheduler_stopping`` instead), or, on this machine,
-its ``owner`` process no longer serves once the link is lost. A stopped
+its ``owner`` process no longer serves once the link is lost (``said_stopping`` tells the
+first two from this one, after which its agents may still run). A stopped
 scheduler's snapshot keeps its history but no live rows (nothing runs there any more;
 ``before_stop`` is the snapshot as it was), and :meth:`RemotePort.run` returns.
 
@@ -269,6 +270,11 @@ class RemotePort(SchedulerPort):
         #: The snapshot as it was when the scheduler stopped, live rows included (what it
         #: last said it ran); None while it runs.
         self.before_stop: Snapshot | None = None
+        #: The scheduler itself said it was stopping (its stream's ``stopping`` frame, a
+        #: poll's 503 ``scheduler_stopping``): its runs were ended. False while it runs, and
+        #: when it was found gone without a word (its process no longer serves, its host no
+        #: longer announces it): its agents may still run, detached ones to be re-adopted.
+        self.said_stopping = False
         self._on_events = on_events
         #: What an earlier process of this scheduler was followed up to (not taken again).
         self.taken_before = taken
@@ -433,13 +439,15 @@ class RemotePort(SchedulerPort):
         if self._owner is not None and not self._owner.serving():
             self._ended("its process no longer serves")
 
-    def _ended(self, reason: str, at: datetime | None = None) -> None:
+    def _ended(self, reason: str, at: datetime | None = None, *, said: bool = False) -> None:
         """The scheduler has shut down (``reason``, one line, becomes ``link().error``): no
         live rows, no approvals, no claims, no reconnecting. Its issues read unclaimed
-        (idle), not released: nothing holds them, and the next start dispatches them."""
+        (idle), not released: nothing holds them, and the next start dispatches them.
+        ``said``: it said so itself (:attr:`said_stopping`)."""
         if self.stopped_at is not None:
             return
         self.stopped_at = at or datetime.now(UTC)
+        self.said_stopping = said
         self._connected = False
         self.error = reason
         snap = self.before_stop = self._snapshot
@@ -606,7 +614,7 @@ class RemotePort(SchedulerPort):
         except (ValueError, KeyError, TypeError):
             return False
         self._heard()
-        self._ended(reason or "it said it was stopping", at)
+        self._ended(reason or "it said it was stopping", at, said=True)
         return True
 
     def _stopping_frame(self, data: str) -> None:
@@ -617,7 +625,7 @@ class RemotePort(SchedulerPort):
             reason = str(frame.get("reason") or "")
         except (ValueError, KeyError, TypeError):
             at, reason = None, ""
-        self._ended(reason or "it said it was stopping", at)
+        self._ended(reason or "it said it was stopping", at, said=True)
 
     def _apply_snapshot(self, frame: dict[str, Any]) -> None:
         if frame.get("reset"):
