@@ -321,7 +321,8 @@ async def test_a_scheduler_gone_without_a_word_keeps_its_runs_as_unknown_and_say
             assert rows["alpha"][1:5] == ["✗ lost 47s", "1", "1", "⚑1"]
             detail = " ".join(plain(app.screen.query_one("#project-detail").render()).split())
             assert "as of 47s ago: run 1 · retry 1 · approvals 1" in detail
-            assert "its agents may still run" in detail and "re-adopted when it starts" in detail
+            assert "gone without a word: its agents may still run" in detail
+            assert "on restart its detached agents are re-adopted" in detail
             assert "none run" not in detail
     finally:
         await alpha.port.close()

@@ -140,17 +140,12 @@ def project_detail(row: ProjectRow, now: datetime, tones: Tones) -> Text:
         counts = f"run {row.running} · retry {row.retrying} · approvals {row.approvals}"
         pair("as of", Text(f"{fmt.duration(row.age_s)} ago: {counts}", style=tones.muted))
     if row.link_state == "lost":
-        pair(
-            "gone",
-            Text(
-                "its scheduler went without saying it stopped: its agents may still run, "
-                "and detached ones are re-adopted when it starts again",
-                style=tones.warning,
-            ),
-        )
+        # two short lines: each fits beside its label at 80 columns
+        pair("gone", Text("without a word: its agents may still run", style=tones.warning))
+        pair("on restart", Text("its detached agents are re-adopted", style=tones.muted))
     elif row.link_state == "config":
-        why = "this console's token setting (fleet file, --token-env, --token-file)"
-        pair("problem", Text(f"{why}: the scheduler was not asked", style=tones.muted))
+        why = "this console's token setting: the scheduler was not asked"
+        pair("problem", Text(why, style=tones.muted))
     # what is not known is said so; what is old is marked so (never shown as live)
     since = f" (as of {fmt.duration(row.age_s)} ago)" if old and row.age_s is not None else ""
     if not known:
