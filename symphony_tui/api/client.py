@@ -9,7 +9,8 @@ reconnecting with ``Last-Event-ID`` after a jittered backoff; a server without t
 about recently. :meth:`RemotePort.link` says how fresh the cache is, and whether the
 scheduler has stopped: its stream's last ``stopping`` frame says so (a poll is answered 503
 ``scheduler_stopping`` instead), or, on this machine,
-its ``owner`` process no longer serves once the link is lost. A stopped
+its ``owner`` process no longer serves once the link is lost (``said_stopping`` tells the
+first two from this one, after which its agents may still run). A stopped
 scheduler's snapshot keeps its history but no live rows (nothing runs there any more;
 ``before_stop`` is the snapshot as it was), and :meth:`RemotePort.run` returns.
 
@@ -23,9 +24,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
 import os
 import random
+import socket
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -64,20 +67,21 @@ LinkState = Literal["connecting", "live", "reconnecting", "stale", "stopped"]
 
 
 def link_reason(exc: Exception | str) -> str:
-    """One line for what broke a link: for a connection that failed, the system's reason
-    (refused: nothing listens there), since httpx's own message is "All connection
-    attempts failed" whatever happened; else the error's own message; for one that has
-    none (httpx's timeouts often do not), what happened in words, else its class name."""
+    """One line for what broke a link. For a connection that failed, the system's reason in
+    plain words with the address, first (``connection refused at 127.0.0.1:9``, ``name not
+    resolved: build.example``, ``no route to 10.0.0.7:8080``, ``timed out connecting to
+    ...``), then what it may mean in parentheses, since httpx's own message is "All
+    connection attempts failed" or the raw ``[Errno N] ...`` text whatever happened; else
+    the error's own message; for one that has none (httpx's timeouts often do not), what
+    happened in words, else its class name."""
     if isinstance(exc, str):
         return exc
-    if isinstance(exc, httpx.ConnectError):
-        cause = _os_error(exc)
-        if isinstance(cause, ConnectionRefusedError):
-            return (
-                "connection refused: nothing listens there (the scheduler stopped, or a wrong port)"
-            )
-        if cause is not None and cause.errno and cause.errno > 0:
-            return f"cannot connect: {os.strerror(cause.errno)}"
+    if isinstance(exc, httpx.TransportError):
+        plain = _plain_os_reason(exc)
+        if plain is not None:
+            return plain
+    if isinstance(exc, httpx.ConnectTimeout):
+        return f"timed out connecting to {_address(exc)} (a host that does not answer)"
     if str(exc):
         return str(exc)
     if isinstance(exc, httpx.TimeoutException):
@@ -85,6 +89,50 @@ def link_reason(exc: Exception | str) -> str:
     if isinstance(exc, httpx.RemoteProtocolError):
         return "the connection closed mid-answer"
     return type(exc).__name__
+
+
+#: errno -> (what happened, what it may mean), for the system errors a link meets.
+_ERRNO_WORDS: dict[int, tuple[str, str]] = {
+    errno.ECONNREFUSED: (
+        "connection refused at {at}",
+        "nothing listens there: the scheduler stopped, or a wrong port",
+    ),
+    errno.EHOSTUNREACH: ("no route to {at}", "the host is down or cut off"),
+    errno.ENETUNREACH: ("no route to {at}", "this machine has no network to it"),
+    errno.ETIMEDOUT: ("timed out connecting to {at}", "a host that does not answer"),
+    errno.ECONNRESET: ("connection reset by {at}", "the other end dropped the link"),
+}
+
+
+def _plain_os_reason(exc: httpx.TransportError) -> str | None:
+    """The system error under ``exc`` in plain words (:func:`link_reason`), or None."""
+    cause = _os_error(exc)
+    if cause is None:
+        return None
+    at = _address(exc)
+    if isinstance(cause, socket.gaierror) or (cause.errno is not None and cause.errno < 0):
+        host = at.rsplit(":", 1)[0] if at != "the scheduler" else at
+        why = cause.strerror or "unknown name"
+        return f"name not resolved: {host} ({why})"
+    assert cause.errno is not None
+    words = _ERRNO_WORDS.get(cause.errno)
+    if words is not None:
+        return f"{words[0].format(at=at)} ({words[1]})"
+    if isinstance(exc, httpx.ConnectError):
+        return f"cannot connect to {at}: {os.strerror(cause.errno)}"
+    return None
+
+
+def _address(exc: httpx.TransportError) -> str:
+    """``host:port`` of the request ``exc`` failed on (``the scheduler`` when unknown)."""
+    try:
+        url = exc.request.url
+    except RuntimeError:  # raised without its request
+        return "the scheduler"
+    host = url.host or "the scheduler"
+    if ":" in host:  # an IPv6 address
+        host = f"[{host}]"
+    return f"{host}:{url.port or (443 if url.scheme == 'https' else 80)}"
 
 
 def _os_error(exc: BaseException) -> OSError | None:
@@ -223,6 +271,11 @@ class RemotePort(SchedulerPort):
         #: The snapshot as it was when the scheduler stopped, live rows included (what it
         #: last said it ran); None while it runs.
         self.before_stop: Snapshot | None = None
+        #: The scheduler itself said it was stopping (its stream's ``stopping`` frame, a
+        #: poll's 503 ``scheduler_stopping``): its runs were ended. False while it runs, and
+        #: when it was found gone without a word (its process no longer serves, its host no
+        #: longer announces it): its agents may still run, detached ones to be re-adopted.
+        self.said_stopping = False
         self.on_events = on_events
         #: What an earlier process of this scheduler was followed up to (not taken again).
         self.taken_before = taken
@@ -392,13 +445,15 @@ class RemotePort(SchedulerPort):
         if self._owner is not None and not self._owner.serving():
             self._ended("its process no longer serves")
 
-    def _ended(self, reason: str, at: datetime | None = None) -> None:
+    def _ended(self, reason: str, at: datetime | None = None, *, said: bool = False) -> None:
         """The scheduler has shut down (``reason``, one line, becomes ``link().error``): no
         live rows, no approvals, no claims, no reconnecting. Its issues read unclaimed
-        (idle), not released: nothing holds them, and the next start dispatches them."""
+        (idle), not released: nothing holds them, and the next start dispatches them.
+        ``said``: it said so itself (:attr:`said_stopping`)."""
         if self.stopped_at is not None:
             return
         self.stopped_at = at or datetime.now(UTC)
+        self.said_stopping = said
         self._connected = False
         self.error = reason
         snap = self.before_stop = self._snapshot
@@ -565,7 +620,7 @@ class RemotePort(SchedulerPort):
         except (ValueError, KeyError, TypeError):
             return False
         self._heard()
-        self._ended(reason or "it said it was stopping", at)
+        self._ended(reason or "it said it was stopping", at, said=True)
         return True
 
     def _stopping_frame(self, data: str) -> None:
@@ -576,7 +631,7 @@ class RemotePort(SchedulerPort):
             reason = str(frame.get("reason") or "")
         except (ValueError, KeyError, TypeError):
             at, reason = None, ""
-        self._ended(reason or "it said it was stopping", at)
+        self._ended(reason or "it said it was stopping", at, said=True)
 
     def _apply_snapshot(self, frame: dict[str, Any]) -> None:
         if frame.get("reset"):

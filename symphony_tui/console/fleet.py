@@ -19,13 +19,15 @@ if TYPE_CHECKING:
     from symphony_tui.domain.snapshot import ProjectRow
 
 #: A project whose link is in one of these states has rows that may be out of date: its
-#: live statuses read as unknown since its last update (``ProjectRow.age_s``).
-LOST_PROJECT_STATES = frozenset({"reconnecting", "stale", "down", "refused"})
+#: live statuses read as unknown since its last update (``ProjectRow.age_s``). ``lost``:
+#: its scheduler is gone without saying it stopped, so its agents may still run.
+LOST_PROJECT_STATES = frozenset({"reconnecting", "stale", "down", "refused", "lost"})
 
 #: A project in one of these states hears nothing new from its scheduler (its link is lost,
-#: or it stopped): its projects row's figures are the last it sent, ``ProjectRow.age_s`` old
-#: (a stopped one's counts are 0: nothing runs or waits there).
-OUT_OF_DATE_STATES = LOST_PROJECT_STATES | {"stopped"}
+#: its token cannot be had, or it stopped): its projects row's figures are the last it
+#: sent, ``ProjectRow.age_s`` old, or unknown when it was never heard from (a stopped one's
+#: counts are 0: nothing runs or waits there).
+OUT_OF_DATE_STATES = LOST_PROJECT_STATES | {"config", "stopped"}
 
 #: Cells of the project column in the tables (it gives some up at 80 columns).
 PROJECT_CELLS = 10
@@ -41,6 +43,8 @@ LINK_LABELS: dict[str, tuple[str, str, str]] = {
     "stale": ("✗", "stale", "error"),
     "down": ("✗", "down", "error"),
     "refused": ("✗", "refused", "error"),
+    "config": ("✗", "config", "error"),
+    "lost": ("✗", "lost", "error"),
     "stopped": ("■", "stopped", "error"),
 }
 

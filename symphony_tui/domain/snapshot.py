@@ -162,15 +162,19 @@ class ProjectRow(BaseModel):
     prefix of its rows' ids there); ``target``: what the operator named (a WORKFLOW.md path,
     an ``http(s)://`` URL or ``ssh://[user@]host[:port]``); ``machine``: where the scheduler
     runs (None: this machine). ``link_state``: ``connecting``, ``live``, ``reconnecting``,
-    ``stale``, ``down``, ``refused`` (the API refused the fleet's token) or ``stopped``;
-    ``age_s``: seconds since it was last heard from
-    (None: never); ``error``: the link's last failure or the scheduler's last error, one
-    line. The counts, ``totals`` and the other figures are those of its last snapshot (a
-    console filtered to the project shows them in place of the fleet's); while its link is
-    lost or after its scheduler stopped, of the last snapshot it sent, ``age_s`` old. A
-    stopped scheduler runs nothing and answers no approval: its ``running``, ``retrying``,
-    ``approvals`` and ``max_concurrent_agents`` are 0, and ``stopped_with`` holds
-    ``(running, retrying, approvals)`` as it last said before it stopped (None otherwise)."""
+    ``stale``, ``down``, ``refused`` (the API refused the fleet's token), ``config`` (the
+    token it names cannot be had: nothing was asked of the scheduler), ``lost`` (its
+    process or its host's announcement is gone without it saying it stopped: its agents
+    may still run) or ``stopped`` (it said it was stopping); ``age_s``: seconds since it
+    was last heard from (None: never, and its figures are unknown, not 0); ``error``: the
+    link's last failure or the scheduler's last error, one line. The counts, ``totals``
+    and the other figures are those of its last snapshot (a console filtered to the
+    project shows them in place of the fleet's); while its link is lost or after its
+    scheduler stopped, of the last snapshot it sent, ``age_s`` old. A stopped scheduler
+    runs nothing and answers no approval: its ``running``, ``retrying``, ``approvals`` and
+    ``max_concurrent_agents`` are 0, ``stopped_with`` holds ``(running, retrying,
+    approvals)`` as it last said before it stopped, and ``stop_reason`` the reason it gave
+    (both None otherwise; a clean stop is no ``error``)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -194,6 +198,12 @@ class ProjectRow(BaseModel):
     runs_not_reported: int = 0
     runs_unpriced: int = 0
     stopped_with: tuple[int, int, int] | None = None
+    stop_reason: str | None = None
+
+    @property
+    def heard(self) -> bool:
+        """Its scheduler has been heard from (its figures are known, if maybe old)."""
+        return self.age_s is not None
 
 
 class Snapshot(BaseModel):

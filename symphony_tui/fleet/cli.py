@@ -1,10 +1,11 @@
 """``symphony-tui fleet --list``: each project's state once, as a table (no console).
 
 It follows the targets as the console would for up to ``wait_s`` seconds (less once every
-project is live, down, refused or stopped), then prints one line a project, by name (the
-console's order): name, link state, running, retrying, approvals waiting, machine
-(``here``: this one), where it is (:func:`where`) and the last error. Exit 0 when every
-project is live, 1 otherwise (none found, or one is not)."""
+project is live, down, refused, config, lost or stopped), then prints one line a project,
+by name (the console's order): name, link state, running, retrying, approvals waiting
+(``-``: never heard from, so unknown), machine (``here``: this one), where it is
+(:func:`where`) and the last error (a clean stop's reason). Exit 0 when every project is
+live, 1 otherwise (none found, or one is not)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from symphony_tui.fleet.port import FleetPort
 from symphony_tui.fleet.targets import Target
 from symphony_tui.text import one_line
 
-SETTLED = frozenset({"live", "down", "refused", "stopped"})
+SETTLED = frozenset({"live", "down", "refused", "config", "lost", "stopped"})
 
 
 async def settle(fleet: FleetPort, wait_s: float) -> tuple[ProjectRow, ...]:
@@ -50,16 +51,22 @@ def table(rows: Sequence[ProjectRow]) -> list[str]:
     """The lines ``--list`` prints (every cell one line, without control characters)."""
     lines = [("PROJECT", "STATE", "RUNNING", "RETRYING", "APPROVALS", "MACHINE", "WHERE", "ERROR")]
     for row in sorted(rows, key=lambda r: r.name):
+        known = row.heard or row.link_state == "live"
+        said = row.error or row.stop_reason
+
+        def count(n: int, known: bool = known) -> str:
+            return str(n) if known else "-"
+
         lines.append(
             (
                 one_line(row.name),
                 row.link_state,
-                str(row.running),
-                str(row.retrying),
-                str(row.approvals),
+                count(row.running),
+                count(row.retrying),
+                count(row.approvals),
                 one_line(row.machine or "here"),
                 one_line(where(row)),
-                one_line(row.error, 200) if row.error else "",
+                one_line(said, 200) if said else "",
             )
         )
     widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]

@@ -60,7 +60,7 @@ from symphony_tui.domain.tokens import TokenUsage
 from symphony_tui.fleet import names
 from symphony_tui.fleet import targets as tg
 from symphony_tui.fleet.merge import Parts, event_of, merge, parts_of, split_id
-from symphony_tui.fleet.refusals import stale_refusal
+from symphony_tui.fleet.refusals import lost_refusal, stale_refusal
 from symphony_tui.hosts.ssh import SshError
 from symphony_tui.scheduler.port import CommandResult, SchedulerPort, TranscriptGap
 from symphony_tui.text import one_line
@@ -92,22 +92,27 @@ class FleetLink:
 
 
 #: Link states whose row shows what its scheduler last said (its counts, totals and
-#: figures, and their age): the link is lost or the scheduler stopped, so nothing newer (a
-#: stopped one said it runs nothing: its counts are 0, see :meth:`Project.row`).
-LOST_STATES = frozenset({"reconnecting", "stale", "down", "refused", "stopped"})
+#: figures, and their age): the link is lost, the scheduler is gone without a word
+#: (``lost``: its agents may still run), its token cannot be had (``config``), or it
+#: stopped, so nothing newer (a stopped one said it runs nothing: its counts are 0, see
+#: :meth:`Project.row`).
+LOST_STATES = frozenset({"reconnecting", "stale", "down", "refused", "lost", "config", "stopped"})
 
 
 class Project:
     """One scheduler of the fleet: its name (unique, fixed for the fleet's life), the
     target it came from, and its port while connected (``None``: not found or not
-    reachable, ``error`` says why).
+    reachable, ``error`` says why; ``misconfigured``: its token cannot be had, one line).
 
     ``last``: its scheduler's last snapshot as its port holds it (kept once the port is
-    gone; a stopped scheduler's has no runs, retry entries or approvals: none go on),
-    ``heard_at``: when it was last heard from (a ``clock`` reading, seconds); both
-    ``None`` until it is first heard from. While its link is lost (:data:`LOST_STATES`)
-    its row keeps them. ``stopped_with``: ``(running, retrying, approvals)`` its scheduler
-    last said before it stopped; ``None`` while it runs or before it is heard from."""
+    gone; a scheduler that said it stopped has no runs, retry entries or approvals: none
+    go on; one gone without a word keeps those it last said, as unknown), ``heard_at``:
+    when it was last heard from (a ``clock`` reading, seconds); both ``None`` until it is
+    first heard from. While its link is lost (:data:`LOST_STATES`) its row keeps them.
+    ``clean_stop``: its scheduler said it was stopping (``stopping`` frame, 503
+    ``scheduler_stopping``); ``stopped_with``: ``(running, retrying, approvals)`` it last
+    said before; ``stop_reason``: the reason it gave. False and ``None`` while it runs,
+    before it is heard from, and when it went without a word."""
 
     def __init__(
         self,
@@ -126,6 +131,7 @@ class Project:
         self.task: asyncio.Task | None = None
         self.tunnel: SshTunnel | None = None
         self.error: str | None = None
+        self.misconfigured: str | None = None
         self.gone: str | None = None  # its scheduler is no longer announced there
         self.parts: Parts | None = None
         self.last: Snapshot | None = None
@@ -134,29 +140,41 @@ class Project:
         #: scheduler's history up to there is not taken again.
         self.taken: Taken | None = None
         self.stopped_with: tuple[int, int, int] | None = None
+        self.clean_stop = False
+        self.stop_reason: str | None = None
         self._clock = clock
 
     def remember(self) -> None:
-        """Take ``last``, ``heard_at`` and ``stopped_with`` from its port, when that has
-        heard from its scheduler (called before the port is read, and before it is
-        dropped)."""
+        """Take ``last``, ``heard_at`` and how it stopped from its port, when that has heard
+        from its scheduler (called before the port is read, and before it is dropped). A
+        scheduler gone without a word keeps the snapshot it last sent, runs and all."""
         port = self.port
         if port is None:
             return
-        age = port.link().age_s
-        if age is None:
+        link = port.link()
+        if link.age_s is None:
             return
-        self.heard_at = self._clock() - age
-        self.last = port.snapshot()
+        self.heard_at = self._clock() - link.age_s
         before = port.before_stop
-        self.stopped_with = None if before is None else _counts(before)
+        self.clean_stop = port.said_stopping
+        if port.stopped and not port.said_stopping and before is not None:
+            self.last = before
+        else:
+            self.last = port.snapshot()
+        self.stopped_with = _counts(before) if self.clean_stop and before is not None else None
+        self.stop_reason = link.error if self.clean_stop else None
 
     def state(self) -> tuple[str, float | None, str | None]:
         """``(link state, age in seconds, error)`` now; the age is since its scheduler was
-        last heard from, by this port or an earlier one (``None``: never, or connecting)."""
+        last heard from, by this port or an earlier one (``None``: never, or connecting).
+        ``stopped`` only for a scheduler that said it was stopping; one gone without a word
+        (its process ended, its host no longer announces it) is ``lost``."""
         if self.port is None:
             if self.gone is not None:
-                return "stopped", self._since_heard(), self.gone
+                ended = "stopped" if self.clean_stop else "lost"
+                return ended, self._since_heard(), self.gone
+            if self.misconfigured:
+                return "config", self._since_heard(), self.misconfigured
             if self.error:
                 return "down", self._since_heard(), self.error
             return "connecting", None, None
@@ -165,10 +183,32 @@ class Project:
         if state == "connecting" and link.error:
             # never reached: the API refused this fleet's token, or nothing answers there
             state = "refused" if link.refused else "down"
+        elif state == "stopped" and self._went_without_word():
+            state = "lost"
         age = link.age_s
         if age is None and state != "connecting":  # this port never heard it: an earlier one
             age = self._since_heard()
         return state, age, link.error
+
+    def source(self) -> Snapshot | None:
+        """The snapshot its rows in the panes come from: its port's; for a scheduler gone
+        without a word (``lost``), the last it sent, runs and approvals kept (they read
+        unknown: its agents may still run), also once its port is dropped."""
+        if self._went_without_word() and self.last is not None:
+            return self.last
+        return self.port.snapshot() if self.port is not None else None
+
+    def _went_without_word(self) -> bool:
+        """Its scheduler is gone without saying it was stopping: its port found its process
+        ended, or its host no longer announces it, and no word of a stop came. A port that
+        never heard from its process (followed again while its note outlived it) goes by
+        what an earlier port heard."""
+        port = self.port
+        if port is None:
+            return self.gone is not None and not self.clean_stop
+        if not port.stopped or port.said_stopping:
+            return False
+        return port.link().age_s is not None or not self.clean_stop
 
     def _since_heard(self) -> float | None:
         return None if self.heard_at is None else max(0.0, self._clock() - self.heard_at)
@@ -177,12 +217,17 @@ class Project:
         """Its row now: a lost link's (:data:`LOST_STATES`) with what its scheduler last
         said, a live or connecting one's with what its port holds. A stopped scheduler's
         counts are what runs and waits there now (none) and its capacity 0: nothing runs
-        there until it is started again; ``stopped_with`` has what it had."""
+        there until it is started again; ``stopped_with`` has what it had, ``stop_reason``
+        why (a clean stop is no error). A ``lost`` one's are what it last said (its agents
+        may still run)."""
         self.remember()
         state, age, error = self.state()
         snap = self.port.snapshot() if self.port is not None else None
         if state in LOST_STATES and self.last is not None:
             snap = self.last
+        stop_reason = None
+        if state == "stopped":
+            stop_reason, error = self.stop_reason or error, None
         if error is None and snap is not None:
             error = snap.config_error or snap.tracker_error
         counts = (0, 0, 0) if snap is None else _counts(snap)
@@ -208,6 +253,7 @@ class Project:
             totals=snap.totals if snap is not None else TokenUsage(),
             rate_limits=snap.rate_limits if snap is not None else None,
             stopped_with=stopped_with,
+            stop_reason=one_line(stop_reason, 300) if stop_reason else None,
             **(_figures(snap, can_run=state != "stopped") if snap is not None else {}),
         )
 
@@ -323,7 +369,7 @@ class FleetPort(SchedulerPort):
         """Follow ``endpoint`` as ``project`` (its old port, if any, closed first)."""
         await self._disconnect(project)
         project.endpoint = endpoint
-        project.error = None
+        project.error = project.misconfigured = None
         project.gone = None
         client = None
         if endpoint.url is None:  # over ssh: a forward of its own
@@ -511,7 +557,10 @@ class FleetPort(SchedulerPort):
                 try:
                     endpoint = await self._thread(tg.url_endpoint, target)
                 except (tg.TargetError, OSError) as exc:
-                    project.error = str(exc)
+                    # a token that cannot be had is the operator's to fix, not the scheduler
+                    token = isinstance(exc, tg.TokenError)
+                    project.misconfigured = str(exc) if token else None
+                    project.error = None if token else str(exc)
                 else:
                     # a stopped scheduler's row keeps its last state until one answers there
                     if project.port is None or await self._answers(endpoint):
@@ -592,18 +641,17 @@ class FleetPort(SchedulerPort):
     # -- SchedulerPort --------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
         rows = tuple(p.row() for p in self.projects.values())
-        sources = tuple(
-            p.port.snapshot() if p.port is not None else None for p in self.projects.values()
-        )
+        sources = tuple(p.source() for p in self.projects.values())
         ids = tuple(id(s) for s in sources)
         if rows == self._merged_rows and ids == self._merged_ids:
             return self._merged
         # the capacity of the schedulers that can run work now: a stopped one's is left
-        # out; one whose link is lost may still run its agents (its runs are counted too)
+        # out; one whose link is lost, or gone without a word, may still run its agents
+        # (its runs are counted too)
         capacity = sum(
             source.max_concurrent_agents
-            for project, source in zip(self.projects.values(), sources, strict=True)
-            if source is not None and project.port is not None and not project.port.stopped
+            for row, source in zip(rows, sources, strict=True)
+            if source is not None and row.link_state != "stopped"
         )
         if ids == self._merged_ids:  # only a project's link or age: the rows stay
             self._merged = self._merged.model_copy(
@@ -696,9 +744,14 @@ class FleetPort(SchedulerPort):
         if isinstance(routed, str):
             return CommandResult(False, routed)
         project, plain = routed
+        state, age, error = project.state()
+        if state == "lost":  # gone without a word: not "stopped", as its port would say
+            return CommandResult(False, lost_refusal(project.name, error))
         if project.port is None:
-            return CommandResult(False, f"{project.name}: {project.error or 'not connected'}")
-        state, age, _error = project.state()
+            return CommandResult(
+                False,
+                f"{project.name}: {project.misconfigured or project.error or 'not connected'}",
+            )
         if state == "stale":  # frozen or cut off: the request would wait out its timeout
             return CommandResult(False, stale_refusal(project.name, age))
         result = await project.port.send(plain, who=who, via=VIA)
@@ -712,7 +765,7 @@ class FleetPort(SchedulerPort):
             return f"no project has issue {issue}"
         project, raw = routed
         if project.port is None:
-            return f"{project.name}: {project.error or 'not connected'}"
+            return f"{project.name}: {project.misconfigured or project.error or 'not connected'}"
         return project.port, raw
 
     async def diff(self, issue: str) -> WorkspaceDiff:

@@ -51,6 +51,12 @@ class TargetError(ValueError):
     """A target that cannot be used as written (one line)."""
 
 
+class TokenError(TargetError):
+    """The token a target names cannot be had: its variable is unset, its file is missing,
+    a directory, readable by others, empty or unreadable (one line). The operator's
+    configuration, not the scheduler: nothing was asked of it."""
+
+
 @dataclass(frozen=True)
 class Target:
     """One target as the operator wrote it (``text``); ``name``: the project name the
@@ -235,19 +241,27 @@ def read_fleet_file(path: Path) -> tuple[list[Target], list[str]]:
 
 
 def read_token_file(path: Path) -> str:
-    """The token in ``path``, which only its owner may read or write (``0600``); raises
-    :class:`TargetError` otherwise, or when it is empty or unreadable."""
+    """The token in ``path``, a file only its owner may read or write (``0600``); raises
+    :class:`TokenError` otherwise: missing, a directory, readable by others, empty or
+    unreadable."""
     try:
         info = path.stat()
+        if stat.S_ISDIR(info.st_mode):
+            raise TokenError(f"token file {path} is a directory, not a file")
+        if not stat.S_ISREG(info.st_mode):
+            raise TokenError(f"token file {path} is not a regular file")
         if stat.S_IMODE(info.st_mode) & 0o077:
-            raise TargetError(
-                f"{path}: a token file must be readable by its owner only (chmod 600 {path})"
+            raise TokenError(
+                f"token file {path} must be readable by its owner only (chmod 600 {path})"
             )
         token = path.read_text(encoding="utf-8").strip()
-    except OSError as exc:
-        raise TargetError(f"{path}: {exc.strerror or exc}") from None
+    except FileNotFoundError:
+        raise TokenError(f"token file {path} not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8 text"
+        raise TokenError(f"token file {path} cannot be read: {why}") from None
     if not token:
-        raise TargetError(f"{path}: the token file is empty")
+        raise TokenError(f"token file {path} is empty")
     return token
 
 
@@ -264,7 +278,7 @@ def url_endpoint(target: Target, environ: dict[str, str] | None = None) -> Endpo
     """The scheduler at an ``http(s)://`` target: its token from ``target.token_file``,
     else ``target.token_env`` (default ``$SYMPHONY_API_TOKEN``), else, on loopback, this
     user's note of it (which also gives its control token and process). Raises
-    :class:`TargetError` for an unusable token file or a named variable that is unset."""
+    :class:`TokenError` for an unusable token file or a named variable that is unset."""
     env = os.environ if environ is None else environ
     parts = urlsplit(target.text)
     port = parts.port or (443 if parts.scheme == "https" else 80)
@@ -276,7 +290,7 @@ def url_endpoint(target: Target, environ: dict[str, str] | None = None) -> Endpo
     elif target.token_env is not None:
         token = env.get(target.token_env, "").strip() or None
         if token is None:
-            raise TargetError(f"{target.text}: ${target.token_env} is not set")
+            raise TokenError(f"token: ${target.token_env} is not set")
     else:
         token = env.get(DEFAULT_TOKEN_ENV, "").strip() or None
     if token is None and note is not None:
@@ -299,6 +313,7 @@ __all__ = [
     "Endpoint",
     "Target",
     "TargetError",
+    "TokenError",
     "fleet_file",
     "identity",
     "local_endpoints",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
 import os
 import signal
@@ -16,7 +17,13 @@ import httpx
 import pytest
 
 from symphony_tui.api import announce
-from symphony_tui.api.client import BACKOFF_CAP_S, RemoteError, RemotePort, backoff_s
+from symphony_tui.api.client import (
+    BACKOFF_CAP_S,
+    RemoteError,
+    RemotePort,
+    backoff_s,
+    link_reason,
+)
 from symphony_tui.api.server import ApiServer
 from symphony_tui.api.stream import StreamHub
 from symphony_tui.domain.commands import Approve
@@ -59,16 +66,46 @@ def test_a_link_lost_to_a_timeout_says_so_in_words():
     assert remote.link().error == "All connection attempts failed"  # no cause: as it came
 
 
+def test_a_link_s_reason_is_plain_words_with_the_address_not_errno_text():
+    def failed(url: str, cause: OSError, kind: type[httpx.TransportError] = httpx.ConnectError):
+        exc = kind(str(cause), request=httpx.Request("GET", url))
+        exc.__cause__ = cause
+        return link_reason(exc)
+
+    refused = ConnectionRefusedError(errno.ECONNREFUSED, "Connect call failed ('127.0.0.1', 9)")
+    assert failed("http://127.0.0.1:9/api/v1/stream", refused) == (
+        "connection refused at 127.0.0.1:9 "
+        "(nothing listens there: the scheduler stopped, or a wrong port)"
+    )
+    unreachable = OSError(errno.EHOSTUNREACH, "No route to host")
+    assert failed("http://10.0.0.7:8080/", unreachable).startswith("no route to 10.0.0.7:8080 (")
+    unresolved = socket.gaierror(-2, "Name or service not known")
+    assert failed("https://build.invalid:8443/", unresolved) == (
+        "name not resolved: build.invalid (Name or service not known)"
+    )
+    timed_out = TimeoutError(errno.ETIMEDOUT, "Connection timed out")
+    assert failed("http://[::1]:9/", timed_out).startswith("timed out connecting to [::1]:9 (")
+    reset = ConnectionResetError(errno.ECONNRESET, "Connection reset by peer")
+    assert failed("http://127.0.0.1:9/", reset, httpx.ReadError).startswith(
+        "connection reset by 127.0.0.1:9 ("
+    )
+    silent = httpx.ConnectTimeout("", request=httpx.Request("GET", "http://10.0.0.7:80/"))
+    assert link_reason(silent).startswith("timed out connecting to 10.0.0.7:80 (")
+    for said in (refused, unreachable, unresolved, timed_out, reset):
+        assert "Errno" not in failed("http://127.0.0.1:9/", said)
+
+
 async def test_a_refused_connection_says_nothing_listens_there():
     """httpx says "All connection attempts failed" whatever the system said: the link's
     error names the system's reason."""
     with socket.socket() as sock:  # a port nothing listens on: bound, never listening
         sock.bind(("127.0.0.1", 0))
-        remote = RemotePort(f"http://127.0.0.1:{sock.getsockname()[1]}")
+        port = sock.getsockname()[1]
+        remote = RemotePort(f"http://127.0.0.1:{port}")
         with pytest.raises(RemoteError) as refused:
             await remote.refresh_once()
         await remote.close()
-    assert "connection refused: nothing listens there" in str(refused.value)
+    assert f"connection refused at 127.0.0.1:{port} (nothing listens there" in str(refused.value)
 
 
 async def test_link_goes_connecting_live_reconnecting_stale_and_back(served):

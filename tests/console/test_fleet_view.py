@@ -31,6 +31,7 @@ from symphony_tui.console.widgets.workers import WorkersTable
 from symphony_tui.domain import Approve, Deny, Interrupt, PauseDispatch, Refresh
 from symphony_tui.domain.commands import DrainHost
 from symphony_tui.domain.snapshot import HostRow
+from symphony_tui.domain.tokens import TokenUsage
 from symphony_tui.fleet.port import FleetPort
 from tests.console.fleet_sample import API, BILLING, WEB, FleetTestPort, fleet_snapshot
 from tests.console.helpers import SIZE, done, notifications, plain, settle
@@ -218,7 +219,8 @@ async def test_a_stopped_projects_row_runs_nothing_its_details_say_what_it_had(f
         p.model_copy(
             update={
                 "link_state": "stopped",
-                "error": "its process no longer serves",
+                "error": None,
+                "stop_reason": "stopped by SIGTERM",
                 "running": 0,
                 "retrying": 0,
                 "approvals": 0,
@@ -239,19 +241,24 @@ async def test_a_stopped_projects_row_runs_nothing_its_details_say_what_it_had(f
         table = app.screen.query_one("#projects", KeyedTable)
         web, api = table.get_row(WEB), table.get_row(API)
         assert [plain(c) for c in web[1:6]] == ["■ stopped 32s", "0", "0", "0", "54.0k"]
+        assert plain(web[-1]) == "-"  # a clean stop is no error
         # what it last sent, dimmed as the rows of a lost project are; a live one's are not
         muted = app.tones.muted
         assert all(c.style == muted for c in web[2:6])
         assert not any(c.style == muted for c in api[2:5])
         detail = plain(app.screen.query_one("#project-detail").render())
         assert (
-            "stopped    32s ago, with run 1 · retry 1 · approvals 1: none run or wait now" in detail
-        )
-        assert "as of" not in detail
+            "stopped    32s ago (stopped by SIGTERM), with run 1 · retry 1 · approvals 1: "
+            "none run or wait now"
+        ) in detail
+        assert "last error" not in detail and "as of 32s ago:" not in detail
+        # its last figures are marked as such, never shown as live
+        assert "dispatch   on (as of 32s ago)" in detail
+        assert "tokens     54,000 (in 50.0k, out 4.0k) (as of 32s ago)" in detail
 
 
 async def test_a_stopped_schedulers_row_agrees_with_the_panes_and_the_header(make_app):
-    from tests.fleet.test_fleet_port import feed, joined, snap
+    from tests.fleet.test_fleet_port import feed, joined, said_stopping, snap
 
     now = [100.0]
     port = FleetPort([], clock=lambda: now[0])
@@ -261,7 +268,7 @@ async def test_a_stopped_schedulers_row_agrees_with_the_panes_and_the_header(mak
     now[0] += 47
     assert alpha.port is not None and beta.port is not None
     beta.port._heard()
-    alpha.port._ended("stopped by SIGTERM")  # it said it stops: nothing runs there now
+    said_stopping(alpha, "stopped by SIGTERM")  # it said it stops: nothing runs there now
     app = make_app(port)
     try:
         async with app.run_test(size=SIZE) as pilot:
@@ -279,10 +286,89 @@ async def test_a_stopped_schedulers_row_agrees_with_the_panes_and_the_header(mak
             assert rows["alpha"][1:5] == ["■ stopped 47s", "0", "0", "0"]
             assert rows["beta"][1:5] == ["● live 0s", "1", "1", "⚑1"]
             detail = plain(app.screen.query_one("#project-detail").render())
-            assert "stopped    47s ago, with run 1 · retry 1 · approvals 1" in detail
+            assert "stopped    47s ago (stopped by SIGTERM), with run 1 · retry" in detail
     finally:
         await alpha.port.close()
         await beta.port.close()
+
+
+async def test_a_scheduler_gone_without_a_word_keeps_its_runs_as_unknown_and_says_so(make_app):
+    """kill -9: no stopping frame. Its agents may still run (detached ones are re-adopted
+    when it starts again): its row is lost, not stopped, and nothing is zeroed."""
+    from tests.fleet.test_fleet_port import feed, joined, snap
+
+    now = [100.0]
+    port = FleetPort([], clock=lambda: now[0])
+    alpha, beta = joined(port, "alpha"), joined(port, "beta")
+    feed(alpha, snap("a1"))
+    feed(beta, snap("b1").model_copy(update={"max_concurrent_agents": 5}))
+    now[0] += 47
+    assert alpha.port is not None and beta.port is not None
+    beta.port._heard()
+    alpha.port._ended("its process no longer serves")  # what the port finds after kill -9
+    app = make_app(port)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            # its run stays, as unknown, and its capacity with it
+            assert "● 2/8 running" in screen_text(app)
+            workers = cells(app.screen.query_one(WorkersTable))
+            assert list(workers) == ["alpha/a1", "beta/b1"]
+            assert "? unknown" in workers["alpha/a1"] and "? unknown" not in workers["beta/b1"]
+            await pilot.press("P")
+            await settle(pilot)
+            rows = cells(app.screen.query_one("#projects", KeyedTable))
+            assert rows["alpha"][1:5] == ["✗ lost 47s", "1", "1", "⚑1"]
+            detail = " ".join(plain(app.screen.query_one("#project-detail").render()).split())
+            assert "as of 47s ago: run 1 · retry 1 · approvals 1" in detail
+            assert "gone without a word: its agents may still run" in detail
+            assert "on restart its detached agents are re-adopted" in detail
+            assert "none run" not in detail
+    finally:
+        await alpha.port.close()
+        await beta.port.close()
+
+
+async def test_a_project_never_heard_from_shows_its_figures_as_unknown_not_zero(fleet, make_app):
+    """A scheduler the fleet cannot reach (or whose token it cannot have) has no figures:
+    ``-`` in the table, ``unknown`` in the details, never tokens 0 and dispatch on."""
+    unreached = tuple(
+        p.model_copy(
+            update={
+                "link_state": "down" if p.name == WEB else "config",
+                "age_s": None,
+                "error": "connection refused at 127.0.0.1:8765 (nothing listens there)"
+                if p.name == WEB
+                else "token: $BILLING_TOKEN is not set",
+                "running": 0,
+                "retrying": 0,
+                "approvals": 0,
+                "totals": TokenUsage(),
+                "rate_limits": None,
+            }
+        )
+        if p.name in (WEB, BILLING)
+        else p
+        for p in fleet.current.projects
+    )
+    fleet.update(projects=unreached)
+    app = make_app(fleet)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("P", "down")
+        await settle(pilot)
+        rows = cells(app.screen.query_one("#projects", KeyedTable))
+        assert rows[WEB][1:6] == ["✗ down", "-", "-", "-", "-"]
+        assert rows[BILLING][1:6] == ["✗ config", "-", "-", "-", "-"]
+        assert rows[BILLING][-1] == "token: $BILLING_TOKEN is not set"
+        assert rows[API][2:6] == ["1", "0", "⚑1", "22.0k"]
+        detail = plain(app.screen.query_one("#project-detail").render())
+        assert "dispatch   unknown" in detail and "tokens     unknown" in detail
+        assert "limits     unknown" in detail and " on" not in detail
+        await pilot.press("down")
+        await settle(pilot)
+        detail = " ".join(plain(app.screen.query_one("#project-detail").render()).split())
+        assert "token setting" in detail and "the scheduler was not asked" in detail
 
 
 async def test_the_filter_key_cycles_and_every_pane_follows(fleet, make_app):

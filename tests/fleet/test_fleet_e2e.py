@@ -2,7 +2,8 @@
 machine and two on sshd "hosts" (127.0.0.1 and 127.0.0.2) reached by ``ssh://``, in one
 :class:`~symphony_tui.fleet.port.FleetPort`: approvals and interrupts across projects,
 audited ``via fleet``; a wrong token is one line on its own row; a killed scheduler's row
-goes stopped and comes back live when it is started again; the CLI's ``--list``."""
+is lost (not stopped: it said no word of a stop) and comes back live when it is started
+again; the CLI's ``--list``."""
 
 from __future__ import annotations
 
@@ -177,10 +178,18 @@ async def test_five_schedulers_two_over_ssh_in_one_fleet(tmp_path, monkeypatch):
         assert {e.project for e in events} >= live
 
         print(f"interrupted in {time.monotonic() - t0:.1f}s")
-        # a killed scheduler: its row stops, the others stay live; started again: live
+        # a killed scheduler (kill -9: no word of a stop): its row is lost, not stopped, and
+        # keeps what it last said (its agents may still run); the others stay live; started
+        # again: live
         alpha = scheds["alpha"]
         await asyncio.to_thread(alpha.kill)
-        await until(lambda: rows()["alpha"].link_state == "stopped", 20, "alpha stopped")
+        await until(lambda: rows()["alpha"].link_state == "lost", 20, "alpha lost")
+        gone = rows()["alpha"]
+        assert gone.stopped_with is None and gone.stop_reason is None
+        assert gone.max_concurrent_agents > 0  # not zeroed as a stopped one's is
+        # the row agrees with the panes, which keep its runs (read as unknown)
+        shown = [r for r in fleet.snapshot().running if r.project == "alpha"]
+        assert gone.running == len(shown)
         assert all(rows()[n].link_state == "live" for n in live - {"alpha"})
         killed_at = datetime.now(UTC)
         await asyncio.to_thread(alpha.restart)
@@ -215,6 +224,14 @@ async def test_five_schedulers_two_over_ssh_in_one_fleet(tmp_path, monkeypatch):
         assert table == {"alpha": "live", "beta": "live", "gamma": "refused"}, listed.stdout
         assert listed.returncode == 1
         print(f"listed in {time.monotonic() - t0:.1f}s")
+
+        # a clean stop (SIGTERM): it says so, its row is stopped, runs nothing, and is no error
+        await asyncio.to_thread(scheds["beta"].stop)
+        await until(lambda: rows()["beta"].link_state == "stopped", 30, "beta stopped", fleet)
+        stopped = rows()["beta"]
+        assert (stopped.running, stopped.retrying, stopped.approvals) == (0, 0, 0)
+        assert stopped.error is None and stopped.stop_reason, stopped
+        assert stopped.max_concurrent_agents == 0
     finally:
         await fleet.close()
         runner.cancel()

@@ -348,33 +348,39 @@ def _counts(row) -> tuple[int, int, int]:
     return row.running, row.retrying, row.approvals
 
 
-async def test_a_stopped_project_runs_nothing_and_says_what_it_had_and_how_long_ago():
+def said_stopping(project: Project, reason: str) -> None:
+    """The stream's last frame: the scheduler says it is stopping (a clean stop)."""
+    assert project.port is not None
+    project.port._stopping_frame(json.dumps({"at": NOW.isoformat(), "reason": reason}))
+
+
+async def test_a_cleanly_stopped_project_runs_nothing_and_says_what_it_had_why_and_when():
     now = [100.0]
     fleet = FleetPort([], clock=lambda: now[0])
     alpha = joined(fleet, "alpha")
     feed(alpha, snap("i1", tokens=10))
     assert alpha.port is not None
     now[0] += 3
-    alpha.port._ended("its process no longer serves")  # kill -9: its process is gone
+    said_stopping(alpha, "stopped by SIGTERM")
     merged = fleet.snapshot()
     assert merged.running == () and merged.approvals == ()  # nothing runs there now
     row = merged.projects[0]
-    assert (row.link_state, row.age_s, row.error) == (
-        "stopped",
-        3.0,
-        "its process no longer serves",
-    )
+    # a clean stop is no error: its reason is said apart
+    assert (row.link_state, row.age_s, row.error, row.stop_reason) == (
+        "stopped", 3.0, None, "stopped by SIGTERM",
+    )  # fmt: skip
     # the row agrees with the panes: nothing runs or waits; what did is said apart
     assert _counts(row) == (0, 0, 0) and row.stopped_with == (1, 1, 1)
     assert (row.totals.total_tokens, row.max_concurrent_agents) == (10, 0)
+    assert merged.max_concurrent_agents == 0
     # a new port that never heard from it (followed again while its note outlived it)
     now[0] += 4
     await fleet._disconnect(alpha)
     assert joined(fleet, "alpha") is alpha and alpha.port is not None
     alpha.port._ended("its process no longer serves")
     row = fleet.snapshot().projects[0]
-    assert (row.link_state, row.age_s, _counts(row), row.stopped_with) == (
-        "stopped", 7.0, (0, 0, 0), (1, 1, 1),
+    assert (row.link_state, row.age_s, _counts(row), row.stopped_with, row.stop_reason) == (
+        "stopped", 7.0, (0, 0, 0), (1, 1, 1), "stopped by SIGTERM",
     )  # fmt: skip
     # no longer announced on its ssh host: the port is dropped
     now[0] += 1
@@ -384,7 +390,7 @@ async def test_a_stopped_project_runs_nothing_and_says_what_it_had_and_how_long_
     assert (row.link_state, row.age_s, _counts(row), row.totals.total_tokens) == (
         "stopped", 8.0, (0, 0, 0), 10,
     )  # fmt: skip
-    assert row.stopped_with == (1, 1, 1)
+    assert row.stopped_with == (1, 1, 1) and row.stop_reason == "stopped by SIGTERM"
     # found again, but nothing answers there: down, and what stopped ran nothing since
     alpha.gone = None
     now[0] += 2
@@ -398,6 +404,59 @@ async def test_a_stopped_project_runs_nothing_and_says_what_it_had_and_how_long_
     row = fleet.snapshot().projects[0]
     assert (row.link_state, row.age_s, row.running, row.approvals) == ("live", 0.0, 0, 0)
     assert row.max_concurrent_agents == 3 and row.stopped_with is None
+    assert row.stop_reason is None
+    await alpha.port.close()
+
+
+async def test_a_scheduler_gone_without_a_word_is_lost_and_keeps_its_runs_as_unknown():
+    """kill -9: its process ended without a stopping frame; its agents (detached ones)
+    may still run, and are re-adopted when it starts again: nothing is zeroed."""
+    now = [100.0]
+    fleet = FleetPort([], clock=lambda: now[0])
+    alpha = joined(fleet, "alpha")
+    feed(alpha, snap("i1", tokens=10))
+    assert alpha.port is not None
+    now[0] += 3
+    alpha.port._ended("its process no longer serves")  # what a port finds after kill -9
+    merged = fleet.snapshot()
+    row = merged.projects[0]
+    assert (row.link_state, row.age_s, row.error) == ("lost", 3.0, "its process no longer serves")
+    assert _counts(row) == (1, 1, 1) and row.stopped_with is None and row.stop_reason is None
+    # its rows stay in the panes (they read unknown), and its capacity with them
+    assert [r.issue_id for r in merged.running] == ["alpha/i1"]
+    assert [a.id for a in merged.approvals] == ["alpha/i1:7"]
+    assert merged.max_concurrent_agents == row.max_concurrent_agents == 3
+    refused = await fleet.send(Interrupt(issue_id="alpha/i1"))
+    assert refused.message.startswith("alpha is lost (its process no longer serves): not sent")
+    # a new port that never heard from it: still lost, as the last port found it
+    now[0] += 4
+    await fleet._disconnect(alpha)
+    assert joined(fleet, "alpha") is alpha and alpha.port is not None
+    alpha.port._ended("its process no longer serves")
+    row = fleet.snapshot().projects[0]
+    assert (row.link_state, row.age_s, _counts(row)) == ("lost", 7.0, (1, 1, 1))
+    assert len(fleet.snapshot().running) == 1
+    # its ssh host no longer announces it, and it never said it stopped: lost too
+    now[0] += 1
+    await fleet._disconnect(alpha)
+    alpha.gone = "its scheduler no longer runs on build-1"
+    merged = fleet.snapshot()
+    row = merged.projects[0]
+    assert (row.link_state, row.age_s, _counts(row), row.stopped_with) == (
+        "lost", 8.0, (1, 1, 1), None,
+    )  # fmt: skip
+    assert len(merged.running) == 1 and merged.max_concurrent_agents == 3
+    refused = await fleet.send(Interrupt(issue_id="alpha/i1"))
+    assert refused.message == (
+        "alpha is lost (its scheduler no longer runs on build-1): not sent; "
+        "send it again once it is started and live"
+    )
+    # started again: it re-adopts its runs and is live
+    alpha.gone = None
+    assert joined(fleet, "alpha") is alpha and alpha.port is not None
+    feed(alpha, snap("i1"))
+    row = fleet.snapshot().projects[0]
+    assert (row.link_state, _counts(row)) == ("live", (1, 1, 1))
     await alpha.port.close()
 
 
@@ -425,7 +484,7 @@ async def test_the_capacity_is_that_of_the_schedulers_that_can_run_work_now():
     feed(beta, snap("i2").model_copy(update={"max_concurrent_agents": 5}))
     assert fleet.snapshot().max_concurrent_agents == 8
     assert alpha.port is not None and beta.port is not None
-    alpha.port._ended("stopped by SIGTERM")
+    said_stopping(alpha, "stopped by SIGTERM")
     merged = fleet.snapshot()
     assert len(merged.running) == 1 and merged.max_concurrent_agents == 5
     await alpha.port.close()
@@ -500,12 +559,63 @@ def test_the_fleet_file_takes_options_and_says_which_lines_it_skipped(tmp_path):
     assert tg.read_fleet_file(tmp_path / "missing") == ([], [])
     endpoint = tg.url_endpoint(targets[1])
     assert endpoint.token == "secret"
-    with pytest.raises(tg.TargetError, match="is not set"):
+    with pytest.raises(tg.TokenError, match=r"^token: \$MY_TOKEN is not set$"):
         tg.url_endpoint(targets[2], environ={})
     assert tg.url_endpoint(targets[2], environ={"MY_TOKEN": "t"}).token == "t"
     token.chmod(0o644)
-    with pytest.raises(tg.TargetError, match="chmod 600"):
+    with pytest.raises(tg.TokenError, match="chmod 600"):
         tg.url_endpoint(targets[1])
+
+
+def test_a_token_file_that_cannot_be_used_says_what_it_is(tmp_path):
+    """A directory is not a file (no chmod advice for it), a missing file is not found."""
+    with pytest.raises(tg.TokenError) as caught:
+        tg.read_token_file(tmp_path)
+    assert str(caught.value) == f"token file {tmp_path} is a directory, not a file"
+    with pytest.raises(tg.TokenError) as caught:
+        tg.read_token_file(tmp_path / "gone.token")
+    assert str(caught.value) == f"token file {tmp_path / 'gone.token'} not found"
+    empty = tmp_path / "empty.token"
+    empty.write_text("\n")
+    empty.chmod(0o600)
+    with pytest.raises(tg.TokenError, match=r"is empty$"):
+        tg.read_token_file(empty)
+
+
+async def test_a_token_that_cannot_be_had_is_a_config_problem_not_a_down_scheduler(
+    tmp_path, monkeypatch
+):
+    """Nothing is asked of a scheduler whose token this console cannot have: its row says
+    what to fix (``config``), not that the scheduler is down, and its figures are unknown."""
+    monkeypatch.delenv("FLEET_UNSET_TOKEN", raising=False)
+    closed = free_port()
+    fleet = FleetPort(
+        [
+            tg.parse(f"http://127.0.0.1:{closed}", token_env="FLEET_UNSET_TOKEN"),
+            tg.parse(f"http://127.0.0.2:{closed}", token_file=tmp_path / "missing.token"),
+            tg.parse(f"http://127.0.0.3:{closed}", token_file=tmp_path),
+        ],
+        local_every_s=0.05,
+    )
+    runner = asyncio.create_task(fleet.run())
+    try:
+        for _ in range(200):
+            rows = fleet.snapshot().projects
+            if len(rows) == 3:
+                break
+            await asyncio.sleep(0.05)
+        rows = tuple(sorted(rows, key=lambda r: r.name))  # 127.0.0.1, .2, .3
+        assert [(r.link_state, r.error) for r in rows] == [
+            ("config", "token: $FLEET_UNSET_TOKEN is not set"),
+            ("config", f"token file {tmp_path / 'missing.token'} not found"),
+            ("config", f"token file {tmp_path} is a directory, not a file"),
+        ]
+        assert not any(r.heard for r in rows)  # its figures are unknown, not 0
+        refused = await fleet.send(PauseDispatch(project=rows[0].name))
+        assert refused.message == f"{rows[0].name}: token: $FLEET_UNSET_TOKEN is not set"
+    finally:
+        await fleet.close()
+        runner.cancel()
 
 
 async def test_a_target_that_cannot_be_reached_is_one_down_row_with_one_line(tmp_path, monkeypatch):
@@ -537,8 +647,9 @@ async def test_a_target_that_cannot_be_reached_is_one_down_row_with_one_line(tmp
             rows[f"nobody@127.0.0.1:{closed}"].error or ""
         )
         assert all("\n" not in (r.error or "\n") for r in rows.values())
-        assert "connection refused: nothing listens there" in (
-            rows[f"127.0.0.1:{closed}"].error or ""
+        assert (rows[f"127.0.0.1:{closed}"].error or "").endswith(
+            f"connection refused at 127.0.0.1:{closed} "
+            "(nothing listens there: the scheduler stopped, or a wrong port)"
         )
         assert fleet.link().state == "stale"
     finally:
@@ -668,12 +779,12 @@ async def test_a_scheduler_announced_after_the_fleet_started_gets_a_row(tmp_path
             if fleet.snapshot().projects:
                 break
         assert [r.name for r in fleet.snapshot().projects] == ["late"]
-        announce.remove(note)  # its API is gone: the row says stopped
+        announce.remove(note)  # its API is gone, without a word to this fleet: lost
         for _ in range(200):
             await asyncio.sleep(0.05)
-            if fleet.snapshot().projects[0].link_state == "stopped":
+            if fleet.snapshot().projects[0].link_state == "lost":
                 break
-        assert fleet.snapshot().projects[0].link_state == "stopped"
+        assert fleet.snapshot().projects[0].link_state == "lost"
     finally:
         await fleet.close()
         runner.cancel()
@@ -734,7 +845,8 @@ async def test_a_url_targets_stopped_scheduler_keeps_its_rows_until_one_answers_
         await until(lambda: rows() and rows()[0].link_state == "stopped", "stopped")
         await server.stop()
         await asyncio.sleep(0.5)  # several rounds of the target's loop: nothing answers
-        assert rows()[0].link_state == "stopped" and rows()[0].error == "stopped by test"
+        assert rows()[0].link_state == "stopped" and rows()[0].stop_reason == "stopped by test"
+        assert rows()[0].error is None  # a clean stop is no error
         assert [r.issue_id for r in fleet.snapshot().issues] == [f"127.0.0.1:{port}/i1"]
         server = _OneFrameScheduler(port, "i2")  # a scheduler answers there again
         await server.start()
@@ -755,9 +867,19 @@ def test_the_list_table_is_by_name_and_says_here_for_this_machine():
     rows = (
         ProjectRow(name="web", target="t", link_state="down", error="refused"),
         ProjectRow(name="api", target="t", link_state="live", running=2, machine="build-1"),
+        ProjectRow(
+            name="ops",
+            target="t",
+            link_state="stopped",
+            age_s=5.0,
+            stop_reason="stopped by SIGTERM",
+        ),
     )
     lines = table(rows)
     assert [line.split()[:2] for line in lines] == [
-        ["PROJECT", "STATE"], ["api", "live"], ["web", "down"],
+        ["PROJECT", "STATE"], ["api", "live"], ["ops", "stopped"], ["web", "down"],
     ]  # fmt: skip
-    assert lines[1].split()[5] == "build-1" and lines[2].split()[5] == "here"
+    assert lines[1].split()[5] == "build-1" and lines[3].split()[5] == "here"
+    # never heard from: its counts are unknown, not 0; a clean stop says why, as no error
+    assert lines[3].split()[2:5] == ["-", "-", "-"] and lines[1].split()[2:5] == ["2", "0", "0"]
+    assert lines[2].endswith(" stopped by SIGTERM")

@@ -2,12 +2,14 @@
 
 Each row: the link's state and the age of its data, runs, retry entries and approvals
 waiting, tokens, the machine it runs on and its last error; the selected one in full
-below. A project whose link is lost keeps the counts it last sent, dimmed, as old as its
-link cell says (its rows in the panes read unknown since then). A stopped scheduler's
-counts are 0, dimmed, as its panes show none (nothing runs or waits there); its details
-say what it had when it stopped, and how long ago. ``enter`` shows only that project's rows in every pane (on the filtered one: every
-project again); the dispatch-wide keys (``p`` pause, ``R`` refresh) act on the selected
-project.
+below. A project whose link is lost, or whose scheduler is gone without a word
+(``lost``), keeps the counts it last sent, dimmed, as old as its link cell says (its rows in
+the panes read unknown since then); one never heard from shows ``-``, not 0. A stopped
+scheduler's counts are 0, dimmed, as its panes show none (nothing runs or waits there);
+its details say what it had when it stopped, why, and how long ago; a project's figures
+that are old say so, and unknown ones read ``unknown``. ``enter`` shows only that
+project's rows in every pane (on the filtered one: every project again); the
+dispatch-wide keys (``p`` pause, ``R`` refresh) act on the selected project.
 """
 
 from __future__ import annotations
@@ -68,12 +70,15 @@ def project_rows(
     """(project name, cells) in the fleet's order, names cut to ``name_width`` cells; the
     project filtered by is marked ``▸``. The counts and tokens of a project that hears
     nothing new (:data:`OUT_OF_DATE_STATES`) are dimmed: the last it sent (a stopped
-    one's counts: none)."""
+    one's counts: none); ``-`` while it was never heard from (unknown, not 0)."""
     rows: list[tuple[str, Row]] = []
     for p in snapshot.projects:
         old = p.link_state in OUT_OF_DATE_STATES
+        known = p.heard or p.link_state == "live"
 
-        def count(value: str, style: Style | str, old: bool = old) -> Text:
+        def count(value: str, style: Style | str, old: bool = old, known: bool = known) -> Text:
+            if not known:
+                return Text("-", style=tones.muted, end="")
             return Text(value, style=tones.muted if old else style, end="")
 
         if p.name == showing:
@@ -118,29 +123,58 @@ def project_detail(row: ProjectRow, now: datetime, tones: Tones) -> Text:
         pair("workflow", row.workflow_path)
     pair("machine", row.machine or "this machine")
     pair("link", link_cell(row, tones))
+    old = row.link_state in OUT_OF_DATE_STATES
+    known = row.heard or row.link_state == "live"
     if row.link_state == "stopped":
         # nothing runs or waits there now; what did when it stopped, said as past
         ago = "" if row.age_s is None else f"{fmt.duration(row.age_s)} ago"
+        if row.stop_reason:
+            ago = f"{ago}{' ' if ago else ''}({row.stop_reason})"
         had = row.stopped_with
         if had is not None and any(had):
             counts = f"run {had[0]} · retry {had[1]} · approvals {had[2]}"
             ago = f"{ago}{', ' if ago else ''}with {counts}: none run or wait now"
         if ago:
             pair("stopped", Text(ago, style=tones.muted))
-    elif row.link_state in OUT_OF_DATE_STATES and row.age_s is not None:
+    elif old and row.age_s is not None:
         counts = f"run {row.running} · retry {row.retrying} · approvals {row.approvals}"
         pair("as of", Text(f"{fmt.duration(row.age_s)} ago: {counts}", style=tones.muted))
-    dispatch = Text("paused", style=tones.warning + tones.bold) if row.dispatch_paused else "on"
-    pair("dispatch", dispatch)
-    t = row.totals
-    pair(
-        "tokens",
-        f"{fmt.grouped(t.total_tokens)} (in {fmt.compact(t.input_tokens)}, "
-        f"out {fmt.compact(t.output_tokens)})"
-        + (f" · ${t.cost_usd:,.2f}" if t.cost_usd is not None else ""),
-    )
+    if row.link_state == "lost":
+        # two short lines: each fits beside its label at 80 columns
+        pair("gone", Text("without a word: its agents may still run", style=tones.warning))
+        pair("on restart", Text("its detached agents are re-adopted", style=tones.muted))
+    elif row.link_state == "config":
+        why = "this console's token setting: the scheduler was not asked"
+        pair("problem", Text(why, style=tones.muted))
+    # what is not known is said so; what is old is marked so (never shown as live)
+    since = f" (as of {fmt.duration(row.age_s)} ago)" if old and row.age_s is not None else ""
+    if not known:
+        pair("dispatch", Text("unknown", style=tones.muted))
+        pair("tokens", Text("unknown", style=tones.muted))
+    else:
+        dispatch = Text(
+            "paused" if row.dispatch_paused else "on",
+            style=tones.warning + tones.bold if row.dispatch_paused else "",
+            end="",
+        )
+        dispatch.append(since, style=tones.muted)
+        pair("dispatch", dispatch)
+        t = row.totals
+        tokens = Text(
+            f"{fmt.grouped(t.total_tokens)} (in {fmt.compact(t.input_tokens)}, "
+            f"out {fmt.compact(t.output_tokens)})"
+            + (f" · ${t.cost_usd:,.2f}" if t.cost_usd is not None else ""),
+            end="",
+        )
+        tokens.append(since, style=tones.muted)
+        pair("tokens", tokens)
     # the windows' own labelled lines (primary, secondary, credits) line up with these
-    pair("limits", limits_text(row.rate_limits, now, tones, label_width=DETAIL_LABEL))
+    limits = (
+        limits_text(row.rate_limits, now, tones, label_width=DETAIL_LABEL)
+        if known
+        else Text("unknown", style=tones.muted)
+    )
+    pair("limits", limits)
     if row.error:
         pair("last error", inert(row.error, tones.error, limit=300))
     return text

@@ -243,7 +243,8 @@ def project_alerts(snapshot: Snapshot) -> list[tuple[str, str]]:
     for p in snapshot.projects:
         if p.link_state not in OUT_OF_DATE_STATES:
             continue
-        why = one_line(p.error, 160) if p.error else "no update"
+        said = p.error or p.stop_reason
+        why = one_line(said, 160) if said else "no update"
         age = "" if p.age_s is None else f" · last update {fmt.duration(p.age_s)} ago"
         parts.append((f"✗ project {one_line(p.name, 30)} {p.link_state}: ", f"{why}{age}"))
     return parts
