@@ -26,7 +26,8 @@ One issue's transcript (``events_since(seq, issue_id="<project>/<id>")``) is its
 own, numbered by that scheduler (its history reaches back before the fleet connected), so a
 reader keeps one position per issue, as it does for one scheduler. Commands go to one
 project's API (``X-Symphony-Via: fleet``), by the prefix of the id they name, else by
-``command.project``. A scheduler that a workflow or URL target names is not also a row of
+``command.project``; the answer names the project (``alpha · DEMO-3: approved``, a refusal
+``alpha: why``). A scheduler that a workflow or URL target names is not also a row of
 ``local``.
 """
 
@@ -685,7 +686,9 @@ class FleetPort(SchedulerPort):
         result = await project.port.send(plain, who=who, via=VIA)
         if not result.ok:
             return CommandResult(False, f"{project.name}: {result.message}", result.issue)
-        return result
+        # the project, then its scheduler's answer: "alpha · DEMO-3: approved"
+        said = result.message or f"{plain.type.replace('_', ' ')}: ok"
+        return CommandResult(True, f"{project.name} · {said}", result.issue)
 
     def _port_for(self, issue: str) -> tuple[RemotePort, str] | str:
         routed = self._route_id(issue)

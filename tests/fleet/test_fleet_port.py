@@ -302,6 +302,24 @@ async def test_a_refusal_names_its_project_and_the_request_says_via_fleet():
     await alpha.port.close()
 
 
+async def test_an_answer_names_the_project_it_came_from():
+    fleet = FleetPort([])
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        said = {"approve": "T-1: approved for this session", "pause_dispatch": ""}
+        return httpx.Response(
+            200, json={"ok": True, "message": said[json.loads(request.content)["type"]]}
+        )
+
+    alpha = joined(fleet, "alpha", httpx.MockTransport(answer))
+    result = await fleet.send(Approve(approval_id="alpha/t-1:0", for_session=True))
+    assert result.ok and result.message == "alpha · T-1: approved for this session"
+    result = await fleet.send(PauseDispatch(project="alpha"))
+    assert result.ok and result.message == "alpha · pause dispatch: ok"
+    assert alpha.port is not None
+    await alpha.port.close()
+
+
 async def test_a_command_for_a_stale_project_is_refused_at_once_not_sent():
     now = [100.0]
     fleet = FleetPort([], clock=lambda: now[0])

@@ -16,6 +16,7 @@ from symphony_tui.console.messages import ConsoleApp, console_app
 from symphony_tui.console.registry import bindings_for
 from symphony_tui.console.sanitize import inert, one_line
 from symphony_tui.console.widgets.footer import ConsoleFooter
+from symphony_tui.domain.kinds import ApprovalDecision, decision_asked
 
 if TYPE_CHECKING:
     from symphony_tui.domain import ApprovalRequest
@@ -26,22 +27,25 @@ SHOWN = 500
 
 
 #: Flags of a command's audit detail (``key=value`` words, JSON values) that change what
-#: the operator decided, and how the What column says it.
-_DECISIONS = {
-    ("approve", "for_session=true"): "approve for session",
-    ("deny", "cancel=true"): "deny and cancel turn",
+#: the operator asked for, and how the What column says it (decisions in their shared
+#: words, ``domain.kinds.DECISION_WORDS``).
+_FLAGGED = {
+    ("approve", "for_session=true"): decision_asked(ApprovalDecision.ACCEPT_FOR_SESSION),
+    ("deny", "cancel=true"): decision_asked(ApprovalDecision.CANCEL),
+    ("pause_dispatch", "paused=true"): "pause dispatch",
     ("pause_dispatch", "paused=false"): "resume dispatch",
 }
 
 
 def action_words(what: str, detail: str) -> str:
-    """What an audit entry did, precisely: ``approve for session``, not ``approve``
-    (a command's flags are in its ``detail``); other actions by their names."""
+    """What an audit entry did, precisely: ``approve for this session``, not ``approve``
+    (a command's flags are in its ``detail``); other actions by their names, in words
+    (``extend budget``)."""
     words = set(detail.split())
-    for (name, flag), said in _DECISIONS.items():
+    for (name, flag), said in _FLAGGED.items():
         if what == name and flag in words:
             return said
-    return what
+    return what.replace("_", " ")
 
 
 class AuditScreen(Screen[None]):
@@ -108,7 +112,7 @@ class AuditScreen(Screen[None]):
             table.add_row(
                 entry.at.strftime("%Y-%m-%d %H:%M:%S"),
                 inert(entry.who, limit=28),
-                inert(action_words(entry.what, entry.detail), "bold", limit=22),
+                inert(action_words(entry.what, entry.detail), "bold", limit=24),
                 inert(entry.issue or "", limit=14),
                 inert("ok" if entry.ok else "refused", tones.success if entry.ok else tones.error),
                 inert(one_line(detail), limit=80),
