@@ -125,7 +125,7 @@ async def test_no_project_live_is_said_per_project_never_as_one_lost_link(fleet,
         await settle(pilot)
         text = screen_text(app)
         assert "scheduler link lost" not in text and "STALE" not in text
-        assert "⌂ 0/3 projects live" in text and "✗ project api down: 401 refused" in text
+        assert "⌂ 0/3 live" in text and "✗ project api down: 401 refused" in text
 
 
 async def test_a_stale_projects_rows_read_unknown_the_others_do_not(fleet, make_app):
@@ -138,7 +138,7 @@ async def test_a_stale_projects_rows_read_unknown_the_others_do_not(fleet, make_
         assert api[0] == "⚑1" and "! waiting" in api and "as of" not in api[-1]
         text = screen_text(app)
         assert "✗ project web stale: connection refused · last update 32s ago" in text
-        assert "⌂ 2/3 projects live" in text
+        assert "⌂ 2/3 live" in text
         # the link comes back: web's row is live again
         fleet.update(
             projects=tuple(
@@ -520,6 +520,30 @@ def test_the_status_line_says_a_fleet_in_short_words_when_it_would_be_cut():
     assert "⚑ 3 │" in narrow.plain and "2/3 live" in narrow.plain and "1 paused" in narrow.plain
     filtered = status_text(narrowed(snap, WEB), now, Tones(), showing=WEB, width=76).plain
     assert "1/4 running" in filtered and "⌂ 2/3 live · web" in filtered
+
+
+def test_the_status_line_names_the_paused_projects_as_the_width_allows():
+    snap = fleet_snapshot()  # billing-service-backend is paused
+    now = snap.generated_at
+    wide = status_text(snap, now, Tones(), width=120).plain
+    assert "⏸ billing-service-backend paused" in wide
+    at_80 = status_text(snap, now, Tones(), width=80).plain
+    assert at_80.endswith("⏸ billing-ser… paused") and len(at_80) <= 80
+    two = snap.model_copy(
+        update={
+            "projects": tuple(
+                p.model_copy(update={"dispatch_paused": True}) if p.name == WEB else p
+                for p in snap.projects
+            )
+        }
+    )
+    wide = status_text(two, now, Tones(), width=120).plain
+    assert wide.endswith("⏸ 2 paused: web, billing-service-backend")
+    assert status_text(two, now, Tones(), width=80).plain.endswith("⏸ 2 paused: web, +1")
+    assert status_text(two, now, Tones(), width=60).plain.endswith("⏸ 2 paused")
+    # the one project shown is named beside it
+    shown = status_text(narrowed(snap, BILLING), now, Tones(), showing=BILLING, width=160)
+    assert shown.plain.endswith("showing billing-service-backend · ⏸ paused · P projects")
 
 
 SIZES = [(80, 24), (120, 36)]

@@ -99,13 +99,62 @@ def status_text(
     again in its short words (``⚑ 3``, ``⌂ 2/3 live``), so its projects' state is not the
     part cut; one scheduler's line ends with what can be cut (poll, tracker, workflow)."""
     text = _status_text(snapshot, now, tones, link, showing, short=False)
-    if snapshot.projects and width is not None and text.cell_len > width:
-        text = _status_text(snapshot, now, tones, link, showing, short=True)
+    if not snapshot.projects or width is None or text.cell_len <= width:
+        return text
+    # too wide: the short words, then the paused projects' names shorter, then fewer of
+    # them (their count stays)
+    named = len(_paused_names(snapshot, showing))
+    for keep, cells in [(k, c) for k in range(named, 0, -1) for c in NAME_CELLS] + [(0, 0)]:
+        text = _status_text(snapshot, now, tones, link, showing, short=True, keep=keep, cells=cells)
+        if text.cell_len <= width:
+            break
     return text
 
 
+def _paused_names(s: Snapshot, showing: str | None) -> list[str]:
+    """The fleet's projects whose dispatching is paused (the shown one's alone, with
+    ``showing``)."""
+    if showing is not None:
+        return [showing] if s.dispatch_paused else []
+    return [p.name for p in s.projects if p.dispatch_paused]
+
+
+#: Cells a paused project's name may take in the status line: whole (up to the first),
+#: else cut to the second.
+NAME_CELLS = (24, 12)
+
+
+def paused_words(
+    names: list[str], keep: int | None = None, *, cells: int = NAME_CELLS[0], showing: bool = False
+) -> str:
+    """A fleet's paused projects: ``⏸ alpha paused``, ``⏸ 2 paused: alpha, beta``; at
+    most ``keep`` names (``⏸ 3 paused: alpha, +2``; 0: ``⏸ 3 paused``), each cut to
+    ``cells``; with ``showing`` (the one project shown, named beside it) ``⏸ paused``;
+    ``""`` when none is."""
+    if not names:
+        return ""
+    if showing:
+        return "⏸ paused"
+    keep = len(names) if keep is None else keep
+    shown = [one_line(n, cells) for n in names[:keep]]
+    if len(names) == 1:
+        return f"⏸ {shown[0]} paused" if shown else "⏸ 1 paused"
+    if not shown:
+        return f"⏸ {len(names)} paused"
+    rest = f", +{len(names) - keep}" if keep < len(names) else ""
+    return f"⏸ {len(names)} paused: {', '.join(shown)}{rest}"
+
+
 def _status_text(
-    snapshot: Snapshot, now: datetime, tones: Tones, link, showing: str | None, *, short: bool
+    snapshot: Snapshot,
+    now: datetime,
+    tones: Tones,
+    link,
+    showing: str | None,
+    *,
+    short: bool,
+    keep: int | None = None,
+    cells: int = NAME_CELLS[0],
 ) -> Text:
     s = snapshot
     text = Text(end="", no_wrap=True, overflow="ellipsis")
@@ -136,7 +185,7 @@ def _status_text(
         word = "" if short else f" approval{'s' * (len(s.approvals) != 1)}"
         text.append(f"⚑ {len(s.approvals)}{word}", style=tones.warning + tones.bold)
     if s.projects:
-        return _fleet_tail(text, s, tones, showing, short=short)
+        return _fleet_tail(text, s, tones, showing, short=short, keep=keep, cells=cells)
     text.append(" │ ")
     if s.dispatch_paused:
         text.append("⏸ DISPATCH PAUSED", style=tones.warning + tones.bold)
@@ -151,9 +200,19 @@ def _status_text(
     return text
 
 
-def _fleet_tail(text: Text, s: Snapshot, tones: Tones, showing: str | None, *, short: bool) -> Text:
-    """The status line's end in a fleet console: ``⌂ 2/3 projects live · showing api ·
-    ⏸ 1 paused · P projects`` (``short``: ``⌂ 2/3 live · api · ⏸ 1 paused``)."""
+def _fleet_tail(
+    text: Text,
+    s: Snapshot,
+    tones: Tones,
+    showing: str | None,
+    *,
+    short: bool,
+    keep: int | None,
+    cells: int,
+) -> Text:
+    """The status line's end in a fleet console: ``⌂ 2/3 projects live · ⏸ 2 paused: api,
+    web · P projects``, ``⌂ 2/3 projects live · showing api · ⏸ paused · P projects``
+    (``short``: ``⌂ 2/3 live · api · ⏸ paused``; ``keep``, ``cells``: :func:`paused_words`)."""
     live = sum(1 for p in s.projects if p.link_state == "live")
     text.append(" │ ")
     text.append(
@@ -162,11 +221,9 @@ def _fleet_tail(text: Text, s: Snapshot, tones: Tones, showing: str | None, *, s
     )
     if showing is not None:
         text.append(f" · {'' if short else 'showing '}{one_line(showing, 24)}", style=tones.bold)
-        paused = 1 if s.dispatch_paused else 0
-    else:
-        paused = sum(1 for p in s.projects if p.dispatch_paused)
+    paused = paused_words(_paused_names(s, showing), keep, cells=cells, showing=showing is not None)
     if paused:
-        text.append(f" · ⏸ {paused} paused", style=tones.warning + tones.bold)
+        text.append(f" · {paused}", style=tones.warning + tones.bold)
     if not short:
         text.append(" · P projects", style=tones.muted)
     return text
