@@ -125,7 +125,8 @@ async def test_no_project_live_is_said_per_project_never_as_one_lost_link(fleet,
         await settle(pilot)
         text = screen_text(app)
         assert "scheduler link lost" not in text and "STALE" not in text
-        assert "⌂ 0/3 live" in text and "✗ project api down: 401 refused" in text
+        assert "⌂ 0/3 live" in text
+        assert "✗ 3 projects down: api, web, billing-service-backend · 401 refused" in text
 
 
 async def test_a_stale_projects_rows_read_unknown_the_others_do_not(fleet, make_app):
@@ -544,6 +545,46 @@ def test_the_status_line_names_the_paused_projects_as_the_width_allows():
     # the one project shown is named beside it
     shown = status_text(narrowed(snap, BILLING), now, Tones(), showing=BILLING, width=160)
     assert shown.plain.endswith("showing billing-service-backend · ⏸ paused · P projects")
+
+
+def crowded(fleet: FleetTestPort) -> None:
+    """Two stopped projects (listed first), then web stale (the sample's), one more stale
+    and one down, and a host down: more warnings than the alert line's three rows."""
+    rows = list(fleet.current.projects)
+    gone = [
+        rows[0].model_copy(
+            update={"name": name, "link_state": "stopped", "error": "process gone", "age_s": 47.0}
+        )
+        for name in ("old-a", "old-b")
+    ]
+    lost = [
+        rows[0].model_copy(update={"name": name, "link_state": state, "age_s": 9.0})
+        for name, state in (("beta", "stale"), ("gamma", "down"))
+    ]
+    down = HostRow(name="build-2", up=False, last_error="connection refused", project=API)
+    fleet.update(projects=(*gone, *rows, *lost), hosts=(down,))
+
+
+async def test_warnings_most_urgent_first_folded_and_fitted_at_80x24(fleet, make_app):
+    crowded(fleet)
+    app = make_app(fleet)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        alert = app.screen.query_one("#alert-line")
+        said = app.screen._alert.plain.split("\n")
+        # stale before down, down before stopped; one line per kind; each fits its row
+        assert said == [
+            "✗ 2 projects stale: web, beta",
+            "✗ project gamma down: no update · last update 9s ago",
+            "+2 more: host build-2 down, 2 projects stopped",
+        ]
+        assert alert.size.height == 3
+
+
+@pytest.mark.parametrize("size", [(80, 24)], ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_fleet_warnings_screen(fleet, make_app, svg_snapshot, size):
+    crowded(fleet)
+    assert await shoot(make_app(fleet), size) == svg_snapshot
 
 
 SIZES = [(80, 24), (120, 36)]
