@@ -715,8 +715,8 @@ class FleetPort(SchedulerPort):
 
     async def audit_entries(self, limit: int = 500) -> list[AuditEntry]:
         """Every connected project's newest ``limit`` entries, merged by time (the newest
-        ``limit``); an entry's ``issue`` is namespaced and its ``via`` starts with its
-        project. A project that does not answer within 5 s is left out."""
+        ``limit``); an entry names its ``project`` (a pause names no issue), its ``issue``
+        is namespaced and its ``via`` starts with its project. A project that does not answer within 5 s is left out."""
         projects = [p for p in self.projects.values() if p.port is not None]
 
         async def one(project: Project) -> list[AuditEntry]:
@@ -727,6 +727,7 @@ class FleetPort(SchedulerPort):
                     update={
                         "issue": f"{project.name}/{e.issue}" if e.issue else None,
                         "via": f"{project.name}: {e.via}",
+                        "project": project.name,
                     }
                 )
                 for e in entries

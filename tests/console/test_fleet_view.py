@@ -547,6 +547,43 @@ def test_the_status_line_names_the_paused_projects_as_the_width_allows():
     assert shown.plain.endswith("showing billing-service-backend · ⏸ paused · P projects")
 
 
+async def test_the_audit_screen_names_each_entry_s_project_and_via_a_pause_too(fleet, make_app):
+    from textual.widgets import DataTable
+
+    from symphony_tui.console.screens.audit import AuditScreen
+    from symphony_tui.domain.audit import AuditEntry
+
+    via = "fleet api 127.0.0.1 pid 4242 (python3) uid 1000 with the control token"
+    fleet.audit = [
+        AuditEntry(
+            at=NOW, who="ann@box", via=f"{WEB}: {via}", what="approve", issue=f"{WEB}/#12",
+            detail='approval_id="ap-1"', message="#12: approved", project=WEB,
+        ),
+        AuditEntry(
+            at=NOW, who="ann@box", via=f"{API}: {via}", what="pause_dispatch",
+            detail="paused=true", message="dispatch paused", project=API,
+        ),
+    ]  # fmt: skip
+    app = make_app(fleet)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("H")
+        await done(pilot)
+        await settle(pilot)
+        assert isinstance(app.screen, AuditScreen)
+        table = app.screen.query_one("#audit", DataTable)
+        assert [str(c.label) for c in table.columns.values()] == [
+            "When (UTC)", "Project", "Who", "What", "Issue", "Result", "Via", "Message"
+        ]  # fmt: skip
+        approve, pause = ([plain(c) for c in table.get_row_at(i)] for i in range(2))
+        assert approve[1:5] == [WEB, "ann@box", "approve", "#12"]
+        assert pause[1:5] == [API, "ann@box", "pause dispatch", ""]
+        assert approve[6] == pause[6] == "fleet api 127.0.0.1 pid…"
+        assert app.screen.selected_issue_id() is None  # the pause names no issue
+        table.move_cursor(row=0)  # the approve's issue is web's #12, not api's
+        assert app.screen.selected_issue_id() == f"{WEB}/i-12"
+
+
 def crowded(fleet: FleetTestPort) -> None:
     """Two stopped projects (listed first), then web stale (the sample's), one more stale
     and one down, and a host down: more warnings than the alert line's three rows."""
