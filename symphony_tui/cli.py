@@ -1070,17 +1070,20 @@ def _fleet(args: argparse.Namespace) -> int:
     notices: list[str] = []
     try:
         if args.targets:
-            targets = [
-                tg.parse(text, token_env=args.token_env, token_file=args.token_file)
-                for text in args.targets
-            ]
+            targets = []
+            for text in args.targets:
+                target = tg.parse(text, token_env=args.token_env, token_file=args.token_file)
+                if any(tg.identity(t) == tg.identity(target) for t in targets):
+                    _say(f"fleet: {text} is given twice: watched once")
+                else:
+                    targets.append(target)
         else:
             listed, notices = tg.read_fleet_file(tg.fleet_file())
             targets = [tg.parse("local"), *listed]
     except tg.TargetError as exc:
         return _fail(f"fleet: {exc}", 2)
     for line in notices:
-        _say(f"fleet: skipped {line}")
+        _say(f"fleet: {line}")
     if args.list:
         return list_once(targets, wait_s=args.wait)
     problem = _no_terminal("run fleet in a terminal, in tmux or over `ssh -t`; or use --list")
@@ -1095,7 +1098,7 @@ def _fleet(args: argparse.Namespace) -> int:
         shutdown=fleet.close,
         title=f"symphony fleet ({len(targets)} target{'s' if len(targets) != 1 else ''})",
         terminal_modes=_modes_before(),
-        notices=[f"skipped {line}" for line in notices],
+        notices=notices,
         notices_title="fleet file",
     )
     try:

@@ -12,16 +12,19 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from symphony_tui.api import discovery
 from symphony_tui.api.announce import Owner
 from symphony_tui.api.auth import find_control_token, is_loopback
-from symphony_tui.api.client import RemoteError, RemotePort, Unauthorized
+from symphony_tui.api.client import RING, RemoteError, RemotePort, Unauthorized
 from symphony_tui.api.ssh import SshTunnel, choose, discover, parse_target
 from symphony_tui.config.worker_hosts import HostSpec
 from symphony_tui.hosts.ssh import SshError
+
+if TYPE_CHECKING:
+    from symphony_tui.domain import AgentEvent
 
 
 class AttachError(Exception):
@@ -44,8 +47,14 @@ class Attachment:
     #: When its scheduler process started (its snapshot's ``started_at``), once probed.
     started_at: datetime | None = None
 
-    def port(self) -> RemotePort:
-        """A fresh :class:`RemotePort` (its HTTP client belongs to the loop that uses it)."""
+    def port(
+        self,
+        *,
+        on_events: Callable[[list[AgentEvent]], None] | None = None,
+        ring: int = RING,
+    ) -> RemotePort:
+        """A fresh :class:`RemotePort` (its HTTP client belongs to the loop that uses it);
+        ``on_events`` and ``ring`` as :class:`RemotePort` takes them."""
         client = self.tunnel.client() if self.tunnel is not None else None
         return RemotePort(
             self.url,
@@ -54,6 +63,8 @@ class Attachment:
             mode=self.mode,
             control=self.control,
             owner=self.owner,
+            on_events=on_events,
+            ring=ring,
         )
 
     def close(self) -> None:

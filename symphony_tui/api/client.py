@@ -53,6 +53,7 @@ _EVENTS = TypeAdapter(list[AgentEvent])
 _AUDIT = TypeAdapter(list[AuditEntry])
 POLL_S = 0.25
 RING = 5_000
+TRANSCRIPT = 2_000  # events kept of one issue's transcript
 TRANSCRIPT_S = 1.0
 ASKED_KEEP_S = 10.0
 STALE_AFTER_S = 15.0  # three of the server's 5 s keepalives
@@ -222,7 +223,7 @@ class RemotePort(SchedulerPort):
         #: The snapshot as it was when the scheduler stopped, live rows included (what it
         #: last said it ran); None while it runs.
         self.before_stop: Snapshot | None = None
-        self._on_events = on_events
+        self.on_events = on_events
         #: What an earlier process of this scheduler was followed up to (not taken again).
         self.taken_before = taken
         self._taken: Taken | None = None
@@ -241,7 +242,7 @@ class RemotePort(SchedulerPort):
     ) -> list[AgentEvent]:
         if issue_id is not None:
             self._asked[issue_id] = self._clock()
-            source = self._transcripts.setdefault(issue_id, deque(maxlen=2_000))
+            source = self._transcripts.setdefault(issue_id, deque(maxlen=TRANSCRIPT))
         else:
             source = self._ring
         return [e for e in source if e.seq > seq][-limit:]
@@ -360,6 +361,11 @@ class RemotePort(SchedulerPort):
         """The newest event this port took, or else what it was told an earlier process
         of its scheduler was followed up to (None: nothing)."""
         return self._taken or self.taken_before
+
+    def transcripts(self) -> dict[str, list[AgentEvent]]:
+        """Each issue's transcript as this port holds it (issue id -> its events, in
+        ``seq`` order), for the issues asked about that have any."""
+        return {issue_id: list(events) for issue_id, events in self._transcripts.items() if events}
 
     def seen_seq(self) -> int:
         """The highest event ``seq`` this port has handed out, from its ring or an issue's
@@ -609,14 +615,14 @@ class RemotePort(SchedulerPort):
             last = taken[-1]
             if workflow and last.at is not None:
                 self._taken = Taken(workflow, last.at, last.seq)
-            if self._on_events is not None:
-                self._on_events(taken)
+            if self.on_events is not None:
+                self.on_events(taken)
 
     def _forget_events(self) -> None:
         # another process of the scheduler: its history repeats what this port took
         self.taken_before = self.taken()
         self._ring.clear()
-        self._transcripts = {k: deque(maxlen=2_000) for k in self._transcripts}
+        self._transcripts = {k: deque(maxlen=TRANSCRIPT) for k in self._transcripts}
         self._dropped_here.clear()
         self._last_seq = 0
 
@@ -626,7 +632,7 @@ class RemotePort(SchedulerPort):
             if now - asked > ASKED_KEEP_S:
                 del self._asked[issue_id]
                 continue
-            transcript = self._transcripts.setdefault(issue_id, deque(maxlen=2_000))
+            transcript = self._transcripts.setdefault(issue_id, deque(maxlen=TRANSCRIPT))
             since = transcript[-1].seq if transcript else 0
             got = await self._client.get(
                 "/api/v1/events", params={"since": since, "issue_id": issue_id}

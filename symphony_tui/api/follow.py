@@ -12,11 +12,18 @@ attached by a fixed ``http(s)://`` address watches that address (``watching``): 
 process answering there is followed the same way; its link's ``hint`` also says how to
 attach again to one started on another port.
 
-Events keep one order across a move: the events of each scheduler are numbered after the
-highest ``seq`` the console was handed by the ones before (the new one's own numbers
-start at 1), so a reader's position (``events_since(last_seq)``, per issue too) carries
-on; the new scheduler's history up to the last event the console took from the one before
-is not taken again (``RemotePort``'s ``taken``), so nothing is shown twice. What a scheduler killed with ``kill -9`` did after its last frame is lost with it.
+Events keep one order across a move. The event log's (``events_since`` without an issue)
+are kept here, not in the current port: every event taken from each scheduler in turn,
+numbered in the order taken, the newest :data:`~symphony_tui.api.client.RING`, so what the
+console showed before a restart is still there (read again from the start, exported)
+after it. An issue's transcript is what the schedulers before held of it when the console
+left them (the newest :data:`~symphony_tui.api.client.TRANSCRIPT`), then the current one's
+(a restarted scheduler's starts empty), numbered after the highest ``seq`` the console
+was handed by the ones before (the new one's own numbers start at 1). So a reader's
+position (``events_since(last_seq)``, per issue too) carries on; the new scheduler's
+history up to the last event the console took from the one before is not taken again
+(``RemotePort``'s ``taken``), so nothing is shown twice. What a scheduler killed with
+``kill -9`` did after its last frame is lost with it.
 """
 
 from __future__ import annotations
@@ -27,13 +34,14 @@ import dataclasses
 import shlex
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import urlsplit
 
 from symphony_tui.api.attach import AttachError, Attachment
 from symphony_tui.api.auth import is_loopback
-from symphony_tui.api.client import LinkStatus, RemoteError, RemotePort
+from symphony_tui.api.client import RING, TRANSCRIPT, LinkStatus, RemoteError, RemotePort
 from symphony_tui.scheduler.port import CommandResult, SchedulerPort, TranscriptGap
 
 if TYPE_CHECKING:
@@ -88,8 +96,13 @@ class FollowingPort(SchedulerPort):
         self.every_s = every_s
         self.watch_lost = watch_lost
         self._clock = clock
-        self.port: RemotePort = attachment.port()
-        self._offset = 0  # added to the current scheduler's event numbers
+        #: The event log: every scheduler's events in the order taken, numbered here.
+        self._ring: deque[AgentEvent] = deque(maxlen=RING)
+        self._seq = 0
+        self.port: RemotePort = attachment.port(on_events=self._take, ring=0)
+        self._offset = 0  # added to the current scheduler's transcripts' event numbers
+        #: Issue id -> its transcript as the schedulers before held it, numbered as handed.
+        self._earlier: dict[str, deque[AgentEvent]] = {}
         self.moves = 0
         self._moved: tuple[str, float] | None = None  # (what, when) of the last move
         self._stop = asyncio.Event()
@@ -151,7 +164,8 @@ class FollowingPort(SchedulerPort):
     async def _move(self, found: Attachment) -> None:
         """Follow ``found`` from now on: its port first fetches the state and events once
         (so the console shows it at once), then streams."""
-        port = found.port()
+        held: list[AgentEvent] = []  # taken into the log only once the port is followed
+        port = found.port(on_events=held.extend, ring=0)
         port.taken_before = self.port.taken()
         try:
             await port.refresh_once()
@@ -160,8 +174,14 @@ class FollowingPort(SchedulerPort):
             await in_thread(found.close)
             return
         old, old_attachment = self.port, self.attachment
+        old.on_events = None  # the new process's history has what the old one said since
+        for issue_id, events in old.transcripts().items():
+            earlier = self._earlier.setdefault(issue_id, deque(maxlen=TRANSCRIPT))
+            earlier.extend(_numbered(events, self._offset))
         self._offset += old.seen_seq()
         self.port, self.attachment = port, found
+        port.on_events = self._take
+        self._take(held)
         self.moves += 1
         self._moved = (f"re-attached: {found}", self._clock())
         await old.close()
@@ -221,11 +241,28 @@ class FollowingPort(SchedulerPort):
     def events_since(
         self, seq: int, *, limit: int = 2000, issue_id: str | None = None
     ) -> list[AgentEvent]:
+        if issue_id is None:
+            newer: list[AgentEvent] = []
+            for event in reversed(self._ring):
+                if event.seq <= seq or len(newer) >= limit:
+                    break
+                newer.append(event)
+            newer.reverse()
+            return newer
         offset = self._offset
         events = self.port.events_since(max(0, seq - offset), limit=limit, issue_id=issue_id)
-        if not offset:
-            return events
-        return [e.model_copy(update={"seq": e.seq + offset}) for e in events]
+        events = _numbered(events, offset)
+        earlier = self._earlier.get(issue_id)
+        if earlier and seq < offset:  # numbered up to the offset: some may be newer than seq
+            events = [e for e in earlier if e.seq > seq] + events
+        return events[-limit:]
+
+    def _take(self, events: list[AgentEvent]) -> None:
+        """Keep the current port's ``events`` (new ones, in its order) in the log, each
+        with the next number."""
+        for event in events:
+            self._seq += 1
+            self._ring.append(event.model_copy(update={"seq": self._seq}))
 
     def transcript_gap(self, issue_id: str) -> TranscriptGap:
         return self.port.transcript_gap(issue_id)
@@ -251,6 +288,13 @@ class FollowingPort(SchedulerPort):
 
     async def note_action(self, what: str, **fields: object) -> AuditEntry | None:
         return await self.port.note_action(what, **fields)
+
+
+def _numbered(events: list[AgentEvent], offset: int) -> list[AgentEvent]:
+    """``events`` with ``offset`` added to each ``seq`` (copies; as given when 0)."""
+    if not offset:
+        return events
+    return [e.model_copy(update={"seq": e.seq + offset}) for e in events]
 
 
 def _close_found(found: Attachment | None) -> None:

@@ -55,7 +55,7 @@ DISCOVER_SCRIPT = (
 def parse_target(text: str) -> HostSpec:
     """``ssh://[user@]host[:port]`` or ``[user@]host`` -> a
     :class:`~symphony_tui.config.worker_hosts.HostSpec` named ``ssh://[user@]host[:port]``;
-    raises ``ValueError`` with the reason."""
+    raises ``ValueError`` with the reason (a user or host starting with ``-`` too)."""
     raw = text.strip()
     if "://" not in raw:
         raw = "ssh://" + raw
@@ -68,6 +68,9 @@ def parse_target(text: str) -> HostSpec:
         raise ValueError(f"{text!r}: the port is not a number (1-65535)") from None
     if not parts.hostname or parts.path not in ("", "/") or parts.query:
         raise ValueError(f"{text!r} is not ssh://[user@]host[:port]")
+    if parts.hostname.startswith("-") or (parts.username or "").startswith("-"):
+        # ssh would read the destination as one of its options
+        raise ValueError(f"{text!r}: a user or host name never starts with '-'")
     destination = f"{parts.username}@{parts.hostname}" if parts.username else parts.hostname
     name = f"ssh://{destination}" + (f":{port}" if port else "")
     return HostSpec(name, parts.hostname, parts.username, port)

@@ -1,9 +1,10 @@
 """``symphony-tui fleet --list``: each project's state once, as a table (no console).
 
 It follows the targets as the console would for up to ``wait_s`` seconds (less once every
-project is live, down, refused or stopped), then prints one line a project, by name: name, link
-state, running, retrying, approvals waiting, machine (``here``: this one) and the last
-error. Exit 0 when every project is live, 1 otherwise (none found, or one is not)."""
+project is live, down, refused or stopped), then prints one line a project, by name (the
+console's order): name, link state, running, retrying, approvals waiting, machine
+(``here``: this one), where it is (:func:`where`) and the last error. Exit 0 when every
+project is live, 1 otherwise (none found, or one is not)."""
 
 from __future__ import annotations
 
@@ -37,18 +38,27 @@ async def settle(fleet: FleetPort, wait_s: float) -> tuple[ProjectRow, ...]:
         runner.cancel()
 
 
+def where(row: ProjectRow) -> str:
+    """Where a project is, so that two of one folder name are told apart: a URL target's
+    URL, else its workflow's path (on its machine), else its target as written."""
+    if row.target.startswith(("http://", "https://")):
+        return row.target
+    return row.workflow_path or row.target
+
+
 def table(rows: Sequence[ProjectRow]) -> list[str]:
-    """The lines ``--list`` prints."""
-    lines = [("PROJECT", "STATE", "RUNNING", "RETRYING", "APPROVALS", "MACHINE", "ERROR")]
+    """The lines ``--list`` prints (every cell one line, without control characters)."""
+    lines = [("PROJECT", "STATE", "RUNNING", "RETRYING", "APPROVALS", "MACHINE", "WHERE", "ERROR")]
     for row in sorted(rows, key=lambda r: r.name):
         lines.append(
             (
-                row.name,
+                one_line(row.name),
                 row.link_state,
                 str(row.running),
                 str(row.retrying),
                 str(row.approvals),
-                row.machine or "here",
+                one_line(row.machine or "here"),
+                one_line(where(row)),
                 one_line(row.error, 200) if row.error else "",
             )
         )

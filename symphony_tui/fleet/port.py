@@ -44,6 +44,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
+from pathlib import PurePath
 from typing import Any, TypeVar
 
 import httpx
@@ -57,6 +58,7 @@ from symphony_tui.domain.commands import Answer, Approve, Command, Deny
 from symphony_tui.domain.diff import DiffPage, WorkspaceDiff
 from symphony_tui.domain.snapshot import ProjectRow
 from symphony_tui.domain.tokens import TokenUsage
+from symphony_tui.fleet import names
 from symphony_tui.fleet import targets as tg
 from symphony_tui.fleet.merge import Parts, event_of, merge, parts_of, split_id
 from symphony_tui.fleet.refusals import stale_refusal
@@ -268,6 +270,7 @@ class FleetPort(SchedulerPort):
         self._merged_rows: tuple[ProjectRow, ...] = ()
         self._merged_ids: tuple[int, ...] = ()
         self._stop = asyncio.Event()
+        self._names = names.decided(self.targets)
         self._untried = {t.text for t in self.targets if t.kind in ("workflow", "url")}
         self._named_tried = asyncio.Event()
         if not self._untried:
@@ -277,22 +280,39 @@ class FleetPort(SchedulerPort):
 
     # -- the projects ---------------------------------------------------------------------
     def _project(
-        self, target: tg.Target, endpoint_key: str, base: str, *, as_is: bool = False
+        self,
+        target: tg.Target,
+        endpoint_key: str,
+        base: str,
+        *,
+        as_is: bool = False,
+        workflow: str = "",
     ) -> Project:
-        """The project of ``(target, endpoint_key)``, made on first sight with a unique
-        name (``base``, ``base@machine`` over ssh unless ``as_is``, then ``-2``, ``-3``...)."""
+        """The project of ``(target, endpoint_key)``, made and named on first sight
+        (:mod:`symphony_tui.fleet.names`). A workflow or URL target's name was decided
+        from the targets up front; a scheduler found as the fleet runs (``local``,
+        ``ssh://``) takes ``base`` (``base@machine`` over ssh unless ``as_is``; the target's
+        ``name=`` instead when it has one) made unique with the names of the folders above
+        its ``workflow``'s, never a name decided up front for another target. The projects
+        stay in name order, the console's and ``--list``'s."""
         found = self._by_key.get((target.text, endpoint_key))
         if found is not None:
             return found
         machine = target.machine
-        at = target.kind == "ssh" and not as_is
-        name = target.name or (f"{base}@{machine}" if at else base)
-        name = name.replace("/", "-").replace(" ", "-") or "project"
-        unique, n = name, 2
-        while unique in self.projects:
-            unique, n = f"{name}-{n}", n + 1
-        project = Project(unique, target, endpoint_key, machine, self._clock)
-        self.projects[unique] = project
+        name = self._names.get(target.text) if target.kind in ("workflow", "url") else None
+        if name is None or name in self.projects:
+            taken = set(self.projects)
+            taken.update(n for text, n in self._names.items() if text != target.text)
+            above = names.folders(workflow)
+            if target.name is not None:
+                own = PurePath(workflow).parent.name if workflow else ""
+                name = names.unique(target.name, taken, [own, *above] if own else above)
+            else:
+                at = machine if target.kind == "ssh" and not as_is else None
+                name = names.unique(base, taken, above, at=at)
+        project = Project(name, target, endpoint_key, machine, self._clock)
+        self.projects[name] = project
+        self.projects = dict(sorted(self.projects.items()))
         self._by_key[(target.text, endpoint_key)] = project
         return project
 
@@ -460,15 +480,17 @@ class FleetPort(SchedulerPort):
             for endpoint in found:
                 if endpoint.pid in named:
                     continue
-                project = self._project(target, endpoint.key, endpoint.folder_name)
+                project = self._project(
+                    target, endpoint.key, endpoint.folder_name, workflow=endpoint.workflow_path
+                )
                 if self._needs_new(project, endpoint):
                     await self._connect(project, endpoint)
             if await self._wait(self.local_every_s):
                 return
 
     async def _follow_workflow(self, target: tg.Target) -> None:
-        base = tg.Endpoint(target.text, target.text, None, None).folder_name
-        project = self._project(target, target.text, base)
+        base = PurePath(target.text).parent.name
+        project = self._project(target, target.text, base, workflow=target.text)
         while True:
             if project.port is None or project.port.stopped:
                 try:
@@ -484,19 +506,14 @@ class FleetPort(SchedulerPort):
                 return
 
     async def _follow_url(self, target: tg.Target) -> None:
-        project: Project | None = None
+        project = self._project(target, target.text, names.url_base(target.text))
         while True:
-            if project is None or project.port is None or project.port.stopped:
+            if project.port is None or project.port.stopped:
                 try:
                     endpoint = await self._thread(tg.url_endpoint, target)
                 except (tg.TargetError, OSError) as exc:
-                    if project is None:  # named by its address until it is found
-                        base = tg.Endpoint(target.text, "", target.text, None).folder_name
-                        project = self._project(target, target.text, base)
                     project.error = str(exc)
                 else:
-                    if project is None:  # named by its workflow when its note says it
-                        project = self._project(target, target.text, endpoint.folder_name)
                     # a stopped scheduler's row keeps its last state until one answers there
                     if project.port is None or await self._answers(endpoint):
                         await self._connect(project, endpoint)
@@ -522,7 +539,9 @@ class FleetPort(SchedulerPort):
                     placeholder = None
                 keys = {e.key for e in found}
                 for endpoint in found:
-                    project = self._project(target, endpoint.key, endpoint.folder_name)
+                    project = self._project(
+                        target, endpoint.key, endpoint.folder_name, workflow=endpoint.workflow_path
+                    )
                     if self._needs_new(project, endpoint):
                         await self._connect(project, endpoint)
                 for project in [p for p in self.projects.values() if p.target is target]:

@@ -24,7 +24,10 @@ resolvers are blocking (files, ``ssh``): the fleet runs them in threads.
 
 from __future__ import annotations
 
+import codecs
+import dataclasses
 import os
+import re
 import shlex
 import stat
 from dataclasses import dataclass
@@ -38,6 +41,7 @@ from symphony_tui.api.discovery import Endpoint, local_endpoints, ssh_endpoints
 from symphony_tui.api.ssh import parse_target
 from symphony_tui.config.worker_hosts import HostSpec
 from symphony_tui.paths import config_dir
+from symphony_tui.text import one_line
 
 TargetKind = Literal["workflow", "url", "ssh", "local"]
 DEFAULT_TOKEN_ENV = "SYMPHONY_API_TOKEN"
@@ -78,12 +82,14 @@ def parse(
     token_env: str | None = None,
     token_file: Path | None = None,
 ) -> Target:
-    """One target (the module doc). Raises :class:`TargetError`."""
+    """One target (the module doc). Raises :class:`TargetError`, whatever ``text`` is."""
     raw = text.strip()
     if not raw:
         raise TargetError("an empty target")
-    if name is not None and (not name or "/" in name or any(c.isspace() for c in name)):
-        raise TargetError(f"{name!r}: a project name has no '/' and no spaces")
+    if name is not None and (not name or "/" in name or not name.isprintable() or " " in name):
+        raise TargetError(
+            f"{name!r}: a project name has no '/', no spaces and no control characters"
+        )
     if raw == "local":
         return Target("local", raw, name)
     if raw.startswith("ssh://"):
@@ -93,7 +99,10 @@ def parse(
             raise TargetError(str(exc)) from None
         return Target("ssh", spec.name, name, ssh=spec)
     if raw.startswith(("http://", "https://")):
-        parts = urlsplit(raw)
+        try:
+            parts = urlsplit(raw)
+        except ValueError as exc:  # an unclosed '[' of an IPv6 host
+            raise TargetError(f"{raw!r} is not http(s)://HOST:PORT ({exc})") from None
         try:
             parts.port  # noqa: B018 (a bad port raises here)
         except ValueError:
@@ -106,12 +115,30 @@ def parse(
             f"{raw!r}: a target is a WORKFLOW.md path, http(s)://HOST:PORT, "
             "ssh://[user@]host[:port] or local"
         )
-    path = Path(raw).expanduser()
-    if path.is_dir():
-        path = path / "WORKFLOW.md"
-    if not path.is_file():
-        raise TargetError(f"{raw}: no such workflow file")
-    return Target("workflow", str(path.resolve()), name)
+    try:
+        path = Path(raw).expanduser()
+        if path.is_dir():
+            path = path / "WORKFLOW.md"
+        found = path.resolve() if path.is_file() else None
+    except (OSError, RuntimeError, ValueError) as exc:  # too long, ~nosuchuser, a NUL, a loop
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise TargetError(f"{raw!r}: {reason}") from None
+    if found is None:
+        raise TargetError(f"{raw!r}: no such workflow file")
+    return Target("workflow", str(found), name)
+
+
+def identity(target: Target) -> tuple[object, ...]:
+    """What two targets that watch the same thing share: a workflow's resolved path, a
+    URL's scheme, host and port (the scheme's default when none is written), an ssh
+    target's user, host and port (22 when none is written)."""
+    if target.kind == "url":
+        parts = urlsplit(target.text)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        return ("url", parts.scheme, parts.hostname, port)
+    if target.ssh is not None:
+        return ("ssh", target.ssh.user, target.ssh.hostname.lower(), target.ssh.port or 22)
+    return (target.kind, target.text)
 
 
 def fleet_file() -> Path:
@@ -119,48 +146,92 @@ def fleet_file() -> Path:
     return config_dir() / "fleet"
 
 
-def read_fleet_file(path: Path) -> tuple[list[Target], list[str]]:
-    """The targets of a fleet file and one line per line that could not be used
-    (``<file>:<line>: <reason>``). A missing file is no targets, no problem."""
+OPTIONS = ("name", "token-env", "token-file")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def parse_line(line: str, folder: Path) -> Target | None:
+    """One line of a fleet file: a target and its options (the module doc); ``None`` for
+    a blank or comment line. ``token-file`` is relative to ``folder``. Raises
+    :class:`TargetError`, whatever ``line`` is."""
     try:
-        text = path.read_text(encoding="utf-8")
+        words = shlex.split(line, comments=True)
+    except ValueError as exc:
+        raise TargetError(str(exc)) from None
+    if not words:
+        return None
+    options: dict[str, str] = {}
+    for word in words[1:]:
+        key, sep, value = word.partition("=")
+        if not sep or key not in OPTIONS or not value:
+            raise TargetError(f"{word!r}: an option is name=NAME, token-env=VAR or token-file=PATH")
+        if key in options:
+            raise TargetError(f"{key}= is given twice")
+        options[key] = value
+    env = options.get("token-env")
+    if env is not None and not _ENV_NAME.fullmatch(env):
+        raise TargetError(f"token-env={env!r}: not an environment variable's name")
+    file = options.get("token-file")
+    token_file = None
+    if file is not None:
+        try:
+            token_file = folder / Path(file).expanduser()
+        except (RuntimeError, ValueError) as exc:  # ~nosuchuser, a NUL
+            raise TargetError(f"token-file={file!r}: {exc}") from None
+    return parse(words[0], name=options.get("name"), token_env=env, token_file=token_file)
+
+
+def read_fleet_file(path: Path) -> tuple[list[Target], list[str]]:
+    """The targets of a fleet file and one notice a line for each line that was not taken
+    as written (``<file>:<line>: ...``). A line that cannot be used (not a target, bad
+    options, not UTF-8 text) and a line whose target an earlier line has already are
+    skipped (``skipped: <why>``); a ``name=`` an earlier line has already is dropped, the
+    line kept. A missing file is no targets, no notices."""
+    try:
+        data = path.read_bytes()
     except FileNotFoundError:
         return [], []
-    except (OSError, UnicodeDecodeError) as exc:
-        return [], [f"{path}: {exc}"]
+    except OSError as exc:
+        return [], [f"{path}: {exc.strerror or exc}"]
     targets: list[Target] = []
-    problems: list[str] = []
-    for number, line in enumerate(text.splitlines(), 1):
+    notices: list[str] = []
+    lines: dict[tuple[object, ...], int] = {}
+    names: dict[str, int] = {}
+    for number, raw in enumerate(data.split(b"\n"), 1):
+        where = f"{path}:{number}"
+        if number == 1:
+            raw = raw.removeprefix(codecs.BOM_UTF8)
         try:
-            words = shlex.split(line, comments=True)
-        except ValueError as exc:
-            problems.append(f"{path}:{number}: {exc}")
-            continue
-        if not words:
-            continue
-        options: dict[str, str] = {}
-        try:
-            for word in words[1:]:
-                key, sep, value = word.partition("=")
-                if not sep or key not in ("name", "token-env", "token-file") or not value:
-                    raise TargetError(
-                        f"{word!r}: an option is name=NAME, token-env=VAR or token-file=PATH"
-                    )
-                options[key] = value
-            file = options.get("token-file")
-            if file is not None and not Path(file).expanduser().is_absolute():
-                file = str(path.parent / Path(file).expanduser())
-            targets.append(
-                parse(
-                    words[0],
-                    name=options.get("name"),
-                    token_env=options.get("token-env"),
-                    token_file=Path(file).expanduser() if file else None,
-                )
+            line = raw.removesuffix(b"\r").decode("utf-8")
+        except UnicodeDecodeError as exc:
+            notices.append(
+                f"{where}: skipped: not UTF-8 text (byte 0x{raw[exc.start]:02x}, column {exc.start + 1})"
             )
+            continue
+        try:
+            target = parse_line(line, path.parent)
         except TargetError as exc:
-            problems.append(f"{path}:{number}: {exc}")
-    return targets, problems
+            notices.append(f"{where}: skipped: {one_line(exc, 300)}")
+            continue
+        if target is None:
+            continue
+        if target.kind == "local":
+            notices.append(f"{where}: skipped: local is always watched beside the fleet file")
+            continue
+        first = lines.setdefault(identity(target), number)
+        if first != number:
+            notices.append(f"{where}: skipped: the same target as line {first} ({target.text})")
+            continue
+        if target.name is not None:
+            named = names.setdefault(target.name, number)
+            if named != number:
+                notices.append(
+                    f"{where}: name={target.name} is line {named}'s already: "
+                    "dropped, this project is named by its target"
+                )
+                target = dataclasses.replace(target, name=None)
+        targets.append(target)
+    return targets, notices
 
 
 def read_token_file(path: Path) -> str:
@@ -229,8 +300,10 @@ __all__ = [
     "Target",
     "TargetError",
     "fleet_file",
+    "identity",
     "local_endpoints",
     "parse",
+    "parse_line",
     "read_fleet_file",
     "read_token_file",
     "ssh_endpoints",

@@ -300,7 +300,8 @@ class Orchestrator(SchedulerPort):
 
     async def start(self) -> None:
         """Validate, end leftover agents of a crashed scheduler, sweep terminal
-        workspaces, start watching the workflow, tick now.
+        workspaces (and list again the terminal issues done in an earlier life), start
+        watching the workflow, tick now.
 
         Raises :class:`StartupError` when dispatch validation fails (spec §6.3, §16.1).
         """
@@ -327,6 +328,12 @@ class Orchestrator(SchedulerPort):
         else:
             await take_over_servers(self.state, backend)
         terminal = await sweep_terminal_workspaces(self.state, self.tracker, hosts=False)
+        # Issues done in an earlier life (the history file) and terminal now are listed as
+        # they were before the restart: no candidate fetch returns them.
+        done = set(self.state.completed)
+        for issue in terminal.values():
+            if issue.identifier in done:
+                self.state.remember(issue)
         # Worker hosts are reached in the background: nothing here, nor the
         # first tick, waits for one that cannot be reached.
         self.dispatcher.probes.start(HostArrivals(self.state, terminal, self).reached)

@@ -61,6 +61,16 @@ def said(event) -> tuple:
     return (event.at, event.kind, event.issue_id, event.message)
 
 
+def still_shown(follow: FollowingPort, before: list, newer: list) -> None:
+    """What the console showed before the restart (``before``) is still there after the
+    move, first, then the new scheduler's (``newer``), each once: as the event log reads it
+    again from the start (a filter set and cleared) and as an export reads it."""
+    kept = follow.events_since(0)
+    assert kept[: len(before)] == before
+    assert kept[len(before) : len(before) + len(newer)] == newer
+    assert len({said(e) for e in kept}) == len(kept)
+
+
 async def test_a_console_attached_by_workflow_follows_its_restarted_scheduler(
     tmp_path, monkeypatch
 ):
@@ -78,6 +88,8 @@ async def test_a_console_attached_by_workflow_follows_its_restarted_scheduler(
     try:
         await until(lambda: len(follow.events_since(0)) >= 5, 20, "the first scheduler's events")
         await until(lambda: fixed.link().state == "live", 10, "the fixed address live")
+        # T-1's transcript, as its worker screen (or the /T-1 filter) reads it
+        await until(lambda: follow.events_since(0, issue_id="t-1"), 10, "T-1's transcript")
 
         # a graceful stop, then the same workflow started again: another pid, another port
         old_url = sched.url
@@ -90,6 +102,7 @@ async def test_a_console_attached_by_workflow_follows_its_restarted_scheduler(
         assert f" · {watching}; elsewhere, attach again: " in line and "\n" not in line
         before = follow.events_since(0)
         handed = before[-1].seq  # what the console was handed
+        transcript = follow.events_since(0, issue_id="t-1")
         sched.restart()
         assert sched.url != old_url
         await until(lambda: follow.port.base_url == sched.url, 10, "followed to the new port")
@@ -107,6 +120,17 @@ async def test_a_console_attached_by_workflow_follows_its_restarted_scheduler(
         assert seqs == sorted(set(seqs)) and seqs[0] > handed
         assert not {said(e) for e in newer} & {said(e) for e in before}
         assert all(e.at and e.at > before[-1].at for e in newer if e.at)
+        still_shown(follow, before, newer)
+        # so is T-1's transcript, the new scheduler's after it (its own starts empty)
+        await until(
+            lambda: len(follow.events_since(0, issue_id="t-1")) > len(transcript),
+            20,
+            "T-1's transcript from the new scheduler",
+        )
+        again = follow.events_since(0, issue_id="t-1")
+        assert again[: len(transcript)] == transcript
+        assert transcript[-1].seq < again[len(transcript)].seq
+        assert len({said(e) for e in again}) == len(again)
 
         # killed with -9 (its note stays behind), started again: followed again
         second = follow.port.base_url
@@ -122,6 +146,7 @@ async def test_a_console_attached_by_workflow_follows_its_restarted_scheduler(
         assert newer[0].seq > handed
         assert not {said(e) for e in newer} & {said(e) for e in before}
         assert follow.moves == 2
+        still_shown(follow, before, newer)
     finally:
         await follow.close()
         await fixed.close()
@@ -179,6 +204,7 @@ async def test_a_console_attached_by_a_fixed_address_follows_a_scheduler_started
         seqs = [e.seq for e in newer]
         assert seqs == sorted(set(seqs)) and seqs[0] > handed
         assert not {said(e) for e in newer} & {said(e) for e in before}
+        still_shown(follow, before, newer)
 
         # killed with -9 (its note stays behind), started again on the same port
         sched.kill()
@@ -191,6 +217,7 @@ async def test_a_console_attached_by_a_fixed_address_follows_a_scheduler_started
         newer = follow.events_since(handed)
         assert newer[0].seq > handed
         assert not {said(e) for e in newer} & {said(e) for e in before}
+        still_shown(follow, before, newer)
     finally:
         await follow.close()
         run.cancel()

@@ -5,6 +5,7 @@ name the lost link (never a tracker error)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import html
 import re
 from datetime import timedelta
@@ -238,7 +239,6 @@ async def test_a_stopped_scheduler_says_how_to_attach_again_on_one_line(port, ma
         linked.current_link = LinkStatus("stopped", 8.0, "stream", why, stopped_at=at, hint=again)
         await settle(pilot)
         text = screen_text(app)
-        print("DBG", text[:900].replace("\n", "|"))
         # the command first, the why after it: a line too wide for the terminal cuts the why
         assert f"■ scheduler stopped at 09:59:52 (8s ago) · {again} · stopped by SIG" in text
         assert "while three agents ran" not in text and "nothing runs there now" not in text
@@ -289,3 +289,25 @@ async def test_a_re_attach_replaces_the_toast_that_named_the_earlier_scheduler(p
             assert len(said) == 1 and moved in said[0], toasts()
         assert ("HTTP API", "token shown once") in toasts()  # other toasts stay
         assert "↻ re-attached: pid 300 (http://127.0.0.1:300)" in screen_text(app)
+
+
+async def test_a_stopped_schedulers_hint_is_shown_whole_at_80x24(port, make_app):
+    """At 80 cells the stopped line, the why and the hint (the command that attaches again)
+    do not fit one line: the hint takes the rows under it instead of being cut."""
+    linked = StoppingPort(port, LinkStatus("live", 0.2, "stream"))
+    command = "symphony-tui /home/operator/projects/payments-service/WORKFLOW.md"
+    hint = (
+        "watching http://127.0.0.1:8765 for it to start there again; "
+        f"elsewhere, attach again: {command}"
+    )
+    app = make_app(linked)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        linked.stop_now("stopped by you@laptop (SIGTERM)")
+        linked.current_link = dataclasses.replace(linked.current_link, hint=hint)
+        await settle(pilot)
+        text = screen_text(app)
+        assert "■ scheduler stopped at 09:59:52 (8s ago): stopped by you@laptop (SIGTERM)" in text
+        assert "watching http://127.0.0.1:8765 for it to start there again;" in text
+        assert command in text
+        assert "…" not in text.split("■ scheduler stopped")[1].split("\n")[0]

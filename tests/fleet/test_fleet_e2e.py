@@ -100,8 +100,9 @@ async def test_five_schedulers_two_over_ssh_in_one_fleet(tmp_path, monkeypatch):
     user = getpass.getuser()
     targets = [
         tg.parse(str(scheds["alpha"].workflow)),
-        tg.parse(scheds["beta"].url),
-        tg.parse(scheds["gamma"].url, token_env="FLEET_WRONG"),
+        # a URL target is named by its address unless it says name=
+        tg.parse(scheds["beta"].url, name="beta"),
+        tg.parse(scheds["gamma"].url, name="gamma", token_env="FLEET_WRONG"),
         tg.parse(f"ssh://{user}@127.0.0.1:{sshd_a.port}"),
         tg.parse(f"ssh://{user}@127.0.0.2:{sshd_b.port}"),
     ]

@@ -723,6 +723,39 @@ async def test_after_a_restart_the_earlier_events_and_the_done_count_are_back(
     await again.orch.shutdown()
 
 
+async def test_after_a_restart_the_issues_done_before_are_listed_again_as_they_were(
+    make_harness, tmp_path
+):
+    """The issues pane of a restarted scheduler: an issue whose run ended normally in its
+    earlier life and that is in a terminal state now is listed as before the restart
+    (its row, ``completed``); a terminal issue it never ran is not listed, as before."""
+    from symphony_tui.scheduler.history.eventlog import EventHistory
+
+    async def finish(session, prompt, turn):
+        await session.host.call_tool("symphony_set_issue_state", {"state": "Done"})
+        return TurnResult(TurnStatus.COMPLETED)
+
+    path = tmp_path / "state" / "events.jsonl"
+    h = make_harness([make_issue(1)], script=finish, event_log=EventHistory(jsonl_path=path))
+    await h.start()
+    await h.settle()
+    await h.orch.tick()
+    await h.settle()
+    rows = [(r.identifier, r.state, r.claim, r.note) for r in h.orch.snapshot().issues]
+    assert rows == [("ABC-1", "Done", ClaimState.UNCLAIMED, "completed")]
+    await h.orch.shutdown()
+    h.orch.events.close()
+    # the same project started again: the tracker has ABC-1 done, and another done issue
+    done = [make_issue(1, state="Done"), make_issue(2, state="Done")]
+    again = make_harness(done, script=hang, event_log=EventHistory(jsonl_path=path))
+    await again.start()
+    await again.settle()
+    await again.orch.tick()
+    await again.settle()
+    assert [(r.identifier, r.state, r.claim, r.note) for r in again.orch.snapshot().issues] == rows
+    await again.orch.shutdown()
+
+
 async def test_a_retry_waiting_for_a_slot_takes_it_ahead_of_a_lower_priority_new_issue(
     make_harness,
 ):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -54,23 +55,87 @@ def unknown_since(link) -> float | None:
 
 
 def stopped_text(link, now: datetime, tones: Tones, width: int | None = None) -> Text:
-    """The one line of an attached console whose scheduler has stopped: ``■ scheduler
-    stopped at 14:02:11 (8s ago): why · nothing runs there now; q quits``. With the link's
-    ``hint`` (what comes next: the console watches for it to start again, or the command
-    that attaches again) the hint comes first and the why last, ``■ scheduler stopped at
+    """The line of an attached console whose scheduler has stopped: ``■ scheduler stopped
+    at 14:02:11 (8s ago): why · nothing runs there now; q quits``. With the link's ``hint``
+    (what comes next: the console watches for it to start again, or the command that
+    attaches again) the hint comes first and the why last, ``■ scheduler stopped at
     14:02:11 (8s ago) · attach again: symphony-tui ~/p/WORKFLOW.md · why``, cut at
-    ``width`` cells (when given) so it stays one line: what is cut is the why."""
+    ``width`` cells. When the hint itself would be cut, it goes on the rows under the
+    stopped line, in fewer words if need be (``watching http://h:8080 for it to start
+    there again; elsewhere, CMD`` becomes ``watching h:8080 · elsewhere, CMD``); only what
+    still does not fit is cut."""
     at = link.stopped_at
     when = ""
     if at is not None:
         when = f" at {fmt.clock_time(at)} ({fmt.duration((now - at).total_seconds())} ago)"
     hint = getattr(link, "hint", None)
     why = one_line(link.error, 160) if link.error else ""
+    hint = one_line(hint, 160) if hint else None
+    text = _stopped_line(tones, when, why, hint)
+    if width is None or width <= 0 or text.cell_len <= width:
+        return text
+    if not hint or (
+        not hint.startswith("watching") and _stopped_line(tones, when, "", hint).cell_len <= width
+    ):
+        text.truncate(width, overflow="ellipsis")  # the hint is whole: what is cut is the why
+        return text
+    text = Text("■ scheduler stopped", style=tones.error + tones.bold, end="")
+    text.append(f"{when}{f': {why}' if why else ''}")
+    text.truncate(width, overflow="ellipsis")
+    # the hint on the rows left under it, broken between words here so that the alert's
+    # height (one row a line) is what shows; what does not fit the last row is cut
+    rows = _rows(hint, width)
+    if len(rows) > HINT_ROWS:
+        rows = _rows(_short_hint(hint), width)
+    for row in rows[:HINT_ROWS]:
+        text.append("\n")
+        text.append(row, style=tones.bold)
+    if len(rows) > HINT_ROWS:
+        text.truncate(text.cell_len - 1)
+        text.append("…", style=tones.bold)
+    return text
+
+
+HINT_ROWS = 2  # under the stopped line: the alert shows three rows at most
+
+
+def _rows(words: str, width: int) -> list[str]:
+    """``words`` broken into rows of at most ``width`` cells, between words where it can."""
+    rows: list[str] = []
+    row = ""
+    for word in words.split(" "):
+        while cell_len(word) > width:  # a path longer than a row is folded
+            if row:
+                rows.append(row)
+                row = ""
+            rows.append(word[:width])
+            word = word[width:]
+        if not row:
+            row = word
+        elif cell_len(row) + 1 + cell_len(word) <= width:
+            row = f"{row} {word}"
+        else:
+            rows.append(row)
+            row = word
+    if row:
+        rows.append(row)
+    return rows
+
+
+def _short_hint(hint: str) -> str:
+    """The hint in fewer words: the address without its scheme, then the command."""
+    watching = re.match(r"watching (\S+) for it to start there again; elsewhere, (.*)", hint)
+    if watching:
+        address = re.sub(r"^[a-z]+://", "", watching[1]).rstrip("/")
+        return f"watching {address} · elsewhere, {watching[2]}"
+    return hint
+
+
+def _stopped_line(tones: Tones, when: str, why: str, hint: str | None) -> Text:
     text = Text("■ scheduler stopped", style=tones.error + tones.bold, end="")
     if not hint:
         text.append(f"{when}{f': {why}' if why else ''} · nothing runs there now; q quits")
         return text
-    hint = one_line(hint, 160)
     if hint.startswith("watching"):
         # nothing to type: what stopped it matters more, and the short hint follows
         text.append(f"{when}{f': {why}' if why else ''} · ")
@@ -80,8 +145,6 @@ def stopped_text(link, now: datetime, tones: Tones, width: int | None = None) ->
         text.append(hint, style=tones.bold)
         if why:
             text.append(f" · {why}")
-    if width is not None and width > 0:
-        text.truncate(width, overflow="ellipsis")
     return text
 
 
