@@ -406,32 +406,36 @@ def alert_text(
     if not alerts:
         return None
     alerts.sort(key=lambda a: a.rank)  # stable: same rank, order as found
+    if width is not None and width > 0 and lines and _alert_rows(alerts, width) > lines:
+        return _fitted(alerts, tones, width, lines)
     text = Text(end="")
-    fit = width is not None and width > 0 and lines is not None and lines > 0
-    if fit and _rows(alerts, width) > lines:  # type: ignore[arg-type]
-        assert width is not None and lines is not None
-        shown, rest = (
-            (alerts, []) if len(alerts) <= lines else (alerts[: lines - 1], alerts[lines - 1 :])
-        )
-        for i, alert in enumerate(shown):
-            line = _line(alert, tones)
-            line.truncate(width, overflow="ellipsis")
-            if i:
-                text.append("\n")
-            text.append_text(line)
-        if rest:
-            more = Text("", end="", no_wrap=True)
-            more.append(f"+{len(rest)} more: ", style=tones.error + tones.bold)
-            more.append(", ".join(a.short for a in rest))
-            more.truncate(width, overflow="ellipsis")
-            if shown:
-                text.append("\n")
-            text.append_text(more)
-        return text
     for i, alert in enumerate(alerts):
         if i:
             text.append("\n")
         text.append_text(_line(alert, tones))
+    return text
+
+
+def _fitted(alerts: list[Alert], tones: Tones, width: int, lines: int) -> Text:
+    """``alerts`` one row each, cut to ``width`` cells, in ``lines`` rows: those beyond
+    summed up in the last (``+2 more: web stopped, host build-2 down``)."""
+    text = Text(end="")
+    shown = alerts if len(alerts) <= lines else alerts[: lines - 1]
+    rest = alerts[len(shown) :]
+    for i, alert in enumerate(shown):
+        line = _line(alert, tones)
+        line.truncate(width, overflow="ellipsis")
+        if i:
+            text.append("\n")
+        text.append_text(line)
+    if rest:
+        more = Text("", end="", no_wrap=True)
+        more.append(f"+{len(rest)} more: ", style=tones.error + tones.bold)
+        more.append(", ".join(a.short for a in rest))
+        more.truncate(width, overflow="ellipsis")
+        if shown:
+            text.append("\n")
+        text.append_text(more)
     return text
 
 
@@ -443,6 +447,6 @@ def _line(alert: Alert, tones: Tones) -> Text:
     return line
 
 
-def _rows(alerts: list[Alert], width: int) -> int:
+def _alert_rows(alerts: list[Alert], width: int) -> int:
     """Rows ``alerts`` take wrapped to ``width`` cells, one a line."""
     return sum(max(1, -(-cell_len(a.label + a.value) // width)) for a in alerts)
