@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class AuditEntry(BaseModel):
@@ -19,7 +19,9 @@ class AuditEntry(BaseModel):
     ``api <address>`` (a request) or ``attached console <address>``; ``what`` is the
     command type (``interrupt``, ``approve``...) or a console action (``shell``,
     ``editor``, ``export``, ``copy``); ``issue`` the issue id or identifier acted on;
-    ``detail`` the command's other fields, one line; ``ok`` and ``message`` its result.
+    ``detail`` the command's other fields, one line; ``ok`` and ``message`` its result;
+    ``project``: in a fleet console, the project whose scheduler recorded it (as every
+    fleet row carries it; ``None`` in a scheduler's own log).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -33,3 +35,5 @@ class AuditEntry(BaseModel):
     detail: str = ""
     ok: bool = True
     message: str = ""
+    #: Set by a fleet console on the entries it reads; never written or served.
+    project: str | None = Field(default=None, exclude=True)

@@ -114,6 +114,33 @@ class ApprovalDecision(StrEnum):
     CANCEL = "cancel"
 
 
+#: Each decision in the operator's words: ``(asked, given)``, what the operator asks for
+#: (an operator event, the audit screen's action) and what was decided (a command's
+#: answer, an approval's resolution in the event log). The wire and the payloads keep
+#: the enum's values.
+DECISION_WORDS: dict[str, tuple[str, str]] = {
+    ApprovalDecision.ACCEPT: ("approve", "approved"),
+    ApprovalDecision.ACCEPT_FOR_SESSION: (
+        "approve for this session",
+        "approved for this session",
+    ),
+    ApprovalDecision.DECLINE: ("deny", "denied"),
+    ApprovalDecision.CANCEL: ("deny and cancel the turn", "denied, turn cancelled"),
+}
+
+
+def decision_asked(decision: str) -> str:
+    """``decision`` (an :class:`ApprovalDecision` or its value) as the operator asks for
+    it: ``approve for this session``; an unknown value as it is."""
+    return DECISION_WORDS.get(decision, (decision, decision))[0]
+
+
+def decision_given(decision: str) -> str:
+    """``decision`` as what was decided: ``approved for this session``, ``denied``; an
+    unknown value as it is."""
+    return DECISION_WORDS.get(decision, (decision, decision))[1]
+
+
 # Streaming fragments go to transcripts only: the live log shows whole messages, and a flood
 # of deltas must not push everything else out of the ring (scheduler/history/eventlog.py).
 FRAGMENT_KINDS = frozenset({EventKind.MESSAGE_DELTA, EventKind.COMMAND_OUTPUT})

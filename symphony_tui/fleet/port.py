@@ -26,7 +26,8 @@ One issue's transcript (``events_since(seq, issue_id="<project>/<id>")``) is its
 own, numbered by that scheduler (its history reaches back before the fleet connected), so a
 reader keeps one position per issue, as it does for one scheduler. Commands go to one
 project's API (``X-Symphony-Via: fleet``), by the prefix of the id they name, else by
-``command.project``. A scheduler that a workflow or URL target names is not also a row of
+``command.project``; the answer names the project (``alpha · DEMO-3: approved``, a refusal
+``alpha: why``). A scheduler that a workflow or URL target names is not also a row of
 ``local``.
 """
 
@@ -757,7 +758,9 @@ class FleetPort(SchedulerPort):
         result = await project.port.send(plain, who=who, via=VIA)
         if not result.ok:
             return CommandResult(False, f"{project.name}: {result.message}", result.issue)
-        return result
+        # the project, then its scheduler's answer: "alpha · DEMO-3: approved"
+        said = result.message or f"{plain.type.replace('_', ' ')}: ok"
+        return CommandResult(True, f"{project.name} · {said}", result.issue)
 
     def _port_for(self, issue: str) -> tuple[RemotePort, str] | str:
         routed = self._route_id(issue)
@@ -784,8 +787,8 @@ class FleetPort(SchedulerPort):
 
     async def audit_entries(self, limit: int = 500) -> list[AuditEntry]:
         """Every connected project's newest ``limit`` entries, merged by time (the newest
-        ``limit``); an entry's ``issue`` is namespaced and its ``via`` starts with its
-        project. A project that does not answer within 5 s is left out."""
+        ``limit``); an entry names its ``project`` (a pause names no issue), its ``issue``
+        is namespaced and its ``via`` starts with its project. A project that does not answer within 5 s is left out."""
         projects = [p for p in self.projects.values() if p.port is not None]
 
         async def one(project: Project) -> list[AuditEntry]:
@@ -796,6 +799,7 @@ class FleetPort(SchedulerPort):
                     update={
                         "issue": f"{project.name}/{e.issue}" if e.issue else None,
                         "via": f"{project.name}: {e.via}",
+                        "project": project.name,
                     }
                 )
                 for e in entries

@@ -22,6 +22,7 @@ from symphony_tui.domain import (
     EventKind,
     RunStatus,
 )
+from symphony_tui.domain.kinds import decision_given
 from symphony_tui.domain.payloads import ApprovalAnswered, ApprovalAsked
 from symphony_tui.observability.redact import redact
 from symphony_tui.scheduler.inbox import AgentTraffic, ApprovalExpired, ApprovalWithdrawn
@@ -138,7 +139,9 @@ class ApprovalDesk:
                 return CommandResult(False, settled)
             answer = settled
             self._settle(run, pending, answer)
-            return CommandResult(True, f"{answer.decision.value} sent for {run.identifier}")
+            answered = pending.request.questions and answer.decision is ApprovalDecision.ACCEPT
+            given = "answered" if answered else decision_given(answer.decision)
+            return CommandResult(True, f"{run.identifier}: {given}")
         return CommandResult(False, "no pending approval with that id")
 
     def owner(self, approval_id: str) -> Run | None:
@@ -201,7 +204,7 @@ class ApprovalDesk:
             run,
             AgentEvent(
                 kind=EventKind.APPROVAL_RESOLVED,
-                message=f"{request.kind.value} {answer.decision.value} by {answer.by}"
+                message=f"{request.kind.value} {decision_given(answer.decision)} by {answer.by}"
                 + (f": {answer.message}" if answer.message else ""),
                 payload=ApprovalAnswered(
                     approval_id=request.id,

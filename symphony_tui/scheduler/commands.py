@@ -48,6 +48,7 @@ from symphony_tui.domain.commands import (
     StopScheduler,
     UndrainHost,
 )
+from symphony_tui.domain.kinds import decision_asked
 from symphony_tui.domain.payloads import OperatorAction
 from symphony_tui.observability.logs import log_kv
 from symphony_tui.scheduler import manifests, policy
@@ -100,9 +101,9 @@ def describe_command(command: Command) -> str:
         case MoveIssue(state=state):
             return f"{what} to {one_line(state, 60)}"
         case Approve(for_session=True):
-            return f"{what} for the session"
+            return decision_asked(ApprovalDecision.ACCEPT_FOR_SESSION)
         case Deny(cancel=True):
-            return f"{what} and cancel the turn"
+            return decision_asked(ApprovalDecision.CANCEL)
         case Deny(message=message) if message:
             return f"{what} with a message"
         case PauseDispatch(paused=paused):

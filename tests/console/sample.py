@@ -324,7 +324,7 @@ def sample_tools(port: FakePort) -> FakePort:
     port.file_lines["assets/logo.png"] = []
     port.audit = [
         AuditEntry(at=ago(600), who="ann@console", what="approve", issue="DEMO-3",
-                   detail='approval_id="ap-3"', message="accept sent for DEMO-3"),
+                   detail='approval_id="ap-3"', message="DEMO-3: approved"),
         AuditEntry(at=ago(420), who="bob@laptop", via="api 10.0.0.7", what="stop",
                    issue="DEMO-2", ok=False, message="DEMO-2 is not running"),
         AuditEntry(at=ago(300), who="ann@console", what="pause_dispatch", detail="paused=true",

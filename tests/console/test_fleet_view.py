@@ -126,7 +126,8 @@ async def test_no_project_live_is_said_per_project_never_as_one_lost_link(fleet,
         await settle(pilot)
         text = screen_text(app)
         assert "scheduler link lost" not in text and "STALE" not in text
-        assert "⌂ 0/3 projects live" in text and "✗ project api down: 401 refused" in text
+        assert "⌂ 0/3 live" in text
+        assert "✗ 3 projects down: api, web, billing-service-backend · 401 refused" in text
 
 
 async def test_a_stale_projects_rows_read_unknown_the_others_do_not(fleet, make_app):
@@ -139,7 +140,7 @@ async def test_a_stale_projects_rows_read_unknown_the_others_do_not(fleet, make_
         assert api[0] == "⚑1" and "! waiting" in api and "as of" not in api[-1]
         text = screen_text(app)
         assert "✗ project web stale: connection refused · last update 32s ago" in text
-        assert "⌂ 2/3 projects live" in text
+        assert "⌂ 2/3 live" in text
         # the link comes back: web's row is live again
         fleet.update(
             projects=tuple(
@@ -606,6 +607,107 @@ def test_the_status_line_says_a_fleet_in_short_words_when_it_would_be_cut():
     assert "⚑ 3 │" in narrow.plain and "2/3 live" in narrow.plain and "1 paused" in narrow.plain
     filtered = status_text(narrowed(snap, WEB), now, Tones(), showing=WEB, width=76).plain
     assert "1/4 running" in filtered and "⌂ 2/3 live · web" in filtered
+
+
+def test_the_status_line_names_the_paused_projects_as_the_width_allows():
+    snap = fleet_snapshot()  # billing-service-backend is paused
+    now = snap.generated_at
+    wide = status_text(snap, now, Tones(), width=120).plain
+    assert "⏸ billing-service-backend paused" in wide
+    at_80 = status_text(snap, now, Tones(), width=80).plain
+    assert at_80.endswith("⏸ billing-ser… paused") and len(at_80) <= 80
+    two = snap.model_copy(
+        update={
+            "projects": tuple(
+                p.model_copy(update={"dispatch_paused": True}) if p.name == WEB else p
+                for p in snap.projects
+            )
+        }
+    )
+    wide = status_text(two, now, Tones(), width=120).plain
+    assert wide.endswith("⏸ 2 paused: web, billing-service-backend")
+    assert status_text(two, now, Tones(), width=80).plain.endswith("⏸ 2 paused: web, +1")
+    assert status_text(two, now, Tones(), width=60).plain.endswith("⏸ 2 paused")
+    # the one project shown is named beside it
+    shown = status_text(narrowed(snap, BILLING), now, Tones(), showing=BILLING, width=160)
+    assert shown.plain.endswith("showing billing-service-backend · ⏸ paused · P projects")
+
+
+async def test_the_audit_screen_names_each_entry_s_project_and_via_a_pause_too(fleet, make_app):
+    from textual.widgets import DataTable
+
+    from symphony_tui.console.screens.audit import AuditScreen
+    from symphony_tui.domain.audit import AuditEntry
+
+    via = "fleet api 127.0.0.1 pid 4242 (python3) uid 1000 with the control token"
+    fleet.audit = [
+        AuditEntry(
+            at=NOW, who="ann@box", via=f"{WEB}: {via}", what="approve", issue=f"{WEB}/#12",
+            detail='approval_id="ap-1"', message="#12: approved", project=WEB,
+        ),
+        AuditEntry(
+            at=NOW, who="ann@box", via=f"{API}: {via}", what="pause_dispatch",
+            detail="paused=true", message="dispatch paused", project=API,
+        ),
+    ]  # fmt: skip
+    app = make_app(fleet)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("H")
+        await done(pilot)
+        await settle(pilot)
+        assert isinstance(app.screen, AuditScreen)
+        table = app.screen.query_one("#audit", DataTable)
+        assert [str(c.label) for c in table.columns.values()] == [
+            "When (UTC)", "Project", "Who", "What", "Issue", "Result", "Via", "Message"
+        ]  # fmt: skip
+        approve, pause = ([plain(c) for c in table.get_row_at(i)] for i in range(2))
+        assert approve[1:5] == [WEB, "ann@box", "approve", "#12"]
+        assert pause[1:5] == [API, "ann@box", "pause dispatch", ""]
+        assert approve[6] == pause[6] == "fleet api 127.0.0.1 pid…"
+        assert app.screen.selected_issue_id() is None  # the pause names no issue
+        table.move_cursor(row=0)  # the approve's issue is web's #12, not api's
+        assert app.screen.selected_issue_id() == f"{WEB}/i-12"
+
+
+def crowded(fleet: FleetTestPort) -> None:
+    """Two stopped projects (listed first), then web stale (the sample's), one more stale
+    and one down, and a host down: more warnings than the alert line's three rows."""
+    rows = list(fleet.current.projects)
+    gone = [
+        rows[0].model_copy(
+            update={"name": name, "link_state": "stopped", "error": "process gone", "age_s": 47.0}
+        )
+        for name in ("old-a", "old-b")
+    ]
+    lost = [
+        rows[0].model_copy(update={"name": name, "link_state": state, "age_s": 9.0})
+        for name, state in (("beta", "stale"), ("gamma", "down"))
+    ]
+    down = HostRow(name="build-2", up=False, last_error="connection refused", project=API)
+    fleet.update(projects=(*gone, *rows, *lost), hosts=(down,))
+
+
+async def test_warnings_most_urgent_first_folded_and_fitted_at_80x24(fleet, make_app):
+    crowded(fleet)
+    app = make_app(fleet)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        alert = app.screen.query_one("#alert-line")
+        said = app.screen._alert.plain.split("\n")
+        # stale before down, down before stopped; one line per kind; each fits its row
+        assert said == [
+            "✗ 2 projects stale: web, beta",
+            "✗ project gamma down: no update · last update 9s ago",
+            "+2 more: host build-2 down, 2 projects stopped",
+        ]
+        assert alert.size.height == 3
+
+
+@pytest.mark.parametrize("size", [(80, 24)], ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_fleet_warnings_screen(fleet, make_app, svg_snapshot, size):
+    crowded(fleet)
+    assert await shoot(make_app(fleet), size) == svg_snapshot
 
 
 SIZES = [(80, 24), (120, 36)]

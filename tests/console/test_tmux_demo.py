@@ -113,7 +113,7 @@ def test_demo_with_real_keystrokes(pane: Pane):
 
     pane.keys("2")  # focus the workers pane (the waiting worker is selected)
     pane.keys("a")  # approve it once
-    pane.wait("the approval's result", lambda s: "accept sent for DEMO-3" in s)
+    pane.wait("the approval's result", lambda s: "DEMO-3: approved" in s)
     pane.wait("the badge to go", lambda s: "⚑ 1 approval" not in s.splitlines()[0])
 
     pane.keys("?")

@@ -102,17 +102,17 @@ async def test_audit_screen_shows_who_did_what(tools_port, make_app):
         )
         tools_port.audit.append(session)
         await app.screen.load().wait()
-        assert [str(c) for c in table.get_row_at(5)][2] == "approve for session"
+        assert [str(c) for c in table.get_row_at(5)][2] == "approve for this session"
 
 
 def test_the_audit_what_says_the_decision():
     from symphony_tui.console.screens.audit import action_words
 
-    assert action_words("deny", 'approval_id="a" cancel=true') == "deny and cancel turn"
+    assert action_words("deny", 'approval_id="a" cancel=true') == "deny and cancel the turn"
     assert action_words("deny", 'approval_id="a" message="cancel=true"') == "deny"
     assert action_words("pause_dispatch", "paused=false") == "resume dispatch"
-    assert action_words("pause_dispatch", "paused=true") == "pause_dispatch"
-    assert action_words("stop_scheduler", "") == "stop_scheduler"
+    assert action_words("pause_dispatch", "paused=true") == "pause dispatch"
+    assert action_words("stop_scheduler", "") == "stop scheduler"
 
 
 async def test_audit_screen_says_when_the_log_is_unreachable(tools_port, make_app):

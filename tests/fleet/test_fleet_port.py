@@ -302,6 +302,47 @@ async def test_a_refusal_names_its_project_and_the_request_says_via_fleet():
     await alpha.port.close()
 
 
+async def test_an_answer_names_the_project_it_came_from():
+    fleet = FleetPort([])
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        said = {"approve": "T-1: approved for this session", "pause_dispatch": ""}
+        return httpx.Response(
+            200, json={"ok": True, "message": said[json.loads(request.content)["type"]]}
+        )
+
+    alpha = joined(fleet, "alpha", httpx.MockTransport(answer))
+    result = await fleet.send(Approve(approval_id="alpha/t-1:0", for_session=True))
+    assert result.ok and result.message == "alpha · T-1: approved for this session"
+    result = await fleet.send(PauseDispatch(project="alpha"))
+    assert result.ok and result.message == "alpha · pause dispatch: ok"
+    assert alpha.port is not None
+    await alpha.port.close()
+
+
+async def test_every_audit_entry_names_its_project_a_pause_too():
+    fleet = FleetPort([])
+    at = "2026-11-02T09:50:00Z"
+    logged = [
+        {"at": at, "who": "ann@box", "via": "fleet api 127.0.0.1", "what": "approve",
+         "issue": "T-1", "detail": 'approval_id="t-1:0"', "message": "T-1: approved"},
+        {"at": at, "who": "ann@box", "via": "fleet api 127.0.0.1", "what": "pause_dispatch",
+         "detail": "paused=true", "message": "dispatch paused"},
+    ]  # fmt: skip
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"entries": logged})
+
+    alpha = joined(fleet, "alpha", httpx.MockTransport(answer))
+    approve, pause = await fleet.audit_entries()
+    assert (approve.project, approve.issue) == ("alpha", "alpha/T-1")
+    assert (pause.project, pause.issue) == ("alpha", None)
+    assert pause.via == approve.via == "alpha: fleet api 127.0.0.1"
+    assert "project" not in pause.model_dump()  # a fleet's own: never served or written
+    assert alpha.port is not None
+    await alpha.port.close()
+
+
 async def test_a_command_for_a_stale_project_is_refused_at_once_not_sent():
     now = [100.0]
     fleet = FleetPort([], clock=lambda: now[0])

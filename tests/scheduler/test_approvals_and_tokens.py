@@ -297,7 +297,8 @@ async def test_operator_commands_are_logged_against_their_issue(make_harness):
     await h.start()
     await h.settle()
     aid = h.orch.snapshot().approvals[0].id
-    await h.orch.send(Approve(approval_id=aid))
+    approved = await h.orch.send(Approve(approval_id=aid))
+    assert approved.message == "ABC-1: approved"  # the decision in words, not its value
     ops = [e for e in h.orch.events_since(0) if e.kind is EventKind.OPERATOR]
     assert ops[-1].issue_identifier == "ABC-1" and ops[-1].message == "operator: approve"
     assert h.orch.snapshot().tracker_states[:2] == ("Todo", "In Progress")
@@ -308,8 +309,8 @@ async def test_operator_commands_are_logged_against_their_issue(make_harness):
     await h.orch.send(MoveIssue(issue_id="ABC-1", state="Done"))
     said = [e.message for e in h.orch.events_since(0) if e.kind is EventKind.OPERATOR][-3:]
     assert said == [
-        "operator: approve for the session",
-        "operator: approve for the session refused: that approval was already answered",
+        "operator: approve for this session",
+        "operator: approve for this session refused: that approval was already answered",
         "operator: move issue to Done",
     ]
 

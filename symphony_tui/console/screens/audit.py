@@ -12,10 +12,12 @@ from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
+from symphony_tui.console.fleet import PROJECT_CELLS
 from symphony_tui.console.messages import ConsoleApp, console_app
 from symphony_tui.console.registry import bindings_for
 from symphony_tui.console.sanitize import inert, one_line
 from symphony_tui.console.widgets.footer import ConsoleFooter
+from symphony_tui.domain.kinds import ApprovalDecision, decision_asked
 
 if TYPE_CHECKING:
     from symphony_tui.domain import ApprovalRequest
@@ -26,22 +28,25 @@ SHOWN = 500
 
 
 #: Flags of a command's audit detail (``key=value`` words, JSON values) that change what
-#: the operator decided, and how the What column says it.
-_DECISIONS = {
-    ("approve", "for_session=true"): "approve for session",
-    ("deny", "cancel=true"): "deny and cancel turn",
+#: the operator asked for, and how the What column says it (decisions in their shared
+#: words, ``domain.kinds.DECISION_WORDS``).
+_FLAGGED = {
+    ("approve", "for_session=true"): decision_asked(ApprovalDecision.ACCEPT_FOR_SESSION),
+    ("deny", "cancel=true"): decision_asked(ApprovalDecision.CANCEL),
+    ("pause_dispatch", "paused=true"): "pause dispatch",
     ("pause_dispatch", "paused=false"): "resume dispatch",
 }
 
 
 def action_words(what: str, detail: str) -> str:
-    """What an audit entry did, precisely: ``approve for session``, not ``approve``
-    (a command's flags are in its ``detail``); other actions by their names."""
+    """What an audit entry did, precisely: ``approve for this session``, not ``approve``
+    (a command's flags are in its ``detail``); other actions by their names, in words
+    (``extend budget``)."""
     words = set(detail.split())
-    for (name, flag), said in _DECISIONS.items():
+    for (name, flag), said in _FLAGGED.items():
         if what == name and flag in words:
             return said
-    return what
+    return what.replace("_", " ")
 
 
 class AuditScreen(Screen[None]):
@@ -52,6 +57,7 @@ class AuditScreen(Screen[None]):
         super().__init__(classes="audit-screen")
         self.entries: list[AuditEntry] = []
         self._shown: tuple = ()
+        self._fleet = False
 
     @property
     def console(self) -> ConsoleApp:
@@ -66,18 +72,22 @@ class AuditScreen(Screen[None]):
 
     def on_mount(self) -> None:
         table = self.query_one("#audit", DataTable)
-        for key, label in (
-            ("at", "When (UTC)"),
-            ("who", "Who"),
-            ("what", "What"),
-            ("issue", "Issue"),
-            ("result", "Result"),
-            ("message", "Message"),
-        ):
-            table.add_column(label, key=key)
+        self._add_columns(table, fleet=False)
         table.focus()
         self.load()
         self.set_interval(RELOAD_S, self.load, name="audit-reload")
+
+    def _add_columns(self, table: DataTable, *, fleet: bool) -> None:
+        """The table's columns; a fleet's entries (``AuditEntry.project``) also say their
+        project and how each came (``via``), as its other panes say their project."""
+        self._fleet = fleet
+        columns = [("at", "When (UTC)")]
+        columns += [("project", "Project")] if fleet else []
+        columns += [("who", "Who"), ("what", "What"), ("issue", "Issue"), ("result", "Result")]
+        columns += [("via", "Via")] if fleet else []
+        columns += [("message", "Message")]
+        for key, label in columns:
+            table.add_column(label, key=key)
 
     @work(group="audit", exclusive=True, exit_on_error=False)
     async def load(self) -> None:
@@ -102,17 +112,30 @@ class AuditScreen(Screen[None]):
         )
         table = self.query_one("#audit", DataTable)
         at_end = table.cursor_row >= table.row_count - 1
-        table.clear()
+        fleet = any(e.project for e in entries)
+        table.clear(columns=fleet != self._fleet)
+        if fleet != self._fleet:
+            self._add_columns(table, fleet=fleet)
         for entry in entries:
             detail = " ".join(p for p in (entry.detail, entry.message) if p)
-            table.add_row(
-                entry.at.strftime("%Y-%m-%d %H:%M:%S"),
+            issue = entry.issue or ""
+            cells: list = [entry.at.strftime("%Y-%m-%d %H:%M:%S")]
+            if fleet:
+                # the project has its column: the issue and via without it
+                project = entry.project or ""
+                issue = issue.removeprefix(f"{project}/")
+                via = entry.via.removeprefix(f"{project}: ")
+                cells.append(inert(project, limit=PROJECT_CELLS))
+            cells += [
                 inert(entry.who, limit=28),
-                inert(action_words(entry.what, entry.detail), "bold", limit=22),
-                inert(entry.issue or "", limit=14),
+                inert(action_words(entry.what, entry.detail), "bold", limit=24),
+                inert(issue, limit=14),
                 inert("ok" if entry.ok else "refused", tones.success if entry.ok else tones.error),
-                inert(one_line(detail), limit=80),
-            )
+            ]
+            if fleet:
+                cells.append(inert(via, tones.muted, limit=24))
+            cells.append(inert(one_line(detail), limit=80))
+            table.add_row(*cells)
         if at_end and entries:
             table.move_cursor(row=len(entries) - 1)
 
@@ -120,12 +143,17 @@ class AuditScreen(Screen[None]):
         table = self.query_one("#audit", DataTable)
         if not self.entries or not 0 <= table.cursor_row < len(self.entries):
             return None
-        issue = self.entries[table.cursor_row].issue
+        entry = self.entries[table.cursor_row]
+        issue = entry.issue
         snapshot = self.console.snapshot
         if issue is None or snapshot is None:
             return None
+        # a fleet's entry: "<project>/<identifier>", of its project's rows
+        bare = issue.removeprefix(f"{entry.project}/") if entry.project else issue
         for row in snapshot.issues:
-            if issue in (row.issue_id, row.identifier):
+            if row.project == entry.project and issue in (row.issue_id, row.identifier):
+                return row.issue_id
+            if row.project == entry.project and bare == row.identifier:
                 return row.issue_id
         return None
 

@@ -122,7 +122,9 @@ class MainScreen(Screen[None]):
             )
             # the alert line's padding is one cell each side (``_alert_height``)
             width = self.size.width - 2 if self.size.width > 2 else None
-            alert = self._alert = alert_text(snapshot, now, tones, link, width=width)
+            alert = self._alert = alert_text(
+                snapshot, now, tones, link, width=width, lines=ALERT_MAX_LINES
+            )
             alert_line = self.query_one("#alert-line", Static)
             if alert_line.display != (alert is not None):
                 alert_line.display = alert is not None

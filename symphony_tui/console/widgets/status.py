@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -186,13 +187,62 @@ def status_text(
     again in its short words (``⚑ 3``, ``⌂ 2/3 live``), so its projects' state is not the
     part cut; one scheduler's line ends with what can be cut (poll, tracker, workflow)."""
     text = _status_text(snapshot, now, tones, link, showing, short=False)
-    if snapshot.projects and width is not None and text.cell_len > width:
-        text = _status_text(snapshot, now, tones, link, showing, short=True)
+    if not snapshot.projects or width is None or text.cell_len <= width:
+        return text
+    # too wide: the short words, then the paused projects' names shorter, then fewer of
+    # them (their count stays)
+    named = len(_paused_names(snapshot, showing))
+    for keep, cells in [(k, c) for k in range(named, 0, -1) for c in NAME_CELLS] + [(0, 0)]:
+        text = _status_text(snapshot, now, tones, link, showing, short=True, keep=keep, cells=cells)
+        if text.cell_len <= width:
+            break
     return text
 
 
+def _paused_names(s: Snapshot, showing: str | None) -> list[str]:
+    """The fleet's projects whose dispatching is paused (the shown one's alone, with
+    ``showing``)."""
+    if showing is not None:
+        return [showing] if s.dispatch_paused else []
+    return [p.name for p in s.projects if p.dispatch_paused]
+
+
+#: Cells a paused project's name may take in the status line: whole (up to the first),
+#: else cut to the second.
+NAME_CELLS = (24, 12)
+
+
+def paused_words(
+    names: list[str], keep: int | None = None, *, cells: int = NAME_CELLS[0], showing: bool = False
+) -> str:
+    """A fleet's paused projects: ``⏸ alpha paused``, ``⏸ 2 paused: alpha, beta``; at
+    most ``keep`` names (``⏸ 3 paused: alpha, +2``; 0: ``⏸ 3 paused``), each cut to
+    ``cells``; with ``showing`` (the one project shown, named beside it) ``⏸ paused``;
+    ``""`` when none is."""
+    if not names:
+        return ""
+    if showing:
+        return "⏸ paused"
+    keep = len(names) if keep is None else keep
+    shown = [one_line(n, cells) for n in names[:keep]]
+    if len(names) == 1:
+        return f"⏸ {shown[0]} paused" if shown else "⏸ 1 paused"
+    if not shown:
+        return f"⏸ {len(names)} paused"
+    rest = f", +{len(names) - keep}" if keep < len(names) else ""
+    return f"⏸ {len(names)} paused: {', '.join(shown)}{rest}"
+
+
 def _status_text(
-    snapshot: Snapshot, now: datetime, tones: Tones, link, showing: str | None, *, short: bool
+    snapshot: Snapshot,
+    now: datetime,
+    tones: Tones,
+    link,
+    showing: str | None,
+    *,
+    short: bool,
+    keep: int | None = None,
+    cells: int = NAME_CELLS[0],
 ) -> Text:
     s = snapshot
     text = Text(end="", no_wrap=True, overflow="ellipsis")
@@ -223,7 +273,7 @@ def _status_text(
         word = "" if short else f" approval{'s' * (len(s.approvals) != 1)}"
         text.append(f"⚑ {len(s.approvals)}{word}", style=tones.warning + tones.bold)
     if s.projects:
-        return _fleet_tail(text, s, tones, showing, short=short)
+        return _fleet_tail(text, s, tones, showing, short=short, keep=keep, cells=cells)
     text.append(" │ ")
     if s.dispatch_paused:
         text.append("⏸ DISPATCH PAUSED", style=tones.warning + tones.bold)
@@ -238,9 +288,19 @@ def _status_text(
     return text
 
 
-def _fleet_tail(text: Text, s: Snapshot, tones: Tones, showing: str | None, *, short: bool) -> Text:
-    """The status line's end in a fleet console: ``⌂ 2/3 projects live · showing api ·
-    ⏸ 1 paused · P projects`` (``short``: ``⌂ 2/3 live · api · ⏸ 1 paused``)."""
+def _fleet_tail(
+    text: Text,
+    s: Snapshot,
+    tones: Tones,
+    showing: str | None,
+    *,
+    short: bool,
+    keep: int | None,
+    cells: int,
+) -> Text:
+    """The status line's end in a fleet console: ``⌂ 2/3 projects live · ⏸ 2 paused: api,
+    web · P projects``, ``⌂ 2/3 projects live · showing api · ⏸ paused · P projects``
+    (``short``: ``⌂ 2/3 live · api · ⏸ paused``; ``keep``, ``cells``: :func:`paused_words`)."""
     live = sum(1 for p in s.projects if p.link_state == "live")
     text.append(" │ ")
     text.append(
@@ -249,61 +309,168 @@ def _fleet_tail(text: Text, s: Snapshot, tones: Tones, showing: str | None, *, s
     )
     if showing is not None:
         text.append(f" · {'' if short else 'showing '}{one_line(showing, 24)}", style=tones.bold)
-        paused = 1 if s.dispatch_paused else 0
-    else:
-        paused = sum(1 for p in s.projects if p.dispatch_paused)
+    paused = paused_words(_paused_names(s, showing), keep, cells=cells, showing=showing is not None)
     if paused:
-        text.append(f" · ⏸ {paused} paused", style=tones.warning + tones.bold)
+        text.append(f" · {paused}", style=tones.warning + tones.bold)
     if not short:
         text.append(" · P projects", style=tones.muted)
     return text
 
 
-def project_alerts(snapshot: Snapshot) -> list[tuple[str, str]]:
+#: A fleet project's link states in the order of their warnings, the most urgent first: a
+#: project its console may no longer reach, then one whose scheduler stopped (nothing runs
+#: there). Another out-of-date state (``console.fleet.OUT_OF_DATE_STATES``) goes with the
+#: lost ones, after them.
+PROJECT_URGENCY = ("lost", "stale", "reconnecting", "down", "refused", "config")
+#: Each warning's urgency (lower first); a lost project's is ``_RANK_PROJECT`` plus its
+#: place in :data:`PROJECT_URGENCY`.
+_RANK_LINK, _RANK_CONFIG, _RANK_TRACKER, _RANK_PROJECT = 0, 1, 2, 10
+_RANK_HOST, _RANK_STOPPED, _RANK_PAUSED = 20, 30, 40
+
+
+@dataclass(frozen=True)
+class Alert:
+    """One warning of the alert line: ``label`` (``✗ project api stale: ``) and
+    ``value``; ``rank``: its urgency (lower first); ``short``: its words in a summary of
+    the warnings that do not fit (``api stale``)."""
+
+    rank: int
+    label: str
+    value: str
+    short: str
+
+
+def project_alerts(snapshot: Snapshot) -> list[Alert]:
     """A fleet console's projects whose link is lost or whose scheduler stopped, one
-    ``(label, value)`` each: ``✗ project api stale: why · last update 32s ago``."""
-    parts: list[tuple[str, str]] = []
+    warning per state: ``✗ project api stale: why · last update 32s ago``, or, for
+    several in one state, ``✗ 2 projects stale: api, web`` (`` · why`` when it is the
+    same for all); lost before stopped
+    (:data:`PROJECT_URGENCY`)."""
+    by_state: dict[str, list] = {}
     for p in snapshot.projects:
-        if p.link_state not in OUT_OF_DATE_STATES:
+        if p.link_state in OUT_OF_DATE_STATES:
+            by_state.setdefault(p.link_state, []).append(p)
+    alerts: list[Alert] = []
+    for state, rows in by_state.items():
+        if state == "stopped":
+            rank = _RANK_STOPPED
+        elif state in PROJECT_URGENCY:
+            rank = _RANK_PROJECT + PROJECT_URGENCY.index(state)
+        else:
+            rank = _RANK_PROJECT + len(PROJECT_URGENCY)
+        if len(rows) == 1:
+            p = rows[0]
+            said = p.error or p.stop_reason
+            why = one_line(said, 160) if said else "no update"
+            age = "" if p.age_s is None else f" · last update {fmt.duration(p.age_s)} ago"
+            name = one_line(p.name, 30)
+            label = f"✗ project {name} {state}: "
+            alerts.append(Alert(rank, label, f"{why}{age}", f"{name} {state}"))
             continue
-        said = p.error or p.stop_reason
-        why = one_line(said, 160) if said else "no update"
-        age = "" if p.age_s is None else f" · last update {fmt.duration(p.age_s)} ago"
-        parts.append((f"✗ project {one_line(p.name, 30)} {p.link_state}: ", f"{why}{age}"))
-    return parts
+        names = ", ".join(one_line(p.name, 30) for p in rows)
+        errors = {p.error or p.stop_reason for p in rows}
+        if len(errors) == 1 and None not in errors:  # one reason for all: said once
+            names += f" · {one_line(errors.pop(), 160)}"
+        label = f"✗ {len(rows)} projects {state}: "
+        alerts.append(Alert(rank, label, names, f"{len(rows)} projects {state}"))
+    return alerts
+
+
+def host_alerts(snapshot: Snapshot) -> list[Alert]:
+    """Worker hosts that are down: ``✗ host build-2 down: why``, several in one line
+    (``✗ 2 hosts down: build-1, build-2``)."""
+    down = [h for h in snapshot.hosts if not h.up]
+    if len(down) == 1:
+        name = one_line(down[0].name, 40)
+        why = one_line(down[0].last_error or "unreachable", 200)
+        return [Alert(_RANK_HOST, f"✗ host {name} down: ", why, f"host {name} down")]
+    if down:
+        names = ", ".join(one_line(h.name, 40) for h in down)
+        return [Alert(_RANK_HOST, f"✗ {len(down)} hosts down: ", names, f"{len(down)} hosts down")]
+    return []
 
 
 def alert_text(
-    snapshot: Snapshot, now: datetime, tones: Tones, link=None, *, width: int | None = None
+    snapshot: Snapshot,
+    now: datetime,
+    tones: Tones,
+    link=None,
+    *,
+    width: int | None = None,
+    lines: int | None = None,
 ) -> Text | None:
-    """A lost scheduler link (attached consoles), then config / tracker problems, one a
-    line, or ``None`` when all is well. ``width``: the cells a line has (a stopped
-    scheduler's line is cut to it, :func:`stopped_text`)."""
+    """What the operator must see, the most urgent first, one warning a line: a lost
+    scheduler link (attached consoles), config and tracker errors, a fleet's lost
+    projects, hosts down, its stopped projects, a paused tracker; ``None`` when all is
+    well. ``width``: the cells a line has (a stopped scheduler's line is cut to it,
+    :func:`stopped_text`); ``lines``: the rows the alert line has. When the warnings
+    wrapped to ``width`` would take more rows than ``lines``, each is cut to one row,
+    and those beyond ``lines`` are summed up in the last (``+2 more: web stopped, host
+    build-2 down``)."""
     s = snapshot
-    text = Text(end="")
-    parts: list[tuple[str, str]] = []
     since = unknown_since(link)
     if link is not None and link.state == "stopped":
         return stopped_text(link, now, tones, width)
+    alerts: list[Alert] = []
     if since is not None:
         why = one_line(link.error, 200) if link.error else "no update"
-        parts.append(("✗ scheduler link lost: ", f"{why} · last update {fmt.duration(since)} ago"))
-    parts += project_alerts(s)
+        value = f"{why} · last update {fmt.duration(since)} ago"
+        alerts.append(Alert(_RANK_LINK, "✗ scheduler link lost: ", value, "scheduler link lost"))
     if s.config_error:
-        parts.append(("✗ config error: ", one_line(s.config_error, 200)))
+        value = one_line(s.config_error, 200)
+        alerts.append(Alert(_RANK_CONFIG, "✗ config error: ", value, "config error"))
     if s.tracker_error:
-        parts.append(("✗ tracker error: ", one_line(s.tracker_error, 200)))
-    for host in s.hosts:
-        if not host.up:
-            why = one_line(host.last_error or "unreachable", 200)
-            parts.append((f"✗ host {one_line(host.name, 40)} down: ", why))
+        value = one_line(s.tracker_error, 200)
+        alerts.append(Alert(_RANK_TRACKER, "✗ tracker error: ", value, "tracker error"))
+    alerts += project_alerts(s)
+    alerts += host_alerts(s)
     if s.tracker_paused_until is not None and s.tracker_paused_until > now:
-        parts.append(("⏸ tracker paused: ", f"resumes in {fmt.until(s.tracker_paused_until, now)}"))
-    if not parts:
+        value = f"resumes in {fmt.until(s.tracker_paused_until, now)}"
+        alerts.append(Alert(_RANK_PAUSED, "⏸ tracker paused: ", value, "tracker paused"))
+    if not alerts:
         return None
-    for i, (label, value) in enumerate(parts):
+    alerts.sort(key=lambda a: a.rank)  # stable: same rank, order as found
+    if width is not None and width > 0 and lines and _alert_rows(alerts, width) > lines:
+        return _fitted(alerts, tones, width, lines)
+    text = Text(end="")
+    for i, alert in enumerate(alerts):
         if i:
             text.append("\n")
-        text.append(label, style=tones.error + tones.bold if "✗" in label else tones.warning)
-        text.append(value)
+        text.append_text(_line(alert, tones))
     return text
+
+
+def _fitted(alerts: list[Alert], tones: Tones, width: int, lines: int) -> Text:
+    """``alerts`` one row each, cut to ``width`` cells, in ``lines`` rows: those beyond
+    summed up in the last (``+2 more: web stopped, host build-2 down``)."""
+    text = Text(end="")
+    shown = alerts if len(alerts) <= lines else alerts[: lines - 1]
+    rest = alerts[len(shown) :]
+    for i, alert in enumerate(shown):
+        line = _line(alert, tones)
+        line.truncate(width, overflow="ellipsis")
+        if i:
+            text.append("\n")
+        text.append_text(line)
+    if rest:
+        more = Text("", end="", no_wrap=True)
+        more.append(f"+{len(rest)} more: ", style=tones.error + tones.bold)
+        more.append(", ".join(a.short for a in rest))
+        more.truncate(width, overflow="ellipsis")
+        if shown:
+            text.append("\n")
+        text.append_text(more)
+    return text
+
+
+def _line(alert: Alert, tones: Tones) -> Text:
+    style = tones.error + tones.bold if "✗" in alert.label else tones.warning
+    line = Text("", end="", no_wrap=True)
+    line.append(alert.label, style=style)
+    line.append(alert.value)
+    return line
+
+
+def _alert_rows(alerts: list[Alert], width: int) -> int:
+    """Rows ``alerts`` take wrapped to ``width`` cells, one a line."""
+    return sum(max(1, -(-cell_len(a.label + a.value) // width)) for a in alerts)

@@ -191,7 +191,7 @@ async def test_the_decision_recorded_is_the_chosen_options_kind(tmp_path):
         await orch.start()
         (approval,) = await wait_for(lambda: orch.snapshot().approvals)
         done = await orch.send(Answer(approval_id=approval.id, answers={"option": ("Reject",)}))
-        assert done.ok and done.message == f"decline sent for {IDENTIFIER}", done
+        assert done.ok and done.message == f"{IDENTIFIER}: denied", done
         await wait_for(lambda: ended(orch))
         resolved = resolutions(orch)
     finally:
@@ -199,7 +199,7 @@ async def test_the_decision_recorded_is_the_chosen_options_kind(tmp_path):
     assert outcomes(log) == [{"outcome": "selected", "optionId": "reject-once"}]
     (event,) = resolved
     assert event.payload.decision == ApprovalDecision.DECLINE.value
-    assert event.message.startswith("command decline by operator")
+    assert event.message.startswith("command denied by operator")
 
 
 async def test_an_answer_to_an_earlier_runs_approval_is_refused(tmp_path):
