@@ -74,7 +74,9 @@ def stopped_text(link, now: datetime, tones: Tones, width: int | None = None) ->
     (what comes next: the console watches for it to start again, or the command that
     attaches again) the hint comes first and the why last, ``■ scheduler stopped at
     14:02:11 (8s ago) · attach again: symphony-tui ~/p/WORKFLOW.md · why``, cut at
-    ``width`` cells. When the hint itself would be cut, it goes on the rows under the
+    ``width`` cells. One gone without saying it was stopping (``link.gone``) says first
+    that its agents may still run: ``■ scheduler gone at 14:02:11 (8s ago) · its agents
+    may still run; started again, it takes them back · hint · why``. When the hint itself would be cut, it goes on the rows under the
     stopped line, in fewer words if need be (``watching http://h:8080 for it to start
     there again; elsewhere, CMD`` becomes ``watching h:8080 · elsewhere, CMD``); only what
     still does not fit is cut."""
@@ -90,15 +92,16 @@ def stopped_text(link, now: datetime, tones: Tones, width: int | None = None) ->
     if width is None or width <= 0 or text.cell_len <= width:
         return text
     if not hint or (
-        not hint.startswith("watching")
+        (gone or not hint.startswith("watching"))
         and _stopped_line(tones, when, "", hint, gone=gone).cell_len <= width
     ):
         text.truncate(width, overflow="ellipsis")  # the hint is whole: what is cut is the why
         return text
-    text = Text(stopped_word(gone), style=tones.error + tones.bold, end="")
     if gone:
-        why = f"{why} · {GONE_AGENTS}" if why else GONE_AGENTS
-    text.append(f"{when}{f': {why}' if why else ''}")
+        text = _stopped_line(tones, when, why, None, gone=True)
+    else:
+        text = Text(stopped_word(gone), style=tones.error + tones.bold, end="")
+        text.append(f"{when}{f': {why}' if why else ''}")
     text.truncate(width, overflow="ellipsis")
     # the hint on the rows left under it, broken between words here so that the alert's
     # height (one row a line) is what shows; what does not fit the last row is cut
@@ -153,11 +156,17 @@ def _stopped_line(
     tones: Tones, when: str, why: str, hint: str | None, *, gone: bool = False
 ) -> Text:
     text = Text(stopped_word(gone), style=tones.error + tones.bold, end="")
-    if gone:  # its agents may still run: that comes before what to do next
-        why = f"{why} · {GONE_AGENTS}" if why else GONE_AGENTS
+    if gone:
+        # its agents may still run: that first, then what comes next, why it is gone last
+        text.append(f"{when} · {GONE_AGENTS}")
+        if hint:
+            text.append(" · ")
+            text.append(hint, style=tones.bold)
+        if why:
+            text.append(f" · {why}")
+        return text
     if not hint:
-        then = "q quits" if gone else "nothing runs there now; q quits"
-        text.append(f"{when}{f': {why}' if why else ''} · {then}")
+        text.append(f"{when}{f': {why}' if why else ''} · nothing runs there now; q quits")
         return text
     if hint.startswith("watching"):
         # nothing to type: what stopped it matters more, and the short hint follows
