@@ -187,7 +187,9 @@ class LinkStatus:
     ``poll``; ``error``: the last failure, one line; ``refused``: that failure was the
     scheduler refusing the API token (401), it answers. ``stopped``: the scheduler has shut
     down (it said so, or its process is gone) at ``stopped_at`` (UTC), ``error`` saying
-    why; a stale link is a scheduler that may still exist but does not answer. ``hint``:
+    why; ``gone``: it did not say so (its process ended, its host no longer announces it),
+    so its agents may still run; a stale link is a scheduler that may still exist but does
+    not answer. ``hint``:
     once stopped, what comes next, one line (the console watches for it to start again, or
     how to attach again); ``moved``: the console just moved to its scheduler started again
     elsewhere, one line (:mod:`symphony_tui.api.follow`)."""
@@ -200,6 +202,7 @@ class LinkStatus:
     refused: bool = False
     hint: str | None = None
     moved: str | None = None
+    gone: bool = False
 
 
 def backoff_s(attempt: int, *, rng: Callable[[float, float], float] = random.uniform) -> float:
@@ -401,7 +404,8 @@ class RemotePort(SchedulerPort):
         """The link's state now (see :class:`LinkStatus`)."""
         age = None if self._heard_at is None else max(0.0, self._clock() - self._heard_at)
         if self.stopped_at is not None:
-            return LinkStatus("stopped", age, self.mode, self.error, self.stopped_at)
+            gone = not self.said_stopping
+            return LinkStatus("stopped", age, self.mode, self.error, self.stopped_at, gone=gone)
         if age is None:
             state: LinkState = "connecting"
         elif age > self.stale_after_s:

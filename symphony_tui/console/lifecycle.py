@@ -21,6 +21,7 @@ from textual.worker import Worker, WorkerState
 from symphony_tui.console.sanitize import one_line
 from symphony_tui.console.screens.modals import Confirm
 from symphony_tui.console.starting import ATTACHED, Started, StartFailed, notify_of
+from symphony_tui.console.widgets.status import GONE_AGENTS
 
 if TYPE_CHECKING:
     from symphony_tui.console.state import ConsoleState
@@ -176,8 +177,11 @@ class Lifecycle:
             # On whatever screen is open (the main screen's alert line also says when).
             link = self._state.port.link()
             why = link.error if link is not None else None
+            said = "the scheduler stopped"
+            if link is not None and getattr(link, "gone", False):
+                said = "the scheduler is gone; its agents may still run"
             self._ui.notify(
-                f"the scheduler stopped: {one_line(why, 160)}" if why else "the scheduler stopped",
+                f"{said}: {one_line(why, 160)}" if why else said,
                 severity="warning",
                 timeout=30,
             )
@@ -254,8 +258,12 @@ class Lifecycle:
         if state.stopping:
             await self.shutdown_and_exit(1)
             return
-        if self.attached_scheduler_stopped:  # nothing runs there any more: just leave
-            await self.shutdown_and_exit(0, "the scheduler had stopped")
+        if self.attached_scheduler_stopped:  # nothing to stop or detach from: just leave
+            link = state.port.link()
+            if link is not None and getattr(link, "gone", False):
+                await self.shutdown_and_exit(0, f"the scheduler was gone; {GONE_AGENTS}")
+            else:
+                await self.shutdown_and_exit(0, "the scheduler had stopped")
             return
         message = self._detached_line() if state.detach_only else None
         if state.starting:  # nothing runs yet; the build is awaited off the key handler

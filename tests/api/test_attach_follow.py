@@ -96,6 +96,8 @@ async def test_a_console_attached_by_workflow_follows_its_restarted_scheduler(
         sched.stop()
         await until(lambda: follow.stopped and fixed.stopped, 10, "both see the stop")
         assert follow.link().hint == "watching for it to start again"
+        # it said it was stopping: its agents have ended, and no row says otherwise
+        assert not follow.link().gone and follow.snapshot().running == ()
         watching = f"watching {old_url} for it to start there again"
         assert fixed.link().hint == f"{watching}; elsewhere, attach again: symphony-tui {path}"
         line = stopped_text(fixed.link(), fixed.link().stopped_at, Tones()).plain
@@ -134,8 +136,15 @@ async def test_a_console_attached_by_workflow_follows_its_restarted_scheduler(
 
         # killed with -9 (its note stays behind), started again: followed again
         second = follow.port.base_url
+        await until(lambda: follow.snapshot().running, 20, "agents running")
         sched.kill()
         await until(lambda: follow.stopped, 10, "the killed scheduler seen stopped")
+        # gone without a word: its agents may still run, so its last rows stay (unknown)
+        assert follow.link().gone
+        kept = follow.snapshot()
+        assert kept.running and kept.running == follow.port.before_stop.running
+        assert kept.approvals == ()  # nothing there to answer them
+        assert "gone" in stopped_text(follow.link(), follow.link().stopped_at, Tones()).plain
         before = follow.events_since(0)
         handed = before[-1].seq
         sched.restart()

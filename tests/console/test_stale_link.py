@@ -311,3 +311,54 @@ async def test_a_stopped_schedulers_hint_is_shown_whole_at_80x24(port, make_app)
         assert "watching http://127.0.0.1:8765 for it to start there again;" in text
         assert command in text
         assert "…" not in text.split("■ scheduler stopped")[1].split("\n")[0]
+
+
+class GonePort(StoppingPort):
+    """An attached port whose scheduler's process ended without a ``stopping`` frame (kill
+    -9): as ``FollowingPort`` then, its last rows kept and its approvals dropped."""
+
+    def stop_now(self, reason: str = "its process no longer serves") -> None:
+        at = NOW - timedelta(seconds=8)
+        self.current_link = LinkStatus("stopped", 8.0, "stream", reason, stopped_at=at, gone=True)
+
+    def snapshot(self):
+        snap = self._port.snapshot()
+        if self.stopped:
+            return snap.model_copy(update={"approvals": (), "next_poll_at": None})
+        return snap
+
+
+async def test_a_scheduler_gone_without_a_word_keeps_its_runs_as_unknown(port, make_app, capsys):
+    """kill -9: no stopping frame, so its agents may still run (detached ones are taken back
+    when it starts again): its rows read unknown, not ended, and nothing says none runs."""
+    linked = GonePort(port, LinkStatus("live", 0.2, "stream"))
+
+    async def runner() -> None:  # as RemotePort.run: returns once the scheduler stopped
+        while not linked.stopped:
+            await asyncio.sleep(0.02)
+
+    app = make_app(linked, runner=runner)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        linked.stop_now()
+        for _ in range(50):
+            await settle(pilot)
+            if app._notifications:
+                break
+        text = screen_text(app)
+        # what may still run first; why it is gone (the notification says it) is what is cut
+        assert (
+            "■ scheduler gone at 09:59:52 (8s ago) · its agents may still run; started again,"
+            " it takes them back · its process"
+        ) in text
+        assert "nothing runs there now" not in text and "scheduler stopped" not in text
+        assert "? unknown" in text and "working" not in text
+        assert [n.message for n in app._notifications] == [
+            "the scheduler is gone; its agents may still run: its process no longer serves"
+        ]
+        await pilot.press("q")  # nothing here to stop or detach from: it just leaves
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+    assert app.return_code == 0
+    err = capsys.readouterr().err
+    assert "the scheduler was gone; its agents may still run" in err

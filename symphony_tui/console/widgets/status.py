@@ -32,7 +32,9 @@ def link_text(link, tones: Tones) -> Text:
     :meth:`RemotePort.link` and ``FollowingPort.link`` return."""
     age = "" if link.age_s is None else f" · {fmt.duration(link.age_s)} old"
     if link.state == "stopped":
-        return Text("■ scheduler stopped", style=tones.error + tones.bold, end="")
+        return Text(
+            stopped_word(getattr(link, "gone", False)), style=tones.error + tones.bold, end=""
+        )
     if link.state == "live":
         text = Text("● live", style=tones.success, end="")
         moved = getattr(link, "moved", None)
@@ -47,11 +49,23 @@ def link_text(link, tones: Tones) -> Text:
 
 
 def unknown_since(link) -> float | None:
-    """Seconds since the last update when ``link`` is lost (reconnecting or stale): live
-    rows are then shown as unknown since then. None for a live link or a local scheduler."""
-    if link is None or link.state not in LOST_LINK_STATES:
+    """Seconds since the last update when ``link`` is lost (reconnecting or stale, or its
+    scheduler gone without saying it was stopping): live rows are then shown as unknown
+    since then. None for a live link, a clean stop or a local scheduler."""
+    if link is None:
+        return None
+    if link.state not in LOST_LINK_STATES and not (link.state == "stopped" and link.gone):
         return None
     return link.age_s or 0.0
+
+
+#: What a console says of a scheduler gone without saying it was stopping.
+GONE_AGENTS = "its agents may still run; started again, it takes them back"
+
+
+def stopped_word(gone: bool) -> str:
+    """``■ scheduler stopped``, or ``■ scheduler gone`` when it did not say it was stopping."""
+    return "■ scheduler gone" if gone else "■ scheduler stopped"
 
 
 def stopped_text(link, now: datetime, tones: Tones, width: int | None = None) -> Text:
@@ -60,7 +74,9 @@ def stopped_text(link, now: datetime, tones: Tones, width: int | None = None) ->
     (what comes next: the console watches for it to start again, or the command that
     attaches again) the hint comes first and the why last, ``■ scheduler stopped at
     14:02:11 (8s ago) · attach again: symphony-tui ~/p/WORKFLOW.md · why``, cut at
-    ``width`` cells. When the hint itself would be cut, it goes on the rows under the
+    ``width`` cells. One gone without saying it was stopping (``link.gone``) says first
+    that its agents may still run: ``■ scheduler gone at 14:02:11 (8s ago) · its agents
+    may still run; started again, it takes them back · hint · why``. When the hint itself would be cut, it goes on the rows under the
     stopped line, in fewer words if need be (``watching http://h:8080 for it to start
     there again; elsewhere, CMD`` becomes ``watching h:8080 · elsewhere, CMD``); only what
     still does not fit is cut."""
@@ -71,16 +87,21 @@ def stopped_text(link, now: datetime, tones: Tones, width: int | None = None) ->
     hint = getattr(link, "hint", None)
     why = one_line(link.error, 160) if link.error else ""
     hint = one_line(hint, 160) if hint else None
-    text = _stopped_line(tones, when, why, hint)
+    gone = bool(getattr(link, "gone", False))
+    text = _stopped_line(tones, when, why, hint, gone=gone)
     if width is None or width <= 0 or text.cell_len <= width:
         return text
     if not hint or (
-        not hint.startswith("watching") and _stopped_line(tones, when, "", hint).cell_len <= width
+        (gone or not hint.startswith("watching"))
+        and _stopped_line(tones, when, "", hint, gone=gone).cell_len <= width
     ):
         text.truncate(width, overflow="ellipsis")  # the hint is whole: what is cut is the why
         return text
-    text = Text("■ scheduler stopped", style=tones.error + tones.bold, end="")
-    text.append(f"{when}{f': {why}' if why else ''}")
+    if gone:
+        text = _stopped_line(tones, when, why, None, gone=True)
+    else:
+        text = Text(stopped_word(gone), style=tones.error + tones.bold, end="")
+        text.append(f"{when}{f': {why}' if why else ''}")
     text.truncate(width, overflow="ellipsis")
     # the hint on the rows left under it, broken between words here so that the alert's
     # height (one row a line) is what shows; what does not fit the last row is cut
@@ -131,8 +152,19 @@ def _short_hint(hint: str) -> str:
     return hint
 
 
-def _stopped_line(tones: Tones, when: str, why: str, hint: str | None) -> Text:
-    text = Text("■ scheduler stopped", style=tones.error + tones.bold, end="")
+def _stopped_line(
+    tones: Tones, when: str, why: str, hint: str | None, *, gone: bool = False
+) -> Text:
+    text = Text(stopped_word(gone), style=tones.error + tones.bold, end="")
+    if gone:
+        # its agents may still run: that first, then what comes next, why it is gone last
+        text.append(f"{when} · {GONE_AGENTS}")
+        if hint:
+            text.append(" · ")
+            text.append(hint, style=tones.bold)
+        if why:
+            text.append(f" · {why}")
+        return text
     if not hint:
         text.append(f"{when}{f': {why}' if why else ''} · nothing runs there now; q quits")
         return text
