@@ -262,6 +262,57 @@ def test_a_transcript_is_the_project_s_own_with_namespaced_ids():
     assert fleet.events_since(0, issue_id="nobody/i1") == []
 
 
+async def test_an_issue_s_transcript_is_kept_across_its_project_s_restart_without_repeats(
+    monkeypatch,
+):
+    """The worker screen's read (one issue's events) after the project's scheduler was
+    started again: the earlier process's transcript, then the new one's (which starts
+    empty, numbered from 1 again), numbered on; a new forward to the same process repeats
+    nothing."""
+    from collections import deque
+
+    fleet = FleetPort([])
+
+    def remote_port(project, url, endpoint, client=None):  # fed by hand, never answers
+        refusing = httpx.AsyncClient(base_url=url, transport=httpx.MockTransport(_refuse))
+        return FleetPort.remote_port(fleet, project, url, endpoint, refusing)
+
+    monkeypatch.setattr(fleet, "remote_port", remote_port)
+    alpha = joined(fleet, "alpha")
+    alpha.endpoint = tg.Endpoint("alpha", "", "http://127.0.0.1:1", 1, pid=4242)
+
+    def transcript(*said: AgentEvent) -> None:
+        assert alpha.port is not None
+        alpha.port._transcripts["i1"] = deque(said)
+
+    def read(since: int = 0) -> list[tuple[int, str]]:
+        return [(e.seq, e.message) for e in fleet.events_since(since, issue_id="alpha/i1")]
+
+    try:
+        events(alpha, event(1, message="a1"), event(2, message="a2"), event(3, issue="i2"))
+        transcript(event(1, message="a1"), event(2, message="a2"))
+        assert read() == [(1, "a1"), (2, "a2")]
+        # killed and started again: another process, whose transcript starts empty
+        restarted = tg.Endpoint("alpha", "", "http://127.0.0.1:2", 2, pid=4343)
+        await fleet._connect(alpha, restarted)
+        assert read() == [(1, "a1"), (2, "a2")]
+        transcript(event(1, message="b1"))
+        assert read() == [(1, "a1"), (2, "a2"), (4, "b1")]
+        assert read(2) == [(4, "b1")]  # a reader that had a2 reads on, nothing again
+        assert [e.issue_id for e in fleet.events_since(0, issue_id="alpha/i1")] == ["alpha/i1"] * 3
+        # its forward ended: a new one to the same process, which hands its transcript again
+        await fleet._connect(alpha, restarted)
+        transcript(event(1, message="b1"), event(2, message="b2"))
+        assert read() == [(1, "a1"), (2, "a2"), (4, "b1"), (5, "b2")]
+        assert read(4) == [(5, "b2")]
+        assert [e.message for e in fleet.events_since(0, limit=1, issue_id="alpha/i1")] == ["b2"]
+        # its host no longer announces it: no port, its transcript is still read
+        await fleet._disconnect(alpha)
+        assert read() == [(1, "a1"), (2, "a2"), (4, "b1"), (5, "b2")]
+    finally:
+        await fleet.close()
+
+
 def test_commands_are_routed_by_their_id_s_prefix_else_by_project():
     fleet = FleetPort([])
     alpha, beta = joined(fleet, "alpha"), joined(fleet, "beta")
