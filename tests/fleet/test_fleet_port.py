@@ -252,6 +252,40 @@ def test_a_restarted_scheduler_s_history_is_taken_once_across_a_reset_and_a_new_
     assert messages(fleet, 6) == ["o1"]
 
 
+def test_a_restarted_scheduler_s_history_is_taken_once_when_an_agent_s_times_run_behind():
+    """An agent stamps its own events (to the millisecond): the last event taken can be
+    older than one taken before it. The new process's history repeats neither, and hands
+    what the old port never got (written before a kill -9, after its last frame)."""
+    workflow = "/work/alpha/WORKFLOW.md"
+
+    def said(seq: int, ms: int, message: str) -> AgentEvent:
+        at = NOW + timedelta(milliseconds=ms)
+        return event(seq, message=message).model_copy(update={"at": at})
+
+    fleet = FleetPort([])
+    alpha = joined(fleet, "alpha")
+    first = snap("i1").model_copy(update={"workflow_path": workflow, "started_at": NOW})
+    feed(alpha, first)
+    # the scheduler's tracker event, then the agent's tool call it answered, stamped earlier
+    events(alpha, said(1, 100, "a1"), said(2, 693, "moved to Done"), said(3, 692, "tool done"))
+    assert alpha.port is not None
+    alpha.taken = alpha.port.taken()
+    endpoint = tg.Endpoint("alpha", "", "http://127.0.0.1:2", 2)
+    alpha.port = fleet.remote_port(alpha, "http://127.0.0.1:2", endpoint, httpx.AsyncClient())
+    feed(alpha, first.model_copy(update={"started_at": NOW + timedelta(seconds=10)}))
+    events(
+        alpha,
+        said(1, 100, "a1"),
+        said(2, 693, "moved to Done"),
+        said(3, 692, "tool done"),
+        said(4, 691, "never sent"),
+        said(5, 10_000, "b5"),
+    )
+    assert [e.message for e in fleet.events_since(0)] == [
+        "a1", "moved to Done", "tool done", "never sent", "b5",
+    ]  # fmt: skip
+
+
 def test_a_transcript_is_the_project_s_own_with_namespaced_ids():
     fleet = FleetPort([])
     alpha = joined(fleet, "alpha")
