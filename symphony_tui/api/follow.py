@@ -19,10 +19,11 @@ console showed before a restart is still there (read again from the start, expor
 after it. An issue's transcript is what the schedulers before held of it when the console
 left them, then the current one's (a restarted scheduler's starts empty), numbered after
 the highest ``seq`` the console was handed by the ones before
-(:class:`~symphony_tui.api.transcripts.KeptTranscripts`). So a reader's position (``events_since(last_seq)``, per issue too) carries on; the new scheduler's
-history up to the last event the console took from the one before is not taken again
-(``RemotePort``'s ``taken``), so nothing is shown twice. What a scheduler killed with
-``kill -9`` did after its last frame is lost with it.
+(:class:`~symphony_tui.api.transcripts.KeptTranscripts`). So a reader's position
+(``events_since(last_seq)``, per issue too) carries on; the new scheduler's history up to
+the last event the console took from the one before is not taken again (``RemotePort``'s
+``taken``), so nothing is shown twice. What a scheduler killed with ``kill -9`` did after
+its last frame is lost with it.
 """
 
 from __future__ import annotations
