@@ -149,8 +149,10 @@ def _os_error(exc: BaseException) -> OSError | None:
 
 @dataclass(frozen=True)
 class Taken:
-    """The newest event a client took from one scheduler process: its workflow path, its
-    time and ``seq``. A later process of the same workflow repeats its history up to here."""
+    """How far a client took one scheduler process's events: its workflow path, the
+    newest time among them (an agent's own times can run a little behind the scheduler's,
+    so the last event taken need not be the newest) and the last ``seq``. A later process
+    of the same workflow repeats its history up to here."""
 
     workflow: str
     at: datetime
@@ -158,10 +160,12 @@ class Taken:
 
     def holds(self, workflow: str, event: AgentEvent) -> bool:
         """Whether ``event`` of a process serving ``workflow`` is one already taken: same
-        workflow, and at or before this one by (time, seq). Untimed events are new."""
+        workflow, numbered at or before ``seq`` and timed at or before ``at`` (a number
+        the restarted process gave again, to a later event, is new). Untimed events are
+        new."""
         if not self.workflow or workflow != self.workflow or event.at is None:
             return False
-        return (event.at, event.seq) <= (self.at, self.seq)
+        return event.seq <= self.seq and event.at <= self.at
 
 
 class RemoteError(Exception):
@@ -671,9 +675,12 @@ class RemotePort(SchedulerPort):
             self._ring.append(event)
             taken.append(event)
         if taken:
-            last = taken[-1]
-            if workflow and last.at is not None:
-                self._taken = Taken(workflow, last.at, last.seq)
+            times = [e.at for e in taken if e.at is not None]
+            before_at = self._taken.at if self._taken and self._taken.workflow == workflow else None
+            if before_at is not None:
+                times.append(before_at)
+            if workflow and times:
+                self._taken = Taken(workflow, max(times), taken[-1].seq)
             if self.on_events is not None:
                 self.on_events(taken)
 

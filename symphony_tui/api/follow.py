@@ -17,13 +17,13 @@ are kept here, not in the current port: every event taken from each scheduler in
 numbered in the order taken, the newest :data:`~symphony_tui.api.client.RING`, so what the
 console showed before a restart is still there (read again from the start, exported)
 after it. An issue's transcript is what the schedulers before held of it when the console
-left them (the newest :data:`~symphony_tui.api.client.TRANSCRIPT`), then the current one's
-(a restarted scheduler's starts empty), numbered after the highest ``seq`` the console
-was handed by the ones before (the new one's own numbers start at 1). So a reader's
-position (``events_since(last_seq)``, per issue too) carries on; the new scheduler's
-history up to the last event the console took from the one before is not taken again
-(``RemotePort``'s ``taken``), so nothing is shown twice. What a scheduler killed with
-``kill -9`` did after its last frame is lost with it.
+left them, then the current one's (a restarted scheduler's starts empty), numbered after
+the highest ``seq`` the console was handed by the ones before
+(:class:`~symphony_tui.api.transcripts.KeptTranscripts`). So a reader's position
+(``events_since(last_seq)``, per issue too) carries on; the new scheduler's history up to
+the last event the console took from the one before is not taken again (``RemotePort``'s
+``taken``), so nothing is shown twice. What a scheduler killed with ``kill -9`` did after
+its last frame is lost with it.
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ from urllib.parse import urlsplit
 
 from symphony_tui.api.attach import AttachError, Attachment
 from symphony_tui.api.auth import is_loopback
-from symphony_tui.api.client import RING, TRANSCRIPT, LinkStatus, RemoteError, RemotePort
+from symphony_tui.api.client import RING, LinkStatus, RemoteError, RemotePort
+from symphony_tui.api.transcripts import KeptTranscripts
 from symphony_tui.scheduler.port import CommandResult, SchedulerPort, TranscriptGap
 
 if TYPE_CHECKING:
@@ -100,9 +101,8 @@ class FollowingPort(SchedulerPort):
         self._ring: deque[AgentEvent] = deque(maxlen=RING)
         self._seq = 0
         self.port: RemotePort = attachment.port(on_events=self._take, ring=0)
-        self._offset = 0  # added to the current scheduler's transcripts' event numbers
-        #: Issue id -> its transcript as the schedulers before held it, numbered as handed.
-        self._earlier: dict[str, deque[AgentEvent]] = {}
+        #: Each issue's transcript from the schedulers before, read before the current one's.
+        self._transcripts = KeptTranscripts()
         self.moves = 0
         self._moved: tuple[str, float] | None = None  # (what, when) of the last move
         self._stop = asyncio.Event()
@@ -175,10 +175,7 @@ class FollowingPort(SchedulerPort):
             return
         old, old_attachment = self.port, self.attachment
         old.on_events = None  # the new process's history has what the old one said since
-        for issue_id, events in old.transcripts().items():
-            earlier = self._earlier.setdefault(issue_id, deque(maxlen=TRANSCRIPT))
-            earlier.extend(_numbered(events, self._offset))
-        self._offset += old.seen_seq()
+        self._transcripts.leave(old)
         self.port, self.attachment = port, found
         port.on_events = self._take
         self._take(held)
@@ -255,13 +252,7 @@ class FollowingPort(SchedulerPort):
                 newer.append(event)
             newer.reverse()
             return newer
-        offset = self._offset
-        events = self.port.events_since(max(0, seq - offset), limit=limit, issue_id=issue_id)
-        events = _numbered(events, offset)
-        earlier = self._earlier.get(issue_id)
-        if earlier and seq < offset:  # numbered up to the offset: some may be newer than seq
-            events = [e for e in earlier if e.seq > seq] + events
-        return events[-limit:]
+        return self._transcripts.since(self.port, issue_id, seq, limit=limit)
 
     def _take(self, events: list[AgentEvent]) -> None:
         """Keep the current port's ``events`` (new ones, in its order) in the log, each
@@ -294,13 +285,6 @@ class FollowingPort(SchedulerPort):
 
     async def note_action(self, what: str, **fields: object) -> AuditEntry | None:
         return await self.port.note_action(what, **fields)
-
-
-def _numbered(events: list[AgentEvent], offset: int) -> list[AgentEvent]:
-    """``events`` with ``offset`` added to each ``seq`` (copies; as given when 0)."""
-    if not offset:
-        return events
-    return [e.model_copy(update={"seq": e.seq + offset}) for e in events]
 
 
 def _close_found(found: Attachment | None) -> None:

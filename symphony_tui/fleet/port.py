@@ -24,7 +24,11 @@ scheduler that resumes loses and doubles nothing; a restarted one's history is t
 to where its earlier process was followed (``RemotePort``'s ``taken``), once.
 One issue's transcript (``events_since(seq, issue_id="<project>/<id>")``) is its project's
 own, numbered by that scheduler (its history reaches back before the fleet connected), so a
-reader keeps one position per issue, as it does for one scheduler. Commands go to one
+reader keeps one position per issue, as it does for one scheduler. Across a restart it is
+what the project's earlier processes held of it when the fleet left them, then the new
+one's (which starts empty), numbered on after the earlier ones'
+(:class:`~symphony_tui.api.transcripts.KeptTranscripts`); a new forward to the same
+process reads that process's again, numbered as before. Commands go to one
 project's API (``X-Symphony-Via: fleet``), by the prefix of the id they name, else by
 ``command.project``; the answer names the project (``alpha · DEMO-3: approved``, a refusal
 ``alpha: why``). A scheduler that a workflow or URL target names is not also a row of
@@ -52,6 +56,7 @@ import httpx
 from symphony_tui.api.client import RemoteError, RemotePort, Taken
 from symphony_tui.api.follow import in_thread
 from symphony_tui.api.ssh import SshTunnel
+from symphony_tui.api.transcripts import KeptTranscripts
 from symphony_tui.domain import AgentEvent, Snapshot
 from symphony_tui.domain.audit import AuditEntry
 from symphony_tui.domain.commands import Answer, Approve, Command, Deny
@@ -140,6 +145,8 @@ class Project:
         #: The newest event taken from an earlier port of this project: a restarted
         #: scheduler's history up to there is not taken again.
         self.taken: Taken | None = None
+        #: Each issue's transcript from this project's earlier scheduler processes.
+        self.transcripts = KeptTranscripts()
         self.stopped_with: tuple[int, int, int] | None = None
         self.clean_stop = False
         self.stop_reason: str | None = None
@@ -367,8 +374,11 @@ class FleetPort(SchedulerPort):
         self._by_key.pop((project.target.text, project.key), None)
 
     async def _connect(self, project: Project, endpoint: tg.Endpoint) -> None:
-        """Follow ``endpoint`` as ``project`` (its old port, if any, closed first)."""
-        await self._disconnect(project)
+        """Follow ``endpoint`` as ``project`` (its old port, if any, closed first; the
+        same process through a new forward keeps its transcripts where they are)."""
+        old, port = project.endpoint, project.port
+        same = old is not None and (old.pid, old.api_port) == (endpoint.pid, endpoint.api_port)
+        await self._disconnect(project, lives_on=same and port is not None and not port.stopped)
         project.endpoint = endpoint
         project.error = project.misconfigured = None
         project.gone = None
@@ -410,13 +420,17 @@ class FleetPort(SchedulerPort):
             taken=project.taken,
         )
 
-    async def _disconnect(self, project: Project) -> None:
+    async def _disconnect(self, project: Project, *, lives_on: bool = False) -> None:
+        """Drop ``project``'s port and forward. Its issues' transcripts are kept as an
+        earlier process's unless its scheduler ``lives_on`` (to be followed again)."""
         project.remember()
         port, project.port = project.port, None
         task, project.task = project.task, None
         tunnel, project.tunnel = project.tunnel, None
         if port is not None:
             project.taken = port.taken()
+            if not lives_on:
+                project.transcripts.leave(port)
             await port.close()
         if task is not None and not task.done():
             task.cancel()
@@ -690,11 +704,10 @@ class FleetPort(SchedulerPort):
     ) -> list[AgentEvent]:
         if issue_id is not None:
             routed = self._route_id(issue_id)
-            if routed is None or routed[0].port is None:
+            if routed is None:
                 return []
             project, raw = routed
-            assert project.port is not None
-            events = project.port.events_since(seq, limit=limit, issue_id=raw)
+            events = project.transcripts.since(project.port, raw, seq, limit=limit)
             return [event_of(project.name, e) for e in events]
         self._number()  # handed out from here: numbered, in the order they now read
         newer: list[AgentEvent] = []

@@ -3,7 +3,7 @@ machine and two on sshd "hosts" (127.0.0.1 and 127.0.0.2) reached by ``ssh://``,
 :class:`~symphony_tui.fleet.port.FleetPort`: approvals and interrupts across projects,
 audited ``via fleet``; a wrong token is one line on its own row; a killed scheduler's row
 is lost (not stopped: it said no word of a stop) and comes back live when it is started
-again; the CLI's ``--list``."""
+again, its issue's transcript from before still read; the CLI's ``--list``."""
 
 from __future__ import annotations
 
@@ -182,6 +182,10 @@ async def test_five_schedulers_two_over_ssh_in_one_fleet(tmp_path, monkeypatch):
         # keeps what it last said (its agents may still run); the others stay live; started
         # again: live
         alpha = scheds["alpha"]
+        # its issue's transcript, as the worker screen reads it
+        issue = next(r.issue_id for r in fleet.snapshot().issues if r.project == "alpha")
+        await until(lambda: fleet.events_since(0, issue_id=issue), 10, "alpha's transcript")
+        transcript = fleet.events_since(0, issue_id=issue)
         await asyncio.to_thread(alpha.kill)
         await until(lambda: rows()["alpha"].link_state == "lost", 20, "alpha lost")
         gone = rows()["alpha"]
@@ -203,6 +207,11 @@ async def test_five_schedulers_two_over_ssh_in_one_fleet(tmp_path, monkeypatch):
         await until(
             lambda: any(e.at and e.at > killed_at for e in alphas()), 30, "alpha's new events"
         )
+        # its issue's transcript from before the kill is still read, each event once
+        again = fleet.events_since(0, issue_id=issue)
+        assert again[: len(transcript)] == transcript
+        seqs = [e.seq for e in again]
+        assert seqs == sorted(set(seqs))
         said = [(e.at, e.kind, e.issue_id, e.message) for e in alphas()]
         assert len(said) == len(set(said)), "a restarted scheduler's history taken twice"
 

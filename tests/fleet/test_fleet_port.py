@@ -252,6 +252,40 @@ def test_a_restarted_scheduler_s_history_is_taken_once_across_a_reset_and_a_new_
     assert messages(fleet, 6) == ["o1"]
 
 
+def test_a_restarted_scheduler_s_history_is_taken_once_when_an_agent_s_times_run_behind():
+    """An agent stamps its own events (to the millisecond): the last event taken can be
+    older than one taken before it. The new process's history repeats neither, and hands
+    what the old port never got (written before a kill -9, after its last frame)."""
+    workflow = "/work/alpha/WORKFLOW.md"
+
+    def said(seq: int, ms: int, message: str) -> AgentEvent:
+        at = NOW + timedelta(milliseconds=ms)
+        return event(seq, message=message).model_copy(update={"at": at})
+
+    fleet = FleetPort([])
+    alpha = joined(fleet, "alpha")
+    first = snap("i1").model_copy(update={"workflow_path": workflow, "started_at": NOW})
+    feed(alpha, first)
+    # the scheduler's tracker event, then the agent's tool call it answered, stamped earlier
+    events(alpha, said(1, 100, "a1"), said(2, 693, "moved to Done"), said(3, 692, "tool done"))
+    assert alpha.port is not None
+    alpha.taken = alpha.port.taken()
+    endpoint = tg.Endpoint("alpha", "", "http://127.0.0.1:2", 2)
+    alpha.port = fleet.remote_port(alpha, "http://127.0.0.1:2", endpoint, httpx.AsyncClient())
+    feed(alpha, first.model_copy(update={"started_at": NOW + timedelta(seconds=10)}))
+    events(
+        alpha,
+        said(1, 100, "a1"),
+        said(2, 693, "moved to Done"),
+        said(3, 692, "tool done"),
+        said(4, 691, "never sent"),
+        said(5, 10_000, "b5"),
+    )
+    assert [e.message for e in fleet.events_since(0)] == [
+        "a1", "moved to Done", "tool done", "never sent", "b5",
+    ]  # fmt: skip
+
+
 def test_a_transcript_is_the_project_s_own_with_namespaced_ids():
     fleet = FleetPort([])
     alpha = joined(fleet, "alpha")
@@ -260,6 +294,57 @@ def test_a_transcript_is_the_project_s_own_with_namespaced_ids():
     got = fleet.events_since(0, issue_id="alpha/i1")
     assert [(e.seq, e.issue_id, e.project) for e in got] == [(9, "alpha/i1", "alpha")]
     assert fleet.events_since(0, issue_id="nobody/i1") == []
+
+
+async def test_an_issue_s_transcript_is_kept_across_its_project_s_restart_without_repeats(
+    monkeypatch,
+):
+    """The worker screen's read (one issue's events) after the project's scheduler was
+    started again: the earlier process's transcript, then the new one's (which starts
+    empty, numbered from 1 again), numbered on; a new forward to the same process repeats
+    nothing."""
+    from collections import deque
+
+    fleet = FleetPort([])
+
+    def remote_port(project, url, endpoint, client=None):  # fed by hand, never answers
+        refusing = httpx.AsyncClient(base_url=url, transport=httpx.MockTransport(_refuse))
+        return FleetPort.remote_port(fleet, project, url, endpoint, refusing)
+
+    monkeypatch.setattr(fleet, "remote_port", remote_port)
+    alpha = joined(fleet, "alpha")
+    alpha.endpoint = tg.Endpoint("alpha", "", "http://127.0.0.1:1", 1, pid=4242)
+
+    def transcript(*said: AgentEvent) -> None:
+        assert alpha.port is not None
+        alpha.port._transcripts["i1"] = deque(said)
+
+    def read(since: int = 0) -> list[tuple[int, str]]:
+        return [(e.seq, e.message) for e in fleet.events_since(since, issue_id="alpha/i1")]
+
+    try:
+        events(alpha, event(1, message="a1"), event(2, message="a2"), event(3, issue="i2"))
+        transcript(event(1, message="a1"), event(2, message="a2"))
+        assert read() == [(1, "a1"), (2, "a2")]
+        # killed and started again: another process, whose transcript starts empty
+        restarted = tg.Endpoint("alpha", "", "http://127.0.0.1:2", 2, pid=4343)
+        await fleet._connect(alpha, restarted)
+        assert read() == [(1, "a1"), (2, "a2")]
+        transcript(event(1, message="b1"))
+        assert read() == [(1, "a1"), (2, "a2"), (4, "b1")]
+        assert read(2) == [(4, "b1")]  # a reader that had a2 reads on, nothing again
+        assert [e.issue_id for e in fleet.events_since(0, issue_id="alpha/i1")] == ["alpha/i1"] * 3
+        # its forward ended: a new one to the same process, which hands its transcript again
+        await fleet._connect(alpha, restarted)
+        transcript(event(1, message="b1"), event(2, message="b2"))
+        assert read() == [(1, "a1"), (2, "a2"), (4, "b1"), (5, "b2")]
+        assert read(4) == [(5, "b2")]
+        assert [e.message for e in fleet.events_since(0, limit=1, issue_id="alpha/i1")] == ["b2"]
+        # its host no longer announces it: no port, its transcript is still read
+        await fleet._disconnect(alpha)
+        assert read() == [(1, "a1"), (2, "a2"), (4, "b1"), (5, "b2")]
+    finally:
+        await fleet.close()
 
 
 def test_commands_are_routed_by_their_id_s_prefix_else_by_project():
