@@ -80,6 +80,23 @@ def test_a_failed_row_keeps_its_status_while_the_link_is_lost(port):
     assert "as of" not in cells[0]
 
 
+def until_stopped(linked):
+    """A runner as :meth:`RemotePort.run`: it returns once the scheduler stopped."""
+
+    async def runner() -> None:
+        while not linked.stopped:
+            await asyncio.sleep(0.02)
+
+    return runner
+
+
+async def until_notified(pilot, app) -> None:
+    for _ in range(50):
+        await settle(pilot)
+        if app._notifications:
+            return
+
+
 class StoppingPort(LinkedPort):
     """An attached port whose scheduler stops: as :class:`RemotePort` once its stream's
     ``stopping`` frame arrived (no live rows, ``stopped``, ``wait_stopped``)."""
@@ -207,21 +224,14 @@ async def test_a_scheduler_that_stops_while_the_approvals_are_open_says_so_there
     an emptied list does not read as answered approvals."""
     linked = StoppingPort(port, LinkStatus("live", 0.2, "stream"))
 
-    async def runner() -> None:  # as RemotePort.run: returns once the scheduler stopped
-        while not linked.stopped:
-            await asyncio.sleep(0.02)
-
-    app = make_app(linked, runner=runner)
+    app = make_app(linked, runner=until_stopped(linked))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("v")
         await settle(pilot)
         assert "Pending approvals" in screen_text(app)
         linked.stop_now("stopped by you@here")
-        for _ in range(50):
-            await settle(pilot)
-            if app._notifications:
-                break
+        await until_notified(pilot, app)
         assert [n.message for n in app._notifications] == [
             "the scheduler stopped: stopped by you@here"
         ]
@@ -333,18 +343,11 @@ async def test_a_scheduler_gone_without_a_word_keeps_its_runs_as_unknown(port, m
     when it starts again): its rows read unknown, not ended, and nothing says none runs."""
     linked = GonePort(port, LinkStatus("live", 0.2, "stream"))
 
-    async def runner() -> None:  # as RemotePort.run: returns once the scheduler stopped
-        while not linked.stopped:
-            await asyncio.sleep(0.02)
-
-    app = make_app(linked, runner=runner)
+    app = make_app(linked, runner=until_stopped(linked))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         linked.stop_now()
-        for _ in range(50):
-            await settle(pilot)
-            if app._notifications:
-                break
+        await until_notified(pilot, app)
         text = screen_text(app)
         # what may still run first; why it is gone (the notification says it) is what is cut
         assert (
