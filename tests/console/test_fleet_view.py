@@ -258,8 +258,10 @@ async def test_a_stopped_projects_row_runs_nothing_its_details_say_what_it_had(f
         assert "tokens     54,000 (in 50.0k, out 4.0k) (as of 32s ago)" in detail
 
 
-async def test_a_stopped_schedulers_row_agrees_with_the_panes_and_the_header(make_app):
-    from tests.fleet.test_fleet_port import feed, joined, said_stopping, snap
+def alpha_quiet_for_47s():
+    """A fleet of two projects, each running one issue (``a1``, ``b1``): beta (capacity
+    5) heard from just now, alpha last 47 s ago. Returns (port, alpha, beta)."""
+    from tests.fleet.test_fleet_port import feed, joined, snap
 
     now = [100.0]
     port = FleetPort([], clock=lambda: now[0])
@@ -269,6 +271,13 @@ async def test_a_stopped_schedulers_row_agrees_with_the_panes_and_the_header(mak
     now[0] += 47
     assert alpha.port is not None and beta.port is not None
     beta.port._heard()
+    return port, alpha, beta
+
+
+async def test_a_stopped_schedulers_row_agrees_with_the_panes_and_the_header(make_app):
+    from tests.fleet.test_fleet_port import said_stopping
+
+    port, alpha, beta = alpha_quiet_for_47s()
     said_stopping(alpha, "stopped by SIGTERM")  # it said it stops: nothing runs there now
     app = make_app(port)
     try:
@@ -296,16 +305,7 @@ async def test_a_stopped_schedulers_row_agrees_with_the_panes_and_the_header(mak
 async def test_a_scheduler_gone_without_a_word_keeps_its_runs_as_unknown_and_says_so(make_app):
     """kill -9: no stopping frame. Its agents may still run (detached ones are re-adopted
     when it starts again): its row is lost, not stopped, and nothing is zeroed."""
-    from tests.fleet.test_fleet_port import feed, joined, snap
-
-    now = [100.0]
-    port = FleetPort([], clock=lambda: now[0])
-    alpha, beta = joined(port, "alpha"), joined(port, "beta")
-    feed(alpha, snap("a1"))
-    feed(beta, snap("b1").model_copy(update={"max_concurrent_agents": 5}))
-    now[0] += 47
-    assert alpha.port is not None and beta.port is not None
-    beta.port._heard()
+    port, alpha, beta = alpha_quiet_for_47s()
     alpha.port._ended("its process no longer serves")  # what the port finds after kill -9
     app = make_app(port)
     try:

@@ -693,21 +693,30 @@ async def test_rerun_of_a_blocked_issue_names_its_open_blockers(make_harness):
     assert res.message == "ABC-2 not dispatched: it is blocked by an issue not yet done (ABC-9)"
 
 
-async def test_after_a_restart_the_earlier_events_and_the_done_count_are_back(
-    make_harness, tmp_path
-):
+async def ran_to_done(make_harness, path):
+    """A scheduler keeping its history in ``path`` that ran ABC-1, whose agent moved it to
+    Done (still running: shut it down to start another on the same history)."""
     from symphony_tui.scheduler.history.eventlog import EventHistory
 
     async def finish(session, prompt, turn):
         await session.host.call_tool("symphony_set_issue_state", {"state": "Done"})
         return TurnResult(TurnStatus.COMPLETED)
 
-    path = tmp_path / "state" / "events.jsonl"
     h = make_harness([make_issue(1)], script=finish, event_log=EventHistory(jsonl_path=path))
     await h.start()
     await h.settle()
     await h.orch.tick()
     await h.settle()
+    return h
+
+
+async def test_after_a_restart_the_earlier_events_and_the_done_count_are_back(
+    make_harness, tmp_path
+):
+    from symphony_tui.scheduler.history.eventlog import EventHistory
+
+    path = tmp_path / "state" / "events.jsonl"
+    h = await ran_to_done(make_harness, path)
     assert h.orch.snapshot().completed == ("ABC-1",)
     before = [(e.seq, e.kind, e.message) for e in h.orch.events_since(0)]
     assert any(kind is EventKind.RUN_ENDED for _, kind, _ in before)
@@ -731,16 +740,8 @@ async def test_after_a_restart_the_issues_done_before_are_listed_again_as_they_w
     (its row, ``completed``); a terminal issue it never ran is not listed, as before."""
     from symphony_tui.scheduler.history.eventlog import EventHistory
 
-    async def finish(session, prompt, turn):
-        await session.host.call_tool("symphony_set_issue_state", {"state": "Done"})
-        return TurnResult(TurnStatus.COMPLETED)
-
     path = tmp_path / "state" / "events.jsonl"
-    h = make_harness([make_issue(1)], script=finish, event_log=EventHistory(jsonl_path=path))
-    await h.start()
-    await h.settle()
-    await h.orch.tick()
-    await h.settle()
+    h = await ran_to_done(make_harness, path)
     rows = [(r.identifier, r.state, r.claim, r.note) for r in h.orch.snapshot().issues]
     assert rows == [("ABC-1", "Done", ClaimState.UNCLAIMED, "completed")]
     await h.orch.shutdown()
