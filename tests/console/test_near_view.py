@@ -63,3 +63,26 @@ async def test_rows_scrolled_into_view_show_the_newest_snapshot(port, make_app):
         await pilot.pause()
         assert table.near_view().stop >= 300
         assert table.get_row_at(299)[last_cell].plain.endswith("second 299")
+
+
+async def test_a_resize_with_the_workers_scrolled_down_keeps_the_console(port, make_app):
+    """New column widths clear the table, which scrolls it to the top, where the rows
+    kept their cells while far from the view: the rows built for that scroll must not be
+    written into the table being cleared (a resize once ended the console, and with it a
+    scheduler the console runs)."""
+    app = make_app(port)
+    async with app.run_test(size=(100, 26)) as pilot:
+        port.update(running=workers(60, "first"))
+        await settle(pilot)
+        await pilot.press("2", "end")
+        await settle(pilot)
+        table = app.screen.query_one(WorkersTable)
+        assert table.scroll_y > 0 and table.near_view().start > 0  # the top is far away
+        port.update(running=workers(60, "second"), generated_at=ago(-5))
+        await settle(pilot)  # the rows at the top keep their "first" cells
+        for width in (90, 110, 80, 120):
+            await pilot.resize_terminal(width, 26)
+            await settle(pilot)
+        assert app.is_running and app.return_code is None
+        assert table.row_count == 60
+        assert table.selected_key == "w-59"  # the row under the cursor is still selected

@@ -121,6 +121,9 @@ class KeyedTable(DataTable):
         self._flex = flex
         self._shrink = dict(shrink or {})
         self._widths: tuple[int, ...] = ()
+        #: The table is being emptied: the scroll to the top that comes with it builds no
+        #: rows (:meth:`scrolled`) into a table whose rows are gone.
+        self._clearing = False
         self._rows: dict[str, Row] = {}
         self._order: list[str] = []
         self._bound_caches()
@@ -151,8 +154,10 @@ class KeyedTable(DataTable):
             return
         widths = self._column_widths(self.scrollable_content_region.width)
         if widths != self._widths:
+            selected, cursor = self.selected_key, self.cursor_row
             self._set_columns(widths)
-            self._rebuild(self.rows_for_widths() or [(k, self._rows[k]) for k in self._order])
+            rows = self.rows_for_widths() or [(k, self._rows[k]) for k in self._order]
+            self._rebuild(rows, selected=selected, cursor=cursor)
 
     def set_column_spec(
         self, columns: Sequence[tuple[str, str, int]], shrink: Mapping[str, int] | None = None
@@ -195,7 +200,7 @@ class KeyedTable(DataTable):
 
     def _set_columns(self, widths: tuple[int, ...]) -> None:
         self._widths = widths
-        self.clear(columns=True)
+        self._clear(columns=True)
         for (key, label, _), width in zip(self._column_spec, widths, strict=True):
             self.add_column(label, width=width, key=key)
 
@@ -215,8 +220,15 @@ class KeyedTable(DataTable):
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
-        if int(new_value) != int(old_value):
+        if int(new_value) != int(old_value) and not self._clearing:
             self.scrolled()
+
+    def _clear(self, columns: bool = False) -> None:
+        self._clearing = True
+        try:
+            self.clear(columns=columns)
+        finally:
+            self._clearing = False
 
     def scrolled(self) -> None:
         """The view moved: a table that builds only the rows near it
@@ -326,10 +338,18 @@ class KeyedTable(DataTable):
         y = row_index + (self.header_height if self.show_header else 0)
         self._refresh_region(Region(x, y, width, 1))
 
-    def _rebuild(self, rows: Sequence[tuple[str, Row]]) -> None:
-        selected = self.selected_key
-        cursor = self.cursor_row
-        self.clear()
+    def _rebuild(
+        self,
+        rows: Sequence[tuple[str, Row]],
+        *,
+        selected: str | None = None,
+        cursor: int | None = None,
+    ) -> None:
+        """Show ``rows`` afresh, the cursor kept on the row it was on (``selected``,
+        ``cursor``: where it was before the table was emptied, when it was already)."""
+        if cursor is None:
+            selected, cursor = self.selected_key, self.cursor_row
+        self._clear()
         for key, cells in rows:
             self.add_row(*cells, key=key)
         self._rows = {k: c for k, c in rows}
