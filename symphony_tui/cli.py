@@ -639,10 +639,14 @@ def _console(
 
     async def main() -> int | None:
         await app.run_async()
-        if app.detached is None or not built or not serving or serving[0].done():
+        reason = app.detached
+        if reason is None and app.failed is not None and holder is not None:
+            # a fault of the console is not the scheduler's: it runs on, as after a hang-up
+            reason = CONSOLE_FAILED
+        if reason is None or not built or not serving or serving[0].done():
             return None
         runtime, api = built[0]
-        return await _run_on_detached(app.detached, runtime, api, serving[0], holder, log, path)
+        return await _run_on_detached(reason, runtime, api, serving[0], holder, log, path)
 
     code: object = None
     try:
@@ -801,6 +805,11 @@ async def _attach_to_running(found: _AlreadyRunning, attachments: list, path: Pa
     )
 
 
+#: Why a console's scheduler runs on headless when the console itself failed (an unhandled
+#: error in the UI): its agents are not the console's to end.
+CONSOLE_FAILED = "the console failed"
+
+
 async def _run_on_detached(reason, runtime, api, scheduler, holder, log: Path, path: Path) -> int:
     """The console left while its scheduler runs: say so (terminal and log), hand the
     terminal back (:meth:`symphony_tui.detach.TerminalHolder.release`), and run on headless
@@ -821,9 +830,10 @@ async def _run_on_detached(reason, runtime, api, scheduler, holder, log: Path, p
         api=where,
         running=running,
     )
-    if reason == "q":
+    if reason in ("q", CONSOLE_FAILED):
+        said = "detached" if reason == "q" else "the console failed (above), not its scheduler"
         _say(
-            f"detached: the scheduler (pid {os.getpid()}, API {where}) keeps {running} "
+            f"{said}: the scheduler (pid {os.getpid()}, API {where}) keeps {running} "
             f"agent(s) running; `symphony-tui {path.name}` attaches, "
             f"`symphony-tui stop {path.name}` ends it; log: {log}"
         )

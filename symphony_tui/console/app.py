@@ -244,6 +244,12 @@ class SymphonyApp(App[None]):
         return self.lifecycle.detached
 
     @property
+    def failed(self) -> BaseException | None:
+        """The unhandled error that ended the console (Textual keeps the first one in
+        ``App._exception``; Textual is pinned), or None."""
+        return self._exception
+
+    @property
     def stop_cause(self) -> str | None:
         """What made the console stop its scheduler (``Lifecycle.stop_cause``)."""
         return self.lifecycle.stop_cause

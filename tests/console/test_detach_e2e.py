@@ -118,10 +118,10 @@ def project(tmp_path: Path):
         )
 
 
-def console_in_tmux(root: Path, env: dict, socket: Path) -> Pane:
+def console_in_tmux(root: Path, env: dict, socket: Path, module: str = "symphony_tui.cli") -> Pane:
     pane = Pane(socket, env)
     command = (
-        f"cd {shlex.quote(str(root))} && {shlex.quote(sys.executable)} -m symphony_tui.cli "
+        f"cd {shlex.quote(str(root))} && {shlex.quote(sys.executable)} -m {module} "
         f'WORKFLOW.md --log-dir {shlex.quote(str(root / "log"))}; echo "EXITED $?"; sleep 600'
     )
     pane.tmux(
@@ -304,3 +304,29 @@ def test_two_consoles_started_at_once_make_one_scheduler_and_one_attached_consol
             pane.tmux("kill-server")
         go.unlink()
         until_blocking(lambda: not agent_pids(workspaces), BOUND_S, what="the agents ended")
+
+
+def test_a_console_that_fails_leaves_its_scheduler_and_agents_running(project):
+    """An unhandled error in the console ends the console, not the scheduler it embeds:
+    the agents run on headless, as after a hang-up, and the terminal says how to attach."""
+    root, env, tmp = project
+    workspaces = root / "workspaces"
+    pane = console_in_tmux(root, env, tmp / "first.sock", "tests.console.failing_console")
+    pane.wait("both agents working", lambda s: s.count("● working") == 2)
+    agents = until_blocking(
+        lambda: (p := agent_pids(workspaces)) and len(p) == 2 and p,
+        BOUND_S,
+        what="two agent processes",
+    )
+    pane.keys("?")
+    screen = pane.wait("the console ended", lambda s: "EXITED" in s)
+    assert "a fault in the console" in screen
+    assert "the console failed (above), not its scheduler" in screen
+    assert "EXITED 0" in screen
+    time.sleep(3.0)  # a stop would have ended them by now
+    assert agent_pids(workspaces) == agents, "the agents did not survive the console"
+    listed = cli(root, env, "ps", "--json")
+    rows = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert len(rows) == 1 and rows[0]["running"] == 2, listed
+    assert cli(root, env, "stop", "WORKFLOW.md").returncode == 0
+    assert not agent_pids(workspaces), "stop left agents behind"
