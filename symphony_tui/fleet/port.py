@@ -375,13 +375,21 @@ class FleetPort(SchedulerPort):
 
     async def _connect(self, project: Project, endpoint: tg.Endpoint) -> None:
         """Follow ``endpoint`` as ``project`` (its old port, if any, closed first; the
-        same process through a new forward keeps its transcripts where they are)."""
+        same process through a new forward keeps its transcripts where they are), with
+        the token its target gives it when it needs one its note does not offer
+        (:func:`~symphony_tui.fleet.targets.with_token`; one that cannot be had leaves the
+        project misconfigured, nothing asked of its scheduler)."""
         old, port = project.endpoint, project.port
         same = old is not None and (old.pid, old.api_port) == (endpoint.pid, endpoint.api_port)
         await self._disconnect(project, lives_on=same and port is not None and not port.stopped)
         project.endpoint = endpoint
         project.error = project.misconfigured = None
         project.gone = None
+        try:
+            endpoint = await self._thread(tg.with_token, endpoint, project.target)
+        except tg.TokenError as exc:
+            project.misconfigured = str(exc)
+            return
         client = None
         if endpoint.url is None:  # over ssh: a forward of its own
             assert project.target.ssh is not None and endpoint.api_port is not None
@@ -410,6 +418,7 @@ class FleetPort(SchedulerPort):
             url,
             client=client,
             token=endpoint.token,
+            token_hint=tg.token_hint(project.target),
             control=endpoint.control,
             owner=endpoint.owner,
             stale_after_s=self.stale_after_s,
