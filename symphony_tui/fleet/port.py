@@ -176,7 +176,9 @@ class Project:
         """``(link state, age in seconds, error)`` now; the age is since its scheduler was
         last heard from, by this port or an earlier one (``None``: never, or connecting).
         ``stopped`` only for a scheduler that said it was stopping; one gone without a word
-        (its process ended, its host no longer announces it) is ``lost``."""
+        (its process ended, its host no longer announces it) is ``lost``, unless no word of
+        it ever reached this fleet (its API refused this fleet's token, say): then nothing
+        is known to run there, and it is ``down``, its error saying it is gone."""
         if self.port is None:
             if self.gone is not None:
                 ended = "stopped" if self.clean_stop else "lost"
@@ -191,6 +193,14 @@ class Project:
         if state == "connecting" and link.error:
             # never reached: the API refused this fleet's token, or nothing answers there
             state = "refused" if link.refused else "down"
+        elif state == "stopped" and self._never_heard():
+            pid = self.endpoint.pid if self.endpoint is not None else None
+            which = f" (pid {pid})" if pid is not None else ""
+            return (
+                "down",
+                None,
+                f"its scheduler{which} no longer serves; this fleet never heard from it",
+            )
         elif state == "stopped" and self._went_without_word():
             state = "lost"
         age = link.age_s
@@ -217,6 +227,14 @@ class Project:
         if not port.stopped or port.said_stopping:
             return False
         return port.link().age_s is not None or not self.clean_stop
+
+    def _never_heard(self) -> bool:
+        """Its port's scheduler ended without a word, and neither that port nor an earlier
+        one ever heard from this project."""
+        port = self.port
+        if port is None or not port.stopped or port.said_stopping:
+            return False
+        return port.link().age_s is None and self.heard_at is None and not self.clean_stop
 
     def _since_heard(self) -> float | None:
         return None if self.heard_at is None else max(0.0, self._clock() - self.heard_at)

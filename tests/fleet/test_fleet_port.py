@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from datetime import UTC, datetime, timedelta
 
 import httpx
@@ -905,12 +906,18 @@ async def test_a_scheduler_announced_after_the_fleet_started_gets_a_row(tmp_path
             if fleet.snapshot().projects:
                 break
         assert [r.name for r in fleet.snapshot().projects] == ["late"]
-        announce.remove(note)  # its API is gone, without a word to this fleet: lost
+        # its API is gone, and this fleet never heard from it: nothing is known to run there
+        announce.remove(note)
         for _ in range(200):
             await asyncio.sleep(0.05)
-            if fleet.snapshot().projects[0].link_state == "lost":
+            if "no longer serves" in (fleet.snapshot().projects[0].error or ""):
                 break
-        assert fleet.snapshot().projects[0].link_state == "lost"
+        row = fleet.snapshot().projects[0]
+        assert (row.link_state, row.heard) == ("down", False)
+        assert (
+            row.error
+            == f"its scheduler (pid {os.getpid()}) no longer serves; this fleet never heard from it"
+        )
     finally:
         await fleet.close()
         runner.cancel()

@@ -56,6 +56,9 @@ async def test_a_workflow_target_takes_the_token_flag_and_hears_the_stop(tmp_pat
         await until(lambda: row(flagged).link_state == "stopped", 30, "sec stopped", flagged)
         stopped = row(flagged)
         assert stopped.error is None and stopped.stop_reason, stopped
+        await until(lambda: row(bare).link_state == "down", 30, "sec gone, unheard", bare)
+        assert (row(bare).error or "").endswith("no longer serves; this fleet never heard from it")
+        assert not row(bare).heard
     finally:
         for fleet in (bare, flagged):
             await fleet.close()

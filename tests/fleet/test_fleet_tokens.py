@@ -161,3 +161,33 @@ async def test_a_refused_row_names_what_gives_that_target_its_token(tmp_path, no
             await project.port.stream_once()
         assert "needs its API token" in str(refused.value) and hint in str(refused.value)
         await project.port.close()
+
+
+async def test_a_scheduler_that_ended_before_it_was_ever_heard_is_down_not_lost(notes):
+    """A scheduler that refused this fleet and then ended said no word the fleet could
+    read: nothing is known to run there, so its row is not ``lost`` (whose agents may
+    still run) but ``down``, saying it is gone; its figures stay unknown."""
+    fleet = FleetPort([])
+    target = tg.parse("http://127.0.0.1:1")
+    project = fleet._project(target, target.text, "sec")
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(401, json={"error": {"code": "unauthorized", "message": "no"}})
+
+    client = httpx.AsyncClient(base_url="http://127.0.0.1:1", transport=httpx.MockTransport(answer))
+    project.endpoint = tg.Endpoint(target.text, "", "http://127.0.0.1:1", 1, pid=4242)
+    project.port = fleet.remote_port(project, "http://127.0.0.1:1", project.endpoint, client)
+    with pytest.raises(Unauthorized) as refused:
+        await project.port.stream_once()
+    project.port._lost(refused.value)
+    assert fleet.snapshot().projects[0].link_state == "refused"
+    project.port._lost(httpx.ConnectError("All connection attempts failed"))
+    project.port._ended("its process no longer serves")  # what a port finds once it ended
+    row = fleet.snapshot().projects[0]
+    assert (row.link_state, row.error, row.heard) == (
+        "down",
+        "its scheduler (pid 4242) no longer serves; this fleet never heard from it",
+        False,
+    )
+    assert not fleet.snapshot().running
+    await project.port.close()
