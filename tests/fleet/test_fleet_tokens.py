@@ -6,6 +6,7 @@ scheduler that ended before the fleet ever heard from it (no scheduler, no netwo
 from __future__ import annotations
 
 import argparse
+import asyncio
 from pathlib import Path
 
 import httpx
@@ -191,3 +192,25 @@ async def test_a_scheduler_that_ended_before_it_was_ever_heard_is_down_not_lost(
     )
     assert not fleet.snapshot().running
     await project.port.close()
+
+
+async def test_a_workflow_target_whose_token_cannot_be_had_is_config(tmp_path, notes, monkeypatch):
+    """Nothing is asked of a scheduler that needs a token the target names and this
+    console cannot have: its row says what to fix."""
+    monkeypatch.delenv("SEC_TOKEN", raising=False)
+    path = workflow(tmp_path)
+    serving(path, token_required=True)
+    fleet = FleetPort([tg.parse(str(path), token_env="SEC_TOKEN")], local_every_s=0.05)
+    runner = asyncio.create_task(fleet.run())
+    try:
+        for _ in range(200):
+            rows = fleet.snapshot().projects
+            if rows and rows[0].link_state != "connecting":
+                break
+            await asyncio.sleep(0.05)
+        assert [(r.link_state, r.error, r.heard) for r in rows] == [
+            ("config", "token: $SEC_TOKEN is not set", False)
+        ]
+    finally:
+        await fleet.close()
+        runner.cancel()
