@@ -891,3 +891,71 @@ def test_a_done_issue_reads_done_in_the_fleet_as_in_its_own_console():
     for project in ("api", "web"):
         assert "done" in rows[f"{project}/demo-1"][3].plain
         assert "done" not in rows[f"{project}/demo-2"][3].plain
+
+
+def test_names_cut_alike_keep_both_ends_in_every_pane():
+    """Two URL targets of one host are named by their addresses: cut at the end they read
+    the same (``127.0.0.1…``), so they keep their start and end; a name that reads apart
+    anyway is cut at its end."""
+    from symphony_tui.console import fmt
+    from symphony_tui.console.fleet import fit_name
+    from symphony_tui.console.screens.approvals import approval_rows
+    from symphony_tui.console.widgets.issues import issue_rows
+    from symphony_tui.console.widgets.workers import worker_rows
+    from symphony_tui.domain import AgentEvent, EventKind
+
+    names = ("127.0.0.1:37347", "127.0.0.1:45895", "billing-service-backend", "api")
+    assert [fit_name(n, 10, names) for n in names] == [
+        "127.0…7347",
+        "127.0…5895",
+        "billing-s…",
+        "api",
+    ]
+    assert fit_name("frontend-app", 7, ("frontend-app", "frontend-api")) == "fro…app"
+    assert fit_name("frontend-app", 7) == "fronte…"  # no other name to tell it from
+    assert fit_name(None, 7) == "-"
+
+    rename = {API: "127.0.0.1:37347", WEB: "127.0.0.1:45895"}
+
+    def renamed(rows):
+        return tuple(
+            r.model_copy(update={"project": rename.get(r.project, r.project)}) for r in rows
+        )
+
+    snap = fleet_snapshot()
+    snap = snap.model_copy(
+        update={
+            "issues": renamed(snap.issues),
+            "running": renamed(snap.running),
+            "approvals": renamed(snap.approvals),
+            "projects": tuple(
+                p.model_copy(update={"name": rename.get(p.name, p.name)}) for p in snap.projects
+            ),
+        }
+    )
+    tones = Tones()
+    issues = {k: row[0].plain for k, row in issue_rows(snap, tones, fleet=True)}
+    assert issues["api/i-12"] == "127.0…7347" and issues["web/i-12"] == "127.0…5895"
+    workers = {k: row[1].plain for k, row in worker_rows(snap, NOW, tones, fleet=True)}
+    assert workers["api/i-12"] == "127.0…7347" and workers["web/i-12"] == "127.0…5895"
+    assert workers["billing-service-backend/b-3"] == "billing-s…"
+    approvals = {k: row[0].plain for k, row in approval_rows(snap, NOW, tones, fleet=True)}
+    assert approvals["api/ap-1"] == "127.0…7347" and approvals["web/ap-1"] == "127.0…5895"
+    event = AgentEvent(kind=EventKind.MESSAGE, message="hi", project="127.0.0.1:45895")
+    names = tuple(p.name for p in snap.projects)
+    assert " 127…895 " in fmt.event_line(event, tones, names=names).plain
+
+
+async def test_the_log_tells_apart_names_cut_alike_once_a_project_joins(fleet, make_app):
+    app = make_app(fleet)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        log = app.screen.query_one(EventLogView)
+        assert any(" billin… BIL-3 " in line for line in log.plain_lines())
+        projects = fleet.current.projects
+        joined = projects[0].model_copy(update={"name": "billing-service-worker"})
+        fleet.update(projects=(*projects, joined), generated_at=NOW + timedelta(seconds=1))
+        await settle(pilot)
+        lines = log.plain_lines()
+        assert any(" bil…end BIL-3 " in line for line in lines)
+        assert not any("billin…" in line for line in lines)
