@@ -46,6 +46,7 @@ LINK_LABELS: dict[str, tuple[str, str, str]] = {
     "config": ("✗", "config", "error"),
     "lost": ("✗", "lost", "error"),
     "stopped": ("■", "stopped", "error"),
+    "duplicate": ("=", "duplicate", "muted"),
 }
 
 

@@ -27,13 +27,12 @@ from symphony_tui.fleet.port import FleetPort
 from symphony_tui.scheduler.audit import local_operator
 from tests.api.remote_scheduler import ROOT, HeadlessScheduler, Sshd, issues_yaml
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        shutil.which("sshd") is None and not os.path.exists("/usr/sbin/sshd"),
-        reason="openssh-server is not installed (.ci/run installs it)",
-    ),
-]
+pytestmark = pytest.mark.slow
+
+needs_sshd = pytest.mark.skipif(
+    shutil.which("sshd") is None and not os.path.exists("/usr/sbin/sshd"),
+    reason="openssh-server is not installed (.ci/run installs it)",
+)
 
 APPROVAL = issues_yaml(1, "Release it. [demo: approval]")
 SLOW = issues_yaml(1, "Steady work. [demo: slow, two-turns]")
@@ -61,6 +60,7 @@ def one_ssh_config(folder, *sshds: Sshd) -> str:
     return f"ssh -F {path}"
 
 
+@needs_sshd
 async def test_five_schedulers_two_over_ssh_in_one_fleet(tmp_path, monkeypatch):
     local = tmp_path / "state-local"
     monkeypatch.setenv("XDG_STATE_HOME", str(local))
@@ -248,3 +248,49 @@ async def test_five_schedulers_two_over_ssh_in_one_fleet(tmp_path, monkeypatch):
         sshd_b.stop()
         await asyncio.gather(*(asyncio.to_thread(s.stop) for s in scheds.values()))
         print(f"ended in {time.monotonic() - t0:.1f}s")
+
+
+async def test_a_named_scheduler_killed_and_started_again_is_one_project(tmp_path, monkeypatch):
+    """A fleet of ``local`` and a workflow named ``webf`` (the fleet file's
+    ``~/web name=webf``): its scheduler killed (``kill -9``) and started again, three
+    times, is never also a row of ``local`` (its folder's name, ``web``), and no event of
+    it is logged twice."""
+    state = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    web = await asyncio.to_thread(HeadlessScheduler, tmp_path, SLOW, state_home=state, name="web")
+    targets = [tg.parse("local"), tg.parse(str(web.workflow), name="webf")]
+    fleet = FleetPort(targets, local_every_s=0.2)
+    runner = asyncio.create_task(fleet.run())
+    names: set[str] = set()  # every project name a row had, sampled as the console would
+
+    async def watch() -> None:
+        while True:
+            names.update(r.name for r in fleet.snapshot().projects)
+            await asyncio.sleep(0.05)
+
+    watcher = asyncio.create_task(watch())
+
+    def state_of() -> str | None:
+        rows = {r.name: r for r in fleet.snapshot().projects}
+        return rows["webf"].link_state if "webf" in rows else None
+
+    try:
+        await until(lambda: state_of() == "live", 60, "webf live", fleet)
+        for _ in range(3):
+            await asyncio.to_thread(web.kill)
+            await until(lambda: state_of() == "lost", 20, "webf lost", fleet)
+            await asyncio.sleep(1.0)  # several rounds of local's discovery
+            await asyncio.to_thread(web.restart)
+            await until(lambda: state_of() == "live", 30, "webf live again", fleet)
+            await asyncio.sleep(1.0)  # several rounds of local's discovery
+        events = fleet.events_since(0, limit=100_000)
+        assert {e.project for e in events} == {"webf"}
+        said = [(e.at, e.kind, e.issue_id, e.message) for e in events]
+        assert len(said) == len(set(said)), "an event logged twice"
+        assert names == {"webf"}
+        assert [r.name for r in fleet.snapshot().projects] == ["webf"]
+    finally:
+        watcher.cancel()
+        await fleet.close()
+        runner.cancel()
+        await asyncio.to_thread(web.stop)
