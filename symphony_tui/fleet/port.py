@@ -46,6 +46,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import contextlib
+import dataclasses
 import heapq
 import math
 import time
@@ -739,9 +740,25 @@ class FleetPort(SchedulerPort):
                     # a stopped scheduler's row keeps its last state until one answers there
                     if project.port is None or await self._answers(endpoint):
                         await self._connect(project, endpoint)
+            elif target.machine is None and project.endpoint and project.endpoint.owner is None:
+                await self._find_owner(project)
             self._tried(target)
             if await self._wait(self.local_every_s):
                 return
+
+    async def _find_owner(self, project: Project) -> None:
+        """Give the port of a loopback URL target followed before its scheduler's API note
+        named it (its API answered first, or nothing did yet) that scheduler's process
+        once a note does, so a kill reads ``lost``, not a link that is down."""
+        try:
+            endpoint = await self._thread(tg.url_endpoint, project.target)
+        except (tg.TargetError, OSError):
+            return
+        if endpoint.owner is not None and project.port is not None:
+            project.endpoint = dataclasses.replace(
+                project.endpoint or endpoint, pid=endpoint.pid, owner=endpoint.owner
+            )
+            project.port.watch_owner(endpoint.owner)
 
     async def _follow_ssh(self, target: tg.Target) -> None:
         assert target.ssh is not None

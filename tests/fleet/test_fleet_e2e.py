@@ -251,14 +251,23 @@ async def test_five_schedulers_two_over_ssh_in_one_fleet(tmp_path, monkeypatch):
 
 
 async def test_a_named_scheduler_killed_and_started_again_is_one_project(tmp_path, monkeypatch):
-    """A fleet of ``local`` and a workflow named ``webf`` (the fleet file's
-    ``~/web name=webf``): its scheduler killed (``kill -9``) and started again, three
-    times, is never also a row of ``local`` (its folder's name, ``web``), and no event of
-    it is logged twice."""
+    """A fleet of ``local``, a workflow named ``webf`` (the fleet file's ``~/web
+    name=webf``) and a loopback URL named ``apiu``: each scheduler killed (``kill -9``) and
+    started again, three times (the URL's on the same port), is never also a row of
+    ``local`` (its folder's name), and no event of it is logged twice."""
     state = tmp_path / "state"
     monkeypatch.setenv("XDG_STATE_HOME", str(state))
-    web = await asyncio.to_thread(HeadlessScheduler, tmp_path, SLOW, state_home=state, name="web")
-    targets = [tg.parse("local"), tg.parse(str(web.workflow), name="webf")]
+    web, api = await asyncio.gather(
+        *(
+            asyncio.to_thread(HeadlessScheduler, tmp_path, SLOW, state_home=state, name=name)
+            for name in ("web", "api")
+        )
+    )
+    targets = [
+        tg.parse("local"),
+        tg.parse(str(web.workflow), name="webf"),
+        tg.parse(api.url, name="apiu"),
+    ]
     fleet = FleetPort(targets, local_every_s=0.2)
     runner = asyncio.create_task(fleet.run())
     names: set[str] = set()  # every project name a row had, sampled as the console would
@@ -270,27 +279,28 @@ async def test_a_named_scheduler_killed_and_started_again_is_one_project(tmp_pat
 
     watcher = asyncio.create_task(watch())
 
-    def state_of() -> str | None:
-        rows = {r.name: r for r in fleet.snapshot().projects}
-        return rows["webf"].link_state if "webf" in rows else None
+    def states() -> dict[str, str]:
+        return {r.name: r.link_state for r in fleet.snapshot().projects}
 
     try:
-        await until(lambda: state_of() == "live", 60, "webf live", fleet)
+        both = {"webf": "live", "apiu": "live"}
+        await until(lambda: states() == both, 60, "both live", fleet)
         for _ in range(3):
-            await asyncio.to_thread(web.kill)
-            await until(lambda: state_of() == "lost", 20, "webf lost", fleet)
+            await asyncio.gather(asyncio.to_thread(web.kill), asyncio.to_thread(api.kill))
+            await until(lambda: states() == {"webf": "lost", "apiu": "lost"}, 20, "lost", fleet)
             await asyncio.sleep(1.0)  # several rounds of local's discovery
-            await asyncio.to_thread(web.restart)
-            await until(lambda: state_of() == "live", 30, "webf live again", fleet)
+            await asyncio.gather(
+                asyncio.to_thread(web.restart), asyncio.to_thread(api.restart, same_port=True)
+            )
+            await until(lambda: states() == both, 30, "both live again", fleet)
             await asyncio.sleep(1.0)  # several rounds of local's discovery
         events = fleet.events_since(0, limit=100_000)
-        assert {e.project for e in events} == {"webf"}
-        said = [(e.at, e.kind, e.issue_id, e.message) for e in events]
+        assert {e.project for e in events} == {"webf", "apiu"}
+        said = [(e.project, e.at, e.kind, e.issue_id, e.message) for e in events]
         assert len(said) == len(set(said)), "an event logged twice"
-        assert names == {"webf"}
-        assert [r.name for r in fleet.snapshot().projects] == ["webf"]
+        assert names == {"webf", "apiu"}
     finally:
         watcher.cancel()
         await fleet.close()
         runner.cancel()
-        await asyncio.to_thread(web.stop)
+        await asyncio.gather(asyncio.to_thread(web.stop), asyncio.to_thread(api.stop))

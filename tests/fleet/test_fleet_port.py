@@ -1207,3 +1207,48 @@ async def test_a_scheduler_local_found_that_a_named_project_shows_is_dropped(mon
     finally:
         await fleet.close()
     assert found.port is None  # closed with the fleet
+
+
+async def test_a_url_target_followed_before_its_note_names_it_learns_its_process(
+    monkeypatch, tmp_path
+):
+    """A loopback URL target whose scheduler answered before its API note was written
+    (started again on its port): once the note names its process, its port watches that
+    process, so its end reads lost, not a link that is down."""
+    import os
+
+    from symphony_tui.api.announce import Owner
+
+    port = free_port()  # nothing answers there
+    target = tg.parse(f"http://127.0.0.1:{port}")
+    fleet = FleetPort([target], local_every_s=0.01)
+    first = tg.Endpoint(target.text, "", target.text, port)
+    answers = [first]
+    monkeypatch.setattr(tg, "url_endpoint", lambda t: answers[-1])
+
+    def remote_port(project, address, endpoint, client=None):  # never answers
+        refusing = httpx.AsyncClient(base_url=address, transport=httpx.MockTransport(_refuse))
+        return FleetPort.remote_port(fleet, project, address, endpoint, refusing)
+
+    monkeypatch.setattr(fleet, "remote_port", remote_port)
+    runner = asyncio.create_task(fleet.run())
+
+    async def rounds() -> None:
+        for _ in range(20):
+            await asyncio.sleep(0.01)
+
+    try:
+        await rounds()
+        project = fleet.projects[f"127.0.0.1:{port}"]
+        followed = project.port
+        assert followed is not None and project.state()[0] == "down"
+        # its note, written now, names a process that no longer serves (its note is gone)
+        owner = Owner(os.getpid(), tmp_path / "gone.json")
+        answers.append(dataclasses.replace(first, pid=os.getpid(), owner=owner))
+        await rounds()
+        assert project.port is followed  # the same port: nothing read again
+        assert project.endpoint is not None and project.endpoint.pid == os.getpid()
+        assert project.state()[0] == "lost"
+    finally:
+        await fleet.close()
+        runner.cancel()
