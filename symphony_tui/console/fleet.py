@@ -78,6 +78,13 @@ def project_of(snapshot: Snapshot | None, issue_id: str | None) -> str | None:
     return None
 
 
+def live_of(snapshot: Snapshot) -> tuple[int, int]:
+    """``(live, all)`` of a fleet's projects, a duplicate (the row of a line that reaches
+    another line's scheduler, docs/fleet.md) not counted."""
+    rows = [p for p in snapshot.projects if p.link_state != "duplicate"]
+    return sum(1 for p in rows if p.link_state == "live"), len(rows)
+
+
 def lost_projects(snapshot: Snapshot) -> dict[str, ProjectRow]:
     """Project name -> its row, for each project whose link is lost
     (:data:`LOST_PROJECT_STATES`)."""

@@ -401,11 +401,16 @@ async def test_a_duplicate_project_says_whose_scheduler_it_reaches_and_shows_not
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         assert all(WEB not in a.label + a.value for a in project_alerts(fleet.snapshot()))
+        live = sum(1 for p in projects if p.link_state == "live")
+        counted = f"{live}/{len(projects) - 1} projects live"  # the duplicate is not one
+        assert counted in plain(status_text(fleet.snapshot(), NOW, Tones(), width=200))
         await pilot.press("P")
         await settle(pilot)
-        rows = cells(app.screen.query_one("#projects", KeyedTable))
+        table = app.screen.query_one("#projects", KeyedTable)
+        rows = cells(table)
         assert rows[WEB][1:6] == ["= duplicate", "-", "-", "-", "-"]
         assert rows[WEB][-1] == said
+        assert str(table.border_title).startswith(f"Projects ({live}/{len(projects) - 1} live)")
 
 
 async def test_the_filter_key_cycles_and_every_pane_follows(fleet, make_app):
