@@ -437,8 +437,10 @@ class RemotePort(SchedulerPort):
     def watch_owner(self, owner: Owner) -> None:
         """Ask ``owner`` from now on whether the scheduler still serves while the link is
         lost (its process found after this port was made: its API answered before its note
-        was written)."""
+        was written); now too, when the link is lost already."""
         self._owner = owner
+        if not self._connected and not owner.serving():
+            self._ended("its process no longer serves")
 
     def note_stopped(self, reason: str) -> None:
         """The scheduler is known to have stopped from elsewhere (its host's discovery no

@@ -1074,7 +1074,14 @@ async def test_local_leaves_a_named_scheduler_started_again_to_its_target(monkey
         return tg.Endpoint(workflow, workflow, f"http://127.0.0.1:{port}", port, pid=pid)
 
     found = [here(WEB, 7000, 100), here(API, 7001, 101)]
-    monkeypatch.setattr(tg, "local_endpoints", lambda: list(found))
+    looks = 0
+
+    def local_endpoints() -> list[tg.Endpoint]:
+        nonlocal looks
+        looks += 1
+        return list(found)
+
+    monkeypatch.setattr(tg, "local_endpoints", local_endpoints)
     monkeypatch.setattr(tg, "workflow_endpoint", lambda path: found[0])
     monkeypatch.setattr(tg, "url_endpoint", lambda target: found[1])
 
@@ -1088,8 +1095,11 @@ async def test_local_leaves_a_named_scheduler_started_again_to_its_target(monkey
     await fleet._connect(early, found[1])
     runner = asyncio.create_task(fleet.run())
 
-    async def rounds() -> None:  # several rounds of every target's task
-        for _ in range(20):
+    async def rounds() -> None:  # local looks three times more (after its targets' first)
+        more = looks + 3
+        for _ in range(1000):
+            if looks >= more:
+                return
             await asyncio.sleep(0.01)
 
     try:
@@ -1233,19 +1243,22 @@ async def test_a_url_target_followed_before_its_note_names_it_learns_its_process
     monkeypatch.setattr(fleet, "remote_port", remote_port)
     runner = asyncio.create_task(fleet.run())
 
-    async def rounds() -> None:
-        for _ in range(20):
-            await asyncio.sleep(0.01)
-
     try:
-        await rounds()
-        project = fleet.projects[f"127.0.0.1:{port}"]
+        name = f"127.0.0.1:{port}"
+        for _ in range(500):  # its first connection refused
+            if name in fleet.projects and fleet.projects[name].state()[0] == "down":
+                break
+            await asyncio.sleep(0.01)
+        project = fleet.projects[name]
         followed = project.port
         assert followed is not None and project.state()[0] == "down"
         # its note, written now, names a process that no longer serves (its note is gone)
         owner = Owner(os.getpid(), tmp_path / "gone.json")
         answers.append(dataclasses.replace(first, pid=os.getpid(), owner=owner))
-        await rounds()
+        for _ in range(500):
+            if project.endpoint is not None and project.endpoint.pid is not None:
+                break
+            await asyncio.sleep(0.01)
         assert project.port is followed  # the same port: nothing read again
         assert project.endpoint is not None and project.endpoint.pid == os.getpid()
         assert project.state()[0] == "lost"
