@@ -149,9 +149,8 @@ def host_key(host: str) -> str:
 
 def identity(target: Target) -> tuple[object, ...]:
     """What two targets that watch the same thing share: a workflow's resolved path, a
-    URL's scheme, host (an IP address in its shortest form) and port (the scheme's default
-    when none is written), an ssh
-    target's user, host and port (22 when none is written)."""
+    URL's scheme, host (:func:`host_key`) and port (the scheme's default when none is
+    written), an ssh target's user, host and port (22 when none is written)."""
     if target.kind == "url":
         parts = urlsplit(target.text)
         port = parts.port or (443 if parts.scheme == "https" else 80)
