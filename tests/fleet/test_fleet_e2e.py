@@ -3,7 +3,9 @@ machine and two on sshd "hosts" (127.0.0.1 and 127.0.0.2) reached by ``ssh://``,
 :class:`~symphony_tui.fleet.port.FleetPort`: approvals and interrupts across projects,
 audited ``via fleet``; a wrong token is one line on its own row; a killed scheduler's row
 is lost (not stopped: it said no word of a stop) and comes back live when it is started
-again, its issue's transcript from before still read; the CLI's ``--list``."""
+again, its issue's transcript from before still read; the CLI's ``--list``. And beside
+``local``, schedulers named by a workflow and a URL, killed and started again, are each
+one project under its line's name, none of their events logged twice."""
 
 from __future__ import annotations
 
