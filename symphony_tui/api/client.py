@@ -434,6 +434,14 @@ class RemotePort(SchedulerPort):
         tails = [t[-1].seq for t in self._transcripts.values() if t]
         return max([self._last_seq, *tails])
 
+    def watch_owner(self, owner: Owner) -> None:
+        """Ask ``owner`` from now on whether the scheduler still serves while the link is
+        lost (its process found after this port was made: its API answered before its note
+        was written); now too, when the link is lost already."""
+        self._owner = owner
+        if not self._connected and not owner.serving():
+            self._ended("its process no longer serves")
+
     def note_stopped(self, reason: str) -> None:
         """The scheduler is known to have stopped from elsewhere (its host's discovery no
         longer finds it): as :meth:`link` says when it said so itself."""

@@ -93,6 +93,7 @@ LINK_LABELS: dict[str, tuple[str, str, str]] = {
     "config": ("✗", "config", "error"),
     "lost": ("✗", "lost", "error"),
     "stopped": ("■", "stopped", "error"),
+    "duplicate": ("=", "duplicate", "muted"),
 }
 
 
@@ -122,6 +123,13 @@ def project_of(snapshot: Snapshot | None, issue_id: str | None) -> str | None:
     if slash and project_row(snapshot, prefix) is not None:
         return prefix
     return None
+
+
+def live_of(snapshot: Snapshot) -> tuple[int, int]:
+    """``(live, all)`` of a fleet's projects, a duplicate (the row of a line that reaches
+    another line's scheduler, docs/fleet.md) not counted."""
+    rows = [p for p in snapshot.projects if p.link_state != "duplicate"]
+    return sum(1 for p in rows if p.link_state == "live"), len(rows)
 
 
 def lost_projects(snapshot: Snapshot) -> dict[str, ProjectRow]:

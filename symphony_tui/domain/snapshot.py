@@ -165,7 +165,9 @@ class ProjectRow(BaseModel):
     ``stale``, ``down``, ``refused`` (the API refused the fleet's token), ``config`` (the
     token it names cannot be had: nothing was asked of the scheduler), ``lost`` (its
     process or its host's announcement is gone without it saying it stopped: its agents
-    may still run) or ``stopped`` (it said it was stopping); ``age_s``: seconds since it
+    may still run), ``stopped`` (it said it was stopping) or ``duplicate`` (it reaches the
+    very scheduler process another project shows: ``error`` says which, and it has no
+    figures and no rows); ``age_s``: seconds since it
     was last heard from (None: never, and its figures are unknown, not 0); ``error``: the
     link's last failure or the scheduler's last error, one line. The counts, ``totals``
     and the other figures are those of its last snapshot (a console filtered to the

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import codecs
 import dataclasses
+import ipaddress
 import os
 import re
 import shlex
@@ -61,7 +62,8 @@ class TokenError(TargetError):
 class Target:
     """One target as the operator wrote it (``text``); ``name``: the project name the
     operator chose (None: the workflow's folder name); ``token_env`` / ``token_file``:
-    where an ``http(s)://`` target's bearer token is."""
+    where an ``http(s)://`` target's bearer token is; ``line``: its line in the fleet file
+    (None: given on the command line)."""
 
     kind: TargetKind
     text: str
@@ -69,6 +71,7 @@ class Target:
     token_env: str | None = None
     token_file: Path | None = None
     ssh: HostSpec | None = None
+    line: int | None = dataclasses.field(default=None, compare=False)
 
     @property
     def machine(self) -> str | None:
@@ -134,14 +137,24 @@ def parse(
     return Target("workflow", str(found), name)
 
 
+def host_key(host: str) -> str:
+    """``host`` as two URLs that name one address alike write it: lower case, without a
+    final dot, an IP address in its shortest form (``0:0::1`` is ``::1``)."""
+    host = host.strip().lower().rstrip(".")
+    try:
+        return ipaddress.ip_address(host).compressed
+    except ValueError:
+        return host
+
+
 def identity(target: Target) -> tuple[object, ...]:
     """What two targets that watch the same thing share: a workflow's resolved path, a
-    URL's scheme, host and port (the scheme's default when none is written), an ssh
-    target's user, host and port (22 when none is written)."""
+    URL's scheme, host (:func:`host_key`) and port (the scheme's default when none is
+    written), an ssh target's user, host and port (22 when none is written)."""
     if target.kind == "url":
         parts = urlsplit(target.text)
         port = parts.port or (443 if parts.scheme == "https" else 80)
-        return ("url", parts.scheme, parts.hostname, port)
+        return ("url", parts.scheme, host_key(parts.hostname or ""), port)
     if target.ssh is not None:
         return ("ssh", target.ssh.user, target.ssh.hostname.lower(), target.ssh.port or 22)
     return (target.kind, target.text)
@@ -236,7 +249,7 @@ def read_fleet_file(path: Path) -> tuple[list[Target], list[str]]:
                     "dropped, this project is named by its target"
                 )
                 target = dataclasses.replace(target, name=None)
-        targets.append(target)
+        targets.append(dataclasses.replace(target, line=number))
     return targets, notices
 
 

@@ -25,7 +25,7 @@ from symphony_tui.console.tones import Tones
 from symphony_tui.console.widgets.event_log import EventLogView, LogFilter
 from symphony_tui.console.widgets.issues import IssuesTable
 from symphony_tui.console.widgets.keyed_table import KeyedTable
-from symphony_tui.console.widgets.status import status_text
+from symphony_tui.console.widgets.status import project_alerts, status_text
 from symphony_tui.console.widgets.tokens import per_worker_text, projects_text
 from symphony_tui.console.widgets.workers import WorkersTable
 from symphony_tui.domain import Approve, Deny, Interrupt, PauseDispatch, Refresh
@@ -370,6 +370,47 @@ async def test_a_project_never_heard_from_shows_its_figures_as_unknown_not_zero(
         await settle(pilot)
         detail = " ".join(plain(app.screen.query_one("#project-detail").render()).split())
         assert "token setting" in detail and "the scheduler was not asked" in detail
+
+
+async def test_a_duplicate_project_says_whose_scheduler_it_reaches_and_shows_nothing(
+    fleet, make_app
+):
+    """A line that reaches the scheduler another line shows (docs/fleet.md, "One
+    scheduler, one project"): its row says so, with no figures, and it is no trouble in
+    the warnings."""
+    said = "the same scheduler as line 2 (api): shown there only"
+    projects = tuple(
+        p.model_copy(
+            update={
+                "link_state": "duplicate",
+                "age_s": None,
+                "error": said,
+                "running": 0,
+                "retrying": 0,
+                "approvals": 0,
+                "totals": TokenUsage(),
+                "rate_limits": None,
+            }
+        )
+        if p.name == WEB
+        else p
+        for p in fleet.current.projects
+    )
+    fleet.update(projects=projects)
+    app = make_app(fleet)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert all(WEB not in a.label + a.value for a in project_alerts(fleet.snapshot()))
+        live = sum(1 for p in projects if p.link_state == "live")
+        counted = f"{live}/{len(projects) - 1} projects live"  # the duplicate is not one
+        assert counted in plain(status_text(fleet.snapshot(), NOW, Tones(), width=200))
+        await pilot.press("P")
+        await settle(pilot)
+        table = app.screen.query_one("#projects", KeyedTable)
+        rows = cells(table)
+        assert rows[WEB][1:6] == ["= duplicate", "-", "-", "-", "-"]
+        assert rows[WEB][-1] == said
+        assert str(table.border_title).startswith(f"Projects ({live}/{len(projects) - 1} live)")
 
 
 async def test_the_filter_key_cycles_and_every_pane_follows(fleet, make_app):

@@ -11,7 +11,7 @@ from rich.cells import cell_len
 from rich.text import Text
 
 from symphony_tui.console import fmt
-from symphony_tui.console.fleet import OUT_OF_DATE_STATES
+from symphony_tui.console.fleet import OUT_OF_DATE_STATES, live_of
 from symphony_tui.console.sanitize import one_line
 
 if TYPE_CHECKING:
@@ -309,12 +309,13 @@ def _fleet_tail(
 ) -> Text:
     """The status line's end in a fleet console: ``⌂ 2/3 projects live · ⏸ 2 paused: api,
     web · P projects``, ``⌂ 2/3 projects live · showing api · ⏸ paused · P projects``
-    (``short``: ``⌂ 2/3 live · api · ⏸ paused``; ``keep``, ``cells``: :func:`paused_words`)."""
-    live = sum(1 for p in s.projects if p.link_state == "live")
+    (``short``: ``⌂ 2/3 live · api · ⏸ paused``; ``keep``, ``cells``: :func:`paused_words`).
+    A duplicate (a line reaching another's scheduler) is not counted."""
+    live, count = live_of(s)
     text.append(" │ ")
     text.append(
-        f"⌂ {live}/{len(s.projects)} {'live' if short else 'projects live'}",
-        style=tones.warning if live < len(s.projects) else "",
+        f"⌂ {live}/{count} {'live' if short else 'projects live'}",
+        style=tones.warning if live < count else "",
     )
     if showing is not None:
         text.append(f" · {'' if short else 'showing '}{one_line(showing, 24)}", style=tones.bold)
