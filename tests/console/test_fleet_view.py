@@ -609,6 +609,44 @@ def test_the_status_line_says_a_fleet_in_short_words_when_it_would_be_cut():
     assert "1/4 running" in filtered and "⌂ 2/3 live · web" in filtered
 
 
+def test_a_clean_stop_warns_with_the_stopped_mark_in_the_warning_tone_not_as_an_error():
+    from rich.style import Style
+
+    from symphony_tui.console.widgets.status import alert_text
+
+    snap = fleet_snapshot()
+    stopped = {"link_state": "stopped", "error": None, "stop_reason": "stopped by SIGTERM"}
+    snap = snap.model_copy(
+        update={
+            "projects": tuple(
+                p.model_copy(update=stopped) if p.name == WEB else p for p in snap.projects
+            )
+        }
+    )
+    tones = Tones(warning=Style(color="yellow"), error=Style(color="red"))
+    alert = alert_text(snap, snap.generated_at, tones)
+    assert alert is not None
+    assert alert.plain == "■ project web stopped: stopped by SIGTERM · last update 32s ago"
+    label = next(span for span in alert.spans if span.end == len("■ project web stopped: "))
+    assert label.style == tones.warning
+    # two stopped: one line, the same mark and tone
+    two = snap.model_copy(
+        update={
+            "projects": tuple(
+                p.model_copy(update=stopped) if p.name == API else p for p in snap.projects
+            )
+        }
+    )
+    alert = alert_text(two, two.generated_at, tones)
+    assert alert is not None and alert.plain.startswith("■ 2 projects stopped: api, web")
+    assert alert.spans[0].style == tones.warning
+    # the projects table's link cell likewise
+    from symphony_tui.console.screens.projects import link_cell
+
+    cell = link_cell(two.projects[1], tones)
+    assert (cell.plain, cell.style) == ("■ stopped 32s", tones.warning)
+
+
 def test_the_status_line_names_the_paused_projects_as_the_width_allows():
     snap = fleet_snapshot()  # billing-service-backend is paused
     now = snap.generated_at
