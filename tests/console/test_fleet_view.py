@@ -503,8 +503,12 @@ async def test_commands_carry_the_rows_issue_id_or_project_and_refusals_name_it(
         await pilot.press("R")
         await done(pilot)
         assert fleet.sent[-1] == Refresh(project=WEB)
-        # on the projects table: the selected project, by its own pause state
+        # on the projects table: the selected project, by its own pause state, named first
         await pilot.press("P", "down", "down", "p")
+        assert isinstance(app.screen, Confirm)
+        body = str(app.screen.query_one("#dialog-body").render())
+        assert body.startswith(f"Resume dispatch of {BILLING}?"), body
+        await pilot.press("y")
         await done(pilot)
         assert fleet.sent[-1] == PauseDispatch(paused=False, project=BILLING)
         assert fleet.routed[-1] == (BILLING, PauseDispatch(paused=False))
@@ -518,13 +522,58 @@ async def test_without_a_selection_the_filter_decides_else_choose_a_project(make
     app = make_app(fleet)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await pilot.press("p")
+        await pilot.press("R")
         await done(pilot)
         assert fleet.sent == []
         assert (CHOOSE_A_PROJECT, "warning") in notifications(app)
-        await pilot.press("F", "F", "p")  # filtered by web
+        await pilot.press("F", "F", "p")  # filtered by web: asked by its name
+        assert isinstance(app.screen, Confirm)
+        body = str(app.screen.query_one("#dialog-body").render())
+        assert body.startswith("Pause dispatch of web?"), body
+        await pilot.press("y")
         await done(pilot)
         assert fleet.sent == [PauseDispatch(paused=True, project=WEB)]
+
+
+async def test_a_fleets_pause_names_the_focused_panes_project_never_one_selected_before(
+    fleet, make_app
+):
+    from symphony_tui.console.screens.modals import Choose
+
+    app = make_app(fleet)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        # a web worker selected, then the focus moves to the event log: that row is not
+        # what the operator looks at now, so which project is asked, not assumed
+        app.screen.query_one("#workers").focus()
+        assert app.screen.query_one(WorkersTable).select_key("web/i-12")
+        await pilot.press("3", "p")
+        await settle(pilot)
+        assert isinstance(app.screen, Choose) and not fleet.sent
+        body = str(app.screen.query_one("#dialog-body").render())
+        assert "Pause or resume which?" in body
+        await pilot.press("down", "down", "enter")  # the third: billing, paused
+        await done(pilot)
+        assert fleet.sent == [PauseDispatch(paused=False, project=BILLING)]
+        # the token pane has no rows either
+        await pilot.press("4", "p")
+        await settle(pilot)
+        assert isinstance(app.screen, Choose)
+        await pilot.press("escape")
+        await settle(pilot)
+        assert len(fleet.sent) == 1
+        # back on the workers table: its selected row's project, named before it is sent
+        await pilot.press("2", "p")
+        await settle(pilot)
+        assert isinstance(app.screen, Confirm)
+        body = str(app.screen.query_one("#dialog-body").render())
+        assert body.startswith("Pause dispatch of web?"), body
+        await pilot.press("n")
+        await done(pilot)
+        assert len(fleet.sent) == 1
+        await pilot.press("p", "y")
+        await done(pilot)
+        assert fleet.sent[-1] == PauseDispatch(paused=True, project=WEB)
 
 
 async def test_hosts_of_two_projects_with_one_name_stay_apart(make_app):
