@@ -534,6 +534,55 @@ async def test_a_cleanly_stopped_project_runs_nothing_and_says_what_it_had_why_a
     await alpha.port.close()
 
 
+async def test_a_sigterm_stop_in_its_real_order_says_what_the_scheduler_had():
+    """``symphony-tui stop`` (SIGTERM) as the stream carries it: the scheduler begins its
+    shutdown (``stopping_with``: what runs and waits then), its shutdown ends its runs (a
+    change with none left), then its last frame says it stopped and the link ends. By that
+    frame its counts are 0: what it had is the shutdown's own word."""
+    stopping = snap("i1").model_dump(mode="json")
+    frames = [
+        ("snapshot", {"snapshot": stopping}),
+        ("change", {"patch": [{"op": "replace", "path": "/stopping_with", "value": [1, 1, 1]}]}),
+        (
+            "change",
+            {
+                "patch": [
+                    {"op": "replace", "path": f"/{field}", "value": []}
+                    for field in ("running", "retrying", "approvals")
+                ]
+            },
+        ),
+        ("stopping", {"at": NOW.isoformat(), "reason": "stopped by SIGTERM"}),
+    ]
+    body = "".join(
+        f"event: {kind}\ndata: {json.dumps(data)}\nid: 1:{n}\n\n"
+        for n, (kind, data) in enumerate(frames, 1)
+    )
+
+    def stream(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/api/v1/stream":
+            return httpx.Response(200, text=body, headers={"content-type": "text/event-stream"})
+        return _refuse(request)
+
+    now = [100.0]
+    fleet = FleetPort([], clock=lambda: now[0])
+    alpha = joined(fleet, "alpha", httpx.MockTransport(stream))
+    assert alpha.port is not None
+    await asyncio.wait_for(alpha.port.run(), timeout=10)  # the link ends after the frame
+    assert alpha.port.said_stopping and alpha.port.before_stop is not None
+    assert alpha.port.before_stop.running == ()  # the runs ended before it said so
+    now[0] += 5
+    row = fleet.snapshot().projects[0]
+    assert (row.link_state, _counts(row), row.stopped_with, row.stop_reason) == (
+        "stopped", (0, 0, 0), (1, 1, 1), "stopped by SIGTERM",
+    )  # fmt: skip
+    # its port dropped (its host no longer announces it): still what it had
+    await fleet._disconnect(alpha)
+    alpha.gone = "its scheduler no longer runs on build-1"
+    row = fleet.snapshot().projects[0]
+    assert (row.link_state, row.stopped_with) == ("stopped", (1, 1, 1))
+
+
 async def test_a_scheduler_gone_without_a_word_is_lost_and_keeps_its_runs_as_unknown():
     """kill -9: its process ended without a stopping frame; its agents (detached ones)
     may still run, and are re-adopted when it starts again: nothing is zeroed."""
