@@ -726,7 +726,7 @@ async def test_the_audit_screen_names_each_entry_s_project_and_via_a_pause_too(f
     from symphony_tui.console.screens.audit import AuditScreen
     from symphony_tui.domain.audit import AuditEntry
 
-    via = "fleet api 127.0.0.1 pid 4242 (python3) uid 1000 with the control token"
+    via = "fleet (HTTP API from 127.0.0.1 pid 4242 (python3) uid 1000 with the control token)"
     fleet.audit = [
         AuditEntry(
             at=NOW, who="ann@box", via=f"{WEB}: {via}", what="approve", issue=f"{WEB}/#12",
@@ -751,7 +751,7 @@ async def test_the_audit_screen_names_each_entry_s_project_and_via_a_pause_too(f
         approve, pause = ([plain(c) for c in table.get_row_at(i)] for i in range(2))
         assert approve[1:5] == [WEB, "ann@box", "approve", "#12"]
         assert pause[1:5] == [API, "ann@box", "pause dispatch", ""]
-        assert approve[6] == pause[6] == "fleet api 127.0.0.1 pid…"
+        assert approve[6] == pause[6] == "fleet (HTTP API from 12…"
         assert app.screen.selected_issue_id() is None  # the pause names no issue
         table.move_cursor(row=0)  # the approve's issue is web's #12, not api's
         assert app.screen.selected_issue_id() == f"{WEB}/i-12"

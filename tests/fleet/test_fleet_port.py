@@ -409,9 +409,9 @@ async def test_every_audit_entry_names_its_project_a_pause_too():
     fleet = FleetPort([])
     at = "2026-11-02T09:50:00Z"
     logged = [
-        {"at": at, "who": "ann@box", "via": "fleet api 127.0.0.1", "what": "approve",
+        {"at": at, "who": "ann@box", "via": "fleet (HTTP API from 127.0.0.1)", "what": "approve",
          "issue": "T-1", "detail": 'approval_id="t-1:0"', "message": "T-1: approved"},
-        {"at": at, "who": "ann@box", "via": "fleet api 127.0.0.1", "what": "pause_dispatch",
+        {"at": at, "who": "ann@box", "via": "fleet (HTTP API from 127.0.0.1)", "what": "pause_dispatch",
          "detail": "paused=true", "message": "dispatch paused"},
     ]  # fmt: skip
 
@@ -422,7 +422,7 @@ async def test_every_audit_entry_names_its_project_a_pause_too():
     approve, pause = await fleet.audit_entries()
     assert (approve.project, approve.issue) == ("alpha", "alpha/T-1")
     assert (pause.project, pause.issue) == ("alpha", None)
-    assert pause.via == approve.via == "alpha: fleet api 127.0.0.1"
+    assert pause.via == approve.via == "alpha: fleet (HTTP API from 127.0.0.1)"
     assert "project" not in pause.model_dump()  # a fleet's own: never served or written
     assert alpha.port is not None
     await alpha.port.close()
@@ -867,9 +867,10 @@ def test_the_server_audits_a_fleet_client_via_fleet():
         headers = {"X-Symphony-Via": kind, "X-Symphony-Operator": "me@box"}
         return who_and_via(make_mocked_request("POST", "/api/v1/commands", headers=headers))[1]
 
-    assert via("fleet").startswith("fleet api ")
-    assert via("Fleet; rm -rf").startswith("api ")  # not a kind: ignored
-    assert via("x" * 30).startswith("api ")
+    # said so that "api" is never read as a project's name
+    assert via("fleet").startswith("fleet (HTTP API from ") and via("fleet").endswith(")")
+    assert via("Fleet; rm -rf").startswith("HTTP API from ")  # not a kind: ignored
+    assert via("x" * 30).startswith("HTTP API from ")
 
 
 async def test_a_scheduler_named_by_a_target_is_not_also_a_local_row(tmp_path, monkeypatch):
