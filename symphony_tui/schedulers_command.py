@@ -200,7 +200,11 @@ def run_stop(
         return 1
     if pid is None and target is not None:  # a project, a workflow path or a pid from `ps`
         notes = announce.live_notes(directory or announce.default_dir())
-        found = [n for n in notes if _matches(n, target)]
+        # a folder found its WORKFLOW.md: a note names that file
+        named = str(path) if path.is_file() else None
+        found = [
+            n for n in notes if _matches(n, target) or (named is not None and _matches(n, named))
+        ]
         if not found:
             _say(
                 f"stop: {why or f'no running scheduler matches {target!r}'} "
