@@ -168,7 +168,8 @@ async def test_five_schedulers_two_over_ssh_in_one_fleet(tmp_path, monkeypatch):
         assert interrupt[-1]["who"] == local_operator()
         audit = await fleet.audit_entries()
         assert any(
-            e.what == "approve" and e.via.startswith("delta@127.0.0.1: fleet (HTTP API from") for e in audit
+            e.what == "approve" and e.via.startswith("delta@127.0.0.1: fleet (HTTP API from")
+            for e in audit
         )
 
         # events: one fleet sequence, every project in it
