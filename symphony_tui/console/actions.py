@@ -367,7 +367,8 @@ class IssueActions:
                 command = domain.PauseDispatch(paused=not row.dispatch_paused, project=row.name)
                 self._sender.send(command)
 
-        self._ui.push_screen(Choose("Pause dispatch", body, choices, values=names), chosen)
+        title = "Pause or resume dispatch"
+        self._ui.push_screen(Choose(title, body, choices, values=names), chosen)
 
     def no_project(self, project: str | None) -> bool:
         """A fleet console with no project for a command that names no issue (nothing
