@@ -92,7 +92,7 @@ LINK_LABELS: dict[str, tuple[str, str, str]] = {
     "refused": ("✗", "refused", "error"),
     "config": ("✗", "config", "error"),
     "lost": ("✗", "lost", "error"),
-    "stopped": ("■", "stopped", "error"),
+    "stopped": ("■", "stopped", "warning"),  # a clean stop is no error
     "duplicate": ("=", "duplicate", "muted"),
 }
 

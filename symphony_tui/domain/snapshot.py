@@ -214,7 +214,10 @@ class Snapshot(BaseModel):
     ``totals`` include ended sessions; ``seconds_running`` = ended sessions + live elapsed
     (spec §13.5). ``token_rate_per_min`` is total tokens over the last minute.
     ``runs_not_reported``: finished runs (this process and earlier ones) whose backend
-    reported no usage; ``totals`` hold nothing of theirs.
+    reported no usage; ``totals`` hold nothing of theirs. ``stopping_with``: ``None``
+    while the scheduler runs; once it began shutting down, ``(running, retrying,
+    approvals)`` it had then (its runs end during the shutdown, before it says it has
+    stopped: what a front end says it had comes from here).
     """
 
     model_config = ConfigDict(frozen=True, defer_build=True)
@@ -254,6 +257,7 @@ class Snapshot(BaseModel):
     tracker_states: tuple[str, ...] = ()
     """The configured active then terminal states (targets for a tracker move)."""
     projects: tuple[ProjectRow, ...] = ()
+    stopping_with: tuple[int, int, int] | None = None
     """A fleet console's schedulers, one row each (empty for one scheduler)."""
     pull_requests: dict[str, PullRequestLink] = Field(default_factory=dict)
     """Issue identifier -> its pull request (GitHub: docs/configuration.md ``github``)."""

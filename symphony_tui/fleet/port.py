@@ -210,7 +210,7 @@ class Project:
             self.last = before
         else:
             self.last = port.snapshot()
-        self.stopped_with = _counts(before) if self.clean_stop and before is not None else None
+        self.stopped_with = _had(before) if self.clean_stop and before is not None else None
         self.stop_reason = link.error if self.clean_stop else None
 
     def state(self) -> tuple[str, float | None, str | None]:
@@ -326,6 +326,15 @@ class Project:
 def _counts(snap: Snapshot) -> tuple[int, int, int]:
     """``(running, retrying, approvals)`` of ``snap``."""
     return len(snap.running), len(snap.retrying), len(snap.approvals)
+
+
+def _had(snap: Snapshot) -> tuple[int, int, int]:
+    """``(running, retrying, approvals)`` a scheduler had as it began stopping: what
+    ``snap`` (the last it sent before it said so) says it had then, else its counts (one
+    that said so before its shutdown began, as a detached console's does, or an older
+    one). A SIGTERM's shutdown ends the runs first, so by its ``stopping`` frame its
+    counts are 0."""
+    return snap.stopping_with if snap.stopping_with is not None else _counts(snap)
 
 
 def _figures(snap: Snapshot, *, can_run: bool = True) -> dict[str, Any]:

@@ -41,7 +41,7 @@ from symphony_tui.api.auth import find_control_token, is_loopback
 from symphony_tui.api.discovery import Endpoint, local_endpoints, ssh_endpoints
 from symphony_tui.api.ssh import parse_target
 from symphony_tui.config.worker_hosts import HostSpec
-from symphony_tui.paths import config_dir
+from symphony_tui.paths import config_dir, workflow_in
 from symphony_tui.text import one_line
 
 TargetKind = Literal["workflow", "url", "ssh", "local"]
@@ -125,9 +125,7 @@ def parse(
             "ssh://[user@]host[:port] or local"
         )
     try:
-        path = Path(raw).expanduser()
-        if path.is_dir():
-            path = path / "WORKFLOW.md"
+        path = workflow_in(Path(raw).expanduser())
         found = path.resolve() if path.is_file() else None
     except (OSError, RuntimeError, ValueError) as exc:  # too long, ~nosuchuser, a NUL, a loop
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)

@@ -544,8 +544,12 @@ async def test_commands_carry_the_rows_issue_id_or_project_and_refusals_name_it(
         await pilot.press("R")
         await done(pilot)
         assert fleet.sent[-1] == Refresh(project=WEB)
-        # on the projects table: the selected project, by its own pause state
+        # on the projects table: the selected project, by its own pause state, named first
         await pilot.press("P", "down", "down", "p")
+        assert isinstance(app.screen, Confirm)
+        body = str(app.screen.query_one("#dialog-body").render())
+        assert body.startswith(f"Resume dispatch of {BILLING}?"), body
+        await pilot.press("y")
         await done(pilot)
         assert fleet.sent[-1] == PauseDispatch(paused=False, project=BILLING)
         assert fleet.routed[-1] == (BILLING, PauseDispatch(paused=False))
@@ -559,13 +563,58 @@ async def test_without_a_selection_the_filter_decides_else_choose_a_project(make
     app = make_app(fleet)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await pilot.press("p")
+        await pilot.press("R")
         await done(pilot)
         assert fleet.sent == []
         assert (CHOOSE_A_PROJECT, "warning") in notifications(app)
-        await pilot.press("F", "F", "p")  # filtered by web
+        await pilot.press("F", "F", "p")  # filtered by web: asked by its name
+        assert isinstance(app.screen, Confirm)
+        body = str(app.screen.query_one("#dialog-body").render())
+        assert body.startswith("Pause dispatch of web?"), body
+        await pilot.press("y")
         await done(pilot)
         assert fleet.sent == [PauseDispatch(paused=True, project=WEB)]
+
+
+async def test_a_fleets_pause_names_the_focused_panes_project_never_one_selected_before(
+    fleet, make_app
+):
+    from symphony_tui.console.screens.modals import Choose
+
+    app = make_app(fleet)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        # a web worker selected, then the focus moves to the event log: that row is not
+        # what the operator looks at now, so which project is asked, not assumed
+        app.screen.query_one("#workers").focus()
+        assert app.screen.query_one(WorkersTable).select_key("web/i-12")
+        await pilot.press("3", "p")
+        await settle(pilot)
+        assert isinstance(app.screen, Choose) and not fleet.sent
+        body = str(app.screen.query_one("#dialog-body").render())
+        assert "Pause or resume which?" in body
+        await pilot.press("down", "down", "enter")  # the third: billing, paused
+        await done(pilot)
+        assert fleet.sent == [PauseDispatch(paused=False, project=BILLING)]
+        # the token pane has no rows either
+        await pilot.press("4", "p")
+        await settle(pilot)
+        assert isinstance(app.screen, Choose)
+        await pilot.press("escape")
+        await settle(pilot)
+        assert len(fleet.sent) == 1
+        # back on the workers table: its selected row's project, named before it is sent
+        await pilot.press("2", "p")
+        await settle(pilot)
+        assert isinstance(app.screen, Confirm)
+        body = str(app.screen.query_one("#dialog-body").render())
+        assert body.startswith("Pause dispatch of web?"), body
+        await pilot.press("n")
+        await done(pilot)
+        assert len(fleet.sent) == 1
+        await pilot.press("p", "y")
+        await done(pilot)
+        assert fleet.sent[-1] == PauseDispatch(paused=True, project=WEB)
 
 
 async def test_hosts_of_two_projects_with_one_name_stay_apart(make_app):
@@ -650,6 +699,44 @@ def test_the_status_line_says_a_fleet_in_short_words_when_it_would_be_cut():
     assert "1/4 running" in filtered and "⌂ 2/3 live · web" in filtered
 
 
+def test_a_clean_stop_warns_with_the_stopped_mark_in_the_warning_tone_not_as_an_error():
+    from rich.style import Style
+
+    from symphony_tui.console.widgets.status import alert_text
+
+    snap = fleet_snapshot()
+    stopped = {"link_state": "stopped", "error": None, "stop_reason": "stopped by SIGTERM"}
+    snap = snap.model_copy(
+        update={
+            "projects": tuple(
+                p.model_copy(update=stopped) if p.name == WEB else p for p in snap.projects
+            )
+        }
+    )
+    tones = Tones(warning=Style(color="yellow"), error=Style(color="red"))
+    alert = alert_text(snap, snap.generated_at, tones)
+    assert alert is not None
+    assert alert.plain == "■ project web stopped: stopped by SIGTERM · last update 32s ago"
+    label = next(span for span in alert.spans if span.end == len("■ project web stopped: "))
+    assert label.style == tones.warning
+    # two stopped: one line, the same mark and tone
+    two = snap.model_copy(
+        update={
+            "projects": tuple(
+                p.model_copy(update=stopped) if p.name == API else p for p in snap.projects
+            )
+        }
+    )
+    alert = alert_text(two, two.generated_at, tones)
+    assert alert is not None and alert.plain.startswith("■ 2 projects stopped: api, web")
+    assert alert.spans[0].style == tones.warning
+    # the projects table's link cell likewise
+    from symphony_tui.console.screens.projects import link_cell
+
+    cell = link_cell(two.projects[1], tones)
+    assert (cell.plain, cell.style) == ("■ stopped 32s", tones.warning)
+
+
 def test_the_status_line_names_the_paused_projects_as_the_width_allows():
     snap = fleet_snapshot()  # billing-service-backend is paused
     now = snap.generated_at
@@ -680,7 +767,7 @@ async def test_the_audit_screen_names_each_entry_s_project_and_via_a_pause_too(f
     from symphony_tui.console.screens.audit import AuditScreen
     from symphony_tui.domain.audit import AuditEntry
 
-    via = "fleet api 127.0.0.1 pid 4242 (python3) uid 1000 with the control token"
+    via = "fleet (HTTP API from 127.0.0.1 pid 4242 (python3) uid 1000 with the control token)"
     fleet.audit = [
         AuditEntry(
             at=NOW, who="ann@box", via=f"{WEB}: {via}", what="approve", issue=f"{WEB}/#12",
@@ -705,7 +792,7 @@ async def test_the_audit_screen_names_each_entry_s_project_and_via_a_pause_too(f
         approve, pause = ([plain(c) for c in table.get_row_at(i)] for i in range(2))
         assert approve[1:5] == [WEB, "ann@box", "approve", "#12"]
         assert pause[1:5] == [API, "ann@box", "pause dispatch", ""]
-        assert approve[6] == pause[6] == "fleet api 127.0.0.1 pid…"
+        assert approve[6] == pause[6] == "fleet (HTTP API from 12…"
         assert app.screen.selected_issue_id() is None  # the pause names no issue
         table.move_cursor(row=0)  # the approve's issue is web's #12, not api's
         assert app.screen.selected_issue_id() == f"{WEB}/i-12"

@@ -166,11 +166,12 @@ async def test_five_schedulers_two_over_ssh_in_one_fleet(tmp_path, monkeypatch):
         async with httpx.AsyncClient(base_url=scheds["beta"].url, timeout=10) as raw:
             entries = (await raw.get("/api/v1/audit")).json()["entries"]
         interrupt = [e for e in entries if e["what"] == "interrupt"]
-        assert interrupt and interrupt[-1]["via"].startswith("fleet api ")
+        assert interrupt and interrupt[-1]["via"].startswith("fleet (HTTP API from ")
         assert interrupt[-1]["who"] == local_operator()
         audit = await fleet.audit_entries()
         assert any(
-            e.what == "approve" and e.via.startswith("delta@127.0.0.1: fleet api") for e in audit
+            e.what == "approve" and e.via.startswith("delta@127.0.0.1: fleet (HTTP API from")
+            for e in audit
         )
 
         # events: one fleet sequence, every project in it

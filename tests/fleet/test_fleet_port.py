@@ -410,9 +410,9 @@ async def test_every_audit_entry_names_its_project_a_pause_too():
     fleet = FleetPort([])
     at = "2026-11-02T09:50:00Z"
     logged = [
-        {"at": at, "who": "ann@box", "via": "fleet api 127.0.0.1", "what": "approve",
+        {"at": at, "who": "ann@box", "via": "fleet (HTTP API from 127.0.0.1)", "what": "approve",
          "issue": "T-1", "detail": 'approval_id="t-1:0"', "message": "T-1: approved"},
-        {"at": at, "who": "ann@box", "via": "fleet api 127.0.0.1", "what": "pause_dispatch",
+        {"at": at, "who": "ann@box", "via": "fleet (HTTP API from 127.0.0.1)", "what": "pause_dispatch",
          "detail": "paused=true", "message": "dispatch paused"},
     ]  # fmt: skip
 
@@ -423,7 +423,7 @@ async def test_every_audit_entry_names_its_project_a_pause_too():
     approve, pause = await fleet.audit_entries()
     assert (approve.project, approve.issue) == ("alpha", "alpha/T-1")
     assert (pause.project, pause.issue) == ("alpha", None)
-    assert pause.via == approve.via == "alpha: fleet api 127.0.0.1"
+    assert pause.via == approve.via == "alpha: fleet (HTTP API from 127.0.0.1)"
     assert "project" not in pause.model_dump()  # a fleet's own: never served or written
     assert alpha.port is not None
     await alpha.port.close()
@@ -533,6 +533,55 @@ async def test_a_cleanly_stopped_project_runs_nothing_and_says_what_it_had_why_a
     assert row.max_concurrent_agents == 3 and row.stopped_with is None
     assert row.stop_reason is None
     await alpha.port.close()
+
+
+async def test_a_sigterm_stop_in_its_real_order_says_what_the_scheduler_had():
+    """``symphony-tui stop`` (SIGTERM) as the stream carries it: the scheduler begins its
+    shutdown (``stopping_with``: what runs and waits then), its shutdown ends its runs (a
+    change with none left), then its last frame says it stopped and the link ends. By that
+    frame its counts are 0: what it had is the shutdown's own word."""
+    stopping = snap("i1").model_dump(mode="json")
+    frames = [
+        ("snapshot", {"snapshot": stopping}),
+        ("change", {"patch": [{"op": "replace", "path": "/stopping_with", "value": [1, 1, 1]}]}),
+        (
+            "change",
+            {
+                "patch": [
+                    {"op": "replace", "path": f"/{field}", "value": []}
+                    for field in ("running", "retrying", "approvals")
+                ]
+            },
+        ),
+        ("stopping", {"at": NOW.isoformat(), "reason": "stopped by SIGTERM"}),
+    ]
+    body = "".join(
+        f"event: {kind}\ndata: {json.dumps(data)}\nid: 1:{n}\n\n"
+        for n, (kind, data) in enumerate(frames, 1)
+    )
+
+    def stream(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/api/v1/stream":
+            return httpx.Response(200, text=body, headers={"content-type": "text/event-stream"})
+        return _refuse(request)
+
+    now = [100.0]
+    fleet = FleetPort([], clock=lambda: now[0])
+    alpha = joined(fleet, "alpha", httpx.MockTransport(stream))
+    assert alpha.port is not None
+    await asyncio.wait_for(alpha.port.run(), timeout=10)  # the link ends after the frame
+    assert alpha.port.said_stopping and alpha.port.before_stop is not None
+    assert alpha.port.before_stop.running == ()  # the runs ended before it said so
+    now[0] += 5
+    row = fleet.snapshot().projects[0]
+    assert (row.link_state, _counts(row), row.stopped_with, row.stop_reason) == (
+        "stopped", (0, 0, 0), (1, 1, 1), "stopped by SIGTERM",
+    )  # fmt: skip
+    # its port dropped (its host no longer announces it): still what it had
+    await fleet._disconnect(alpha)
+    alpha.gone = "its scheduler no longer runs on build-1"
+    row = fleet.snapshot().projects[0]
+    assert (row.link_state, row.stopped_with) == ("stopped", (1, 1, 1))
 
 
 async def test_a_scheduler_gone_without_a_word_is_lost_and_keeps_its_runs_as_unknown():
@@ -819,9 +868,10 @@ def test_the_server_audits_a_fleet_client_via_fleet():
         headers = {"X-Symphony-Via": kind, "X-Symphony-Operator": "me@box"}
         return who_and_via(make_mocked_request("POST", "/api/v1/commands", headers=headers))[1]
 
-    assert via("fleet").startswith("fleet api ")
-    assert via("Fleet; rm -rf").startswith("api ")  # not a kind: ignored
-    assert via("x" * 30).startswith("api ")
+    # said so that "api" is never read as a project's name
+    assert via("fleet").startswith("fleet (HTTP API from ") and via("fleet").endswith(")")
+    assert via("Fleet; rm -rf").startswith("HTTP API from ")  # not a kind: ignored
+    assert via("x" * 30).startswith("HTTP API from ")
 
 
 async def test_a_scheduler_named_by_a_target_is_not_also_a_local_row(tmp_path, monkeypatch):

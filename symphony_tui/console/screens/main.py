@@ -247,6 +247,16 @@ class MainScreen(Screen[None]):
             return None
         return table.selected_key
 
+    def focused_issue_id(self) -> str | None:
+        """Issue id of the focused table's highlighted row (issues or workers); ``None``
+        while the focus is on a pane without rows (the event log, its filter, the token
+        pane): a row selected before the focus left its table is not the operator's
+        choice now."""
+        focused = self.focused
+        if isinstance(focused, (IssuesTable, WorkersTable)):
+            return focused.selected_key
+        return None
+
     def selected_approval(self) -> ApprovalRequest | None:
         if self._snapshot is None:
             return None
