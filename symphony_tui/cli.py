@@ -107,7 +107,10 @@ def _log_options(parser: argparse.ArgumentParser) -> None:
 
 def _workflow_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "workflow", nargs="?", default=None, help="path to WORKFLOW.md (default ./WORKFLOW.md)"
+        "workflow",
+        nargs="?",
+        default=None,
+        help="path to WORKFLOW.md, or the folder holding it (default ./WORKFLOW.md)",
     )
 
 
@@ -187,8 +190,8 @@ def build_parser() -> argparse.ArgumentParser:
         "targets",
         nargs="*",
         metavar="TARGET",
-        help="WORKFLOW.md, http(s)://HOST:PORT, ssh://[user@]host[:port] or local "
-        "(default: local and the fleet file)",
+        help="WORKFLOW.md (or its folder), http(s)://HOST:PORT, ssh://[user@]host[:port] or "
+        "local (default: local and the fleet file)",
     )
     token = fleet.add_mutually_exclusive_group()
     token.add_argument(
@@ -201,7 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
     fleet.add_argument(
         "--list",
         action="store_true",
-        help="print each project's state once (after --wait) instead of opening the console",
+        help="print each project's state once (after --wait) instead of opening the console; "
+        "exit 1 when any project is not live",
     )
     fleet.add_argument(
         "--wait", type=_seconds, default=5.0, help="(--list) seconds to let them connect"
@@ -227,7 +231,8 @@ def build_parser() -> argparse.ArgumentParser:
         "target",
         nargs="?",
         default=None,
-        help="a WORKFLOW.md, or a project as `ps` shows it (default ./WORKFLOW.md)",
+        help="a WORKFLOW.md (or the folder holding it), or a project as `ps` shows it "
+        "(default ./WORKFLOW.md)",
     )
     stop.add_argument(
         "--timeout",
@@ -362,8 +367,8 @@ def _main(argv: Sequence[str] | None) -> int:
     from symphony_tui.paths import resolve_workflow_path
 
     path = resolve_workflow_path(args.workflow)
-    if path.is_dir():
-        return _fail(f"missing_workflow_file: {path} is a folder; name the WORKFLOW.md in it")
+    if path.is_dir():  # a folder's WORKFLOW.md that is itself a folder
+        return _fail(f"missing_workflow_file: {path} is a folder, not a workflow file")
     if not path.is_file():
         return _fail(f"missing_workflow_file: {path} does not exist{_command_hint(args.workflow)}")
     return _run(path, args, lock=not args.no_lock, detachable=not args.no_lock)

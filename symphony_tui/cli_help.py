@@ -99,7 +99,8 @@ COMMAND_HELP: dict[str, tuple[str, str, str]] = {
         "scheduler of that user there, each through its own ssh forward) or local (every "
         "scheduler of this user here). Without targets: local plus the fleet file. Commands "
         "go to the row's own scheduler, audited there as `via fleet`. Needs a terminal "
-        "(--list prints each project's state instead).",
+        "(--list prints each project's state instead; exit 0 when every project is live, "
+        "1 when none is found or any is not, so a script can tell).",
         "The fleet file (<config dir>/fleet, see `symphony-tui paths`): one target a line, "
         "optionally\nfollowed by name=NAME, token-env=VAR or token-file=PATH; # starts a "
         "comment.",
@@ -131,7 +132,8 @@ COMMAND_HELP: dict[str, tuple[str, str, str]] = {
     ),
     "stop": (
         "stop a running scheduler gracefully (its agents end, hooks get their grace)",
-        "Stop the scheduler running a WORKFLOW.md's project (default ./WORKFLOW.md), or the "
+        "Stop the scheduler running a WORKFLOW.md's project (or its folder's; default "
+        "./WORKFLOW.md), or the "
         "one `ps` entry whose project, workflow or pid matches PROJECT: it gets SIGTERM, ends "
         "its agents, gives running hooks hooks.shutdown_grace_ms, and exits; this waits for "
         "it. Exit 0 once it ended, 1 when there is none, it is another user's, or it is still "

@@ -149,11 +149,24 @@ def project_rows(paths: ProjectPaths) -> list[tuple[str, Path | str]]:
     ]
 
 
+WORKFLOW_FILE_NAME = "WORKFLOW.md"
+
+
+def workflow_in(path: Path) -> Path:
+    """``path``, or the ``WORKFLOW.md`` in it when it is a folder (there or not: the caller
+    says what is missing). A path that cannot be looked at is returned as it is."""
+    try:
+        return path / WORKFLOW_FILE_NAME if path.is_dir() else path
+    except OSError:
+        return path
+
+
 def resolve_workflow_path(explicit: str | Path | None) -> Path:
-    """The workflow file to use (spec §5.1): the explicit path when given, else
-    ``WORKFLOW.md`` in the current working directory. Here rather than beside the loader
-    (config/workflow.py) so that the CLI finds the file without importing YAML, pydantic
-    and Liquid before the console's first frame."""
+    """The workflow file to use (spec §5.1): the explicit path when given (a folder names
+    the ``WORKFLOW.md`` in it, as a fleet's target does), else ``WORKFLOW.md`` in the
+    current working directory. Here rather than beside the loader (config/workflow.py) so
+    that the CLI finds the file without importing YAML, pydantic and Liquid before the
+    console's first frame."""
     if explicit:
-        return Path(explicit).expanduser()
-    return Path.cwd() / "WORKFLOW.md"
+        return workflow_in(Path(explicit).expanduser())
+    return Path.cwd() / WORKFLOW_FILE_NAME

@@ -42,14 +42,14 @@ _stop_command_by: list[str] = []
 
 def stop_command_from(by: str) -> None:
     """The SIGTERM this process sends itself next is a ``stop_scheduler`` command from
-    ``by`` (``user@host via api 127.0.0.1:...``), an attached console's stop."""
+    ``by`` (``user@host via HTTP API from 127.0.0.1 ...``), an attached console's stop."""
     _stop_command_by[:] = [by]
 
 
 def stop_reason(signal_name: str, directory: Path | None = None) -> str:
     """What stopped this scheduler on ``signal_name`` (``SIGTERM``, ``SIGINT``), one line
     for the event stream's ``stopping`` frame, the log and attached consoles:
-    ``stopped by an attached console's stop (me@box via api ...)``, ``stopped by
+    ``stopped by an attached console's stop (me@box via HTTP API from ...)``, ``stopped by
     `symphony-tui stop` from me@box`` (its request, :func:`run_stop`) or ``stopped by
     SIGTERM`` (``kill``, a service manager). Each stop command or request is told once."""
     if _stop_command_by:
@@ -200,7 +200,11 @@ def run_stop(
         return 1
     if pid is None and target is not None:  # a project, a workflow path or a pid from `ps`
         notes = announce.live_notes(directory or announce.default_dir())
-        found = [n for n in notes if _matches(n, target)]
+        # a folder found its WORKFLOW.md: a note names that file
+        named = str(path) if path.is_file() else None
+        found = [
+            n for n in notes if _matches(n, target) or (named is not None and _matches(n, named))
+        ]
         if not found:
             _say(
                 f"stop: {why or f'no running scheduler matches {target!r}'} "

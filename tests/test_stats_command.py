@@ -130,6 +130,13 @@ def test_all_takes_the_whole_history(project):
     assert body["runs"] == 6 and body["spend_usd"]["total"] == 11.0
 
 
+def test_a_folder_holding_the_workflow_names_it(project):
+    path, state = project
+    out = io.StringIO()
+    assert run_stats(str(path.parent), state_dir=state, now=NOW, out=out, since="all") == 0
+    assert out.getvalue() == _stats(project, since="all")[1]
+
+
 def test_nothing_yet_is_one_clear_line(tmp_path: Path):
     path = _workflow(tmp_path)
     out = io.StringIO()

@@ -29,6 +29,7 @@ import json
 import os
 import random
 import socket
+import ssl
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -71,9 +72,12 @@ def link_reason(exc: Exception | str) -> str:
     plain words with the address, first (``connection refused at 127.0.0.1:9``, ``name not
     resolved: build.example``, ``no route to 10.0.0.7:8080``, ``timed out connecting to
     ...``), then what it may mean in parentheses, since httpx's own message is "All
-    connection attempts failed" or the raw ``[Errno N] ...`` text whatever happened; else
-    the error's own message; for one that has none (httpx's timeouts often do not), what
-    happened in words, else its class name."""
+    connection attempts failed" or the raw ``[Errno N] ...`` text whatever happened; a
+    TLS handshake that failed says so (``TLS handshake with 127.0.0.1:8443 failed (the
+    server may speak plain http: ...)``), not the errno its error carries; a connection
+    closed before or during the answer says so in words; else the error's own message;
+    for one that has none (httpx's timeouts often do not), what happened in words, else
+    its class name."""
     if isinstance(exc, str):
         return exc
     if isinstance(exc, httpx.TransportError):
@@ -82,13 +86,48 @@ def link_reason(exc: Exception | str) -> str:
             return plain
     if isinstance(exc, httpx.ConnectTimeout):
         return f"timed out connecting to {_address(exc)} (a host that does not answer)"
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return _protocol_reason(str(exc))
     if str(exc):
         return str(exc)
     if isinstance(exc, httpx.TimeoutException):
         return "no answer in time (the scheduler is busy, stopped or unreachable)"
-    if isinstance(exc, httpx.RemoteProtocolError):
-        return "the connection closed mid-answer"
     return type(exc).__name__
+
+
+def _protocol_reason(said: str) -> str:
+    """httpx's words for a connection that ended before or during an answer, plainly."""
+    if "without sending a response" in said:  # "Server disconnected without sending ..."
+        return "the scheduler closed the connection without answering"
+    if not said or "incomplete" in said or "without sending complete" in said:
+        return "the connection closed mid-answer"
+    return said
+
+
+#: OpenSSL's reasons for a handshake answered by something that does not speak TLS.
+_NOT_TLS = frozenset(
+    {"WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "HTTP_REQUEST", "UNKNOWN_PROTOCOL"}
+)
+
+
+def _tls_reason(cause: ssl.SSLError, at: str) -> str:
+    """A TLS failure with ``at`` in plain words: a certificate not trusted, an answer that
+    is not TLS (a plain-http server behind an ``https://`` address), else OpenSSL's
+    reason."""
+    if isinstance(cause, ssl.SSLCertVerificationError):
+        why = cause.verify_message or "not trusted"
+        return (
+            f"TLS handshake with {at} failed: its certificate is refused ({why}; "
+            "a self-signed certificate, or one for another name)"
+        )
+    reason = getattr(cause, "reason", None) or ""
+    if reason in _NOT_TLS:
+        return (
+            f"TLS handshake with {at} failed (the server may speak plain http: "
+            "try http:// instead of https://)"
+        )
+    words = reason.lower().replace("_", " ") if reason else type(cause).__name__
+    return f"TLS handshake with {at} failed: {words}"
 
 
 #: errno -> (what happened, what it may mean), for the system errors a link meets.
@@ -110,6 +149,8 @@ def _plain_os_reason(exc: httpx.TransportError) -> str | None:
     if cause is None:
         return None
     at = _address(exc)
+    if isinstance(cause, ssl.SSLError):  # its errno is OpenSSL's, not the system's
+        return _tls_reason(cause, at)
     if isinstance(cause, socket.gaierror) or (cause.errno is not None and cause.errno < 0):
         host = at.rsplit(":", 1)[0] if at != "the scheduler" else at
         why = cause.strerror or "unknown name"
@@ -437,6 +478,14 @@ class RemotePort(SchedulerPort):
         transcript (0: none)."""
         tails = [t[-1].seq for t in self._transcripts.values() if t]
         return max([self._last_seq, *tails])
+
+    def watch_owner(self, owner: Owner) -> None:
+        """Ask ``owner`` from now on whether the scheduler still serves while the link is
+        lost (its process found after this port was made: its API answered before its note
+        was written); now too, when the link is lost already."""
+        self._owner = owner
+        if not self._connected and not owner.serving():
+            self._ended("its process no longer serves")
 
     def note_stopped(self, reason: str) -> None:
         """The scheduler is known to have stopped from elsewhere (its host's discovery no

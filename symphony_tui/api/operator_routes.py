@@ -12,8 +12,9 @@
   ``invalid_query`` for a missing path or bad numbers.
 
 Who did a command or an action: the ``X-Symphony-Operator`` header (``user@host``, which
-``symphony-tui attach`` sends), else ``api``; ``via`` is ``api <client address>``, after
-the client's kind when it names one (``X-Symphony-Via: fleet`` -> ``fleet api ...``).
+``symphony-tui attach`` sends), else ``api``; ``via`` is ``HTTP API from <client>``, in
+parentheses after the client's kind when it names one (``X-Symphony-Via: fleet`` ->
+``fleet (HTTP API from ...)``).
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ from symphony_tui.api.limits import BadBody, read_json
 from symphony_tui.scheduler.port import SchedulerPort
 
 OPERATOR_HEADER = "X-Symphony-Operator"
-#: What kind of client sends a request (``fleet``: ``symphony-tui fleet``), put before the
-#: address in the audit log's ``via``; lowercase letters and ``-`` only, else ignored.
+#: What kind of client sends a request (``fleet``: ``symphony-tui fleet``), put first in the
+#: audit log's ``via``; lowercase letters and ``-`` only, else ignored.
 VIA_HEADER = "X-Symphony-Via"
 _VIA = re.compile(r"[a-z][a-z-]{0,19}")
 #: The client of a mutating request as the control check found it (``127.0.0.1 pid 4242
@@ -45,14 +46,15 @@ def _error(status: int, code: str, message: str) -> web.Response:
 
 
 def who_and_via(request: web.Request) -> tuple[str, str]:
-    """``(who, via)`` of a request for the audit log: ``via`` names the client process
-    when the control check found it (``api 127.0.0.1 pid 4242 (python3) uid 1000 with the
-    control token``), after the client's own kind when it says one (``fleet api ...``:
-    :data:`VIA_HEADER`)."""
+    """``(who, via)`` of a request for the audit log: ``via`` says it came over the HTTP
+    API and names the client process when the control check found it (``HTTP API from
+    127.0.0.1 pid 4242 (python3) uid 1000 with the control token``), in parentheses after
+    the client's own kind when it says one (``fleet (HTTP API from ...)``:
+    :data:`VIA_HEADER`). Never a bare ``api ...``, which reads as a fleet project's name."""
     who = (request.headers.get(OPERATOR_HEADER) or "").strip()[:120] or "api"
-    via = f"api {request.get(CLIENT) or request.remote or '?'}"
+    via = f"HTTP API from {request.get(CLIENT) or request.remote or '?'}"
     kind = (request.headers.get(VIA_HEADER) or "").strip()
-    return who, f"{kind} {via}" if _VIA.fullmatch(kind) else via
+    return who, f"{kind} ({via})" if _VIA.fullmatch(kind) else via
 
 
 def _int(request: web.Request, name: str, default: int, low: int, high: int) -> int:

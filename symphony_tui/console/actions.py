@@ -313,18 +313,62 @@ class IssueActions:
             self._sender.send(domain.Refresh(project=project))
 
     def toggle_pause(self, project: str | None = None) -> None:
-        """Pause or resume dispatching; in a fleet console, ``project``'s (its own pause
-        state decides which)."""
-        if self.no_project(project):
-            return
-        snapshot = self._state.snapshot
-        paused = bool(snapshot and snapshot.dispatch_paused)
-        if project is not None:
-            from symphony_tui.console.fleet import project_row
+        """Pause or resume dispatching (the scheduler's own pause state decides which).
 
-            row = project_row(self._state.fleet_snapshot, project)
-            paused = bool(row and row.dispatch_paused)
-        self._sender.send(domain.PauseDispatch(paused=not paused, project=project))
+        In a fleet console it names the project before anything is sent: ``project``
+        (what the focused selection names), else the project filter's, is asked by name
+        (``Pause dispatch of web?``); with neither, the operator picks the project from
+        the fleet's list."""
+        from symphony_tui.console.fleet import is_fleet, project_row
+
+        fleet = self._state.fleet_snapshot
+        if not is_fleet(fleet):
+            snapshot = self._state.snapshot
+            paused = bool(snapshot and snapshot.dispatch_paused)
+            self._sender.send(domain.PauseDispatch(paused=not paused))
+            return
+        row = project_row(fleet, project or self._state.project_filter)
+        if row is None:
+            self._choose_pause()
+            return
+        resume = row.dispatch_paused
+        verb = "Resume" if resume else "Pause"
+        body = Text(f"{verb} dispatch of ", end="")
+        body.append_text(inert(row.name, "bold", limit=60))
+        body.append("? ")
+        body.append(
+            "Its scheduler dispatches new work again."
+            if resume
+            else "Its running work goes on; it starts no new work until you resume it."
+        )
+        command = domain.PauseDispatch(paused=not resume, project=row.name)
+        self._sender.confirm_then(f"{verb} dispatch", body, command, verb)
+
+    def _choose_pause(self) -> None:
+        """A fleet's ``p`` with no project selected or filtered: pick one (its pause state
+        beside it); the pick is sent, by its pause state when answered."""
+        from symphony_tui.console.fleet import project_row
+
+        fleet = self._state.fleet_snapshot
+        if fleet is None:
+            return
+        names = [p.name for p in fleet.projects]
+        choices: list[tuple[str, str | None]] = []
+        for p in fleet.projects:
+            what = "paused: resume its dispatch" if p.dispatch_paused else "pause its dispatch"
+            if p.link_state != "live":
+                what += f" ({p.link_state})"
+            choices.append((one_line(p.name, 60), what))
+        body = Text("No project is selected where the focus is. Pause or resume which?")
+
+        def chosen(name: str | None) -> None:
+            row = project_row(self._state.fleet_snapshot, name)
+            if row is not None:
+                command = domain.PauseDispatch(paused=not row.dispatch_paused, project=row.name)
+                self._sender.send(command)
+
+        title = "Pause or resume dispatch"
+        self._ui.push_screen(Choose(title, body, choices, values=names), chosen)
 
     def no_project(self, project: str | None) -> bool:
         """A fleet console with no project for a command that names no issue (nothing

@@ -487,6 +487,22 @@ class SymphonyApp(App[None]):
         chosen = getattr(screen, "selected_project", None)
         return self.state.project_for(self._issue(), chosen() if callable(chosen) else None)
 
+    def _focused_project(self) -> str | None:
+        """The project the operator's focused selection names in a fleet console: the
+        acting screen's selected project or host row's, else its selected row's; on the
+        main screen only while the focus is on the issues or workers table
+        (``MainScreen.focused_issue_id``). ``None`` outside a fleet or when none says."""
+        screen = self._acting_screen()
+        chosen = getattr(screen, "selected_project", None)
+        focused = getattr(screen, "focused_issue_id", None)
+        issue = focused() if callable(focused) else self._issue()
+        project = chosen() if callable(chosen) else None
+        from symphony_tui.console.fleet import is_fleet, project_of
+
+        if not is_fleet(self.state.fleet_snapshot):
+            return None
+        return project or project_of(self.state.fleet_snapshot, issue)
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return self.enablement.allows(action, self._acting_screen())
 
@@ -514,7 +530,7 @@ class SymphonyApp(App[None]):
         self.issue_actions.refresh(self._project())
 
     def action_toggle_pause(self) -> None:
-        self.issue_actions.toggle_pause(self._project())
+        self.issue_actions.toggle_pause(self._focused_project())
 
     # -- actions: the fleet (console/fleet.py) ----------------------------------------------
 

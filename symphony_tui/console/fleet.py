@@ -12,7 +12,13 @@ rows are out of date (their link is lost: live statuses read as unknown since th
 
 from __future__ import annotations
 
+from collections import Counter
+from functools import lru_cache
 from typing import TYPE_CHECKING
+
+from rich.cells import cell_len, set_cell_size
+
+from symphony_tui.console.sanitize import one_line
 
 if TYPE_CHECKING:
     from symphony_tui.domain import Snapshot
@@ -32,6 +38,47 @@ OUT_OF_DATE_STATES = LOST_PROJECT_STATES | {"config", "stopped"}
 #: Cells of the project column in the tables (it gives some up at 80 columns).
 PROJECT_CELLS = 10
 
+
+def fit_name(name: str | None, cells: int, names: tuple[str, ...] = ()) -> str:
+    """A project's ``name`` (one line, no control characters) in at most ``cells`` cells,
+    cut at its end with ``…`` (``billing-s…``); ``-`` for no name. When that would read
+    the same as another of ``names`` (the fleet's projects) cut the same way, it keeps its
+    start and its end around ``…`` instead (``front…-app`` and ``front…-api``, ``127.0…7347``
+    and ``127.0…5895``): names that share a start mostly differ at the end."""
+    if name is None:
+        return "-"
+    if name in names:
+        return _fitted(names, cells)[name]
+    return _cut_end(name, cells)
+
+
+@lru_cache(maxsize=32)
+def _fitted(names: tuple[str, ...], cells: int) -> dict[str, str]:
+    cut = {name: _cut_end(name, cells) for name in names}
+    alike = Counter(cut.values())
+    return {n: _cut_middle(n, cells) if alike[c] > 1 else c for n, c in cut.items()}
+
+
+def _cut_end(name: str, cells: int) -> str:
+    text = one_line(name)
+    if cell_len(text) <= cells:
+        return text
+    return set_cell_size(text, max(cells - 1, 0)).rstrip() + "…" if cells > 0 else ""
+
+
+def _cut_middle(name: str, cells: int) -> str:
+    text = one_line(name)
+    if cell_len(text) <= cells or cells < 3 or len(text) != cell_len(text):
+        return _cut_end(name, cells)  # wide characters: cut at the end
+    tail = (cells - 1) // 2
+    return f"{text[: cells - 1 - tail]}…{text[-tail:]}"
+
+
+def project_names(snapshot: Snapshot) -> tuple[str, ...]:
+    """The fleet's project names, for :func:`fit_name`."""
+    return tuple(p.name for p in snapshot.projects)
+
+
 #: The one line said when a command that names no issue has no project to go to.
 CHOOSE_A_PROJECT = "choose a project: select one of its rows, or filter by project (F)"
 
@@ -45,7 +92,8 @@ LINK_LABELS: dict[str, tuple[str, str, str]] = {
     "refused": ("✗", "refused", "error"),
     "config": ("✗", "config", "error"),
     "lost": ("✗", "lost", "error"),
-    "stopped": ("■", "stopped", "error"),
+    "stopped": ("■", "stopped", "warning"),  # a clean stop is no error
+    "duplicate": ("=", "duplicate", "muted"),
 }
 
 
@@ -75,6 +123,13 @@ def project_of(snapshot: Snapshot | None, issue_id: str | None) -> str | None:
     if slash and project_row(snapshot, prefix) is not None:
         return prefix
     return None
+
+
+def live_of(snapshot: Snapshot) -> tuple[int, int]:
+    """``(live, all)`` of a fleet's projects, a duplicate (the row of a line that reaches
+    another line's scheduler, docs/fleet.md) not counted."""
+    rows = [p for p in snapshot.projects if p.link_state != "duplicate"]
+    return sum(1 for p in rows if p.link_state == "live"), len(rows)
 
 
 def lost_projects(snapshot: Snapshot) -> dict[str, ProjectRow]:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
+from symphony_tui.console.fleet import fit_name
 from symphony_tui.console.sanitize import inert, one_line
 from symphony_tui.domain import ClaimState, EventKind, RunStatus
 from symphony_tui.domain.kinds import WAITING_FOR_MEMORY
@@ -210,7 +211,9 @@ def clock_time(at: datetime | None) -> str:
 PROJECT_LOG_CELLS = 7
 
 
-def event_line(event: AgentEvent, tones: Tones, *, message_limit: int = 400) -> Text:
+def event_line(
+    event: AgentEvent, tones: Tones, *, message_limit: int = 400, names: tuple[str, ...] = ()
+) -> Text:
     """One log line: ``HH:MM:SS ISSUE kind message`` with inert message text; in a fleet
     console (the event names its project) ``HH:MM:SS PROJECT ISSUE kind message``."""
     # each column's space takes its column's style, so a drawn line is one styled run per
@@ -218,7 +221,7 @@ def event_line(event: AgentEvent, tones: Tones, *, message_limit: int = 400) -> 
     line = Text(end="")
     where = f"{clock_time(event.at)} "
     if event.project is not None:
-        project = one_line(event.project, PROJECT_LOG_CELLS)
+        project = fit_name(event.project, PROJECT_LOG_CELLS, names)
         where += f"{project:<{PROJECT_LOG_CELLS}} "
     line.append(where, style=tones.muted)
     ident = one_line(event.issue_identifier or event.issue_id or "-", 8)

@@ -174,6 +174,10 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
         "pause", "p", "toggle_pause", "Pause",
         "Pause or resume dispatching new work (running work goes on)",
         show=False,
+        fleet_help=(
+            "Pause or resume one project's dispatching: asks first, naming the project of "
+            "the focused row (else the filter's; else you pick it)"
+        ),
     ),
     ConsoleCommand(
         "approvals", "v", "show_approvals", "Approvals",

@@ -16,7 +16,8 @@ class AuditEntry(BaseModel):
 
     ``who`` is ``user@host`` of the operator (for the HTTP API: what the client says,
     ``X-Symphony-Operator``, else ``api``); ``via`` is ``console`` (this process),
-    ``api <address>`` (a request) or ``attached console <address>``; ``what`` is the
+    ``HTTP API from <address>`` (a request; ``fleet (HTTP API from <address>)`` from
+    ``symphony-tui fleet``) or ``attached console <address>``; ``what`` is the
     command type (``interrupt``, ``approve``...) or a console action (``shell``,
     ``editor``, ``export``, ``copy``); ``issue`` the issue id or identifier acted on;
     ``detail`` the command's other fields, one line; ``ok`` and ``message`` its result;

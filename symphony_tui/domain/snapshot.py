@@ -165,7 +165,9 @@ class ProjectRow(BaseModel):
     ``stale``, ``down``, ``refused`` (the API refused the fleet's token), ``config`` (the
     token it names cannot be had: nothing was asked of the scheduler), ``lost`` (its
     process or its host's announcement is gone without it saying it stopped: its agents
-    may still run) or ``stopped`` (it said it was stopping); ``age_s``: seconds since it
+    may still run), ``stopped`` (it said it was stopping) or ``duplicate`` (it reaches the
+    very scheduler process another project shows: ``error`` says which, and it has no
+    figures and no rows); ``age_s``: seconds since it
     was last heard from (None: never, and its figures are unknown, not 0); ``error``: the
     link's last failure or the scheduler's last error, one line. The counts, ``totals``
     and the other figures are those of its last snapshot (a console filtered to the
@@ -212,7 +214,10 @@ class Snapshot(BaseModel):
     ``totals`` include ended sessions; ``seconds_running`` = ended sessions + live elapsed
     (spec §13.5). ``token_rate_per_min`` is total tokens over the last minute.
     ``runs_not_reported``: finished runs (this process and earlier ones) whose backend
-    reported no usage; ``totals`` hold nothing of theirs.
+    reported no usage; ``totals`` hold nothing of theirs. ``stopping_with``: ``None``
+    while the scheduler runs; once it began shutting down, ``(running, retrying,
+    approvals)`` it had then (its runs end during the shutdown, before it says it has
+    stopped: what a front end says it had comes from here).
     """
 
     model_config = ConfigDict(frozen=True, defer_build=True)
@@ -252,6 +257,7 @@ class Snapshot(BaseModel):
     tracker_states: tuple[str, ...] = ()
     """The configured active then terminal states (targets for a tracker move)."""
     projects: tuple[ProjectRow, ...] = ()
+    stopping_with: tuple[int, int, int] | None = None
     """A fleet console's schedulers, one row each (empty for one scheduler)."""
     pull_requests: dict[str, PullRequestLink] = Field(default_factory=dict)
     """Issue identifier -> its pull request (GitHub: docs/configuration.md ``github``)."""

@@ -1,11 +1,12 @@
 """``symphony-tui fleet --list``: each project's state once, as a table (no console).
 
 It follows the targets as the console would for up to ``wait_s`` seconds (less once every
-project is live, down, refused, config, lost or stopped), then prints one line a project,
-by name (the console's order): name, link state, running, retrying, approvals waiting
-(``-``: never heard from, so unknown), machine (``here``: this one), where it is
-(:func:`where`) and the last error (a clean stop's reason). Exit 0 when every project is
-live, 1 otherwise (none found, or one is not)."""
+project is live, down, refused, config, lost, stopped or a duplicate of another), then
+prints one line a project, by name (the console's order): name, link state, running,
+retrying, approvals waiting (``-``: never heard from, so unknown), machine (``here``: this
+one), where it is (:func:`where`) and the last error (a clean stop's reason; a
+duplicate's: which project shows its scheduler). Exit 0 when every project is live (or
+the duplicate of one), 1 otherwise (none found, or one is not)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from symphony_tui.fleet.port import FleetPort
 from symphony_tui.fleet.targets import Target
 from symphony_tui.text import one_line
 
-SETTLED = frozenset({"live", "down", "refused", "config", "lost", "stopped"})
+SETTLED = frozenset({"live", "down", "refused", "config", "lost", "stopped", "duplicate"})
 
 
 async def settle(fleet: FleetPort, wait_s: float) -> tuple[ProjectRow, ...]:
@@ -83,4 +84,4 @@ def list_once(targets: Sequence[Target], *, wait_s: float, out: TextIO | None = 
         return 1
     for line in table(rows):
         out.write(line + "\n")
-    return 0 if all(r.link_state == "live" for r in rows) else 1
+    return 0 if all(r.link_state in ("live", "duplicate") for r in rows) else 1

@@ -31,8 +31,14 @@ one's (which starts empty), numbered on after the earlier ones'
 process reads that process's again, numbered as before. Commands go to one
 project's API (``X-Symphony-Via: fleet``), by the prefix of the id they name, else by
 ``command.project``; the answer names the project (``alpha · DEMO-3: approved``, a refusal
-``alpha: why``). A scheduler that a workflow or URL target names is not also a row of
-``local``.
+``alpha: why``).
+
+One scheduler is one project (:mod:`symphony_tui.fleet.identity`): ``local`` leaves every
+scheduler that a workflow or URL target names (its workflow, its address) to that target,
+and drops one it had taken; two projects whose ports follow one scheduler process (its
+workflow and its URL, ``localhost`` and ``127.0.0.1``) show it once: the second of two
+lines reads ``duplicate`` and shows none of its rows or events, one found by ``local`` or
+``ssh://`` is dropped, and the one that keeps it logs none of what the other logged.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import contextlib
+import dataclasses
 import heapq
 import math
 import time
@@ -65,6 +72,7 @@ from symphony_tui.domain.snapshot import ProjectRow
 from symphony_tui.domain.tokens import TokenUsage
 from symphony_tui.fleet import names
 from symphony_tui.fleet import targets as tg
+from symphony_tui.fleet.identity import NAMING, Process, designates, rank
 from symphony_tui.fleet.merge import Parts, event_of, merge, parts_of, split_id
 from symphony_tui.fleet.refusals import lost_refusal, stale_refusal
 from symphony_tui.hosts.ssh import SshError
@@ -105,6 +113,17 @@ class FleetLink:
 LOST_STATES = frozenset({"reconnecting", "stale", "down", "refused", "lost", "config", "stopped"})
 
 
+@dataclass(frozen=True)
+class Duplicate:
+    """A project whose port follows the very scheduler process that ``of`` (another
+    project, ranked before it: :func:`~symphony_tui.fleet.identity.rank`) shows:
+    ``process``, and ``said``, the row's one line."""
+
+    process: Process
+    of: str
+    said: str
+
+
 class Project:
     """One scheduler of the fleet: its name (unique, fixed for the fleet's life), the
     target it came from, and its port while connected (``None``: not found or not
@@ -118,7 +137,11 @@ class Project:
     ``clean_stop``: its scheduler said it was stopping (``stopping`` frame, 503
     ``scheduler_stopping``); ``stopped_with``: ``(running, retrying, approvals)`` it last
     said before; ``stop_reason``: the reason it gave. False and ``None`` while it runs,
-    before it is heard from, and when it went without a word."""
+    before it is heard from, and when it went without a word.
+
+    ``duplicate``: set while its port follows the process another project shows (its row
+    reads ``duplicate``, it has no rows in the panes and logs no event), until its port
+    follows another process."""
 
     def __init__(
         self,
@@ -150,14 +173,32 @@ class Project:
         self.stopped_with: tuple[int, int, int] | None = None
         self.clean_stop = False
         self.stop_reason: str | None = None
+        self.duplicate: Duplicate | None = None
+        #: Its process when the fleet last sorted out who shows which process.
+        self.sorted: Process | None = None
+        #: ``(process, seq)``: that process's events up to ``seq`` are another project's,
+        #: logged under its name before this one was found to show that process.
+        self.skip: tuple[Process, int] | None = None
+        #: ``(process, seq)``: the newest event of that process this project logged.
+        self.logged: tuple[Process, int] | None = None
+        #: Found by ``local`` or ``ssh://`` and dropped: another project shows its process.
+        self.dropped = False
         self._clock = clock
+
+    def process(self) -> Process | None:
+        """The scheduler process its port follows, once it has said when it started."""
+        if self.port is None:
+            return None
+        pid = self.endpoint.pid if self.endpoint is not None else None
+        return Process.of(self.port.snapshot(), pid)
 
     def remember(self) -> None:
         """Take ``last``, ``heard_at`` and how it stopped from its port, when that has heard
         from its scheduler (called before the port is read, and before it is dropped). A
-        scheduler gone without a word keeps the snapshot it last sent, runs and all."""
+        scheduler gone without a word keeps the snapshot it last sent, runs and all. A
+        duplicate remembers nothing: what it heard is another project's."""
         port = self.port
-        if port is None:
+        if port is None or self.duplicate is not None:
             return
         link = port.link()
         if link.age_s is None:
@@ -169,7 +210,7 @@ class Project:
             self.last = before
         else:
             self.last = port.snapshot()
-        self.stopped_with = _counts(before) if self.clean_stop and before is not None else None
+        self.stopped_with = _had(before) if self.clean_stop and before is not None else None
         self.stop_reason = link.error if self.clean_stop else None
 
     def state(self) -> tuple[str, float | None, str | None]:
@@ -178,7 +219,10 @@ class Project:
         ``stopped`` only for a scheduler that said it was stopping; one gone without a word
         (its process ended, its host no longer announces it) is ``lost``, unless no word of
         it ever reached this fleet (its API refused this fleet's token, say): then nothing
-        is known to run there, and it is ``down``, its error saying it is gone."""
+        is known to run there, and it is ``down``, its error saying it is gone; one whose
+        port follows another project's process is ``duplicate``, its error saying whose."""
+        if self.duplicate is not None:
+            return "duplicate", None, self.duplicate.said
         if self.port is None:
             if self.gone is not None:
                 ended = "stopped" if self.clean_stop else "lost"
@@ -211,7 +255,10 @@ class Project:
     def source(self) -> Snapshot | None:
         """The snapshot its rows in the panes come from: its port's; for a scheduler gone
         without a word (``lost``), the last it sent, runs and approvals kept (they read
-        unknown: its agents may still run), also once its port is dropped."""
+        unknown: its agents may still run), also once its port is dropped. A duplicate's:
+        none (another project shows them)."""
+        if self.duplicate is not None:
+            return None
         if self._went_without_word() and self.last is not None:
             return self.last
         return self.port.snapshot() if self.port is not None else None
@@ -245,9 +292,19 @@ class Project:
         counts are what runs and waits there now (none) and its capacity 0: nothing runs
         there until it is started again; ``stopped_with`` has what it had, ``stop_reason``
         why (a clean stop is no error). A ``lost`` one's are what it last said (its agents
-        may still run)."""
+        may still run). A duplicate's row says whose process it follows, and nothing of it."""
         self.remember()
         state, age, error = self.state()
+        if self.duplicate is not None:
+            snap = self.port.snapshot() if self.port is not None else None
+            return ProjectRow(
+                name=self.name,
+                target=self.target.text,
+                workflow_path=snap.workflow_path if snap is not None else "",
+                machine=self.machine,
+                link_state=state,
+                error=error,
+            )
         snap = self.port.snapshot() if self.port is not None else None
         if state in LOST_STATES and self.last is not None:
             snap = self.last
@@ -287,6 +344,15 @@ class Project:
 def _counts(snap: Snapshot) -> tuple[int, int, int]:
     """``(running, retrying, approvals)`` of ``snap``."""
     return len(snap.running), len(snap.retrying), len(snap.approvals)
+
+
+def _had(snap: Snapshot) -> tuple[int, int, int]:
+    """``(running, retrying, approvals)`` a scheduler had as it began stopping: what
+    ``snap`` (the last it sent before it said so) says it had then, else its counts (one
+    that said so before its shutdown began, as a detached console's does, or an older
+    one). A SIGTERM's shutdown ends the runs first, so by its ``stopping`` frame its
+    counts are 0."""
+    return snap.stopping_with if snap.stopping_with is not None else _counts(snap)
 
 
 def _figures(snap: Snapshot, *, can_run: bool = True) -> dict[str, Any]:
@@ -348,6 +414,14 @@ class FleetPort(SchedulerPort):
             self._named_tried.set()
         self._tasks: list[asyncio.Task] = []
         self.rebuilds = 0  # merged snapshots built (the benchmark reads it)
+        self._order = {t.text: i for i, t in enumerate(self.targets)}
+        #: Projects of ``local`` or ``ssh://`` dropped as another's process, their ports
+        #: to be closed by their target's task.
+        self._dropped: list[Project] = []
+        #: ``(target text, endpoint key)`` -> ``(pid, project, process)``: what ``local``
+        #: or ``ssh://`` found there is the process that project shows: not taken again
+        #: while that pid serves there and that project shows that process.
+        self._elsewhere: dict[tuple[str, str], tuple[int, Project, Process]] = {}
 
     # -- the projects ---------------------------------------------------------------------
     def _project(
@@ -390,6 +464,72 @@ class FleetPort(SchedulerPort):
     def _forget(self, project: Project) -> None:
         self.projects.pop(project.name, None)
         self._by_key.pop((project.target.text, project.key), None)
+
+    def _rank(self, project: Project) -> tuple[int, int, str]:
+        order = self._order.get(project.target.text, len(self._order))
+        return (*rank(project.target, order), project.name)
+
+    def _sort_out(self) -> None:
+        """Show each scheduler process once. Projects go by rank
+        (:func:`~symphony_tui.fleet.identity.rank`: a workflow or URL target first, then
+        the earlier line); one whose port follows the process a project before it follows
+        is that one's :class:`Duplicate` (a workflow or URL target's, until its port follows
+        another process) or, found by ``local`` or ``ssh://``, dropped. What it logged of
+        that process is not logged again by the one that shows it."""
+        keepers: list[Project] = []
+        for project in sorted(self.projects.values(), key=self._rank):
+            process = project.sorted = project.process()
+            if project.duplicate is not None:
+                if project.duplicate.process == process:
+                    continue
+                project.duplicate = None  # its port follows another process now
+            if process is None:
+                continue
+            first = next((k for k in keepers if process.same(k.sorted)), None)
+            if first is None:
+                keepers.append(project)
+            else:
+                self._second(project, first, process)
+
+    def _second(self, project: Project, first: Project, process: Process) -> None:
+        """``project`` follows ``process``, which ``first`` shows (:meth:`_sort_out`)."""
+        logged = project.logged
+        if logged is not None and logged[0].same(process) and first.sorted is not None:
+            skip = first.skip
+            if skip is None or not skip[0].same(process) or skip[1] < logged[1]:
+                first.skip = (first.sorted, logged[1])
+        if project.target.kind in NAMING:
+            where = f"line {first.target.line}" if first.target.line else first.target.text
+            said = f"the same scheduler as {where} ({first.name}): shown there only"
+            project.duplicate = Duplicate(process, first.name, said)
+            project.last = project.heard_at = project.parts = None
+            project.clean_stop, project.stopped_with, project.stop_reason = False, None, None
+            return
+        self._forget(project)
+        project.dropped = True
+        self._dropped.append(project)
+        if project.endpoint is not None and project.endpoint.pid is not None:
+            key = (project.target.text, project.key)
+            self._elsewhere[key] = (project.endpoint.pid, first, process)
+
+    def _shown_elsewhere(self, target: tg.Target, endpoint: tg.Endpoint) -> bool:
+        """Whether what ``target`` (``local``, ``ssh://``) found at ``endpoint`` is the
+        process another project shows (it was dropped as that one's: :meth:`_second`)."""
+        found = self._elsewhere.get((target.text, endpoint.key))
+        if found is None:
+            return False
+        pid, first, process = found
+        shown = self.projects.get(first.name) is first and process.same(first.process())
+        if pid == endpoint.pid and shown:
+            return True
+        del self._elsewhere[(target.text, endpoint.key)]
+        return False
+
+    async def _close_dropped(self, target: tg.Target | None = None) -> None:
+        """Close the ports of the projects of ``target`` (all: None) dropped as another's."""
+        for project in [p for p in self._dropped if target is None or p.target is target]:
+            self._dropped.remove(project)
+            await self._disconnect(project)
 
     async def _connect(self, project: Project, endpoint: tg.Endpoint) -> None:
         """Follow ``endpoint`` as ``project`` (its old port, if any, closed first; the
@@ -470,7 +610,21 @@ class FleetPort(SchedulerPort):
         """Add ``events`` (one project's, each once, in its seq order: ``RemotePort``) to
         those waiting for their number, by time: an event goes after every waiting one
         that is not later, and never before an earlier event of its own project (an event
-        without a time, and its project's after it, go last)."""
+        without a time, and its project's after it, go last). A dropped or duplicate
+        project's are not taken, nor those another project logged of the same process
+        (:meth:`_sort_out`)."""
+        if project.dropped or self.projects.get(project.name) is not project:
+            return
+        process = project.process()
+        if process != project.sorted:
+            self._sort_out()
+        if project.duplicate is not None or project.dropped:
+            return
+        skip = project.skip
+        if skip is not None and skip[0].same(process):
+            events = [e for e in events if e.seq > skip[1]]
+        if process is not None and events:
+            project.logged = (process, events[-1].seq)
         name = project.name
         key = self._floors.get(name, -math.inf)
         batch = []
@@ -546,6 +700,21 @@ class FleetPort(SchedulerPort):
         if not self._untried:
             self._named_tried.set()
 
+    def _not_local(self, target: tg.Target, endpoint: tg.Endpoint) -> bool:
+        """Whether the scheduler ``local`` found at ``endpoint`` is another target's: one
+        that a workflow or URL target names (its workflow, its address:
+        :func:`~symphony_tui.fleet.identity.designates`; the process such a target's project
+        follows), or one another project was found to show (:meth:`_shown_elsewhere`).
+        Decided by what names it, not by which target reached it first."""
+        if endpoint.pid is not None and any(
+            p.target.kind in NAMING and p.endpoint is not None and p.endpoint.pid == endpoint.pid
+            for p in self.projects.values()
+        ):
+            return True
+        if any(designates(t, endpoint) for t in self.targets):
+            return True
+        return self._shown_elsewhere(target, endpoint)
+
     async def _follow_local(self, target: tg.Target) -> None:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._named_tried.wait(), timeout=5.0)
@@ -554,18 +723,18 @@ class FleetPort(SchedulerPort):
                 found = await self._thread(tg.local_endpoints)
             except OSError:
                 found = []
-            # a scheduler another target names (its workflow, its URL) has that row only
-            named = {
-                p.endpoint.pid
-                for p in self.projects.values()
-                if p.target is not target and p.endpoint is not None and p.endpoint.pid
-            }
+            await self._close_dropped(target)
+            named = [e for e in found if self._not_local(target, e)]
+            now = {e.key: e for e in found}
             for project in [p for p in self.projects.values() if p.target is target]:
-                if project.endpoint is not None and project.endpoint.pid in named:
-                    await self._disconnect(project)
+                there = now.get(project.key)
+                if there in named or (
+                    project.endpoint is not None and self._not_local(target, project.endpoint)
+                ):
+                    await self._disconnect(project)  # taken before its target had it
                     self._forget(project)
             for endpoint in found:
-                if endpoint.pid in named:
+                if endpoint in named:
                     continue
                 project = self._project(
                     target, endpoint.key, endpoint.folder_name, workflow=endpoint.workflow_path
@@ -607,9 +776,25 @@ class FleetPort(SchedulerPort):
                     # a stopped scheduler's row keeps its last state until one answers there
                     if project.port is None or await self._answers(endpoint):
                         await self._connect(project, endpoint)
+            elif target.machine is None and project.endpoint and project.endpoint.owner is None:
+                await self._find_owner(project)
             self._tried(target)
             if await self._wait(self.local_every_s):
                 return
+
+    async def _find_owner(self, project: Project) -> None:
+        """Give the port of a loopback URL target followed before its scheduler's API note
+        named it (its API answered first, or nothing did yet) that scheduler's process
+        once a note does, so a kill reads ``lost``, not a link that is down."""
+        try:
+            endpoint = await self._thread(tg.url_endpoint, project.target)
+        except (tg.TargetError, OSError):
+            return
+        if endpoint.owner is not None and project.port is not None:
+            project.endpoint = dataclasses.replace(
+                project.endpoint or endpoint, pid=endpoint.pid, owner=endpoint.owner
+            )
+            project.port.watch_owner(endpoint.owner)
 
     async def _follow_ssh(self, target: tg.Target) -> None:
         assert target.ssh is not None
@@ -627,6 +812,8 @@ class FleetPort(SchedulerPort):
                 if placeholder is not None:
                     self._forget(placeholder)
                     placeholder = None
+                await self._close_dropped(target)
+                found = [e for e in found if not self._shown_elsewhere(target, e)]
                 keys = {e.key for e in found}
                 for endpoint in found:
                     project = self._project(
@@ -671,17 +858,20 @@ class FleetPort(SchedulerPort):
             task.cancel()
         for project in list(self.projects.values()):
             await self._disconnect(project)
+        await self._close_dropped()
 
     def end_forwards(self) -> None:
         """End every ssh forward now (blocking): the last resort when the event loop ended
         without :meth:`close`, so no ``ssh`` outlives the fleet."""
-        for project in list(self.projects.values()):
+        for project in [*self.projects.values(), *self._dropped]:
             tunnel, project.tunnel = project.tunnel, None
             if tunnel is not None:
                 tunnel.close()
 
     # -- SchedulerPort --------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
+        if any(p.process() != p.sorted for p in self.projects.values()):
+            self._sort_out()
         rows = tuple(p.row() for p in self.projects.values())
         sources = tuple(p.source() for p in self.projects.values())
         ids = tuple(id(s) for s in sources)
@@ -786,6 +976,8 @@ class FleetPort(SchedulerPort):
             return CommandResult(False, routed)
         project, plain = routed
         state, age, error = project.state()
+        if state == "duplicate":
+            return CommandResult(False, f"{project.name}: {error}: not sent")
         if state == "lost":  # gone without a word: not "stopped", as its port would say
             return CommandResult(False, lost_refusal(project.name, error))
         if project.port is None:
@@ -829,7 +1021,7 @@ class FleetPort(SchedulerPort):
         """Every connected project's newest ``limit`` entries, merged by time (the newest
         ``limit``); an entry names its ``project`` (a pause names no issue), its ``issue``
         is namespaced and its ``via`` starts with its project. A project that does not answer within 5 s is left out."""
-        projects = [p for p in self.projects.values() if p.port is not None]
+        projects = [p for p in self.projects.values() if p.port is not None and not p.duplicate]
 
         async def one(project: Project) -> list[AuditEntry]:
             assert project.port is not None
@@ -864,6 +1056,6 @@ class FleetPort(SchedulerPort):
                 project, fields["issue"] = routed
         if project is None and isinstance(project_name, str):
             project = self.projects.get(project_name)
-        if project is None or project.port is None:
+        if project is None or project.port is None or project.duplicate is not None:
             return None
         return await project.port.note_action(what, **fields)

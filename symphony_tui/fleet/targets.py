@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import codecs
 import dataclasses
+import ipaddress
 import os
 import re
 import shlex
@@ -48,7 +49,7 @@ from symphony_tui.api.auth import find_control_token, is_loopback
 from symphony_tui.api.discovery import Endpoint, local_endpoints, ssh_endpoints
 from symphony_tui.api.ssh import parse_target
 from symphony_tui.config.worker_hosts import HostSpec
-from symphony_tui.paths import config_dir
+from symphony_tui.paths import config_dir, workflow_in
 from symphony_tui.text import one_line
 
 TargetKind = Literal["workflow", "url", "ssh", "local"]
@@ -70,8 +71,8 @@ class Target:
     """One target as the operator wrote it (``text``); ``name``: the project name the
     operator chose (None: the workflow's folder name); ``token_env`` / ``token_file``:
     where the bearer token of a scheduler behind it is, for one that needs a token its
-    note does not offer (the module doc); ``origin``: ``<fleet file>:<line>`` for a line
-    of the fleet file (None: the command line)."""
+    note does not offer (the module doc); ``line``: its line in the fleet file (None:
+    given on the command line)."""
 
     kind: TargetKind
     text: str
@@ -79,7 +80,7 @@ class Target:
     token_env: str | None = None
     token_file: Path | None = None
     ssh: HostSpec | None = None
-    origin: str | None = None
+    line: int | None = dataclasses.field(default=None, compare=False)
 
     @property
     def machine(self) -> str | None:
@@ -133,9 +134,7 @@ def parse(
             "ssh://[user@]host[:port] or local"
         )
     try:
-        path = Path(raw).expanduser()
-        if path.is_dir():
-            path = path / "WORKFLOW.md"
+        path = workflow_in(Path(raw).expanduser())
         found = path.resolve() if path.is_file() else None
     except (OSError, RuntimeError, ValueError) as exc:  # too long, ~nosuchuser, a NUL, a loop
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
@@ -145,14 +144,24 @@ def parse(
     return Target("workflow", str(found), name, token_env, token_file)
 
 
+def host_key(host: str) -> str:
+    """``host`` as two URLs that name one address alike write it: lower case, without a
+    final dot, an IP address in its shortest form (``0:0::1`` is ``::1``)."""
+    host = host.strip().lower().rstrip(".")
+    try:
+        return ipaddress.ip_address(host).compressed
+    except ValueError:
+        return host
+
+
 def identity(target: Target) -> tuple[object, ...]:
     """What two targets that watch the same thing share: a workflow's resolved path, a
-    URL's scheme, host and port (the scheme's default when none is written), an ssh
-    target's user, host and port (22 when none is written)."""
+    URL's scheme, host (:func:`host_key`) and port (the scheme's default when none is
+    written), an ssh target's user, host and port (22 when none is written)."""
     if target.kind == "url":
         parts = urlsplit(target.text)
         port = parts.port or (443 if parts.scheme == "https" else 80)
-        return ("url", parts.scheme, parts.hostname, port)
+        return ("url", parts.scheme, host_key(parts.hostname or ""), port)
     if target.ssh is not None:
         return ("ssh", target.ssh.user, target.ssh.hostname.lower(), target.ssh.port or 22)
     return (target.kind, target.text)
@@ -247,7 +256,7 @@ def read_fleet_file(path: Path) -> tuple[list[Target], list[str]]:
                     "dropped, this project is named by its target"
                 )
                 target = dataclasses.replace(target, name=None)
-        targets.append(dataclasses.replace(target, origin=where))
+        targets.append(dataclasses.replace(target, line=number))
     return targets, notices
 
 
@@ -349,8 +358,8 @@ def token_hint(target: Target) -> str:
     """What gives a scheduler behind ``target`` its token, for the line of a scheduler that
     refused this fleet for want of one: a fleet-file line's options, else the command's
     flags and the variable."""
-    if target.origin is not None:
-        return f"token-env=VAR or token-file=PATH on {target.origin}"
+    if target.line is not None:
+        return f"token-env=VAR or token-file=PATH on line {target.line} of the fleet file"
     return f"symphony-tui fleet --token-env VAR or --token-file PATH, or ${DEFAULT_TOKEN_ENV}"
 
 

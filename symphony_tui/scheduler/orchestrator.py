@@ -251,7 +251,7 @@ class Orchestrator(SchedulerPort):
 
     def on_stop_command(self, stop: Callable[[str], None] | None) -> None:
         """How a ``stop_scheduler`` command (``StopScheduler``) ends this process: ``stop``
-        is called once, on the loop, with who sent it (``user@host via api ...``), and must
+        is called once, on the loop, with who sent it (``user@host via HTTP API from ...``), and must
         start the same graceful shutdown as ``symphony-tui stop`` (the CLI sends itself
         SIGTERM). None: the command is refused."""
         self._commands.stop_process = stop
@@ -424,7 +424,7 @@ class Orchestrator(SchedulerPort):
     ) -> CommandResult:
         """Apply an operator command as a control input (docs/architecture.md "The path of one
         operator command") and write it to the audit log (``who``: ``user@host``, default
-        this process's user; ``via``: ``console`` or ``api <address>``).
+        this process's user; ``via``: ``console`` or ``HTTP API from <address>``).
         ``issue_id`` fields also accept an issue identifier (``ABC-12``).
 
         With no other control input waiting, the command is handled at once, by this task:

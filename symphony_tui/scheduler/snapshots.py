@@ -63,6 +63,7 @@ def build_snapshot(
     row_cache: IssueRowCache | None = None,
     resources: ResourceBook | None = None,
     pull_requests: Mapping[str, PullRequestLink] | None = None,
+    stopping_with: tuple[int, int, int] | None = None,
 ) -> Snapshot:
     """The scheduler's state as one frozen ``Snapshot``.
 
@@ -74,6 +75,7 @@ def build_snapshot(
     (§8.2), workers by start, retries by due time, approvals by creation then id.
     ``resources``: the last resource sample (agent memory and CPU, machines' memory,
     issues waiting for memory). ``pull_requests``: issue identifier -> its pull request.
+    ``stopping_with``: what ran and waited when the shutdown began (``None``: it runs).
     """
     book = resources or ResourceBook()
     retries = sorted(retries, key=lambda e: e.due_at)
@@ -130,6 +132,7 @@ def build_snapshot(
             dict.fromkeys((*settings.tracker.active_states, *settings.tracker.terminal_states))
         ),
         pull_requests=dict(pull_requests or {}),
+        stopping_with=stopping_with,
     )
 
 

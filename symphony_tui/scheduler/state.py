@@ -143,6 +143,8 @@ class SchedulerState:
         self.last_poll_at: datetime | None = None
         self.next_poll_at: datetime | None = None
         self.stopping = False
+        #: ``(running, retrying, pending approvals)`` when the shutdown began (None before).
+        self.stopping_with: tuple[int, int, int] | None = None
         self.ticks = 0
         #: Monotonic seconds of the newest change that may make something eligible (a run
         #: ended, a claim was released); idleness needs a tick after it.
@@ -469,7 +471,11 @@ class SchedulerState:
         self.changed()
 
     def mark_stopping(self) -> None:
+        """The shutdown begins: what runs and waits now is kept (``stopping_with``), as the
+        shutdown ends it before the scheduler says it has stopped."""
         self.stopping = True
+        approvals = sum(len(run.pending) for run in self.running.values())
+        self.stopping_with = (len(self.running), len(self.retrying), approvals)
         self.changed()
 
     def tick_started(self) -> None:
@@ -594,4 +600,5 @@ class SchedulerState:
             row_cache=self._rows,
             resources=self.resources,
             pull_requests=self.pull_requests,
+            stopping_with=self.stopping_with,
         )

@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import socket
+import ssl
 import sys
 from datetime import datetime
 
@@ -93,6 +94,56 @@ def test_a_link_s_reason_is_plain_words_with_the_address_not_errno_text():
     assert link_reason(silent).startswith("timed out connecting to 10.0.0.7:80 (")
     for said in (refused, unreachable, unresolved, timed_out, reset):
         assert "Errno" not in failed("http://127.0.0.1:9/", said)
+
+
+async def test_https_to_a_plain_http_server_says_the_tls_handshake_failed():
+    """An ``https://`` address whose server speaks plain http: OpenSSL's error carries
+    errno 1, which read "Operation not permitted"; the reason says what failed."""
+
+    async def plain_http(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(100)
+        writer.write(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(plain_http, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        async with httpx.AsyncClient() as client:
+            with pytest.raises(httpx.ConnectError) as caught:
+                await client.get(f"https://127.0.0.1:{port}/api/v1/stream")
+    finally:
+        server.close()
+    assert link_reason(caught.value) == (
+        f"TLS handshake with 127.0.0.1:{port} failed "
+        "(the server may speak plain http: try http:// instead of https://)"
+    )
+    refused = ssl.SSLCertVerificationError(1, "certificate verify failed")
+    refused.verify_message = "self-signed certificate"
+    exc = httpx.ConnectError("", request=httpx.Request("GET", "https://ci.example:8443/"))
+    exc.__cause__ = refused
+    assert link_reason(exc) == (
+        "TLS handshake with ci.example:8443 failed: its certificate is refused "
+        "(self-signed certificate; a self-signed certificate, or one for another name)"
+    )
+
+
+async def test_a_connection_closed_without_an_answer_says_so_in_words():
+    async def hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(100)
+        writer.close()
+
+    server = await asyncio.start_server(hang_up, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        async with httpx.AsyncClient() as client:
+            with pytest.raises(httpx.RemoteProtocolError) as caught:
+                await client.get(f"http://127.0.0.1:{port}/api/v1/stream")
+    finally:
+        server.close()
+    assert link_reason(caught.value) == "the scheduler closed the connection without answering"
+    cut = httpx.RemoteProtocolError("peer closed connection without sending complete message body")
+    assert link_reason(cut) == "the connection closed mid-answer"
 
 
 async def test_a_refused_connection_says_nothing_listens_there():

@@ -1,6 +1,6 @@
 """``POST /api/v1/commands`` carries ``drain_host`` / ``undrain_host`` / ``probe_host``
 like the hosts screen's keys: the snapshot shows the drain, a refusal is 409
-with its one-line reason, a bad body 400, and each is in the audit log with ``via api``."""
+with its one-line reason, a bad body 400, and each is in the audit log via the HTTP API."""
 
 from __future__ import annotations
 
@@ -55,11 +55,11 @@ async def test_drain_and_undrain_a_host_over_http(make_harness):
     finally:
         await api.stop()
     entries = audit["entries"] if isinstance(audit, dict) else audit
-    got = [(e["what"], e["ok"], e["via"].split()[0]) for e in entries]
+    got = [(e["what"], e["ok"], e["via"].split(" from ")[0]) for e in entries]
     assert got == [
-        ("drain_host", True, "api"),
-        ("undrain_host", False, "api"),
-        ("probe_host", True, "api"),
-        ("drain_host", False, "api"),  # refused as invalid (a blank host), audited too
-        ("undrain_host", True, "api"),
+        ("drain_host", True, "HTTP API"),
+        ("undrain_host", False, "HTTP API"),
+        ("probe_host", True, "HTTP API"),
+        ("drain_host", False, "HTTP API"),  # refused as invalid (a blank host), audited too
+        ("undrain_host", True, "HTTP API"),
     ]

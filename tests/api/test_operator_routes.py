@@ -81,7 +81,7 @@ async def test_audit_lists_commands_with_who_sent_them(served):
         ("pause_dispatch", "bob@laptop"),
         ("refresh", "api"),
     ]
-    assert entries[0]["via"].startswith("api 127.0.0.1") and entries[0]["ok"] is True
+    assert entries[0]["via"].startswith("HTTP API from 127.0.0.1") and entries[0]["ok"] is True
     assert (await client.get("/api/v1/audit", params={"limit": "1"})).json()["entries"][0][
         "what"
     ] == "refresh"
@@ -180,7 +180,7 @@ async def test_stop_scheduler_needs_the_control_token_and_is_audited_with_who(se
     again = await client.post("/api/v1/commands", json=body, headers=who)
     assert again.json()["message"] == "the scheduler is already stopping"
     assert len(asked) == 1  # the process is asked once, told who asked
-    assert asked[0].startswith("bob@laptop via api ")
+    assert asked[0].startswith("bob@laptop via HTTP API from ")
     entries = (await client.get("/api/v1/audit")).json()["entries"]
     stops = [(e["what"], e["who"], e["ok"]) for e in entries if e["what"] == "stop_scheduler"]
     assert stops == [

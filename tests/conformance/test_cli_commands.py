@@ -129,6 +129,24 @@ def test_each_command_has_help_naming_its_settings_and_environment(capsys, comma
         assert name in out, name
 
 
+def test_fleet_help_says_list_exits_1_unless_every_project_is_live(capsys):
+    code, out, _ = run_main(capsys, "fleet", "--help")
+    words = " ".join(out.split())
+    assert code == 0 and "exit 1 when any project is not live" in words
+    assert "exit 0 when every project is live, 1 when none is found or any is not" in words
+
+
+def test_every_workflow_argument_takes_the_folder_holding_it(tmp_path):
+    from symphony_tui.paths import resolve_workflow_path
+
+    project = write_project(tmp_path / "project", [issue(1)])
+    assert resolve_workflow_path(str(project.folder)) == project.workflow
+    assert resolve_workflow_path(str(project.workflow)) == project.workflow
+    empty = tmp_path / "empty"
+    empty.mkdir()  # nothing there: the file it would be, for the error to name
+    assert resolve_workflow_path(str(empty)) == empty / "WORKFLOW.md"
+
+
 def test_main_help_lists_the_commands_and_where_files_live(capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
@@ -170,10 +188,13 @@ def test_each_usage_error_is_one_line_on_stderr(capsys, monkeypatch, tmp_path, a
     assert message in only_line(err)
 
 
-def test_a_folder_as_workflow_and_an_unwritable_log_dir_are_one_line(capsys, tmp_path):
+def test_a_folder_without_a_workflow_and_an_unwritable_log_dir_are_one_line(capsys, tmp_path):
     project = write_project(tmp_path / "project", [issue(1)])
-    code, _, err = run_main(capsys, "--headless", str(project.folder))
-    assert code == 1 and "is a folder; name the WORKFLOW.md in it" in only_line(err)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, _, err = run_main(capsys, "--headless", str(empty))
+    expected = f"missing_workflow_file: {empty / 'WORKFLOW.md'} does not exist"
+    assert code == 1 and expected in only_line(err)
     blocker = tmp_path / "file"
     blocker.write_text("")
     code, _, err = run_main(
@@ -215,6 +236,9 @@ def test_paths_prints_every_location_and_creates_nothing(tmp_path):
     assert rows["lock file"].startswith(str(tmp_path / "locks"))
     as_json = cli("paths", "--json", str(project.workflow), cwd=tmp_path, env=env, timeout=60)
     assert json.loads(as_json.stdout)["events"] == rows["events"]
+    # the folder holding it names it, as for `fleet` and `stop`
+    by_folder = cli("paths", "--json", str(project.folder), cwd=tmp_path, env=env, timeout=60)
+    assert json.loads(by_folder.stdout) == json.loads(as_json.stdout)
     assert not (tmp_path / "state").exists() and not (tmp_path / "config").exists()
     assert not (tmp_path / "locks").exists() and not project.workspaces.exists()
 

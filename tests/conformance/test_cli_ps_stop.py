@@ -115,6 +115,26 @@ def test_stop_by_the_workflow_path_in_the_note(tmp_path, sleeper):
     assert sleeper.wait(timeout=5) == -15
 
 
+def test_stop_by_the_folder_holding_the_workflow(tmp_path, sleeper):
+    """``stop ~/fleet-try/web``: a folder names its WORKFLOW.md, as for ``fleet``."""
+    notes = tmp_path / "api"
+    note_for(notes, sleeper.pid, "local:/work/alpha/issues.yaml")
+    workflow = tmp_path / "alpha" / "WORKFLOW.md"
+    workflow.parent.mkdir()
+    workflow.write_text("---\ntracker:\n  kind: local\n  path: issues.yaml\n---\nhi\n")
+    note = json.loads((notes / f"{sleeper.pid}.json").read_text())
+    note["workflow"] = str(workflow)
+    (notes / f"{sleeper.pid}.json").write_text(json.dumps(note))
+    err = io.StringIO()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert run_stop(str(empty), directory=notes, err=err) == 1  # no WORKFLOW.md in it
+    assert f"no workflow file at {empty / 'WORKFLOW.md'}" in err.getvalue()
+    assert sleeper.poll() is None
+    assert run_stop(str(workflow.parent), directory=notes, err=err, timeout=20) == 0, err.getvalue()
+    assert sleeper.wait(timeout=5) == -15
+
+
 def test_stop_names_a_workflow_whose_project_nobody_runs(tmp_path):
     (tmp_path / "issues.yaml").write_text("issues: []\n")
     (tmp_path / "WORKFLOW.md").write_text(

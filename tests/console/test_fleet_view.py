@@ -25,7 +25,7 @@ from symphony_tui.console.tones import Tones
 from symphony_tui.console.widgets.event_log import EventLogView, LogFilter
 from symphony_tui.console.widgets.issues import IssuesTable
 from symphony_tui.console.widgets.keyed_table import KeyedTable
-from symphony_tui.console.widgets.status import status_text
+from symphony_tui.console.widgets.status import project_alerts, status_text
 from symphony_tui.console.widgets.tokens import per_worker_text, projects_text
 from symphony_tui.console.widgets.workers import WorkersTable
 from symphony_tui.domain import Approve, Deny, Interrupt, PauseDispatch, Refresh
@@ -372,6 +372,47 @@ async def test_a_project_never_heard_from_shows_its_figures_as_unknown_not_zero(
         assert "token setting" in detail and "the scheduler was not asked" in detail
 
 
+async def test_a_duplicate_project_says_whose_scheduler_it_reaches_and_shows_nothing(
+    fleet, make_app
+):
+    """A line that reaches the scheduler another line shows (docs/fleet.md, "One
+    scheduler, one project"): its row says so, with no figures, and it is no trouble in
+    the warnings."""
+    said = "the same scheduler as line 2 (api): shown there only"
+    projects = tuple(
+        p.model_copy(
+            update={
+                "link_state": "duplicate",
+                "age_s": None,
+                "error": said,
+                "running": 0,
+                "retrying": 0,
+                "approvals": 0,
+                "totals": TokenUsage(),
+                "rate_limits": None,
+            }
+        )
+        if p.name == WEB
+        else p
+        for p in fleet.current.projects
+    )
+    fleet.update(projects=projects)
+    app = make_app(fleet)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert all(WEB not in a.label + a.value for a in project_alerts(fleet.snapshot()))
+        live = sum(1 for p in projects if p.link_state == "live")
+        counted = f"{live}/{len(projects) - 1} projects live"  # the duplicate is not one
+        assert counted in plain(status_text(fleet.snapshot(), NOW, Tones(), width=200))
+        await pilot.press("P")
+        await settle(pilot)
+        table = app.screen.query_one("#projects", KeyedTable)
+        rows = cells(table)
+        assert rows[WEB][1:6] == ["= duplicate", "-", "-", "-", "-"]
+        assert rows[WEB][-1] == said
+        assert str(table.border_title).startswith(f"Projects ({live}/{len(projects) - 1} live)")
+
+
 async def test_the_filter_key_cycles_and_every_pane_follows(fleet, make_app):
     app = make_app(fleet)
     async with app.run_test(size=SIZE) as pilot:
@@ -503,8 +544,12 @@ async def test_commands_carry_the_rows_issue_id_or_project_and_refusals_name_it(
         await pilot.press("R")
         await done(pilot)
         assert fleet.sent[-1] == Refresh(project=WEB)
-        # on the projects table: the selected project, by its own pause state
+        # on the projects table: the selected project, by its own pause state, named first
         await pilot.press("P", "down", "down", "p")
+        assert isinstance(app.screen, Confirm)
+        body = str(app.screen.query_one("#dialog-body").render())
+        assert body.startswith(f"Resume dispatch of {BILLING}?"), body
+        await pilot.press("y")
         await done(pilot)
         assert fleet.sent[-1] == PauseDispatch(paused=False, project=BILLING)
         assert fleet.routed[-1] == (BILLING, PauseDispatch(paused=False))
@@ -518,13 +563,58 @@ async def test_without_a_selection_the_filter_decides_else_choose_a_project(make
     app = make_app(fleet)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await pilot.press("p")
+        await pilot.press("R")
         await done(pilot)
         assert fleet.sent == []
         assert (CHOOSE_A_PROJECT, "warning") in notifications(app)
-        await pilot.press("F", "F", "p")  # filtered by web
+        await pilot.press("F", "F", "p")  # filtered by web: asked by its name
+        assert isinstance(app.screen, Confirm)
+        body = str(app.screen.query_one("#dialog-body").render())
+        assert body.startswith("Pause dispatch of web?"), body
+        await pilot.press("y")
         await done(pilot)
         assert fleet.sent == [PauseDispatch(paused=True, project=WEB)]
+
+
+async def test_a_fleets_pause_names_the_focused_panes_project_never_one_selected_before(
+    fleet, make_app
+):
+    from symphony_tui.console.screens.modals import Choose
+
+    app = make_app(fleet)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        # a web worker selected, then the focus moves to the event log: that row is not
+        # what the operator looks at now, so which project is asked, not assumed
+        app.screen.query_one("#workers").focus()
+        assert app.screen.query_one(WorkersTable).select_key("web/i-12")
+        await pilot.press("3", "p")
+        await settle(pilot)
+        assert isinstance(app.screen, Choose) and not fleet.sent
+        body = str(app.screen.query_one("#dialog-body").render())
+        assert "Pause or resume which?" in body
+        await pilot.press("down", "down", "enter")  # the third: billing, paused
+        await done(pilot)
+        assert fleet.sent == [PauseDispatch(paused=False, project=BILLING)]
+        # the token pane has no rows either
+        await pilot.press("4", "p")
+        await settle(pilot)
+        assert isinstance(app.screen, Choose)
+        await pilot.press("escape")
+        await settle(pilot)
+        assert len(fleet.sent) == 1
+        # back on the workers table: its selected row's project, named before it is sent
+        await pilot.press("2", "p")
+        await settle(pilot)
+        assert isinstance(app.screen, Confirm)
+        body = str(app.screen.query_one("#dialog-body").render())
+        assert body.startswith("Pause dispatch of web?"), body
+        await pilot.press("n")
+        await done(pilot)
+        assert len(fleet.sent) == 1
+        await pilot.press("p", "y")
+        await done(pilot)
+        assert fleet.sent[-1] == PauseDispatch(paused=True, project=WEB)
 
 
 async def test_hosts_of_two_projects_with_one_name_stay_apart(make_app):
@@ -609,6 +699,44 @@ def test_the_status_line_says_a_fleet_in_short_words_when_it_would_be_cut():
     assert "1/4 running" in filtered and "⌂ 2/3 live · web" in filtered
 
 
+def test_a_clean_stop_warns_with_the_stopped_mark_in_the_warning_tone_not_as_an_error():
+    from rich.style import Style
+
+    from symphony_tui.console.widgets.status import alert_text
+
+    snap = fleet_snapshot()
+    stopped = {"link_state": "stopped", "error": None, "stop_reason": "stopped by SIGTERM"}
+    snap = snap.model_copy(
+        update={
+            "projects": tuple(
+                p.model_copy(update=stopped) if p.name == WEB else p for p in snap.projects
+            )
+        }
+    )
+    tones = Tones(warning=Style(color="yellow"), error=Style(color="red"))
+    alert = alert_text(snap, snap.generated_at, tones)
+    assert alert is not None
+    assert alert.plain == "■ project web stopped: stopped by SIGTERM · last update 32s ago"
+    label = next(span for span in alert.spans if span.end == len("■ project web stopped: "))
+    assert label.style == tones.warning
+    # two stopped: one line, the same mark and tone
+    two = snap.model_copy(
+        update={
+            "projects": tuple(
+                p.model_copy(update=stopped) if p.name == API else p for p in snap.projects
+            )
+        }
+    )
+    alert = alert_text(two, two.generated_at, tones)
+    assert alert is not None and alert.plain.startswith("■ 2 projects stopped: api, web")
+    assert alert.spans[0].style == tones.warning
+    # the projects table's link cell likewise
+    from symphony_tui.console.screens.projects import link_cell
+
+    cell = link_cell(two.projects[1], tones)
+    assert (cell.plain, cell.style) == ("■ stopped 32s", tones.warning)
+
+
 def test_the_status_line_names_the_paused_projects_as_the_width_allows():
     snap = fleet_snapshot()  # billing-service-backend is paused
     now = snap.generated_at
@@ -639,7 +767,7 @@ async def test_the_audit_screen_names_each_entry_s_project_and_via_a_pause_too(f
     from symphony_tui.console.screens.audit import AuditScreen
     from symphony_tui.domain.audit import AuditEntry
 
-    via = "fleet api 127.0.0.1 pid 4242 (python3) uid 1000 with the control token"
+    via = "fleet (HTTP API from 127.0.0.1 pid 4242 (python3) uid 1000 with the control token)"
     fleet.audit = [
         AuditEntry(
             at=NOW, who="ann@box", via=f"{WEB}: {via}", what="approve", issue=f"{WEB}/#12",
@@ -664,7 +792,7 @@ async def test_the_audit_screen_names_each_entry_s_project_and_via_a_pause_too(f
         approve, pause = ([plain(c) for c in table.get_row_at(i)] for i in range(2))
         assert approve[1:5] == [WEB, "ann@box", "approve", "#12"]
         assert pause[1:5] == [API, "ann@box", "pause dispatch", ""]
-        assert approve[6] == pause[6] == "fleet api 127.0.0.1 pid…"
+        assert approve[6] == pause[6] == "fleet (HTTP API from 12…"
         assert app.screen.selected_issue_id() is None  # the pause names no issue
         table.move_cursor(row=0)  # the approve's issue is web's #12, not api's
         assert app.screen.selected_issue_id() == f"{WEB}/i-12"
@@ -891,3 +1019,71 @@ def test_a_done_issue_reads_done_in_the_fleet_as_in_its_own_console():
     for project in ("api", "web"):
         assert "done" in rows[f"{project}/demo-1"][3].plain
         assert "done" not in rows[f"{project}/demo-2"][3].plain
+
+
+def test_names_cut_alike_keep_both_ends_in_every_pane():
+    """Two URL targets of one host are named by their addresses: cut at the end they read
+    the same (``127.0.0.1…``), so they keep their start and end; a name that reads apart
+    anyway is cut at its end."""
+    from symphony_tui.console import fmt
+    from symphony_tui.console.fleet import fit_name
+    from symphony_tui.console.screens.approvals import approval_rows
+    from symphony_tui.console.widgets.issues import issue_rows
+    from symphony_tui.console.widgets.workers import worker_rows
+    from symphony_tui.domain import AgentEvent, EventKind
+
+    names = ("127.0.0.1:37347", "127.0.0.1:45895", "billing-service-backend", "api")
+    assert [fit_name(n, 10, names) for n in names] == [
+        "127.0…7347",
+        "127.0…5895",
+        "billing-s…",
+        "api",
+    ]
+    assert fit_name("frontend-app", 7, ("frontend-app", "frontend-api")) == "fro…app"
+    assert fit_name("frontend-app", 7) == "fronte…"  # no other name to tell it from
+    assert fit_name(None, 7) == "-"
+
+    rename = {API: "127.0.0.1:37347", WEB: "127.0.0.1:45895"}
+
+    def renamed(rows):
+        return tuple(
+            r.model_copy(update={"project": rename.get(r.project, r.project)}) for r in rows
+        )
+
+    snap = fleet_snapshot()
+    snap = snap.model_copy(
+        update={
+            "issues": renamed(snap.issues),
+            "running": renamed(snap.running),
+            "approvals": renamed(snap.approvals),
+            "projects": tuple(
+                p.model_copy(update={"name": rename.get(p.name, p.name)}) for p in snap.projects
+            ),
+        }
+    )
+    tones = Tones()
+    issues = {k: row[0].plain for k, row in issue_rows(snap, tones, fleet=True)}
+    assert issues["api/i-12"] == "127.0…7347" and issues["web/i-12"] == "127.0…5895"
+    workers = {k: row[1].plain for k, row in worker_rows(snap, NOW, tones, fleet=True)}
+    assert workers["api/i-12"] == "127.0…7347" and workers["web/i-12"] == "127.0…5895"
+    assert workers["billing-service-backend/b-3"] == "billing-s…"
+    approvals = {k: row[0].plain for k, row in approval_rows(snap, NOW, tones, fleet=True)}
+    assert approvals["api/ap-1"] == "127.0…7347" and approvals["web/ap-1"] == "127.0…5895"
+    event = AgentEvent(kind=EventKind.MESSAGE, message="hi", project="127.0.0.1:45895")
+    names = tuple(p.name for p in snap.projects)
+    assert " 127…895 " in fmt.event_line(event, tones, names=names).plain
+
+
+async def test_the_log_tells_apart_names_cut_alike_once_a_project_joins(fleet, make_app):
+    app = make_app(fleet)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        log = app.screen.query_one(EventLogView)
+        assert any(" billin… BIL-3 " in line for line in log.plain_lines())
+        projects = fleet.current.projects
+        joined = projects[0].model_copy(update={"name": "billing-service-worker"})
+        fleet.update(projects=(*projects, joined), generated_at=NOW + timedelta(seconds=1))
+        await settle(pilot)
+        lines = log.plain_lines()
+        assert any(" bil…end BIL-3 " in line for line in lines)
+        assert not any("billin…" in line for line in lines)

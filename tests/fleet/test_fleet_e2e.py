@@ -3,7 +3,9 @@ machine and two on sshd "hosts" (127.0.0.1 and 127.0.0.2) reached by ``ssh://``,
 :class:`~symphony_tui.fleet.port.FleetPort`: approvals and interrupts across projects,
 audited ``via fleet``; a wrong token is one line on its own row; a killed scheduler's row
 is lost (not stopped: it said no word of a stop) and comes back live when it is started
-again, its issue's transcript from before still read; the CLI's ``--list``."""
+again, its issue's transcript from before still read; the CLI's ``--list``. And beside
+``local``, schedulers named by a workflow and a URL, killed and started again, are each
+one project under its line's name, none of their events logged twice."""
 
 from __future__ import annotations
 
@@ -27,13 +29,12 @@ from symphony_tui.fleet.port import FleetPort
 from symphony_tui.scheduler.audit import local_operator
 from tests.api.remote_scheduler import ROOT, HeadlessScheduler, Sshd, issues_yaml
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        shutil.which("sshd") is None and not os.path.exists("/usr/sbin/sshd"),
-        reason="openssh-server is not installed (.ci/run installs it)",
-    ),
-]
+pytestmark = pytest.mark.slow
+
+needs_sshd = pytest.mark.skipif(
+    shutil.which("sshd") is None and not os.path.exists("/usr/sbin/sshd"),
+    reason="openssh-server is not installed (.ci/run installs it)",
+)
 
 APPROVAL = issues_yaml(1, "Release it. [demo: approval]")
 SLOW = issues_yaml(1, "Steady work. [demo: slow, two-turns]")
@@ -61,6 +62,7 @@ def one_ssh_config(folder, *sshds: Sshd) -> str:
     return f"ssh -F {path}"
 
 
+@needs_sshd
 async def test_five_schedulers_two_over_ssh_in_one_fleet(tmp_path, monkeypatch):
     local = tmp_path / "state-local"
     monkeypatch.setenv("XDG_STATE_HOME", str(local))
@@ -164,11 +166,12 @@ async def test_five_schedulers_two_over_ssh_in_one_fleet(tmp_path, monkeypatch):
         async with httpx.AsyncClient(base_url=scheds["beta"].url, timeout=10) as raw:
             entries = (await raw.get("/api/v1/audit")).json()["entries"]
         interrupt = [e for e in entries if e["what"] == "interrupt"]
-        assert interrupt and interrupt[-1]["via"].startswith("fleet api ")
+        assert interrupt and interrupt[-1]["via"].startswith("fleet (HTTP API from ")
         assert interrupt[-1]["who"] == local_operator()
         audit = await fleet.audit_entries()
         assert any(
-            e.what == "approve" and e.via.startswith("delta@127.0.0.1: fleet api") for e in audit
+            e.what == "approve" and e.via.startswith("delta@127.0.0.1: fleet (HTTP API from")
+            for e in audit
         )
 
         # events: one fleet sequence, every project in it
@@ -248,3 +251,59 @@ async def test_five_schedulers_two_over_ssh_in_one_fleet(tmp_path, monkeypatch):
         sshd_b.stop()
         await asyncio.gather(*(asyncio.to_thread(s.stop) for s in scheds.values()))
         print(f"ended in {time.monotonic() - t0:.1f}s")
+
+
+async def test_a_named_scheduler_killed_and_started_again_is_one_project(tmp_path, monkeypatch):
+    """A fleet of ``local``, a workflow named ``webf`` (the fleet file's ``~/web
+    name=webf``) and a loopback URL named ``apiu``: each scheduler killed (``kill -9``) and
+    started again, three times (the URL's on the same port), is never also a row of
+    ``local`` (its folder's name), and no event of it is logged twice."""
+    state = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    web, api = await asyncio.gather(
+        *(
+            asyncio.to_thread(HeadlessScheduler, tmp_path, SLOW, state_home=state, name=name)
+            for name in ("web", "api")
+        )
+    )
+    targets = [
+        tg.parse("local"),
+        tg.parse(str(web.workflow), name="webf"),
+        tg.parse(api.url, name="apiu"),
+    ]
+    fleet = FleetPort(targets, local_every_s=0.2)
+    runner = asyncio.create_task(fleet.run())
+    names: set[str] = set()  # every project name a row had, sampled as the console would
+
+    async def watch() -> None:
+        while True:
+            names.update(r.name for r in fleet.snapshot().projects)
+            await asyncio.sleep(0.05)
+
+    watcher = asyncio.create_task(watch())
+
+    def states() -> dict[str, str]:
+        return {r.name: r.link_state for r in fleet.snapshot().projects}
+
+    try:
+        both = {"webf": "live", "apiu": "live"}
+        await until(lambda: states() == both, 60, "both live", fleet)
+        for _ in range(3):
+            await asyncio.gather(asyncio.to_thread(web.kill), asyncio.to_thread(api.kill))
+            await until(lambda: states() == {"webf": "lost", "apiu": "lost"}, 20, "lost", fleet)
+            await asyncio.sleep(1.0)  # several rounds of local's discovery
+            await asyncio.gather(
+                asyncio.to_thread(web.restart), asyncio.to_thread(api.restart, same_port=True)
+            )
+            await until(lambda: states() == both, 30, "both live again", fleet)
+            await asyncio.sleep(1.0)  # several rounds of local's discovery
+        events = fleet.events_since(0, limit=100_000)
+        assert {e.project for e in events} == {"webf", "apiu"}
+        said = [(e.project, e.at, e.kind, e.issue_id, e.message) for e in events]
+        assert len(said) == len(set(said)), "an event logged twice"
+        assert names == {"webf", "apiu"}
+    finally:
+        watcher.cancel()
+        await fleet.close()
+        runner.cancel()
+        await asyncio.gather(asyncio.to_thread(web.stop), asyncio.to_thread(api.stop))

@@ -130,18 +130,22 @@ def test_a_repeated_target_is_said_and_the_first_line_kept(tmp_path):
         "http://localhost\n"
         "http://localhost:80\n"
         "ssh://me@Build-Box:22\n"
+        "http://[::1]:8081\n"
+        "http://[0:0::1]:08081\n"
         "local\n",
     )
     targets, notices = tg.read_fleet_file(path)
-    assert [(t.kind, t.token_env) for t in targets] == [
-        ("workflow", None), ("url", "LAB"), ("ssh", None), ("url", None),
+    assert [(t.kind, t.token_env, t.line) for t in targets] == [
+        ("workflow", None, 1), ("url", "LAB", 2), ("ssh", None, 3), ("url", None, 7),
+        ("url", None, 10),
     ]  # fmt: skip
     assert notices == [
         f"{path}:5: skipped: the same target as line 1 ({app})",
         f"{path}:6: skipped: the same target as line 2 (http://127.0.0.1:8080)",
         f"{path}:8: skipped: the same target as line 7 (http://localhost:80)",
         f"{path}:9: skipped: the same target as line 3 (ssh://me@build-box:22)",
-        f"{path}:10: skipped: local is always watched beside the fleet file",
+        f"{path}:11: skipped: the same target as line 10 (http://[0:0::1]:08081)",
+        f"{path}:12: skipped: local is always watched beside the fleet file",
     ]
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 from datetime import UTC, datetime, timedelta
@@ -410,9 +411,9 @@ async def test_every_audit_entry_names_its_project_a_pause_too():
     fleet = FleetPort([])
     at = "2026-11-02T09:50:00Z"
     logged = [
-        {"at": at, "who": "ann@box", "via": "fleet api 127.0.0.1", "what": "approve",
+        {"at": at, "who": "ann@box", "via": "fleet (HTTP API from 127.0.0.1)", "what": "approve",
          "issue": "T-1", "detail": 'approval_id="t-1:0"', "message": "T-1: approved"},
-        {"at": at, "who": "ann@box", "via": "fleet api 127.0.0.1", "what": "pause_dispatch",
+        {"at": at, "who": "ann@box", "via": "fleet (HTTP API from 127.0.0.1)", "what": "pause_dispatch",
          "detail": "paused=true", "message": "dispatch paused"},
     ]  # fmt: skip
 
@@ -423,7 +424,7 @@ async def test_every_audit_entry_names_its_project_a_pause_too():
     approve, pause = await fleet.audit_entries()
     assert (approve.project, approve.issue) == ("alpha", "alpha/T-1")
     assert (pause.project, pause.issue) == ("alpha", None)
-    assert pause.via == approve.via == "alpha: fleet api 127.0.0.1"
+    assert pause.via == approve.via == "alpha: fleet (HTTP API from 127.0.0.1)"
     assert "project" not in pause.model_dump()  # a fleet's own: never served or written
     assert alpha.port is not None
     await alpha.port.close()
@@ -533,6 +534,55 @@ async def test_a_cleanly_stopped_project_runs_nothing_and_says_what_it_had_why_a
     assert row.max_concurrent_agents == 3 and row.stopped_with is None
     assert row.stop_reason is None
     await alpha.port.close()
+
+
+async def test_a_sigterm_stop_in_its_real_order_says_what_the_scheduler_had():
+    """``symphony-tui stop`` (SIGTERM) as the stream carries it: the scheduler begins its
+    shutdown (``stopping_with``: what runs and waits then), its shutdown ends its runs (a
+    change with none left), then its last frame says it stopped and the link ends. By that
+    frame its counts are 0: what it had is the shutdown's own word."""
+    stopping = snap("i1").model_dump(mode="json")
+    frames = [
+        ("snapshot", {"snapshot": stopping}),
+        ("change", {"patch": [{"op": "replace", "path": "/stopping_with", "value": [1, 1, 1]}]}),
+        (
+            "change",
+            {
+                "patch": [
+                    {"op": "replace", "path": f"/{field}", "value": []}
+                    for field in ("running", "retrying", "approvals")
+                ]
+            },
+        ),
+        ("stopping", {"at": NOW.isoformat(), "reason": "stopped by SIGTERM"}),
+    ]
+    body = "".join(
+        f"event: {kind}\ndata: {json.dumps(data)}\nid: 1:{n}\n\n"
+        for n, (kind, data) in enumerate(frames, 1)
+    )
+
+    def stream(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/api/v1/stream":
+            return httpx.Response(200, text=body, headers={"content-type": "text/event-stream"})
+        return _refuse(request)
+
+    now = [100.0]
+    fleet = FleetPort([], clock=lambda: now[0])
+    alpha = joined(fleet, "alpha", httpx.MockTransport(stream))
+    assert alpha.port is not None
+    await asyncio.wait_for(alpha.port.run(), timeout=10)  # the link ends after the frame
+    assert alpha.port.said_stopping and alpha.port.before_stop is not None
+    assert alpha.port.before_stop.running == ()  # the runs ended before it said so
+    now[0] += 5
+    row = fleet.snapshot().projects[0]
+    assert (row.link_state, _counts(row), row.stopped_with, row.stop_reason) == (
+        "stopped", (0, 0, 0), (1, 1, 1), "stopped by SIGTERM",
+    )  # fmt: skip
+    # its port dropped (its host no longer announces it): still what it had
+    await fleet._disconnect(alpha)
+    alpha.gone = "its scheduler no longer runs on build-1"
+    row = fleet.snapshot().projects[0]
+    assert (row.link_state, row.stopped_with) == ("stopped", (1, 1, 1))
 
 
 async def test_a_scheduler_gone_without_a_word_is_lost_and_keeps_its_runs_as_unknown():
@@ -819,9 +869,10 @@ def test_the_server_audits_a_fleet_client_via_fleet():
         headers = {"X-Symphony-Via": kind, "X-Symphony-Operator": "me@box"}
         return who_and_via(make_mocked_request("POST", "/api/v1/commands", headers=headers))[1]
 
-    assert via("fleet").startswith("fleet api ")
-    assert via("Fleet; rm -rf").startswith("api ")  # not a kind: ignored
-    assert via("x" * 30).startswith("api ")
+    # said so that "api" is never read as a project's name
+    assert via("fleet").startswith("fleet (HTTP API from ") and via("fleet").endswith(")")
+    assert via("Fleet; rm -rf").startswith("HTTP API from ")  # not a kind: ignored
+    assert via("x" * 30).startswith("HTTP API from ")
 
 
 async def test_a_scheduler_named_by_a_target_is_not_also_a_local_row(tmp_path, monkeypatch):
@@ -1016,3 +1067,263 @@ def test_the_list_table_is_by_name_and_says_here_for_this_machine():
     # never heard from: its counts are unknown, not 0; a clean stop says why, as no error
     assert lines[3].split()[2:5] == ["-", "-", "-"] and lines[1].split()[2:5] == ["2", "0", "0"]
     assert lines[2].endswith(" stopped by SIGTERM")
+
+
+# -- one scheduler, one project ------------------------------------------------------------
+
+WEB = "/src/web/WORKFLOW.md"
+API = "/src/api/WORKFLOW.md"
+
+
+def started(issue: str, at: datetime = NOW, workflow: str = WEB) -> Snapshot:
+    """A snapshot of the scheduler process started at ``at`` running ``workflow``."""
+    return snap(issue).model_copy(update={"started_at": at, "workflow_path": workflow})
+
+
+def following(fleet: FleetPort, target: tg.Target, pid: int | None = None) -> Project:
+    """``target``'s project (one of ``fleet``'s targets), its port fed by hand."""
+    project = fleet._project(target, target.text, "x")
+    client = httpx.AsyncClient(
+        base_url="http://127.0.0.1:1", transport=httpx.MockTransport(_refuse)
+    )
+    project.endpoint = tg.Endpoint(target.text, "", "http://127.0.0.1:1", 1, pid=pid)
+    project.port = fleet.remote_port(project, "http://127.0.0.1:1", project.endpoint, client)
+    return project
+
+
+def logged(fleet: FleetPort) -> list[tuple[str | None, str]]:
+    return [(e.project, e.message) for e in fleet.events_since(0)]
+
+
+def test_a_target_names_the_scheduler_of_its_workflow_or_of_its_address():
+    from symphony_tui.fleet.identity import designates
+
+    def here(port: int, workflow: str = WEB, host: str = "127.0.0.1") -> tg.Endpoint:
+        where = f"[{host}]" if ":" in host else host
+        return tg.Endpoint(workflow, workflow, f"http://{where}:{port}", port, pid=4242)
+
+    workflow = tg.Target("workflow", WEB, "webf")
+    assert designates(workflow, here(45895))
+    assert not designates(workflow, here(45895, API))
+    assert not designates(workflow, here(45895, ""))
+    for url in ("http://127.0.0.1:45895", "http://localhost:45895", "http://127.0.0.1:045895"):
+        assert designates(tg.parse(url), here(45895)), url
+    assert not designates(tg.parse("http://127.0.0.1:45896"), here(45895))
+    # another address of this machine: the scheduler that announces that address
+    lan = tg.parse("http://10.0.0.7:8080")
+    assert designates(lan, here(8080, host="10.0.0.7"))
+    assert not designates(lan, here(8080))
+    assert designates(tg.parse("http://[0:0::1]:8080"), here(8080, host="::1"))
+    for catch_all in (tg.parse("local"), tg.parse("ssh://me@box")):
+        assert not designates(catch_all, here(45895))
+
+
+async def test_local_leaves_a_named_scheduler_started_again_to_its_target(monkeypatch):
+    """``~/web name=webf`` beside ``local``: the scheduler killed and started again (a
+    new pid, a new port) before the named target looked again is not local's ``web``,
+    whichever finds it first; one local had taken is dropped."""
+    workflow = tg.Target("workflow", WEB, "webf")
+    url = tg.Target("url", "http://localhost:7001", "webu")
+    local = tg.parse("local")
+    fleet = FleetPort([local, workflow, url], local_every_s=0.01)
+
+    def here(workflow: str, port: int, pid: int) -> tg.Endpoint:
+        return tg.Endpoint(workflow, workflow, f"http://127.0.0.1:{port}", port, pid=pid)
+
+    found = [here(WEB, 7000, 100), here(API, 7001, 101)]
+    looks = 0
+
+    def local_endpoints() -> list[tg.Endpoint]:
+        nonlocal looks
+        looks += 1
+        return list(found)
+
+    monkeypatch.setattr(tg, "local_endpoints", local_endpoints)
+    monkeypatch.setattr(tg, "workflow_endpoint", lambda path: found[0])
+    monkeypatch.setattr(tg, "url_endpoint", lambda target: found[1])
+
+    def remote_port(project, address, endpoint, client=None):  # never answers
+        refusing = httpx.AsyncClient(base_url=address, transport=httpx.MockTransport(_refuse))
+        return FleetPort.remote_port(fleet, project, address, endpoint, refusing)
+
+    monkeypatch.setattr(fleet, "remote_port", remote_port)
+    # local took the api scheduler before its URL target had it
+    early = fleet._project(local, found[1].key, "api", workflow=found[1].workflow_path)
+    await fleet._connect(early, found[1])
+    runner = asyncio.create_task(fleet.run())
+
+    async def rounds() -> None:  # local looks three times more (after its targets' first)
+        more = looks + 3
+        for _ in range(1000):
+            if looks >= more:
+                return
+            await asyncio.sleep(0.01)
+
+    try:
+        await rounds()
+        assert [(p.name, p.target.kind) for p in fleet.projects.values()] == [
+            ("webf", "workflow"), ("webu", "url"),
+        ]  # fmt: skip
+        assert fleet.projects["webf"].endpoint == found[0]
+        # both killed and started again: local finds the new processes first (their
+        # targets' ports, never answered, still hold the old pids)
+        found[:] = [here(WEB, 7002, 200), here(API, 7001, 201)]
+        await rounds()
+        assert [p.name for p in fleet.projects.values()] == ["webf", "webu"]
+        assert fleet.projects["webf"].endpoint is not None
+        assert fleet.projects["webf"].endpoint.pid == 100  # not looked up again yet
+    finally:
+        await fleet.close()
+        runner.cancel()
+
+
+async def test_one_scheduler_written_two_ways_is_one_project_the_first_line_s():
+    """``http://localhost:P`` on line 2 and ``http://127.0.0.1:P`` on line 3 reach one
+    process: the panes, counts and log have it once, under line 2's project; line 3's
+    row says so and shows nothing; a command for it is not sent."""
+    first = dataclasses.replace(tg.parse("http://localhost:45895"), line=2)
+    second = dataclasses.replace(tg.parse("http://127.0.0.1:45895"), line=3)
+    fleet = FleetPort([tg.parse("local"), first, second])
+    one, two = following(fleet, first), following(fleet, second)
+    try:
+        feed(two, started("i1"))
+        feed(one, started("i1"))
+        events(one, event(1, message="a"), event(2, message="b"))
+        events(two, event(1, message="a"), event(2, message="b"))
+        merged = fleet.snapshot()
+        rows = {r.name: r for r in merged.projects}
+        assert rows["localhost:45895"].link_state == "live"
+        dup = rows["127.0.0.1:45895"]
+        assert (dup.link_state, dup.error) == (
+            "duplicate", "the same scheduler as line 2 (localhost:45895): shown there only",
+        )  # fmt: skip
+        assert _counts(dup) == (0, 0, 0) and not dup.heard
+        assert [a.id for a in merged.approvals] == ["localhost:45895/i1:7"]
+        assert len(merged.running) == len(merged.issues) == 1
+        assert merged.max_concurrent_agents == 3
+        assert logged(fleet) == [("localhost:45895", "a"), ("localhost:45895", "b")]
+        refused = await fleet.send(PauseDispatch(project="127.0.0.1:45895"))
+        assert not refused.ok and refused.message == (
+            "127.0.0.1:45895: the same scheduler as line 2 (localhost:45895): "
+            "shown there only: not sent"
+        )
+        # its address now reaches another process: its own project again
+        feed(two, started("i2", at=NOW + timedelta(seconds=5)), reset=True)
+        events(two, event(1, message="c"))
+        rows = {r.name: r for r in fleet.snapshot().projects}
+        assert rows["127.0.0.1:45895"].link_state == "live"
+        assert {a.id for a in fleet.snapshot().approvals} == {
+            "localhost:45895/i1:7", "127.0.0.1:45895/i2:7",
+        }  # fmt: skip
+        assert logged(fleet)[-1] == ("127.0.0.1:45895", "c")
+    finally:
+        await fleet.close()
+
+
+async def test_the_first_line_keeps_a_scheduler_the_second_reached_first_without_repeats():
+    """The workflow on line 1 and its URL on line 2: the URL's project heard first and
+    logged the history; once line 1's hears the same process, line 2's is the duplicate
+    and line 1's logs only what came after."""
+    workflow = dataclasses.replace(tg.Target("workflow", WEB), line=1)
+    url = dataclasses.replace(tg.parse("http://127.0.0.1:45895"), line=2)
+    fleet = FleetPort([workflow, url])
+    one, two = following(fleet, workflow, pid=4242), following(fleet, url, pid=4242)
+    try:
+        feed(two, started("i1"))
+        events(two, event(1, message="a"), event(2, message="b"))
+        rows = {r.name: r for r in fleet.snapshot().projects}
+        assert (rows["web"].link_state, rows["127.0.0.1:45895"].link_state) == (
+            "connecting", "live",
+        )  # fmt: skip
+        feed(one, started("i1"))
+        events(one, event(1, message="a"), event(2, message="b"), event(3, message="c"))
+        events(two, event(3, message="c"))
+        rows = {r.name: r for r in fleet.snapshot().projects}
+        assert (rows["web"].link_state, rows["127.0.0.1:45895"].link_state) == (
+            "live", "duplicate",
+        )  # fmt: skip
+        said = logged(fleet)
+        assert [m for _p, m in said] == ["a", "b", "c"]
+        assert said[-1] == ("web", "c")
+        assert [a.id for a in fleet.snapshot().approvals] == ["web/i1:7"]
+    finally:
+        await fleet.close()
+
+
+async def test_a_scheduler_local_found_that_a_named_project_shows_is_dropped(monkeypatch):
+    """A URL on another address of this machine reaches what local found: local's
+    project is dropped and not taken again while that process is the URL's."""
+    url = dataclasses.replace(tg.parse("http://10.0.0.7:45895"), line=1)
+    local = tg.parse("local")
+    fleet = FleetPort([local, url])
+    named = following(fleet, url)
+    here = tg.Endpoint(WEB, WEB, "http://127.0.0.1:45895", 45895, pid=4242)
+    found = fleet._project(local, here.key, "web", workflow=WEB)
+    client = httpx.AsyncClient(base_url="http://127.0.0.1:1", transport=httpx.MockTransport(_refuse))  # fmt: skip
+    found.endpoint = here
+    found.port = fleet.remote_port(found, "http://127.0.0.1:1", here, client)
+    try:
+        feed(found, started("i1"))
+        events(found, event(1, message="a"))
+        feed(named, started("i1"))
+        events(named, event(1, message="a"), event(2, message="b"))
+        assert [r.name for r in fleet.snapshot().projects] == ["10.0.0.7:45895"]
+        assert logged(fleet) == [("web", "a"), ("10.0.0.7:45895", "b")]
+        assert fleet._shown_elsewhere(local, here)
+        assert not fleet._shown_elsewhere(local, dataclasses.replace(here, pid=4343))
+    finally:
+        await fleet.close()
+    assert found.port is None  # closed with the fleet
+
+
+async def test_a_url_target_followed_before_its_note_names_it_learns_its_process(
+    monkeypatch, tmp_path
+):
+    """A loopback URL target whose scheduler answered before its API note was written
+    (started again on its port): once the note names its process, its port watches that
+    process, so its end reads as that process gone, not as a link that is down (``down``
+    all the same: this fleet never heard from it, so nothing is known to run there)."""
+    import os
+
+    from symphony_tui.api.announce import Owner
+
+    port = free_port()  # nothing answers there
+    target = tg.parse(f"http://127.0.0.1:{port}")
+    fleet = FleetPort([target], local_every_s=0.01)
+    first = tg.Endpoint(target.text, "", target.text, port)
+    answers = [first]
+    monkeypatch.setattr(tg, "url_endpoint", lambda t: answers[-1])
+
+    def remote_port(project, address, endpoint, client=None):  # never answers
+        refusing = httpx.AsyncClient(base_url=address, transport=httpx.MockTransport(_refuse))
+        return FleetPort.remote_port(fleet, project, address, endpoint, refusing)
+
+    monkeypatch.setattr(fleet, "remote_port", remote_port)
+    runner = asyncio.create_task(fleet.run())
+
+    try:
+        name = f"127.0.0.1:{port}"
+        for _ in range(500):  # its first connection refused
+            if name in fleet.projects and fleet.projects[name].state()[0] == "down":
+                break
+            await asyncio.sleep(0.01)
+        project = fleet.projects[name]
+        followed = project.port
+        assert followed is not None and project.state()[0] == "down"
+        # its note, written now, names a process that no longer serves (its note is gone)
+        owner = Owner(os.getpid(), tmp_path / "gone.json")
+        answers.append(dataclasses.replace(first, pid=os.getpid(), owner=owner))
+        for _ in range(500):
+            if project.endpoint is not None and project.endpoint.pid is not None:
+                break
+            await asyncio.sleep(0.01)
+        assert project.port is followed  # the same port: nothing read again
+        assert project.endpoint is not None and project.endpoint.pid == os.getpid()
+        assert project.state() == (
+            "down",
+            None,
+            f"its scheduler (pid {os.getpid()}) no longer serves; this fleet never heard from it",
+        )
+    finally:
+        await fleet.close()
+        runner.cancel()

@@ -98,11 +98,7 @@ def test_a_fleet_file_workflow_line_takes_token_options_and_the_flag_fills_in(tm
     (tmp_path / "sec-other" / "WORKFLOW.md").write_text("---\n---\n")
     (line, other), skipped = tg.read_fleet_file(fleet)
     assert skipped == []
-    assert (line.kind, line.token_file, line.origin) == (
-        "workflow",
-        tmp_path / "lab.token",
-        f"{fleet}:1",
-    )
+    assert (line.kind, line.token_file, line.line) == ("workflow", tmp_path / "lab.token", 1)
     assert tg.with_flags(line, "SEC_TOKEN", None) == line  # the line's own option wins
     assert tg.with_flags(other, "SEC_TOKEN", None).token_env == "SEC_TOKEN"
 
@@ -147,7 +143,7 @@ async def test_a_refused_row_names_what_gives_that_target_its_token(tmp_path, no
             "symphony-tui fleet --token-env VAR or --token-file PATH, or $SYMPHONY_API_TOKEN",
         ),
         (tg.parse("local"), "symphony-tui fleet --token-env VAR or --token-file PATH"),
-        (line, f"token-env=VAR or token-file=PATH on {fleet_file}:2"),
+        (line, "token-env=VAR or token-file=PATH on line 2 of the fleet file"),
     ]:
         project = fleet._project(target, target.text, target.kind)
 

@@ -794,3 +794,16 @@ async def test_a_retry_waiting_for_a_slot_takes_it_ahead_of_a_lower_priority_new
     assert list(h.orch.running) == ["id-1"]  # the waiting retry, not the new ABC-3
     assert h.orch.running["id-1"].attempt == 2
     assert "id-1" not in h.orch.retrying
+
+
+async def test_a_shutdown_keeps_what_ran_as_it_began_in_the_snapshot(make_harness):
+    """A shutdown ends the runs before the scheduler says it has stopped: its snapshot
+    keeps what ran and waited as the shutdown began (``stopping_with``), for the front ends
+    that say what a stopped scheduler had."""
+    h = make_harness([make_issue(1), make_issue(2)], script=hang)
+    await h.start()
+    await h.settle()
+    assert len(h.orch.running) == 2 and h.orch.snapshot().stopping_with is None
+    await h.orch.shutdown("stopped by SIGTERM")
+    after = h.orch.snapshot()
+    assert after.running == () and after.stopping_with == (2, 0, 0)

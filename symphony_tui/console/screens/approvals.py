@@ -24,7 +24,13 @@ from symphony_tui.console.approval_text import (
     asked,
     permission_choices,
 )
-from symphony_tui.console.fleet import PROJECT_CELLS, is_fleet, lost_projects
+from symphony_tui.console.fleet import (
+    PROJECT_CELLS,
+    fit_name,
+    is_fleet,
+    lost_projects,
+    project_names,
+)
 from symphony_tui.console.messages import console_app
 from symphony_tui.console.registry import BY_ID, bindings_for
 from symphony_tui.console.sanitize import inert
@@ -65,6 +71,7 @@ def approval_rows(
     age (``projects.link_cell``)."""
     rows: list[tuple[str, Row]] = []
     lost = lost_projects(snapshot) if fleet else {}
+    names = project_names(snapshot)
     for a in approvals_oldest_first(snapshot):
         link = lost.get(a.project) if a.project is not None else None
 
@@ -72,7 +79,7 @@ def approval_rows(
             return tones.muted if dim else style
 
         left = fmt.until(a.deadline_at, now)
-        project = (inert(a.project or "-", tones.muted, limit=project_width),) if fleet else ()
+        project = (inert(fit_name(a.project, project_width, names), tones.muted),) if fleet else ()
         what = Text(asked(a, 120), style=tone(""), end="")
         if link is not None:
             what = link_cell(link, tones) + Text(" · ", style=tones.muted, end="") + what

@@ -12,7 +12,7 @@ from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
-from symphony_tui.console.fleet import PROJECT_CELLS
+from symphony_tui.console.fleet import PROJECT_CELLS, fit_name
 from symphony_tui.console.messages import ConsoleApp, console_app
 from symphony_tui.console.registry import bindings_for
 from symphony_tui.console.sanitize import inert, one_line
@@ -125,7 +125,7 @@ class AuditScreen(Screen[None]):
                 project = entry.project or ""
                 issue = issue.removeprefix(f"{project}/")
                 via = entry.via.removeprefix(f"{project}: ")
-                cells.append(inert(project, limit=PROJECT_CELLS))
+                cells.append(inert(fit_name(project, PROJECT_CELLS) if project else ""))
             cells += [
                 inert(entry.who, limit=28),
                 inert(action_words(entry.what, entry.detail), "bold", limit=24),

@@ -16,6 +16,7 @@ from textual.events import DescendantFocus
 from textual.screen import Screen
 from textual.widgets import DataTable, Input, Static
 
+from symphony_tui.console.fleet import project_names
 from symphony_tui.console.layout import table_heights, tables_height
 from symphony_tui.console.messages import ConsoleApp, OpenWorker, console_app
 from symphony_tui.console.registry import bindings_for
@@ -141,6 +142,7 @@ class MainScreen(Screen[None]):
                 title=f"2 Workers ({len(snapshot.running)})",
                 subtitle=f"⚑ {pending} pending · v approvals" if pending else "",
             )
+            self.query_one(EventLogView).set_project_names(project_names(snapshot))
             if showing != self._log_project:  # the fleet's project filter: the log follows
                 self._log_project = showing
                 self.apply_filter(self.query_one(EventLogView).filter.text)
@@ -244,6 +246,16 @@ class MainScreen(Screen[None]):
         except NoMatches:  # asked while the screen is being built or torn down
             return None
         return table.selected_key
+
+    def focused_issue_id(self) -> str | None:
+        """Issue id of the focused table's highlighted row (issues or workers); ``None``
+        while the focus is on a pane without rows (the event log, its filter, the token
+        pane): a row selected before the focus left its table is not the operator's
+        choice now."""
+        focused = self.focused
+        if isinstance(focused, (IssuesTable, WorkersTable)):
+            return focused.selected_key
+        return None
 
     def selected_approval(self) -> ApprovalRequest | None:
         if self._snapshot is None:

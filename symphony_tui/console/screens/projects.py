@@ -25,7 +25,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from symphony_tui.console import fmt
-from symphony_tui.console.fleet import LINK_LABELS, OUT_OF_DATE_STATES, project_row
+from symphony_tui.console.fleet import LINK_LABELS, OUT_OF_DATE_STATES, live_of, project_row
 from symphony_tui.console.messages import console_app
 from symphony_tui.console.registry import bindings_for
 from symphony_tui.console.repaint import update_static
@@ -211,8 +211,8 @@ class ProjectsScreen(Screen[None]):
             self._placed = True
             if showing is not None:
                 table.select_key(showing)
-        live = sum(1 for p in snapshot.projects if p.link_state == "live")
-        title = f"Projects ({live}/{len(snapshot.projects)} live)"
+        live, count = live_of(snapshot)
+        title = f"Projects ({live}/{count} live)"
         table.border_title = title + (f" · showing {one_line(showing, 24)}" if showing else "")
         self._show_detail(tones)
 

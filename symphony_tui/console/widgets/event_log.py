@@ -207,6 +207,8 @@ class EventLogView(ScrollView, can_focus=True):
         self._pulled_at: float | None = None
         self._lines: deque[Text | AgentEvent] = deque(maxlen=max_lines)
         self._tones = Tones()
+        #: The fleet's project names (``fleet.fit_name``: names cut alike are told apart).
+        self._project_names: tuple[str, ...] = ()
         self._first = 0  # absolute number of ``_lines[0]``: strip cache keys survive drops
         self._strips: LRUCache[tuple[int, int], Strip] = LRUCache(_STRIP_CACHE)
         self.last_seq = 0
@@ -229,7 +231,9 @@ class EventLogView(ScrollView, can_focus=True):
         return (
             line
             if isinstance(line, Text)
-            else fmt.event_line(line, self._tones, message_limit=LINE_MESSAGE)
+            else fmt.event_line(
+                line, self._tones, message_limit=LINE_MESSAGE, names=self._project_names
+            )
         )
 
     def plain_lines(self) -> list[str]:
@@ -331,6 +335,14 @@ class EventLogView(ScrollView, can_focus=True):
         # line holds only what it shows (line_event)
         accepted = [e for e in events if self.filter.accepts(e)][-self.max_lines :]
         return self.write_lines(line_event(e) for e in accepted)
+
+    def set_project_names(self, names: tuple[str, ...]) -> None:
+        """The fleet's projects changed: lines are drawn again with their names fitted
+        among these."""
+        if names != self._project_names:
+            self._project_names = names
+            self._strips.clear()
+            self.refresh()
 
     def set_filter(self, log_filter: LogFilter, port: SchedulerPort, tones: Tones) -> int:
         """Replace the filter and re-read what the core still holds under it (a paused

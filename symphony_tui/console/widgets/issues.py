@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 
 from symphony_tui.console import fmt
-from symphony_tui.console.fleet import PROJECT_CELLS, is_fleet
+from symphony_tui.console.fleet import PROJECT_CELLS, fit_name, is_fleet, project_names
 from symphony_tui.console.sanitize import inert
 from symphony_tui.console.widgets.keyed_table import KeyedTable, Row, RowCache
 
@@ -32,8 +32,9 @@ FLEET_SHRINK = {"project": 7, "state": 11}
 
 
 def project_cell(tones: Tones):
-    """The project column's cell maker (a name cut to the column with ``…``)."""
-    return lambda v: inert(v or "-", tones.muted, limit=PROJECT_CELLS)
+    """The project column's cell maker, from the name fitted to the column
+    (:func:`~symphony_tui.console.fleet.fit_name`)."""
+    return lambda v: inert(v, tones.muted)
 
 
 def issue_rows(
@@ -54,6 +55,7 @@ def issue_rows(
     if fleet:
         makers = (project_cell(tones), *makers)
     rows: list[tuple[str, Row]] = []
+    names = project_names(snapshot)
     for issue in snapshot.issues:
         inputs = (
             issue.identifier,
@@ -63,7 +65,7 @@ def issue_rows(
             issue.priority,
         )
         if fleet:
-            inputs = (issue.project, *inputs)
+            inputs = (fit_name(issue.project, PROJECT_CELLS, names), *inputs)
         rows.append((issue.issue_id, cache.row(issue.issue_id, inputs, makers, tones)))
     cache.retain(k for k, _ in rows)
     return rows

@@ -11,7 +11,7 @@ from rich.cells import cell_len
 from rich.text import Text
 
 from symphony_tui.console import fmt
-from symphony_tui.console.fleet import OUT_OF_DATE_STATES
+from symphony_tui.console.fleet import OUT_OF_DATE_STATES, live_of
 from symphony_tui.console.sanitize import one_line
 
 if TYPE_CHECKING:
@@ -309,12 +309,13 @@ def _fleet_tail(
 ) -> Text:
     """The status line's end in a fleet console: ``⌂ 2/3 projects live · ⏸ 2 paused: api,
     web · P projects``, ``⌂ 2/3 projects live · showing api · ⏸ paused · P projects``
-    (``short``: ``⌂ 2/3 live · api · ⏸ paused``; ``keep``, ``cells``: :func:`paused_words`)."""
-    live = sum(1 for p in s.projects if p.link_state == "live")
+    (``short``: ``⌂ 2/3 live · api · ⏸ paused``; ``keep``, ``cells``: :func:`paused_words`).
+    A duplicate (a line reaching another's scheduler) is not counted."""
+    live, count = live_of(s)
     text.append(" │ ")
     text.append(
-        f"⌂ {live}/{len(s.projects)} {'live' if short else 'projects live'}",
-        style=tones.warning if live < len(s.projects) else "",
+        f"⌂ {live}/{count} {'live' if short else 'projects live'}",
+        style=tones.warning if live < count else "",
     )
     if showing is not None:
         text.append(f" · {'' if short else 'showing '}{one_line(showing, 24)}", style=tones.bold)
@@ -353,16 +354,17 @@ def project_alerts(snapshot: Snapshot) -> list[Alert]:
     """A fleet console's projects whose link is lost or whose scheduler stopped, one
     warning per state: ``✗ project api stale: why · last update 32s ago``, or, for
     several in one state, ``✗ 2 projects stale: api, web`` (`` · why`` when it is the
-    same for all); lost before stopped
-    (:data:`PROJECT_URGENCY`)."""
+    same for all); lost before stopped (:data:`PROJECT_URGENCY`). A clean stop is no
+    error: ``■ project web stopped: stopped by SIGTERM`` (the warning tone, :func:`_line`)."""
     by_state: dict[str, list] = {}
     for p in snapshot.projects:
         if p.link_state in OUT_OF_DATE_STATES:
             by_state.setdefault(p.link_state, []).append(p)
     alerts: list[Alert] = []
     for state, rows in by_state.items():
+        mark = "✗"
         if state == "stopped":
-            rank = _RANK_STOPPED
+            rank, mark = _RANK_STOPPED, "■"
         elif state in PROJECT_URGENCY:
             rank = _RANK_PROJECT + PROJECT_URGENCY.index(state)
         else:
@@ -373,14 +375,14 @@ def project_alerts(snapshot: Snapshot) -> list[Alert]:
             why = one_line(said, 160) if said else "no update"
             age = "" if p.age_s is None else f" · last update {fmt.duration(p.age_s)} ago"
             name = one_line(p.name, 30)
-            label = f"✗ project {name} {state}: "
+            label = f"{mark} project {name} {state}: "
             alerts.append(Alert(rank, label, f"{why}{age}", f"{name} {state}"))
             continue
         names = ", ".join(one_line(p.name, 30) for p in rows)
         errors = {p.error or p.stop_reason for p in rows}
         if len(errors) == 1 and None not in errors:  # one reason for all: said once
             names += f" · {one_line(errors.pop(), 160)}"
-        label = f"✗ {len(rows)} projects {state}: "
+        label = f"{mark} {len(rows)} projects {state}: "
         alerts.append(Alert(rank, label, names, f"{len(rows)} projects {state}"))
     return alerts
 
@@ -473,7 +475,9 @@ def _fitted(alerts: list[Alert], tones: Tones, width: int, lines: int) -> Text:
 
 
 def _line(alert: Alert, tones: Tones) -> Text:
-    style = tones.error + tones.bold if "✗" in alert.label else tones.warning
+    """An error's label (``✗ ...``) in the error tone, bold; any other (``■`` a clean
+    stop, ``⏸`` a pause) in the warning tone."""
+    style = tones.error + tones.bold if alert.label.startswith("✗") else tones.warning
     line = Text("", end="", no_wrap=True)
     line.append(alert.label, style=style)
     line.append(alert.value)

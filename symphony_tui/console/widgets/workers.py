@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any
 from rich.text import Text
 
 from symphony_tui.console import fmt
-from symphony_tui.console.fleet import PROJECT_CELLS, is_fleet, unknown_by_project
+from symphony_tui.console.fleet import (
+    PROJECT_CELLS,
+    fit_name,
+    is_fleet,
+    project_names,
+    unknown_by_project,
+)
 from symphony_tui.console.sanitize import inert, one_line
 from symphony_tui.console.widgets.keyed_table import KeyedTable, Row, RowCache
 from symphony_tui.text import one_line_tail
@@ -184,8 +190,9 @@ def worker_rows(
         makers = (*makers[:2], lambda v: inert(v, limit=40), *makers[2:])
     if fleet:
         # (name, cells): cut to the column with "…" rather than cropped by the table
-        makers = (makers[0], lambda v: inert(v[0] or "-", tones.muted, limit=v[1]), *makers[1:])
+        makers = (makers[0], lambda v: inert(v, tones.muted), *makers[1:])
     rows: list[tuple[str, Row]] = []
+    names = project_names(snapshot)
     for index, r in enumerate(snapshot.running):
         if near is not None and index not in near:
             kept = cache.last(r.issue_id)
@@ -224,7 +231,7 @@ def worker_rows(
         if hosts:
             inputs = (*inputs[:2], r.host or "-", *inputs[2:])
         if fleet:
-            inputs = (inputs[0], (r.project, project_width), *inputs[1:])
+            inputs = (inputs[0], fit_name(r.project, project_width, names), *inputs[1:])
         rows.append((r.issue_id, cache.row(r.issue_id, inputs, makers, tones)))
     cache.retain(k for k, _ in rows)
     if gate is not None:
