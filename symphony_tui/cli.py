@@ -195,11 +195,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     token = fleet.add_mutually_exclusive_group()
     token.add_argument(
-        "--token-env", metavar="VAR", help="(http targets) variable holding the API token"
+        "--token-env",
+        metavar="VAR",
+        help="variable holding the API token, for a scheduler that needs one its API note "
+        "does not offer (default SYMPHONY_API_TOKEN)",
     )
-    token.add_argument(
-        "--token-file", type=Path, metavar="PATH", help="(http targets) a 0600 file with it"
-    )
+    token.add_argument("--token-file", type=Path, metavar="PATH", help="a 0600 file with it")
     fleet.add_argument(
         "--list",
         action="store_true",
@@ -1094,7 +1095,11 @@ def _fleet(args: argparse.Namespace) -> int:
                     targets.append(target)
         else:
             listed, notices = tg.read_fleet_file(tg.fleet_file())
-            targets = [tg.parse("local"), *listed]
+            # the command's token for the lines that name none of their own
+            targets = [
+                tg.parse("local", token_env=args.token_env, token_file=args.token_file),
+                *(tg.with_flags(t, args.token_env, args.token_file) for t in listed),
+            ]
     except tg.TargetError as exc:
         return _fail(f"fleet: {exc}", 2)
     for line in notices:

@@ -273,6 +273,7 @@ class RemotePort(SchedulerPort):
         clock: Callable[[], float] = time.monotonic,
         owner: Owner | None = None,
         via: str | None = None,
+        token_hint: str | None = None,
         on_events: Callable[[list[AgentEvent]], None] | None = None,
         ring: int = RING,
         taken: Taken | None = None,
@@ -280,7 +281,9 @@ class RemotePort(SchedulerPort):
         """``owner``: the scheduler's process on this machine (``announce.Owner``), asked
         while the link is lost whether it still serves (no: it stopped). ``via``: what
         this client is, for the scheduler's audit log (``fleet``: sent as
-        ``X-Symphony-Via``). ``on_events``: called with each batch of events this port
+        ``X-Symphony-Via``). ``token_hint``: what gives this client the scheduler's
+        token, said when it needs one and none was sent (None: ``$SYMPHONY_API_TOKEN``,
+        or ``--token-env VAR``). ``on_events``: called with each batch of events this port
         takes in, in ``seq`` order, each once (a front end merging several ports).
         ``ring``: how many recent events ``events_since`` keeps (0: none, for a front end
         that keeps its own from ``on_events``; transcripts are kept either way).
@@ -296,6 +299,7 @@ class RemotePort(SchedulerPort):
         self._client = client or httpx.AsyncClient(base_url=self.base_url, timeout=10.0)
         self._client.headers.update(headers)
         self.mode = mode
+        self.token_hint = token_hint
         self.stale_after_s = stale_after_s
         self._clock = clock
         self._snapshot = Snapshot(generated_at=datetime.now(UTC))
@@ -647,9 +651,8 @@ class RemotePort(SchedulerPort):
         """A 401 in one line: the token sent was refused, or one is needed."""
         if "Authorization" in self._client.headers:
             return "401: the scheduler refused the API token sent (a wrong or old token)"
-        if self._client.headers.get(VIA_HEADER) == "fleet":
-            return "401: the scheduler needs its API token (--token-env VAR or --token-file PATH)"
-        return "401: the scheduler needs its API token ($SYMPHONY_API_TOKEN, or --token-env VAR)"
+        hint = self.token_hint or "$SYMPHONY_API_TOKEN, or --token-env VAR"
+        return f"401: the scheduler needs its API token ({hint})"
 
     def _raise_unless_ok(self, response: httpx.Response) -> None:
         """Raise when a poll was not answered 200: :class:`Unauthorized` for a 401 (which

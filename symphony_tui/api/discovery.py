@@ -30,7 +30,9 @@ class Endpoint:
     restarted (its workflow file, else its address), so a restarted scheduler takes its old
     row; ``pid``: its process when known; ``api_port``: the port on its host (the forward's
     far end for ``ssh://``); ``url``: where this machine reaches it (``None`` for ssh: the
-    forward makes it)."""
+    forward makes it); ``token``: the bearer token its note offers (one it generated);
+    ``token_required``: whether it needs a bearer token, as its note says (None: no note
+    of it is known)."""
 
     key: str
     workflow_path: str
@@ -40,6 +42,7 @@ class Endpoint:
     control: str | None = None
     pid: int | None = None
     owner: announce.Owner | None = None
+    token_required: bool | None = None
 
     @property
     def folder_name(self) -> str:
@@ -82,6 +85,7 @@ def local_endpoint(note: dict[str, Any], directory: Path) -> Endpoint | None:
         control=read_control_token(control_file) if isinstance(control_file, str) else None,
         pid=pid,
         owner=announce.Owner.of(directory, pid),
+        token_required=note.get("token_required") is True,
     )
 
 
@@ -111,7 +115,15 @@ def workflow_endpoint(path: str, directory: Path | None = None) -> Endpoint:
         if held is None:
             raise NotRunning(f"the scheduler of {path} (pid {pid}) serves no API this user reads")
         return Endpoint(
-            path, path, held.url, held.api_port, held.token, held.control, held.pid, held.owner
+            path,
+            path,
+            held.url,
+            held.api_port,
+            held.token,
+            held.control,
+            held.pid,
+            held.owner,
+            held.token_required,
         )
     raise NotRunning(f"no scheduler runs {path} (start it, e.g. `symphony-tui {path}`)")
 
@@ -157,6 +169,7 @@ def ssh_endpoints(target: HostSpec) -> list[Endpoint]:
                 token=note.get("api_token"),
                 control=note.get("control_token"),
                 pid=pid if isinstance(pid, int) else None,
+                token_required=note.get("token_required") is True,
             )
         )
     return found

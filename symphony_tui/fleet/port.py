@@ -217,8 +217,10 @@ class Project:
         """``(link state, age in seconds, error)`` now; the age is since its scheduler was
         last heard from, by this port or an earlier one (``None``: never, or connecting).
         ``stopped`` only for a scheduler that said it was stopping; one gone without a word
-        (its process ended, its host no longer announces it) is ``lost``; one whose port
-        follows another project's process is ``duplicate``, its error saying whose."""
+        (its process ended, its host no longer announces it) is ``lost``, unless no word of
+        it ever reached this fleet (its API refused this fleet's token, say): then nothing
+        is known to run there, and it is ``down``, its error saying it is gone; one whose
+        port follows another project's process is ``duplicate``, its error saying whose."""
         if self.duplicate is not None:
             return "duplicate", None, self.duplicate.said
         if self.port is None:
@@ -235,6 +237,14 @@ class Project:
         if state == "connecting" and link.error:
             # never reached: the API refused this fleet's token, or nothing answers there
             state = "refused" if link.refused else "down"
+        elif state == "stopped" and self._never_heard():
+            pid = self.endpoint.pid if self.endpoint is not None else None
+            which = f" (pid {pid})" if pid is not None else ""
+            return (
+                "down",
+                None,
+                f"its scheduler{which} no longer serves; this fleet never heard from it",
+            )
         elif state == "stopped" and self._went_without_word():
             state = "lost"
         age = link.age_s
@@ -264,6 +274,14 @@ class Project:
         if not port.stopped or port.said_stopping:
             return False
         return port.link().age_s is not None or not self.clean_stop
+
+    def _never_heard(self) -> bool:
+        """Its port's scheduler ended without a word, and neither that port nor an earlier
+        one ever heard from this project."""
+        port = self.port
+        if port is None or not port.stopped or port.said_stopping:
+            return False
+        return port.link().age_s is None and self.heard_at is None and not self.clean_stop
 
     def _since_heard(self) -> float | None:
         return None if self.heard_at is None else max(0.0, self._clock() - self.heard_at)
@@ -515,13 +533,21 @@ class FleetPort(SchedulerPort):
 
     async def _connect(self, project: Project, endpoint: tg.Endpoint) -> None:
         """Follow ``endpoint`` as ``project`` (its old port, if any, closed first; the
-        same process through a new forward keeps its transcripts where they are)."""
+        same process through a new forward keeps its transcripts where they are), with
+        the token its target gives it when it needs one its note does not offer
+        (:func:`~symphony_tui.fleet.targets.with_token`; one that cannot be had leaves the
+        project misconfigured, nothing asked of its scheduler)."""
         old, port = project.endpoint, project.port
         same = old is not None and (old.pid, old.api_port) == (endpoint.pid, endpoint.api_port)
         await self._disconnect(project, lives_on=same and port is not None and not port.stopped)
         project.endpoint = endpoint
         project.error = project.misconfigured = None
         project.gone = None
+        try:
+            endpoint = await self._thread(tg.with_token, endpoint, project.target)
+        except tg.TokenError as exc:
+            project.misconfigured = str(exc)
+            return
         client = None
         if endpoint.url is None:  # over ssh: a forward of its own
             assert project.target.ssh is not None and endpoint.api_port is not None
@@ -550,6 +576,7 @@ class FleetPort(SchedulerPort):
             url,
             client=client,
             token=endpoint.token,
+            token_hint=tg.token_hint(project.target),
             control=endpoint.control,
             owner=endpoint.owner,
             stale_after_s=self.stale_after_s,

@@ -13,6 +13,13 @@ A target is one of
   its own SSH forward (:mod:`symphony_tui.api.ssh`);
 * ``local``: every scheduler of this user on this machine (what ``symphony-tui ps`` lists).
 
+The bearer token sent to a scheduler: the one its API note offers (a token it generated,
+the only one it takes; this machine's schedulers, and an ``ssh://`` host's, read there),
+else, when it needs one (its note says so, or no note of it is known: a URL elsewhere),
+the target's own (:func:`explicit_token`: a fleet-file line's ``token-file=`` /
+``token-env=``, else the command's ``--token-file`` / ``--token-env``, else
+``$SYMPHONY_API_TOKEN``). A scheduler that needs no token is sent none.
+
 Without targets the fleet is ``local`` plus the targets of the fleet file
 (``<config dir>/fleet``): one target a line, optionally followed by ``name=NAME``,
 ``token-env=VAR`` or ``token-file=PATH``; ``#`` starts a comment.
@@ -31,6 +38,7 @@ import os
 import re
 import shlex
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -62,8 +70,9 @@ class TokenError(TargetError):
 class Target:
     """One target as the operator wrote it (``text``); ``name``: the project name the
     operator chose (None: the workflow's folder name); ``token_env`` / ``token_file``:
-    where an ``http(s)://`` target's bearer token is; ``line``: its line in the fleet file
-    (None: given on the command line)."""
+    where the bearer token of a scheduler behind it is, for one that needs a token its
+    note does not offer (the module doc); ``line``: its line in the fleet file (None:
+    given on the command line)."""
 
     kind: TargetKind
     text: str
@@ -100,13 +109,13 @@ def parse(
             f"{name!r}: a project name has no '/', no spaces and no control characters"
         )
     if raw == "local":
-        return Target("local", raw, name)
+        return Target("local", raw, name, token_env, token_file)
     if raw.startswith("ssh://"):
         try:
             spec = parse_target(raw)
         except ValueError as exc:
             raise TargetError(str(exc)) from None
-        return Target("ssh", spec.name, name, ssh=spec)
+        return Target("ssh", spec.name, name, token_env, token_file, ssh=spec)
     if raw.startswith(("http://", "https://")):
         try:
             parts = urlsplit(raw)
@@ -132,7 +141,7 @@ def parse(
         raise TargetError(f"{raw!r}: {reason}") from None
     if found is None:
         raise TargetError(f"{raw!r}: no such workflow file")
-    return Target("workflow", str(found), name)
+    return Target("workflow", str(found), name, token_env, token_file)
 
 
 def host_key(host: str) -> str:
@@ -285,39 +294,73 @@ def workflow_endpoint(path: str, directory: Path | None = None) -> Endpoint:
         raise TargetError(str(exc)) from None
 
 
-def url_endpoint(target: Target, environ: dict[str, str] | None = None) -> Endpoint:
-    """The scheduler at an ``http(s)://`` target: its token from ``target.token_file``,
-    else ``target.token_env`` (default ``$SYMPHONY_API_TOKEN``), else, on loopback, this
-    user's note of it (which also gives its control token and process). Raises
-    :class:`TokenError` for an unusable token file or a named variable that is unset."""
-    env = os.environ if environ is None else environ
+def url_endpoint(target: Target, environ: Mapping[str, str] | None = None) -> Endpoint:
+    """The scheduler at an ``http(s)://`` target, its token as the module doc says (on
+    loopback, this user's note of it also gives its control token and process). Raises
+    :class:`TokenError` for a token the target names that cannot be had."""
     parts = urlsplit(target.text)
     port = parts.port or (443 if parts.scheme == "https" else 80)
     local = parts.hostname is not None and is_loopback(parts.hostname)
     note = announce.note_for_port(announce.default_dir(), port) if local else None
-    token: str | None
-    if target.token_file is not None:
-        token = read_token_file(target.token_file)
-    elif target.token_env is not None:
-        token = env.get(target.token_env, "").strip() or None
-        if token is None:
-            raise TokenError(f"token: ${target.token_env} is not set")
-    else:
-        token = env.get(DEFAULT_TOKEN_ENV, "").strip() or None
-    if token is None and note is not None:
-        token = announce.read_token(note)
     pid = note.get("pid") if note is not None else None
     workflow = note.get("workflow") if note is not None else None
-    return Endpoint(
+    endpoint = Endpoint(
         key=target.text,
         workflow_path=workflow if isinstance(workflow, str) else "",
         url=target.text,
         api_port=port,
-        token=token,
+        token=announce.read_token(note) if note is not None else None,
         control=find_control_token(port) if local else None,
         pid=pid if isinstance(pid, int) else None,
         owner=announce.Owner.of(announce.default_dir(), pid) if isinstance(pid, int) else None,
+        token_required=note.get("token_required") is True if note is not None else None,
     )
+    return with_token(endpoint, target, environ)
+
+
+def with_flags(target: Target, token_env: str | None, token_file: Path | None) -> Target:
+    """``target`` with the command's ``--token-env`` / ``--token-file`` when it names no
+    token of its own (a fleet-file line's option wins)."""
+    if target.token_env is not None or target.token_file is not None:
+        return target
+    return dataclasses.replace(target, token_env=token_env, token_file=token_file)
+
+
+def explicit_token(target: Target, environ: Mapping[str, str] | None = None) -> str | None:
+    """The token ``target`` names: its ``token_file``, else the variable ``token_env``
+    names, else ``$SYMPHONY_API_TOKEN`` (None: unset or empty). Raises
+    :class:`TokenError` for a token file that cannot be used or a named variable unset."""
+    env = os.environ if environ is None else environ
+    if target.token_file is not None:
+        return read_token_file(target.token_file)
+    if target.token_env is not None:
+        token = env.get(target.token_env, "").strip()
+        if not token:
+            raise TokenError(f"token: ${target.token_env} is not set")
+        return token
+    return env.get(DEFAULT_TOKEN_ENV, "").strip() or None
+
+
+def with_token(
+    endpoint: Endpoint, target: Target, environ: Mapping[str, str] | None = None
+) -> Endpoint:
+    """``endpoint`` with the token to send it: the one its note offers, else, when it
+    needs one (``token_required`` true, or unknown: no note of it), the one ``target``
+    names (:func:`explicit_token`); a scheduler that needs none is sent none. Reads a
+    file: blocking. Raises :class:`TokenError` as :func:`explicit_token` does."""
+    if endpoint.token is not None or endpoint.token_required is False:
+        return endpoint
+    token = explicit_token(target, environ)
+    return endpoint if token is None else dataclasses.replace(endpoint, token=token)
+
+
+def token_hint(target: Target) -> str:
+    """What gives a scheduler behind ``target`` its token, for the line of a scheduler that
+    refused this fleet for want of one: a fleet-file line's options, else the command's
+    flags and the variable."""
+    if target.line is not None:
+        return f"token-env=VAR or token-file=PATH on line {target.line} of the fleet file"
+    return f"symphony-tui fleet --token-env VAR or --token-file PATH, or ${DEFAULT_TOKEN_ENV}"
 
 
 __all__ = [
@@ -325,6 +368,7 @@ __all__ = [
     "Target",
     "TargetError",
     "TokenError",
+    "explicit_token",
     "fleet_file",
     "identity",
     "local_endpoints",
@@ -333,6 +377,9 @@ __all__ = [
     "read_fleet_file",
     "read_token_file",
     "ssh_endpoints",
+    "token_hint",
     "url_endpoint",
+    "with_flags",
+    "with_token",
     "workflow_endpoint",
 ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import os
 from datetime import UTC, datetime, timedelta
 
 import httpx
@@ -956,12 +957,18 @@ async def test_a_scheduler_announced_after_the_fleet_started_gets_a_row(tmp_path
             if fleet.snapshot().projects:
                 break
         assert [r.name for r in fleet.snapshot().projects] == ["late"]
-        announce.remove(note)  # its API is gone, without a word to this fleet: lost
+        # its API is gone, and this fleet never heard from it: nothing is known to run there
+        announce.remove(note)
         for _ in range(200):
             await asyncio.sleep(0.05)
-            if fleet.snapshot().projects[0].link_state == "lost":
+            if "no longer serves" in (fleet.snapshot().projects[0].error or ""):
                 break
-        assert fleet.snapshot().projects[0].link_state == "lost"
+        row = fleet.snapshot().projects[0]
+        assert (row.link_state, row.heard) == ("down", False)
+        assert (
+            row.error
+            == f"its scheduler (pid {os.getpid()}) no longer serves; this fleet never heard from it"
+        )
     finally:
         await fleet.close()
         runner.cancel()
@@ -1274,7 +1281,8 @@ async def test_a_url_target_followed_before_its_note_names_it_learns_its_process
 ):
     """A loopback URL target whose scheduler answered before its API note was written
     (started again on its port): once the note names its process, its port watches that
-    process, so its end reads lost, not a link that is down."""
+    process, so its end reads as that process gone, not as a link that is down (``down``
+    all the same: this fleet never heard from it, so nothing is known to run there)."""
     import os
 
     from symphony_tui.api.announce import Owner
@@ -1311,7 +1319,11 @@ async def test_a_url_target_followed_before_its_note_names_it_learns_its_process
             await asyncio.sleep(0.01)
         assert project.port is followed  # the same port: nothing read again
         assert project.endpoint is not None and project.endpoint.pid == os.getpid()
-        assert project.state()[0] == "lost"
+        assert project.state() == (
+            "down",
+            None,
+            f"its scheduler (pid {os.getpid()}) no longer serves; this fleet never heard from it",
+        )
     finally:
         await fleet.close()
         runner.cancel()
