@@ -130,6 +130,16 @@ def console_in_tmux(root: Path, env: dict, socket: Path, module: str = "symphony
     return pane
 
 
+def both_working(pane: Pane, workspaces: Path) -> set[int]:
+    """Wait for the console to show both agents working; their processes' pids."""
+    pane.wait("both agents working", lambda s: s.count("● working") == 2)
+    return until_blocking(
+        lambda: (p := agent_pids(workspaces)) and len(p) == 2 and p,
+        BOUND_S,
+        what="two agent processes",
+    )
+
+
 def cli(root: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "symphony_tui.cli", *args],
@@ -147,12 +157,7 @@ def test_killing_the_consoles_tmux_leaves_the_agents_running_and_a_new_console_a
     root, env, tmp = project
     workspaces = root / "workspaces"
     first = console_in_tmux(root, env, tmp / "first.sock")
-    first.wait("both agents working", lambda s: s.count("● working") == 2)
-    agents = until_blocking(
-        lambda: (p := agent_pids(workspaces)) and len(p) == 2 and p,
-        BOUND_S,
-        what="two agent processes",
-    )
+    agents = both_working(first, workspaces)
 
     first.tmux("kill-server")
     time.sleep(8.0)  # the Done-when's 8 s: a stop would have ended them by now
@@ -312,12 +317,7 @@ def test_a_console_that_fails_leaves_its_scheduler_and_agents_running(project):
     root, env, tmp = project
     workspaces = root / "workspaces"
     pane = console_in_tmux(root, env, tmp / "first.sock", "tests.console.failing_console")
-    pane.wait("both agents working", lambda s: s.count("● working") == 2)
-    agents = until_blocking(
-        lambda: (p := agent_pids(workspaces)) and len(p) == 2 and p,
-        BOUND_S,
-        what="two agent processes",
-    )
+    agents = both_working(pane, workspaces)
     pane.keys("?")
     screen = pane.wait("the console ended", lambda s: "EXITED" in s)
     assert "a fault in the console" in screen
