@@ -764,7 +764,7 @@ async def _attach_to_running(found: _AlreadyRunning, attachments: list, path: Pa
     why) when it cannot: another user's scheduler, one without an API, or one that does
     not answer."""
     from symphony_tui.api import announce
-    from symphony_tui.api.attach import Attachment, _probe, workflow_finder
+    from symphony_tui.api.attach import Attachment, _probe, env_token, workflow_finder
     from symphony_tui.api.auth import read_control_token
     from symphony_tui.api.client import RemoteError
     from symphony_tui.api.follow import FollowingPort
@@ -782,7 +782,7 @@ async def _attach_to_running(found: _AlreadyRunning, attachments: list, path: Pa
     control = read_control_token(control_file) if isinstance(control_file, str) else None
     attachment = Attachment(
         url,
-        announce.read_token(note),
+        announce.read_token(note) or env_token(),
         "stream",
         label=f"pid {pid} ({url})",
         control=control,

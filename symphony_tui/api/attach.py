@@ -9,6 +9,7 @@ a new scheduler answering at a fixed ``http(s)://`` address once the one there s
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -87,7 +88,9 @@ def open_attach(
     (``[user@]host``), open the forward when it is SSH, and probe the API once. The
     control token (docs/security.md), and the bearer token a console's scheduler generated,
     are read beside the scheduler's API note: on this machine for a loopback ``http://``
-    URL, over ssh for ``ssh://``; a ``token`` given wins. Raises :class:`AttachError`."""
+    URL, over ssh for ``ssh://``. That generated token is the only one such a scheduler
+    accepts, so it goes first; else ``token`` (a scheduler taking its token from its
+    operator's variable). Raises :class:`AttachError`."""
     if ssh and url:
         raise AttachError("give either a URL or --ssh, not both")
     if not ssh and not url:
@@ -124,7 +127,7 @@ def _url_attachment(url: str, token: str | None, mode: Literal["stream", "poll"]
     pid = local.get("pid") if local is not None else None
     return Attachment(
         url,
-        token or _local_token(url),
+        _local_token(url) or token,
         mode,
         control=_local_control(url),
         owner=_local_owner(url),
@@ -146,7 +149,7 @@ def _host_attachment(
     return Attachment(
         tunnel.base_url,
         # a console's scheduler generated its bearer token and keeps it beside its note
-        token or note.get("api_token"),
+        note.get("api_token") or token,
         mode,
         tunnel=tunnel,
         label=f"{target.name} (API port {port})",
@@ -156,13 +159,19 @@ def _host_attachment(
     )
 
 
+def env_token() -> str | None:
+    """``$SYMPHONY_API_TOKEN``: the token for a scheduler of this user whose note offers
+    none (it takes its token from its operator's variable, ``server.auth_token_env``)."""
+    return os.environ.get("SYMPHONY_API_TOKEN") or None
+
+
 def workflow_attachment(endpoint: discovery.Endpoint) -> Attachment:
     """An attachment to a scheduler found on this machine (its API note's address, its
-    tokens, its process)."""
+    tokens, else :func:`env_token`, its process)."""
     assert endpoint.url is not None
     return Attachment(
         endpoint.url,
-        endpoint.token,
+        endpoint.token or env_token(),
         "stream",
         label=f"pid {endpoint.pid} ({endpoint.url})",
         control=endpoint.control,

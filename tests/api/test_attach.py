@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import errno
 import json
 import os
@@ -495,7 +496,7 @@ async def test_attach_by_the_printed_address_finds_the_token_this_user_keeps(
 ):
     """A console's own API has a generated token kept beside its note: ``attach
     http://127.0.0.1:PORT`` (what ``ps`` and the detach line print) works without it."""
-    from symphony_tui.api.attach import AttachError, open_attach
+    from symphony_tui.api.attach import open_attach
 
     notes = tmp_path / "api"
     monkeypatch.setattr(announce, "default_dir", lambda: notes)
@@ -506,11 +507,14 @@ async def test_attach_by_the_printed_address_finds_the_token_this_user_keeps(
             assert attachment.port().snapshot() is not None
         finally:
             attachment.close()
-        with pytest.raises(AttachError) as refused:  # a wrong token is not replaced
-            await asyncio.to_thread(open_attach, api.url, token="wrong")
-        assert str(refused.value) == (
-            f"{api.url}: 401: the scheduler refused the API token sent (a wrong or old token)"
-        )
+        # the token it generated is the only one it accepts: sent whatever else is given
+        # (``--token-env``'s variable may hold another scheduler's)
+        attachment = await asyncio.to_thread(open_attach, api.url, token="wrong")
+        try:
+            assert attachment.token != "wrong"
+            assert attachment.port().snapshot() is not None
+        finally:
+            attachment.close()
     finally:
         await api.stop()
 
@@ -686,3 +690,25 @@ async def test_a_fixed_address_still_answering_that_it_stops_is_not_a_new_schedu
         await follow.close()
         task.cancel()
         await api.stop()
+
+
+def test_a_generated_token_goes_before_one_given_and_the_variable_fills_in(monkeypatch):
+    """A console's scheduler accepts only the token it generated (kept beside its note):
+    that one is sent, whatever ``--token-env`` holds; a scheduler whose note offers none
+    (its token is in its operator's variable) gets ``$SYMPHONY_API_TOKEN``."""
+    from symphony_tui.api import announce, attach, discovery
+
+    note = {"pid": 4242, "port": 9, "workflow": "/p/WORKFLOW.md"}
+    monkeypatch.setattr(attach, "_local_note", lambda url: note)
+    monkeypatch.setattr(announce, "read_token", lambda n: "generated")
+    assert attach._url_attachment("http://127.0.0.1:9", "meant-for-another", "stream").token == (
+        "generated"
+    )
+    monkeypatch.setattr(announce, "read_token", lambda n: None)
+    assert attach._url_attachment("http://127.0.0.1:9", "given", "stream").token == "given"
+
+    monkeypatch.setenv("SYMPHONY_API_TOKEN", "from-the-variable")
+    endpoint = discovery.Endpoint("/p/WORKFLOW.md", "/p/WORKFLOW.md", "http://127.0.0.1:9", 9)
+    assert attach.workflow_attachment(endpoint).token == "from-the-variable"
+    with_token = dataclasses.replace(endpoint, token="generated")
+    assert attach.workflow_attachment(with_token).token == "generated"
