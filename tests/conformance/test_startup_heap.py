@@ -114,7 +114,7 @@ def test_a_console_attaching_to_the_running_scheduler_runs_with_the_collector_on
         return "attached"
 
     class App:  # the console's app, reduced to its start-up
-        detached = start_error = None
+        detached = start_error = failed = None
         return_code = 0
 
         def __init__(self, *, start, **kwargs):
