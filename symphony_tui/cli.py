@@ -231,8 +231,8 @@ def build_parser() -> argparse.ArgumentParser:
         "target",
         nargs="?",
         default=None,
-        help="a WORKFLOW.md (or the folder holding it), or a project as `ps` shows it "
-        "(default ./WORKFLOW.md)",
+        help="a WORKFLOW.md (or the folder holding it), a project as `ps` shows it, its "
+        "folder's name, or a pid (default ./WORKFLOW.md); never a piece of a name",
     )
     stop.add_argument(
         "--timeout",

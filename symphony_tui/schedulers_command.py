@@ -22,7 +22,7 @@ import os
 import signal
 import sys
 import time
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, TextIO
 
 from symphony_tui.api import announce
@@ -192,7 +192,16 @@ def run_stop(
             _say(f"stop: {problem}", err)
             return 1
         why = problem or f"no scheduler runs {label}"
-    if pid is None and target is not None and _names_a_file(target) and not path.is_file():
+    listed = target is not None and any(
+        n.get("project") == target for n in announce.live_notes(directory or announce.default_dir())
+    )  # the project as `ps` shows it (``local:/home/me/proj/issues.yaml``) is no file
+    if (
+        pid is None
+        and target is not None
+        and not listed
+        and _names_a_file(target)
+        and not path.is_file()
+    ):
         _say(
             f"stop: no workflow file at {path.absolute()}; name one, or a project or pid from `ps`",
             err,
@@ -253,15 +262,24 @@ def _names_a_file(target: str) -> bool:
 
 
 def _matches(note: dict[str, Any], target: str) -> bool:
-    """The note's pid, its workflow file (the same file), or its project key: whole, or a
-    part of it (``proj`` for ``local:/home/me/proj/issues.yaml``)."""
+    """The note's pid, its project key as ``ps`` shows it, its workflow file (the same
+    file), or its folder's name, as the fleet names it (``proj`` for a workflow in
+    ``/home/me/proj``, or ``local:/home/me/proj/issues.yaml``), never a piece of a name
+    (``roj``): a stop ends agents, so a typo must not find a scheduler."""
     if target.isdigit():
         return note.get("pid") == int(target)
+    project = note.get("project")
+    if isinstance(project, str) and target == project:
+        return True
     workflow = note.get("workflow")
     if isinstance(workflow, str) and _names_a_file(target):
         try:
             return Path(workflow).resolve() == Path(target).resolve()
         except OSError:
             return False
-    project = note.get("project")
-    return isinstance(project, str) and target in project
+    folders = set()
+    if isinstance(workflow, str) and workflow:
+        folders.add(Path(workflow).parent.name)
+    if isinstance(project, str) and "/" in project:  # ``local:/home/me/proj/issues.yaml``
+        folders.add(PurePosixPath(project.partition(":")[2] or project).parent.name)
+    return target in folders - {""}

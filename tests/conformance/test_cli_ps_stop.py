@@ -74,10 +74,10 @@ def test_stop_by_project_sends_the_graceful_signal_and_waits(tmp_path, sleeper):
 def test_stop_refuses_what_it_cannot_name_exactly(tmp_path, sleeper, other_sleeper, monkeypatch):
     notes = tmp_path / "api"
     note_for(notes, sleeper.pid, "local:/work/alpha/issues.yaml")
-    note_for(notes, other_sleeper.pid, "local:/work/alpine/issues.yaml")
+    note_for(notes, other_sleeper.pid, "local:/home/alpha/issues.yaml")
     err = io.StringIO()
     assert run_stop("nothing-like-it", directory=notes, err=err) == 1
-    assert run_stop("al", directory=notes, err=err) == 1  # two match: none is stopped
+    assert run_stop("alpha", directory=notes, err=err) == 1  # two match: none is stopped
     assert "matches several schedulers" in err.getvalue()
     assert sleeper.poll() is None and other_sleeper.poll() is None
     monkeypatch.chdir(tmp_path)  # no WORKFLOW.md here
@@ -295,3 +295,17 @@ def test_a_console_waits_for_a_scheduler_that_is_still_starting(tmp_path, monkey
     lock.release()
     with pytest.raises(StartFailed, match="it stopped before this console attached"):
         asyncio.run(_owner_note(_AlreadyRunning("project_locked: x", {}, lock.path)))
+
+
+def test_stop_takes_a_whole_name_never_a_piece_of_one(tmp_path, sleeper):
+    """A stop ends agents: ``eb`` must not find ``web``; the project as ``ps`` prints it
+    and the folder's name do."""
+    notes = tmp_path / "api"
+    note_for(notes, sleeper.pid, "local:/work/web/issues.yaml")
+    err = io.StringIO()
+    for piece in ("eb", "we", "web/issues", "issues", "work"):
+        assert run_stop(piece, directory=notes, err=err) == 1, piece
+    assert sleeper.poll() is None
+    assert "no running scheduler matches 'eb'" in err.getvalue()
+    assert run_stop("local:/work/web/issues.yaml", directory=notes, err=err, timeout=20) == 0
+    assert sleeper.wait(timeout=5) == -15
