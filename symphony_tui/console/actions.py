@@ -352,9 +352,15 @@ class IssueActions:
         fleet = self._state.fleet_snapshot
         if fleet is None:
             return
-        names = [p.name for p in fleet.projects]
+        # the live ones first (the others refuse it), a duplicate row not at all (its
+        # scheduler is another row's)
+        projects = sorted(
+            (p for p in fleet.projects if p.link_state != "duplicate"),
+            key=lambda p: p.link_state != "live",
+        )
+        names = [p.name for p in projects]
         choices: list[tuple[str, str | None]] = []
-        for p in fleet.projects:
+        for p in projects:
             what = "paused: resume its dispatch" if p.dispatch_paused else "pause its dispatch"
             if p.link_state != "live":
                 what += f" ({p.link_state})"

@@ -588,12 +588,19 @@ async def test_a_fleets_pause_names_the_focused_panes_project_never_one_selected
         # what the operator looks at now, so which project is asked, not assumed
         app.screen.query_one("#workers").focus()
         assert app.screen.query_one(WorkersTable).select_key("web/i-12")
+        projects = fleet.current.projects  # and a second line reaching api's scheduler
+        again = projects[0].model_copy(update={"name": "api-again", "link_state": "duplicate"})
+        fleet.update(projects=(*projects, again))
         await pilot.press("3", "p")
         await settle(pilot)
         assert isinstance(app.screen, Choose) and not fleet.sent
         body = str(app.screen.query_one("#dialog-body").render())
         assert "Pause or resume which?" in body
-        await pilot.press("down", "down", "enter")  # the third: billing, paused
+        # the live projects first: web (stale) would refuse it
+        shown = screen_text(app)
+        assert shown.index(BILLING) < shown.index("pause its dispatch (stale)")
+        assert "api-again" not in shown  # its scheduler is api's: not offered twice
+        await pilot.press("down", "enter")  # the second: billing, paused
         await done(pilot)
         assert fleet.sent == [PauseDispatch(paused=False, project=BILLING)]
         # the token pane has no rows either
