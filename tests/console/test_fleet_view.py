@@ -1076,6 +1076,12 @@ def test_names_cut_alike_keep_both_ends_in_every_pane():
     assert workers["billing-service-backend/b-3"] == "billing-s…"
     approvals = {k: row[0].plain for k, row in approval_rows(snap, NOW, tones, fleet=True)}
     assert approvals["api/ap-1"] == "127.0…7347" and approvals["web/ap-1"] == "127.0…5895"
+    from symphony_tui.console.screens.projects import project_rows
+
+    table = {k: row[0].plain for k, row in project_rows(snap, tones, None, name_width=12)}
+    assert table["127.0.0.1:37347"] == "127.0.0.1:3…"  # apart at 12 cells: cut at the end
+    table = {k: row[0].plain for k, row in project_rows(snap, tones, None, name_width=9)}
+    assert [table["127.0.0.1:37347"], table["127.0.0.1:45895"]] == ["127.…7347", "127.…5895"]
     event = AgentEvent(kind=EventKind.MESSAGE, message="hi", project="127.0.0.1:45895")
     names = tuple(p.name for p in snap.projects)
     assert " 127…895 " in fmt.event_line(event, tones, names=names).plain
@@ -1094,3 +1100,17 @@ async def test_the_log_tells_apart_names_cut_alike_once_a_project_joins(fleet, m
         lines = log.plain_lines()
         assert any(" bil…end BIL-3 " in line for line in lines)
         assert not any("billin…" in line for line in lines)
+
+
+def test_per_project_token_lines_leave_out_duplicates_and_never_say_0_for_unknown():
+    snap = fleet_snapshot()
+    api = snap.projects[0]
+    again = api.model_copy(update={"name": "api-again", "link_state": "duplicate"})
+    never = api.model_copy(
+        update={"name": "new", "link_state": "down", "age_s": None, "error": "refused"}
+    )
+    assert not never.heard
+    snap = snap.model_copy(update={"projects": (*snap.projects, again, never)})
+    lines = projects_text(snap, Tones()).plain.splitlines()
+    assert not any(line.startswith("api-again") for line in lines)
+    assert [line.split() for line in lines if line.startswith("new ")] == [["new", "-"]]

@@ -25,7 +25,14 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from symphony_tui.console import fmt
-from symphony_tui.console.fleet import LINK_LABELS, OUT_OF_DATE_STATES, live_of, project_row
+from symphony_tui.console.fleet import (
+    LINK_LABELS,
+    OUT_OF_DATE_STATES,
+    fit_name,
+    live_of,
+    project_names,
+    project_row,
+)
 from symphony_tui.console.messages import console_app
 from symphony_tui.console.registry import bindings_for
 from symphony_tui.console.repaint import update_static
@@ -67,11 +74,13 @@ def link_cell(row: ProjectRow, tones: Tones) -> Text:
 def project_rows(
     snapshot: Snapshot, tones: Tones, showing: str | None, name_width: int = 30
 ) -> list[tuple[str, Row]]:
-    """(project name, cells) in the fleet's order, names cut to ``name_width`` cells; the
+    """(project name, cells) in the fleet's order, names fitted to ``name_width`` cells
+    (:func:`~symphony_tui.console.fleet.fit_name`); the
     project filtered by is marked ``▸``. The counts and tokens of a project that hears
     nothing new (:data:`OUT_OF_DATE_STATES`) are dimmed: the last it sent (a stopped
     one's counts: none); ``-`` while it was never heard from (unknown, not 0)."""
     rows: list[tuple[str, Row]] = []
+    names = project_names(snapshot)
     for p in snapshot.projects:
         old = p.link_state in OUT_OF_DATE_STATES
         known = p.heard or p.link_state == "live"
@@ -83,9 +92,9 @@ def project_rows(
 
         if p.name == showing:
             name = Text("▸ ", style=tones.bold, end="")
-            name.append_text(inert(p.name, tones.bold, limit=max(name_width - 2, 1)))
+            name.append_text(inert(fit_name(p.name, max(name_width - 2, 1), names), tones.bold))
         else:
-            name = inert(p.name, tones.bold, limit=name_width)
+            name = inert(fit_name(p.name, name_width, names), tones.bold)
         rows.append(
             (
                 p.name,

@@ -13,6 +13,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Sparkline, Static
 
 from symphony_tui.console import fmt
+from symphony_tui.console.fleet import fit_name, project_names
 from symphony_tui.console.repaint import update_static
 from symphony_tui.console.sanitize import one_line
 
@@ -181,13 +182,17 @@ def per_worker_text(
 
 
 def projects_text(snapshot: Snapshot, tones: Tones, width: int | None = None) -> Text:
-    """A fleet console's totals per project, then all of them: total tokens, the
-    primary rate-limit window's use, cost where known; one project a line, never wrapped:
-    within ``width`` cells the names give way first (to 4 cells), then the line is cut."""
+    """A fleet console's totals per project, then all of them: total tokens (``-`` for a
+    project never heard from: unknown, not 0, and nothing else of it), the primary rate-limit window's use, cost
+    where known; one project a line, never wrapped: within ``width`` cells the names give
+    way first (to 4 cells, :func:`~symphony_tui.console.fleet.fit_name`), then the line is
+    cut. A duplicate row (another row's scheduler) has no line."""
+    projects = [p for p in snapshot.projects if p.link_state != "duplicate"]
+    names = project_names(snapshot)
     windows = [
-        p.rate_limits.primary if p.rate_limits is not None else None for p in snapshot.projects
+        p.rate_limits.primary if p.rate_limits is not None and p.heard else None for p in projects
     ]
-    costs = [p.totals.cost_usd for p in snapshot.projects]
+    costs = [p.totals.cost_usd if p.heard else None for p in projects]
     known = [c for c in costs if c is not None]
     cost = sum(known) if known else None
     money = max((len(f" ${c:,.2f}") for c in [*known, cost or 0.0]), default=0) if known else 0
@@ -197,9 +202,10 @@ def projects_text(snapshot: Snapshot, tones: Tones, width: int | None = None) ->
         name_w = max(4, min(10, width - 1 - 7 - percent - money))
     text = Text(end="", no_wrap=True, overflow="ellipsis")
     text.append("per project\n", style=tones.bold)
-    for p, window, spent in zip(snapshot.projects, windows, costs, strict=True):
-        text.append(f"{one_line(p.name, name_w):<{name_w + 1}}", style=tones.muted)
-        text.append(f"{fmt.compact(p.totals.total_tokens):>7}")
+    for p, window, spent in zip(projects, windows, costs, strict=True):
+        text.append(f"{fit_name(p.name, name_w, names):<{name_w + 1}}", style=tones.muted)
+        tokens = fmt.compact(p.totals.total_tokens) if p.heard else "-"
+        text.append(f"{tokens:>7}")
         if window is not None and window.used_percent is not None:
             used = window.used_percent
             tone = tones.error if used >= 90 else tones.warning if used >= 70 else tones.success
@@ -209,7 +215,7 @@ def projects_text(snapshot: Snapshot, tones: Tones, width: int | None = None) ->
         if spent is not None:
             text.append(f" ${spent:,.2f}")
         text.append("\n")
-    total = sum(p.totals.total_tokens for p in snapshot.projects)
+    total = sum(p.totals.total_tokens for p in projects)
     text.append(f"{'all':<{name_w + 1}}", style=tones.bold)
     text.append(f"{fmt.compact(total):>7}", style=tones.bold)
     if cost is not None:
