@@ -342,6 +342,19 @@ class RemotePort(SchedulerPort):
         """True once the scheduler has shut down (see :meth:`link`)."""
         return self.stopped_at is not None
 
+    @property
+    def gone(self) -> bool:
+        """It shut down without saying so (:attr:`said_stopping` false): its process
+        ended, or its host no longer announces it; its agents may still run."""
+        return self.stopped_at is not None and not self.said_stopping
+
+    def last_said(self) -> Snapshot:
+        """The snapshot as the scheduler last sent it: of one :attr:`gone`, as it was
+        before (``before_stop``, its runs kept); else :meth:`snapshot`."""
+        if self.gone and self.before_stop is not None:
+            return self.before_stop
+        return self.snapshot()
+
     def events_since(
         self, seq: int, *, limit: int = 2000, issue_id: str | None = None
     ) -> list[AgentEvent]:
@@ -453,8 +466,9 @@ class RemotePort(SchedulerPort):
         """The link's state now (see :class:`LinkStatus`)."""
         age = None if self._heard_at is None else max(0.0, self._clock() - self._heard_at)
         if self.stopped_at is not None:
-            gone = not self.said_stopping
-            return LinkStatus("stopped", age, self.mode, self.error, self.stopped_at, gone=gone)
+            return LinkStatus(
+                "stopped", age, self.mode, self.error, self.stopped_at, gone=self.gone
+            )
         if age is None:
             state: LinkState = "connecting"
         elif age > self.stale_after_s:

@@ -236,10 +236,9 @@ class FollowingPort(SchedulerPort):
         """The scheduler's snapshot; of one gone without saying it was stopping, the last
         it sent, its runs kept (the link says they are unknown: its agents may still run)
         and no approvals (nothing is there to answer them)."""
-        port = self.port
-        if port.stopped and not port.said_stopping and port.before_stop is not None:
-            return port.before_stop.model_copy(update={"approvals": (), "next_poll_at": None})
-        return port.snapshot()
+        if self.port.gone:
+            return self.port.last_said().model_copy(update={"approvals": (), "next_poll_at": None})
+        return self.port.snapshot()
 
     def events_since(
         self, seq: int, *, limit: int = 2000, issue_id: str | None = None

@@ -206,10 +206,7 @@ class Project:
         self.heard_at = self._clock() - link.age_s
         before = port.before_stop
         self.clean_stop = port.said_stopping
-        if port.stopped and not port.said_stopping and before is not None:
-            self.last = before
-        else:
-            self.last = port.snapshot()
+        self.last = port.last_said()
         self.stopped_with = _had(before) if self.clean_stop and before is not None else None
         self.stop_reason = link.error if self.clean_stop else None
 
@@ -271,7 +268,7 @@ class Project:
         port = self.port
         if port is None:
             return self.gone is not None and not self.clean_stop
-        if not port.stopped or port.said_stopping:
+        if not port.gone:
             return False
         return port.link().age_s is not None or not self.clean_stop
 
@@ -279,7 +276,7 @@ class Project:
         """Its port's scheduler ended without a word, and neither that port nor an earlier
         one ever heard from this project."""
         port = self.port
-        if port is None or not port.stopped or port.said_stopping:
+        if port is None or not port.gone:
             return False
         return port.link().age_s is None and self.heard_at is None and not self.clean_stop
 
