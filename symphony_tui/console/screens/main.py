@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from rich.cells import cell_len
 from rich.text import Text
 from textual import events, on
 from textual.app import ComposeResult
@@ -27,7 +26,12 @@ from symphony_tui.console.starting import STARTING_STATUS
 from symphony_tui.console.widgets.event_log import EventLogView, LogFilter
 from symphony_tui.console.widgets.footer import ConsoleFooter
 from symphony_tui.console.widgets.issues import IssuesTable
-from symphony_tui.console.widgets.status import alert_text, status_text, unknown_since
+from symphony_tui.console.widgets.status import (
+    alert_text,
+    status_text,
+    unknown_since,
+    wrapped_rows,
+)
 from symphony_tui.console.widgets.tokens import TokenPane
 from symphony_tui.console.widgets.workers import WorkersTable
 
@@ -198,7 +202,7 @@ class MainScreen(Screen[None]):
             return 0
         width = max(self.size.width - 2, 1)
         lines = self._alert.plain.split("\n")
-        rows = sum(max(1, -(-cell_len(line) // width)) for line in lines)
+        rows = sum(wrapped_rows(line, width) for line in lines)
         return min(rows, ALERT_MAX_LINES)
 
     def on_resize(self) -> None:

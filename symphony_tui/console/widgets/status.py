@@ -486,4 +486,9 @@ def _line(alert: Alert, tones: Tones) -> Text:
 
 def _alert_rows(alerts: list[Alert], width: int) -> int:
     """Rows ``alerts`` take wrapped to ``width`` cells, one a line."""
-    return sum(max(1, -(-cell_len(a.label + a.value) // width)) for a in alerts)
+    return sum(wrapped_rows(a.label + a.value, width) for a in alerts)
+
+
+def wrapped_rows(line: str, width: int) -> int:
+    """Rows one line of the alert line takes at ``width`` cells (at least one)."""
+    return max(1, -(-cell_len(line) // width))
